@@ -1,0 +1,10 @@
+//! Signoff's wire contract (spec/wire.md) in Rust: one A2A model, the v0.3 and v1.0 codecs,
+//! the human-in-the-loop payloads, and an incremental SSE parser.
+//!
+//! Serde only: no tokio, no HTTP client, so the browser UI (wasm32) and the server share it.
+
+pub mod hitl;
+pub mod jsonrpc;
+pub mod model;
+
+pub use model::*;

@@ -1,0 +1,1 @@
+//! Signoff's A2A agent server: `http` (axum) -> `agent` (runtime) -> `store` (SQLite).

@@ -1,0 +1,3 @@
+//! The `signoff` binary.
+
+fn main() {}
