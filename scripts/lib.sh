@@ -1,0 +1,24 @@
+# Shared by the scripts in this folder: paths, logging, and the toolchain pins.
+# Sourced, not run.
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The cargo target directory lives outside the clone so that fresh clones (CI) reuse builds.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/signoff/target}"
+export PATH="$HOME/.cargo/bin:$ROOT/tools/web/node_modules/.bin:$PATH"
+# trunk must never try to download a tool or check for updates (registries only).
+export TRUNK_SKIP_VERSION_CHECK=true
+
+# Pinned tool versions (see ../shared/toolchain.md for why these).
+TRUNK_VERSION="0.21.14"
+
+step() { printf '\n==> %s\n' "$*"; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# The wasm-bindgen version in Cargo.lock; wasm-bindgen-cli must match it exactly.
+wasm_bindgen_version() {
+  awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' "$ROOT/Cargo.lock"
+}
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs every check Signoff has: formatting, lints, native tests (protocol, server, UI reducer),
+# the wasm32 builds, the release UI with its size budget, the browser tests in headless
+# Chromium, and the interop tests with third-party A2A clients. Exits non-zero on the first failure.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT"
+START=$SECONDS
+LOG="$CARGO_TARGET_DIR/signoff-test.log"
+mkdir -p "$CARGO_TARGET_DIR"
+: >"$LOG"
+
+"$ROOT/scripts/setup.sh"
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (native, all targets) -D warnings"
+cargo clippy --locked --workspace --all-targets -- -D warnings
+
+step "cargo clippy (UI for wasm32) -D warnings"
+cargo clippy --locked -p signoff-ui --target wasm32-unknown-unknown -- -D warnings
+
+step "wasm32 build of the protocol crate"
+cargo build --locked -p signoff-protocol --target wasm32-unknown-unknown
+
+"$ROOT/scripts/build-ui.sh"
+
+step "UI size budget"
+"$ROOT/scripts/ui-size.sh"
+
+step "cargo test (protocol, server, UI reducer, browser tests in headless Chromium)"
+export SIGNOFF_UI_DIR="$ROOT/dist"
+cargo test --locked --workspace 2>&1 | tee -a "$LOG"
+
+if [ -x "$ROOT/tests/interop/run.sh" ]; then
+  step "Interop with third-party A2A clients (a2a-sdk from PyPI, @a2a-js/sdk from npm)"
+  "$ROOT/tests/interop/run.sh" 2>&1 | tee -a "$LOG"
+fi
+
+step "Summary"
+passed=$(grep -Eo 'test result: ok\. [0-9]+ passed' "$LOG" | awk '{s+=$4} END {print s+0}')
+suites=$(grep -c 'test result: ok\.' "$LOG" || true)
+interop=$(grep -c '^interop ok:' "$LOG" || true)
+echo "all checks passed: $passed Rust tests in $suites suites, $interop interop checks, in $((SECONDS - START)) s"
