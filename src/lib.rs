@@ -1,9 +1,13 @@
-//! Signoff's browser chat: views over a pure reducer, with one module that talks to the server.
+//! Signoff's browser chat: thin views over a pure reducer, with one module that talks to the
+//! server.
+//!
+//! - [`api`]: the only code that fetches (REST, JSON-RPC, SSE streams).
+//! - [`state`]: the view model and the reducer that turns wire events into it; no web types, so
+//!   it runs natively in `cargo test`.
+//! - [`components`]: views that render the state and emit intents.
 
-use leptos::prelude::*;
+pub mod api;
+pub mod components;
+pub mod state;
 
-/// The root component.
-#[component]
-pub fn App() -> impl IntoView {
-    view! { <h1>"Signoff"</h1> }
-}
+pub use components::app::App;

@@ -1,0 +1,34 @@
+//! The only code that talks to the server: REST reads, JSON-RPC calls over `fetch`, and SSE
+//! streams read from the response body. Components call these and feed what comes back to the
+//! reducer in [`crate::state`]; nothing else fetches.
+
+mod http;
+
+pub use http::Abort;
+
+use crate::state::agents::{parse_agents, AgentInfo};
+
+/// Why a call to the server failed, worded for a toast.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ApiError {
+    #[error("cannot reach the server: {0}")]
+    Network(String),
+    /// A non-2xx answer; `message` is the server's own words when it sent any.
+    #[error("{message}")]
+    Http { status: u16, message: String },
+    #[error("the server sent something unreadable: {0}")]
+    Decode(String),
+    /// A JSON-RPC error object, as the agent worded it.
+    #[error("{message}")]
+    Rpc { code: i64, message: String },
+    #[error("no answer from the agent for {0} seconds; the request was stopped")]
+    Timeout(u32),
+    #[error("the request was stopped")]
+    Aborted,
+}
+
+/// `GET /api/agents`.
+pub async fn list_agents() -> Result<Vec<AgentInfo>, ApiError> {
+    let body = http::get_json("/api/agents").await?;
+    Ok(parse_agents(&body))
+}
