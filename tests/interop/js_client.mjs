@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { isDeepStrictEqual, parseArgs } from 'node:util';
 
 import { Role, taskStateToJSON } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
@@ -50,10 +50,13 @@ const version = args.version;
 const sandbox = args.sandbox;
 const label = `node ${SDK} v${version}`;
 const ok = (what) => console.log(`interop ok: ${label}: ${what}`);
+// What the client is doing, for the failure line when the SDK itself throws.
+let doing = 'starting';
 
 // ---- agent card -----------------------------------------------------------------------------
 
 async function rawCard(url, v1) {
+  doing = `GET ${url}`;
   const resp = await fetch(url, { headers: v1 ? { 'A2A-Version': '1.0' } : {} });
   const body = await resp.text();
   check(resp.status === 200, `GET ${url} status`, 200, `${resp.status} ${body.slice(0, 300)}`);
@@ -82,12 +85,16 @@ async function makeClient() {
     const factory = new ClientFactory({
       transports: [new JsonRpcTransportFactory({ legacyCompat: { enabled: true } })],
     });
+    doing = 'creating the client from the v0.3 card';
     client = await factory.createFromAgentCard(card);
     ok(`agent card at ${AGENT_PATH}${CARD_PATH} read as a v0.3 card (${card.name})`);
   } else {
     // The SDK's own discovery: it asks with `A2A-Version: 1.0` and picks the interface.
     const factory = new ClientFactory();
-    client = await factory.createFromUrl(agentBase);
+    // The full card URL with an empty path: the resolver resolves its default relative path
+    // against the base URL, which would drop the agent's last path segment.
+    doing = 'resolving the agent card with the SDK';
+    client = await factory.createFromUrl(agentBase + CARD_PATH, '');
     card = await client.getAgentCard();
     const ifaces = card.supportedInterfaces ?? [];
     check(
@@ -129,7 +136,8 @@ function withTimeout(promise, what, partial) {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-async function stream(client, message) {
+async function stream(client, message, what) {
+  doing = `streaming ${what}`;
   const events = [];
   const collect = (async () => {
     for await (const ev of client.sendMessageStream({ tenant: '', message, configuration: undefined, metadata: undefined })) {
@@ -142,6 +150,7 @@ async function stream(client, message) {
 }
 
 async function getTask(client, id) {
+  doing = `tasks/get ${id}`;
   return withTimeout(client.getTask({ tenant: '', id, historyLength: 50 }), 'tasks/get answers');
 }
 
@@ -232,7 +241,7 @@ function summarize(events) {
 // ---- scenarios ------------------------------------------------------------------------------
 
 async function chatWithTool(client) {
-  const events = await stream(client, userMessage([textPart('read readme.txt')]));
+  const events = await stream(client, userMessage([textPart('read readme.txt')]), "'read readme.txt'");
   const s = summarize(events);
   check(s.taskIds.length === 1, 'one task id in the stream', 'exactly one', s.taskIds);
   check(s.contextIds.length === 1, 'one context id in the stream', 'exactly one', s.contextIds);
@@ -272,7 +281,7 @@ async function chatWithTool(client) {
 }
 
 async function approvalFlow(client) {
-  const events = await stream(client, userMessage([textPart('write a.txt: hi and delete old.txt')]));
+  const events = await stream(client, userMessage([textPart('write a.txt: hi and delete old.txt')]), "'write a.txt: hi and delete old.txt'");
   const s = summarize(events);
   check(s.finalState === 'TASK_STATE_INPUT_REQUIRED', 'turn pauses for approval', 'TASK_STATE_INPUT_REQUIRED', s);
   check(s.taskIds.length === 1 && s.contextIds.length === 1, 'one task and context', 'one each', s);
@@ -293,7 +302,7 @@ async function approvalFlow(client) {
     ['write_file', { path: 'a.txt', content: 'hi' }],
     ['delete_file', { path: 'old.txt' }],
   ];
-  check(JSON.stringify(got) === JSON.stringify(want), 'action_requests (one batch: write then delete)', want, got);
+  check(isDeepStrictEqual(got, want), 'action_requests (one batch: write then delete)', want, got);
   check(requests.every((r) => r.id), 'each action request has an id', 'ids', requests);
   check(s.results.length === 0, 'no held call ran before a decision', 'no function_response', s.results);
   if (sandbox) {
@@ -305,12 +314,12 @@ async function approvalFlow(client) {
   let task = await getTask(client, taskId);
   check(stateName(task.status) === 'TASK_STATE_INPUT_REQUIRED', 'tasks/get on the paused task', 'TASK_STATE_INPUT_REQUIRED', stateName(task.status));
   const paused = interruptOf(task.status?.message);
-  check(JSON.stringify(paused) === JSON.stringify(interrupt), 'tasks/get status message holds the same interrupt', interrupt, paused);
+  check(isDeepStrictEqual(paused, interrupt), 'tasks/get status message holds the same interrupt', interrupt, paused);
   ok('tasks/get shows the paused task with the same pending batch');
 
   const decision = userMessage([dataPart({ decision_type: 'approve' }), textPart('Approved')], taskId, contextId);
-  const r = summarize(await stream(client, decision));
-  check(JSON.stringify(r.taskIds) === JSON.stringify([taskId]), 'resume continues the same task', [taskId], r.taskIds);
+  const r = summarize(await stream(client, decision, 'the approve decision on the paused task'));
+  check(isDeepStrictEqual(r.taskIds, [taskId]), 'resume continues the same task', [taskId], r.taskIds);
   check(r.finalState === 'TASK_STATE_COMPLETED', 'resumed task completes', 'TASK_STATE_COMPLETED', r);
   for (const req of requests) {
     const res = r.results.find((x) => x.id === req.id);
@@ -348,8 +357,10 @@ try {
     console.error(`  expected: ${show(e.expected)}`);
     console.error(`  got:      ${show(e.got)}`);
   } else {
-    console.error(`interop FAIL: ${label}: ${e?.stack ?? e}`);
-    if (e?.cause) console.error('  cause:', e.cause);
+    console.error(`interop FAIL: ${label}: ${doing}`);
+    console.error('  expected: the SDK call to succeed');
+    console.error(`  got:      ${e?.name ?? 'Error'}: ${e?.message ?? e}`);
+    if (process.env.INTEROP_DEBUG) console.error(e);
   }
   process.exit(1);
 }

@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
+import traceback
 import uuid
 from pathlib import Path
 from typing import Any
@@ -59,6 +61,8 @@ class Run:
         self.version = version
         self.sandbox = sandbox
         self.label = f"python {SDK} v{version}"
+        # What the client is doing, for the failure line when the SDK itself raises.
+        self.doing = "starting"
 
     def ok(self, what: str) -> None:
         print(f"interop ok: {self.label}: {what}", flush=True)
@@ -66,6 +70,7 @@ class Run:
     # ---- agent card -------------------------------------------------------------------------
 
     async def raw_card(self, url: str, v1: bool) -> dict[str, Any]:
+        self.doing = f"GET {url}"
         headers = {"A2A-Version": "1.0"} if v1 else {}
         async with httpx.AsyncClient(timeout=30) as http:
             resp = await http.get(url, headers=headers)
@@ -106,6 +111,7 @@ class Run:
         else:
             # The SDK's own discovery: it asks with `A2A-Version: 1.0` and picks the interface.
             factory = ClientFactory(ClientConfig(streaming=True))
+            self.doing = "resolving the agent card with the SDK"
             client = await factory.create_from_url(agent_base)
             card = client._card  # noqa: SLF001 - the resolved card, to check what was chosen
             ifaces = [MessageToDict(i) for i in card.supported_interfaces]
@@ -136,8 +142,9 @@ class Run:
 
     # ---- streaming --------------------------------------------------------------------------
 
-    async def stream(self, client, message: Message) -> list[dict[str, Any]]:
+    async def stream(self, client, message: Message, what: str) -> list[dict[str, Any]]:
         """Streams one message; returns every event as ProtoJSON (the SDK's v1.0 model)."""
+        self.doing = f"streaming {what}"
         events: list[dict[str, Any]] = []
 
         async def collect() -> None:
@@ -154,6 +161,7 @@ class Run:
         return events
 
     async def get_task(self, client, task_id: str) -> dict[str, Any]:
+        self.doing = f"tasks/get {task_id}"
         task = await asyncio.wait_for(
             client.get_task(GetTaskRequest(id=task_id, history_length=50)), STEP_TIMEOUT_S
         )
@@ -162,7 +170,7 @@ class Run:
     # ---- scenarios --------------------------------------------------------------------------
 
     async def chat_with_tool(self, client) -> None:
-        events = await self.stream(client, user_message("read readme.txt"))
+        events = await self.stream(client, user_message("read readme.txt"), "'read readme.txt'")
         s = summarize(events)
         check(s["task_ids"] and len(s["task_ids"]) == 1, "one task id in the stream", "exactly one", s["task_ids"])
         check(len(s["context_ids"]) == 1, "one context id in the stream", "exactly one", s["context_ids"])
@@ -206,7 +214,7 @@ class Run:
         self.ok("tasks/get returns the completed task with history and the answer artifact")
 
     async def approval_flow(self, client) -> None:
-        events = await self.stream(client, user_message("write a.txt: hi and delete old.txt"))
+        events = await self.stream(client, user_message("write a.txt: hi and delete old.txt"), "'write a.txt: hi and delete old.txt'")
         s = summarize(events)
         check(s["final_state"] == "TASK_STATE_INPUT_REQUIRED", "turn pauses for approval", "TASK_STATE_INPUT_REQUIRED", s)
         check(len(s["task_ids"]) == 1 and len(s["context_ids"]) == 1, "one task and context", "one each", s)
@@ -246,7 +254,7 @@ class Run:
             context_id=context_id,
             parts=[data_part({"decision_type": "approve"}), Part(text="Approved")],
         )
-        events = await self.stream(client, decision)
+        events = await self.stream(client, decision, "the approve decision on the paused task")
         r = summarize(events)
         check(r["task_ids"] == [task_id], "resume continues the same task", [task_id], r["task_ids"])
         check(r["final_state"] == "TASK_STATE_COMPLETED", "resumed task completes", "TASK_STATE_COMPLETED", r)
@@ -404,10 +412,11 @@ def main() -> int:
         print(f"  got:      {show(e.got)}", file=sys.stderr)
         return 1
     except Exception as e:  # noqa: BLE001 - any SDK/transport error is a failed interop check
-        print(f"interop FAIL: {run.label}: {type(e).__name__}: {e}", file=sys.stderr)
-        import traceback
-
-        traceback.print_exc()
+        print(f"interop FAIL: {run.label}: {run.doing}", file=sys.stderr)
+        print("  expected: the SDK call to succeed", file=sys.stderr)
+        print(f"  got:      {type(e).__name__}: {e}", file=sys.stderr)
+        if os.environ.get("INTEROP_DEBUG"):
+            traceback.print_exc()
         return 1
     return 0
 
