@@ -20,11 +20,21 @@ pub enum Id {
 pub struct Request {
     pub jsonrpc: String,
     /// Absent for notifications; A2A has none, so an absent id is answered like `null`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A present `"id": null` is `Some(Id::Null)`, not `None`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present_id"
+    )]
     pub id: Option<Id>,
     pub method: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Value>,
+}
+
+/// Serde maps a present `null` to `None` for an `Option`; an id that is there, even `null`, is `Some`.
+fn present_id<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Id>, D::Error> {
+    Id::deserialize(deserializer).map(Some)
 }
 
 impl Request {
@@ -229,7 +239,9 @@ mod tests {
 
     #[test]
     fn every_code_maps_back() {
-        for code in [-32700, -32600, -32601, -32602, -32603, -32001, -32002, -32004, -32009] {
+        for code in [
+            -32700, -32600, -32601, -32602, -32603, -32001, -32002, -32004, -32009,
+        ] {
             assert_eq!(ErrorCode::from_code(code).map(ErrorCode::code), Some(code));
         }
     }

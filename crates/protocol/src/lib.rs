@@ -3,6 +3,7 @@
 //!
 //! Serde only: no tokio, no HTTP client, so the browser UI (wasm32) and the server share it.
 
+pub mod codec;
 pub mod hitl;
 pub mod jsonrpc;
 pub mod model;

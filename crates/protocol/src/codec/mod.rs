@@ -1,0 +1,427 @@
+//! The v0.3 and v1.0 codecs: the ONLY place that knows which A2A version is on the wire
+//! (spec/wire.md §2). Everything else reads and writes the one model in [`crate::model`].
+//!
+//! Each version has private serde wire structs ([`v03`], [`v10`]) that hold nested objects as
+//! raw JSON, so every level is decoded on its own and a [`DecodeError`] can name the exact JSON
+//! path of a problem ("params.message.parts[0].kind: missing").
+
+mod card;
+mod v03;
+mod v10;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::jsonrpc::{ErrorCode, ErrorObject, Response};
+use crate::model::{
+    ListTasksParams, ListTasksResult, Message, ProtocolVersion, SendMessageParams, StreamEvent,
+    Task, TaskIdParams, TaskQueryParams,
+};
+
+pub use card::{decode_agent_card, encode_agent_card, CardFlavor};
+
+/// A payload that does not match its version's schema; the Display names the JSON path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {problem}")]
+pub struct DecodeError {
+    /// Where in the payload, e.g. `params.message.parts[0]`.
+    pub path: String,
+    pub problem: String,
+}
+
+impl DecodeError {
+    pub(crate) fn new(path: &str, problem: impl Into<String>) -> Self {
+        DecodeError {
+            path: path.to_owned(),
+            problem: problem.into(),
+        }
+    }
+}
+
+/// The A2A methods, whatever their name in a given version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    SendMessage,
+    SendStreamingMessage,
+    GetTask,
+    CancelTask,
+    SubscribeToTask,
+    /// v1.0 only: v0.3 has no method to list tasks.
+    ListTasks,
+}
+
+impl Method {
+    const ALL: [Method; 6] = [
+        Method::SendMessage,
+        Method::SendStreamingMessage,
+        Method::GetTask,
+        Method::CancelTask,
+        Method::SubscribeToTask,
+        Method::ListTasks,
+    ];
+
+    /// Reads a JSON-RPC method name in the request's version; `None` for a method that version
+    /// does not have (including a v1.0 name sent as v0.3 and the reverse).
+    pub fn from_name(version: ProtocolVersion, name: &str) -> Option<Method> {
+        Method::ALL
+            .into_iter()
+            .filter(|method| method.exists_in(version))
+            .find(|method| method.name(version) == name)
+    }
+
+    /// The method's name in a version. v0.3 has no list method; `ListTasks` keeps its v1.0
+    /// name there, and [`Method::from_name`] never accepts it for v0.3.
+    pub fn name(self, version: ProtocolVersion) -> &'static str {
+        match (version, self) {
+            (ProtocolVersion::V0_3, Method::SendMessage) => "message/send",
+            (ProtocolVersion::V0_3, Method::SendStreamingMessage) => "message/stream",
+            (ProtocolVersion::V0_3, Method::GetTask) => "tasks/get",
+            (ProtocolVersion::V0_3, Method::CancelTask) => "tasks/cancel",
+            (ProtocolVersion::V0_3, Method::SubscribeToTask) => "tasks/resubscribe",
+            (ProtocolVersion::V1_0, Method::SendMessage) => "SendMessage",
+            (ProtocolVersion::V1_0, Method::SendStreamingMessage) => "SendStreamingMessage",
+            (ProtocolVersion::V1_0, Method::GetTask) => "GetTask",
+            (ProtocolVersion::V1_0, Method::CancelTask) => "CancelTask",
+            (ProtocolVersion::V1_0, Method::SubscribeToTask) => "SubscribeToTask",
+            (ProtocolVersion::V0_3 | ProtocolVersion::V1_0, Method::ListTasks) => "ListTasks",
+        }
+    }
+
+    /// Whether the method exists in that version of the protocol.
+    pub fn exists_in(self, version: ProtocolVersion) -> bool {
+        match self {
+            Method::ListTasks => version == ProtocolVersion::V1_0,
+            Method::SendMessage
+            | Method::SendStreamingMessage
+            | Method::GetTask
+            | Method::CancelTask
+            | Method::SubscribeToTask => true,
+        }
+    }
+
+    /// Streaming methods answer with `text/event-stream`.
+    pub fn is_streaming(self) -> bool {
+        match self {
+            Method::SendStreamingMessage | Method::SubscribeToTask => true,
+            Method::SendMessage | Method::GetTask | Method::CancelTask | Method::ListTasks => false,
+        }
+    }
+}
+
+/// Decodes the params of `message/send` / `message/stream` (v1.0 `SendMessage`, `SendStreamingMessage`).
+pub fn decode_send_params(
+    v: ProtocolVersion,
+    params: &Value,
+) -> Result<SendMessageParams, DecodeError> {
+    match v {
+        ProtocolVersion::V0_3 => v03::decode_send_params(params, "params"),
+        ProtocolVersion::V1_0 => v10::decode_send_params(params, "params"),
+    }
+}
+
+pub fn encode_send_params(v: ProtocolVersion, params: &SendMessageParams) -> Value {
+    match v {
+        ProtocolVersion::V0_3 => v03::encode_send_params(params),
+        ProtocolVersion::V1_0 => v10::encode_send_params(params),
+    }
+}
+
+/// Decodes the params of `tasks/get` (v1.0 `GetTask`).
+pub fn decode_task_query(
+    v: ProtocolVersion,
+    params: &Value,
+) -> Result<TaskQueryParams, DecodeError> {
+    match v {
+        ProtocolVersion::V0_3 => v03::decode_task_query(params, "params"),
+        ProtocolVersion::V1_0 => v10::decode_task_query(params, "params"),
+    }
+}
+
+/// v1.0's `GetTask` has no `metadata`; it is dropped there.
+pub fn encode_task_query(v: ProtocolVersion, params: &TaskQueryParams) -> Value {
+    match v {
+        ProtocolVersion::V0_3 => v03::encode_task_query(params),
+        ProtocolVersion::V1_0 => v10::encode_task_query(params),
+    }
+}
+
+/// Decodes the params of `tasks/cancel` and `tasks/resubscribe` (v1.0 `CancelTask`, `SubscribeToTask`).
+pub fn decode_task_id_params(
+    v: ProtocolVersion,
+    params: &Value,
+) -> Result<TaskIdParams, DecodeError> {
+    match v {
+        ProtocolVersion::V0_3 => v03::decode_task_id_params(params, "params"),
+        ProtocolVersion::V1_0 => v10::decode_task_id_params(params, "params"),
+    }
+}
+
+pub fn encode_task_id_params(v: ProtocolVersion, params: &TaskIdParams) -> Value {
+    match v {
+        ProtocolVersion::V0_3 => v03::encode_task_id_params(params),
+        ProtocolVersion::V1_0 => v10::encode_task_id_params(params),
+    }
+}
+
+/// Decodes the params of v1.0 `ListTasks` (v0.3 has no such method).
+pub fn decode_list_tasks_params(params: &Value) -> Result<ListTasksParams, DecodeError> {
+    v10::decode_list_tasks_params(params, "params")
+}
+
+pub fn encode_list_tasks_params(params: &ListTasksParams) -> Value {
+    v10::encode_list_tasks_params(params)
+}
+
+pub fn encode_list_tasks_result(result: &ListTasksResult) -> Value {
+    v10::encode_list_tasks_result(result)
+}
+
+pub fn decode_list_tasks_result(result: &Value) -> Result<ListTasksResult, DecodeError> {
+    v10::decode_list_tasks_result(result, "result")
+}
+
+/// One streamed `result`: v0.3 an object with `kind`; v1.0 a wrapper with one key
+/// (`task`, `message`, `statusUpdate`, `artifactUpdate`) and no `final`.
+pub fn encode_event(v: ProtocolVersion, event: &StreamEvent) -> Value {
+    match v {
+        ProtocolVersion::V0_3 => v03::encode_event(event),
+        ProtocolVersion::V1_0 => v10::encode_event(event),
+    }
+}
+
+/// Reads one streamed `result`. v1.0 status updates get `is_final` from their state.
+pub fn decode_event(v: ProtocolVersion, result: &Value) -> Result<StreamEvent, DecodeError> {
+    match v {
+        ProtocolVersion::V0_3 => v03::decode_event(result, "result"),
+        ProtocolVersion::V1_0 => v10::decode_event(result, "result"),
+    }
+}
+
+/// The result of `message/send`: a Task or a Message (v1.0: `{"task":…}` / `{"message":…}`).
+/// Pass a [`StreamEvent::Task`] or [`StreamEvent::Message`]; an update event (which no send
+/// result may be) is written as it would be streamed.
+pub fn encode_send_result(v: ProtocolVersion, result: &StreamEvent) -> Value {
+    encode_event(v, result)
+}
+
+/// Reads the result of `message/send`; only a task or a message is accepted.
+pub fn decode_send_result(v: ProtocolVersion, result: &Value) -> Result<StreamEvent, DecodeError> {
+    let event = decode_event(v, result)?;
+    match event {
+        StreamEvent::Task(_) | StreamEvent::Message(_) => Ok(event),
+        StreamEvent::StatusUpdate(_) | StreamEvent::ArtifactUpdate(_) => Err(DecodeError::new(
+            "result",
+            "a send result must be a task or a message",
+        )),
+    }
+}
+
+/// A task as `tasks/get` returns it (v0.3 with `kind: "task"`).
+pub fn encode_task(v: ProtocolVersion, task: &Task) -> Value {
+    match v {
+        ProtocolVersion::V0_3 => v03::encode_task(task),
+        ProtocolVersion::V1_0 => v10::encode_task(task),
+    }
+}
+
+pub fn decode_task(v: ProtocolVersion, task: &Value) -> Result<Task, DecodeError> {
+    match v {
+        ProtocolVersion::V0_3 => v03::decode_task(task, "result"),
+        ProtocolVersion::V1_0 => v10::decode_task(task, "result"),
+    }
+}
+
+pub fn encode_message(v: ProtocolVersion, message: &Message) -> Value {
+    match v {
+        ProtocolVersion::V0_3 => v03::encode_message(message),
+        ProtocolVersion::V1_0 => v10::encode_message(message),
+    }
+}
+
+pub fn decode_message(v: ProtocolVersion, message: &Value) -> Result<Message, DecodeError> {
+    match v {
+        ProtocolVersion::V0_3 => v03::decode_message(message, "message"),
+        ProtocolVersion::V1_0 => v10::decode_message(message, "message"),
+    }
+}
+
+/// The `@type` of v1.0's error detail.
+const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
+const ERROR_INFO_DOMAIN: &str = "a2a-protocol.org";
+
+/// A JSON-RPC error object in a version's shape: v1.0 adds `data: [ErrorInfo]` (spec/wire.md §7).
+pub fn error_object(
+    v: ProtocolVersion,
+    code: ErrorCode,
+    message: impl Into<String>,
+) -> ErrorObject {
+    let mut error = code.with_message(message);
+    match v {
+        ProtocolVersion::V0_3 => {}
+        ProtocolVersion::V1_0 => {
+            error.data = Some(json!([{
+                "@type": ERROR_INFO_TYPE,
+                "reason": code.reason(),
+                "domain": ERROR_INFO_DOMAIN,
+            }]));
+        }
+    }
+    error
+}
+
+/// One SSE `data:` payload (a whole JSON-RPC response) -> the event, or the peer's error.
+pub fn decode_stream_response(
+    v: ProtocolVersion,
+    data: &str,
+) -> Result<Result<StreamEvent, ErrorObject>, DecodeError> {
+    let value: Value = serde_json::from_str(data)
+        .map_err(|err| DecodeError::new("data", format!("not JSON: {err}")))?;
+    let response =
+        Response::from_value(value).map_err(|err| DecodeError::new("response", err.to_string()))?;
+    match response.outcome {
+        Ok(result) => decode_event(v, &result).map(Ok),
+        Err(error) => Ok(Err(error)),
+    }
+}
+
+// ---- helpers shared by both versions ----
+
+/// Deserializes one level of a payload, naming `path` in the error.
+pub(crate) fn parse<T: DeserializeOwned>(value: &Value, path: &str) -> Result<T, DecodeError> {
+    T::deserialize(value).map_err(|err| DecodeError::new(path, err.to_string()))
+}
+
+/// Serializes a wire struct. Cannot fail: every wire struct has string keys and no custom
+/// serializer, so the fallback is never taken.
+pub(crate) fn to_value<T: Serialize>(wire: T) -> Value {
+    serde_json::to_value(wire).unwrap_or(Value::Null)
+}
+
+pub(crate) fn field(path: &str, name: &str) -> String {
+    format!("{path}.{name}")
+}
+
+pub(crate) fn index(path: &str, i: usize) -> String {
+    format!("{path}[{i}]")
+}
+
+/// A count on the wire is signed (ProtoJSON int32); negatives are invalid params.
+pub(crate) fn non_negative(value: Option<i64>, path: &str) -> Result<Option<u32>, DecodeError> {
+    match value {
+        None => Ok(None),
+        Some(n) if n < 0 => Err(DecodeError::new(
+            path,
+            format!("must not be negative, got {n}"),
+        )),
+        Some(n) => u32::try_from(n)
+            .map(Some)
+            .map_err(|_| DecodeError::new(path, format!("{n} is too large"))),
+    }
+}
+
+/// Decodes each element of a list with its own path.
+pub(crate) fn decode_list<T>(
+    items: &[Value],
+    path: &str,
+    decode: impl Fn(&Value, &str) -> Result<T, DecodeError>,
+) -> Result<Vec<T>, DecodeError> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| decode(item, &index(path, i)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn method_names_per_version() {
+        use ProtocolVersion::{V0_3, V1_0};
+        for (version, name, method) in [
+            (V0_3, "message/stream", Some(Method::SendStreamingMessage)),
+            (V0_3, "tasks/resubscribe", Some(Method::SubscribeToTask)),
+            (V0_3, "ListTasks", None),
+            (V0_3, "SendMessage", None),
+            (
+                V1_0,
+                "SendStreamingMessage",
+                Some(Method::SendStreamingMessage),
+            ),
+            (V1_0, "ListTasks", Some(Method::ListTasks)),
+            (V1_0, "message/send", None),
+        ] {
+            assert_eq!(Method::from_name(version, name), method, "{name}");
+        }
+        for method in Method::ALL {
+            if method.exists_in(V0_3) {
+                assert_eq!(Method::from_name(V0_3, method.name(V0_3)), Some(method));
+            }
+            assert_eq!(Method::from_name(V1_0, method.name(V1_0)), Some(method));
+        }
+    }
+
+    #[test]
+    fn decode_errors_name_the_path() {
+        use ProtocolVersion::{V0_3, V1_0};
+        let message =
+            json!({"kind":"message","messageId":"m","role":"user","parts":[{"text":"hi"}]});
+        let check = |v, params: Value, expect: &str| {
+            let error = decode_send_params(v, &params).map(|_| ()).unwrap_err();
+            assert_eq!(error.to_string(), expect);
+        };
+        check(
+            V0_3,
+            json!({"message": message}),
+            "params.message.parts[0].kind: missing (a v0.3 part says \"text\", \"data\" or \"file\")",
+        );
+        check(
+            V0_3,
+            json!({"message": {"messageId":"m","role":"user","parts":[]}}),
+            "params.message.parts: must not be empty",
+        );
+        check(
+            V0_3,
+            json!({"message": {"messageId":"m","role":"user","parts":[{"kind":"text","text":"a"}]},
+                   "configuration": {"historyLength": -1}}),
+            "params.configuration.historyLength: must not be negative, got -1",
+        );
+        let error = decode_send_params(V1_0, &json!({"message": message})).unwrap_err();
+        assert_eq!(error.path, "params.message");
+        assert!(error.problem.starts_with("unknown field `kind`"), "{error}");
+        check(
+            V1_0,
+            json!({"message": {"messageId":"m","role":"user","parts":[{"text":"a"}]}}),
+            "params.message.role: unknown role \"user\" (expected \"ROLE_USER\" or \"ROLE_AGENT\")",
+        );
+        let ok = decode_send_params(
+            V1_0,
+            &json!({"message": {"messageId":"m","role":"ROLE_USER","parts":[{"text":"a"}]}}),
+        )
+        .unwrap();
+        assert_eq!(ok.message.text(), "a");
+    }
+
+    #[test]
+    fn v1_errors_carry_error_info() {
+        let error = error_object(
+            ProtocolVersion::V1_0,
+            ErrorCode::TaskNotFound,
+            "no such task",
+        );
+        assert_eq!(
+            serde_json::to_value(&error).unwrap_or(Value::Null),
+            json!({"code": -32001, "message": "no such task", "data": [{
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "domain": "a2a-protocol.org", "reason": "TASK_NOT_FOUND"}]})
+        );
+        let error = error_object(
+            ProtocolVersion::V0_3,
+            ErrorCode::TaskNotFound,
+            "no such task",
+        );
+        assert_eq!(error.data, None);
+    }
+}

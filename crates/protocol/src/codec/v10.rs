@@ -1,0 +1,682 @@
+//! A2A v1.0 wire shapes (ProtoJSON of `lf.a2a.v1`): no `kind`, a part holds one of `text`,
+//! `raw`, `url`, `data`; enums are `ROLE_*` / `TASK_STATE_*`; stream events are one-key wrappers
+//! and status updates have no `final`. Strict both ways (spec/wire.md §7): every wire struct
+//! refuses unknown fields, so a v0.3 payload sent as v1.0 fails with the field it should not have.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{decode_list, field, non_negative, parse, to_value, DecodeError};
+use crate::model::{
+    Artifact, FileBody, FileContent, ListTasksParams, ListTasksResult, Message, Metadata, Part,
+    PartContent, Role, SendConfiguration, SendMessageParams, StreamEvent, Task,
+    TaskArtifactUpdateEvent, TaskIdParams, TaskQueryParams, TaskState, TaskStatus,
+    TaskStatusUpdateEvent,
+};
+
+// ---- wire structs: one level each; nested objects stay JSON so each gets its own path ----
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct WireMessage {
+    message_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    context_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    task_id: Option<String>,
+    role: String,
+    parts: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    metadata: Option<Metadata>,
+    /// Extension URIs; read past, Signoff implements none.
+    #[serde(default, skip_serializing)]
+    #[allow(dead_code)]
+    extensions: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reference_task_ids: Option<Vec<String>>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct WirePart {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    /// Base64 bytes (ProtoJSON `bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    raw: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    data: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    metadata: Option<Metadata>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    filename: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    media_type: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WireStatus {
+    state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    message: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    timestamp: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct WireArtifact {
+    artifact_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    parts: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    metadata: Option<Metadata>,
+    #[serde(default, skip_serializing)]
+    #[allow(dead_code)]
+    extensions: Option<Vec<String>>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct WireTask {
+    id: String,
+    /// ProtoJSON leaves out empty strings, so an absent `contextId` is "".
+    #[serde(default)]
+    context_id: String,
+    status: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    artifacts: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    history: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    metadata: Option<Metadata>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct WireStatusUpdate {
+    task_id: String,
+    context_id: String,
+    status: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    metadata: Option<Metadata>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct WireArtifactUpdate {
+    task_id: String,
+    context_id: String,
+    artifact: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    append: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_chunk: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    metadata: Option<Metadata>,
+}
+
+/// `StreamResponse` (and `SendMessageResponse`, which is its first two cases): exactly one key.
+#[derive(Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct WireStreamResponse {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    task: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    message: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    status_update: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    artifact_update: Option<Value>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct WireSendParams {
+    /// Multi-tenancy is not a Signoff concept; the tenant is read past.
+    #[serde(default, skip_serializing)]
+    #[allow(dead_code)]
+    tenant: Option<String>,
+    message: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    configuration: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    metadata: Option<Metadata>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct WireConfiguration {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    accepted_output_modes: Option<Vec<String>>,
+    /// Read past: Signoff sends no push notifications.
+    #[serde(default, skip_serializing)]
+    #[allow(dead_code)]
+    task_push_notification_config: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    history_length: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    return_immediately: Option<bool>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct WireTaskQuery {
+    #[serde(default, skip_serializing)]
+    #[allow(dead_code)]
+    tenant: Option<String>,
+    id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    history_length: Option<i64>,
+}
+
+/// `CancelTaskRequest` and `SubscribeToTaskRequest` (the latter has no metadata).
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct WireTaskIdParams {
+    #[serde(default, skip_serializing)]
+    #[allow(dead_code)]
+    tenant: Option<String>,
+    id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    metadata: Option<Metadata>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct WireListTasksParams {
+    #[serde(default, skip_serializing)]
+    #[allow(dead_code)]
+    tenant: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    context_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    page_size: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    page_token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    history_length: Option<i64>,
+    /// Not supported: refused rather than ignored, so a caller never gets an unfiltered list
+    /// it believes is filtered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    status_timestamp_after: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    include_artifacts: Option<bool>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct WireListTasksResult {
+    tasks: Vec<Value>,
+    #[serde(default)]
+    next_page_token: String,
+    #[serde(default)]
+    page_size: i64,
+    #[serde(default)]
+    total_size: i64,
+}
+
+// ---- enums (ProtoJSON names) ----
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::User => "ROLE_USER",
+        Role::Agent => "ROLE_AGENT",
+    }
+}
+
+fn decode_role(name: &str, path: &str) -> Result<Role, DecodeError> {
+    match name {
+        "ROLE_USER" => Ok(Role::User),
+        "ROLE_AGENT" => Ok(Role::Agent),
+        other => Err(DecodeError::new(
+            path,
+            format!("unknown role \"{other}\" (expected \"ROLE_USER\" or \"ROLE_AGENT\")"),
+        )),
+    }
+}
+
+const STATES: [TaskState; 8] = [
+    TaskState::Submitted,
+    TaskState::Working,
+    TaskState::InputRequired,
+    TaskState::AuthRequired,
+    TaskState::Completed,
+    TaskState::Failed,
+    TaskState::Canceled,
+    TaskState::Rejected,
+];
+
+fn state_name(state: TaskState) -> &'static str {
+    match state {
+        TaskState::Submitted => "TASK_STATE_SUBMITTED",
+        TaskState::Working => "TASK_STATE_WORKING",
+        TaskState::InputRequired => "TASK_STATE_INPUT_REQUIRED",
+        TaskState::AuthRequired => "TASK_STATE_AUTH_REQUIRED",
+        TaskState::Completed => "TASK_STATE_COMPLETED",
+        TaskState::Failed => "TASK_STATE_FAILED",
+        TaskState::Canceled => "TASK_STATE_CANCELED",
+        TaskState::Rejected => "TASK_STATE_REJECTED",
+    }
+}
+
+fn decode_state(name: &str, path: &str) -> Result<TaskState, DecodeError> {
+    STATES
+        .into_iter()
+        .find(|state| state_name(*state) == name)
+        .ok_or_else(|| DecodeError::new(path, format!("unknown task state \"{name}\"")))
+}
+
+// ---- parts and messages ----
+
+fn decode_part(value: &Value, path: &str) -> Result<Part, DecodeError> {
+    let wire: WirePart = parse(value, path)?;
+    let file = |body| {
+        PartContent::File(FileContent {
+            name: wire.filename.clone(),
+            media_type: wire.media_type.clone(),
+            body,
+        })
+    };
+    let content = match (wire.text, wire.raw, wire.url, wire.data) {
+        (Some(text), None, None, None) => PartContent::Text(text),
+        (None, Some(raw), None, None) => file(FileBody::Bytes(raw)),
+        (None, None, Some(url), None) => file(FileBody::Uri(url)),
+        (None, None, None, Some(data)) => PartContent::Data(data),
+        (text, raw, url, data) => {
+            let present: Vec<&str> = [
+                ("text", text.is_some()),
+                ("raw", raw.is_some()),
+                ("url", url.is_some()),
+                ("data", data.is_some()),
+            ]
+            .into_iter()
+            .filter_map(|(name, present)| present.then_some(name))
+            .collect();
+            let found = if present.is_empty() {
+                "none".to_owned()
+            } else {
+                present.join(", ")
+            };
+            return Err(DecodeError::new(
+                path,
+                format!("a part holds exactly one of text, raw, url and data (found: {found})"),
+            ));
+        }
+    };
+    Ok(Part {
+        content,
+        metadata: wire.metadata,
+    })
+}
+
+fn encode_part(part: &Part) -> Value {
+    let mut wire = WirePart {
+        text: None,
+        raw: None,
+        url: None,
+        data: None,
+        metadata: part.metadata.clone(),
+        filename: None,
+        media_type: None,
+    };
+    match &part.content {
+        PartContent::Text(text) => wire.text = Some(text.clone()),
+        PartContent::Data(data) => wire.data = Some(data.clone()),
+        PartContent::File(file) => {
+            match &file.body {
+                FileBody::Bytes(bytes) => wire.raw = Some(bytes.clone()),
+                FileBody::Uri(uri) => wire.url = Some(uri.clone()),
+            }
+            wire.filename = file.name.clone();
+            wire.media_type = file.media_type.clone();
+        }
+    }
+    to_value(wire)
+}
+
+fn decode_parts(parts: &[Value], path: &str) -> Result<Vec<Part>, DecodeError> {
+    decode_list(parts, path, decode_part)
+}
+
+pub(super) fn decode_message(value: &Value, path: &str) -> Result<Message, DecodeError> {
+    let wire: WireMessage = parse(value, path)?;
+    let role = decode_role(&wire.role, &field(path, "role"))?;
+    let parts_path = field(path, "parts");
+    if wire.parts.is_empty() {
+        return Err(DecodeError::new(&parts_path, "must not be empty"));
+    }
+    Ok(Message {
+        message_id: wire.message_id,
+        role,
+        parts: decode_parts(&wire.parts, &parts_path)?,
+        task_id: wire.task_id,
+        context_id: wire.context_id,
+        reference_task_ids: wire.reference_task_ids.unwrap_or_default(),
+        metadata: wire.metadata,
+    })
+}
+
+pub(super) fn encode_message(message: &Message) -> Value {
+    to_value(WireMessage {
+        message_id: message.message_id.clone(),
+        context_id: message.context_id.clone(),
+        task_id: message.task_id.clone(),
+        role: role_name(message.role).to_owned(),
+        parts: message.parts.iter().map(encode_part).collect(),
+        metadata: message.metadata.clone(),
+        extensions: None,
+        reference_task_ids: non_empty(&message.reference_task_ids),
+    })
+}
+
+fn non_empty<T: Clone>(items: &[T]) -> Option<Vec<T>> {
+    if items.is_empty() {
+        None
+    } else {
+        Some(items.to_vec())
+    }
+}
+
+// ---- tasks ----
+
+fn decode_status(value: &Value, path: &str) -> Result<TaskStatus, DecodeError> {
+    let wire: WireStatus = parse(value, path)?;
+    let message = match &wire.message {
+        Some(message) => Some(decode_message(message, &field(path, "message"))?),
+        None => None,
+    };
+    Ok(TaskStatus {
+        state: decode_state(&wire.state, &field(path, "state"))?,
+        message,
+        timestamp: wire.timestamp,
+    })
+}
+
+fn encode_status(status: &TaskStatus) -> Value {
+    to_value(WireStatus {
+        state: state_name(status.state).to_owned(),
+        message: status.message.as_ref().map(encode_message),
+        timestamp: status.timestamp.clone(),
+    })
+}
+
+fn decode_artifact(value: &Value, path: &str) -> Result<Artifact, DecodeError> {
+    let wire: WireArtifact = parse(value, path)?;
+    Ok(Artifact {
+        artifact_id: wire.artifact_id,
+        name: wire.name,
+        description: wire.description,
+        parts: decode_parts(&wire.parts, &field(path, "parts"))?,
+        metadata: wire.metadata,
+    })
+}
+
+fn encode_artifact(artifact: &Artifact) -> Value {
+    to_value(WireArtifact {
+        artifact_id: artifact.artifact_id.clone(),
+        name: artifact.name.clone(),
+        description: artifact.description.clone(),
+        parts: artifact.parts.iter().map(encode_part).collect(),
+        metadata: artifact.metadata.clone(),
+        extensions: None,
+    })
+}
+
+pub(super) fn decode_task(value: &Value, path: &str) -> Result<Task, DecodeError> {
+    let wire: WireTask = parse(value, path)?;
+    Ok(Task {
+        status: decode_status(&wire.status, &field(path, "status"))?,
+        history: decode_list(
+            wire.history.as_deref().unwrap_or_default(),
+            &field(path, "history"),
+            decode_message,
+        )?,
+        artifacts: decode_list(
+            wire.artifacts.as_deref().unwrap_or_default(),
+            &field(path, "artifacts"),
+            decode_artifact,
+        )?,
+        id: wire.id,
+        context_id: wire.context_id,
+        metadata: wire.metadata,
+    })
+}
+
+pub(super) fn encode_task(task: &Task) -> Value {
+    to_value(WireTask {
+        id: task.id.clone(),
+        context_id: task.context_id.clone(),
+        status: encode_status(&task.status),
+        artifacts: non_empty(&task.artifacts)
+            .map(|artifacts| artifacts.iter().map(encode_artifact).collect()),
+        history: non_empty(&task.history)
+            .map(|history| history.iter().map(encode_message).collect()),
+        metadata: task.metadata.clone(),
+    })
+}
+
+// ---- stream events ----
+
+pub(super) fn decode_event(value: &Value, path: &str) -> Result<StreamEvent, DecodeError> {
+    let wire: WireStreamResponse = parse(value, path)?;
+    match (
+        wire.task,
+        wire.message,
+        wire.status_update,
+        wire.artifact_update,
+    ) {
+        (Some(task), None, None, None) => {
+            decode_task(&task, &field(path, "task")).map(StreamEvent::Task)
+        }
+        (None, Some(message), None, None) => {
+            decode_message(&message, &field(path, "message")).map(StreamEvent::Message)
+        }
+        (None, None, Some(update), None) => {
+            let path = field(path, "statusUpdate");
+            let wire: WireStatusUpdate = parse(&update, &path)?;
+            let status = decode_status(&wire.status, &field(&path, "status"))?;
+            Ok(StreamEvent::StatusUpdate(TaskStatusUpdateEvent {
+                task_id: wire.task_id,
+                context_id: wire.context_id,
+                // v1.0 has no `final`: the stream ends after a terminal or interrupted state.
+                is_final: status.state.ends_stream(),
+                status,
+                metadata: wire.metadata,
+            }))
+        }
+        (None, None, None, Some(update)) => {
+            let path = field(path, "artifactUpdate");
+            let wire: WireArtifactUpdate = parse(&update, &path)?;
+            Ok(StreamEvent::ArtifactUpdate(TaskArtifactUpdateEvent {
+                artifact: decode_artifact(&wire.artifact, &field(&path, "artifact"))?,
+                task_id: wire.task_id,
+                context_id: wire.context_id,
+                append: wire.append.unwrap_or(false),
+                last_chunk: wire.last_chunk.unwrap_or(false),
+                metadata: wire.metadata,
+            }))
+        }
+        (_, _, _, _) => Err(DecodeError::new(
+            path,
+            "needs exactly one of task, message, statusUpdate and artifactUpdate",
+        )),
+    }
+}
+
+pub(super) fn encode_event(event: &StreamEvent) -> Value {
+    let mut wire = WireStreamResponse::default();
+    match event {
+        StreamEvent::Task(task) => wire.task = Some(encode_task(task)),
+        StreamEvent::Message(message) => wire.message = Some(encode_message(message)),
+        StreamEvent::StatusUpdate(update) => {
+            wire.status_update = Some(to_value(WireStatusUpdate {
+                task_id: update.task_id.clone(),
+                context_id: update.context_id.clone(),
+                status: encode_status(&update.status),
+                metadata: update.metadata.clone(),
+            }))
+        }
+        StreamEvent::ArtifactUpdate(update) => {
+            wire.artifact_update = Some(to_value(WireArtifactUpdate {
+                task_id: update.task_id.clone(),
+                context_id: update.context_id.clone(),
+                artifact: encode_artifact(&update.artifact),
+                append: Some(update.append),
+                last_chunk: Some(update.last_chunk),
+                metadata: update.metadata.clone(),
+            }))
+        }
+    }
+    to_value(wire)
+}
+
+// ---- request params and results ----
+
+pub(super) fn decode_send_params(
+    value: &Value,
+    path: &str,
+) -> Result<SendMessageParams, DecodeError> {
+    let wire: WireSendParams = parse(value, path)?;
+    let configuration = match &wire.configuration {
+        Some(configuration) => {
+            let config_path = field(path, "configuration");
+            let config: WireConfiguration = parse(configuration, &config_path)?;
+            Some(SendConfiguration {
+                accepted_output_modes: config.accepted_output_modes.unwrap_or_default(),
+                history_length: non_negative(
+                    config.history_length,
+                    &field(&config_path, "historyLength"),
+                )?,
+                blocking: config.return_immediately.map(|immediately| !immediately),
+            })
+        }
+        None => None,
+    };
+    Ok(SendMessageParams {
+        message: decode_message(&wire.message, &field(path, "message"))?,
+        configuration,
+        metadata: wire.metadata,
+    })
+}
+
+pub(super) fn encode_send_params(params: &SendMessageParams) -> Value {
+    to_value(WireSendParams {
+        tenant: None,
+        message: encode_message(&params.message),
+        configuration: params.configuration.as_ref().map(|config| {
+            to_value(WireConfiguration {
+                accepted_output_modes: non_empty(&config.accepted_output_modes),
+                task_push_notification_config: None,
+                history_length: config.history_length.map(i64::from),
+                return_immediately: config.blocking.map(|blocking| !blocking),
+            })
+        }),
+        metadata: params.metadata.clone(),
+    })
+}
+
+pub(super) fn decode_task_query(value: &Value, path: &str) -> Result<TaskQueryParams, DecodeError> {
+    let wire: WireTaskQuery = parse(value, path)?;
+    Ok(TaskQueryParams {
+        id: wire.id,
+        history_length: non_negative(wire.history_length, &field(path, "historyLength"))?,
+        metadata: None,
+    })
+}
+
+pub(super) fn encode_task_query(params: &TaskQueryParams) -> Value {
+    to_value(WireTaskQuery {
+        tenant: None,
+        id: params.id.clone(),
+        history_length: params.history_length.map(i64::from),
+    })
+}
+
+pub(super) fn decode_task_id_params(
+    value: &Value,
+    path: &str,
+) -> Result<TaskIdParams, DecodeError> {
+    let wire: WireTaskIdParams = parse(value, path)?;
+    Ok(TaskIdParams {
+        id: wire.id,
+        metadata: wire.metadata,
+    })
+}
+
+pub(super) fn encode_task_id_params(params: &TaskIdParams) -> Value {
+    to_value(WireTaskIdParams {
+        tenant: None,
+        id: params.id.clone(),
+        metadata: params.metadata.clone(),
+    })
+}
+
+pub(super) fn decode_list_tasks_params(
+    value: &Value,
+    path: &str,
+) -> Result<ListTasksParams, DecodeError> {
+    let wire: WireListTasksParams = parse(value, path)?;
+    if wire.status_timestamp_after.is_some() {
+        return Err(DecodeError::new(
+            &field(path, "statusTimestampAfter"),
+            "not supported",
+        ));
+    }
+    let status = match wire.status.as_deref() {
+        // The proto default means "no filter".
+        None | Some("TASK_STATE_UNSPECIFIED") => None,
+        Some(name) => Some(decode_state(name, &field(path, "status"))?),
+    };
+    Ok(ListTasksParams {
+        context_id: wire.context_id,
+        status,
+        page_size: non_negative(wire.page_size, &field(path, "pageSize"))?,
+        page_token: wire.page_token,
+        history_length: non_negative(wire.history_length, &field(path, "historyLength"))?,
+        include_artifacts: wire.include_artifacts,
+    })
+}
+
+pub(super) fn encode_list_tasks_params(params: &ListTasksParams) -> Value {
+    to_value(WireListTasksParams {
+        tenant: None,
+        context_id: params.context_id.clone(),
+        status: params.status.map(|state| state_name(state).to_owned()),
+        page_size: params.page_size.map(i64::from),
+        page_token: params.page_token.clone(),
+        history_length: params.history_length.map(i64::from),
+        status_timestamp_after: None,
+        include_artifacts: params.include_artifacts,
+    })
+}
+
+pub(super) fn encode_list_tasks_result(result: &ListTasksResult) -> Value {
+    to_value(WireListTasksResult {
+        tasks: result.tasks.iter().map(encode_task).collect(),
+        next_page_token: result.next_page_token.clone(),
+        page_size: i64::from(result.page_size),
+        total_size: i64::from(result.total_size),
+    })
+}
+
+pub(super) fn decode_list_tasks_result(
+    value: &Value,
+    path: &str,
+) -> Result<ListTasksResult, DecodeError> {
+    let wire: WireListTasksResult = parse(value, path)?;
+    Ok(ListTasksResult {
+        tasks: decode_list(&wire.tasks, &field(path, "tasks"), decode_task)?,
+        next_page_token: wire.next_page_token,
+        page_size: non_negative(Some(wire.page_size), &field(path, "pageSize"))?.unwrap_or(0),
+        total_size: non_negative(Some(wire.total_size), &field(path, "totalSize"))?.unwrap_or(0),
+    })
+}
