@@ -6,6 +6,7 @@
 pub mod codec;
 pub mod hitl;
 pub mod jsonrpc;
+pub mod kagent;
 pub mod model;
 
 pub use model::*;
