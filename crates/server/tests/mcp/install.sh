@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Installs the third-party MCP servers that the server's MCP tests and bench run, from npm at the
-# versions pinned in package-lock.json: @modelcontextprotocol/server-filesystem (stdio) and
-# @modelcontextprotocol/server-everything (streamable HTTP). Idempotent: when the installed
-# versions already match the lockfile it only checks them.
+# Installs what the server's MCP tests and bench run, at pinned versions, from the registries
+# only: @modelcontextprotocol/server-filesystem (stdio) and server-everything (streamable HTTP
+# and SSE) from npm (package-lock.json), and the Python `mcp` SDK from PyPI (requirements.txt)
+# into a venv for http_server.py. Idempotent: when everything matches the pins it only checks.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
@@ -32,3 +32,16 @@ for server in server-filesystem server-everything; do
   [ -x "node_modules/.bin/mcp-$server" ] || { echo "error: mcp-$server is missing after npm ci" >&2; exit 1; }
   echo "MCP test server @modelcontextprotocol/$server $(installed "$server") is installed"
 done
+
+# The venv lives outside the clone, so fresh clones (CI) reuse it; the tests look for it there.
+VENV="${SIGNOFF_MCP_VENV:-$HOME/.cache/signoff/mcp-venv}"
+STAMP="$VENV/.signoff-requirements"
+if ! cmp -s requirements.txt "$STAMP" || ! "$VENV/bin/python" -c 'import mcp.server.mcpserver' 2>/dev/null; then
+  echo "==> Installing the Python MCP SDK from PyPI into $VENV"
+  rm -rf "$VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps -r requirements.txt
+  cp requirements.txt "$STAMP"
+fi
+"$VENV/bin/python" -c 'import mcp.server.mcpserver' || { echo "error: the mcp package does not import from $VENV" >&2; exit 1; }
+echo "Python MCP SDK $("$VENV/bin/pip" show mcp 2>/dev/null | awk '/^Version:/ {print $2}') is installed in $VENV"
