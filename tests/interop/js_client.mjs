@@ -109,6 +109,10 @@ async function makeClient() {
       ifaces,
     );
     check(card.capabilities?.streaming === true, 'card capabilities.streaming', true, card.capabilities);
+    // What the SDK was served must be a strict v1.0 card: the schema allows no v0.3 field.
+    const raw = await rawCard(agentBase + CARD_PATH, true);
+    const stray = ['url', 'protocolVersion', 'preferredTransport', 'additionalInterfaces'].filter((k) => k in raw);
+    check(stray.length === 0, 'v1.0 card (A2A-Version: 1.0) has no v0.3 field', [], stray);
     ok(`agent card at ${AGENT_PATH}${CARD_PATH} resolved by the SDK (${card.name})`);
   }
   // (The class names are mangled by the SDK's bundler, so ask the transport what it speaks.)

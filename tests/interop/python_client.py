@@ -127,6 +127,10 @@ class Run:
                 ifaces,
             )
             check(card.capabilities.streaming, "card capabilities.streaming", True, MessageToDict(card.capabilities))
+            # What the SDK was served must be a strict v1.0 card: the schema allows no v0.3 field.
+            raw = await self.raw_card(agent_base + CARD_PATH, v1=True)
+            stray = sorted(set(raw) & {"url", "protocolVersion", "preferredTransport", "additionalInterfaces"})
+            check(not stray, "v1.0 card (A2A-Version: 1.0) has no v0.3 field", [], stray)
             self.ok(f"agent card at {AGENT_PATH}{CARD_PATH} resolved by the SDK ({card.name})")
 
         transport = type(client._transport).__name__  # noqa: SLF001
