@@ -8,5 +8,6 @@ pub mod hitl;
 pub mod jsonrpc;
 pub mod kagent;
 pub mod model;
+pub mod sse;
 
 pub use model::*;
