@@ -29,6 +29,9 @@ cargo build --locked -p signoff-protocol --target wasm32-unknown-unknown
 step "UI size budget"
 "$ROOT/scripts/ui-size.sh"
 
+step "MCP servers for the server's tests (npm, PyPI)"
+"$ROOT/crates/server/tests/mcp/install.sh"
+
 step "cargo test (protocol, server, UI reducer, browser tests in headless Chromium)"
 export SIGNOFF_UI_DIR="$ROOT/dist"
 cargo test --locked --workspace 2>&1 | tee -a "$LOG"
