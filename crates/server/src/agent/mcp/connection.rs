@@ -1,0 +1,418 @@
+//! One MCP server connection, opened once and shared by every call and chat: a supervisor task
+//! connects (stdio child process or streamable HTTP), publishes the live peer and its tool list,
+//! notices when the connection dies, and reconnects with exponential backoff. Calls never open
+//! a connection themselves; they wait briefly for one that is being (re)opened, and otherwise
+//! fail at once with the last error.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, Tool,
+};
+use rmcp::service::{QuitReason, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{Peer, RoleClient, ServiceError, ServiceExt};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::sse::SseClientTransport;
+
+/// How to reach an MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A child process speaking MCP on its stdin/stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        /// Added to the server's inherited environment.
+        env: Vec<(String, String)>,
+        cwd: Option<PathBuf>,
+    },
+    /// A streamable-HTTP endpoint, or a legacy HTTP+SSE one when `sse` is set.
+    Http {
+        url: String,
+        headers: Vec<(http::HeaderName, http::HeaderValue)>,
+        sse: bool,
+    },
+}
+
+/// Delays between reconnect attempts: doubling from `FIRST_RETRY` up to `MAX_RETRY`.
+const FIRST_RETRY: Duration = Duration::from_millis(250);
+const MAX_RETRY: Duration = Duration::from_secs(30);
+/// A connection that stayed up this long resets the backoff (so a crash loop keeps backing off).
+const STABLE_AFTER: Duration = Duration::from_secs(10);
+
+/// A live connection as callers see it.
+#[derive(Clone)]
+pub struct Live {
+    peer: Peer<RoleClient>,
+    /// The server's tools, as listed right after connecting.
+    pub tools: Arc<Vec<Tool>>,
+    /// Cancelled when this connection ends, so calls in flight fail at once instead of waiting
+    /// for their timeout.
+    ended: CancellationToken,
+    /// Cancelling it drops this connection (a caller saw it broken); the supervisor reconnects.
+    reset: CancellationToken,
+}
+
+/// What a connection is doing; published through a watch channel.
+#[derive(Clone)]
+pub enum State {
+    Connecting {
+        last_error: Option<String>,
+    },
+    Ready(Live),
+    /// The last attempt failed; the next one starts at `retry_at`.
+    Down {
+        error: String,
+        retry_at: Instant,
+    },
+    /// The server is shutting down (or the configuration was refused at first connect).
+    Stopped {
+        reason: String,
+    },
+}
+
+/// How a call failed, before it is worded for the model.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallError {
+    /// No connection could be had; the text says why.
+    Unavailable(String),
+    /// The connection died while the call was running (the server crashed or went away).
+    Lost(String),
+    /// The server answered with a JSON-RPC error.
+    Rejected(String),
+}
+
+/// A shared connection to one MCP server. Dropping the last handle stops its supervisor and the
+/// server process.
+pub struct Connection {
+    name: String,
+    state: watch::Receiver<State>,
+    /// Stops the supervisor when the last handle goes away.
+    _stop: DropGuard,
+}
+
+impl Connection {
+    /// Starts connecting in the background; returns at once.
+    pub fn open(name: String, endpoint: Endpoint, connect_timeout: Duration) -> Arc<Connection> {
+        let (sender, receiver) = watch::channel(State::Connecting { last_error: None });
+        let stop = CancellationToken::new();
+        let supervisor = Supervisor {
+            name: name.clone(),
+            endpoint,
+            connect_timeout,
+            state: sender,
+            stop: stop.clone(),
+        };
+        tokio::spawn(supervisor.run());
+        Arc::new(Connection {
+            name,
+            state: receiver,
+            _stop: stop.drop_guard(),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The current state, without waiting.
+    pub fn state(&self) -> State {
+        self.state.borrow().clone()
+    }
+
+    /// A watch on the state, for code that reacts to the first connect.
+    pub fn subscribe(&self) -> watch::Receiver<State> {
+        self.state.clone()
+    }
+
+    /// Waits for a live connection until `deadline`. While the connection is down, waits for the
+    /// next attempt only if it starts within `patience`; otherwise fails at once with the last
+    /// error (a dead server must not make every call wait out its timeout).
+    pub async fn live(&self, deadline: Instant, patience: Duration) -> Result<Live, String> {
+        let mut state = self.state.clone();
+        loop {
+            let current = state.borrow_and_update().clone();
+            let last_error = match current {
+                // A caller may have seen it die before the supervisor did: wait for the next.
+                State::Ready(live) if live.reset.is_cancelled() || live.ended.is_cancelled() => {
+                    None
+                }
+                State::Ready(live) => return Ok(live),
+                State::Stopped { reason } => return Err(reason),
+                State::Down { error, retry_at } => {
+                    if retry_at > Instant::now() + patience {
+                        let wait = retry_at.saturating_duration_since(Instant::now());
+                        return Err(format!(
+                            "{error} (next reconnect attempt in {} s)",
+                            wait.as_secs().max(1)
+                        ));
+                    }
+                    Some(error)
+                }
+                State::Connecting { last_error } => last_error,
+            };
+            match tokio::time::timeout_at(deadline, state.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_closed)) => return Err("the connection was shut down".to_owned()),
+                Err(_elapsed) => {
+                    return Err(match last_error {
+                        Some(error) => format!("still reconnecting after: {error}"),
+                        None => "still connecting".to_owned(),
+                    })
+                }
+            }
+        }
+    }
+
+    /// Calls a tool over `live`. A dead connection is reported as [`CallError::Lost`] and reset,
+    /// so the supervisor reconnects.
+    pub async fn call(
+        &self,
+        live: &Live,
+        tool: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<CallToolResult, CallError> {
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let result = tokio::select! {
+            result = live.peer.call_tool(params) => result,
+            () = live.ended.cancelled() => {
+                return Err(CallError::Lost(format!(
+                    "the MCP server {} stopped while the call was running",
+                    self.name
+                )))
+            }
+        };
+        match result {
+            Ok(result) => Ok(result),
+            Err(ServiceError::McpError(error)) => {
+                Err(CallError::Rejected(error.message.to_string()))
+            }
+            Err(ServiceError::TransportClosed) => {
+                live.reset.cancel();
+                Err(CallError::Lost(format!(
+                    "the MCP server {} stopped while the call was running",
+                    self.name
+                )))
+            }
+            Err(error @ (ServiceError::TransportSend(_) | ServiceError::Cancelled { .. })) => {
+                live.reset.cancel();
+                Err(CallError::Lost(format!(
+                    "the connection to the MCP server {} broke ({error})",
+                    self.name
+                )))
+            }
+            Err(
+                error @ (ServiceError::UnexpectedResponse
+                | ServiceError::SubscriptionLagged { .. }
+                | ServiceError::Timeout { .. }
+                | ServiceError::InputRequiredRoundsExceeded { .. }),
+            ) => Err(CallError::Rejected(error.to_string())),
+            // ServiceError is non-exhaustive: a variant added upstream is reported as is.
+            Err(error) => Err(CallError::Rejected(error.to_string())),
+        }
+    }
+}
+
+/// Owns the running connection and the reconnect loop.
+struct Supervisor {
+    name: String,
+    endpoint: Endpoint,
+    connect_timeout: Duration,
+    state: watch::Sender<State>,
+    stop: CancellationToken,
+}
+
+type Service = RunningService<RoleClient, ClientConfig>;
+
+impl Supervisor {
+    async fn run(self) {
+        let mut delay = FIRST_RETRY;
+        let mut last_error: Option<String> = None;
+        loop {
+            self.state.send_replace(State::Connecting {
+                last_error: last_error.clone(),
+            });
+            let reset = self.stop.child_token();
+            let stderr_tail = Arc::new(Mutex::new(None));
+            let attempt = tokio::select! {
+                () = self.stop.cancelled() => break,
+                attempt = tokio::time::timeout(
+                    self.connect_timeout,
+                    self.connect(reset.clone(), stderr_tail.clone()),
+                ) => attempt,
+            };
+            let error = match attempt {
+                Ok(Ok((service, tools))) => {
+                    tracing::info!(server = %self.name, tools = tools.len(), "MCP server connected");
+                    let ended = CancellationToken::new();
+                    self.state.send_replace(State::Ready(Live {
+                        peer: service.peer().clone(),
+                        tools: Arc::new(tools),
+                        ended: ended.clone(),
+                        reset,
+                    }));
+                    // From now on stderr explains a crash; the start-up chatter would mislead.
+                    if let Ok(mut tail) = stderr_tail.lock() {
+                        *tail = None;
+                    }
+                    let since = Instant::now();
+                    let quit = service.waiting().await;
+                    ended.cancel();
+                    if self.stop.is_cancelled() {
+                        break;
+                    }
+                    if since.elapsed() >= STABLE_AFTER {
+                        delay = FIRST_RETRY;
+                    }
+                    let why = match quit {
+                        Ok(QuitReason::Closed) => "the server closed the connection".to_owned(),
+                        Ok(QuitReason::Cancelled) => "the connection broke".to_owned(),
+                        Ok(QuitReason::JoinError(error)) | Err(error) => {
+                            format!("the connection task failed: {error}")
+                        }
+                        // QuitReason is non-exhaustive.
+                        Ok(other) => format!("the connection ended ({other:?})"),
+                    };
+                    with_stderr(why, &stderr_tail)
+                }
+                Ok(Err(error)) => with_stderr(error, &stderr_tail),
+                Err(_elapsed) => with_stderr(
+                    format!(
+                        "no answer within {} s of connecting",
+                        self.connect_timeout.as_secs_f32()
+                    ),
+                    &stderr_tail,
+                ),
+            };
+            let error = format!("MCP server {} is unavailable: {error}", self.name);
+            tracing::warn!(server = %self.name, retry_in_ms = delay.as_millis() as u64, "{error}");
+            self.state.send_replace(State::Down {
+                error: error.clone(),
+                retry_at: Instant::now() + delay,
+            });
+            last_error = Some(error);
+            tokio::select! {
+                () = self.stop.cancelled() => break,
+                () = tokio::time::sleep(delay) => {}
+            }
+            delay = (delay * 2).min(MAX_RETRY);
+        }
+        self.state.send_replace(State::Stopped {
+            reason: format!("the MCP server {} was shut down", self.name),
+        });
+    }
+
+    /// Opens the transport, does the MCP handshake and lists the tools.
+    async fn connect(
+        &self,
+        reset: CancellationToken,
+        stderr_tail: Arc<Mutex<Option<String>>>,
+    ) -> Result<(Service, Vec<Tool>), String> {
+        let service = match &self.endpoint {
+            Endpoint::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut child = tokio::process::Command::new(command);
+                child
+                    .args(args)
+                    .envs(env.iter().cloned())
+                    .kill_on_drop(true);
+                if let Some(cwd) = cwd {
+                    child.current_dir(cwd);
+                }
+                let mut wrapped = process_wrap::tokio::CommandWrap::from(child);
+                // Its own process group, so stopping it also stops what it started (npx -> node).
+                wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
+                let (transport, stderr) = TokioChildProcess::builder(wrapped)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|error| format!("cannot start {command:?}: {error}"))?;
+                if let Some(stderr) = stderr {
+                    tokio::spawn(keep_stderr(self.name.clone(), stderr, stderr_tail));
+                }
+                client_info()
+                    .serve_with_ct(transport, reset)
+                    .await
+                    .map_err(|error| format!("the MCP handshake failed: {error}"))?
+            }
+            Endpoint::Http {
+                url,
+                headers,
+                sse: false,
+            } => {
+                let headers: HashMap<_, _> = headers.iter().cloned().collect();
+                let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
+                    .custom_headers(headers);
+                client_info()
+                    .serve_with_ct(StreamableHttpClientTransport::from_config(config), reset)
+                    .await
+                    .map_err(|error| format!("the MCP handshake with {url} failed: {error}"))?
+            }
+            Endpoint::Http {
+                url,
+                headers,
+                sse: true,
+            } => {
+                let transport = SseClientTransport::connect(url, headers)
+                    .await
+                    .map_err(|error| format!("cannot open the SSE stream at {url}: {error}"))?;
+                client_info()
+                    .serve_with_ct(transport, reset)
+                    .await
+                    .map_err(|error| format!("the MCP handshake with {url} failed: {error}"))?
+            }
+        };
+        let tools = service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|error| format!("listing its tools failed: {error}"))?;
+        Ok((service, tools))
+    }
+}
+
+/// How Signoff introduces itself to MCP servers.
+fn client_info() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("signoff", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+/// Logs a stdio server's stderr and keeps its last line for error messages.
+async fn keep_stderr(
+    name: String,
+    stderr: tokio::process::ChildStderr,
+    tail: Arc<Mutex<Option<String>>>,
+) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!(server = %name, "stderr: {line}");
+        if !line.trim().is_empty() {
+            if let Ok(mut tail) = tail.lock() {
+                *tail = Some(line);
+            }
+        }
+    }
+}
+
+/// Adds the stdio server's last stderr line, which usually says why it stopped.
+fn with_stderr(error: String, tail: &Mutex<Option<String>>) -> String {
+    let last = tail.lock().ok().and_then(|tail| tail.clone());
+    match last {
+        Some(line) => format!("{error} (its last stderr line: {line:?})"),
+        None => error,
+    }
+}
