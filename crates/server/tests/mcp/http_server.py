@@ -2,7 +2,8 @@
 requirements.txt). It offers the tool names the scripted model calls, so an agent whose tool
 source is this server works with the offline model:
 
-- list_directory(path): the names in its in-memory folder;
+- list_directory(path, depth): requires a `depth` the scripted model never sends, so its calls
+  violate the input schema (for the argument checks);
 - read_file(path): a file's text; `missing.txt` fails (an MCP tool error, isError), and
   `slow.txt` answers only after 30 s (for timeouts).
 
@@ -20,8 +21,8 @@ server = MCPServer("signoff-test-files")
 
 
 @server.tool()
-def list_directory(path: str) -> str:
-    """Lists the files of the (in-memory) folder."""
+def list_directory(path: str, depth: int) -> str:
+    """Lists the files of the (in-memory) folder, `depth` levels deep."""
     return "\n".join(f"[FILE] {name}" for name in sorted(FILES))
 
 
