@@ -8,6 +8,8 @@
 
 pub mod api;
 pub mod components;
+pub mod markdown;
+pub mod shim;
 pub mod state;
 
 pub use components::app::App;

@@ -10,7 +10,9 @@ use web_sys::{
 
 use super::ApiError;
 
-/// Aborts its request when dropped, so a component that goes away stops its stream.
+/// Aborts its request when dropped, so a component that goes away stops its stream. Clones
+/// share one controller: dropping any of them aborts.
+#[derive(Clone)]
 pub struct Abort {
     controller: Option<AbortController>,
 }

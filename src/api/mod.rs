@@ -3,6 +3,8 @@
 //! reducer in [`crate::state`]; nothing else fetches.
 
 mod http;
+pub mod rpc;
+pub mod sessions;
 
 pub use http::Abort;
 

@@ -1,54 +1,212 @@
-//! The root component: loads the agent list and lays out the page.
+//! The root component: app-wide signals (route, agents, sessions, toasts) and the page layout.
 
 use leptos::prelude::*;
+use leptos::task::spawn_local;
 
+use super::agent_panel::AgentPanel;
+use super::chat::Chat;
+use super::nav;
+use super::sidebar::Sidebar;
+use super::toasts::Toasts;
 use crate::api;
 use crate::state::agents::AgentInfo;
+use crate::state::route::Route;
+use crate::state::sessions::SessionInfo;
 
-#[component]
-fn AgentItem(agent: AgentInfo) -> impl IntoView {
-    view! {
-        <li class="agent-item" data-testid="agent-item">
-            <span class="agent-name">{agent.reference()}</span>
-            <span class="agent-description">{agent.description.clone()}</span>
-        </li>
+/// Which chat is on screen. It changes when the person navigates, not when a new chat's URL
+/// catches up with the session its first message created (the chat must not restart then).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatKey {
+    pub namespace: String,
+    pub agent: String,
+    pub session: Option<String>,
+    /// Bumped by "New chat" so that a second new chat restarts too.
+    pub nonce: u32,
+}
+
+/// One toast message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toast {
+    pub id: u32,
+    pub text: String,
+}
+
+/// App-wide state, provided as context. Only signals: cheap to copy into closures.
+#[derive(Clone, Copy)]
+pub struct AppCtx {
+    pub route: RwSignal<Route>,
+    pub chat: RwSignal<Option<ChatKey>>,
+    /// `None` while loading; `Err` holds the message to show.
+    pub agents: RwSignal<Option<Result<Vec<AgentInfo>, String>>>,
+    pub sessions: RwSignal<Vec<SessionInfo>>,
+    pub toasts: RwSignal<Vec<Toast>>,
+    /// The right-hand agent details panel.
+    pub details_open: RwSignal<bool>,
+    /// The sidebar on narrow screens.
+    pub sidebar_open: RwSignal<bool>,
+    counter: RwSignal<u32>,
+}
+
+impl AppCtx {
+    fn next(self) -> u32 {
+        self.counter.update(|counter| *counter += 1);
+        self.counter.get_untracked()
+    }
+
+    /// Goes to `route`: writes the URL and opens the chat it names.
+    pub fn navigate(self, route: Route) {
+        nav::write_url(&route, false);
+        self.open(route);
+    }
+
+    fn open(self, route: Route) {
+        self.route.set(route.clone());
+        self.sidebar_open.set(false);
+        match route {
+            Route::Chat {
+                namespace,
+                agent,
+                session,
+            } => {
+                let nonce = self.next();
+                self.chat.set(Some(ChatKey {
+                    namespace,
+                    agent,
+                    session,
+                    nonce,
+                }));
+            }
+            Route::Home => self.open_first_agent(),
+            Route::NotFound => self.chat.set(None),
+        }
+    }
+
+    fn open_first_agent(self) {
+        let first = self.agents.with_untracked(|agents| match agents {
+            Some(Ok(list)) => list
+                .first()
+                .map(|agent| (agent.namespace.clone(), agent.name.clone())),
+            Some(Err(_)) | None => None,
+        });
+        if let Some((namespace, agent)) = first {
+            let route = Route::chat(&namespace, &agent, None);
+            nav::write_url(&route, true);
+            self.open(route);
+        }
+    }
+
+    /// The URL follows a new chat's session once it exists, without restarting the chat.
+    pub fn adopt_session(self, namespace: &str, agent: &str, session: &str) {
+        let route = Route::chat(namespace, agent, Some(session));
+        if self.route.get_untracked() != route {
+            nav::write_url(&route, false);
+            self.route.set(route);
+        }
+        self.chat.update(|chat| {
+            if let Some(chat) = chat {
+                chat.session.get_or_insert_with(|| session.to_owned());
+            }
+        });
+    }
+
+    pub fn toast(self, text: impl Into<String>) {
+        let id = self.next();
+        self.toasts.update(|toasts| {
+            toasts.push(Toast {
+                id,
+                text: text.into(),
+            })
+        });
+        super::util::after(8000, move || self.dismiss(id));
+    }
+
+    pub fn dismiss(self, id: u32) {
+        self.toasts
+            .update(|toasts| toasts.retain(|toast| toast.id != id));
+    }
+
+    pub fn reload_sessions(self) {
+        spawn_local(async move {
+            match api::sessions::list().await {
+                Ok(list) => self.sessions.set(list),
+                Err(err) => self.toast(format!("Could not load the chats: {err}")),
+            }
+        });
+    }
+
+    /// The agent of the chat on screen.
+    pub fn current_agent(self) -> Option<AgentInfo> {
+        let key = self.chat.get()?;
+        self.agents.with(|agents| match agents {
+            Some(Ok(list)) => list
+                .iter()
+                .find(|agent| agent.namespace == key.namespace && agent.name == key.agent)
+                .cloned(),
+            Some(Err(_)) | None => None,
+        })
     }
 }
 
 /// The root component.
 #[component]
 pub fn App() -> impl IntoView {
-    let agents = LocalResource::new(api::list_agents);
+    let ctx = AppCtx {
+        route: RwSignal::new(nav::current_route()),
+        chat: RwSignal::new(None),
+        agents: RwSignal::new(None),
+        sessions: RwSignal::new(Vec::new()),
+        toasts: RwSignal::new(Vec::new()),
+        details_open: RwSignal::new(true),
+        sidebar_open: RwSignal::new(false),
+        counter: RwSignal::new(0),
+    };
+    provide_context(ctx);
+    if web_sys::window()
+        .and_then(|window| window.inner_width().ok())
+        .and_then(|width| width.as_f64())
+        .is_some_and(|width| width < 1100.0)
+    {
+        ctx.details_open.set(false);
+    }
+    nav::on_popstate(move |route| ctx.open(route));
+    spawn_local(async move {
+        let answer = api::list_agents().await.map_err(|err| err.to_string());
+        ctx.agents.set(Some(answer));
+        ctx.open(ctx.route.get_untracked());
+    });
+    ctx.reload_sessions();
+
+    let chat = Memo::new(move |_| ctx.chat.get());
     view! {
-        <main class="app">
-            <h1>"Signoff"</h1>
-            <Transition fallback=|| view! { <p>"Loading agents…"</p> }>
-                {move || {
-                    agents
-                        .get()
-                        .map(|answer| match answer {
-                            Ok(list) => {
-                                view! {
-                                    <ul class="agent-list" data-testid="agent-list">
-                                        {list
-                                            .into_iter()
-                                            .map(|agent| view! { <AgentItem agent=agent /> })
-                                            .collect_view()}
-                                    </ul>
-                                }
-                                    .into_any()
-                            }
-                            Err(err) => {
-                                view! {
-                                    <p class="error" role="alert">
-                                        {format!("Could not load the agents: {err}")}
-                                    </p>
-                                }
-                                    .into_any()
-                            }
-                        })
+        <div
+            class="layout"
+            class:details-open=move || ctx.details_open.get()
+            class:sidebar-open=move || ctx.sidebar_open.get()
+        >
+            <Sidebar />
+            <main class="chat-area" id="main">
+                {move || match chat.get() {
+                    Some(key) => view! { <Chat key=key /> }.into_any(),
+                    None => view! { <EmptyPage /> }.into_any(),
                 }}
-            </Transition>
-        </main>
+            </main>
+            <AgentPanel />
+            <Toasts />
+        </div>
+    }
+}
+
+#[component]
+fn EmptyPage() -> impl IntoView {
+    let ctx = expect_context::<AppCtx>();
+    view! {
+        <div class="empty-page" data-testid="empty-page">
+            {move || match ctx.agents.get() {
+                None => "Loading agents…".to_owned(),
+                Some(Err(err)) => format!("Could not load the agents: {err}"),
+                Some(Ok(list)) if list.is_empty() => "The server runs no agents.".to_owned(),
+                Some(Ok(_)) => "Pick an agent to start a chat.".to_owned(),
+            }}
+        </div>
     }
 }

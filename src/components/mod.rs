@@ -1,3 +1,11 @@
-//! Thin views: they render the state and emit intents; they never fetch on their own.
+//! Thin views: they render the state and emit intents; only the chat controller calls the
+//! network module.
 
+mod agent_panel;
 pub mod app;
+pub mod chat;
+mod nav;
+mod sidebar;
+mod toasts;
+mod tools;
+mod util;

@@ -81,9 +81,14 @@ fn read_agent(item: &Value) -> Option<AgentInfo> {
     let name = string_at(item, &["name"])?;
     let namespace = string_at(item, &["namespace"]).unwrap_or_else(|| "default".to_owned());
     let gated = names_in(
-        ["require_approval", "requires_approval", "approval_required"]
-            .iter()
-            .find_map(|key| item.get(*key)),
+        [
+            "require_approval",
+            "requireApproval",
+            "requires_approval",
+            "approval_required",
+        ]
+        .iter()
+        .find_map(|key| item.get(*key)),
     );
     let tools = item
         .get("tools")

@@ -2,3 +2,18 @@
 //! natively over recorded streams.
 
 pub mod agents;
+pub mod draft;
+pub mod group;
+mod reduce;
+pub mod route;
+pub mod sessions;
+mod tools;
+pub mod view;
+
+pub use reduce::{apply, replay};
+
+#[cfg(test)]
+mod tests;
+pub use view::{
+    ChatStatus, ChatView, Item, ItemKind, PendingBatch, ToolCallView, ToolStatus, Usage,
+};

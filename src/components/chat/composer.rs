@@ -1,0 +1,82 @@
+//! The message box: Enter sends, Shift+Enter breaks the line; disabled unless the chat is
+//! ready, with the reason in its placeholder. Stop cancels the running task.
+
+use leptos::prelude::*;
+
+use super::controller::ChatCtl;
+use crate::state::ChatStatus;
+
+#[component]
+pub fn Composer() -> impl IntoView {
+    let ctl = expect_context::<ChatCtl>();
+    let status = Memo::new(move |_| ctl.view.with(|view| view.status.clone()));
+    let loading = ctl.loading;
+    let disabled = move || loading.get() || !status.get().can_send();
+    let placeholder = move || match status.get() {
+        _ if loading.get() => "Loading the chat…",
+        ChatStatus::AwaitingApproval => {
+            "Decide the pending tool calls before sending a new message"
+        }
+        ChatStatus::Thinking | ChatStatus::Working | ChatStatus::ExecutingTools => {
+            "The agent is working… (Stop to interrupt)"
+        }
+        ChatStatus::Ready | ChatStatus::Error(_) => {
+            "Send a message (Enter sends, Shift+Enter adds a line)"
+        }
+    };
+    let stoppable = move || {
+        ctl.view
+            .with(|view| view.status.is_busy() || view.pending.is_some())
+    };
+    let on_keydown = move |event: web_sys::KeyboardEvent| {
+        if event.key() == "Enter" && !event.shift_key() && !event.is_composing() {
+            event.prevent_default();
+            ctl.send();
+        }
+    };
+    view! {
+        <form
+            class="composer"
+            on:submit=move |event| {
+                event.prevent_default();
+                ctl.send();
+            }
+        >
+            <label class="visually-hidden" for="composer-input">
+                "Message"
+            </label>
+            <textarea
+                id="composer-input"
+                data-testid="composer-input"
+                rows="2"
+                placeholder=placeholder
+                disabled=disabled
+                prop:value=move || ctl.composer.get()
+                on:input=move |event| ctl.composer.set(event_target_value(&event))
+                on:keydown=on_keydown
+            ></textarea>
+            <div class="composer-actions">
+                <Show when=stoppable>
+                    <button
+                        type="button"
+                        class="button danger"
+                        data-testid="stop-button"
+                        aria-label="Stop the agent"
+                        on:click=move |_| ctl.stop()
+                    >
+                        "Stop"
+                    </button>
+                </Show>
+                <button
+                    type="submit"
+                    class="button primary"
+                    data-testid="send-button"
+                    aria-label="Send message"
+                    disabled=move || disabled() || ctl.composer.with(|text| text.trim().is_empty())
+                >
+                    "Send"
+                </button>
+            </div>
+        </form>
+    }
+}

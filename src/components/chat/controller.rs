@@ -1,0 +1,235 @@
+//! The chat's intents (send, stop, decide, load) wired to the network module and the reducer.
+//! Views call these; only this glue touches [`crate::api`], and every event it receives goes
+//! through [`ChatView::apply`].
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use signoff_protocol::hitl::Decision;
+use signoff_protocol::{Message, Part, Role, StreamEvent, TaskState};
+
+use crate::api::rpc::{self, Endpoint};
+use crate::api::{self, Abort, ApiError};
+use crate::components::app::{AppCtx, ChatKey};
+use crate::components::util::new_id;
+use crate::state::draft::{self, BatchDraft};
+use crate::state::{ChatStatus, ChatView, PendingBatch};
+
+/// One chat's live state and the handles its requests need. Copy: all fields are arena handles.
+#[derive(Clone, Copy)]
+pub struct ChatCtl {
+    pub view: RwSignal<ChatView>,
+    /// The person's choices on the pending batch, before they are sent.
+    pub draft: RwSignal<BatchDraft>,
+    /// A decision is on its way: every decision control waits for the server's answer.
+    pub deciding: RwSignal<bool>,
+    /// The chat is loading a stored session.
+    pub loading: RwSignal<bool>,
+    pub composer: RwSignal<String>,
+    /// Why the composer is disabled, for the placeholder.
+    key: StoredValue<ChatKey>,
+    endpoint: RwSignal<Option<Endpoint>>,
+    /// The open stream; dropping it aborts the request (on cleanup, or when replaced).
+    stream: StoredValue<Option<Abort>, LocalStorage>,
+    app: AppCtx,
+}
+
+impl ChatCtl {
+    pub fn new(key: ChatKey, app: AppCtx) -> Self {
+        let ctl = ChatCtl {
+            view: RwSignal::new(ChatView::default()),
+            draft: RwSignal::new(BatchDraft::default()),
+            deciding: RwSignal::new(false),
+            loading: RwSignal::new(key.session.is_some()),
+            composer: RwSignal::new(String::new()),
+            key: StoredValue::new(key),
+            endpoint: RwSignal::new(None),
+            stream: StoredValue::new_local(None),
+            app,
+        };
+        on_cleanup(move || ctl.stream.set_value(None));
+        ctl
+    }
+
+    pub fn app(self) -> AppCtx {
+        self.app
+    }
+
+    pub fn key(self) -> ChatKey {
+        self.key.get_value()
+    }
+
+    async fn endpoint(self) -> Endpoint {
+        if let Some(endpoint) = self.endpoint.get_untracked() {
+            return endpoint;
+        }
+        let key = self.key();
+        let endpoint = rpc::endpoint(&key.namespace, &key.agent).await;
+        self.endpoint.set(Some(endpoint.clone()));
+        endpoint
+    }
+
+    fn new_abort(self) -> Abort {
+        let abort = Abort::new();
+        // Keep a twin that aborts the same controller when the chat goes away.
+        self.stream.set_value(Some(abort.clone()));
+        abort
+    }
+
+    /// Applies a streamed event, and lets the URL follow a new chat's session.
+    fn on_event(self, event: &StreamEvent) {
+        self.view.update(|view| view.apply(event));
+        let key = self.key();
+        if key.session.is_none() {
+            if let Some(context) = event.context_id() {
+                self.key
+                    .update_value(|key| key.session = Some(context.to_owned()));
+                self.app.adopt_session(&key.namespace, &key.agent, context);
+                self.app.reload_sessions();
+            }
+        }
+    }
+
+    /// Loads a stored chat and follows its last task if it is still running.
+    pub fn load(self) {
+        let Some(session) = self.key().session else {
+            return;
+        };
+        spawn_local(async move {
+            let loaded = api::sessions::load(&session).await;
+            self.loading.set(false);
+            let tasks = match loaded {
+                Ok((_, tasks)) => tasks,
+                Err(err) => {
+                    self.app.toast(format!("Could not load this chat: {err}"));
+                    return;
+                }
+            };
+            self.view.set(crate::state::replay(&tasks));
+            if let Some(last) = tasks.last() {
+                if matches!(last.status.state, TaskState::Submitted | TaskState::Working) {
+                    self.follow(last.id.clone());
+                }
+            }
+        });
+    }
+
+    /// Resubscribes to a running task and applies the rest of its turn.
+    fn follow(self, task_id: String) {
+        self.view.update(|view| view.status = ChatStatus::Working);
+        spawn_local(async move {
+            let endpoint = self.endpoint().await;
+            let abort = self.new_abort();
+            let result = rpc::resubscribe(&endpoint, &task_id, &abort, &mut |event| {
+                self.on_event(&event)
+            })
+            .await;
+            self.finish_stream(result, None);
+        });
+    }
+
+    fn finish_stream(self, result: Result<(), ApiError>, restore: Option<(ChatView, String)>) {
+        match result {
+            Ok(()) => self.view.update(ChatView::stream_closed),
+            Err(ApiError::Aborted) => self.view.update(ChatView::stream_closed),
+            Err(err) => {
+                let message = err.to_string();
+                match restore {
+                    // Refused before anything happened: undo the optimistic bubble, give the
+                    // text back, and say why.
+                    Some((before, text)) => {
+                        self.view.set(before);
+                        self.composer.set(text);
+                    }
+                    None => self.view.update(|view| view.fail(&message)),
+                }
+                self.app.toast(message);
+            }
+        }
+        self.app.reload_sessions();
+    }
+
+    /// Sends the composer's text as a new turn.
+    pub fn send(self) {
+        let text = self.composer.get_untracked();
+        if text.trim().is_empty() || !self.view.with_untracked(|view| view.status.can_send()) {
+            return;
+        }
+        let before = self.view.get_untracked();
+        let mut message = Message::new(new_id(), Role::User, vec![Part::text(text.clone())]);
+        message.context_id = before.context_id.clone();
+        // An agent that asked a question (input-required without a batch) continues its task.
+        if before.task_state() == Some(TaskState::InputRequired) && before.pending.is_none() {
+            message.task_id = before.task_id.clone();
+        }
+        self.composer.set(String::new());
+        self.view.update(|view| view.send(&message));
+        spawn_local(async move {
+            let endpoint = self.endpoint().await;
+            let abort = self.new_abort();
+            let mut started = false;
+            let result = rpc::send_streaming(&endpoint, &message, &abort, &mut |event| {
+                started = true;
+                self.on_event(&event);
+            })
+            .await;
+            self.finish_stream(result, (!started).then_some((before, text)));
+        });
+    }
+
+    /// Stop: cancels the task on the server (so it really ends `canceled`), then closes the
+    /// stream. Before the task has an id, only the request can be dropped.
+    pub fn stop(self) {
+        let task = self.view.with_untracked(|view| view.task_id.clone());
+        let busy = self
+            .view
+            .with_untracked(|view| view.status.is_busy() || view.pending.is_some());
+        if !busy {
+            return;
+        }
+        let Some(task) = task else {
+            self.stream.set_value(None);
+            return;
+        };
+        spawn_local(async move {
+            let endpoint = self.endpoint().await;
+            match rpc::cancel(&endpoint, &task).await {
+                Ok(task) => self
+                    .view
+                    .update(|view| view.apply(&StreamEvent::Task(task))),
+                Err(err) => self.app.toast(format!("Could not stop the task: {err}")),
+            }
+        });
+    }
+
+    /// Sends a decision on the pending batch. The decision shows in the transcript once the
+    /// server accepted it; until it answers, every decision control is disabled.
+    pub fn decide(self, batch: PendingBatch, decision: Decision) {
+        if self.deciding.get_untracked() {
+            return;
+        }
+        self.deciding.set(true);
+        let message = draft::decision_message(&batch, &decision, new_id());
+        spawn_local(async move {
+            let endpoint = self.endpoint().await;
+            let abort = self.new_abort();
+            let mut accepted = false;
+            let result = rpc::send_streaming(&endpoint, &message, &abort, &mut |event| {
+                if !accepted {
+                    accepted = true;
+                    self.view.update(|view| view.send(&message));
+                    self.deciding.set(false);
+                }
+                self.on_event(&event);
+            })
+            .await;
+            self.deciding.set(false);
+            if accepted {
+                self.draft.set(BatchDraft::default());
+                self.finish_stream(result, None);
+            } else if let Err(err) = result {
+                // Refused: the batch stays decidable with the person's choices kept.
+                self.app.toast(err.to_string());
+            }
+        });
+    }
+}

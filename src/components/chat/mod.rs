@@ -1,0 +1,74 @@
+//! One chat: header, transcript, status line and composer, over a [`ChatCtl`].
+
+mod composer;
+pub mod controller;
+mod transcript;
+
+use leptos::prelude::*;
+
+use self::composer::Composer;
+use self::controller::ChatCtl;
+use self::transcript::Transcript;
+use crate::components::app::{AppCtx, ChatKey};
+use crate::state::ChatStatus;
+
+/// A chat with one agent; `key.session` is `None` for a new chat.
+#[component]
+pub fn Chat(key: ChatKey) -> impl IntoView {
+    let app = expect_context::<AppCtx>();
+    let ctl = ChatCtl::new(key.clone(), app);
+    provide_context(ctl);
+    ctl.load();
+    let title = format!("{}/{}", key.namespace, key.agent);
+    view! {
+        <section class="chat" aria-label="Chat" data-testid="chat">
+            <header class="chat-header">
+                <button
+                    class="icon-button menu-button"
+                    aria-label="Show the chats"
+                    on:click=move |_| app.sidebar_open.update(|open| *open = !*open)
+                >
+                    "☰"
+                </button>
+                <h1 class="chat-title" data-testid="chat-title">{title}</h1>
+                <StatusLine />
+                <button
+                    class="icon-button details-button"
+                    aria-label="Agent details"
+                    aria-expanded=move || app.details_open.get().to_string()
+                    data-testid="toggle-details"
+                    on:click=move |_| app.details_open.update(|open| *open = !*open)
+                >
+                    "ⓘ"
+                </button>
+            </header>
+            <Transcript />
+            <Composer />
+        </section>
+    }
+}
+
+#[component]
+fn StatusLine() -> impl IntoView {
+    let ctl = expect_context::<ChatCtl>();
+    let status = Memo::new(move |_| ctl.view.with(|view| view.status.clone()));
+    let slug = move || match status.get() {
+        ChatStatus::Ready => "ready",
+        ChatStatus::Thinking | ChatStatus::Working => "working",
+        ChatStatus::ExecutingTools => "tools",
+        ChatStatus::AwaitingApproval => "approval",
+        ChatStatus::Error(_) => "error",
+    };
+    view! {
+        <div
+            class=move || format!("status-line status-{}", slug())
+            role="status"
+            aria-live="polite"
+            data-testid="chat-status"
+            data-status=slug
+        >
+            <span class="status-dot" aria-hidden="true"></span>
+            <span class="status-text">{move || status.get().label()}</span>
+        </div>
+    }
+}

@@ -1,0 +1,155 @@
+//! The transcript: bubbles keyed by item, tool cards under the item that introduced them, the
+//! empty state, and auto-scroll that stops when the person scrolls up.
+
+use leptos::html::Div;
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+
+use super::controller::ChatCtl;
+use crate::components::tools::ToolList;
+use crate::components::util::copy_to_clipboard;
+use crate::markdown;
+use crate::state::ItemKind;
+
+/// How close to the bottom (px) still counts as "at the bottom".
+const STICK_SLACK: i32 = 48;
+
+#[component]
+pub fn Transcript() -> impl IntoView {
+    let ctl = expect_context::<ChatCtl>();
+    let node = NodeRef::<Div>::new();
+    // Written by the scroll handler, read by the effect: not a signal, nothing re-renders.
+    let stick = StoredValue::new(true);
+    let keys = Memo::new(move |_| {
+        ctl.view.with(|view| {
+            view.items
+                .iter()
+                .map(|item| item.key.clone())
+                .collect::<Vec<_>>()
+        })
+    });
+    let empty = move || keys.with(Vec::is_empty) && !ctl.loading.get();
+    Effect::new(move |_| {
+        ctl.view.track();
+        if let Some(element) = node.get() {
+            if stick.get_value() {
+                element.set_scroll_top(element.scroll_height());
+            }
+        }
+    });
+    let on_scroll = move |_| {
+        if let Some(element) = node.get() {
+            let distance = element.scroll_height() - element.scroll_top() - element.client_height();
+            stick.set_value(distance <= STICK_SLACK);
+        }
+    };
+    view! {
+        <div
+            class="transcript"
+            node_ref=node
+            on:scroll=on_scroll
+            on:click=copy_code
+            role="log"
+            aria-label="Messages"
+            data-testid="transcript"
+        >
+            <Show when=empty>
+                <div class="empty-state" data-testid="empty-state">
+                    <h2>"Start a conversation"</h2>
+                    <p>"Ask the agent something. Calls to risky tools wait here for your sign-off."</p>
+                </div>
+            </Show>
+            <Show when=move || ctl.loading.get()>
+                <div class="empty-state">"Loading the chat…"</div>
+            </Show>
+            <For each=move || keys.get() key=|key| key.clone() let:key>
+                <ItemRow item_key=key />
+            </For>
+        </div>
+    }
+}
+
+/// Copies a code block when its Copy button (rendered inside markdown HTML) is clicked.
+fn copy_code(event: web_sys::MouseEvent) {
+    let Some(target) = event
+        .target()
+        .and_then(|target| target.dyn_into::<web_sys::Element>().ok())
+    else {
+        return;
+    };
+    let Ok(Some(button)) = target.closest(".copy-code") else {
+        return;
+    };
+    let code = button
+        .closest(".code-block")
+        .ok()
+        .flatten()
+        .and_then(|block| block.query_selector("code").ok().flatten())
+        .and_then(|code| code.text_content());
+    if let Some(code) = code {
+        copy_to_clipboard(&code);
+        button.set_text_content(Some("Copied"));
+    }
+}
+
+#[component]
+fn ItemRow(item_key: String) -> impl IntoView {
+    let ctl = expect_context::<ChatCtl>();
+    let lookup = item_key.clone();
+    let item = Memo::new(move |_| ctl.view.with(|view| view.item(&lookup).cloned()));
+    let kind = move || item.with(|item| item.as_ref().map(|item| item.kind));
+    let text = move || {
+        item.with(|item| {
+            item.as_ref()
+                .map(|item| item.text.clone())
+                .unwrap_or_default()
+        })
+    };
+    let streaming = move || item.with(|item| item.as_ref().is_some_and(|item| item.streaming));
+    move || {
+        match kind() {
+        None => ().into_any(),
+        Some(ItemKind::User) => view! {
+            <div class="row row-user">
+                <div class="bubble bubble-user" data-testid="message-user">{text}</div>
+            </div>
+        }
+        .into_any(),
+        Some(ItemKind::Agent) => {
+            let owner = item_key.clone();
+            view! {
+                <div class="row row-agent">
+                    <Show when=move || !text().is_empty()>
+                        <div
+                            class="bubble bubble-agent markdown"
+                            class:streaming=streaming
+                            data-testid="message-agent"
+                            inner_html=move || markdown::to_html(&text())
+                        ></div>
+                    </Show>
+                    <ToolList owner=owner.clone() />
+                </div>
+            }
+            .into_any()
+        }
+        Some(ItemKind::Decision) => view! {
+            <div class="row row-note">
+                <div class="decision-note" data-testid="decision-note">{text}</div>
+            </div>
+        }
+        .into_any(),
+        Some(ItemKind::Canceled) => view! {
+            <div class="row row-note">
+                <div class="notice notice-canceled" data-testid="notice-canceled">"Task canceled"</div>
+            </div>
+        }
+        .into_any(),
+        Some(ItemKind::Failed) => view! {
+            <div class="row row-note">
+                <div class="notice notice-failed" role="alert" data-testid="notice-failed">{text}</div>
+            </div>
+        }
+        .into_any(),
+    }
+    }
+}

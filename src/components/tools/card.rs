@@ -1,0 +1,404 @@
+//! One tool call's card (kagent's ToolDisplay): name, call id, source, status badge,
+//! arguments, result; and while its call waits, Approve / Reject (with reason) / Edit.
+
+use leptos::html::Div;
+use leptos::prelude::*;
+use signoff_protocol::hitl::Verdict;
+
+use super::pretty;
+use crate::components::chat::controller::ChatCtl;
+use crate::components::util::{copy_to_clipboard, typing_in_field};
+use crate::state::draft::{parse_args, reject_all};
+use crate::state::{PendingBatch, ToolCallView, ToolStatus};
+
+/// What the card shows while its call waits: nothing open, the reason box, or the editor.
+#[derive(Debug, Clone, PartialEq)]
+enum Panel {
+    None,
+    Reject(String),
+    Edit { text: String, error: Option<String> },
+}
+
+fn badge_icon(status: ToolStatus) -> &'static str {
+    match status {
+        ToolStatus::Requested => "○",
+        ToolStatus::PendingApproval => "⏸",
+        ToolStatus::Approved => "✓",
+        ToolStatus::Rejected => "✕",
+        ToolStatus::Executing => "⟳",
+        ToolStatus::Completed => "✓",
+        ToolStatus::Failed => "!",
+        ToolStatus::NotRun => "–",
+    }
+}
+
+#[component]
+pub fn ToolCard(card_key: String) -> impl IntoView {
+    let ctl = expect_context::<ChatCtl>();
+    let lookup = card_key.clone();
+    let card = Memo::new(move |_| ctl.view.with(|view| view.tool(&lookup).cloned()));
+    let in_batch = card_key.clone();
+    // The batch this card waits in, if it does.
+    let batch = Memo::new(move |_| {
+        ctl.view.with(|view| {
+            view.pending
+                .as_ref()
+                .filter(|batch| batch.keys.contains(&in_batch))
+                .cloned()
+        })
+    });
+    let call_id = move || {
+        card.with(|card| {
+            card.as_ref()
+                .map(|card| card.id.clone())
+                .unwrap_or_default()
+        })
+    };
+    let choice = Memo::new(move |_| {
+        let id = call_id();
+        let task = batch.with(|batch| batch.as_ref().map(|batch| batch.task_id.clone()));
+        ctl.draft.with(|draft| {
+            (Some(&draft.task_id) == task.as_ref())
+                .then(|| draft.choices.get(&id).cloned())
+                .flatten()
+        })
+    });
+    let draft_args = Memo::new(move |_| {
+        let id = call_id();
+        let task = batch.with(|batch| batch.as_ref().map(|batch| batch.task_id.clone()));
+        ctl.draft.with(|draft| {
+            (Some(&draft.task_id) == task.as_ref())
+                .then(|| draft.edited_args.get(&id).cloned())
+                .flatten()
+        })
+    });
+    let panel = RwSignal::new(Panel::None);
+    let node = NodeRef::<Div>::new();
+
+    // The status shown: the person's choice shows at once, before the server answers.
+    let shown = move || {
+        let status = card.with(|card| card.as_ref().map(|card| card.status))?;
+        Some(match (status, choice.get()) {
+            (ToolStatus::PendingApproval, Some(choice)) => match choice.verdict {
+                Verdict::Approve => ToolStatus::Approved,
+                Verdict::Deny => ToolStatus::Rejected,
+            },
+            (status, _) => status,
+        })
+    };
+    let lone = move || {
+        batch.with(|batch| {
+            batch
+                .as_ref()
+                .is_some_and(|batch| batch.requests.len() == 1)
+        })
+    };
+    let waiting = move || batch.with(Option::is_some) && choice.with(Option::is_none);
+
+    // Focus moves to a lone pending card when it arrives (a batch's bar takes it otherwise).
+    Effect::new(move |_| {
+        if lone() && waiting() {
+            if let Some(element) = node.get() {
+                let _ = element.focus();
+            }
+        }
+    });
+
+    let edited_for_approval = move || -> Result<(), ()> {
+        let Panel::Edit { text, .. } = panel.get_untracked() else {
+            return Ok(());
+        };
+        match parse_args(&text) {
+            Ok(args) => {
+                let id = call_id();
+                ctl.draft.update(|draft| draft.edit(&id, args));
+                panel.set(Panel::None);
+                Ok(())
+            }
+            Err(err) => {
+                panel.set(Panel::Edit {
+                    text,
+                    error: Some(format!("Cannot approve: {err}")),
+                });
+                Err(())
+            }
+        }
+    };
+    let ensure_draft = move |batch: &PendingBatch| {
+        if ctl
+            .draft
+            .with_untracked(|draft| draft.task_id != batch.task_id)
+        {
+            ctl.draft
+                .set(crate::state::draft::BatchDraft::new(&batch.task_id));
+        }
+    };
+    let approve = move || {
+        let Some(batch) = batch.get_untracked() else {
+            return;
+        };
+        if ctl.deciding.get_untracked() || edited_for_approval().is_err() {
+            return;
+        }
+        ensure_draft(&batch);
+        let id = call_id();
+        ctl.draft
+            .update(|draft| draft.choose(&id, Verdict::Approve, None));
+        if batch.requests.len() == 1 {
+            let decision = ctl.draft.with_untracked(|draft| draft.approve_all(&batch));
+            ctl.decide(batch, decision);
+        }
+    };
+    let confirm_reject = move || {
+        let Some(batch) = batch.get_untracked() else {
+            return;
+        };
+        let Panel::Reject(reason) = panel.get_untracked() else {
+            return;
+        };
+        if ctl.deciding.get_untracked() {
+            return;
+        }
+        ensure_draft(&batch);
+        let id = call_id();
+        ctl.draft
+            .update(|draft| draft.choose(&id, Verdict::Deny, Some(&reason)));
+        panel.set(Panel::None);
+        if batch.requests.len() == 1 {
+            ctl.decide(batch, reject_all(Some(&reason)));
+        }
+    };
+    let open_reject = move || panel.set(Panel::Reject(String::new()));
+    let open_editor = move || {
+        let args = draft_args
+            .get_untracked()
+            .or_else(|| card.with_untracked(|card| card.as_ref().map(|card| card.args.clone())))
+            .unwrap_or_default();
+        panel.set(Panel::Edit {
+            text: pretty(&args),
+            error: None,
+        });
+    };
+    let on_keydown = move |event: web_sys::KeyboardEvent| {
+        if typing_in_field(&event)
+            || !waiting()
+            || event.ctrl_key()
+            || event.meta_key()
+            || event.alt_key()
+        {
+            return;
+        }
+        match event.key().as_str() {
+            "a" | "A" => {
+                event.prevent_default();
+                event.stop_propagation();
+                approve();
+            }
+            "r" | "R" => {
+                event.prevent_default();
+                event.stop_propagation();
+                open_reject();
+            }
+            _ => {}
+        }
+    };
+    let disabled = move || ctl.deciding.get();
+    let name = move || {
+        card.with(|card| {
+            card.as_ref()
+                .map(|card| card.name.clone())
+                .unwrap_or_default()
+        })
+    };
+
+    view! {
+        <div
+            class=move || {
+                format!("tool-card status-{}", shown().map(ToolStatus::slug).unwrap_or("requested"))
+            }
+            data-testid="tool-card"
+            data-call-id=call_id
+            data-tool=name
+            data-status=move || shown().map(ToolStatus::slug).unwrap_or("requested")
+            tabindex="-1"
+            node_ref=node
+            role="group"
+            aria-label=move || format!("Tool call {}", name())
+            on:keydown=on_keydown
+        >
+            <div class="tool-head">
+                <span class="tool-name" data-testid="tool-name">{name}</span>
+                <span class="tool-id">{call_id}</span>
+                {move || {
+                    card.with(|card| card.as_ref().and_then(|card| card.server.clone()))
+                        .map(|server| view! { <span class="tool-server">{server}</span> })
+                }}
+                <span
+                    class="badge"
+                    data-testid="tool-status"
+                >
+                    <span aria-hidden="true">{move || shown().map(badge_icon)}</span>
+                    {move || shown().map(ToolStatus::label)}
+                </span>
+            </div>
+            {move || card.get().map(|card| view! { <CardBody card=card draft_args=draft_args pending=batch.with(Option::is_some) /> })}
+            <Show when=waiting>
+                <div class="tool-actions">
+                    <button
+                        type="button"
+                        class="button primary"
+                        data-testid="approve-button"
+                        aria-label=move || format!("Approve {} (A)", name())
+                        disabled=disabled
+                        on:click=move |_| approve()
+                    >
+                        "Approve"
+                    </button>
+                    <button
+                        type="button"
+                        class="button danger-outline"
+                        data-testid="reject-button"
+                        aria-label=move || format!("Reject {} (R)", name())
+                        disabled=disabled
+                        on:click=move |_| open_reject()
+                    >
+                        "Reject"
+                    </button>
+                    <button
+                        type="button"
+                        class="button"
+                        data-testid="edit-button"
+                        aria-label=move || format!("Edit the arguments of {}", name())
+                        disabled=disabled
+                        on:click=move |_| open_editor()
+                    >
+                        "Edit"
+                    </button>
+                </div>
+            </Show>
+            <Show when=move || !waiting() && choice.with(Option::is_some) && batch.with(Option::is_some)>
+                <div class="tool-actions">
+                    <span class="hint">"Decided here; sent with Submit."</span>
+                    <button
+                        type="button"
+                        class="button"
+                        data-testid="undo-button"
+                        aria-label=move || format!("Change the decision on {}", name())
+                        disabled=disabled
+                        on:click=move |_| {
+                            let id = call_id();
+                            ctl.draft.update(|draft| draft.undo(&id));
+                        }
+                    >
+                        "Change"
+                    </button>
+                </div>
+            </Show>
+            {move || match panel.get() {
+                Panel::None => ().into_any(),
+                Panel::Reject(reason) => view! {
+                    <div class="panel reject-panel">
+                        <label class="field-label" for=move || format!("reason-{}", call_id())>
+                            "Reason (optional, the agent reads it)"
+                        </label>
+                        <textarea
+                            id=move || format!("reason-{}", call_id())
+                            data-testid="reject-reason"
+                            rows="2"
+                            prop:value=reason
+                            on:input=move |event| panel.set(Panel::Reject(event_target_value(&event)))
+                        ></textarea>
+                        <div class="tool-actions">
+                            <button type="button" class="button danger" data-testid="reject-confirm"
+                                disabled=disabled on:click=move |_| confirm_reject()>
+                                "Confirm rejection"
+                            </button>
+                            <button type="button" class="button" data-testid="reject-cancel"
+                                on:click=move |_| panel.set(Panel::None)>
+                                "Cancel"
+                            </button>
+                        </div>
+                    </div>
+                }
+                .into_any(),
+                Panel::Edit { text, error } => view! {
+                    <div class="panel edit-panel">
+                        <label class="field-label" for=move || format!("args-{}", call_id())>
+                            "Arguments (JSON)"
+                        </label>
+                        <textarea
+                            id=move || format!("args-{}", call_id())
+                            class="code-input"
+                            data-testid="args-editor"
+                            rows="6"
+                            spellcheck="false"
+                            prop:value=text
+                            on:input=move |event| panel.set(Panel::Edit { text: event_target_value(&event), error: None })
+                        ></textarea>
+                        {error.map(|error| view! { <p class="field-error" role="alert" data-testid="args-error">{error}</p> })}
+                        <div class="tool-actions">
+                            <button type="button" class="button" data-testid="edit-save"
+                                on:click=move |_| { let _ = edited_for_approval(); }>
+                                "Save"
+                            </button>
+                            <button type="button" class="button" data-testid="edit-cancel"
+                                on:click=move |_| panel.set(Panel::None)>
+                                "Cancel"
+                            </button>
+                        </div>
+                    </div>
+                }
+                .into_any(),
+            }}
+        </div>
+    }
+}
+
+/// Arguments (expanded while pending), edited arguments, and the result or error.
+#[component]
+fn CardBody(
+    card: ToolCallView,
+    draft_args: Memo<Option<serde_json::Value>>,
+    pending: bool,
+) -> impl IntoView {
+    let args_open = pending || card.status == ToolStatus::PendingApproval;
+    let result = card.result.clone();
+    let result_title = if card.is_error { "Error" } else { "Result" };
+    let edited = card.edited_args.clone();
+    let reason = card.reason.clone();
+    view! {
+        <details class="tool-section" open=args_open data-testid="tool-args">
+            <summary>{if edited.is_some() { "Original arguments" } else { "Arguments" }}</summary>
+            <pre class="json">{pretty(&card.args)}</pre>
+        </details>
+        {edited.map(|edited| view! {
+            <div class="tool-section edited" data-testid="tool-edited-args">
+                <div class="section-title">"Edited arguments (what ran)"</div>
+                <pre class="json">{pretty(&edited)}</pre>
+            </div>
+        })}
+        {move || draft_args.get().map(|args| view! {
+            <div class="tool-section edited" data-testid="tool-draft-args">
+                <div class="section-title">"Edited arguments (sent when approved)"</div>
+                <pre class="json">{pretty(&args)}</pre>
+            </div>
+        })}
+        {reason.map(|reason| view! {
+            <blockquote class="tool-reason" data-testid="tool-reason">{format!("Reason: {reason}")}</blockquote>
+        })}
+        {result.map(|result| {
+            let text = pretty(&result);
+            let copy = text.clone();
+            view! {
+                <details class="tool-section" class:error=card.is_error data-testid="tool-result">
+                    <summary>{result_title}</summary>
+                    <button type="button" class="button small copy-result" aria-label="Copy the result"
+                        on:click=move |_| copy_to_clipboard(&copy)>
+                        "Copy"
+                    </button>
+                    <pre class="json">{text}</pre>
+                </details>
+            }
+        })}
+    }
+}

@@ -1,0 +1,79 @@
+//! Tool calls in the transcript (a port of kagent's ToolCallDisplay): the cards an item
+//! introduced, folded into groups when finished, with the batch bar above a pending batch.
+
+mod batch;
+mod card;
+
+use leptos::prelude::*;
+
+use self::batch::BatchBar;
+use self::card::ToolCard;
+use crate::components::chat::controller::ChatCtl;
+use crate::state::group::{segments, Segment};
+
+/// The cards of one transcript item.
+#[component]
+pub fn ToolList(owner: String) -> impl IntoView {
+    let ctl = expect_context::<ChatCtl>();
+    let lookup = owner.clone();
+    let parts = Memo::new(move |_| {
+        ctl.view.with(|view| {
+            let tools: Vec<_> = view
+                .item(&lookup)
+                .map(|item| {
+                    item.tool_keys
+                        .iter()
+                        .filter_map(|key| view.tool(key))
+                        .collect()
+                })
+                .unwrap_or_default();
+            segments(&tools)
+        })
+    });
+    // The batch bar shows above the cards of the item that holds the batch's first call.
+    let batch_here = Memo::new(move |_| {
+        ctl.view.with(|view| {
+            view.pending.as_ref().is_some_and(|batch| {
+                batch.keys.len() >= 2
+                    && batch
+                        .keys
+                        .first()
+                        .and_then(|key| view.tool(key))
+                        .is_some_and(|tool| tool.owner == owner)
+            })
+        })
+    });
+    view! {
+        <Show when=move || !parts.with(Vec::is_empty)>
+            <div class="tool-list" data-testid="tool-list">
+                <Show when=move || batch_here.get()>
+                    <BatchBar />
+                </Show>
+                <For each=move || parts.get() key=|segment| segment.clone() let:segment>
+                    {match segment {
+                        Segment::Card(key) => view! { <ToolCard card_key=key /> }.into_any(),
+                        Segment::Group { keys, label } => {
+                            view! {
+                                <details class="tool-group" data-testid="tool-group">
+                                    <summary data-testid="tool-group-summary">{label}</summary>
+                                    <div class="tool-group-body">
+                                        {keys
+                                            .into_iter()
+                                            .map(|key| view! { <ToolCard card_key=key /> })
+                                            .collect_view()}
+                                    </div>
+                                </details>
+                            }
+                                .into_any()
+                        }
+                    }}
+                </For>
+            </div>
+        </Show>
+    }
+}
+
+/// Pretty JSON for the Arguments and Result sections.
+pub(crate) fn pretty(value: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}

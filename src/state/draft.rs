@@ -1,0 +1,271 @@
+//! The person's choices on a pending batch before they are sent, and the decision they make
+//! (spec/wire.md §5): uniform approve -> `approve`, uniform reject -> `deny`, else `batch`.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use signoff_protocol::hitl::{Decision, DecisionKind, Verdict};
+use signoff_protocol::{Message, Role};
+
+use super::view::PendingBatch;
+
+/// One card's choice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    pub verdict: Verdict,
+    /// For a rejection: the reason the agent will read.
+    pub reason: Option<String>,
+}
+
+/// The choices made so far on one batch, with any edited arguments.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BatchDraft {
+    /// The task whose batch this is; a draft for another task is stale.
+    pub task_id: String,
+    pub choices: BTreeMap<String, Choice>,
+    /// Edited arguments by call id (already checked to be JSON objects).
+    pub edited_args: BTreeMap<String, Value>,
+}
+
+/// Why a draft cannot be sent yet.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DraftError {
+    #[error("decide every call first: {0} still waits")]
+    Undecided(String),
+    #[error("the arguments must be a JSON object")]
+    NotAnObject,
+    #[error("the arguments are not valid JSON: {0}")]
+    InvalidJson(String),
+}
+
+/// Reads edited arguments: JSON text that must hold an object.
+pub fn parse_args(text: &str) -> Result<Value, DraftError> {
+    let value: Value =
+        serde_json::from_str(text).map_err(|err| DraftError::InvalidJson(err.to_string()))?;
+    if value.is_object() {
+        Ok(value)
+    } else {
+        Err(DraftError::NotAnObject)
+    }
+}
+
+fn clean_reason(reason: Option<&str>) -> Option<String> {
+    reason
+        .map(str::trim)
+        .filter(|reason| !reason.is_empty())
+        .map(str::to_owned)
+}
+
+impl BatchDraft {
+    pub fn new(task_id: &str) -> Self {
+        BatchDraft {
+            task_id: task_id.to_owned(),
+            ..BatchDraft::default()
+        }
+    }
+
+    pub fn choose(&mut self, id: &str, verdict: Verdict, reason: Option<&str>) {
+        let reason = match verdict {
+            Verdict::Approve => None,
+            Verdict::Deny => clean_reason(reason),
+        };
+        self.choices
+            .insert(id.to_owned(), Choice { verdict, reason });
+    }
+
+    pub fn undo(&mut self, id: &str) {
+        self.choices.remove(id);
+    }
+
+    pub fn edit(&mut self, id: &str, args: Value) {
+        self.edited_args.insert(id.to_owned(), args);
+    }
+
+    /// Every call of the batch has a choice.
+    pub fn is_complete(&self, batch: &PendingBatch) -> bool {
+        batch
+            .requests
+            .iter()
+            .all(|request| self.choices.contains_key(&request.id))
+    }
+
+    /// Edited arguments of the approved calls only (§5: `modified_args` must name approved calls).
+    fn modified_args(&self, approved: impl Fn(&str) -> bool) -> BTreeMap<String, Value> {
+        self.edited_args
+            .iter()
+            .filter(|(id, _)| approved(id))
+            .map(|(id, args)| (id.clone(), args.clone()))
+            .collect()
+    }
+
+    /// The decision these choices make, once every call has one.
+    pub fn decision(&self, batch: &PendingBatch) -> Result<Decision, DraftError> {
+        let mut verdicts = Vec::new();
+        for request in &batch.requests {
+            let choice = self
+                .choices
+                .get(&request.id)
+                .ok_or_else(|| DraftError::Undecided(request.name.clone()))?;
+            verdicts.push((request.id.clone(), choice));
+        }
+        let all_approve = verdicts
+            .iter()
+            .all(|(_, choice)| choice.verdict == Verdict::Approve);
+        let first_reason = verdicts
+            .first()
+            .and_then(|(_, choice)| choice.reason.clone());
+        let all_deny_alike = verdicts
+            .iter()
+            .all(|(_, choice)| choice.verdict == Verdict::Deny && choice.reason == first_reason);
+        let kind = if all_approve {
+            DecisionKind::ApproveAll
+        } else if all_deny_alike {
+            DecisionKind::DenyAll {
+                reason: first_reason,
+            }
+        } else {
+            DecisionKind::Batch {
+                decisions: verdicts
+                    .iter()
+                    .map(|(id, choice)| (id.clone(), choice.verdict))
+                    .collect(),
+                rejection_reasons: verdicts
+                    .iter()
+                    .filter_map(|(id, choice)| {
+                        choice.reason.clone().map(|reason| (id.clone(), reason))
+                    })
+                    .collect(),
+            }
+        };
+        let approved = |id: &str| {
+            self.choices
+                .get(id)
+                .is_some_and(|choice| choice.verdict == Verdict::Approve)
+        };
+        Ok(Decision {
+            kind,
+            modified_args: self.modified_args(approved),
+        })
+    }
+
+    /// "Approve all": every call approved, with any edited arguments.
+    pub fn approve_all(&self, batch: &PendingBatch) -> Decision {
+        Decision {
+            kind: DecisionKind::ApproveAll,
+            modified_args: self
+                .modified_args(|id| batch.requests.iter().any(|request| request.id == id)),
+        }
+    }
+}
+
+/// "Reject all" with one optional reason.
+pub fn reject_all(reason: Option<&str>) -> Decision {
+    Decision {
+        kind: DecisionKind::DenyAll {
+            reason: clean_reason(reason),
+        },
+        modified_args: BTreeMap::new(),
+    }
+}
+
+/// The message that carries `decision` on the batch's task, in the batch's dialect.
+pub fn decision_message(batch: &PendingBatch, decision: &Decision, message_id: String) -> Message {
+    let mut message = Message::new(message_id, Role::User, decision.to_parts(batch.dialect));
+    message.task_id = Some(batch.task_id.clone());
+    message.context_id = batch.context_id.clone();
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use signoff_protocol::hitl::{ActionRequest, Dialect};
+
+    fn batch() -> PendingBatch {
+        let request = |id: &str, name: &str| ActionRequest {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            args: json!({"path": "a.txt"}),
+            description: None,
+            server: None,
+        };
+        PendingBatch {
+            task_id: "t-1".to_owned(),
+            context_id: Some("s-1".to_owned()),
+            dialect: Dialect::Native,
+            requests: vec![
+                request("call_1", "write_file"),
+                request("call_2", "delete_file"),
+            ],
+            keys: vec!["t-1:call_1".to_owned(), "t-1:call_2".to_owned()],
+        }
+    }
+
+    fn data(decision: &Decision, dialect: Dialect) -> Value {
+        decision.to_data(dialect)
+    }
+
+    #[test]
+    fn uniform_choices_give_approve_or_deny_and_mixed_ones_a_batch() {
+        let batch = batch();
+        let mut draft = BatchDraft::new("t-1");
+        draft.choose("call_1", Verdict::Approve, None);
+        assert_eq!(
+            draft.decision(&batch),
+            Err(DraftError::Undecided("delete_file".to_owned()))
+        );
+        draft.choose("call_2", Verdict::Approve, Some("ignored"));
+        assert_eq!(
+            data(&draft.decision(&batch).unwrap(), Dialect::Native),
+            json!({"decision_type": "approve"})
+        );
+
+        draft.choose("call_1", Verdict::Deny, Some(" too risky "));
+        draft.choose("call_2", Verdict::Deny, Some("too risky"));
+        assert_eq!(
+            data(&draft.decision(&batch).unwrap(), Dialect::Native),
+            json!({"decision_type": "deny", "reason": "too risky"})
+        );
+
+        draft.choose("call_1", Verdict::Approve, None);
+        draft.edit("call_1", json!({"path": "safe.txt"}));
+        draft.edit("call_2", json!({"path": "never-sent.txt"}));
+        let mixed = draft.decision(&batch).unwrap();
+        assert_eq!(
+            data(&mixed, Dialect::Native),
+            json!({"decision_type": "batch",
+                   "decisions": {"call_1": "approve", "call_2": "deny"},
+                   "rejection_reasons": {"call_2": "too risky"},
+                   "modified_args": {"call_1": {"path": "safe.txt"}}})
+        );
+        assert_eq!(
+            data(&mixed, Dialect::Kagent)["decisions"],
+            json!({"call_1": "approve", "call_2": "reject"})
+        );
+    }
+
+    #[test]
+    fn reject_all_speaks_each_dialect() {
+        let decision = reject_all(Some("no"));
+        assert_eq!(
+            data(&decision, Dialect::Native),
+            json!({"decision_type": "deny", "reason": "no"})
+        );
+        assert_eq!(
+            data(&decision, Dialect::Kagent)["decision_type"],
+            json!("reject")
+        );
+        let message = decision_message(&batch(), &decision, "m-1".to_owned());
+        assert_eq!(message.task_id.as_deref(), Some("t-1"));
+        assert_eq!(message.context_id.as_deref(), Some("s-1"));
+        assert_eq!(Decision::from_message(&message).unwrap(), Some(decision));
+    }
+
+    #[test]
+    fn edited_arguments_must_be_a_json_object() {
+        assert_eq!(parse_args(r#"{"a": 1}"#), Ok(json!({"a": 1})));
+        assert_eq!(parse_args("[1]"), Err(DraftError::NotAnObject));
+        assert!(matches!(parse_args("{"), Err(DraftError::InvalidJson(_))));
+    }
+}

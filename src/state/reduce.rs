@@ -1,0 +1,451 @@
+//! The reducer: `apply(&mut ChatView, &StreamEvent)` turns wire events into the view model.
+//! The same code replays stored tasks after a reload and follows live streams.
+
+use serde_json::Value;
+use signoff_protocol::hitl::{ApprovalInterrupt, Decision, ToolCall, ToolResult};
+use signoff_protocol::{
+    Artifact, Message, Metadata, Role, StreamEvent, Task, TaskArtifactUpdateEvent, TaskState,
+    TaskStatus, TaskStatusUpdateEvent,
+};
+
+use super::tools::{self, LogEntry};
+use super::view::{ChatStatus, ChatView, Item, ItemKind, PendingBatch, ToolStatus, Usage};
+
+/// Applies one event to the view: the reducer of design.md invariant 2.
+pub fn apply(view: &mut ChatView, event: &StreamEvent) {
+    match event {
+        StreamEvent::Task(task) => apply_task(view, task),
+        StreamEvent::Message(message) => {
+            let task = message.task_id.clone();
+            if let Some(context) = &message.context_id {
+                view.context_id = Some(context.clone());
+            }
+            apply_message(view, message, task.as_deref(), None);
+            // A bare agent message answers `message/send` without a task: the turn is over.
+            if message.role == Role::Agent && task.is_none() {
+                view.status = ChatStatus::Ready;
+            }
+        }
+        StreamEvent::StatusUpdate(update) => apply_status_update(view, update),
+        StreamEvent::ArtifactUpdate(update) => apply_artifact_update(view, update),
+    }
+    refresh(view);
+}
+
+/// Rebuilds a chat from its stored tasks, oldest first.
+pub fn replay<'a>(tasks: impl IntoIterator<Item = &'a Task>) -> ChatView {
+    let mut view = ChatView::default();
+    for task in tasks {
+        apply(&mut view, &StreamEvent::Task(task.clone()));
+    }
+    view
+}
+
+impl ChatView {
+    /// Applies one event (see [`apply`]).
+    pub fn apply(&mut self, event: &StreamEvent) {
+        apply(self, event);
+    }
+
+    /// The person sent `message`: show it at once and wait for the agent.
+    pub fn send(&mut self, message: &Message) {
+        apply(self, &StreamEvent::Message(message.clone()));
+        self.status = ChatStatus::Thinking;
+    }
+
+    /// The connection failed or the server refused the request.
+    pub fn fail(&mut self, reason: &str) {
+        self.status = ChatStatus::Error(reason.to_owned());
+        for item in &mut self.items {
+            item.streaming = false;
+        }
+    }
+
+    /// The stream closed. If the turn had not reached a resting state, say so.
+    pub fn stream_closed(&mut self) {
+        if self.status.is_busy() {
+            self.fail("the stream ended before the agent finished");
+        }
+    }
+}
+
+fn usage_from(metadata: Option<&Metadata>) -> Option<Usage> {
+    let usage = metadata?.get("kagent_usage_metadata")?;
+    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    Some(Usage {
+        prompt: count("promptTokenCount"),
+        completion: count("candidatesTokenCount"),
+        total: count("totalTokenCount"),
+    })
+}
+
+fn is_partial(message: &Message, event_metadata: Option<&Metadata>) -> bool {
+    [message.metadata.as_ref(), event_metadata]
+        .into_iter()
+        .flatten()
+        .any(|metadata| metadata.get("kagent_adk_partial") == Some(&Value::Bool(true)))
+}
+
+fn set_task(view: &mut ChatView, task: &str, context: &str) {
+    view.task_id = Some(task.to_owned());
+    view.context_id = Some(context.to_owned());
+}
+
+fn apply_task(view: &mut ChatView, task: &Task) {
+    set_task(view, &task.id, &task.context_id);
+    for message in &task.history {
+        apply_message(view, message, Some(&task.id), None);
+    }
+    for artifact in &task.artifacts {
+        apply_artifact(view, &task.id, artifact, false, true);
+    }
+    apply_status(view, &task.id, &task.status, task.metadata.as_ref());
+}
+
+fn apply_status_update(view: &mut ChatView, update: &TaskStatusUpdateEvent) {
+    set_task(view, &update.task_id, &update.context_id);
+    apply_status(
+        view,
+        &update.task_id,
+        &update.status,
+        update.metadata.as_ref(),
+    );
+}
+
+fn apply_status(view: &mut ChatView, task: &str, status: &TaskStatus, metadata: Option<&Metadata>) {
+    let mut has_calls = false;
+    if let Some(message) = &status.message {
+        has_calls = message
+            .parts
+            .iter()
+            .any(|part| ToolCall::from_part(part).is_some());
+        apply_message(view, message, Some(task), metadata);
+    }
+    if let Some(usage) = usage_from(metadata) {
+        view.usage = Some(usage);
+    }
+    view.task_states.insert(task.to_owned(), status.state);
+    view.status = match status.state {
+        TaskState::Submitted => ChatStatus::Thinking,
+        TaskState::Working if has_calls => ChatStatus::ExecutingTools,
+        TaskState::Working => ChatStatus::Working,
+        // Refreshed by `refresh` once the pending batch is known.
+        TaskState::InputRequired | TaskState::AuthRequired => ChatStatus::Ready,
+        TaskState::Completed => ChatStatus::Ready,
+        TaskState::Canceled => {
+            push_notice(view, task, ItemKind::Canceled, "Canceled");
+            ChatStatus::Ready
+        }
+        TaskState::Failed | TaskState::Rejected => {
+            let reason = status
+                .message
+                .as_ref()
+                .map(Message::text)
+                .filter(|text| !text.trim().is_empty())
+                .unwrap_or_else(|| "The agent could not finish this task.".to_owned());
+            push_notice(view, task, ItemKind::Failed, &reason);
+            ChatStatus::Error(reason)
+        }
+    };
+    if status.state.is_terminal() {
+        let already = view
+            .log
+            .iter()
+            .any(|entry| matches!(entry, LogEntry::End { task: ended, .. } if ended == task));
+        if !already {
+            view.log.push(LogEntry::End {
+                task: task.to_owned(),
+                state: status.state,
+            });
+        }
+        for item in view
+            .items
+            .iter_mut()
+            .filter(|item| item.task_id.as_deref() == Some(task))
+        {
+            item.streaming = false;
+        }
+    }
+}
+
+fn push_notice(view: &mut ChatView, task: &str, kind: ItemKind, text: &str) {
+    let key = format!("end:{task}");
+    if view.item(&key).is_some() {
+        return;
+    }
+    view.items.push(Item {
+        key,
+        task_id: Some(task.to_owned()),
+        kind,
+        text: text.to_owned(),
+        tool_keys: Vec::new(),
+        streaming: false,
+    });
+}
+
+fn apply_message(
+    view: &mut ChatView,
+    message: &Message,
+    task: Option<&str>,
+    event_metadata: Option<&Metadata>,
+) {
+    let task = task.or(message.task_id.as_deref());
+    let partial = is_partial(message, event_metadata);
+    if !partial && !view.seen_messages.insert(message.message_id.clone()) {
+        return;
+    }
+    match message.role {
+        Role::User => apply_user_message(view, message, task),
+        Role::Agent => apply_agent_message(view, message, task, partial),
+    }
+}
+
+fn apply_user_message(view: &mut ChatView, message: &Message, task: Option<&str>) {
+    let decision = Decision::from_message(message).ok().flatten();
+    let kind = match (&decision, task) {
+        (Some(decision), Some(task)) => {
+            view.log.push(LogEntry::Decision {
+                task: task.to_owned(),
+                decision: decision.clone(),
+            });
+            ItemKind::Decision
+        }
+        (Some(_), None) => ItemKind::Decision,
+        (None, _) => ItemKind::User,
+    };
+    let mut text = message.text();
+    if let (ItemKind::Decision, true, Some(decision)) = (kind, text.trim().is_empty(), &decision) {
+        text = decision.summary();
+    }
+    view.items.push(Item {
+        key: message.message_id.clone(),
+        task_id: task.map(str::to_owned),
+        kind,
+        text,
+        tool_keys: Vec::new(),
+        streaming: false,
+    });
+}
+
+fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str>, partial: bool) {
+    let task_key = task.unwrap_or("");
+    let stream_prefix = format!("stream:{task_key}:");
+    let streaming = view
+        .items
+        .iter()
+        .rposition(|item| item.streaming && item.key.starts_with(&stream_prefix));
+    let interrupt = ApprovalInterrupt::from_message(message);
+    // The interrupt's text part repeats the cards in words; the cards say it better.
+    let text = if interrupt.is_some() {
+        String::new()
+    } else {
+        message.text()
+    };
+
+    if partial {
+        match streaming {
+            Some(index) => view.items[index].text.push_str(&text),
+            None if !text.is_empty() => {
+                let key = format!("{stream_prefix}{}", view.items.len());
+                view.items.push(agent_item(key, task, text, true));
+            }
+            None => {}
+        }
+        return;
+    }
+
+    // The full text of a message that streamed in partial chunks replaces them in place.
+    let replaces = streaming.filter(|_| !text.is_empty());
+    let mut item_key = match replaces {
+        Some(index) => view.items[index].key.clone(),
+        None => message.message_id.clone(),
+    };
+    // A message id can repeat an older item's key (ids are the peer's): keep keys unique.
+    if replaces.is_none() && view.item(&item_key).is_some() {
+        item_key = format!("{item_key}:{}", view.items.len());
+    }
+    let mut tool_parts = false;
+    for part in &message.parts {
+        if let Some(call) = ToolCall::from_part(part) {
+            tool_parts = true;
+            let slot = tools::slot_for(&view.log, task_key, &call.id, true);
+            view.log.push(LogEntry::Request {
+                slot,
+                task: task_key.to_owned(),
+                item: item_key.clone(),
+                call,
+            });
+        } else if let Some(result) = ToolResult::from_part(part) {
+            tool_parts = true;
+            let slot = tools::slot_for(&view.log, task_key, &result.id, false);
+            view.log.push(LogEntry::Result {
+                slot,
+                task: task_key.to_owned(),
+                item: item_key.clone(),
+                result,
+            });
+        }
+    }
+    if let Some(interrupt) = interrupt {
+        tool_parts = true;
+        let slots = interrupt
+            .action_requests
+            .iter()
+            .map(|request| tools::slot_for(&view.log, task_key, &request.id, false))
+            .collect();
+        view.log.push(LogEntry::Interrupt {
+            task: task_key.to_owned(),
+            item: item_key.clone(),
+            interrupt,
+            slots,
+        });
+    }
+    if !text.is_empty() {
+        view.log.push(LogEntry::Progress {
+            task: task_key.to_owned(),
+        });
+    }
+    match replaces {
+        Some(index) => {
+            view.items[index].text = text;
+            view.items[index].streaming = false;
+        }
+        None if text.is_empty() && !tool_parts => {}
+        None => view.items.push(agent_item(item_key, task, text, false)),
+    }
+}
+
+fn agent_item(key: String, task: Option<&str>, text: String, streaming: bool) -> Item {
+    Item {
+        key,
+        task_id: task.map(str::to_owned),
+        kind: ItemKind::Agent,
+        text,
+        tool_keys: Vec::new(),
+        streaming,
+    }
+}
+
+fn apply_artifact_update(view: &mut ChatView, update: &TaskArtifactUpdateEvent) {
+    set_task(view, &update.task_id, &update.context_id);
+    apply_artifact(
+        view,
+        &update.task_id,
+        &update.artifact,
+        update.append,
+        update.last_chunk,
+    );
+    if matches!(
+        view.status,
+        ChatStatus::Thinking | ChatStatus::ExecutingTools
+    ) {
+        view.status = ChatStatus::Working;
+    }
+}
+
+fn apply_artifact(
+    view: &mut ChatView,
+    task: &str,
+    artifact: &Artifact,
+    append: bool,
+    last_chunk: bool,
+) {
+    if view.artifact_aliases.contains_key(&artifact.artifact_id) {
+        return;
+    }
+    let text: String = artifact
+        .parts
+        .iter()
+        .filter_map(|part| part.as_text())
+        .collect();
+    let key = format!("artifact:{}", artifact.artifact_id);
+    if let Some(item) = view.items.iter_mut().find(|item| item.key == key) {
+        if append {
+            item.text.push_str(&text);
+        } else {
+            item.text = text;
+        }
+        item.streaming = !last_chunk;
+    } else {
+        if text.is_empty() {
+            return;
+        }
+        // kagent sends its answer twice: as a status message, then as an artifact.
+        let last_text = view.items.iter().rev().find(|item| {
+            item.kind == ItemKind::Agent
+                && item.task_id.as_deref() == Some(task)
+                && !item.text.is_empty()
+        });
+        if let Some(previous) = last_text {
+            if !append && previous.text == text {
+                view.artifact_aliases
+                    .insert(artifact.artifact_id.clone(), previous.key.clone());
+                return;
+            }
+        }
+        view.items
+            .push(agent_item(key, Some(task), text, !last_chunk));
+    }
+    view.log.push(LogEntry::Progress {
+        task: task.to_owned(),
+    });
+}
+
+/// Re-derives the cards, the pending batch and the status that depends on them.
+fn refresh(view: &mut ChatView) {
+    view.tools = tools::derive(&view.log);
+    for item in &mut view.items {
+        item.tool_keys.clear();
+    }
+    for tool in &view.tools {
+        if let Some(item) = view.items.iter_mut().find(|item| item.key == tool.owner) {
+            item.tool_keys.push(tool.key.clone());
+        }
+    }
+    // A message that only carried results or repeated known calls shows nothing of its own.
+    // Card owners never change once derived, so such an item stays empty for good.
+    view.items.retain(|item| {
+        item.kind != ItemKind::Agent
+            || !item.text.is_empty()
+            || !item.tool_keys.is_empty()
+            || item.streaming
+    });
+    view.pending = pending_batch(view);
+    if view.pending.is_some() {
+        view.status = ChatStatus::AwaitingApproval;
+    } else if view.status == ChatStatus::AwaitingApproval {
+        view.status = ChatStatus::Ready;
+    }
+}
+
+fn pending_batch(view: &ChatView) -> Option<PendingBatch> {
+    let task = view.task_id.as_deref()?;
+    if view.task_states.get(task) != Some(&TaskState::InputRequired) {
+        return None;
+    }
+    let (interrupt, slots) = view.log.iter().rev().find_map(|entry| match entry {
+        LogEntry::Interrupt {
+            task: entry_task,
+            interrupt,
+            slots,
+            ..
+        } if entry_task == task => Some((interrupt, slots)),
+        LogEntry::Interrupt { .. }
+        | LogEntry::Request { .. }
+        | LogEntry::Decision { .. }
+        | LogEntry::Result { .. }
+        | LogEntry::Progress { .. }
+        | LogEntry::End { .. } => None,
+    })?;
+    let all_pending = slots.iter().all(|slot| {
+        view.tool(slot)
+            .is_some_and(|tool| tool.status == ToolStatus::PendingApproval)
+    });
+    all_pending.then(|| PendingBatch {
+        task_id: task.to_owned(),
+        context_id: view.context_id.clone(),
+        dialect: interrupt.dialect,
+        requests: interrupt.action_requests.clone(),
+        keys: slots.clone(),
+    })
+}

@@ -1,0 +1,324 @@
+//! The reducer over recorded streams: kagent 0.10.4's (crates/protocol/tests/fixtures) and our
+//! own server's (tests/fixtures), compared as whole view models against snapshots in
+//! `snapshots/` (`UPDATE_EXPECT=1 cargo test -p signoff-ui --lib` re-blesses them).
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use crate::shim::sse::{SseFrame, SseParser};
+use expect_test::{expect_file, ExpectFile};
+use serde_json::Value;
+use signoff_protocol::codec;
+use signoff_protocol::hitl::Dialect;
+use signoff_protocol::{ProtocolVersion, StreamEvent, Task};
+
+use super::view::{ChatView, ItemKind};
+use super::{replay, ToolStatus};
+
+fn kagent_dir() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let copied = root.join("crates/protocol/tests/fixtures/kagent-0.10.4");
+    if copied.is_dir() {
+        return copied;
+    }
+    // Until the protocol crate carries its copy, read the shared recording beside the repo.
+    root.join("../shared/fixtures/kagent-0.10.4")
+}
+
+fn read(path: PathBuf) -> String {
+    match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(err) => panic!("cannot read fixture {}: {err}", path.display()),
+    }
+}
+
+/// Decodes a recorded SSE answer with the same parser and codec the browser uses.
+fn events_from_sse(text: &str, version: ProtocolVersion) -> Vec<StreamEvent> {
+    let mut parser = SseParser::new(1 << 22);
+    let mut frames = parser.feed(text.as_bytes()).unwrap();
+    frames.extend(parser.finish().unwrap());
+    frames
+        .into_iter()
+        .filter_map(|frame| match frame {
+            SseFrame::Event(event) => Some(event.data),
+            SseFrame::Done => None,
+        })
+        .map(|data| {
+            codec::decode_stream_response(version, &data)
+                .unwrap()
+                .unwrap()
+        })
+        .collect()
+}
+
+fn kagent_stream(name: &str) -> Vec<StreamEvent> {
+    events_from_sse(
+        &read(kagent_dir().join(format!("{name}.sse"))),
+        ProtocolVersion::V0_3,
+    )
+}
+
+/// The user message a recorded request sent (the decision, for `*_resume`).
+fn kagent_request_message(name: &str) -> StreamEvent {
+    let body: Value =
+        serde_json::from_str(&read(kagent_dir().join(format!("{name}.request.json")))).unwrap();
+    let params = codec::decode_send_params(ProtocolVersion::V0_3, &body["params"]).unwrap();
+    StreamEvent::Message(params.message)
+}
+
+fn kagent_task(name: &str) -> Task {
+    let body: Value =
+        serde_json::from_str(&read(kagent_dir().join(format!("{name}.response.json")))).unwrap();
+    codec::decode_task(ProtocolVersion::V0_3, &body["result"]).unwrap()
+}
+
+fn run(events: &[StreamEvent]) -> ChatView {
+    let mut view = ChatView::default();
+    for event in events {
+        view.apply(event);
+    }
+    view
+}
+
+fn short(text: &str) -> String {
+    let line = text.replace('\n', "⏎");
+    if line.chars().count() > 90 {
+        format!("{}…", line.chars().take(90).collect::<String>())
+    } else {
+        line
+    }
+}
+
+/// The whole view model as stable text (ids of tasks shortened to their first 8 characters).
+fn describe(view: &ChatView) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "status: {:?}", view.status);
+    let _ = writeln!(out, "task state: {:?}", view.task_state());
+    let _ = writeln!(out, "usage: {:?}", view.usage);
+    match &view.pending {
+        Some(batch) => {
+            let ids: Vec<&str> = batch
+                .requests
+                .iter()
+                .map(|request| request.id.as_str())
+                .collect();
+            let _ = writeln!(out, "pending: {:?} {:?}", batch.dialect, ids);
+        }
+        None => {
+            let _ = writeln!(out, "pending: none");
+        }
+    }
+    for item in &view.items {
+        let streaming = if item.streaming { " (streaming)" } else { "" };
+        let _ = writeln!(out, "{:?}{streaming}: {}", item.kind, short(&item.text));
+        for key in &item.tool_keys {
+            let Some(tool) = view.tool(key) else {
+                let _ = writeln!(out, "  missing card {key}");
+                continue;
+            };
+            let _ = writeln!(
+                out,
+                "  [{}] {} {} args={}",
+                tool.status.label(),
+                tool.name,
+                tool.id,
+                short(&tool.args.to_string())
+            );
+            if let Some(edited) = &tool.edited_args {
+                let _ = writeln!(out, "    edited={edited}");
+            }
+            if let Some(reason) = &tool.reason {
+                let _ = writeln!(out, "    reason={reason}");
+            }
+            if let Some(result) = &tool.result {
+                let _ = writeln!(
+                    out,
+                    "    result{}={}",
+                    if tool.is_error { "(error)" } else { "" },
+                    short(&result.to_string())
+                );
+            }
+        }
+    }
+    out
+}
+
+fn check(view: &ChatView, expect: ExpectFile) {
+    expect.assert_eq(&describe(view));
+}
+
+/// Every card appears under exactly one item, and every item key is unique.
+fn assert_consistent(view: &ChatView) {
+    let mut keys: Vec<&str> = view.items.iter().map(|item| item.key.as_str()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    assert_eq!(keys.len(), view.items.len(), "duplicate item keys");
+    let shown: usize = view.items.iter().map(|item| item.tool_keys.len()).sum();
+    assert_eq!(shown, view.tools.len(), "every card shows under one item");
+}
+
+#[test]
+fn kagent_plain_text_shows_one_answer() {
+    let view = run(&kagent_stream("a_plain_text"));
+    assert_consistent(&view);
+    check(&view, expect_file!["snapshots/kagent_a_plain_text.txt"]);
+}
+
+#[test]
+fn kagent_token_streaming_gives_the_same_transcript() {
+    let mut streamed = run(&kagent_stream("s_a_plain_text_llmstream"));
+    let whole = run(&kagent_stream("a_plain_text"));
+    // The two recordings differ only in the token counts the model reported.
+    streamed.usage = whole.usage;
+    assert_consistent(&streamed);
+    assert_eq!(describe(&streamed), describe(&whole));
+}
+
+#[test]
+fn kagent_partial_chunks_show_while_they_stream() {
+    let events = kagent_stream("s_a_plain_text_llmstream");
+    // After the first two partial chunks, their text shows in one streaming bubble.
+    let view = run(&events[..4]);
+    let agent: Vec<_> = view
+        .items
+        .iter()
+        .filter(|item| item.kind == ItemKind::Agent)
+        .collect();
+    assert_eq!(agent.len(), 1);
+    assert_eq!(agent[0].text, "Hello! This is a plain scripted answer");
+    assert!(agent[0].streaming);
+}
+
+#[test]
+fn kagent_tool_without_approval_completes() {
+    let view = run(&kagent_stream("b_tool_no_approval"));
+    assert_consistent(&view);
+    assert_eq!(view.tools[0].status, ToolStatus::Completed);
+    check(
+        &view,
+        expect_file!["snapshots/kagent_b_tool_no_approval.txt"],
+    );
+}
+
+#[test]
+fn kagent_interrupt_is_a_pending_batch_in_kagent_terms() {
+    let view = run(&kagent_stream("c1_interrupt"));
+    assert_consistent(&view);
+    let batch = view.pending.as_ref().unwrap();
+    assert_eq!(batch.dialect, Dialect::Kagent);
+    assert_eq!(
+        batch
+            .requests
+            .iter()
+            .map(|request| request.id.as_str())
+            .collect::<Vec<_>>(),
+        ["call_write_a", "call_delete_a"]
+    );
+    check(&view, expect_file!["snapshots/kagent_c1_interrupt.txt"]);
+}
+
+#[test]
+fn kagent_approve_all_keeps_approved_and_attaches_results() {
+    let mut events = kagent_stream("c1_interrupt");
+    events.push(kagent_request_message("c2_resume"));
+    events.extend(kagent_stream("c2_resume"));
+    let view = run(&events);
+    assert_consistent(&view);
+    assert!(view.pending.is_none());
+    check(&view, expect_file!["snapshots/kagent_c2_approved.txt"]);
+}
+
+#[test]
+fn kagent_reject_all_quotes_the_reason() {
+    let mut events = kagent_stream("d1_interrupt");
+    events.push(kagent_request_message("d2_resume"));
+    events.extend(kagent_stream("d2_resume"));
+    let view = run(&events);
+    assert_consistent(&view);
+    check(&view, expect_file!["snapshots/kagent_d2_rejected.txt"]);
+}
+
+#[test]
+fn kagent_mixed_batch_decides_each_call() {
+    let mut events = kagent_stream("e1_interrupt");
+    events.push(kagent_request_message("e2_resume"));
+    events.extend(kagent_stream("e2_resume"));
+    let view = run(&events);
+    assert_consistent(&view);
+    let status = |id: &str| {
+        view.tools
+            .iter()
+            .find(|tool| tool.id == id)
+            .map(|tool| tool.status)
+    };
+    assert_eq!(status("call_write_b"), Some(ToolStatus::Approved));
+    assert_eq!(status("call_delete_b"), Some(ToolStatus::Rejected));
+    check(&view, expect_file!["snapshots/kagent_e2_mixed.txt"]);
+}
+
+#[test]
+fn kagent_streaming_llm_batch_matches_the_plain_one() {
+    let mut events = kagent_stream("s_c1_interrupt");
+    events.push(kagent_request_message("s_c2_resume"));
+    events.extend(kagent_stream("s_c2_resume"));
+    let view = run(&events);
+    assert_consistent(&view);
+    assert!(view.items.iter().all(|item| !item.streaming));
+    check(&view, expect_file!["snapshots/kagent_s_c2_streaming.txt"]);
+}
+
+/// Cards and batch, ignoring item keys (a stored task has no artifact ids for streamed text).
+fn cards(view: &ChatView) -> Vec<(String, ToolStatus, Option<Value>, Option<String>)> {
+    view.tools
+        .iter()
+        .map(|tool| {
+            (
+                tool.id.clone(),
+                tool.status,
+                tool.result.clone(),
+                tool.reason.clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_stored_paused_task_rebuilds_the_same_batch() {
+    let live = run(&kagent_stream("c1_interrupt"));
+    let stored = replay([&kagent_task("f1_tasks_get_paused")]);
+    assert_consistent(&stored);
+    assert_eq!(cards(&stored), cards(&live));
+    assert_eq!(stored.pending, live.pending);
+    assert_eq!(stored.status, live.status);
+    check(
+        &stored,
+        expect_file!["snapshots/kagent_f1_replay_paused.txt"],
+    );
+}
+
+#[test]
+fn a_stored_completed_task_rebuilds_the_same_cards() {
+    let mut events = kagent_stream("c1_interrupt");
+    events.push(kagent_request_message("c2_resume"));
+    events.extend(kagent_stream("c2_resume"));
+    let live = run(&events);
+    let stored = replay([&kagent_task("f2_tasks_get_completed")]);
+    assert_consistent(&stored);
+    assert_eq!(cards(&stored), cards(&live));
+    assert!(stored.pending.is_none());
+    check(
+        &stored,
+        expect_file!["snapshots/kagent_f2_replay_completed.txt"],
+    );
+}
+
+#[test]
+fn a_live_stream_replayed_event_by_event_twice_changes_nothing() {
+    // The server echoes our own message, and a resubscribe can repeat a snapshot: applying
+    // an event again must not duplicate anything.
+    let events = kagent_stream("c1_interrupt");
+    let once = run(&events);
+    let mut twice = events.clone();
+    twice.extend(events);
+    assert_eq!(describe(&run(&twice)), describe(&once));
+}

@@ -1,0 +1,240 @@
+//! The view model of one chat: what the components render.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+use signoff_protocol::hitl::{ActionRequest, Dialect};
+use signoff_protocol::TaskState;
+
+use super::tools::LogEntry;
+
+/// Who or what a chat item comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemKind {
+    User,
+    Agent,
+    /// The person's decision on a batch, shown as a short line rather than a bubble.
+    Decision,
+    /// The task was canceled.
+    Canceled,
+    /// The task failed; the item's text says why.
+    Failed,
+}
+
+/// One entry in the transcript: a bubble with text, the tool cards it introduced, or both.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    /// Stable across updates (the `For` key): a message id, or `artifact:<id>`, or `stream:<task>`.
+    pub key: String,
+    pub task_id: Option<String>,
+    pub kind: ItemKind,
+    pub text: String,
+    /// Keys of the tool calls this item introduced first, in order.
+    pub tool_keys: Vec<String>,
+    /// More text is still coming for this item.
+    pub streaming: bool,
+}
+
+/// A tool call's status, derived from the event log (design.md invariant 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolStatus {
+    Requested,
+    PendingApproval,
+    Approved,
+    Rejected,
+    Executing,
+    Completed,
+    Failed,
+    /// Pending when its task was canceled or failed: it never ran.
+    NotRun,
+}
+
+impl ToolStatus {
+    /// The badge text.
+    pub fn label(self) -> &'static str {
+        match self {
+            ToolStatus::Requested => "Call requested",
+            ToolStatus::PendingApproval => "Approval required",
+            ToolStatus::Approved => "Approved",
+            ToolStatus::Rejected => "Rejected",
+            ToolStatus::Executing => "Executing",
+            ToolStatus::Completed => "Completed",
+            ToolStatus::Failed => "Failed",
+            ToolStatus::NotRun => "Not run",
+        }
+    }
+
+    /// The CSS modifier and test id suffix.
+    pub fn slug(self) -> &'static str {
+        match self {
+            ToolStatus::Requested => "requested",
+            ToolStatus::PendingApproval => "pending",
+            ToolStatus::Approved => "approved",
+            ToolStatus::Rejected => "rejected",
+            ToolStatus::Executing => "executing",
+            ToolStatus::Completed => "completed",
+            ToolStatus::Failed => "failed",
+            ToolStatus::NotRun => "not-run",
+        }
+    }
+
+    /// Nothing more will happen to the call (it may fold into a group).
+    pub fn is_finished(self) -> bool {
+        match self {
+            ToolStatus::Completed
+            | ToolStatus::Failed
+            | ToolStatus::Rejected
+            | ToolStatus::NotRun => true,
+            ToolStatus::Requested
+            | ToolStatus::PendingApproval
+            | ToolStatus::Approved
+            | ToolStatus::Executing => false,
+        }
+    }
+}
+
+/// One tool call, as its card shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallView {
+    /// `<task>:<call id>` (with `#n` when a call id is reused in the same task).
+    pub key: String,
+    /// The model's call id (kagent: the original call's id).
+    pub id: String,
+    pub task_id: String,
+    pub name: String,
+    pub args: Value,
+    /// The arguments the person edited before approving: what ran instead of `args`.
+    pub edited_args: Option<Value>,
+    pub server: Option<String>,
+    pub description: Option<String>,
+    pub status: ToolStatus,
+    /// The tool's `response` object, once it came.
+    pub result: Option<Value>,
+    pub is_error: bool,
+    /// The person's reason, for a rejected call.
+    pub reason: Option<String>,
+    /// The item that first introduced the call id: the card shows under it.
+    pub owner: String,
+}
+
+/// A batch of calls that waits for a person's decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingBatch {
+    pub task_id: String,
+    pub context_id: Option<String>,
+    pub dialect: Dialect,
+    pub requests: Vec<ActionRequest>,
+    /// The card keys of the requests, in the same order.
+    pub keys: Vec<String>,
+}
+
+/// What the chat is doing, for the status line and the composer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChatStatus {
+    Ready,
+    /// Sent; nothing back yet.
+    Thinking,
+    Working,
+    ExecutingTools,
+    AwaitingApproval,
+    /// The last turn failed or the connection broke; the person may send again.
+    Error(String),
+}
+
+impl ChatStatus {
+    /// kagent's wording where it fits.
+    pub fn label(&self) -> String {
+        match self {
+            ChatStatus::Ready => "Ready".to_owned(),
+            ChatStatus::Thinking => "Thinking…".to_owned(),
+            ChatStatus::Working => "Working…".to_owned(),
+            ChatStatus::ExecutingTools => "Executing tools…".to_owned(),
+            ChatStatus::AwaitingApproval => "Awaiting approval".to_owned(),
+            ChatStatus::Error(message) => format!("Error: {message}"),
+        }
+    }
+
+    /// Whether a turn is under way (Stop applies, the composer waits).
+    pub fn is_busy(&self) -> bool {
+        match self {
+            ChatStatus::Thinking | ChatStatus::Working | ChatStatus::ExecutingTools => true,
+            ChatStatus::Ready | ChatStatus::AwaitingApproval | ChatStatus::Error(_) => false,
+        }
+    }
+
+    /// Whether the composer may send.
+    pub fn can_send(&self) -> bool {
+        match self {
+            ChatStatus::Ready | ChatStatus::Error(_) => true,
+            ChatStatus::Thinking
+            | ChatStatus::Working
+            | ChatStatus::ExecutingTools
+            | ChatStatus::AwaitingApproval => false,
+        }
+    }
+}
+
+/// Token counts the agent reported for the last turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt: u64,
+    pub completion: u64,
+    pub total: u64,
+}
+
+/// Everything one chat shows. Built only by [`ChatView::apply`] and its siblings in
+/// `reduce.rs`, from live events and stored tasks alike.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatView {
+    pub context_id: Option<String>,
+    /// The task of the latest turn.
+    pub task_id: Option<String>,
+    pub items: Vec<Item>,
+    pub tools: Vec<ToolCallView>,
+    pub pending: Option<PendingBatch>,
+    pub status: ChatStatus,
+    pub usage: Option<Usage>,
+    /// The tool-related events, in order: the input of the three-pass derivation.
+    pub(super) log: Vec<LogEntry>,
+    pub(super) task_states: BTreeMap<String, TaskState>,
+    /// Message ids already applied (a stored task repeats them; the server echoes ours).
+    pub(super) seen_messages: BTreeSet<String>,
+    /// Artifacts whose text duplicates an earlier message (kagent sends both): artifact id ->
+    /// the item that already shows it.
+    pub(super) artifact_aliases: BTreeMap<String, String>,
+}
+
+impl Default for ChatView {
+    fn default() -> Self {
+        ChatView {
+            context_id: None,
+            task_id: None,
+            items: Vec::new(),
+            tools: Vec::new(),
+            pending: None,
+            status: ChatStatus::Ready,
+            usage: None,
+            log: Vec::new(),
+            task_states: BTreeMap::new(),
+            seen_messages: BTreeSet::new(),
+            artifact_aliases: BTreeMap::new(),
+        }
+    }
+}
+
+impl ChatView {
+    pub fn item(&self, key: &str) -> Option<&Item> {
+        self.items.iter().find(|item| item.key == key)
+    }
+
+    pub fn tool(&self, key: &str) -> Option<&ToolCallView> {
+        self.tools.iter().find(|tool| tool.key == key)
+    }
+
+    /// The state of the latest task, if any.
+    pub fn task_state(&self) -> Option<TaskState> {
+        self.task_id
+            .as_ref()
+            .and_then(|task| self.task_states.get(task).copied())
+    }
+}
