@@ -1,9 +1,15 @@
 //! The recorded kagent 0.10.4 traffic (tests/fixtures/kagent-0.10.4, see its README) decodes
 //! into the model, whatever the chunking, and its approval dialect reads into the HITL types.
 
+// Helpers outside #[test] functions panic on bad fixtures too; that is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
-use common::{decode_frames, fixture_bytes, fixture_json, fixtures, parse_chunks, stream_events};
+use common::{
+    decode_frames, fixture_bytes, fixture_json, fixtures, parse_chunks, status_messages,
+    stream_events,
+};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use signoff_protocol::codec::{self, Method};
@@ -22,14 +28,11 @@ fn every_recorded_stream_decodes_into_the_model() {
         let events = stream_events(&name);
         assert!(events.len() >= 4, "{name}: only {} events", events.len());
         // Every recorded turn ends with one final status update and nothing after it.
-        let last = events.last().unwrap();
-        match last {
-            StreamEvent::StatusUpdate(update) => {
-                assert!(update.is_final, "{name}");
-                assert!(update.status.state.ends_stream(), "{name}");
-            }
-            other => panic!("{name}: last event is {other:?}"),
-        }
+        let Some(StreamEvent::StatusUpdate(last)) = events.last() else {
+            panic!("{name}: the last event is not a status update");
+        };
+        assert!(last.is_final, "{name}");
+        assert!(last.status.state.ends_stream(), "{name}");
         let finals = events
             .iter()
             .filter(|event| matches!(event, StreamEvent::StatusUpdate(update) if update.is_final))
@@ -180,12 +183,8 @@ fn a_paused_task_from_tasks_get_holds_the_same_interrupt() {
 #[test]
 fn tool_calls_are_read_but_confirmations_are_not_tool_calls() {
     let events = stream_events("c1_interrupt.sse");
-    let calls: Vec<ToolCall> = events
-        .iter()
-        .filter_map(|event| match event {
-            StreamEvent::StatusUpdate(update) => update.status.message.as_ref(),
-            _ => None,
-        })
+    let calls: Vec<ToolCall> = status_messages(&events)
+        .into_iter()
         .flat_map(|message| message.parts.iter().filter_map(ToolCall::from_part))
         .collect();
     let ids: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
@@ -251,12 +250,8 @@ fn kagent_decision_requests_parse_and_are_written_back_identically() {
 #[test]
 fn kagent_results_say_which_calls_were_rejected_and_why() {
     let results = |name: &str| -> Vec<ToolResult> {
-        stream_events(name)
-            .iter()
-            .filter_map(|event| match event {
-                StreamEvent::StatusUpdate(update) => update.status.message.clone(),
-                _ => None,
-            })
+        status_messages(&stream_events(name))
+            .into_iter()
             .flat_map(|message| {
                 message
                     .parts

@@ -1,6 +1,7 @@
 //! Helpers shared by the protocol crate's integration tests: fixtures, SSE parsing, goldens.
 
 #![allow(dead_code)] // each test binary uses a different subset
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -8,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use signoff_protocol::codec;
 use signoff_protocol::sse::{SseFrame, SseParser};
-use signoff_protocol::{ProtocolVersion, StreamEvent};
+use signoff_protocol::{Message, ProtocolVersion, StreamEvent};
 
 /// Generous: the largest recorded event is under 10 KiB.
 pub const MAX_EVENT_BYTES: usize = 1 << 20;
@@ -96,4 +97,17 @@ pub fn check_golden(name: &str, actual: &Value) {
         path.display(),
         serde_json::to_string_pretty(actual).unwrap()
     );
+}
+
+/// The messages carried by the status updates of a stream, in order.
+pub fn status_messages(events: &[StreamEvent]) -> Vec<&Message> {
+    events
+        .iter()
+        .filter_map(|event| {
+            let StreamEvent::StatusUpdate(update) = event else {
+                return None;
+            };
+            update.status.message.as_ref()
+        })
+        .collect()
 }
