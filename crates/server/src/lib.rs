@@ -1,1 +1,168 @@
 //! Signoff's A2A agent server: `http` (axum) -> `agent` (runtime) -> `store` (SQLite).
+//!
+//! Tests and benches start it in-process: bind a listener (port 0), build a [`Config`] and call
+//! [`run`] with a shutdown future.
+
+pub mod agent;
+pub mod http;
+pub mod store; // SHIM
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use http::{router, AppState};
+
+/// How callers are identified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuthMode {
+    /// One local user; for the local demo.
+    None,
+    /// `Authorization: Bearer TOKEN`, with tokens from `--tokens`.
+    Tokens,
+}
+
+/// The server's configuration: flags, each also an environment variable.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(
+    name = "signoff",
+    version,
+    about = "Signoff: a chat for AI agents whose risky tool calls wait for your sign-off"
+)]
+pub struct Config {
+    /// Address to listen on.
+    #[arg(long, env = "SIGNOFF_ADDR", default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+    /// Folder for the database (signoff.db) and the demo sandbox; created if missing.
+    #[arg(long, env = "SIGNOFF_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// Agents file (TOML). Without it, the demo agent default/demo is served.
+    #[arg(long = "agents", env = "SIGNOFF_AGENTS")]
+    pub agents_file: Option<PathBuf>,
+    /// Folder of the built UI (trunk's dist/), served at / with SPA fallback.
+    #[arg(long, env = "SIGNOFF_UI_DIR")]
+    pub ui_dir: Option<PathBuf>,
+    /// Largest request body in bytes; larger requests get HTTP 413.
+    #[arg(long, env = "SIGNOFF_BODY_LIMIT", default_value_t = 1024 * 1024)]
+    pub body_limit: usize,
+    /// How callers are identified: none (one local user) or tokens (bearer tokens).
+    #[arg(long, env = "SIGNOFF_AUTH", value_enum, default_value_t = AuthMode::None)]
+    pub auth: AuthMode,
+    /// Bearer tokens for --auth tokens: TOKEN=USER pairs, separated by commas.
+    #[arg(long, env = "SIGNOFF_TOKENS", value_delimiter = ',')]
+    pub tokens: Vec<String>,
+    /// Seconds a model may stay silent within a turn before its task fails.
+    #[arg(long, env = "SIGNOFF_MODEL_TIMEOUT", default_value_t = 120)]
+    pub model_timeout_secs: u64,
+    /// Seconds a tool call may take before it fails.
+    #[arg(long, env = "SIGNOFF_TOOL_TIMEOUT", default_value_t = 60)]
+    pub tool_timeout_secs: u64,
+}
+
+impl Config {
+    /// The defaults, with data in `data_dir` (for tests and embedding).
+    pub fn new(data_dir: impl Into<PathBuf>) -> Config {
+        Config {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            data_dir: data_dir.into(),
+            agents_file: None,
+            ui_dir: None,
+            body_limit: 1024 * 1024,
+            auth: AuthMode::None,
+            tokens: Vec::new(),
+            model_timeout_secs: 120,
+            tool_timeout_secs: 60,
+        }
+    }
+
+    fn auth(&self) -> Result<http::Auth, ServerError> {
+        match self.auth {
+            AuthMode::None => Ok(http::Auth::None),
+            AuthMode::Tokens => {
+                let mut tokens = HashMap::new();
+                for pair in &self.tokens {
+                    let (token, user) = pair.split_once('=').ok_or_else(|| {
+                        ServerError::Config(format!("--tokens: {pair:?} is not TOKEN=USER"))
+                    })?;
+                    if token.trim().is_empty() || user.trim().is_empty() {
+                        return Err(ServerError::Config(format!(
+                            "--tokens: {pair:?} has an empty token or user"
+                        )));
+                    }
+                    tokens.insert(token.trim().to_owned(), user.trim().to_owned());
+                }
+                if tokens.is_empty() {
+                    return Err(ServerError::Config(
+                        "--auth tokens needs at least one --tokens TOKEN=USER".to_owned(),
+                    ));
+                }
+                Ok(http::Auth::Tokens(tokens))
+            }
+        }
+    }
+}
+
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("store: {0}")]
+    Store(#[from] store::StoreError),
+    #[error("{0}")]
+    Agents(#[from] agent::ConfigError),
+    #[error("agent runtime: {0}")]
+    Runtime(#[from] agent::AgentError),
+    #[error("configuration: {0}")]
+    Config(String),
+}
+
+/// Serves Signoff on `listener` until `shutdown` completes, then stops streams and runners,
+/// waits for their last writes and closes the database.
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    std::fs::create_dir_all(&config.data_dir)?;
+    let auth = config.auth()?;
+    let agents_file = match &config.agents_file {
+        Some(path) => agent::AgentsFile::load(path)?,
+        None => agent::AgentsFile::demo(),
+    };
+    let store = store::Store::open(&config.data_dir).await?;
+    let agents = agent::build_agents(&agents_file, &config.data_dir).await?;
+    let limits = agent::Limits {
+        model_timeout: Duration::from_secs(config.model_timeout_secs.max(1)),
+        tool_timeout: Duration::from_secs(config.tool_timeout_secs.max(1)),
+        ..agent::Limits::default()
+    };
+    let runtime = agent::Runtime::new(store.clone(), agents, limits);
+    let resumed = runtime.resume_unfinished().await?;
+    if resumed > 0 {
+        tracing::info!(resumed, "resumed tasks left running");
+    }
+    let state = AppState {
+        runtime: runtime.clone(),
+        auth: Arc::new(auth),
+        ui_dir: config.ui_dir.clone(),
+        body_limit: config.body_limit,
+    };
+    let app = router(state);
+    let stopping = runtime.clone();
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            tracing::info!("shutting down");
+            // Ends open streams, so the graceful shutdown does not wait on them forever.
+            stopping.begin_shutdown();
+        })
+        .await;
+    runtime.shutdown(Duration::from_secs(10)).await;
+    store.close().await;
+    served?;
+    Ok(())
+}

@@ -1,0 +1,322 @@
+//! The agents file (TOML): which agents the server runs, with which model and tools, and which
+//! tool calls wait for approval. Loading checks everything and names the offending field.
+//!
+//! ```toml
+//! [[agents]]
+//! name = "demo"
+//! namespace = "default"
+//! description = "Reads and writes files in a sandbox"
+//! instruction = "You help with files."
+//! model = { kind = "scripted" }
+//!
+//! [[agents.tools]]
+//! kind = "builtin_files"
+//! root = "sandbox"                          # relative to the data directory
+//! require_approval = ["write_file", "delete_file"]
+//! ```
+//!
+//! Seams: tool sources are an enum tagged by `kind` (`builtin_files` now; `mcp_stdio` and
+//! `mcp_http` join it), models too (`scripted` now; an OpenAI-compatible one joins it), and an
+//! agent may later be `remote = { url = … }` instead of local.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::files::FILE_TOOLS;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the agents file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// `path` is the field's path inside the file, such as `agents[0].tools[1].kind`.
+    #[error("agents file: {path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentsFile {
+    #[serde(default)]
+    pub agents: Vec<AgentSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    pub name: String,
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub instruction: String,
+    #[serde(default)]
+    pub model: ModelSpec,
+    #[serde(default)]
+    pub tools: Vec<ToolSourceSpec>,
+    /// A remote A2A agent to relay to instead of running one here (`http::relay`).
+    #[serde(default)]
+    pub remote: Option<RemoteSpec>,
+}
+
+fn default_namespace() -> String {
+    "default".to_owned()
+}
+
+/// Which model an agent runs on.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ModelSpec {
+    /// The offline, deterministic model (crates/server/README.md documents its grammar).
+    #[default]
+    Scripted,
+}
+
+/// Where an agent's tools come from.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToolSourceSpec {
+    /// The built-in file tools over a sandbox folder.
+    BuiltinFiles {
+        /// The source's name, shown as the action request's `server` (default `files`).
+        #[serde(default)]
+        name: Option<String>,
+        /// The sandbox folder; relative paths are inside the data directory (default `sandbox`).
+        #[serde(default)]
+        root: Option<PathBuf>,
+        /// The tools to expose (default: all four).
+        #[serde(default)]
+        tools: Option<Vec<String>>,
+        /// Exposed tools whose calls wait for a person's decision.
+        #[serde(default)]
+        require_approval: Vec<String>,
+    },
+}
+
+/// A remote A2A agent that the server lists and relays to (`http::relay`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteSpec {
+    /// The agent's JSON-RPC endpoint, such as kagent's
+    /// `http://kagent-controller:8083/api/a2a/kagent/k8s-agent/`.
+    pub url: String,
+    /// Where its agent card is (default: `{url}/.well-known/agent-card.json`).
+    #[serde(default)]
+    pub card_url: Option<String>,
+    /// Seconds to connect (default 5).
+    #[serde(default)]
+    pub connect_timeout_secs: Option<u64>,
+    /// Seconds the remote may stay silent: before answering, and between chunks of a stream
+    /// (default 300).
+    #[serde(default)]
+    pub idle_timeout_secs: Option<u64>,
+}
+
+impl AgentsFile {
+    /// Reads and checks an agents file.
+    pub fn load(path: &Path) -> Result<AgentsFile, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        AgentsFile::parse(&text)
+    }
+
+    /// Parses and checks agents-file TOML.
+    pub fn parse(text: &str) -> Result<AgentsFile, ConfigError> {
+        let deserializer = toml::Deserializer::new(text);
+        let file: AgentsFile = serde_path_to_error::deserialize(deserializer).map_err(|err| {
+            let path = err.path().to_string();
+            let inner = err.into_inner();
+            ConfigError::Invalid {
+                path,
+                message: inner.message().to_owned(),
+            }
+        })?;
+        file.validate()?;
+        Ok(file)
+    }
+
+    /// The demo agent served when no agents file is given.
+    pub fn demo() -> AgentsFile {
+        AgentsFile {
+            agents: vec![AgentSpec {
+                name: "demo".to_owned(),
+                namespace: "default".to_owned(),
+                description: "A demo agent that lists, reads, writes and deletes files in a \
+                              sandbox folder; writing and deleting wait for your approval."
+                    .to_owned(),
+                instruction: "You help the user with files in the sandbox.".to_owned(),
+                model: ModelSpec::Scripted,
+                tools: vec![ToolSourceSpec::BuiltinFiles {
+                    name: None,
+                    root: None,
+                    tools: None,
+                    require_approval: vec!["write_file".to_owned(), "delete_file".to_owned()],
+                }],
+                remote: None,
+            }],
+        }
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |path: String, message: String| ConfigError::Invalid { path, message };
+        if self.agents.is_empty() {
+            return Err(invalid(
+                "agents".into(),
+                "declare at least one agent".into(),
+            ));
+        }
+        let mut seen = BTreeSet::new();
+        for (index, agent) in self.agents.iter().enumerate() {
+            let at = format!("agents[{index}]");
+            for (field, value) in [("name", &agent.name), ("namespace", &agent.namespace)] {
+                let ok = !value.is_empty()
+                    && value
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
+                if !ok {
+                    return Err(invalid(
+                        format!("{at}.{field}"),
+                        format!("{value:?} must be non-empty letters, digits, '-', '_' or '.'"),
+                    ));
+                }
+            }
+            if !seen.insert((agent.namespace.clone(), agent.name.clone())) {
+                return Err(invalid(
+                    format!("{at}.name"),
+                    format!("{}/{} is declared twice", agent.namespace, agent.name),
+                ));
+            }
+            if let Some(remote) = &agent.remote {
+                if !agent.tools.is_empty() {
+                    return Err(invalid(
+                        format!("{at}.tools"),
+                        "a remote agent brings its own tools; remove `tools`".into(),
+                    ));
+                }
+                for (field, url) in [
+                    ("url", Some(&remote.url)),
+                    ("card_url", remote.card_url.as_ref()),
+                ] {
+                    let Some(url) = url else { continue };
+                    if !(url.starts_with("http://") || url.starts_with("https://")) {
+                        return Err(invalid(
+                            format!("{at}.remote.{field}"),
+                            format!("{url:?} must start with http:// or https://"),
+                        ));
+                    }
+                }
+            }
+            for (source_index, source) in agent.tools.iter().enumerate() {
+                let at = format!("{at}.tools[{source_index}]");
+                match source {
+                    ToolSourceSpec::BuiltinFiles {
+                        tools,
+                        require_approval,
+                        ..
+                    } => {
+                        let exposed: Vec<&str> = match tools {
+                            Some(names) => {
+                                for (tool_index, name) in names.iter().enumerate() {
+                                    if !FILE_TOOLS.contains(&name.as_str()) {
+                                        return Err(invalid(
+                                            format!("{at}.tools[{tool_index}]"),
+                                            format!(
+                                                "{name:?} is not a built-in file tool (they are: {})",
+                                                FILE_TOOLS.join(", ")
+                                            ),
+                                        ));
+                                    }
+                                }
+                                names.iter().map(String::as_str).collect()
+                            }
+                            None => FILE_TOOLS.to_vec(),
+                        };
+                        check_require_approval(&at, &exposed, require_approval)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `require_approval` may name only exposed tools (a typo would silently let a call through).
+pub fn check_require_approval(
+    at: &str,
+    exposed: &[&str],
+    require_approval: &[String],
+) -> Result<(), ConfigError> {
+    for (index, name) in require_approval.iter().enumerate() {
+        if !exposed.contains(&name.as_str()) {
+            return Err(ConfigError::Invalid {
+                path: format!("{at}.require_approval[{index}]"),
+                message: format!(
+                    "{name:?} is not an exposed tool of this source (exposed: {})",
+                    exposed.join(", ")
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str) -> String {
+        AgentsFile::parse(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn loads_a_file_with_defaults() {
+        let file = AgentsFile::parse(
+            r#"
+            [[agents]]
+            name = "files"
+            [[agents.tools]]
+            kind = "builtin_files"
+            tools = ["read_file", "write_file"]
+            require_approval = ["write_file"]
+            "#,
+        )
+        .unwrap();
+        assert_eq!(file.agents[0].namespace, "default");
+        assert_eq!(file.agents[0].model, ModelSpec::Scripted);
+    }
+
+    #[test]
+    fn names_the_offending_field() {
+        assert_eq!(
+            error(
+                "[[agents]]\nname = \"a\"\n[[agents.tools]]\nkind = \"builtin_files\"\n\
+                 tools = [\"read_file\"]\nrequire_approval = [\"write_file\"]\n"
+            ),
+            "agents file: agents[0].tools[0].require_approval[0]: \"write_file\" is not an \
+             exposed tool of this source (exposed: read_file)"
+        );
+        let unknown = error("[[agents]]\nname = \"a\"\ncolour = \"red\"\n");
+        assert!(
+            unknown.starts_with("agents file: agents[0].colour: unknown field"),
+            "{unknown}"
+        );
+        let kind = error("[[agents]]\nname = \"a\"\n[[agents.tools]]\nkind = \"ftp\"\n");
+        assert!(
+            kind.starts_with("agents file: agents[0].tools[0]"),
+            "{kind}"
+        );
+        assert!(kind.contains("ftp"), "{kind}");
+        assert_eq!(
+            error("[[agents]]\nname = \"a b\"\n"),
+            "agents file: agents[0].name: \"a b\" must be non-empty letters, digits, '-', '_' or '.'"
+        );
+    }
+}

@@ -1,0 +1,326 @@
+//! The built-in file tools (`list_directory`, `read_file`, `write_file`, `delete_file`) over one
+//! sandbox folder. Every path is checked to stay inside the sandbox: no `..`, no absolute path,
+//! and no symlink that leads out.
+
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use serde_json::{json, Value};
+
+use super::tools::{text_result, ToolError, ToolSource, ToolSpec};
+
+/// The names of the built-in file tools, in the order they are listed.
+pub const FILE_TOOLS: [&str; 4] = ["list_directory", "read_file", "write_file", "delete_file"];
+
+/// Files larger than this are not read whole into a model's context.
+const MAX_READ_BYTES: u64 = 1024 * 1024;
+
+/// The built-in file tools over `root`.
+pub struct FileTools {
+    name: String,
+    root: PathBuf,
+}
+
+impl FileTools {
+    /// Serves the sandbox at `root`, creating it if needed.
+    pub fn new(name: impl Into<String>, root: PathBuf) -> std::io::Result<FileTools> {
+        std::fs::create_dir_all(&root)?;
+        let root = root.canonicalize()?;
+        Ok(FileTools {
+            name: name.into(),
+            root,
+        })
+    }
+
+    /// Creates the demo sandbox with `readme.txt` and `old.txt` if it does not exist yet, so the
+    /// README's first prompt works at once.
+    pub fn seed_demo(root: &Path) -> std::io::Result<()> {
+        if root.exists() {
+            return Ok(());
+        }
+        std::fs::create_dir_all(root)?;
+        std::fs::write(
+            root.join("readme.txt"),
+            "Welcome to the Signoff sandbox. The demo agent can list, read, write and delete \
+             files here; writing and deleting wait for your approval.\n",
+        )?;
+        std::fs::write(
+            root.join("old.txt"),
+            "An old file, safe to delete once you approve.\n",
+        )?;
+        Ok(())
+    }
+
+    fn specs(&self) -> Vec<ToolSpec> {
+        let path = json!({"type": "string", "description": "A path relative to the sandbox"});
+        let spec = |name: &str, description: &str, schema: Value| ToolSpec {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            input_schema: schema,
+            source: self.name.clone(),
+        };
+        vec![
+            spec(
+                "list_directory",
+                "List the files and folders of a sandbox folder (folders end with /).",
+                json!({"type": "object", "properties": {"path": path}}),
+            ),
+            spec(
+                "read_file",
+                "Read a text file from the sandbox.",
+                json!({"type": "object", "properties": {"path": path}, "required": ["path"]}),
+            ),
+            spec(
+                "write_file",
+                "Create or overwrite a text file in the sandbox.",
+                json!({"type": "object",
+                       "properties": {"path": path, "content": {"type": "string"}},
+                       "required": ["path", "content"]}),
+            ),
+            spec(
+                "delete_file",
+                "Delete a file from the sandbox.",
+                json!({"type": "object", "properties": {"path": path}, "required": ["path"]}),
+            ),
+        ]
+    }
+
+    /// Resolves a relative path inside the sandbox, refusing anything that leaves it.
+    fn resolve(&self, raw: &str) -> Result<PathBuf, ToolError> {
+        let relative = Path::new(raw);
+        let mut clean = PathBuf::new();
+        for component in relative.components() {
+            match component {
+                Component::Normal(part) => clean.push(part),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    return Err(ToolError::Failed(format!(
+                        "path {raw:?} leaves the sandbox: `..` is not allowed"
+                    )))
+                }
+                Component::RootDir | Component::Prefix(_) => {
+                    return Err(ToolError::Failed(format!(
+                        "path {raw:?} leaves the sandbox: use a path relative to the sandbox"
+                    )))
+                }
+            }
+        }
+        let full = self.root.join(&clean);
+        // The deepest part of the path that exists, with symlinks resolved, must stay inside.
+        let mut existing = full.as_path();
+        loop {
+            if existing.symlink_metadata().is_ok() {
+                break;
+            }
+            match existing.parent() {
+                Some(parent) => existing = parent,
+                None => break,
+            }
+        }
+        let real = existing
+            .canonicalize()
+            .map_err(|err| ToolError::Failed(format!("cannot resolve {raw:?}: {err}")))?;
+        if !real.starts_with(&self.root) {
+            return Err(ToolError::Failed(format!(
+                "path {raw:?} leaves the sandbox through a symlink"
+            )));
+        }
+        Ok(full)
+    }
+
+    async fn run(&self, tool: &str, args: Value) -> Result<Value, ToolError> {
+        match tool {
+            "list_directory" => {
+                let raw = optional_str(&args, "path")?.unwrap_or(".");
+                let dir = self.resolve(raw)?;
+                let mut entries = tokio::fs::read_dir(&dir)
+                    .await
+                    .map_err(|err| io_error("list", raw, &err))?;
+                let mut names = Vec::new();
+                while let Some(entry) = entries
+                    .next_entry()
+                    .await
+                    .map_err(|err| io_error("list", raw, &err))?
+                {
+                    let mut name = entry.file_name().to_string_lossy().into_owned();
+                    if entry.file_type().await.is_ok_and(|kind| kind.is_dir()) {
+                        name.push('/');
+                    }
+                    names.push(name);
+                }
+                names.sort();
+                if names.is_empty() {
+                    return Ok(text_result("(empty)"));
+                }
+                Ok(json!({
+                    "content": names.iter().map(|name| json!({"type": "text", "text": name})).collect::<Vec<_>>(),
+                    "isError": false,
+                }))
+            }
+            "read_file" => {
+                let raw = required_str(&args, "path", tool)?;
+                let path = self.resolve(raw)?;
+                let meta = tokio::fs::metadata(&path)
+                    .await
+                    .map_err(|err| io_error("read", raw, &err))?;
+                if meta.is_dir() {
+                    return Err(ToolError::Failed(format!("{raw} is a folder, not a file")));
+                }
+                if meta.len() > MAX_READ_BYTES {
+                    return Err(ToolError::Failed(format!(
+                        "{raw} is larger than {MAX_READ_BYTES} bytes"
+                    )));
+                }
+                let bytes = tokio::fs::read(&path)
+                    .await
+                    .map_err(|err| io_error("read", raw, &err))?;
+                let text = String::from_utf8(bytes)
+                    .map_err(|_| ToolError::Failed(format!("{raw} is not a UTF-8 text file")))?;
+                Ok(text_result(text))
+            }
+            "write_file" => {
+                let raw = required_str(&args, "path", tool)?;
+                let content = required_str(&args, "content", tool)?;
+                let path = self.resolve(raw)?;
+                if path == self.root {
+                    return Err(ToolError::Failed("write_file needs a file name".to_owned()));
+                }
+                if let Some(parent) = path.parent() {
+                    tokio::fs::create_dir_all(parent)
+                        .await
+                        .map_err(|err| io_error("write", raw, &err))?;
+                }
+                tokio::fs::write(&path, content)
+                    .await
+                    .map_err(|err| io_error("write", raw, &err))?;
+                Ok(text_result(format!(
+                    "Wrote {} bytes to {raw}",
+                    content.len()
+                )))
+            }
+            "delete_file" => {
+                let raw = required_str(&args, "path", tool)?;
+                let path = self.resolve(raw)?;
+                let meta = tokio::fs::symlink_metadata(&path)
+                    .await
+                    .map_err(|err| io_error("delete", raw, &err))?;
+                if meta.is_dir() {
+                    return Err(ToolError::Failed(format!(
+                        "{raw} is a folder; delete_file deletes files only"
+                    )));
+                }
+                tokio::fs::remove_file(&path)
+                    .await
+                    .map_err(|err| io_error("delete", raw, &err))?;
+                Ok(text_result(format!("Deleted {raw}")))
+            }
+            other => Err(ToolError::Unknown(other.to_owned())),
+        }
+    }
+}
+
+fn optional_str<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, ToolError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(ToolError::InvalidArgs(format!("`{key}` must be a string"))),
+    }
+}
+
+fn required_str<'a>(args: &'a Value, key: &str, tool: &str) -> Result<&'a str, ToolError> {
+    optional_str(args, key)?
+        .ok_or_else(|| ToolError::InvalidArgs(format!("{tool} needs a string `{key}`")))
+}
+
+fn io_error(action: &str, raw: &str, err: &std::io::Error) -> ToolError {
+    // io::ErrorKind is open-ended, so compare rather than match.
+    let kind = err.kind();
+    if kind == std::io::ErrorKind::NotFound {
+        ToolError::Failed(format!("no such file or folder: {raw}"))
+    } else if kind == std::io::ErrorKind::PermissionDenied {
+        ToolError::Failed(format!("permission denied to {action} {raw}"))
+    } else {
+        ToolError::Failed(format!("could not {action} {raw}: {err}"))
+    }
+}
+
+impl ToolSource for FileTools {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn list_tools(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolError>> {
+        let specs = self.specs();
+        async move { Ok(specs) }.boxed()
+    }
+
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        args: Value,
+        _timeout: Duration,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        self.run(tool, args).boxed()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn tools() -> (tempfile::TempDir, FileTools) {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = FileTools::new("files", dir.path().join("sandbox")).unwrap();
+        (dir, tools)
+    }
+
+    #[tokio::test]
+    async fn refuses_paths_that_leave_the_sandbox() {
+        let (dir, tools) = tools();
+        std::fs::write(dir.path().join("secret.txt"), "s").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(dir.path(), tools.root.join("out")).unwrap();
+        for (args, expect) in [
+            (json!({"path": "../secret.txt"}), "`..` is not allowed"),
+            (json!({"path": "/etc/passwd"}), "relative to the sandbox"),
+            (json!({"path": "out/secret.txt"}), "through a symlink"),
+        ] {
+            let err = tools.run("read_file", args).await.unwrap_err();
+            assert!(err.to_string().contains(expect), "{err}");
+        }
+        let err = tools
+            .run("write_file", json!({"path": "out/new.txt", "content": "x"}))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("through a symlink"), "{err}");
+        assert!(!dir.path().join("new.txt").exists());
+    }
+
+    #[tokio::test]
+    async fn writes_reads_lists_and_deletes() {
+        let (_dir, tools) = tools();
+        tools
+            .run("write_file", json!({"path": "a/b.txt", "content": "hi"}))
+            .await
+            .unwrap();
+        let read = tools
+            .run("read_file", json!({"path": "a/b.txt"}))
+            .await
+            .unwrap();
+        assert_eq!(super::super::tools::result_text(&read), "hi");
+        let list = tools.run("list_directory", json!({})).await.unwrap();
+        assert_eq!(super::super::tools::result_text(&list), "a/");
+        tools
+            .run("delete_file", json!({"path": "a/b.txt"}))
+            .await
+            .unwrap();
+        let err = tools
+            .run("read_file", json!({"path": "a/b.txt"}))
+            .await
+            .unwrap_err();
+        assert_eq!(err.to_string(), "no such file or folder: a/b.txt");
+    }
+}

@@ -1,0 +1,91 @@
+//! The model seam: one trait for every language model (the offline scripted one, and later an
+//! OpenAI-compatible one), and the transcript type that is the model's memory of a task.
+
+use futures_util::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::tools::ToolSpec;
+
+/// A tool call as the model proposed it (the model's own id).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelToolCall {
+    pub id: String,
+    pub name: String,
+    pub args: Value,
+}
+
+/// One entry of the conversation the model sees. Stored per task as JSON, so a restarted server
+/// resumes with exactly what the model saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum ChatMessage {
+    User {
+        text: String,
+    },
+    Assistant {
+        text: String,
+        #[serde(default)]
+        tool_calls: Vec<ModelToolCall>,
+    },
+    /// The result of one tool call; a rejection is `{"status":"rejected","reason":…}`.
+    Tool {
+        call_id: String,
+        name: String,
+        response: Value,
+        /// The arguments the model proposed, when the person edited them before the call ran
+        /// (the assistant entry then holds the edited ones, which are what ran).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        edited_from: Option<Value>,
+    },
+}
+
+/// What a model turn gets: the agent's instruction, the conversation, the tools it may call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    pub instruction: String,
+    pub messages: Vec<ChatMessage>,
+    pub tools: Vec<ToolSpec>,
+}
+
+/// Token counts of one turn, reported as `kagent_usage_metadata`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// One piece of a streamed model turn.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelEvent {
+    /// A chunk of answer text, shown as it arrives.
+    Text(String),
+    /// A complete tool call; all calls of one turn form one batch.
+    ToolCall(ModelToolCall),
+    Usage(Usage),
+}
+
+/// Why a model turn failed. The text is shown to a person as the task's failure, so it says
+/// what happened without internals (details go to the log where the model is implemented).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    #[error("the model could not be reached")]
+    Unreachable,
+    #[error("the model refused the request: {0}")]
+    Refused(String),
+    #[error("the model sent an answer that could not be read")]
+    BadAnswer,
+    /// Anything else, in words a person understands (no keys, no raw bodies).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// The stream of one model turn. Dropping it cancels the turn (the runtime drops it on cancel
+/// and on timeout), so implementations must not need an explicit stop call.
+pub type ModelStream = BoxStream<'static, Result<ModelEvent, ModelError>>;
+
+/// A language model: one turn at a time, history and tool specs in, text chunks and tool calls
+/// out.
+pub trait Model: Send + Sync + 'static {
+    fn turn(&self, request: ModelRequest) -> ModelStream;
+}

@@ -1,0 +1,445 @@
+//! The scripted model: the offline default. Deterministic, no network; it understands a few
+//! commands (grammar in crates/server/README.md) and reports tool results in plain words.
+
+use std::time::Duration;
+
+use futures_util::stream::{self, StreamExt};
+use serde_json::{json, Value};
+
+use super::model::{
+    ChatMessage, Model, ModelEvent, ModelRequest, ModelStream, ModelToolCall, Usage,
+};
+use super::tools::result_text;
+
+/// The highest N that `count to N` accepts.
+pub const MAX_COUNT: u64 = 10_000;
+
+/// The scripted model. `pause` is the delay between streamed chunks of `count to N` (so a long
+/// answer lasts long enough to be stopped); `chunk_pause` the delay between chunks of other
+/// answers (so streaming is visible).
+#[derive(Debug, Clone)]
+pub struct ScriptedModel {
+    pub count_pause: Duration,
+    pub chunk_pause: Duration,
+}
+
+impl Default for ScriptedModel {
+    fn default() -> Self {
+        ScriptedModel {
+            count_pause: Duration::from_millis(50),
+            chunk_pause: Duration::from_millis(15),
+        }
+    }
+}
+
+/// One understood clause of a user message.
+#[derive(Debug, Clone, PartialEq)]
+enum Clause {
+    List,
+    Read(String),
+    Write(String, String),
+    Delete(String),
+}
+
+impl Clause {
+    fn tool(&self) -> &'static str {
+        match self {
+            Clause::List => "list_directory",
+            Clause::Read(_) => "read_file",
+            Clause::Write(_, _) => "write_file",
+            Clause::Delete(_) => "delete_file",
+        }
+    }
+
+    fn args(&self) -> Value {
+        match self {
+            Clause::List => json!({"path": "."}),
+            Clause::Read(path) | Clause::Delete(path) => json!({"path": path}),
+            Clause::Write(path, content) => json!({"path": path, "content": content}),
+        }
+    }
+}
+
+/// What the model does with the latest message.
+#[derive(Debug, Clone, PartialEq)]
+enum Plan {
+    Say(String),
+    Count(u64),
+    Call(Vec<Clause>),
+}
+
+const HELP: &str = "I'm the scripted demo model, so I understand only a few commands: \
+`list files`, `read PATH`, `write PATH: CONTENT` and `delete PATH` (join several with \"and\", \
+commas or new lines to make one batch), and `count to N`. Try: write notes.txt: hi and delete \
+old.txt and read readme.txt";
+
+fn parse_clause(raw: &str) -> Option<Clause> {
+    let text = raw.trim().trim_end_matches(['.', '!']).trim();
+    let lower = text.to_lowercase();
+    let (lower, text) = match lower.strip_prefix("please ") {
+        Some(rest) => (rest.to_owned(), text[text.len() - rest.len()..].trim()),
+        None => (lower.clone(), text),
+    };
+    if lower == "list files" || lower == "list" || lower == "ls" || lower == "list the files" {
+        return Some(Clause::List);
+    }
+    let rest_after = |verb: &str| -> Option<&str> {
+        if lower.starts_with(verb) && text.len() > verb.len() {
+            Some(text[verb.len()..].trim())
+        } else {
+            None
+        }
+    };
+    if let Some(path) = rest_after("read ") {
+        return (!path.is_empty()).then(|| Clause::Read(path.to_owned()));
+    }
+    if let Some(path) = rest_after("delete ") {
+        return (!path.is_empty()).then(|| Clause::Delete(path.to_owned()));
+    }
+    if let Some(rest) = rest_after("write ") {
+        let (path, content) = rest.split_once(':')?;
+        let path = path.trim();
+        return (!path.is_empty())
+            .then(|| Clause::Write(path.to_owned(), content.trim_start().to_owned()));
+    }
+    None
+}
+
+/// Splits a message into clauses: new lines, commas, and the word "and".
+fn clauses(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        for piece in line.split(',') {
+            let mut rest = piece;
+            loop {
+                let lower = rest.to_lowercase();
+                match lower.find(" and ") {
+                    Some(at) => {
+                        out.push(rest[..at].to_owned());
+                        rest = &rest[at + " and ".len()..];
+                    }
+                    None => {
+                        out.push(rest.to_owned());
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    out.into_iter()
+        .map(|clause| {
+            let trimmed = clause.trim();
+            // "and delete x" after a comma: drop the leading conjunction.
+            trimmed
+                .strip_prefix("and ")
+                .unwrap_or(trimmed)
+                .trim()
+                .to_owned()
+        })
+        .filter(|clause| !clause.is_empty())
+        .collect()
+}
+
+fn plan(text: &str) -> Plan {
+    let trimmed = text.trim().trim_end_matches(['.', '!']);
+    if let Some(number) = trimmed.to_lowercase().strip_prefix("count to ") {
+        return match number.trim().parse::<u64>() {
+            Ok(n) if (1..=MAX_COUNT).contains(&n) => Plan::Count(n),
+            Ok(_) | Err(_) => Plan::Say(format!(
+                "I can count from 1 to at most {MAX_COUNT}; say `count to N` with such an N."
+            )),
+        };
+    }
+    let pieces = clauses(text);
+    if pieces.is_empty() {
+        return Plan::Say(format!("Hi! {HELP}"));
+    }
+    let mut parsed = Vec::new();
+    for piece in &pieces {
+        match parse_clause(piece) {
+            Some(clause) => parsed.push(clause),
+            None if pieces.len() == 1 => return Plan::Say(format!("Hi! {HELP}")),
+            None => return Plan::Say(format!("I did not understand \"{piece}\". {HELP}")),
+        }
+    }
+    Plan::Call(parsed)
+}
+
+/// "writing notes.txt", for sentences about a call.
+fn describe(name: &str, args: &Value) -> String {
+    let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
+    match name {
+        "list_directory" => format!("listing {path}"),
+        "read_file" => format!("reading {path}"),
+        "write_file" => format!("writing {path}"),
+        "delete_file" => format!("deleting {path}"),
+        other => format!("calling {other}"),
+    }
+}
+
+fn capitalize(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// The sentence that reports one tool result.
+fn report(name: &str, args: &Value, response: &Value, edited: bool) -> String {
+    let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
+    let mut line = if response.get("status").and_then(Value::as_str) == Some("rejected") {
+        match response.get("reason").and_then(Value::as_str) {
+            Some(reason) if !reason.trim().is_empty() => {
+                format!("You rejected {}: \"{reason}\".", describe(name, args))
+            }
+            Some(_) | None => format!("You rejected {} (no reason given).", describe(name, args)),
+        }
+    } else if response.get("isError").and_then(Value::as_bool) == Some(true) {
+        format!(
+            "{} failed: {}.",
+            capitalize(&describe(name, args)),
+            result_text(response).trim_end_matches('.')
+        )
+    } else {
+        let text = result_text(response);
+        match name {
+            "list_directory" => {
+                format!("The folder {path} holds: {}.", text.replace('\n', ", "))
+            }
+            "read_file" => format!("{path} says: {}", text.trim_end()),
+            "write_file" => format!("I wrote {path}."),
+            "delete_file" => format!("I deleted {path}."),
+            other => format!("{other} returned: {}", text.trim_end()),
+        }
+    };
+    if edited {
+        line.push_str(" (You edited the arguments before it ran.)");
+    }
+    line
+}
+
+/// The answer after tool results: one sentence per result of the last tool-calling turn.
+fn results_answer(messages: &[ChatMessage]) -> String {
+    let Some(turn) = messages
+        .iter()
+        .rposition(|message| matches!(message, ChatMessage::Assistant { .. }))
+    else {
+        return HELP.to_owned();
+    };
+    let calls = match &messages[turn] {
+        ChatMessage::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+        ChatMessage::User { .. } | ChatMessage::Tool { .. } => &[],
+    };
+    let mut lines = Vec::new();
+    for message in &messages[turn + 1..] {
+        match message {
+            ChatMessage::Tool {
+                call_id,
+                name,
+                response,
+                edited_from,
+            } => {
+                let args = calls
+                    .iter()
+                    .find(|call| &call.id == call_id)
+                    .map(|call| call.args.clone())
+                    .unwrap_or(Value::Null);
+                lines.push(report(name, &args, response, edited_from.is_some()));
+            }
+            ChatMessage::User { .. } | ChatMessage::Assistant { .. } => {}
+        }
+    }
+    if lines.is_empty() {
+        return "Done.".to_owned();
+    }
+    lines.join("\n")
+}
+
+/// Splits an answer into chunks of a few words, so it streams visibly.
+fn chunks(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for word in text.split_inclusive([' ', '\n']) {
+        current.push_str(word);
+        if current.len() >= 24 {
+            out.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+fn word_count(messages: &[ChatMessage]) -> u64 {
+    messages
+        .iter()
+        .map(|message| match message {
+            ChatMessage::User { text } | ChatMessage::Assistant { text, .. } => {
+                text.split_whitespace().count() as u64
+            }
+            ChatMessage::Tool { response, .. } => {
+                result_text(response).split_whitespace().count() as u64
+            }
+        })
+        .sum()
+}
+
+/// Streams `pieces` with `pause` between them, then the usage.
+fn text_stream(pieces: Vec<String>, pause: Duration, prompt_tokens: u64) -> ModelStream {
+    let completion_tokens = pieces
+        .iter()
+        .map(|piece| piece.split_whitespace().count() as u64)
+        .sum();
+    let usage = ModelEvent::Usage(Usage {
+        prompt_tokens,
+        completion_tokens,
+    });
+    let count = pieces.len();
+    stream::iter(pieces.into_iter().enumerate())
+        .then(move |(index, piece)| async move {
+            if index > 0 && index < count {
+                tokio::time::sleep(pause).await;
+            }
+            Ok(ModelEvent::Text(piece))
+        })
+        .chain(stream::iter([Ok(usage)]))
+        .boxed()
+}
+
+impl Model for ScriptedModel {
+    fn turn(&self, request: ModelRequest) -> ModelStream {
+        let prompt_tokens = word_count(&request.messages);
+        let last = request.messages.last();
+        let user_text = match last {
+            Some(ChatMessage::User { text }) => text.clone(),
+            Some(ChatMessage::Tool { .. }) => {
+                let answer = results_answer(&request.messages);
+                return text_stream(chunks(&answer), self.chunk_pause, prompt_tokens);
+            }
+            Some(ChatMessage::Assistant { .. }) | None => String::new(),
+        };
+        match plan(&user_text) {
+            Plan::Say(answer) => text_stream(chunks(&answer), self.chunk_pause, prompt_tokens),
+            Plan::Count(n) => {
+                let pieces = (1..=n)
+                    .map(|i| {
+                        if i == 1 {
+                            "1".to_owned()
+                        } else {
+                            format!(", {i}")
+                        }
+                    })
+                    .collect();
+                text_stream(pieces, self.count_pause, prompt_tokens)
+            }
+            Plan::Call(clauses) => {
+                let missing: Vec<&str> = clauses
+                    .iter()
+                    .map(Clause::tool)
+                    .filter(|tool| !request.tools.iter().any(|spec| spec.name == *tool))
+                    .collect();
+                if let Some(tool) = missing.first() {
+                    let answer = format!("I can't do that: this agent has no {tool} tool.");
+                    return text_stream(chunks(&answer), self.chunk_pause, prompt_tokens);
+                }
+                // Ids unique within the conversation: count the calls made so far.
+                let earlier: usize = request
+                    .messages
+                    .iter()
+                    .map(|message| match message {
+                        ChatMessage::Assistant { tool_calls, .. } => tool_calls.len(),
+                        ChatMessage::User { .. } | ChatMessage::Tool { .. } => 0,
+                    })
+                    .sum();
+                let calls: Vec<Result<ModelEvent, _>> = clauses
+                    .iter()
+                    .enumerate()
+                    .map(|(index, clause)| {
+                        Ok(ModelEvent::ToolCall(ModelToolCall {
+                            id: format!("call_{}", earlier + index + 1),
+                            name: clause.tool().to_owned(),
+                            args: clause.args(),
+                        }))
+                    })
+                    .chain([Ok(ModelEvent::Usage(Usage {
+                        prompt_tokens,
+                        completion_tokens: clauses.len() as u64 * 10,
+                    }))])
+                    .collect();
+                stream::iter(calls).boxed()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_readme_prompt_into_one_batch() {
+        assert_eq!(
+            plan("write notes.txt: hi and delete old.txt and read readme.txt"),
+            Plan::Call(vec![
+                Clause::Write("notes.txt".into(), "hi".into()),
+                Clause::Delete("old.txt".into()),
+                Clause::Read("readme.txt".into()),
+            ])
+        );
+        assert_eq!(
+            plan("list files, read a.txt\nDelete b.txt."),
+            Plan::Call(vec![
+                Clause::List,
+                Clause::Read("a.txt".into()),
+                Clause::Delete("b.txt".into())
+            ])
+        );
+        assert_eq!(plan("count to 3"), Plan::Count(3));
+        assert!(matches!(plan("count to 10001"), Plan::Say(_)));
+        assert!(matches!(plan("hello"), Plan::Say(text) if text.contains("list files")));
+        assert!(
+            matches!(plan("list files and dance"), Plan::Say(text) if text.contains("\"dance\""))
+        );
+    }
+
+    #[test]
+    fn reports_results_and_quotes_rejections() {
+        let messages = vec![
+            ChatMessage::User { text: "x".into() },
+            ChatMessage::Assistant {
+                text: String::new(),
+                tool_calls: vec![
+                    ModelToolCall {
+                        id: "call_1".into(),
+                        name: "write_file".into(),
+                        args: json!({"path": "notes.txt", "content": "hi"}),
+                    },
+                    ModelToolCall {
+                        id: "call_2".into(),
+                        name: "delete_file".into(),
+                        args: json!({"path": "old.txt"}),
+                    },
+                ],
+            },
+            ChatMessage::Tool {
+                call_id: "call_1".into(),
+                name: "write_file".into(),
+                response: super::super::tools::text_result("ok"),
+                edited_from: None,
+            },
+            ChatMessage::Tool {
+                call_id: "call_2".into(),
+                name: "delete_file".into(),
+                response: json!({"status": "rejected", "reason": "keep it"}),
+                edited_from: None,
+            },
+        ];
+        assert_eq!(
+            results_answer(&messages),
+            "I wrote notes.txt.\nYou rejected deleting old.txt: \"keep it\"."
+        );
+    }
+}

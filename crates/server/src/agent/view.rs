@@ -1,0 +1,181 @@
+//! Tasks as clients see them: built by folding a task's stored events, and the event builders
+//! the runtime uses, so replay and live streams agree (design.md invariant 3).
+
+use serde_json::{json, Value};
+use signoff_protocol::{
+    Artifact, Message, Metadata, Part, Role, StreamEvent, Task, TaskArtifactUpdateEvent, TaskState,
+    TaskStatus, TaskStatusUpdateEvent,
+};
+
+/// The v0.3 spelling of a state: how the store keeps it.
+pub fn state_name(state: TaskState) -> &'static str {
+    match state {
+        TaskState::Submitted => "submitted",
+        TaskState::Working => "working",
+        TaskState::InputRequired => "input-required",
+        TaskState::AuthRequired => "auth-required",
+        TaskState::Completed => "completed",
+        TaskState::Failed => "failed",
+        TaskState::Canceled => "canceled",
+        TaskState::Rejected => "rejected",
+    }
+}
+
+pub fn parse_state(name: &str) -> Option<TaskState> {
+    Some(match name {
+        "submitted" => TaskState::Submitted,
+        "working" => TaskState::Working,
+        "input-required" => TaskState::InputRequired,
+        "auth-required" => TaskState::AuthRequired,
+        "completed" => TaskState::Completed,
+        "failed" => TaskState::Failed,
+        "canceled" => TaskState::Canceled,
+        "rejected" => TaskState::Rejected,
+        _ => return None,
+    })
+}
+
+/// An empty task, before its first event.
+pub fn empty_task(id: &str, context_id: &str) -> Task {
+    Task {
+        id: id.to_owned(),
+        context_id: context_id.to_owned(),
+        status: TaskStatus {
+            state: TaskState::Submitted,
+            message: None,
+            timestamp: None,
+        },
+        history: Vec::new(),
+        artifacts: Vec::new(),
+        metadata: None,
+    }
+}
+
+/// Applies one event to a task, as a2a-sdk's task manager does: a new status moves the previous
+/// status message into the history; artifact chunks append to their artifact.
+pub fn apply(task: &mut Task, event: &StreamEvent) {
+    match event {
+        StreamEvent::Task(snapshot) => *task = snapshot.clone(),
+        StreamEvent::Message(message) => task.history.push(message.clone()),
+        StreamEvent::StatusUpdate(update) => {
+            if let Some(previous) = task.status.message.take() {
+                task.history.push(previous);
+            }
+            task.status = update.status.clone();
+            // A user message echoed by a status update (the message that started or resumed
+            // the task) belongs to the history at once, as a2a-sdk keeps it.
+            if task
+                .status
+                .message
+                .as_ref()
+                .is_some_and(|message| message.role == Role::User)
+            {
+                if let Some(message) = task.status.message.take() {
+                    task.history.push(message);
+                }
+            }
+        }
+        StreamEvent::ArtifactUpdate(update) => {
+            let existing = task
+                .artifacts
+                .iter_mut()
+                .find(|artifact| artifact.artifact_id == update.artifact.artifact_id);
+            match existing {
+                Some(artifact) if update.append => {
+                    artifact.parts.extend(update.artifact.parts.iter().cloned())
+                }
+                Some(artifact) => *artifact = update.artifact.clone(),
+                None => task.artifacts.push(update.artifact.clone()),
+            }
+        }
+    }
+}
+
+/// Keeps the last `length` history messages (A2A `historyLength`).
+pub fn trim_history(task: &mut Task, length: Option<u32>) {
+    if let Some(length) = length {
+        let length = length as usize;
+        if task.history.len() > length {
+            task.history.drain(..task.history.len() - length);
+        }
+    }
+}
+
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// An agent message on a task.
+pub fn agent_message(task_id: &str, context_id: &str, parts: Vec<Part>) -> Message {
+    let mut message = Message::new(new_id(), Role::Agent, parts);
+    message.task_id = Some(task_id.to_owned());
+    message.context_id = Some(context_id.to_owned());
+    message
+}
+
+/// A status update; it is final when the state ends the stream.
+pub fn status_event(
+    task_id: &str,
+    context_id: &str,
+    state: TaskState,
+    message: Option<Message>,
+    metadata: Option<Metadata>,
+) -> StreamEvent {
+    StreamEvent::StatusUpdate(TaskStatusUpdateEvent {
+        task_id: task_id.to_owned(),
+        context_id: context_id.to_owned(),
+        status: TaskStatus {
+            state,
+            message,
+            timestamp: Some(crate::store::now()),
+        },
+        is_final: state.ends_stream(),
+        metadata,
+    })
+}
+
+/// One chunk of streamed answer text.
+pub fn text_chunk(
+    task_id: &str,
+    context_id: &str,
+    artifact_id: &str,
+    text: String,
+    append: bool,
+    last_chunk: bool,
+) -> StreamEvent {
+    StreamEvent::ArtifactUpdate(TaskArtifactUpdateEvent {
+        task_id: task_id.to_owned(),
+        context_id: context_id.to_owned(),
+        artifact: Artifact {
+            artifact_id: artifact_id.to_owned(),
+            name: None,
+            description: None,
+            parts: vec![Part::text(text)],
+            metadata: None,
+        },
+        append,
+        last_chunk,
+        metadata: None,
+    })
+}
+
+/// `kagent_usage_metadata` for the final event of a turn (spec/wire.md §3).
+pub fn usage_metadata(prompt: u64, completion: u64) -> Metadata {
+    let mut metadata = Metadata::new();
+    metadata.insert(
+        "kagent_usage_metadata".to_owned(),
+        json!({
+            "promptTokenCount": prompt,
+            "candidatesTokenCount": completion,
+            "totalTokenCount": prompt + completion,
+        }),
+    );
+    metadata
+}
+
+/// Metadata with one entry.
+pub fn metadata_with(key: &str, value: Value) -> Metadata {
+    let mut metadata = Metadata::new();
+    metadata.insert(key.to_owned(), value);
+    metadata
+}

@@ -1,0 +1,393 @@
+//! The A2A JSON-RPC endpoint: both protocol versions on one URL, chosen by `A2A-Version`
+//! (absent means 0.3). Decoding and encoding go through `signoff_protocol::codec`; this file
+//! only routes methods to the runtime and maps errors to codes (spec/wire.md §7).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures_util::stream::{self, BoxStream};
+use futures_util::StreamExt;
+use serde_json::Value;
+use signoff_protocol::codec::{self, Method};
+use signoff_protocol::jsonrpc::{ErrorCode, ErrorObject, Id, Response as RpcResponse};
+use signoff_protocol::{ProtocolVersion, StreamEvent};
+
+use super::{AppState, User};
+use crate::agent::{Agent, AgentError, Runtime};
+
+/// The request's A2A version: the `A2A-Version` header, or the `A2A-Version` query parameter;
+/// neither means 0.3. `Err` holds a value we do not speak.
+pub fn request_version(
+    headers: &HeaderMap,
+    query: &std::collections::HashMap<String, String>,
+) -> Result<ProtocolVersion, String> {
+    let raw = headers
+        .get("a2a-version")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| query.get("A2A-Version").cloned());
+    match raw {
+        None => Ok(ProtocolVersion::V0_3),
+        Some(raw) if raw.trim().is_empty() => Ok(ProtocolVersion::V0_3),
+        Some(raw) => ProtocolVersion::from_header(&raw).ok_or(raw),
+    }
+}
+
+/// A2A methods (of either version) this server knows of but does not offer: `-32004`.
+const UNSUPPORTED: [&str; 10] = [
+    "tasks/pushNotificationConfig/set",
+    "tasks/pushNotificationConfig/get",
+    "tasks/pushNotificationConfig/list",
+    "tasks/pushNotificationConfig/delete",
+    "agent/getAuthenticatedExtendedCard",
+    "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfig",
+    "DeleteTaskPushNotificationConfig",
+    "GetExtendedAgentCard",
+];
+
+/// A JSON-RPC error code and message for a runtime error; internals are logged, not sent.
+fn rpc_error(err: &AgentError) -> (ErrorCode, String) {
+    match err {
+        AgentError::TaskNotFound(id) | AgentError::Forbidden(id) => {
+            (ErrorCode::TaskNotFound, format!("task {id} not found"))
+        }
+        AgentError::AgentNotFound(_) | AgentError::SessionNotFound(_) => {
+            (ErrorCode::InvalidParams, err.to_string())
+        }
+        AgentError::InvalidParams(_)
+        | AgentError::NotPaused(_)
+        | AgentError::Decision(_)
+        | AgentError::TaskEnded => (ErrorCode::InvalidParams, err.to_string()),
+        AgentError::NotCancelable { .. } => (ErrorCode::TaskNotCancelable, err.to_string()),
+        AgentError::ShuttingDown => (ErrorCode::InternalError, err.to_string()),
+        AgentError::Store(_) | AgentError::Internal(_) => {
+            tracing::error!(error = %err, "internal error");
+            (ErrorCode::InternalError, "internal error".to_owned())
+        }
+    }
+}
+
+/// One decoded call, ready to run.
+struct Call {
+    id: Id,
+    version: ProtocolVersion,
+    method: Method,
+    params: Value,
+    user: String,
+    agent: Arc<Agent>,
+    runtime: Arc<Runtime>,
+}
+
+impl Call {
+    fn error(&self, code: ErrorCode, message: impl Into<String>) -> Value {
+        RpcResponse::error(
+            self.id.clone(),
+            codec::error_object(self.version, code, message),
+        )
+        .to_value()
+    }
+
+    fn agent_error(&self, err: &AgentError) -> Value {
+        let (code, message) = rpc_error(err);
+        self.error(code, message)
+    }
+
+    fn decode_error(&self, err: &codec::DecodeError) -> Value {
+        self.error(ErrorCode::InvalidParams, err.to_string())
+    }
+
+    fn success(&self, result: Value) -> Value {
+        RpcResponse::success(self.id.clone(), result).to_value()
+    }
+}
+
+fn plain_error(id: Id, version: ProtocolVersion, code: ErrorCode, message: &str) -> Response {
+    let error: ErrorObject = codec::error_object(version, code, message);
+    Json(RpcResponse::error(id, error).to_value()).into_response()
+}
+
+pub async fn handle(
+    State(state): State<AppState>,
+    Path((namespace, name)): Path<(String, String)>,
+    Query(query): Query<std::collections::HashMap<String, String>>,
+    user: User,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Some(agent) = state.runtime.agent(&namespace, &name) else {
+        return super::HttpError::NotFound(format!("no agent {namespace}/{name}")).into_response();
+    };
+    // Parse first, so even a version error can echo the request's id.
+    let value: Value = match serde_json::from_slice(&body) {
+        Ok(value) => value,
+        Err(err) => {
+            return plain_error(
+                Id::Null,
+                ProtocolVersion::V0_3,
+                ErrorCode::ParseError,
+                &format!("invalid JSON: {err}"),
+            )
+        }
+    };
+    let id = match value.get("id") {
+        None => Id::Null,
+        Some(raw) => serde_json::from_value::<Id>(raw.clone()).unwrap_or(Id::Null),
+    };
+    let version = match request_version(&headers, &query) {
+        Ok(version) => version,
+        Err(raw) => {
+            return plain_error(
+                id,
+                ProtocolVersion::V1_0,
+                ErrorCode::VersionNotSupported,
+                &format!("A2A version {raw:?} is not supported; use 0.3 or 1.0"),
+            )
+        }
+    };
+    let Some(object) = value.as_object() else {
+        return plain_error(
+            id,
+            version,
+            ErrorCode::InvalidRequest,
+            "a request must be one JSON-RPC object (batches are not supported)",
+        );
+    };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return plain_error(
+            id,
+            version,
+            ErrorCode::InvalidRequest,
+            "jsonrpc must be \"2.0\"",
+        );
+    }
+    let valid_id = matches!(
+        object.get("id"),
+        None | Some(Value::Null | Value::String(_) | Value::Number(_))
+    );
+    if !valid_id {
+        return plain_error(
+            id,
+            version,
+            ErrorCode::InvalidRequest,
+            "id must be a string, a number or null",
+        );
+    }
+    let Some(method_name) = object.get("method").and_then(Value::as_str) else {
+        return plain_error(
+            id,
+            version,
+            ErrorCode::InvalidRequest,
+            "method must be a string",
+        );
+    };
+    if UNSUPPORTED.contains(&method_name) {
+        return plain_error(
+            id,
+            version,
+            ErrorCode::UnsupportedOperation,
+            &format!("{method_name}: push notifications and extended cards are not supported by this server"),
+        );
+    }
+    let Some(method) = Method::from_name(version, method_name) else {
+        return plain_error(
+            id,
+            version,
+            ErrorCode::MethodNotFound,
+            &format!(
+                "method {method_name:?} not found in A2A {}",
+                version.as_str()
+            ),
+        );
+    };
+    let params = object.get("params").cloned().unwrap_or(Value::Null);
+    let call = Call {
+        id,
+        version,
+        method,
+        params,
+        user: user.0,
+        agent,
+        runtime: state.runtime.clone(),
+    };
+    tracing::debug!(method = method_name, version = version.as_str(), "a2a call");
+    if method.is_streaming() {
+        sse(stream_call(call).await)
+    } else {
+        Json(unary_call(call).await).into_response()
+    }
+}
+
+/// SSE: each item is one complete JSON-RPC response; idle streams get `: keep-alive`.
+fn sse(items: BoxStream<'static, Value>) -> Response {
+    let events = items.map(|item| Ok::<Event, Infallible>(Event::default().data(item.to_string())));
+    Sse::new(events)
+        .keep_alive(
+            KeepAlive::new()
+                .interval(Duration::from_secs(15))
+                .text(" keep-alive"),
+        )
+        .into_response()
+}
+
+async fn unary_call(call: Call) -> Value {
+    let runtime = call.runtime.clone();
+    match call.method {
+        Method::SendMessage => {
+            let params = match codec::decode_send_params(call.version, &call.params) {
+                Ok(params) => params,
+                Err(err) => return call.decode_error(&err),
+            };
+            let configuration = params.configuration.clone().unwrap_or_default();
+            let accepted = match runtime.send(&call.user, &call.agent, params.message).await {
+                Ok(accepted) => accepted,
+                Err(err) => return call.agent_error(&err),
+            };
+            if configuration.blocking != Some(false) {
+                if let Err(err) = runtime
+                    .wait_final(&accepted.task_id, accepted.after_seq)
+                    .await
+                {
+                    return call.agent_error(&err);
+                }
+            }
+            match runtime
+                .task(&call.user, &accepted.task_id, configuration.history_length)
+                .await
+            {
+                Ok(task) => call.success(codec::encode_send_result(
+                    call.version,
+                    &StreamEvent::Task(task),
+                )),
+                Err(err) => call.agent_error(&err),
+            }
+        }
+        Method::GetTask => {
+            let query = match codec::decode_task_query(call.version, &call.params) {
+                Ok(query) => query,
+                Err(err) => return call.decode_error(&err),
+            };
+            match runtime
+                .task(&call.user, &query.id, query.history_length)
+                .await
+            {
+                Ok(task) => call.success(codec::encode_task(call.version, &task)),
+                Err(err) => call.agent_error(&err),
+            }
+        }
+        Method::CancelTask => {
+            let params = match codec::decode_task_id_params(call.version, &call.params) {
+                Ok(params) => params,
+                Err(err) => return call.decode_error(&err),
+            };
+            match runtime.cancel(&call.user, &params.id).await {
+                Ok(task) => call.success(codec::encode_task(call.version, &task)),
+                Err(err) => call.agent_error(&err),
+            }
+        }
+        Method::ListTasks => {
+            let params = match codec::decode_list_tasks_params(&call.params) {
+                Ok(params) => params,
+                Err(err) => return call.decode_error(&err),
+            };
+            match runtime.list_tasks(&call.user, &params).await {
+                Ok(result) => call.success(codec::encode_list_tasks_result(&result)),
+                Err(err) => call.agent_error(&err),
+            }
+        }
+        Method::SendStreamingMessage | Method::SubscribeToTask => call.error(
+            ErrorCode::InternalError,
+            "a streaming method reached the unary path",
+        ),
+    }
+}
+
+/// The items of a streaming call: events as JSON-RPC responses, or one error item.
+async fn stream_call(call: Call) -> BoxStream<'static, Value> {
+    let runtime = call.runtime.clone();
+    let (task_id, snapshot_upto, follow_after, close_if_final) = match call.method {
+        Method::SendStreamingMessage => {
+            let params = match codec::decode_send_params(call.version, &call.params) {
+                Ok(params) => params,
+                Err(err) => return stream::iter([call.decode_error(&err)]).boxed(),
+            };
+            let accepted = match runtime.send(&call.user, &call.agent, params.message).await {
+                Ok(accepted) => accepted,
+                Err(err) => return stream::iter([call.agent_error(&err)]).boxed(),
+            };
+            match call.version {
+                // v0.3 replays the turn's events as written, `submitted` (or `working`) first.
+                ProtocolVersion::V0_3 => (accepted.task_id, None, accepted.after_seq, false),
+                // v1.0 opens with a task snapshot that includes the first event.
+                ProtocolVersion::V1_0 => (
+                    accepted.task_id,
+                    Some(accepted.after_seq + 1),
+                    accepted.after_seq + 1,
+                    false,
+                ),
+            }
+        }
+        Method::SubscribeToTask => {
+            let params = match codec::decode_task_id_params(call.version, &call.params) {
+                Ok(params) => params,
+                Err(err) => return stream::iter([call.decode_error(&err)]).boxed(),
+            };
+            (params.id, Some(-1), 0, true)
+        }
+        Method::SendMessage | Method::GetTask | Method::CancelTask | Method::ListTasks => {
+            return stream::iter([call.error(
+                ErrorCode::InternalError,
+                "a unary method reached the streaming path",
+            )])
+            .boxed()
+        }
+    };
+    let mut first = Vec::new();
+    let mut follow_after = follow_after;
+    if let Some(upto) = snapshot_upto {
+        // -1: the snapshot of now (resubscribe), checked for ownership.
+        let snapshot = if upto < 0 {
+            runtime.owned_snapshot(&call.user, &task_id).await
+        } else {
+            runtime.snapshot(&task_id, Some(upto)).await
+        };
+        let (task, seq) = match snapshot {
+            Ok(snapshot) => snapshot,
+            Err(AgentError::Forbidden(id)) => {
+                return stream::iter([call.agent_error(&AgentError::TaskNotFound(id))]).boxed()
+            }
+            Err(err) => return stream::iter([call.agent_error(&err)]).boxed(),
+        };
+        if upto < 0 {
+            follow_after = seq;
+        }
+        let ended = task.status.state.ends_stream();
+        first.push(call.success(codec::encode_event(call.version, &StreamEvent::Task(task))));
+        if close_if_final && ended {
+            return stream::iter(first).boxed();
+        }
+    }
+    let version = call.version;
+    let id = call.id.clone();
+    let events = runtime
+        .follow(&task_id, follow_after)
+        .map(move |item| match item {
+            Ok(event) => {
+                RpcResponse::success(id.clone(), codec::encode_event(version, &event)).to_value()
+            }
+            Err(err) => {
+                let (code, message) = rpc_error(&err);
+                RpcResponse::error(id.clone(), codec::error_object(version, code, message))
+                    .to_value()
+            }
+        });
+    stream::iter(first).chain(events).boxed()
+}

@@ -1,0 +1,182 @@
+//! The HTTP edge: routes, users, errors. The only layer that knows axum; it turns requests into
+//! runtime calls and runtime results into JSON-RPC, SSE and REST answers.
+
+mod a2a;
+mod rest;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::{FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::json;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::services::{ServeDir, ServeFile};
+
+use crate::agent::{AgentError, Runtime};
+
+/// How callers are identified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Auth {
+    /// Everyone is the one local user.
+    None,
+    /// `Authorization: Bearer TOKEN`, mapped to user ids.
+    Tokens(HashMap<String, String>),
+}
+
+/// The user id in `--auth none` mode.
+pub const LOCAL_USER: &str = "local";
+
+/// What every handler reads.
+#[derive(Clone)]
+pub struct AppState {
+    pub runtime: Arc<Runtime>,
+    pub auth: Arc<Auth>,
+    /// The built UI (trunk's `dist/`), served with SPA fallback.
+    pub ui_dir: Option<PathBuf>,
+    /// Requests with larger bodies get HTTP 413 before any handler runs.
+    pub body_limit: usize,
+}
+
+/// The caller, from the `Authorization` header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User(pub String);
+
+impl FromRequestParts<AppState> for User {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        match state.auth.as_ref() {
+            Auth::None => Ok(User(LOCAL_USER.to_owned())),
+            Auth::Tokens(tokens) => {
+                let token = parts
+                    .headers
+                    .get(header::AUTHORIZATION)
+                    .and_then(|value| value.to_str().ok())
+                    .and_then(|value| value.strip_prefix("Bearer "))
+                    .map(str::trim);
+                match token.and_then(|token| tokens.get(token)) {
+                    Some(user) => Ok(User(user.clone())),
+                    None => Err(HttpError::Unauthorized.into_response()),
+                }
+            }
+        }
+    }
+}
+
+/// REST errors: a status and a short message; internals are logged, never sent.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    #[error("missing or unknown bearer token")]
+    Unauthorized,
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("internal error")]
+    Internal,
+}
+
+impl From<AgentError> for HttpError {
+    fn from(err: AgentError) -> Self {
+        match err {
+            AgentError::AgentNotFound(_)
+            | AgentError::TaskNotFound(_)
+            | AgentError::SessionNotFound(_) => HttpError::NotFound(err.to_string()),
+            AgentError::Forbidden(_) => HttpError::Forbidden(err.to_string()),
+            AgentError::NotPaused(_) | AgentError::TaskEnded | AgentError::NotCancelable { .. } => {
+                HttpError::Conflict(err.to_string())
+            }
+            AgentError::InvalidParams(_) | AgentError::Decision(_) => {
+                HttpError::BadRequest(err.to_string())
+            }
+            AgentError::ShuttingDown | AgentError::Store(_) | AgentError::Internal(_) => {
+                tracing::error!(error = %err, "request failed");
+                HttpError::Internal
+            }
+        }
+    }
+}
+
+impl IntoResponse for HttpError {
+    fn into_response(self) -> Response {
+        let status = match self {
+            HttpError::Unauthorized => StatusCode::UNAUTHORIZED,
+            HttpError::NotFound(_) => StatusCode::NOT_FOUND,
+            HttpError::Forbidden(_) => StatusCode::FORBIDDEN,
+            HttpError::Conflict(_) => StatusCode::CONFLICT,
+            HttpError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            HttpError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        (status, Json(json!({"error": self.to_string()}))).into_response()
+    }
+}
+
+/// A panic in a handler answers a JSON-RPC internal error (HTTP 200, `id: null`) and is logged;
+/// the process goes on.
+fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let detail = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("(no message)");
+    tracing::error!(panic = detail, "a handler panicked");
+    Json(json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": -32603, "message": "internal error"}}))
+    .into_response()
+}
+
+async fn api_not_found(request: Request) -> HttpError {
+    HttpError::NotFound(format!("no such endpoint: {}", request.uri().path()))
+}
+
+async fn no_ui() -> (StatusCode, &'static str) {
+    (
+        StatusCode::NOT_FOUND,
+        "Signoff server: no UI is served here (start it with --ui-dir dist).",
+    )
+}
+
+/// Every route of the server.
+pub fn router(state: AppState) -> Router {
+    let a2a_routes = Router::new()
+        .route("/api/a2a/{namespace}/{agent}", post(a2a::handle))
+        .route("/api/a2a/{namespace}/{agent}/", post(a2a::handle))
+        .route(
+            "/api/a2a/{namespace}/{agent}/.well-known/agent-card.json",
+            get(rest::agent_card),
+        )
+        .route(
+            "/.well-known/agent-card.json",
+            get(rest::default_agent_card),
+        )
+        .route("/api/agents", get(rest::agents))
+        .route("/api/sessions", get(rest::sessions))
+        .route(
+            "/api/sessions/{id}",
+            get(rest::session).delete(rest::delete_session),
+        )
+        .route("/api/approvals", get(rest::approvals))
+        .route("/api/approvals/{task_id}", post(rest::decide))
+        .route("/api/{*rest}", axum::routing::any(api_not_found));
+    let router = match &state.ui_dir {
+        Some(dir) => {
+            let index = ServeFile::new(dir.join("index.html"));
+            a2a_routes.fallback_service(ServeDir::new(dir).fallback(index))
+        }
+        None => a2a_routes.fallback(no_ui),
+    };
+    router
+        .layer(axum::extract::DefaultBodyLimit::max(state.body_limit))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .with_state(state)
+}

@@ -1,0 +1,246 @@
+//! The REST surfaces: agent cards, the agents list, sessions and approvals (spec/wire.md §1, §7).
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+use signoff_protocol::codec::{self, CardFlavor};
+use signoff_protocol::{
+    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, ProtocolVersion, StreamEvent,
+};
+
+use super::a2a::request_version;
+use super::{AppState, HttpError, User};
+use crate::agent::view::state_name;
+use crate::agent::Agent;
+
+/// `http://host` as the caller reached us, for absolute URLs in agent cards.
+fn origin(headers: &HeaderMap) -> String {
+    let host = headers
+        .get("x-forwarded-host")
+        .or_else(|| headers.get("host"))
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("localhost");
+    let scheme = headers
+        .get("x-forwarded-proto")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("http");
+    format!("{scheme}://{host}")
+}
+
+fn endpoint(agent: &Agent) -> String {
+    format!("/api/a2a/{}/{}", agent.namespace, agent.name)
+}
+
+fn card(agent: &Agent, origin: &str) -> AgentCard {
+    let url = format!("{origin}{}", endpoint(agent));
+    AgentCard {
+        name: agent.name.clone(),
+        description: agent.description.clone(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        interfaces: vec![
+            AgentInterface {
+                url: url.clone(),
+                version: ProtocolVersion::V1_0,
+            },
+            AgentInterface {
+                url,
+                version: ProtocolVersion::V0_3,
+            },
+        ],
+        capabilities: AgentCapabilities {
+            streaming: true,
+            push_notifications: false,
+            state_transition_history: false,
+        },
+        default_input_modes: vec!["text".to_owned()],
+        default_output_modes: vec!["text".to_owned()],
+        skills: vec![AgentSkill {
+            id: agent.name.clone(),
+            name: agent.name.clone(),
+            description: agent.description.clone(),
+            tags: agent
+                .tools
+                .tools()
+                .iter()
+                .map(|tool| tool.spec.name.clone())
+                .collect(),
+        }],
+    }
+}
+
+fn card_response(agent: &Agent, headers: &HeaderMap, query: &HashMap<String, String>) -> Response {
+    let flavor = match request_version(headers, query) {
+        Ok(ProtocolVersion::V1_0) => CardFlavor::StrictV1,
+        Ok(ProtocolVersion::V0_3) | Err(_) => CardFlavor::Lenient,
+    };
+    Json(codec::encode_agent_card(
+        &card(agent, &origin(headers)),
+        flavor,
+    ))
+    .into_response()
+}
+
+pub async fn agent_card(
+    State(state): State<AppState>,
+    Path((namespace, name)): Path<(String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    match state.runtime.agent(&namespace, &name) {
+        Some(agent) => card_response(&agent, &headers, &query),
+        None => HttpError::NotFound(format!("no agent {namespace}/{name}")).into_response(),
+    }
+}
+
+/// The first agent's card at the origin (A2A's one-agent-per-origin convention).
+pub async fn default_agent_card(
+    State(state): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    match state.runtime.agents().first() {
+        Some(agent) => card_response(agent, &headers, &query),
+        None => HttpError::NotFound("no agents".to_owned()).into_response(),
+    }
+}
+
+pub async fn agents(State(state): State<AppState>, _user: User) -> Json<Value> {
+    let agents: Vec<Value> = state
+        .runtime
+        .agents()
+        .iter()
+        .map(|agent| {
+            let tools: Vec<Value> = agent
+                .tools
+                .tools()
+                .iter()
+                .map(|tool| {
+                    json!({
+                        "name": tool.spec.name,
+                        "description": tool.spec.description,
+                        "source": tool.spec.source,
+                        "requiresApproval": tool.requires_approval,
+                    })
+                })
+                .collect();
+            let require_approval: Vec<&str> = agent
+                .tools
+                .tools()
+                .iter()
+                .filter(|tool| tool.requires_approval)
+                .map(|tool| tool.spec.name.as_str())
+                .collect();
+            json!({
+                "namespace": agent.namespace,
+                "name": agent.name,
+                "description": agent.description,
+                "url": endpoint(agent),
+                "cardUrl": format!("{}/.well-known/agent-card.json", endpoint(agent)),
+                "tools": tools,
+                "requireApproval": require_approval,
+                "remote": false,
+            })
+        })
+        .collect();
+    Json(json!({ "agents": agents }))
+}
+
+pub async fn sessions(State(state): State<AppState>, user: User) -> Result<Json<Value>, HttpError> {
+    let sessions = state.runtime.sessions(&user.0).await?;
+    Ok(Json(json!({ "sessions": sessions })))
+}
+
+/// A session with its tasks, encoded in the caller's A2A version (default 0.3).
+pub async fn session(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    user: User,
+) -> Result<Json<Value>, HttpError> {
+    let version = request_version(&headers, &query).unwrap_or(ProtocolVersion::V0_3);
+    let (session, tasks) = state.runtime.session(&user.0, &id).await?;
+    let tasks: Vec<Value> = tasks
+        .iter()
+        .map(|task| codec::encode_task(version, task))
+        .collect();
+    Ok(Json(json!({ "session": session, "tasks": tasks })))
+}
+
+pub async fn delete_session(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    user: User,
+) -> Result<StatusCode, HttpError> {
+    state.runtime.delete_session(&user.0, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Pending batches of the caller, or with `?state=decided` their recent decisions.
+pub async fn approvals(
+    State(state): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+    user: User,
+) -> Result<Json<Value>, HttpError> {
+    match query.get("state").map(String::as_str) {
+        None | Some("pending") => {
+            let pending = state.runtime.pending_approvals(&user.0).await?;
+            Ok(Json(json!({ "approvals": pending })))
+        }
+        Some("decided") => {
+            let limit = query
+                .get("limit")
+                .and_then(|limit| limit.parse().ok())
+                .unwrap_or(50i64)
+                .clamp(1, 500);
+            let decided = state.runtime.recent_decisions(&user.0, limit).await?;
+            Ok(Json(json!({ "decisions": decided })))
+        }
+        Some(other) => Err(HttpError::BadRequest(format!(
+            "state must be pending or decided, not {other:?}"
+        ))),
+    }
+}
+
+/// Decides a paused task's batch with the same object as the decision DataPart; answers with
+/// each call's verdict and, once run, its result, plus where to follow the task.
+pub async fn decide(
+    State(state): State<AppState>,
+    Path(task_id): Path<String>,
+    user: User,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, HttpError> {
+    let data: Value = serde_json::from_slice(&body)
+        .map_err(|err| HttpError::BadRequest(format!("invalid JSON: {err}")))?;
+    let runtime = state.runtime.clone();
+    let (accepted, batch_id) = runtime.decide_rest(&user.0, &task_id, &data).await?;
+    runtime
+        .wait_batch(&task_id, batch_id, accepted.after_seq)
+        .await?;
+    let outcome = runtime.batch_outcome(&task_id, batch_id).await?;
+    let (task, _) = runtime.owned_snapshot(&user.0, &task_id).await?;
+    let agent = runtime
+        .agents()
+        .iter()
+        .find(|agent| {
+            outcome
+                .as_ref()
+                .is_some_and(|entry| entry.agent == agent.key())
+        })
+        .map(|agent| endpoint(agent));
+    Ok(Json(json!({
+        "taskId": task_id,
+        "state": state_name(task.status.state),
+        "decision": outcome,
+        "follow": {
+            "url": agent,
+            "method": "tasks/resubscribe",
+            "params": {"id": task_id},
+        },
+        "task": codec::encode_send_result(ProtocolVersion::V0_3, &StreamEvent::Task(task)),
+    })))
+}

@@ -1,0 +1,10 @@
+//! Integration tests of the server: a real server on port 0, a fresh SQLite database in a
+//! temporary folder, the scripted model, and reqwest as the client.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod helpers;
+
+mod a2a;
+mod hitl;
+mod rest;

@@ -1,0 +1,131 @@
+//! The REST surfaces: agents, cards, sessions, the static UI.
+
+use serde_json::json;
+
+use crate::helpers::*;
+
+#[tokio::test]
+async fn lists_the_demo_agent_with_its_approval_rules() {
+    let app = spawn_app().await;
+    let (status, body) = app.get("/api/agents").await;
+    assert_eq!(status, 200);
+    let agent = &body["agents"][0];
+    assert_eq!(agent["namespace"], "default");
+    assert_eq!(agent["name"], "demo");
+    assert_eq!(agent["url"], "/api/a2a/default/demo");
+    assert_eq!(
+        agent["requireApproval"],
+        json!(["write_file", "delete_file"])
+    );
+    let tools: Vec<&str> = agent["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        ["list_directory", "read_file", "write_file", "delete_file"]
+    );
+}
+
+#[tokio::test]
+async fn serves_the_ui_with_spa_fallback_but_not_for_api_paths() {
+    let ui = tempfile::tempdir().unwrap();
+    std::fs::write(ui.path().join("index.html"), "<html>signoff ui</html>").unwrap();
+    std::fs::write(ui.path().join("app.js"), "console.log(1)").unwrap();
+    let dir = ui.path().to_owned();
+    let app = spawn_with(move |config| config.ui_dir = Some(dir)).await;
+    for (path, expect) in [
+        ("/", "signoff ui"),
+        ("/app.js", "console.log(1)"),
+        ("/chat/some/deep/link", "signoff ui"),
+    ] {
+        let response = app
+            .client
+            .get(format!("{}{path}", app.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        assert_eq!(
+            response.text().await.unwrap(),
+            expect.replace("signoff ui", "<html>signoff ui</html>"),
+            "{path}"
+        );
+    }
+    let (status, _) = app.get("/api/nope").await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn sessions_list_show_in_order_and_delete() {
+    let app = spawn_app().await;
+    let first = app
+        .rpc(
+            None,
+            request(
+                "message/send",
+                json!({"message": message_v03("list files", None, None)}),
+            ),
+        )
+        .await;
+    let context = first["result"]["contextId"].as_str().unwrap().to_owned();
+    let second = app
+        .rpc(
+            None,
+            request(
+                "message/send",
+                json!({"message": message_v03("read readme.txt", None, Some(&context))}),
+            ),
+        )
+        .await;
+    assert_eq!(second["result"]["contextId"], context.as_str());
+    let (status, body) = app.get("/api/sessions").await;
+    assert_eq!(status, 200);
+    assert_eq!(body["sessions"][0]["id"], context.as_str());
+    assert_eq!(body["sessions"][0]["title"], "list files");
+    assert_eq!(body["sessions"][0]["agent"], "default/demo");
+    let (status, body) = app.get(&format!("/api/sessions/{context}")).await;
+    assert_eq!(status, 200);
+    let tasks = body["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2);
+    assert_eq!(tasks[0]["id"], first["result"]["id"]);
+    assert_eq!(tasks[1]["id"], second["result"]["id"]);
+    assert_eq!(tasks[0]["kind"], "task");
+    let response = app
+        .client
+        .delete(format!("{}/api/sessions/{context}", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 204);
+    let (status, _) = app.get(&format!("/api/sessions/{context}")).await;
+    assert_eq!(status, 404);
+    let gone = app
+        .rpc(
+            None,
+            request("tasks/get", json!({"id": first["result"]["id"]})),
+        )
+        .await;
+    assert_eq!(gone["error"]["code"], -32001);
+}
+
+#[tokio::test]
+async fn graceful_shutdown_ends_open_streams() {
+    let app = spawn_app().await;
+    let mut stream = app
+        .open_stream(
+            None,
+            None,
+            request(
+                "message/stream",
+                json!({"message": message_v03("count to 10000", None, None)}),
+            ),
+        )
+        .await;
+    stream.next().await.unwrap();
+    let stop = tokio::spawn(app.stop());
+    while stream.next().await.is_some() {}
+    stop.await.unwrap();
+}
