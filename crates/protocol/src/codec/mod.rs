@@ -388,9 +388,21 @@ mod tests {
                    "configuration": {"historyLength": -1}}),
             "params.configuration.historyLength: must not be negative, got -1",
         );
-        let error = decode_send_params(V1_0, &json!({"message": message})).unwrap_err();
+        check(
+            V1_0,
+            json!({"message": message}),
+            "params.message.kind: A2A v1.0 has no kind (is this a v0.3 payload?)",
+        );
+        let error = decode_send_params(
+            V1_0,
+            &json!({"message": {"messageId":"m","role":"ROLE_USER","parts":[{"text":"a"}],"final":1}}),
+        )
+        .unwrap_err();
         assert_eq!(error.path, "params.message");
-        assert!(error.problem.starts_with("unknown field `kind`"), "{error}");
+        assert!(
+            error.problem.starts_with("unknown field `final`"),
+            "{error}"
+        );
         check(
             V1_0,
             json!({"message": {"messageId":"m","role":"user","parts":[{"text":"a"}]}}),

@@ -224,6 +224,18 @@ struct WireListTasksResult {
     total_size: i64,
 }
 
+/// Deserializes one level of a v1.0 payload. A `kind` is named first: it is the sign of a v0.3
+/// payload sent with the wrong version, and serde would name some other field.
+fn parse_v1<T: serde::de::DeserializeOwned>(value: &Value, path: &str) -> Result<T, DecodeError> {
+    if value.get("kind").is_some() {
+        return Err(DecodeError::new(
+            &field(path, "kind"),
+            "A2A v1.0 has no kind (is this a v0.3 payload?)",
+        ));
+    }
+    parse(value, path)
+}
+
 // ---- enums (ProtoJSON names) ----
 
 fn role_name(role: Role) -> &'static str {
@@ -278,7 +290,7 @@ fn decode_state(name: &str, path: &str) -> Result<TaskState, DecodeError> {
 // ---- parts and messages ----
 
 fn decode_part(value: &Value, path: &str) -> Result<Part, DecodeError> {
-    let wire: WirePart = parse(value, path)?;
+    let wire: WirePart = parse_v1(value, path)?;
     let file = |body| {
         PartContent::File(FileContent {
             name: wire.filename.clone(),
@@ -348,7 +360,7 @@ fn decode_parts(parts: &[Value], path: &str) -> Result<Vec<Part>, DecodeError> {
 }
 
 pub(super) fn decode_message(value: &Value, path: &str) -> Result<Message, DecodeError> {
-    let wire: WireMessage = parse(value, path)?;
+    let wire: WireMessage = parse_v1(value, path)?;
     let role = decode_role(&wire.role, &field(path, "role"))?;
     let parts_path = field(path, "parts");
     if wire.parts.is_empty() {
@@ -389,7 +401,7 @@ fn non_empty<T: Clone>(items: &[T]) -> Option<Vec<T>> {
 // ---- tasks ----
 
 fn decode_status(value: &Value, path: &str) -> Result<TaskStatus, DecodeError> {
-    let wire: WireStatus = parse(value, path)?;
+    let wire: WireStatus = parse_v1(value, path)?;
     let message = match &wire.message {
         Some(message) => Some(decode_message(message, &field(path, "message"))?),
         None => None,
@@ -410,7 +422,7 @@ fn encode_status(status: &TaskStatus) -> Value {
 }
 
 fn decode_artifact(value: &Value, path: &str) -> Result<Artifact, DecodeError> {
-    let wire: WireArtifact = parse(value, path)?;
+    let wire: WireArtifact = parse_v1(value, path)?;
     Ok(Artifact {
         artifact_id: wire.artifact_id,
         name: wire.name,
@@ -432,7 +444,7 @@ fn encode_artifact(artifact: &Artifact) -> Value {
 }
 
 pub(super) fn decode_task(value: &Value, path: &str) -> Result<Task, DecodeError> {
-    let wire: WireTask = parse(value, path)?;
+    let wire: WireTask = parse_v1(value, path)?;
     Ok(Task {
         status: decode_status(&wire.status, &field(path, "status"))?,
         history: decode_list(
@@ -467,7 +479,7 @@ pub(super) fn encode_task(task: &Task) -> Value {
 // ---- stream events ----
 
 pub(super) fn decode_event(value: &Value, path: &str) -> Result<StreamEvent, DecodeError> {
-    let wire: WireStreamResponse = parse(value, path)?;
+    let wire: WireStreamResponse = parse_v1(value, path)?;
     match (
         wire.task,
         wire.message,
@@ -482,7 +494,7 @@ pub(super) fn decode_event(value: &Value, path: &str) -> Result<StreamEvent, Dec
         }
         (None, None, Some(update), None) => {
             let path = field(path, "statusUpdate");
-            let wire: WireStatusUpdate = parse(&update, &path)?;
+            let wire: WireStatusUpdate = parse_v1(&update, &path)?;
             let status = decode_status(&wire.status, &field(&path, "status"))?;
             Ok(StreamEvent::StatusUpdate(TaskStatusUpdateEvent {
                 task_id: wire.task_id,
@@ -495,7 +507,7 @@ pub(super) fn decode_event(value: &Value, path: &str) -> Result<StreamEvent, Dec
         }
         (None, None, None, Some(update)) => {
             let path = field(path, "artifactUpdate");
-            let wire: WireArtifactUpdate = parse(&update, &path)?;
+            let wire: WireArtifactUpdate = parse_v1(&update, &path)?;
             Ok(StreamEvent::ArtifactUpdate(TaskArtifactUpdateEvent {
                 artifact: decode_artifact(&wire.artifact, &field(&path, "artifact"))?,
                 task_id: wire.task_id,
@@ -545,11 +557,11 @@ pub(super) fn decode_send_params(
     value: &Value,
     path: &str,
 ) -> Result<SendMessageParams, DecodeError> {
-    let wire: WireSendParams = parse(value, path)?;
+    let wire: WireSendParams = parse_v1(value, path)?;
     let configuration = match &wire.configuration {
         Some(configuration) => {
             let config_path = field(path, "configuration");
-            let config: WireConfiguration = parse(configuration, &config_path)?;
+            let config: WireConfiguration = parse_v1(configuration, &config_path)?;
             Some(SendConfiguration {
                 accepted_output_modes: config.accepted_output_modes.unwrap_or_default(),
                 history_length: non_negative(
@@ -585,7 +597,7 @@ pub(super) fn encode_send_params(params: &SendMessageParams) -> Value {
 }
 
 pub(super) fn decode_task_query(value: &Value, path: &str) -> Result<TaskQueryParams, DecodeError> {
-    let wire: WireTaskQuery = parse(value, path)?;
+    let wire: WireTaskQuery = parse_v1(value, path)?;
     Ok(TaskQueryParams {
         id: wire.id,
         history_length: non_negative(wire.history_length, &field(path, "historyLength"))?,
@@ -605,7 +617,7 @@ pub(super) fn decode_task_id_params(
     value: &Value,
     path: &str,
 ) -> Result<TaskIdParams, DecodeError> {
-    let wire: WireTaskIdParams = parse(value, path)?;
+    let wire: WireTaskIdParams = parse_v1(value, path)?;
     Ok(TaskIdParams {
         id: wire.id,
         metadata: wire.metadata,
@@ -624,7 +636,7 @@ pub(super) fn decode_list_tasks_params(
     value: &Value,
     path: &str,
 ) -> Result<ListTasksParams, DecodeError> {
-    let wire: WireListTasksParams = parse(value, path)?;
+    let wire: WireListTasksParams = parse_v1(value, path)?;
     if wire.status_timestamp_after.is_some() {
         return Err(DecodeError::new(
             &field(path, "statusTimestampAfter"),
@@ -672,7 +684,7 @@ pub(super) fn decode_list_tasks_result(
     value: &Value,
     path: &str,
 ) -> Result<ListTasksResult, DecodeError> {
-    let wire: WireListTasksResult = parse(value, path)?;
+    let wire: WireListTasksResult = parse_v1(value, path)?;
     Ok(ListTasksResult {
         tasks: decode_list(&wire.tasks, &field(path, "tasks"), decode_task)?,
         next_page_token: wire.next_page_token,
