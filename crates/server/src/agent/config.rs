@@ -96,6 +96,10 @@ pub enum ToolSourceSpec {
         #[serde(default)]
         require_approval: Vec<String>,
     },
+    /// An MCP server started as a child process (agent::mcp documents the fields).
+    McpStdio(super::mcp::McpStdioSpec),
+    /// An MCP server over streamable HTTP or legacy SSE (agent::mcp documents the fields).
+    McpHttp(super::mcp::McpHttpSpec),
 }
 
 /// A remote A2A agent that the server lists and relays to (`http::relay`).
@@ -239,6 +243,12 @@ impl AgentsFile {
                             None => FILE_TOOLS.to_vec(),
                         };
                         check_require_approval(&at, &exposed, require_approval)?;
+                    }
+                    ToolSourceSpec::McpStdio(spec) => {
+                        spec.check(&at, Path::new(""))?;
+                    }
+                    ToolSourceSpec::McpHttp(spec) => {
+                        spec.check(&at)?;
                     }
                 }
             }

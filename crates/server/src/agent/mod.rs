@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod files;
+pub mod mcp;
 pub mod model;
 pub mod runtime;
 pub mod scripted;
@@ -27,6 +28,8 @@ pub async fn build_agents(
     data_dir: &Path,
 ) -> Result<Vec<Arc<Agent>>, ConfigError> {
     let mut agents = Vec::new();
+    // One connection per distinct MCP server, shared by every agent that uses it.
+    let mut connections = mcp::Connections::default();
     for (index, spec) in file.agents.iter().enumerate() {
         if spec.remote.is_some() {
             continue; // served by the HTTP layer's relay
@@ -34,7 +37,7 @@ pub async fn build_agents(
         let model: Arc<dyn Model> = match &spec.model {
             ModelSpec::Scripted => Arc::new(ScriptedModel::default()),
         };
-        let mut toolbox = Toolbox::new();
+        let toolbox = Toolbox::new();
         for (source_index, source) in spec.tools.iter().enumerate() {
             let at = format!("agents[{index}].tools[{source_index}]");
             match source {
@@ -65,15 +68,36 @@ pub async fn build_agents(
                             path: at.clone(),
                             message: err.to_string(),
                         })?;
-                    for tool in specs {
-                        let exposed = tools
-                            .as_ref()
-                            .is_none_or(|names| names.contains(&tool.name));
-                        if exposed {
+                    let exposed = specs
+                        .into_iter()
+                        .filter(|tool| {
+                            tools
+                                .as_ref()
+                                .is_none_or(|names| names.contains(&tool.name))
+                        })
+                        .map(|tool| {
                             let held = require_approval.contains(&tool.name);
-                            toolbox.add(tool, held, source.clone());
-                        }
-                    }
+                            (tool, held)
+                        })
+                        .collect();
+                    toolbox
+                        .add_all(exposed, source)
+                        .map_err(|message| ConfigError::Invalid {
+                            path: at.clone(),
+                            message,
+                        })?;
+                }
+                ToolSourceSpec::McpStdio(mcp_spec) => {
+                    let checked = mcp_spec.check(&at, data_dir)?;
+                    let connection = connections.get(&checked);
+                    let source = Arc::new(mcp::McpSource::new(checked, connection, at));
+                    mcp::attach(source, &toolbox).await?;
+                }
+                ToolSourceSpec::McpHttp(mcp_spec) => {
+                    let checked = mcp_spec.check(&at)?;
+                    let connection = connections.get(&checked);
+                    let source = Arc::new(mcp::McpSource::new(checked, connection, at));
+                    mcp::attach(source, &toolbox).await?;
                 }
             }
         }

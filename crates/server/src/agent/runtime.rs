@@ -1515,8 +1515,8 @@ impl Runtime {
                     id: record.call_id.clone(),
                     name: record.name.clone(),
                     args: record.args.clone(),
-                    description: tool.map(|tool| tool.spec.description.clone()),
-                    server: tool.map(|tool| tool.spec.source.clone()),
+                    description: tool.as_ref().map(|tool| tool.spec.description.clone()),
+                    server: tool.as_ref().map(|tool| tool.spec.source.clone()),
                 }
             })
             .collect();

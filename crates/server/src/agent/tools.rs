@@ -1,7 +1,7 @@
 //! The tool seam: a [`ToolSource`] lists and calls tools (the built-in file tools now; MCP
 //! servers later), and a [`Toolbox`] is one agent's tools with their approval rules.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -46,6 +46,10 @@ pub trait ToolSource: Send + Sync + 'static {
         args: Value,
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Value, ToolError>>;
+    /// Why the source cannot serve calls right now (an MCP server that is down), or `None`.
+    fn unavailable(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A successful tool result in the MCP `CallToolResult` shape that kagent shows.
@@ -78,10 +82,14 @@ pub struct ExposedTool {
     source: Arc<dyn ToolSource>,
 }
 
-/// An agent's tools: what the model may call and which calls wait for a person.
+/// An agent's tools: what the model may call and which calls wait for a person. Clones share
+/// one list, because a source may add its tools after the agent started serving (an MCP server
+/// that was down at start adds them when it first connects).
 #[derive(Clone, Default)]
 pub struct Toolbox {
-    tools: Vec<ExposedTool>,
+    tools: Arc<RwLock<Vec<ExposedTool>>>,
+    /// Every source, also those that have no tools yet, for reporting which are unavailable.
+    sources: Arc<RwLock<Vec<Arc<dyn ToolSource>>>>,
 }
 
 impl Toolbox {
@@ -89,30 +97,88 @@ impl Toolbox {
         Toolbox::default()
     }
 
-    pub fn add(&mut self, spec: ToolSpec, requires_approval: bool, source: Arc<dyn ToolSource>) {
-        self.tools.push(ExposedTool {
-            spec,
-            requires_approval,
-            source,
-        });
+    fn read(&self) -> RwLockReadGuard<'_, Vec<ExposedTool>> {
+        // A panic while holding the lock cannot leave the list half-changed (pushes only).
+        self.tools.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub fn tools(&self) -> &[ExposedTool] {
-        &self.tools
+    /// Registers a source, so [`Toolbox::unavailable`] can report it before it has tools.
+    pub fn add_source(&self, source: Arc<dyn ToolSource>) {
+        let mut sources = self.sources.write().unwrap_or_else(PoisonError::into_inner);
+        if !sources.iter().any(|known| Arc::ptr_eq(known, &source)) {
+            sources.push(source);
+        }
+    }
+
+    pub fn add(&mut self, spec: ToolSpec, requires_approval: bool, source: Arc<dyn ToolSource>) {
+        self.add_source(source.clone());
+        self.tools
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(ExposedTool {
+                spec,
+                requires_approval,
+                source,
+            });
+    }
+
+    /// Adds a source's tools, all or none: a name that another source already exposes is
+    /// refused, with a message naming both sources.
+    pub fn add_all(
+        &self,
+        tools: Vec<(ToolSpec, bool)>,
+        source: Arc<dyn ToolSource>,
+    ) -> Result<(), String> {
+        self.add_source(source.clone());
+        let mut list = self.tools.write().unwrap_or_else(PoisonError::into_inner);
+        for (spec, _) in &tools {
+            if let Some(taken) = list.iter().find(|tool| tool.spec.name == spec.name) {
+                return Err(format!(
+                    "the tool name {} is exposed by both {} and {}; set a `prefix` on one of them",
+                    spec.name, taken.spec.source, spec.source
+                ));
+            }
+        }
+        for (spec, requires_approval) in tools {
+            list.push(ExposedTool {
+                spec,
+                requires_approval,
+                source: source.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    pub fn tools(&self) -> Vec<ExposedTool> {
+        self.read().clone()
     }
 
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.iter().map(|tool| tool.spec.clone()).collect()
+        self.read().iter().map(|tool| tool.spec.clone()).collect()
     }
 
-    pub fn get(&self, name: &str) -> Option<&ExposedTool> {
-        self.tools.iter().find(|tool| tool.spec.name == name)
+    pub fn get(&self, name: &str) -> Option<ExposedTool> {
+        self.read()
+            .iter()
+            .find(|tool| tool.spec.name == name)
+            .cloned()
     }
 
     /// Whether a call of `name` must wait for a decision. Unknown tools never run, so they
     /// need none (their call fails with "no tool named …").
     pub fn requires_approval(&self, name: &str) -> bool {
-        self.get(name).is_some_and(|tool| tool.requires_approval)
+        self.read()
+            .iter()
+            .any(|tool| tool.spec.name == name && tool.requires_approval)
+    }
+
+    /// The sources that cannot serve calls right now: (source name, why).
+    pub fn unavailable(&self) -> Vec<(String, String)> {
+        let sources = self.sources.read().unwrap_or_else(PoisonError::into_inner);
+        sources
+            .iter()
+            .filter_map(|source| Some((source.name().to_owned(), source.unavailable()?)))
+            .collect()
     }
 
     /// Calls a tool with a timeout; every failure becomes an error result for the model.

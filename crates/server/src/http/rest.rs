@@ -127,12 +127,18 @@ pub async fn agents(State(state): State<AppState>, _user: User) -> Json<Value> {
                     })
                 })
                 .collect();
-            let require_approval: Vec<&str> = agent
+            let require_approval: Vec<String> = agent
                 .tools
                 .tools()
                 .iter()
                 .filter(|tool| tool.requires_approval)
-                .map(|tool| tool.spec.name.as_str())
+                .map(|tool| tool.spec.name.clone())
+                .collect();
+            let unavailable: Vec<Value> = agent
+                .tools
+                .unavailable()
+                .into_iter()
+                .map(|(name, error)| json!({"name": name, "error": error}))
                 .collect();
             json!({
                 "namespace": agent.namespace,
@@ -142,6 +148,7 @@ pub async fn agents(State(state): State<AppState>, _user: User) -> Json<Value> {
                 "cardUrl": format!("{}/.well-known/agent-card.json", endpoint(agent)),
                 "tools": tools,
                 "requireApproval": require_approval,
+                "unavailableSources": unavailable,
                 "remote": false,
             })
         })

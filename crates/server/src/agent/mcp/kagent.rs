@@ -133,6 +133,7 @@ fn unique_name(url: &str, taken: &[McpHttpSpec]) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use serde_json::json;

@@ -229,6 +229,7 @@ fn check_number(schema: &Map<String, Value>, value: &Value, at: &str) -> Result<
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use serde_json::json;
