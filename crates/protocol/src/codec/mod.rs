@@ -408,6 +408,13 @@ mod tests {
             json!({"message": {"messageId":"m","role":"user","parts":[{"text":"a"}]}}),
             "params.message.role: unknown role \"user\" (expected \"ROLE_USER\" or \"ROLE_AGENT\")",
         );
+        for v in [V0_3, V1_0] {
+            let error = decode_task_query(v, &json!({"id": "t-1", "historyLength": -2}));
+            assert_eq!(
+                error.map(|_| ()).unwrap_err().to_string(),
+                "params.historyLength: must not be negative, got -2"
+            );
+        }
         let ok = decode_send_params(
             V1_0,
             &json!({"message": {"messageId":"m","role":"ROLE_USER","parts":[{"text":"a"}]}}),
