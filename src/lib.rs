@@ -9,7 +9,6 @@
 pub mod api;
 pub mod components;
 pub mod markdown;
-pub mod shim;
 pub mod state;
 
 pub use components::app::App;

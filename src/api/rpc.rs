@@ -3,10 +3,10 @@
 
 use std::cell::Cell;
 
-use crate::shim::sse::{SseFrame, SseParser};
 use serde_json::Value;
 use signoff_protocol::codec::{self, Method};
 use signoff_protocol::jsonrpc::{Id, Request, Response};
+use signoff_protocol::sse::{SseFrame, SseParser};
 use signoff_protocol::{
     Message, ProtocolVersion, SendMessageParams, StreamEvent, Task, TaskIdParams, TaskQueryParams,
 };

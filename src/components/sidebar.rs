@@ -167,7 +167,7 @@ fn SessionRow(session: SessionInfo) -> impl IntoView {
                 fallback=move || view! {
                     <button type="button" class="icon-button session-delete" data-testid="session-delete"
                         aria-label="Delete this chat" on:click=move |_| confirming.set(true)>
-                        "🗑"
+                        "✕"
                     </button>
                 }
             >

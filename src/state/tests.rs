@@ -5,11 +5,11 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::shim::sse::{SseFrame, SseParser};
 use expect_test::{expect_file, ExpectFile};
 use serde_json::Value;
 use signoff_protocol::codec;
 use signoff_protocol::hitl::Dialect;
+use signoff_protocol::sse::{SseFrame, SseParser};
 use signoff_protocol::{ProtocolVersion, StreamEvent, Task};
 
 use super::view::{ChatView, ItemKind};

@@ -33,13 +33,13 @@ pub fn Chat(key: ChatKey) -> impl IntoView {
                 <h1 class="chat-title" data-testid="chat-title">{title}</h1>
                 <StatusLine />
                 <button
-                    class="icon-button details-button"
+                    class="button small details-button"
                     aria-label="Agent details"
                     aria-expanded=move || app.details_open.get().to_string()
                     data-testid="toggle-details"
                     on:click=move |_| app.details_open.update(|open| *open = !*open)
                 >
-                    "ⓘ"
+                    "Details"
                 </button>
             </header>
             <Transcript />

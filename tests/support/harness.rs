@@ -1,0 +1,424 @@
+//! The browser-test harness: the real server in-process on port 0 with a fresh data directory,
+//! chromedriver on a free port, headless Chromium with a fresh profile, and helpers that select
+//! by `data-testid`, wait for conditions, collect console errors and save screenshots.
+
+use std::net::TcpListener as StdListener;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use signoff_server::{run, Config};
+use tempfile::TempDir;
+use thirtyfour::prelude::*;
+use tokio::process::{Child, Command};
+use tokio::sync::{oneshot, Mutex, MutexGuard};
+
+/// One browser at a time: two cores do not run several Chromiums and the server well.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
+
+/// How long a condition may take before the test fails (generous: CI machines are slow).
+const WAIT: Duration = Duration::from_secs(40);
+
+/// Installed before any page script: records console errors, uncaught errors and rejections.
+const ERROR_HOOK: &str = r#"
+window.__errors = [];
+window.addEventListener('error', (e) => window.__errors.push('error: ' + e.message));
+window.addEventListener('unhandledrejection', (e) => window.__errors.push('rejection: ' + String(e.reason)));
+const original = console.error;
+console.error = function (...args) {
+  window.__errors.push('console.error: ' + args.map(String).join(' '));
+  return original.apply(console, args);
+};
+"#;
+
+pub fn dist_dir() -> PathBuf {
+    let dir = std::env::var_os("SIGNOFF_UI_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("dist"));
+    assert!(
+        dir.join("index.html").is_file(),
+        "no built UI at {}: run `trunk build --release --offline` first (scripts/build-ui.sh), \
+         or point SIGNOFF_UI_DIR at trunk's dist folder",
+        dir.display()
+    );
+    dir
+}
+
+pub fn artifacts_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn free_port() -> u16 {
+    StdListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn wait_for_port(port: u16) {
+    let start = Instant::now();
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(start.elapsed() < WAIT, "nothing listens on port {port}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A running server, browser and page.
+pub struct App {
+    pub driver: WebDriver,
+    pub base: String,
+    pub data: TempDir,
+    pub http: reqwest::Client,
+    name: String,
+    shutdown: Option<oneshot::Sender<()>>,
+    _chromedriver: Child,
+    _profile: TempDir,
+    _guard: MutexGuard<'static, ()>,
+}
+
+pub struct Options {
+    /// An agents file to load instead of the demo agent.
+    pub agents_toml: Option<String>,
+    /// Window width and height.
+    pub size: (u32, u32),
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            agents_toml: None,
+            size: (1280, 900),
+        }
+    }
+}
+
+impl App {
+    pub async fn start(name: &str) -> App {
+        App::start_with(name, Options::default()).await
+    }
+
+    pub async fn start_with(name: &str, options: Options) -> App {
+        let guard = ONE_AT_A_TIME.lock().await;
+        let dist = dist_dir();
+        let data = TempDir::new().unwrap();
+        let mut config = Config::new(data.path());
+        config.ui_dir = Some(dist);
+        if let Some(toml) = &options.agents_toml {
+            let path = data.path().join("agents.toml");
+            std::fs::write(&path, toml).unwrap();
+            config.agents_file = Some(path);
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (shutdown, stopped) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            if let Err(err) = run(listener, config, async {
+                let _ = stopped.await;
+            })
+            .await
+            {
+                panic!("the server failed: {err}");
+            }
+        });
+
+        let port = free_port();
+        let chromedriver =
+            std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".to_owned());
+        let child = Command::new(&chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|err| panic!("cannot start {chromedriver}: {err}"));
+        wait_for_port(port).await;
+
+        let profile = TempDir::new().unwrap();
+        let mut caps = DesiredCapabilities::chrome();
+        caps.set_binary(
+            &std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_owned()),
+        )
+        .unwrap();
+        for arg in [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+        ] {
+            caps.add_arg(arg).unwrap();
+        }
+        caps.add_arg(&format!(
+            "--window-size={},{}",
+            options.size.0, options.size.1
+        ))
+        .unwrap();
+        caps.add_arg(&format!("--user-data-dir={}", profile.path().display()))
+            .unwrap();
+        let driver = WebDriver::new(format!("http://127.0.0.1:{port}"), caps)
+            .await
+            .unwrap();
+        driver
+            .cdp()
+            .send_raw(
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({ "source": ERROR_HOOK }),
+            )
+            .await
+            .unwrap();
+        let http = reqwest::Client::new();
+        let app = App {
+            driver,
+            base,
+            data,
+            http,
+            name: name.to_owned(),
+            shutdown: Some(shutdown),
+            _chromedriver: child,
+            _profile: profile,
+            _guard: guard,
+        };
+        app.wait_for_server().await;
+        app
+    }
+
+    async fn wait_for_server(&self) {
+        let start = Instant::now();
+        loop {
+            if let Ok(response) = self
+                .http
+                .get(format!("{}/api/agents", self.base))
+                .send()
+                .await
+            {
+                if response.status().is_success() {
+                    return;
+                }
+            }
+            assert!(start.elapsed() < WAIT, "the server did not come up");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Loads `path` and waits for the app to render its sidebar.
+    pub async fn open(&self, path: &str) {
+        self.driver
+            .goto(format!("{}{path}", self.base))
+            .await
+            .unwrap();
+        self.wait_for("the app renders", "[data-testid=sidebar]")
+            .await;
+    }
+
+    /// Opens the demo agent's new chat.
+    pub async fn open_new_chat(&self) {
+        self.open("/agents/default/demo/chat").await;
+        self.wait_for("the agent list loads", "[data-testid=agent-item]")
+            .await;
+        self.wait_until("the composer is ready", || async {
+            Ok(self
+                .find("[data-testid=composer-input]")
+                .await?
+                .is_enabled()
+                .await?)
+        })
+        .await;
+    }
+
+    pub async fn find(&self, css: &str) -> WebDriverResult<WebElement> {
+        self.driver.find(By::Css(css)).await
+    }
+
+    pub async fn find_all(&self, css: &str) -> Vec<WebElement> {
+        self.driver.find_all(By::Css(css)).await.unwrap_or_default()
+    }
+
+    pub async fn texts(&self, css: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for element in self.find_all(css).await {
+            out.push(element.text().await.unwrap_or_default());
+        }
+        out
+    }
+
+    /// Polls `check` until it holds; on timeout saves a screenshot and fails naming `what`.
+    pub async fn wait_until<F, Fut>(&self, what: &str, check: F)
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = WebDriverResult<bool>>,
+    {
+        let start = Instant::now();
+        loop {
+            if let Ok(true) = check().await {
+                return;
+            }
+            if start.elapsed() > WAIT {
+                self.shot(&format!("timeout-{}", what.replace(' ', "-")))
+                    .await;
+                let errors = self.errors().await;
+                panic!(
+                    "{}: timed out waiting until {what} (console errors: {errors:?})",
+                    self.name
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits until an element matches `css`.
+    pub async fn wait_for(&self, what: &str, css: &str) -> WebElement {
+        self.wait_until(what, || async { Ok(!self.find_all(css).await.is_empty()) })
+            .await;
+        self.find(css).await.unwrap()
+    }
+
+    /// Waits until the element matching `css` contains `text`.
+    pub async fn wait_for_text(&self, css: &str, text: &str) {
+        let what = format!("{css} shows {text:?}");
+        self.wait_until(&what, || async {
+            Ok(self
+                .texts(css)
+                .await
+                .iter()
+                .any(|shown| shown.contains(text)))
+        })
+        .await;
+    }
+
+    pub async fn status(&self) -> String {
+        match self.find("[data-testid=chat-status]").await {
+            Ok(element) => element
+                .attr("data-status")
+                .await
+                .ok()
+                .flatten()
+                .unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+
+    pub async fn wait_for_status(&self, status: &str) {
+        let what = format!("the chat status is {status}");
+        self.wait_until(&what, || async { Ok(self.status().await == status) })
+            .await;
+    }
+
+    /// Types `text` into the composer and presses Enter.
+    pub async fn send(&self, text: &str) {
+        let input = self.find("[data-testid=composer-input]").await.unwrap();
+        self.wait_until("the composer is enabled", || async {
+            input.is_enabled().await
+        })
+        .await;
+        input.send_keys(text).await.unwrap();
+        input.send_keys(Key::Enter).await.unwrap();
+    }
+
+    pub async fn js(&self, script: &str) -> Value {
+        self.driver
+            .execute(script, Vec::new())
+            .await
+            .unwrap()
+            .json()
+            .clone()
+    }
+
+    /// Errors the page reported since it loaded.
+    pub async fn errors(&self) -> Vec<String> {
+        match self
+            .driver
+            .execute("return window.__errors || []", Vec::new())
+            .await
+        {
+            Ok(answer) => serde_json::from_value(answer.json().clone()).unwrap_or_default(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    pub async fn assert_no_errors(&self) {
+        let errors = self.errors().await;
+        assert!(
+            errors.is_empty(),
+            "{}: the page reported errors: {errors:?}",
+            self.name
+        );
+    }
+
+    /// Saves a screenshot to tests/artifacts/<name>.png.
+    pub async fn shot(&self, name: &str) {
+        if let Ok(png) = self.driver.screenshot_as_png().await {
+            let _ = std::fs::write(artifacts_dir().join(format!("{name}.png")), png);
+        }
+    }
+
+    /// Switches the emulated colour scheme (`light` or `dark`).
+    pub async fn color_scheme(&self, scheme: &str) {
+        self.driver
+            .cdp()
+            .send_raw(
+                "Emulation.setEmulatedMedia",
+                json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] }),
+            )
+            .await
+            .unwrap();
+    }
+
+    pub async fn current_path(&self) -> String {
+        self.js("return window.location.pathname")
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// The session id in the address bar, once a chat has one.
+    pub async fn session_id(&self) -> String {
+        self.wait_until("the URL names the session", || async {
+            Ok(self.current_path().await.split('/').count() == 6)
+        })
+        .await;
+        self.current_path()
+            .await
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// `GET /api/sessions/{id}`: the stored tasks.
+    pub async fn stored_tasks(&self, session: &str) -> Vec<Value> {
+        let body: Value = self
+            .http
+            .get(format!("{}/api/sessions/{session}", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        body["tasks"].as_array().cloned().unwrap_or_default()
+    }
+
+    pub fn sandbox(&self, file: &str) -> PathBuf {
+        self.data.path().join("sandbox").join(file)
+    }
+
+    pub async fn finish(mut self) {
+        self.assert_no_errors().await;
+        let _ = self.driver.clone().quit().await;
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+    }
+}
