@@ -33,9 +33,10 @@ impl TaskState {
     /// A terminal state never changes again.
     pub fn is_terminal(self) -> bool {
         match self {
-            TaskState::Completed | TaskState::Failed | TaskState::Canceled | TaskState::Rejected => {
-                true
-            }
+            TaskState::Completed
+            | TaskState::Failed
+            | TaskState::Canceled
+            | TaskState::Rejected => true,
             TaskState::Submitted
             | TaskState::Working
             | TaskState::InputRequired
@@ -354,6 +355,8 @@ pub struct AgentCard {
 impl AgentCard {
     /// The newest version the agent offers, and where.
     pub fn best_interface(&self) -> Option<&AgentInterface> {
-        self.interfaces.iter().max_by_key(|interface| interface.version)
+        self.interfaces
+            .iter()
+            .max_by_key(|interface| interface.version)
     }
 }
