@@ -145,11 +145,13 @@ pub async fn run(
     if resumed > 0 {
         tracing::info!(resumed, "resumed tasks left running");
     }
+    let remotes = Arc::new(http::relay::Remotes::new(&agents_file)?);
     let state = AppState {
         runtime: runtime.clone(),
         auth: Arc::new(auth),
         ui_dir: config.ui_dir.clone(),
         body_limit: config.body_limit,
+        remotes: remotes.clone(),
     };
     let app = router(state);
     let stopping = runtime.clone();
@@ -159,6 +161,7 @@ pub async fn run(
             tracing::info!("shutting down");
             // Ends open streams, so the graceful shutdown does not wait on them forever.
             stopping.begin_shutdown();
+            remotes.begin_shutdown();
         })
         .await;
     runtime.shutdown(Duration::from_secs(10)).await;

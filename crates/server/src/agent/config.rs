@@ -75,6 +75,9 @@ pub enum ModelSpec {
     /// The offline, deterministic model (crates/server/README.md documents its grammar).
     #[default]
     Scripted,
+    /// An OpenAI-compatible Chat Completions endpoint (fields in `agent::openai::OpenAiSpec`).
+    #[serde(rename = "openai")]
+    OpenAi(super::openai::OpenAiSpec),
 }
 
 /// Where an agent's tools come from.

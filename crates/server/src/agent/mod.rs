@@ -5,6 +5,7 @@ pub mod config;
 pub mod files;
 pub mod mcp;
 pub mod model;
+pub mod openai;
 pub mod runtime;
 pub mod scripted;
 pub mod tools;
@@ -36,6 +37,10 @@ pub async fn build_agents(
         }
         let model: Arc<dyn Model> = match &spec.model {
             ModelSpec::Scripted => Arc::new(ScriptedModel::default()),
+            ModelSpec::OpenAi(openai) => Arc::new(openai::OpenAiModel::from_spec(
+                openai,
+                &format!("agents[{index}].model"),
+            )?),
         };
         let toolbox = Toolbox::new();
         for (source_index, source) in spec.tools.iter().enumerate() {

@@ -2,6 +2,7 @@
 //! runtime calls and runtime results into JSON-RPC, SSE and REST answers.
 
 mod a2a;
+pub mod relay;
 mod rest;
 
 use std::collections::HashMap;
@@ -41,6 +42,8 @@ pub struct AppState {
     pub ui_dir: Option<PathBuf>,
     /// Requests with larger bodies get HTTP 413 before any handler runs.
     pub body_limit: usize,
+    /// Agents-file entries served by a remote A2A agent, reached through `relay`.
+    pub remotes: Arc<relay::Remotes>,
 }
 
 /// The caller, from the `Authorization` header.
@@ -149,17 +152,17 @@ async fn no_ui() -> (StatusCode, &'static str) {
 /// Every route of the server.
 pub fn router(state: AppState) -> Router {
     let a2a_routes = Router::new()
-        .route("/api/a2a/{namespace}/{agent}", post(a2a::handle))
-        .route("/api/a2a/{namespace}/{agent}/", post(a2a::handle))
+        .route("/api/a2a/{namespace}/{agent}", post(relay::a2a))
+        .route("/api/a2a/{namespace}/{agent}/", post(relay::a2a))
         .route(
             "/api/a2a/{namespace}/{agent}/.well-known/agent-card.json",
-            get(rest::agent_card),
+            get(relay::agent_card),
         )
         .route(
             "/.well-known/agent-card.json",
             get(rest::default_agent_card),
         )
-        .route("/api/agents", get(rest::agents))
+        .route("/api/agents", get(relay::agents))
         .route("/api/sessions", get(rest::sessions))
         .route(
             "/api/sessions/{id}",

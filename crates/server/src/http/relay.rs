@@ -1,0 +1,655 @@
+//! Remote agents: an agents-file entry with `remote = { url = … }` is listed with our own agents
+//! and reached through this server. JSON-RPC calls, SSE streams (byte for byte, as they come)
+//! and the agent card (its URLs pointing back at us) are relayed unchanged, with the caller's
+//! user id added as `X-User-Id`. The browser so talks to one origin, kagent agents included,
+//! as kagent's UI does through its own server.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Query, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures_util::future::join_all;
+use futures_util::stream;
+use serde_json::{json, Value};
+use signoff_protocol::codec::{self, Method};
+use signoff_protocol::jsonrpc::{ErrorCode, Id, Response as RpcResponse};
+use signoff_protocol::sse::encode_data;
+use signoff_protocol::ProtocolVersion;
+use tokio_util::sync::CancellationToken;
+
+use super::a2a::request_version;
+use super::{a2a, rest, AppState, User};
+use crate::agent::{AgentsFile, ConfigError};
+
+/// The header that tells the remote who is asking (kagent scopes sessions by it).
+const USER_HEADER: &str = "x-user-id";
+/// Request headers passed on to the remote; everything else (cookies, our bearer token) stays.
+const FORWARDED: [&str; 4] = ["content-type", "accept", "a2a-version", "x-a2a-extensions"];
+const DEFAULT_CONNECT_TIMEOUT_SECS: u64 = 5;
+const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 300;
+/// The agents list waits this long for a remote's card, so one slow remote cannot stall it.
+const CARD_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a fetched card (for the agents list) is reused; a failed fetch is retried sooner.
+const CARD_FRESH: Duration = Duration::from_secs(300);
+const CARD_RETRY: Duration = Duration::from_secs(30);
+
+/// The remote agents of the agents file.
+#[derive(Default)]
+pub struct Remotes {
+    agents: Vec<Arc<RemoteAgent>>,
+    /// Cancelled at shutdown: relayed streams end, so the graceful HTTP shutdown need not wait
+    /// for remote tasks to finish.
+    shutdown: CancellationToken,
+}
+
+struct RemoteAgent {
+    namespace: String,
+    name: String,
+    /// From the agents file; when empty the remote card's description is shown.
+    description: String,
+    url: reqwest::Url,
+    card_url: reqwest::Url,
+    /// `host:port` of the remote: the only part of its address that errors show.
+    host: String,
+    /// Carries the connect timeout; no overall timeout, since streams last as long as a task.
+    client: reqwest::Client,
+    /// The longest the remote may stay silent, before its answer and within a stream.
+    idle_timeout: Duration,
+    /// The last card fetch for the agents list, so listing does not call every remote each time.
+    card: Mutex<Option<CachedCard>>,
+}
+
+#[derive(Clone)]
+struct CachedCard {
+    fetched: Instant,
+    card: Option<Value>,
+}
+
+impl Remotes {
+    /// The remote entries of a (checked) agents file.
+    pub fn new(file: &AgentsFile) -> Result<Remotes, ConfigError> {
+        let mut agents = Vec::new();
+        for (index, spec) in file.agents.iter().enumerate() {
+            let Some(remote) = &spec.remote else { continue };
+            let at = format!("agents[{index}].remote");
+            let parse = |field: &str, raw: &str| {
+                reqwest::Url::parse(raw).map_err(|err| ConfigError::Invalid {
+                    path: format!("{at}.{field}"),
+                    message: format!("{raw:?} is not a URL: {err}"),
+                })
+            };
+            let url = parse("url", &remote.url)?;
+            let card_url = match &remote.card_url {
+                Some(card_url) => parse("card_url", card_url)?,
+                None => parse(
+                    "url",
+                    &format!(
+                        "{}/.well-known/agent-card.json",
+                        remote.url.trim_end_matches('/')
+                    ),
+                )?,
+            };
+            let host = match (url.host_str(), url.port_or_known_default()) {
+                (Some(host), Some(port)) => format!("{host}:{port}"),
+                (Some(host), None) => host.to_owned(),
+                (None, _) => {
+                    return Err(ConfigError::Invalid {
+                        path: format!("{at}.url"),
+                        message: format!("{:?} has no host", remote.url),
+                    })
+                }
+            };
+            let connect_timeout = Duration::from_secs(
+                remote
+                    .connect_timeout_secs
+                    .unwrap_or(DEFAULT_CONNECT_TIMEOUT_SECS)
+                    .max(1),
+            );
+            let client = reqwest::Client::builder()
+                .connect_timeout(connect_timeout)
+                .build()
+                .map_err(|err| ConfigError::Invalid {
+                    path: at.clone(),
+                    message: format!("cannot set up an HTTP client: {err}"),
+                })?;
+            agents.push(Arc::new(RemoteAgent {
+                namespace: spec.namespace.clone(),
+                name: spec.name.clone(),
+                description: spec.description.clone(),
+                url,
+                card_url,
+                host,
+                client,
+                idle_timeout: Duration::from_secs(
+                    remote
+                        .idle_timeout_secs
+                        .unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS)
+                        .max(1),
+                ),
+                card: Mutex::new(None),
+            }));
+        }
+        Ok(Remotes {
+            agents,
+            shutdown: CancellationToken::new(),
+        })
+    }
+
+    /// Ends the relayed streams (they would hold the graceful shutdown open).
+    pub fn begin_shutdown(&self) {
+        self.shutdown.cancel();
+    }
+
+    fn get(&self, namespace: &str, name: &str) -> Option<Arc<RemoteAgent>> {
+        self.agents
+            .iter()
+            .find(|agent| agent.namespace == namespace && agent.name == name)
+            .cloned()
+    }
+}
+
+// ---- handlers (each falls back to the local agents) --------------------------------------------
+
+/// `POST /api/a2a/{namespace}/{agent}`: relayed for a remote agent, served here otherwise.
+pub async fn a2a(
+    State(state): State<AppState>,
+    Path((namespace, name)): Path<(String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+    RawQuery(raw_query): RawQuery,
+    user: User,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    match state.remotes.get(&namespace, &name) {
+        Some(remote) => {
+            let version = request_version(&headers, &query).unwrap_or(ProtocolVersion::V0_3);
+            let shutdown = state.remotes.shutdown.clone();
+            remote
+                .forward(
+                    &user.0,
+                    &headers,
+                    raw_query.as_deref(),
+                    body,
+                    version,
+                    shutdown,
+                )
+                .await
+        }
+        None => {
+            a2a::handle(
+                State(state),
+                Path((namespace, name)),
+                Query(query),
+                user,
+                headers,
+                body,
+            )
+            .await
+        }
+    }
+}
+
+/// The agent card: the remote's own, its URLs pointing at our relay, or a local agent's.
+pub async fn agent_card(
+    State(state): State<AppState>,
+    Path((namespace, name)): Path<(String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(remote) = state.remotes.get(&namespace, &name) else {
+        return rest::agent_card(State(state), Path((namespace, name)), Query(query), headers)
+            .await;
+    };
+    let version = headers.get("a2a-version").cloned().or_else(|| {
+        query
+            .get("A2A-Version")
+            .and_then(|value| HeaderValue::from_str(value).ok())
+    });
+    match remote.fetch_card(version).await {
+        Ok(mut card) => {
+            remote.remember_card(Some(card.clone()));
+            let relay_url = format!("{}{}", origin(&headers), remote.endpoint());
+            rewrite_card(&mut card, &relay_url);
+            Json(card).into_response()
+        }
+        Err(message) => {
+            (StatusCode::BAD_GATEWAY, Json(json!({ "error": message }))).into_response()
+        }
+    }
+}
+
+/// `GET /api/agents`: our agents, then the remote ones (their descriptions from their cards).
+pub async fn agents(State(state): State<AppState>, user: User) -> Json<Value> {
+    let Json(mut listed) = rest::agents(State(state.clone()), user).await;
+    let remotes = join_all(
+        state
+            .remotes
+            .agents
+            .iter()
+            .map(|remote| remote.list_entry()),
+    )
+    .await;
+    if let Some(agents) = listed.get_mut("agents").and_then(Value::as_array_mut) {
+        agents.extend(remotes);
+    }
+    Json(listed)
+}
+
+// ---- one remote -------------------------------------------------------------------------------
+
+impl RemoteAgent {
+    /// Our relay path for this agent.
+    fn endpoint(&self) -> String {
+        format!("/api/a2a/{}/{}", self.namespace, self.name)
+    }
+
+    async fn forward(
+        &self,
+        user: &str,
+        headers: &HeaderMap,
+        raw_query: Option<&str>,
+        body: Bytes,
+        version: ProtocolVersion,
+        shutdown: CancellationToken,
+    ) -> Response {
+        let call = RpcCall::of(&body, version);
+        let mut url = self.url.clone();
+        if let Some(extra) = raw_query.filter(|query| !query.is_empty()) {
+            let query = match url.query() {
+                Some(own) => format!("{own}&{extra}"),
+                None => extra.to_owned(),
+            };
+            url.set_query(Some(&query));
+        }
+        let mut request = self.client.post(url).header(USER_HEADER, user);
+        for name in FORWARDED {
+            if let Some(value) = headers.get(name) {
+                request = request.header(name, value);
+            }
+        }
+        if !headers.contains_key(header::CONTENT_TYPE) {
+            request = request.header(header::CONTENT_TYPE, "application/json");
+        }
+        let response = match tokio::time::timeout(self.idle_timeout, request.body(body).send())
+            .await
+        {
+            Err(_elapsed) => {
+                return call.error_response(format!(
+                    "the remote agent at {} did not answer within {} s",
+                    self.host,
+                    self.idle_timeout.as_secs()
+                ))
+            }
+            Ok(Err(err)) => {
+                tracing::warn!(remote = %self.host, error = %err, "cannot reach a remote agent");
+                return call
+                    .error_response(format!("the remote agent at {} is unreachable", self.host));
+            }
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if !status.is_success() {
+            tracing::warn!(remote = %self.host, status = status.as_u16(), "a remote agent refused a call");
+            return call.error_response(format!(
+                "the remote agent at {} answered HTTP {}",
+                self.host,
+                status.as_u16()
+            ));
+        }
+        let content_type = response.headers().get(header::CONTENT_TYPE).cloned();
+        let is_sse = content_type
+            .as_ref()
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with("text/event-stream"));
+        let relayed = RelayedBody {
+            response,
+            idle_timeout: self.idle_timeout,
+            host: self.host.clone(),
+            sse_call: is_sse.then_some(call),
+            shutdown,
+            tail: Vec::new(),
+            ended: false,
+        };
+        let body = Body::from_stream(stream::unfold(relayed, |mut relayed| async move {
+            let item = relayed.next_chunk().await?;
+            Some((item, relayed))
+        }));
+        let mut builder = Response::builder().status(status);
+        if let Some(content_type) = content_type {
+            builder = builder.header(header::CONTENT_TYPE, content_type);
+        }
+        if is_sse {
+            // Proxies in front of us must not hold the stream back either.
+            builder = builder
+                .header(header::CACHE_CONTROL, "no-cache")
+                .header("x-accel-buffering", "no");
+        }
+        builder.body(body).unwrap_or_else(|err| {
+            tracing::error!(error = %err, "cannot build a relayed response");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        })
+    }
+
+    async fn fetch_card(&self, version: Option<HeaderValue>) -> Result<Value, String> {
+        let mut request = self
+            .client
+            .get(self.card_url.clone())
+            .header(header::ACCEPT, "application/json");
+        if let Some(version) = version {
+            request = request.header("a2a-version", version);
+        }
+        let fetched = tokio::time::timeout(CARD_TIMEOUT, async {
+            let response = request.send().await?.error_for_status()?;
+            response.json::<Value>().await
+        })
+        .await;
+        match fetched {
+            Ok(Ok(card)) if card.is_object() => Ok(card),
+            Ok(Ok(_)) => Err(format!(
+                "the remote agent at {} sent an agent card that is not a JSON object",
+                self.host
+            )),
+            Ok(Err(err)) => {
+                tracing::warn!(remote = %self.host, error = %err, "cannot fetch a remote agent card");
+                Err(format!(
+                    "the remote agent at {} did not give its agent card",
+                    self.host
+                ))
+            }
+            Err(_elapsed) => Err(format!(
+                "the remote agent at {} did not give its agent card within {} s",
+                self.host,
+                CARD_TIMEOUT.as_secs()
+            )),
+        }
+    }
+
+    fn remember_card(&self, card: Option<Value>) {
+        if let Ok(mut cached) = self.card.lock() {
+            *cached = Some(CachedCard {
+                fetched: Instant::now(),
+                card,
+            });
+        }
+    }
+
+    /// The card for the agents list: cached, or fetched now (lazily, with a timeout).
+    async fn listed_card(&self) -> Option<Value> {
+        let cached = self.card.lock().ok().and_then(|cached| cached.clone());
+        if let Some(cached) = cached {
+            let fresh = match cached.card {
+                Some(_) => CARD_FRESH,
+                None => CARD_RETRY,
+            };
+            if cached.fetched.elapsed() < fresh {
+                return cached.card;
+            }
+        }
+        let card = self.fetch_card(None).await.ok();
+        self.remember_card(card.clone());
+        card
+    }
+
+    async fn list_entry(self: &Arc<Self>) -> Value {
+        let card = self.listed_card().await;
+        let description = if self.description.is_empty() {
+            card.as_ref()
+                .and_then(|card| card.get("description"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        } else {
+            self.description.clone()
+        };
+        json!({
+            "namespace": self.namespace,
+            "name": self.name,
+            "description": description,
+            "url": self.endpoint(),
+            "cardUrl": format!("{}/.well-known/agent-card.json", self.endpoint()),
+            "tools": [],
+            "requireApproval": [],
+            "remote": true,
+            "reachable": card.is_some(),
+        })
+    }
+}
+
+/// What the relay knows of a call: enough to answer it with an error of the right shape.
+struct RpcCall {
+    id: Id,
+    version: ProtocolVersion,
+    /// A streaming method gets its error as an SSE event, as its client reads SSE.
+    streaming: bool,
+}
+
+impl RpcCall {
+    fn of(body: &[u8], version: ProtocolVersion) -> RpcCall {
+        let value: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+        let id = value
+            .get("id")
+            .and_then(|id| serde_json::from_value::<Id>(id.clone()).ok())
+            .unwrap_or(Id::Null);
+        let streaming = value
+            .get("method")
+            .and_then(Value::as_str)
+            .and_then(|name| Method::from_name(version, name))
+            .is_some_and(Method::is_streaming);
+        RpcCall {
+            id,
+            version,
+            streaming,
+        }
+    }
+
+    /// `-32603` with a message that names the remote and nothing of its internals.
+    fn error_value(&self, message: &str) -> Value {
+        RpcResponse::error(
+            self.id.clone(),
+            codec::error_object(self.version, ErrorCode::InternalError, message),
+        )
+        .to_value()
+    }
+
+    fn error_response(&self, message: String) -> Response {
+        let error = self.error_value(&message);
+        if self.streaming {
+            (
+                [(header::CONTENT_TYPE, "text/event-stream")],
+                encode_data(&error.to_string()),
+            )
+                .into_response()
+        } else {
+            Json(error).into_response()
+        }
+    }
+}
+
+/// A remote's response body passed on chunk by chunk, with the inactivity timeout.
+struct RelayedBody {
+    response: reqwest::Response,
+    idle_timeout: Duration,
+    host: String,
+    /// For SSE: the call, so a stream that breaks off between events ends with an error event.
+    sse_call: Option<RpcCall>,
+    shutdown: CancellationToken,
+    /// The last bytes passed on, to tell whether the stream stands between two events.
+    tail: Vec<u8>,
+    ended: bool,
+}
+
+impl RelayedBody {
+    async fn next_chunk(&mut self) -> Option<Result<Bytes, std::io::Error>> {
+        if self.ended {
+            return None;
+        }
+        let next = tokio::select! {
+            _ = self.shutdown.cancelled() => {
+                return self.break_off("the server is shutting down".to_owned());
+            }
+            next = tokio::time::timeout(self.idle_timeout, self.response.chunk()) => next,
+        };
+        match next {
+            Ok(Ok(Some(bytes))) => {
+                self.tail.extend_from_slice(&bytes);
+                let keep = self.tail.len().saturating_sub(4);
+                self.tail.drain(..keep);
+                Some(Ok(bytes))
+            }
+            Ok(Ok(None)) => {
+                self.ended = true;
+                None
+            }
+            Ok(Err(err)) => {
+                tracing::warn!(remote = %self.host, error = %err, "a remote agent's stream broke off");
+                self.break_off(format!(
+                    "the remote agent at {} broke off the stream",
+                    self.host
+                ))
+            }
+            Err(_elapsed) => self.break_off(format!(
+                "the remote agent at {} sent nothing for {} s",
+                self.host,
+                self.idle_timeout.as_secs()
+            )),
+        }
+    }
+
+    /// Ends the body: with an error event when that can be told apart from the remote's bytes,
+    /// else by failing the body (the client sees the connection end mid-answer).
+    fn break_off(&mut self, message: String) -> Option<Result<Bytes, std::io::Error>> {
+        self.ended = true;
+        match &self.sse_call {
+            Some(call) if between_events(&self.tail) => Some(Ok(Bytes::from(encode_data(
+                &call.error_value(&message).to_string(),
+            )))),
+            Some(_) | None => Some(Err(std::io::Error::other(message))),
+        }
+    }
+}
+
+/// Whether an SSE stream ending in `tail` stands between events: nothing yet, or a blank line.
+fn between_events(tail: &[u8]) -> bool {
+    fn strip_line_end(bytes: &[u8]) -> Option<&[u8]> {
+        bytes
+            .strip_suffix(b"\r\n")
+            .or_else(|| bytes.strip_suffix(b"\n"))
+            .or_else(|| bytes.strip_suffix(b"\r"))
+    }
+    tail.is_empty() || strip_line_end(tail).and_then(strip_line_end).is_some()
+}
+
+/// Points the card's JSON-RPC URLs at our relay; interfaces we cannot relay are left out.
+fn rewrite_card(card: &mut Value, relay_url: &str) {
+    if card.get("url").is_some_and(Value::is_string) {
+        card["url"] = json!(relay_url);
+    }
+    for key in ["additionalInterfaces", "supportedInterfaces"] {
+        if let Some(interfaces) = card.get_mut(key).and_then(Value::as_array_mut) {
+            interfaces.retain(|interface| {
+                interface
+                    .get("transport")
+                    .or_else(|| interface.get("protocolBinding"))
+                    .and_then(Value::as_str)
+                    .is_none_or(|binding| binding.eq_ignore_ascii_case("JSONRPC"))
+            });
+            for interface in interfaces.iter_mut() {
+                if interface.get("url").is_some() {
+                    interface["url"] = json!(relay_url);
+                }
+            }
+        }
+    }
+}
+
+/// `scheme://host` as the caller reached us (the same rule as the local agents' cards).
+fn origin(headers: &HeaderMap) -> String {
+    let host = headers
+        .get("x-forwarded-host")
+        .or_else(|| headers.get(header::HOST))
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("localhost");
+    let scheme = headers
+        .get("x-forwarded-proto")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("http");
+    format!("{scheme}://{host}")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_agents_file_checks_a_remote_entry() {
+        let error = |text: &str| AgentsFile::parse(text).err().map(|err| err.to_string());
+        let remote = "[[agents]]\nname = \"k8s\"\nnamespace = \"kagent\"\n";
+        assert_eq!(
+            error(&format!(
+                "{remote}remote = {{ url = \"http://kagent:8083/api/a2a/kagent/k8s/\" }}\n"
+            )),
+            None
+        );
+        assert_eq!(
+            error(&format!("{remote}remote = {{ url = \"kagent:8083\" }}\n")).as_deref(),
+            Some("agents file: agents[0].remote.url: \"kagent:8083\" must start with http:// or https://")
+        );
+        assert_eq!(
+            error(&format!(
+                "{remote}remote = {{ url = \"http://kagent\" }}\n[[agents.tools]]\nkind = \"builtin_files\"\n"
+            ))
+            .as_deref(),
+            Some("agents file: agents[0].tools: a remote agent brings its own tools; remove `tools`")
+        );
+    }
+
+    #[test]
+    fn tells_where_events_end() {
+        for (tail, expected) in [
+            (&b""[..], true),
+            (b"}\n\n", true),
+            (b"}\r\n\r\n", true),
+            (b"}\r\r", true),
+            (b"}\n", false),
+            (b"}\r\n", false),
+            (b"data", false),
+        ] {
+            assert_eq!(between_events(tail), expected, "{tail:?}");
+        }
+    }
+
+    #[test]
+    fn card_urls_point_at_the_relay() {
+        let mut card = json!({
+            "name": "k8s",
+            "url": "http://kagent:8083/api/a2a/kagent/k8s/",
+            "additionalInterfaces": [
+                {"url": "http://kagent:8083/api/a2a/kagent/k8s/", "transport": "JSONRPC"},
+                {"url": "kagent:9000", "transport": "GRPC"}
+            ],
+            "supportedInterfaces": [
+                {"url": "http://kagent:8083/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+            ]
+        });
+        rewrite_card(&mut card, "http://us/api/a2a/kagent/k8s");
+        assert_eq!(
+            card,
+            json!({
+                "name": "k8s",
+                "url": "http://us/api/a2a/kagent/k8s",
+                "additionalInterfaces": [
+                    {"url": "http://us/api/a2a/kagent/k8s", "transport": "JSONRPC"}
+                ],
+                "supportedInterfaces": [
+                    {"url": "http://us/api/a2a/kagent/k8s", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+                ]
+            })
+        );
+    }
+}
