@@ -65,7 +65,8 @@ impl Clause {
 enum Plan {
     Say(String),
     Count(u64),
-    Call(Vec<Clause>),
+    /// Rounds of calls: each round is one model turn (one batch); "then" starts the next.
+    Call(Vec<Vec<Clause>>),
 }
 
 const HELP: &str = "I'm the scripted demo model, so I understand only a few commands: \
@@ -150,19 +151,50 @@ fn plan(text: &str) -> Plan {
             )),
         };
     }
-    let pieces = clauses(text);
-    if pieces.is_empty() {
-        return Plan::Say(format!("Hi! {HELP}"));
-    }
-    let mut parsed = Vec::new();
-    for piece in &pieces {
-        match parse_clause(piece) {
-            Some(clause) => parsed.push(clause),
-            None if pieces.len() == 1 => return Plan::Say(format!("Hi! {HELP}")),
-            None => return Plan::Say(format!("I did not understand \"{piece}\". {HELP}")),
+    let mut rounds = Vec::new();
+    for round in split_rounds(text) {
+        let pieces = clauses(&round);
+        let mut parsed = Vec::new();
+        for piece in &pieces {
+            match parse_clause(piece) {
+                Some(clause) => parsed.push(clause),
+                None if pieces.len() == 1 && rounds.is_empty() => {
+                    return Plan::Say(format!("Hi! {HELP}"))
+                }
+                None => return Plan::Say(format!("I did not understand \"{piece}\". {HELP}")),
+            }
+        }
+        if !parsed.is_empty() {
+            rounds.push(parsed);
         }
     }
-    Plan::Call(parsed)
+    if rounds.is_empty() {
+        return Plan::Say(format!("Hi! {HELP}"));
+    }
+    Plan::Call(rounds)
+}
+
+/// Splits a message at the word "then" (after a comma, "and" or a space): each part is a round.
+fn split_rounds(text: &str) -> Vec<String> {
+    let mut rounds = Vec::new();
+    let mut current = Vec::new();
+    for word in text.split(' ') {
+        if word.eq_ignore_ascii_case("then") {
+            // "… and then …": the "and" belongs to "then".
+            if current
+                .last()
+                .is_some_and(|last: &&str| last.eq_ignore_ascii_case("and"))
+            {
+                current.pop();
+            }
+            rounds.push(current.join(" "));
+            current.clear();
+        } else {
+            current.push(word);
+        }
+    }
+    rounds.push(current.join(" "));
+    rounds
 }
 
 /// "writing notes.txt", for sentences about a call.
@@ -219,20 +251,18 @@ fn report(name: &str, args: &Value, response: &Value, edited: bool) -> String {
     line
 }
 
-/// The answer after tool results: one sentence per result of the last tool-calling turn.
+/// The answer after tool results: one sentence per result since the user's last message.
 fn results_answer(messages: &[ChatMessage]) -> String {
-    let Some(turn) = messages
+    let start = last_user(messages).map_or(0, |index| index + 1);
+    let calls: Vec<&ModelToolCall> = messages[start..]
         .iter()
-        .rposition(|message| matches!(message, ChatMessage::Assistant { .. }))
-    else {
-        return HELP.to_owned();
-    };
-    let calls = match &messages[turn] {
-        ChatMessage::Assistant { tool_calls, .. } => tool_calls.as_slice(),
-        ChatMessage::User { .. } | ChatMessage::Tool { .. } => &[],
-    };
+        .flat_map(|message| match message {
+            ChatMessage::Assistant { tool_calls, .. } => tool_calls.iter().collect(),
+            ChatMessage::User { .. } | ChatMessage::Tool { .. } => Vec::new(),
+        })
+        .collect();
     let mut lines = Vec::new();
-    for message in &messages[turn + 1..] {
+    for message in &messages[start..] {
         match message {
             ChatMessage::Tool {
                 call_id,
@@ -254,6 +284,12 @@ fn results_answer(messages: &[ChatMessage]) -> String {
         return "Done.".to_owned();
     }
     lines.join("\n")
+}
+
+fn last_user(messages: &[ChatMessage]) -> Option<usize> {
+    messages
+        .iter()
+        .rposition(|message| matches!(message, ChatMessage::User { .. }))
 }
 
 /// Splits an answer into chunks of a few words, so it streams visibly.
@@ -311,16 +347,27 @@ fn text_stream(pieces: Vec<String>, pause: Duration, prompt_tokens: u64) -> Mode
 impl Model for ScriptedModel {
     fn turn(&self, request: ModelRequest) -> ModelStream {
         let prompt_tokens = word_count(&request.messages);
-        let last = request.messages.last();
-        let user_text = match last {
+        let user = last_user(&request.messages);
+        let user_text = match user.map(|index| &request.messages[index]) {
             Some(ChatMessage::User { text }) => text.clone(),
-            Some(ChatMessage::Tool { .. }) => {
+            Some(ChatMessage::Assistant { .. } | ChatMessage::Tool { .. }) | None => String::new(),
+        };
+        // Rounds already called since the user's message (each is one tool-calling turn).
+        let done = request.messages[user.map_or(0, |index| index + 1)..]
+            .iter()
+            .filter(|message| {
+                matches!(message, ChatMessage::Assistant { tool_calls, .. } if !tool_calls.is_empty())
+            })
+            .count();
+        let plan = match plan(&user_text) {
+            Plan::Call(rounds) if done < rounds.len() => Plan::Call(rounds),
+            Plan::Call(_) | Plan::Say(_) | Plan::Count(_) if done > 0 => {
                 let answer = results_answer(&request.messages);
                 return text_stream(chunks(&answer), self.chunk_pause, prompt_tokens);
             }
-            Some(ChatMessage::Assistant { .. }) | None => String::new(),
+            other @ (Plan::Call(_) | Plan::Say(_) | Plan::Count(_)) => other,
         };
-        match plan(&user_text) {
+        match plan {
             Plan::Say(answer) => text_stream(chunks(&answer), self.chunk_pause, prompt_tokens),
             Plan::Count(n) => {
                 let pieces = (1..=n)
@@ -334,7 +381,8 @@ impl Model for ScriptedModel {
                     .collect();
                 text_stream(pieces, self.count_pause, prompt_tokens)
             }
-            Plan::Call(clauses) => {
+            Plan::Call(rounds) => {
+                let clauses = rounds.into_iter().nth(done).unwrap_or_default();
                 let missing: Vec<&str> = clauses
                     .iter()
                     .map(Clause::tool)
@@ -383,21 +431,32 @@ mod tests {
     fn parses_the_readme_prompt_into_one_batch() {
         assert_eq!(
             plan("write notes.txt: hi and delete old.txt and read readme.txt"),
-            Plan::Call(vec![
+            Plan::Call(vec![vec![
                 Clause::Write("notes.txt".into(), "hi".into()),
                 Clause::Delete("old.txt".into()),
                 Clause::Read("readme.txt".into()),
-            ])
+            ]])
         );
         assert_eq!(
             plan("list files, read a.txt\nDelete b.txt."),
-            Plan::Call(vec![
+            Plan::Call(vec![vec![
                 Clause::List,
                 Clause::Read("a.txt".into()),
                 Clause::Delete("b.txt".into())
-            ])
+            ]])
         );
         assert_eq!(plan("count to 3"), Plan::Count(3));
+        assert_eq!(
+            plan("write a.txt: 1, then delete old.txt"),
+            Plan::Call(vec![
+                vec![Clause::Write("a.txt".into(), "1".into())],
+                vec![Clause::Delete("old.txt".into())]
+            ])
+        );
+        assert_eq!(
+            plan("list files and then read a.txt"),
+            Plan::Call(vec![vec![Clause::List], vec![Clause::Read("a.txt".into())]])
+        );
         assert!(matches!(plan("count to 10001"), Plan::Say(_)));
         assert!(matches!(plan("hello"), Plan::Say(text) if text.contains("list files")));
         assert!(

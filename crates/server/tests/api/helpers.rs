@@ -45,6 +45,25 @@ pub async fn spawn_in(data_dir: tempfile::TempDir, configure: impl FnOnce(&mut C
 }
 
 impl TestApp {
+    /// A client for a server running elsewhere (the real binary) with data in `data_dir`.
+    pub fn external(base: String, data_dir: tempfile::TempDir) -> TestApp {
+        TestApp {
+            base,
+            client: reqwest::Client::new(),
+            data_dir,
+            shutdown: None,
+            server: None,
+        }
+    }
+
+    /// Hands back the data folder without stopping anything (for an external server).
+    pub fn into_data_dir(mut self) -> tempfile::TempDir {
+        self.shutdown.take();
+        self.server.take();
+        let dir = tempfile::tempdir().unwrap();
+        std::mem::replace(&mut self.data_dir, dir)
+    }
+
     pub fn endpoint(&self) -> String {
         format!("{}/api/a2a/default/demo", self.base)
     }

@@ -19,7 +19,7 @@ pub async fn pause(app: &TestApp, token: Option<&str>) -> (String, String) {
             ),
         )
         .await;
-    let results = results(&events);
+    let results = crate::helpers::results(&events);
     let calls = data_parts(&results, "function_call");
     assert_eq!(calls.len(), 3, "all three calls are announced");
     let responses = data_parts(&results, "function_response");
@@ -67,28 +67,78 @@ pub fn decision(task: &str, context: &str, data: Value) -> Value {
     }})
 }
 
+/// Decides with a v0.3 message/stream and returns the decision stream's results.
+async fn decide(app: &TestApp, task: &str, context: &str, data: Value) -> Vec<Value> {
+    let events = app
+        .stream(
+            None,
+            request("message/stream", decision(task, context, data)),
+        )
+        .await;
+    results(&events)
+}
+
+/// Sends a plain-text message on the paused task.
+async fn say(app: &TestApp, task: &str, context: &str, text: &str) -> Vec<Value> {
+    app.stream(
+        None,
+        request(
+            "message/stream",
+            json!({"message": message_v03(text, Some(task), Some(context))}),
+        ),
+    )
+    .await
+}
+
+async fn task_state(app: &TestApp, task: &str) -> Value {
+    let got = app
+        .rpc(None, request("tasks/get", json!({"id": task})))
+        .await;
+    got["result"]["status"]["state"].clone()
+}
+
+/// The function_response parts of a task's whole history, by call id.
+async fn responses_in_history(app: &TestApp, task: &str) -> Vec<Value> {
+    let got = app
+        .rpc(None, request("tasks/get", json!({"id": task})))
+        .await;
+    let mut out = Vec::new();
+    let mut messages = got["result"]["history"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    messages.push(got["result"]["status"]["message"].clone());
+    for message in messages {
+        for part in message["parts"].as_array().cloned().unwrap_or_default() {
+            if part["metadata"]["kagent_type"] == "function_response" {
+                out.push(part["data"].clone());
+            }
+        }
+    }
+    out
+}
+
+fn assert_completed(results: &[Value]) {
+    assert_eq!(
+        states(results)[0],
+        "working",
+        "the decision resumes the task"
+    );
+    assert_eq!(states(results).last().unwrap(), "completed");
+}
+
 #[tokio::test]
 async fn approve_all_runs_both_calls_and_completes() {
     let app = spawn_app().await;
     let (task, context) = pause(&app, None).await;
-    let events = app
-        .stream(
-            None,
-            request(
-                "message/stream",
-                decision(&task, &context, json!({"decision_type": "approve"})),
-            ),
-        )
-        .await;
-    let results = results(&events);
-    assert_eq!(states(&results)[0], "working");
+    let results = decide(&app, &task, &context, json!({"decision_type": "approve"})).await;
+    assert_completed(&results);
     let responses = data_parts(&results, "function_response");
     let names: Vec<&str> = responses
         .iter()
         .map(|r| r["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["write_file", "delete_file"]);
-    assert_eq!(states(&results).last().unwrap(), "completed");
     let answer = answer_text(&results);
     assert!(answer.starts_with("readme.txt says: Welcome"), "{answer}");
     assert!(
@@ -100,10 +150,629 @@ async fn approve_all_runs_both_calls_and_completes() {
         "hi"
     );
     assert!(!app.sandbox().join("old.txt").exists());
-    let (status, body) = app.get_as("/api/approvals?state=decided", None).await;
-    assert_eq!(status, 200);
-    assert_eq!(body["decisions"][0]["channel"], "a2a");
-    let _ = app
-        .post_json_as("/api/approvals/nope", None, &json!({}))
+    // Audit: in the task's metadata and in the decided list.
+    let got = app
+        .rpc(None, request("tasks/get", json!({"id": task})))
         .await;
+    let audit = &got["result"]["metadata"]["signoff_audit"][0];
+    assert_eq!(audit["decidedBy"], "local");
+    assert_eq!(audit["channel"], "a2a");
+    assert_eq!(audit["summary"], "Approved");
+    assert_eq!(audit["calls"][0]["verdict"], "approve");
+    assert_eq!(
+        audit["calls"][0]["argsSha256"],
+        audit["calls"][0]["runArgsSha256"]
+    );
+    assert_eq!(audit["calls"][0]["argsSha256"].as_str().unwrap().len(), 64);
+    let (status, body) = app.get("/api/approvals?state=decided").await;
+    assert_eq!(status, 200);
+    assert_eq!(body["decisions"][0]["taskId"], task.as_str());
+    assert_eq!(body["decisions"][0]["calls"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn reject_all_with_a_reason_runs_nothing_and_the_answer_quotes_it() {
+    let app = spawn_app().await;
+    let (task, context) = pause(&app, None).await;
+    let results = decide(
+        &app,
+        &task,
+        &context,
+        json!({"decision_type": "deny", "reason": "too risky"}),
+    )
+    .await;
+    assert_completed(&results);
+    let responses = data_parts(&results, "function_response");
+    assert_eq!(responses.len(), 2);
+    for response in &responses {
+        assert_eq!(
+            response["response"],
+            json!({"status": "rejected", "reason": "too risky"})
+        );
+    }
+    let answer = answer_text(&results);
+    assert!(
+        answer.contains("You rejected writing notes.txt: \"too risky\"."),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("You rejected deleting old.txt: \"too risky\"."),
+        "{answer}"
+    );
+    assert!(!app.sandbox().join("notes.txt").exists());
+    assert!(app.sandbox().join("old.txt").exists());
+    let (_, body) = app.get("/api/approvals?state=decided").await;
+    assert_eq!(body["decisions"][0]["calls"][1]["verdict"], "deny");
+    assert_eq!(body["decisions"][0]["calls"][1]["reason"], "too risky");
+    assert_eq!(
+        body["decisions"][0]["calls"][1]["runArgsSha256"],
+        Value::Null
+    );
+}
+
+#[tokio::test]
+async fn a_mixed_batch_runs_the_approved_call_only() {
+    let app = spawn_app().await;
+    let (task, context) = pause(&app, None).await;
+    let data = json!({"decision_type": "batch",
+                      "decisions": {"call_1": "approve", "call_2": "deny"},
+                      "rejection_reasons": {"call_2": "keep it"}});
+    let results = decide(&app, &task, &context, data).await;
+    assert_completed(&results);
+    let answer = answer_text(&results);
+    assert!(
+        answer.contains("I wrote notes.txt.")
+            && answer.contains("You rejected deleting old.txt: \"keep it\"."),
+        "{answer}"
+    );
+    assert!(app.sandbox().join("notes.txt").exists());
+    assert!(app.sandbox().join("old.txt").exists());
+}
+
+#[tokio::test]
+async fn approve_with_edited_arguments_runs_the_edit_and_says_so() {
+    let app = spawn_app().await;
+    let (task, context) = pause(&app, None).await;
+    let data = json!({"decision_type": "approve",
+                      "modified_args": {"call_1": {"path": "safe.txt", "content": "hi"}}});
+    let results = decide(&app, &task, &context, data).await;
+    assert_completed(&results);
+    assert_eq!(
+        std::fs::read_to_string(app.sandbox().join("safe.txt")).unwrap(),
+        "hi"
+    );
+    assert!(!app.sandbox().join("notes.txt").exists());
+    let answer = answer_text(&results);
+    assert!(
+        answer.contains("I wrote safe.txt. (You edited the arguments before it ran.)"),
+        "{answer}"
+    );
+    let (_, body) = app.get("/api/approvals?state=decided").await;
+    let call = &body["decisions"][0]["calls"][0];
+    assert_eq!(call["edited"], true);
+    assert_ne!(call["argsSha256"], call["runArgsSha256"]);
+}
+
+#[tokio::test]
+async fn text_decisions_approve_reject_or_ask_again() {
+    let app = spawn_app().await;
+    let (task, context) = pause(&app, None).await;
+    // Neither approve nor reject: refused, the task stays paused, nothing runs.
+    let events = say(&app, &task, &context, "what does this do?").await;
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["error"]["code"], -32602);
+    assert!(events[0]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("approve or reject"));
+    assert_eq!(task_state(&app, &task).await, "input-required");
+    // "yes" approves all.
+    let results = crate::helpers::results(&say(&app, &task, &context, "yes").await);
+    assert_completed(&results);
+    assert!(app.sandbox().join("notes.txt").exists());
+    let (_, body) = app.get("/api/approvals?state=decided").await;
+    assert_eq!(body["decisions"][0]["channel"], "text");
+
+    // "no, keep it" rejects all with the text as the reason.
+    let (task, context) = {
+        std::fs::write(app.sandbox().join("old.txt"), "again").unwrap();
+        std::fs::remove_file(app.sandbox().join("notes.txt")).unwrap();
+        pause(&app, None).await
+    };
+    let results = crate::helpers::results(&say(&app, &task, &context, "no, keep it").await);
+    assert_completed(&results);
+    assert!(answer_text(&results).contains("You rejected deleting old.txt: \"no, keep it\"."));
+    assert!(app.sandbox().join("old.txt").exists());
+}
+
+#[tokio::test]
+async fn refused_decisions_change_nothing() {
+    let app = spawn_app().await;
+    let (task, context) = pause(&app, None).await;
+    let cases = [
+        (
+            json!({"decision_type": "batch", "decisions": {"call_1": "approve"}}),
+            "batch misses pending call call_2",
+        ),
+        (
+            json!({"decision_type": "batch", "decisions": {"call_1": "approve", "call_2": "deny", "call_9": "approve"}}),
+            "call_9",
+        ),
+        (
+            json!({"decision_type": "approve", "modified_args": {"call_1": "safe.txt"}}),
+            "modified_args for call_1 must be an object",
+        ),
+        (
+            json!({"decision_type": "batch", "decisions": {"call_1": "deny", "call_2": "approve"}, "modified_args": {"call_1": {"path": "x"}}}),
+            "modified_args for call_1, which is not approved",
+        ),
+        (
+            json!({"decision_type": "maybe"}),
+            "unknown decision_type \"maybe\"",
+        ),
+    ];
+    for (data, expect) in cases {
+        let events = app
+            .stream(
+                None,
+                request("message/stream", decision(&task, &context, data)),
+            )
+            .await;
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0]["error"]["code"], -32602);
+        let message = events[0]["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(expect),
+            "{message:?} should name {expect:?}"
+        );
+        assert_eq!(task_state(&app, &task).await, "input-required");
+    }
+    assert!(!app.sandbox().join("notes.txt").exists());
+    assert!(app.sandbox().join("old.txt").exists());
+    let (_, body) = app.get("/api/approvals").await;
+    assert_eq!(
+        body["approvals"].as_array().unwrap().len(),
+        1,
+        "still pending"
+    );
+    // A decision on a task that is not paused: -32602; on an unknown task: -32001.
+    decide(&app, &task, &context, json!({"decision_type": "approve"})).await;
+    let late = app
+        .stream(
+            None,
+            request(
+                "message/stream",
+                decision(&task, &context, json!({"decision_type": "approve"})),
+            ),
+        )
+        .await;
+    assert_eq!(late[0]["error"]["code"], -32602);
+    let unknown = app
+        .stream(
+            None,
+            request(
+                "message/stream",
+                decision("nope", &context, json!({"decision_type": "approve"})),
+            ),
+        )
+        .await;
+    assert_eq!(unknown[0]["error"]["code"], -32001);
+}
+
+#[tokio::test]
+async fn the_paused_status_is_what_tasks_get_returns() {
+    let app = spawn_app().await;
+    let events = app
+        .stream(
+            None,
+            request(
+                "message/stream",
+                json!({"message": message_v03(PROMPT, None, None)}),
+            ),
+        )
+        .await;
+    let results = crate::helpers::results(&events);
+    let last = results.last().unwrap();
+    let task = last["taskId"].as_str().unwrap();
+    let got = app
+        .rpc(None, request("tasks/get", json!({"id": task})))
+        .await;
+    assert_eq!(got["result"]["status"], last["status"]);
+    // v1.0 sees the same batch.
+    let got = app
+        .rpc(Some("1.0"), request("GetTask", json!({"id": task})))
+        .await;
+    assert_eq!(
+        got["result"]["status"]["state"],
+        "TASK_STATE_INPUT_REQUIRED"
+    );
+    let parts = got["result"]["status"]["message"]["parts"]
+        .as_array()
+        .unwrap();
+    assert_eq!(
+        parts[1]["data"]["action_requests"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // Resubscribing to a paused task yields its snapshot and closes.
+    let events = app
+        .stream(None, request("tasks/resubscribe", json!({"id": task})))
+        .await;
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["result"]["status"], last["status"]);
+}
+
+#[tokio::test]
+async fn v10_decisions_resume_too() {
+    let app = spawn_app().await;
+    let (task, context) = pause(&app, None).await;
+    let message = json!({"messageId": "d1", "role": "ROLE_USER", "taskId": task, "contextId": context,
+                         "parts": [{"data": {"decision_type": "approve"}}, {"text": "Approved"}]});
+    let events = app
+        .stream(
+            Some("1.0"),
+            request("SendStreamingMessage", json!({"message": message})),
+        )
+        .await;
+    let results = crate::helpers::results(&events);
+    assert_eq!(results[0]["task"]["status"]["state"], "TASK_STATE_WORKING");
+    assert_eq!(
+        results.last().unwrap()["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    assert!(app.sandbox().join("notes.txt").exists());
+}
+
+/// A fixture request from kagent's UI, pointed at our task.
+fn kagent_request(name: &str, task: &str, context: &str) -> Value {
+    let path = format!(
+        "{}/tests/fixtures/kagent-decisions/{name}.request.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    // kagent keys batches by the original call ids; ours are call_1 (write) and call_2 (delete).
+    let text = text
+        .replace("call_write_b", "call_1")
+        .replace("call_delete_b", "call_2");
+    let mut body: Value = serde_json::from_str(&text).unwrap();
+    body["params"]["message"]["taskId"] = json!(task);
+    body["params"]["message"]["contextId"] = json!(context);
+    body
+}
+
+#[tokio::test]
+async fn decisions_shaped_as_kagents_ui_sends_them() {
+    let app = spawn_app().await;
+    // c2: approve.
+    let (task, context) = pause(&app, None).await;
+    let results = crate::helpers::results(
+        &app.stream(None, kagent_request("c2_resume", &task, &context))
+            .await,
+    );
+    assert_completed(&results);
+    assert!(app.sandbox().join("notes.txt").exists() && !app.sandbox().join("old.txt").exists());
+    // d2: reject with rejection_reason.
+    std::fs::write(app.sandbox().join("old.txt"), "x").unwrap();
+    std::fs::remove_file(app.sandbox().join("notes.txt")).unwrap();
+    let (task, context) = pause(&app, None).await;
+    let results = crate::helpers::results(
+        &app.stream(None, kagent_request("d2_resume", &task, &context))
+            .await,
+    );
+    assert_completed(&results);
+    assert!(answer_text(&results).contains("\"Not allowed: the sandbox is read-only today.\""));
+    assert!(app.sandbox().join("old.txt").exists());
+    // e2: batch keyed by call ids, `reject` and rejection_reasons.
+    let (task, context) = pause(&app, None).await;
+    let results = crate::helpers::results(
+        &app.stream(None, kagent_request("e2_resume", &task, &context))
+            .await,
+    );
+    assert_completed(&results);
+    let answer = answer_text(&results);
+    assert!(
+        answer.contains("I wrote notes.txt.")
+            && answer.contains("\"Keep old_b.txt, it is still needed.\""),
+        "{answer}"
+    );
+    assert!(app.sandbox().join("old.txt").exists());
+}
+
+#[tokio::test]
+async fn multi_round_pauses_in_one_task() {
+    let app = spawn_app().await;
+    let events = app
+        .stream(
+            None,
+            request(
+                "message/stream",
+                json!({"message": message_v03("write a.txt: 1 then delete old.txt", None, None)}),
+            ),
+        )
+        .await;
+    let results1 = results(&events);
+    let last = results1.last().unwrap();
+    assert_eq!(last["status"]["state"], "input-required");
+    let task = last["taskId"].as_str().unwrap().to_owned();
+    let context = last["contextId"].as_str().unwrap().to_owned();
+    let requests = &last["status"]["message"]["parts"][1]["data"]["action_requests"];
+    assert_eq!(requests[0]["id"], "call_1");
+    assert_eq!(requests.as_array().unwrap().len(), 1);
+    // Round one approved: the write runs, the model asks for the delete: a new batch.
+    let round2 = decide(&app, &task, &context, json!({"decision_type": "approve"})).await;
+    assert_eq!(states(&round2).last().unwrap(), "input-required");
+    let last = round2.last().unwrap();
+    assert_eq!(
+        last["status"]["message"]["parts"][1]["data"]["action_requests"][0]["id"],
+        "call_2"
+    );
+    assert!(app.sandbox().join("a.txt").exists());
+    assert!(app.sandbox().join("old.txt").exists());
+    let (_, body) = app.get("/api/approvals").await;
+    assert_eq!(body["approvals"][0]["calls"][0]["id"], "call_2");
+    // Round two rejected: the task completes in the same task id.
+    let done = decide(
+        &app,
+        &task,
+        &context,
+        json!({"decision_type": "deny", "reason": "not today"}),
+    )
+    .await;
+    assert_completed(&done);
+    let answer = answer_text(&done);
+    assert!(
+        answer.contains("I wrote a.txt.") && answer.contains("\"not today\""),
+        "{answer}"
+    );
+    assert_eq!(done.last().unwrap()["taskId"], task.as_str());
+    let got = app
+        .rpc(None, request("tasks/get", json!({"id": task})))
+        .await;
+    assert_eq!(
+        got["result"]["metadata"]["signoff_audit"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn rest_approvals_list_decide_and_answer_with_results() {
+    let app = spawn_app().await;
+    let (task, context) = pause(&app, None).await;
+    let (status, body) = app.get("/api/approvals").await;
+    assert_eq!(status, 200);
+    let pending = &body["approvals"][0];
+    assert_eq!(pending["taskId"], task.as_str());
+    assert_eq!(pending["contextId"], context.as_str());
+    assert_eq!(pending["agent"], "default/demo");
+    assert!(pending["since"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(pending["calls"].as_array().unwrap().len(), 2);
+    let data = json!({"decision_type": "batch", "decisions": {"call_1": "approve", "call_2": "reject"},
+                      "rejection_reason": "ignored", "rejection_reasons": {"call_2": "keep it"}});
+    let (status, body) = app
+        .post_json_as(&format!("/api/approvals/{task}"), None, &data)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["taskId"], task.as_str());
+    let calls = body["decision"]["calls"].as_array().unwrap();
+    assert_eq!(calls[0]["verdict"], "approve");
+    assert_eq!(
+        calls[0]["result"]["isError"], false,
+        "the approved call's result: {body}"
+    );
+    assert_eq!(calls[1]["verdict"], "deny");
+    assert_eq!(calls[1]["result"]["status"], "rejected");
+    assert_eq!(body["decision"]["channel"], "rest");
+    assert_eq!(body["follow"]["url"], "/api/a2a/default/demo");
+    assert!(app.sandbox().join("notes.txt").exists() && app.sandbox().join("old.txt").exists());
+    // Decided: nothing pending; deciding again is a conflict; unknown tasks are 404.
+    let (_, body) = app.get("/api/approvals").await;
+    assert_eq!(body["approvals"], json!([]));
+    let (status, body) = app
+        .post_json_as(
+            &format!("/api/approvals/{task}"),
+            None,
+            &json!({"decision_type": "approve"}),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    let (status, _) = app
+        .post_json_as(
+            "/api/approvals/nope",
+            None,
+            &json!({"decision_type": "approve"}),
+        )
+        .await;
+    assert_eq!(status, 404);
+    // A refused decision is 400 and changes nothing.
+    let (task, _) = {
+        std::fs::remove_file(app.sandbox().join("notes.txt")).unwrap();
+        pause(&app, None).await
+    };
+    let (status, body) = app
+        .post_json_as(
+            &format!("/api/approvals/{task}"),
+            None,
+            &json!({"decision_type": "batch", "decisions": {"call_1": "approve"}}),
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert!(body["error"]
+        .as_str()
+        .unwrap()
+        .contains("batch misses pending call call_2"));
+    assert_eq!(task_state(&app, &task).await, "input-required");
+}
+
+#[tokio::test]
+async fn cancel_of_a_paused_task_runs_nothing_and_is_audited() {
+    let app = spawn_app().await;
+    let (task, _) = pause(&app, None).await;
+    let canceled = app
+        .rpc(None, request("tasks/cancel", json!({"id": task})))
+        .await;
+    assert_eq!(canceled["result"]["status"]["state"], "canceled");
+    assert!(!app.sandbox().join("notes.txt").exists());
+    assert!(app.sandbox().join("old.txt").exists());
+    let (_, body) = app.get("/api/approvals").await;
+    assert_eq!(body["approvals"], json!([]));
+    let (_, body) = app.get("/api/approvals?state=decided").await;
+    assert_eq!(body["decisions"][0]["channel"], "cancel");
+    assert_eq!(body["decisions"][0]["calls"][0]["verdict"], "cancel");
+    let (status, _) = app
+        .post_json_as(
+            &format!("/api/approvals/{task}"),
+            None,
+            &json!({"decision_type": "approve"}),
+        )
+        .await;
+    assert_eq!(status, 409);
+    // The task does not resume: still canceled a moment later, and no call ran.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(task_state(&app, &task).await, "canceled");
+    assert!(responses_in_history(&app, &task)
+        .await
+        .iter()
+        .all(|r| r["name"] == "read_file"));
+}
+
+#[tokio::test]
+async fn fifty_concurrent_decisions_one_wins_and_each_call_runs_once() {
+    let app = spawn_app().await;
+    let (task, context) = pause(&app, None).await;
+    let app = std::sync::Arc::new(app);
+    let mut racers = Vec::new();
+    for index in 0..50 {
+        let app = app.clone();
+        let (task, context) = (task.clone(), context.clone());
+        racers.push(tokio::spawn(async move {
+            if index % 2 == 0 {
+                let (status, body) = app
+                    .post_json_as(
+                        &format!("/api/approvals/{task}"),
+                        None,
+                        &json!({"decision_type": "approve"}),
+                    )
+                    .await;
+                (status == 200, body.to_string())
+            } else {
+                let events = app
+                    .stream(
+                        None,
+                        request(
+                            "message/stream",
+                            decision(&task, &context, json!({"decision_type": "approve"})),
+                        ),
+                    )
+                    .await;
+                let won = events[0].get("error").is_none();
+                (won, events[0].to_string())
+            }
+        }));
+    }
+    let mut wins = 0;
+    for racer in racers {
+        let (won, body) = racer.await.unwrap();
+        if won {
+            wins += 1;
+        } else {
+            assert!(
+                body.contains("already decided")
+                    || body.contains("waits for no decision")
+                    || body.contains("not waiting"),
+                "a loser gets a clear error: {body}"
+            );
+        }
+    }
+    assert_eq!(wins, 1, "exactly one decision wins");
+    // Wait for the task to finish, then count the side effects in its history.
+    let app = std::sync::Arc::try_unwrap(app).ok().unwrap();
+    for _ in 0..100 {
+        if task_state(&app, &task).await == "completed" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(task_state(&app, &task).await, "completed");
+    let responses = responses_in_history(&app, &task).await;
+    for id in ["call_1", "call_2", "call_3"] {
+        let runs: Vec<&Value> = responses.iter().filter(|r| r["id"] == id).collect();
+        assert_eq!(runs.len(), 1, "{id} ran exactly once: {responses:?}");
+        assert_eq!(runs[0]["response"]["isError"], false, "{id}: {runs:?}");
+    }
+    let (_, body) = app.get("/api/approvals?state=decided").await;
+    assert_eq!(body["decisions"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn users_see_and_decide_only_their_own_tasks() {
+    let app = spawn_with(|config| {
+        config.auth = signoff_server::AuthMode::Tokens;
+        config.tokens = vec!["alice-token=alice".into(), "bob-token=bob".into()];
+    })
+    .await;
+    let (task, context) = pause(&app, Some("alice-token")).await;
+    // Bob: A2A says "not found"; REST says 403; his lists are empty.
+    let got = app
+        .rpc_as(
+            None,
+            Some("bob-token"),
+            request("tasks/get", json!({"id": task})),
+        )
+        .await;
+    assert_eq!(got["error"]["code"], -32001);
+    let cancel = app
+        .rpc_as(
+            None,
+            Some("bob-token"),
+            request("tasks/cancel", json!({"id": task})),
+        )
+        .await;
+    assert_eq!(cancel["error"]["code"], -32001);
+    let events = app
+        .stream_as(
+            None,
+            Some("bob-token"),
+            request(
+                "message/stream",
+                decision(&task, &context, json!({"decision_type": "approve"})),
+            ),
+        )
+        .await;
+    assert_eq!(events[0]["error"]["code"], -32001);
+    let (status, _) = app
+        .post_json_as(
+            &format!("/api/approvals/{task}"),
+            Some("bob-token"),
+            &json!({"decision_type": "approve"}),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (_, body) = app.get_as("/api/approvals", Some("bob-token")).await;
+    assert_eq!(body["approvals"], json!([]));
+    let (_, body) = app.get_as("/api/sessions", Some("bob-token")).await;
+    assert_eq!(body["sessions"], json!([]));
+    let (status, _) = app
+        .get_as(&format!("/api/sessions/{context}"), Some("bob-token"))
+        .await;
+    assert_eq!(status, 404);
+    // No token: 401. Alice decides her own.
+    let (status, _) = app.get_as("/api/approvals", None).await;
+    assert_eq!(status, 401);
+    let (_, body) = app.get_as("/api/approvals", Some("alice-token")).await;
+    assert_eq!(body["approvals"].as_array().unwrap().len(), 1);
+    let (status, body) = app
+        .post_json_as(
+            &format!("/api/approvals/{task}"),
+            Some("alice-token"),
+            &json!({"decision_type": "approve"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["decision"]["decidedBy"], "alice");
+    assert!(app.sandbox().join("notes.txt").exists());
 }

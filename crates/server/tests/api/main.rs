@@ -8,3 +8,4 @@ mod helpers;
 mod a2a;
 mod hitl;
 mod rest;
+mod restart;

@@ -1,0 +1,177 @@
+//! Restart safety with the real binary: SIGKILL while tasks are paused, start again, decide.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+use crate::hitl::{decision, pause};
+
+/// The `signoff` binary on port 0 with `data_dir`; returns it with its base URL.
+async fn start(data_dir: &std::path::Path) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_signoff"))
+        .args(["--addr", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let base = tokio::task::spawn_blocking(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        let mut base = None;
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            if let Some(at) = line.find("listening on http://") {
+                let url = line[at + "listening on ".len()..].trim();
+                let url: String = url
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || ":/.".contains(*c))
+                    .collect();
+                base = Some(url);
+                break;
+            }
+        }
+        // Keep draining the log so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        base.expect("the server logs where it listens")
+    })
+    .await
+    .unwrap();
+    (child, base)
+}
+
+fn kill(mut child: Child) {
+    // std's kill() is SIGKILL on Unix: no graceful shutdown, no last writes.
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+async fn wait_for_state(app: &TestApp, task: &str, want: &str) -> Value {
+    for _ in 0..200 {
+        let got = app
+            .rpc(None, request("tasks/get", json!({"id": task})))
+            .await;
+        if got["result"]["status"]["state"] == want {
+            return got["result"].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("task {task} never reached {want}");
+}
+
+#[tokio::test]
+async fn sigkill_while_paused_then_restart_and_decide() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let (child, base) = start(data_dir.path()).await;
+    let app = TestApp::external(base, data_dir);
+    let (first, first_context) = pause(&app, None).await;
+    std::fs::write(app.sandbox().join("old2.txt"), "x").unwrap();
+    let events = app
+        .stream(
+            None,
+            request(
+                "message/stream",
+                json!({"message": message_v03("delete old2.txt", None, None)}),
+            ),
+        )
+        .await;
+    let second = task_id(&results(&events));
+    kill(child);
+
+    let data_dir = app.into_data_dir();
+    let (child, base) = start(data_dir.path()).await;
+    let app = TestApp::external(base, data_dir);
+    // Both tasks are still paused with their batches.
+    let (_, body) = app.get("/api/approvals").await;
+    assert_eq!(body["approvals"].as_array().unwrap().len(), 2, "{body}");
+    let got = wait_for_state(&app, &first, "input-required").await;
+    assert_eq!(
+        got["status"]["message"]["parts"][1]["data"]["action_requests"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // Deciding them completes them: one over A2A, one over REST.
+    let events = app
+        .stream(
+            None,
+            request(
+                "message/stream",
+                decision(&first, &first_context, json!({"decision_type": "approve"})),
+            ),
+        )
+        .await;
+    assert_eq!(states(&results(&events)).last().unwrap(), "completed");
+    assert!(app.sandbox().join("notes.txt").exists());
+    let (status, body) = app
+        .post_json_as(
+            &format!("/api/approvals/{second}"),
+            None,
+            &json!({"decision_type": "deny", "reason": "keep"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    wait_for_state(&app, &second, "completed").await;
+    assert!(app.sandbox().join("old2.txt").exists());
+    kill(child);
+}
+
+#[tokio::test]
+async fn a_call_interrupted_by_a_crash_is_reported_not_rerun() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let (child, base) = start(data_dir.path()).await;
+    let app = TestApp::external(base, data_dir);
+    let (task, _) = pause(&app, None).await;
+    kill(child);
+    // Make the database look like a crash after the decision: the batch decided, call_1 (the
+    // write) started but not finished, call_2 (the delete) approved but not started.
+    let db = app.data_dir.path().join("signoff.db");
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.display()))
+        .await
+        .unwrap();
+    for statement in [
+        "UPDATE batches SET state = 'decided', decided_at = '2026-01-01T00:00:00.000Z'",
+        "UPDATE calls SET status = 'started', verdict = 'approve', run_args = args,
+                          run_args_sha256 = args_sha256, started_at = '2026-01-01T00:00:00.000Z'
+         WHERE call_id = 'call_1'",
+        "UPDATE calls SET status = 'approved', verdict = 'approve', run_args = args,
+                          run_args_sha256 = args_sha256
+         WHERE call_id = 'call_2'",
+        "UPDATE tasks SET state = 'working'",
+    ] {
+        sqlx::query(statement).execute(&pool).await.unwrap();
+    }
+    pool.close().await;
+
+    let data_dir = app.into_data_dir();
+    let (child, base) = start(data_dir.path()).await;
+    let app = TestApp::external(base, data_dir);
+    let done = wait_for_state(&app, &task, "completed").await;
+    assert!(
+        !app.sandbox().join("notes.txt").exists(),
+        "the interrupted write is not run again"
+    );
+    assert!(
+        !app.sandbox().join("old.txt").exists(),
+        "the approved delete that never started runs"
+    );
+    let text: String = done["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|artifact| artifact["parts"].as_array().unwrap().clone())
+        .filter_map(|part| part["text"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        text.contains("Writing notes.txt failed: interrupted by a restart"),
+        "{text}"
+    );
+    assert!(text.contains("I deleted old.txt."), "{text}");
+    kill(child);
+}
