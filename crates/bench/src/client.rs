@@ -1,0 +1,205 @@
+//! An A2A v0.3 client over loopback HTTP, as a browser or SDK would talk to the server:
+//! `message/stream` read with the protocol crate's SSE parser and codec, and `message/send`.
+//! Every event is stamped with the instant its bytes arrived.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use signoff_protocol::codec;
+use signoff_protocol::jsonrpc::{Id, Request, Response};
+use signoff_protocol::sse::{SseFrame, SseParser};
+use signoff_protocol::{
+    Message, Part, ProtocolVersion, Role, SendMessageParams, StreamEvent, TaskState,
+};
+use tokio::time::Instant;
+
+use crate::error::{BenchError, Result};
+
+/// The longest the server may stay silent within one answer.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// The largest SSE event accepted (a paused task's status is a few KiB).
+const MAX_EVENT_BYTES: usize = 16 << 20;
+
+/// One event of a stream and when its bytes arrived.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub at: Instant,
+    pub event: StreamEvent,
+}
+
+pub struct A2aClient {
+    http: reqwest::Client,
+    endpoint: String,
+    next_id: AtomicI64,
+}
+
+impl A2aClient {
+    pub fn new(http: reqwest::Client, endpoint: String) -> A2aClient {
+        A2aClient {
+            http,
+            endpoint,
+            next_id: AtomicI64::new(1),
+        }
+    }
+
+    async fn post(&self, method: &str, message: Message) -> Result<reqwest::Response> {
+        let params = codec::encode_send_params(
+            ProtocolVersion::V0_3,
+            &SendMessageParams {
+                message,
+                configuration: None,
+                metadata: None,
+            },
+        );
+        let id = Id::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let body = serde_json::to_vec(&Request::new(id, method, params))?;
+        let response = self
+            .http
+            .post(&self.endpoint)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await?;
+        if !response.status().is_success() {
+            return Err(BenchError::Status {
+                status: response.status().as_u16(),
+                url: self.endpoint.clone(),
+            });
+        }
+        Ok(response)
+    }
+
+    /// `message/stream`, read to its end.
+    pub async fn stream(&self, message: Message) -> Result<Vec<Received>> {
+        let mut response = self.post("message/stream", message).await?;
+        let mut parser = SseParser::new(MAX_EVENT_BYTES);
+        let mut out = Vec::new();
+        loop {
+            let chunk = tokio::time::timeout(IDLE_TIMEOUT, response.chunk())
+                .await
+                .map_err(|_| BenchError::Timeout("the stream stayed silent for 120 s".into()))??;
+            let at = Instant::now();
+            let frames = match &chunk {
+                Some(bytes) => parser.feed(bytes),
+                None => parser.finish(),
+            }
+            .map_err(|err| BenchError::Protocol(err.to_string()))?;
+            for frame in frames {
+                match frame {
+                    SseFrame::Event(event) => out.push(Received {
+                        at,
+                        event: decode(&event.data)?,
+                    }),
+                    SseFrame::Done => {}
+                }
+            }
+            if chunk.is_none() {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// `message/send` (blocking): the task as it ended its turn.
+    pub async fn send(&self, message: Message) -> Result<StreamEvent> {
+        let response = self.post("message/send", message).await?;
+        let bytes = response.bytes().await?;
+        let value: Value = serde_json::from_slice(&bytes)?;
+        let response =
+            Response::from_value(value).map_err(|err| BenchError::Protocol(err.to_string()))?;
+        match response.outcome {
+            Ok(result) => codec::decode_send_result(ProtocolVersion::V0_3, &result)
+                .map_err(|err| BenchError::Protocol(err.to_string())),
+            Err(error) => Err(BenchError::Rpc {
+                code: error.code,
+                message: error.message,
+            }),
+        }
+    }
+}
+
+fn decode(data: &str) -> Result<StreamEvent> {
+    match codec::decode_stream_response(ProtocolVersion::V0_3, data) {
+        Ok(Ok(event)) => Ok(event),
+        Ok(Err(error)) => Err(BenchError::Rpc {
+            code: error.code,
+            message: error.message,
+        }),
+        Err(err) => Err(BenchError::Protocol(err.to_string())),
+    }
+}
+
+/// A new chat's first message.
+pub fn user_text(text: &str) -> Message {
+    Message::new(new_id(), Role::User, vec![Part::text(text)])
+}
+
+/// Approve-all on a paused task (spec/wire.md §5).
+pub fn approve(task_id: &str, context_id: &str) -> Message {
+    let mut message = Message::new(
+        new_id(),
+        Role::User,
+        vec![
+            Part::data(json!({"decision_type": "approve"})),
+            Part::text("Approved"),
+        ],
+    );
+    message.task_id = Some(task_id.to_owned());
+    message.context_id = Some(context_id.to_owned());
+    message
+}
+
+fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// The task state an event reports, if it reports one.
+pub fn state_of(event: &StreamEvent) -> Option<TaskState> {
+    match event {
+        StreamEvent::StatusUpdate(update) => Some(update.status.state),
+        StreamEvent::Task(task) => Some(task.status.state),
+        StreamEvent::Message(_) | StreamEvent::ArtifactUpdate(_) => None,
+    }
+}
+
+/// The task and session ids a stream names.
+pub fn ids_of(events: &[Received]) -> Option<(String, String)> {
+    events.iter().find_map(|received| {
+        Some((
+            received.event.task_id()?.to_owned(),
+            received.event.context_id()?.to_owned(),
+        ))
+    })
+}
+
+/// The last event of a stream, which must report `want`; its arrival instant.
+pub fn ended_in(events: &[Received], want: TaskState) -> Result<Instant> {
+    let last = events
+        .last()
+        .ok_or_else(|| BenchError::Unexpected("an empty stream".into()))?;
+    match state_of(&last.event) {
+        Some(state) if state == want => Ok(last.at),
+        Some(state) => Err(BenchError::Unexpected(format!(
+            "the stream ended {state:?}, not {want:?}{}",
+            failure_text(&last.event)
+        ))),
+        None => Err(BenchError::Unexpected(format!(
+            "the stream ended without a status, not {want:?}"
+        ))),
+    }
+}
+
+/// The words of a failed status, to say why in the error.
+fn failure_text(event: &StreamEvent) -> String {
+    match event {
+        StreamEvent::StatusUpdate(update) => update
+            .status
+            .message
+            .as_ref()
+            .map(|message| format!(": {}", message.text()))
+            .unwrap_or_default(),
+        StreamEvent::Task(_) | StreamEvent::Message(_) | StreamEvent::ArtifactUpdate(_) => {
+            String::new()
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! `signoff-bench`: starts the real `signoff` binary on loopback with fresh data folders,
+//! drives it over HTTP as clients would, and reports every figure of issue 8 as a table on
+//! stdout and as JSON. `scripts/bench.sh` builds everything in release and runs it.
+
+mod client;
+mod error;
+mod report;
+mod scenario;
+mod server;
+mod server_bench;
+mod stats;
+mod stub;
+mod ui_size;
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::OnceLock;
+
+use clap::Parser;
+use tokio::time::Instant;
+
+use error::{BenchError, Result};
+use report::{Machine, Results};
+use server::ServerProcess;
+use server_bench::Counts;
+use stats::Figure;
+
+/// The parts of the bench, each runnable alone with `--phases`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Phase {
+    Latency,
+    Load,
+    Throughput,
+    Footprint,
+    Endpoints,
+    UiSize,
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "signoff-bench",
+    about = "Measures Signoff's server and UI (issue 8)"
+)]
+struct Args {
+    /// The server binary to run (a release build of `signoff`).
+    #[arg(long)]
+    server: PathBuf,
+    /// A folder for the servers' data folders; each server gets a fresh one inside.
+    #[arg(long)]
+    work_dir: PathBuf,
+    /// Where to write the results as JSON.
+    #[arg(long)]
+    out: PathBuf,
+    /// The git commit measured, for the results.
+    #[arg(long, default_value = "unknown")]
+    commit: String,
+    /// The working tree has changes not in the commit.
+    #[arg(long)]
+    dirty: bool,
+    /// Multiplies every count (1.0: the issue's counts; 0.1 for a quick look).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+    /// The output of scripts/ui-size.sh, for the UI transfer sizes.
+    #[arg(long)]
+    ui_size: Option<PathBuf>,
+    /// crates/server/tests/mcp, where install.sh puts the MCP test servers.
+    #[arg(long)]
+    mcp_dir: Option<PathBuf>,
+    /// Which parts to run (default: all).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    phases: Vec<Phase>,
+}
+
+fn started() -> Instant {
+    static START: OnceLock<Instant> = OnceLock::new();
+    *START.get_or_init(Instant::now)
+}
+
+/// A progress line on stderr, so that stdout holds only the table.
+pub fn progress(message: std::fmt::Arguments<'_>) {
+    let secs = started().elapsed().as_secs_f64();
+    let _ = writeln!(std::io::stderr(), "[bench {secs:6.1}s] {message}");
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    started();
+    let args = Args::parse();
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            let _ = writeln!(std::io::stderr(), "signoff-bench: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<()> {
+    let phases = if args.phases.is_empty() {
+        vec![
+            Phase::UiSize,
+            Phase::Latency,
+            Phase::Load,
+            Phase::Throughput,
+            Phase::Footprint,
+            Phase::Endpoints,
+        ]
+    } else {
+        args.phases.clone()
+    };
+    let counts = Counts::scaled(args.scale);
+    std::fs::create_dir_all(&args.work_dir).map_err(|err| BenchError::io(&args.work_dir, err))?;
+    let mut figures: Vec<Figure> = Vec::new();
+
+    if phases.contains(&Phase::UiSize) {
+        figures.extend(ui_size::figures(args.ui_size.as_deref()));
+    }
+
+    // Latency, load and throughput share one server, in that order: load runs before
+    // throughput's many thousand chats fill the database.
+    let shared = [Phase::Latency, Phase::Load, Phase::Throughput];
+    if phases.iter().any(|phase| shared.contains(phase)) {
+        let server = ServerProcess::start(&args.server, &args.work_dir.join("main"), None).await?;
+        // The prompt reads c.txt; give it something to read.
+        let c_txt = server.sandbox().join("c.txt");
+        std::fs::write(&c_txt, "hello from c.txt\n").map_err(|err| BenchError::io(&c_txt, err))?;
+        progress(format_args!("server pid {} at {}", server.pid, server.base));
+        if phases.contains(&Phase::Latency) {
+            figures.extend(server_bench::latency(&server, &counts).await);
+        }
+        if phases.contains(&Phase::Load) {
+            figures.extend(server_bench::load(&server, &counts).await);
+        }
+        if phases.contains(&Phase::Throughput) {
+            figures.extend(server_bench::throughput(&server, &counts).await);
+        }
+        server.stop().await?;
+    }
+    if phases.contains(&Phase::Footprint) {
+        match server_bench::footprint(&args.server, &args.work_dir, &counts).await {
+            Ok(more) => figures.extend(more),
+            Err(err) => figures.push(Figure::missing(
+                "footprint (fresh server)",
+                "footprint",
+                "-",
+                format!("failed: {err}"),
+            )),
+        }
+    }
+    if phases.contains(&Phase::Endpoints) {
+        figures.extend(
+            server_bench::endpoints(
+                &args.server,
+                &args.work_dir,
+                args.mcp_dir.as_deref(),
+                &counts,
+            )
+            .await,
+        );
+    }
+
+    let results = Results {
+        machine: Machine::this(),
+        commit: args.commit.clone(),
+        dirty: args.dirty,
+        duration_secs: started().elapsed().as_secs_f64(),
+        scale: args.scale,
+        figures,
+    };
+    if let Some(parent) = args.out.parent() {
+        std::fs::create_dir_all(parent).map_err(|err| BenchError::io(parent, err))?;
+    }
+    let json = serde_json::to_vec_pretty(&results)?;
+    std::fs::write(&args.out, json).map_err(|err| BenchError::io(&args.out, err))?;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(report::table(&results).as_bytes())
+        .map_err(|err| BenchError::io("stdout", err))?;
+    Ok(())
+}
