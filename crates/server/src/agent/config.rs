@@ -131,6 +131,14 @@ impl AgentsFile {
             path: path.to_owned(),
             source,
         })?;
+        // kagent's AgentConfig JSON: one agent, named after the file.
+        if path.extension().is_some_and(|ext| ext == "json") {
+            let name = path
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "agent".to_owned());
+            return super::kagent_config::parse(&text, "kagent", &name);
+        }
         AgentsFile::parse(&text)
     }
 
@@ -171,7 +179,7 @@ impl AgentsFile {
         }
     }
 
-    fn validate(&self) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |path: String, message: String| ConfigError::Invalid { path, message };
         if self.agents.is_empty() {
             return Err(invalid(

@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod files;
+pub mod kagent_config;
 pub mod mcp;
 pub mod model;
 pub mod openai;

@@ -129,3 +129,24 @@ async fn graceful_shutdown_ends_open_streams() {
     while stream.next().await.is_some() {}
     stop.await.unwrap();
 }
+
+#[tokio::test]
+async fn loads_kagents_agent_config_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("k8s-agent.json");
+    std::fs::write(
+        &path,
+        r#"{"description": "kagent's agent", "instruction": "Be brief.",
+            "model": {"type": "ollama", "model": "llama3.2"}, "stream": true}"#,
+    )
+    .unwrap();
+    let app = spawn_with(move |config| config.agents_file = Some(path)).await;
+    let (status, body) = app.get("/api/agents").await;
+    assert_eq!(status, 200);
+    let agents = body["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 1, "{body}");
+    assert_eq!(agents[0]["namespace"], "kagent");
+    assert_eq!(agents[0]["name"], "k8s-agent");
+    assert_eq!(agents[0]["description"], "kagent's agent");
+    drop(dir);
+}
