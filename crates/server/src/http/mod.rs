@@ -183,3 +183,35 @@ pub fn router(state: AppState) -> Router {
         .layer(CatchPanicLayer::custom(panic_response))
         .with_state(state)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_internal_error_and_the_server_lives_on() {
+        async fn boom() -> &'static str {
+            panic!("a bug in a handler")
+        }
+        async fn fine() -> &'static str {
+            "ok"
+        }
+        let app = Router::new()
+            .route("/boom", post(boom))
+            .route("/fine", get(fine))
+            .layer(CatchPanicLayer::custom(panic_response));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let client = reqwest::Client::new();
+        let response = client.post(format!("{base}/boom")).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(
+            body,
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32603, "message": "internal error"}})
+        );
+        let again = client.get(format!("{base}/fine")).send().await.unwrap();
+        assert_eq!(again.text().await.unwrap(), "ok");
+    }
+}
