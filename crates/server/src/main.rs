@@ -34,7 +34,11 @@ async fn shutdown_signal() {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = Config::parse();
+    // Colors only on a terminal (and never with NO_COLOR), so logs piped to files stay plain.
+    let color = std::io::IsTerminal::is_terminal(&std::io::stdout())
+        && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
+        .with_ansi(color)
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )

@@ -1039,7 +1039,8 @@ impl Runtime {
             .map(|(entry, _)| entry))
     }
 
-    /// Waits (bounded) until every call of `batch_id` has a result or the task stops running.
+    /// Waits (bounded) until every call of `batch_id` has a result or the task stops running,
+    /// then briefly for the turn to end, so a quick answer reports the task's final state.
     pub async fn wait_batch(
         self: &Arc<Self>,
         task_id: &str,
@@ -1057,7 +1058,7 @@ impl Runtime {
                     .filter(|call| call.batch_id == Some(batch_id))
                     .all(|call| call.result.is_some() || call.status == CallStatus::Canceled);
                 if done {
-                    return Ok(());
+                    return Ok::<(), AgentError>(());
                 }
                 match events.next().await {
                     Some(event) => {
@@ -1068,6 +1069,11 @@ impl Runtime {
             }
         };
         match tokio::time::timeout(self.limits.decision_wait, wait).await {
+            Ok(result) => result?,
+            Err(_elapsed) => return Ok(()),
+        }
+        let turn_end = self.wait_final(task_id, after);
+        match tokio::time::timeout(Duration::from_secs(2), turn_end).await {
             Ok(result) => result,
             Err(_elapsed) => Ok(()),
         }

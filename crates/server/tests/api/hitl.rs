@@ -567,6 +567,10 @@ async fn rest_approvals_list_decide_and_answer_with_results() {
     assert_eq!(calls[1]["verdict"], "deny");
     assert_eq!(calls[1]["result"]["status"], "rejected");
     assert_eq!(body["decision"]["channel"], "rest");
+    assert_eq!(
+        body["state"], "completed",
+        "a quick answer reports the final state"
+    );
     assert_eq!(body["follow"]["url"], "/api/a2a/default/demo");
     assert!(app.sandbox().join("notes.txt").exists() && app.sandbox().join("old.txt").exists());
     // Decided: nothing pending; deciding again is a conflict; unknown tasks are 404.
