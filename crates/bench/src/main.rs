@@ -110,6 +110,11 @@ async fn run(args: Args) -> Result<()> {
         args.phases.clone()
     };
     let counts = Counts::scaled(args.scale);
+    // The agents files name the MCP server by an absolute path (the server's cwd differs).
+    let mcp_dir = args
+        .mcp_dir
+        .as_ref()
+        .map(|dir| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()));
     std::fs::create_dir_all(&args.work_dir).map_err(|err| BenchError::io(&args.work_dir, err))?;
     let mut figures: Vec<Figure> = Vec::new();
 
@@ -150,13 +155,8 @@ async fn run(args: Args) -> Result<()> {
     }
     if phases.contains(&Phase::Endpoints) {
         figures.extend(
-            server_bench::endpoints(
-                &args.server,
-                &args.work_dir,
-                args.mcp_dir.as_deref(),
-                &counts,
-            )
-            .await,
+            server_bench::endpoints(&args.server, &args.work_dir, mcp_dir.as_deref(), &counts)
+                .await,
         );
     }
 

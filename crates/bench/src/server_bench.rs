@@ -612,6 +612,12 @@ async fn endpoint_figure(
             return Figure::missing(group, name, "ms", why);
         }
     };
+    if let Err(err) =
+        wait_for_tools(&server, agent, &["read_file", "write_file", "delete_file"]).await
+    {
+        let _ = server.stop().await;
+        return Figure::missing(group, name, "ms", err.to_string());
+    }
     let client = client_for(&server, agent);
     let mut pause_ms = Vec::new();
     let mut errors = Vec::new();
@@ -635,4 +641,50 @@ async fn endpoint_figure(
         None => "POST message/stream -> final input-required; one chat at a time".to_owned(),
     });
     figure
+}
+
+/// Waits until `GET /api/agents` lists every tool in `tools` for `agent` (an MCP server joins
+/// the agent's tools once its process has started and answered).
+async fn wait_for_tools(server: &ServerProcess, agent: &str, tools: &[&str]) -> Result<()> {
+    let http = reqwest::Client::new();
+    let url = format!("{}/api/agents", server.base);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        let body: serde_json::Value = match http.get(&url).send().await {
+            Ok(response) => match response.bytes().await {
+                Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_default(),
+                Err(err) => {
+                    last = err.to_string();
+                    serde_json::Value::Null
+                }
+            },
+            Err(err) => {
+                last = err.to_string();
+                serde_json::Value::Null
+            }
+        };
+        let listed: Vec<String> = body["agents"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|entry| entry["name"] == agent)
+            .flat_map(|entry| entry["tools"].as_array().cloned().unwrap_or_default())
+            .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+            .collect();
+        if tools
+            .iter()
+            .all(|tool| listed.iter().any(|name| name == tool))
+        {
+            return Ok(());
+        }
+        if !listed.is_empty() {
+            last = format!("tools so far: {}", listed.join(", "));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(BenchError::Timeout(format!(
+        "agent {agent} did not get its tools within 60 s ({last}): {}",
+        server.log_tail()
+    )))
 }
