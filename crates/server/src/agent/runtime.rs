@@ -957,12 +957,12 @@ impl Runtime {
             .pending_batches(user)
             .await?
             .into_iter()
-            .map(|(batch, task)| PendingApproval {
-                task_id: task.id,
-                context_id: task.context_id,
-                agent: task.agent,
-                since: batch.created_at,
-                calls: batch.requests.as_array().cloned().unwrap_or_default(),
+            .map(|row| PendingApproval {
+                task_id: row.batch.task_id,
+                context_id: row.context_id,
+                agent: row.agent,
+                since: row.batch.created_at,
+                calls: row.batch.requests.as_array().cloned().unwrap_or_default(),
             })
             .collect())
     }

@@ -89,6 +89,14 @@ pub struct BatchRow {
     pub decided_at: Option<String>,
 }
 
+/// A pending batch with what the approvals list shows of its task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingBatchRow {
+    pub batch: BatchRow,
+    pub context_id: String,
+    pub agent: String,
+}
+
 /// Where a tool call stands; stored as text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallStatus {
@@ -602,38 +610,27 @@ impl Store {
         row.map(|row| batch_from_row(&row)).transpose()
     }
 
-    /// Every pending batch of a user's tasks, oldest first.
-    pub async fn pending_batches(&self, user_id: &str) -> Result<Vec<(BatchRow, TaskRow)>> {
+    /// Every pending batch of a user's tasks, oldest first, in one query (a team may have
+    /// thousands paused).
+    pub async fn pending_batches(&self, user_id: &str) -> Result<Vec<PendingBatchRow>> {
         let rows = sqlx::query(
-            "SELECT b.id AS b_id FROM batches b JOIN tasks t ON t.id = b.task_id
+            "SELECT b.id, b.task_id, b.state, b.requests, b.created_at, b.decided_at,
+                    t.context_id, t.agent
+             FROM batches b JOIN tasks t ON t.id = b.task_id
              WHERE b.state = 'pending' AND t.user_id = ? ORDER BY b.id",
         )
         .bind(user_id)
         .fetch_all(&self.read)
         .await?;
-        let mut out = Vec::new();
-        for row in rows {
-            let id: i64 = row.try_get("b_id")?;
-            if let Some(pair) = self.batch_with_task(id).await? {
-                out.push(pair);
-            }
-        }
-        Ok(out)
-    }
-
-    async fn batch_with_task(&self, batch_id: i64) -> Result<Option<(BatchRow, TaskRow)>> {
-        let Some(batch) = sqlx::query(&format!("{BATCH_SELECT} WHERE id = ?"))
-            .bind(batch_id)
-            .fetch_optional(&self.read)
-            .await?
-        else {
-            return Ok(None);
-        };
-        let batch = batch_from_row(&batch)?;
-        let Some(task) = self.task(&batch.task_id).await? else {
-            return Ok(None);
-        };
-        Ok(Some((batch, task)))
+        rows.iter()
+            .map(|row| {
+                Ok(PendingBatchRow {
+                    batch: batch_from_row(row)?,
+                    context_id: row.try_get("context_id")?,
+                    agent: row.try_get("agent")?,
+                })
+            })
+            .collect()
     }
 
     /// Decides (or cancels) a pending batch: ONE transaction that moves it from `pending` to
