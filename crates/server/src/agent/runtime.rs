@@ -1124,6 +1124,18 @@ impl Runtime {
                     .fail(&task_id, "The agent hit an internal error and stopped.")
                     .await;
             }
+            drop(_turn);
+            drop(lock);
+            // Forget the task's lock once no runner holds or waits for it (spawn_runner clones
+            // it under the same std mutex, so this check cannot race a new runner).
+            if let Ok(mut locks) = runtime.locks.lock() {
+                if locks
+                    .get(&task_id)
+                    .is_some_and(|lock| Arc::strong_count(lock) == 1)
+                {
+                    locks.remove(&task_id);
+                }
+            }
         });
     }
 
