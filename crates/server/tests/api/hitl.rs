@@ -695,7 +695,7 @@ async fn fifty_concurrent_decisions_one_wins_and_each_call_runs_once() {
     assert_eq!(wins, 1, "exactly one decision wins");
     // Wait for the task to finish, then count the side effects in its history.
     let app = std::sync::Arc::try_unwrap(app).ok().unwrap();
-    for _ in 0..100 {
+    for _ in 0..600 {
         if task_state(&app, &task).await == "completed" {
             break;
         }

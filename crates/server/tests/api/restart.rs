@@ -52,7 +52,7 @@ fn kill(mut child: Child) {
 }
 
 async fn wait_for_state(app: &TestApp, task: &str, want: &str) -> Value {
-    for _ in 0..200 {
+    for _ in 0..600 {
         let got = app
             .rpc(None, request("tasks/get", json!({"id": task})))
             .await;
