@@ -150,3 +150,27 @@ async fn loads_kagents_agent_config_json() {
     assert_eq!(agents[0]["description"], "kagent's agent");
     drop(dir);
 }
+
+#[tokio::test]
+async fn deleting_a_session_with_a_paused_task_drops_its_batch() {
+    let app = spawn_app().await;
+    let (task, context) = crate::hitl::pause(&app, None).await;
+    let response = app
+        .client
+        .delete(format!("{}/api/sessions/{context}", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 204);
+    let (_, body) = app.get("/api/approvals").await;
+    assert_eq!(body["approvals"], json!([]));
+    let (status, _) = app
+        .post_json_as(
+            &format!("/api/approvals/{task}"),
+            None,
+            &json!({"decision_type": "approve"}),
+        )
+        .await;
+    assert_eq!(status, 404);
+    assert!(!app.sandbox().join("notes.txt").exists());
+}
