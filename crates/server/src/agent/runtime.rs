@@ -1218,6 +1218,7 @@ impl Runtime {
                         &open,
                         &mut transcript,
                         cancel,
+                        usage,
                     )
                     .await?;
                 if paused {
@@ -1411,6 +1412,7 @@ impl Runtime {
     /// Settles the open calls of the last turn in order: runs auto and approved ones, answers
     /// rejected ones, reports calls interrupted by a crash, and pauses the task with ONE batch
     /// for those still held. Returns whether the task paused (or ended).
+    #[allow(clippy::too_many_arguments)] // the task's identity, state and cancel, all needed
     async fn settle_calls(
         &self,
         agent: &Agent,
@@ -1419,6 +1421,7 @@ impl Runtime {
         open: &[ModelToolCall],
         transcript: &mut Vec<ChatMessage>,
         cancel: &CancellationToken,
+        usage: (u64, u64),
     ) -> Result<bool> {
         let records: HashMap<String, crate::store::CallRow> = self
             .store
@@ -1540,7 +1543,9 @@ impl Runtime {
             .collect();
         let interrupt = ApprovalInterrupt::new(requests.clone());
         let message = view::agent_message(task_id, context_id, interrupt.to_parts());
-        let metadata = hitl::interrupt_event_metadata();
+        // The pause ends the turn's stream: it carries the usage like any final event.
+        let mut metadata = hitl::interrupt_event_metadata();
+        metadata.extend(view::usage_metadata(usage.0, usage.1));
         let event = view::status_event(
             task_id,
             context_id,

@@ -29,6 +29,12 @@ pub async fn pause(app: &TestApp, token: Option<&str>) -> (String, String) {
     assert_eq!(last["status"]["state"], "input-required");
     assert_eq!(last["final"], true);
     assert_eq!(last["metadata"]["interrupt_type"], "tool_approval");
+    assert!(
+        last["metadata"]["kagent_usage_metadata"]["totalTokenCount"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
     let parts = last["status"]["message"]["parts"].as_array().unwrap();
     assert!(parts[0]["text"]
         .as_str()
