@@ -110,13 +110,11 @@ impl AppCtx {
     }
 
     pub fn toast(self, text: impl Into<String>) {
+        let text = text.into();
+        // Also in the console, where browser tests and people debugging can read it later.
+        web_sys::console::warn_1(&text.as_str().into());
         let id = self.next();
-        self.toasts.update(|toasts| {
-            toasts.push(Toast {
-                id,
-                text: text.into(),
-            })
-        });
+        self.toasts.update(|toasts| toasts.push(Toast { id, text }));
         super::util::after(8000, move || self.dismiss(id));
     }
 
@@ -176,7 +174,13 @@ pub fn App() -> impl IntoView {
     });
     ctx.reload_sessions();
 
-    let chat = Memo::new(move |_| ctx.chat.get());
+    // Remount the chat only when the person opens another one: a new chat adopting its session
+    // id changes `ctx.chat` too, and must keep its stream.
+    let mounted = Memo::new(move |_| {
+        ctx.chat
+            .get()
+            .map(|key| (key.namespace, key.agent, key.nonce))
+    });
     view! {
         <div
             class="layout"
@@ -185,7 +189,7 @@ pub fn App() -> impl IntoView {
         >
             <Sidebar />
             <main class="chat-area" id="main">
-                {move || match chat.get() {
+                {move || match mounted.get().and(ctx.chat.get_untracked()) {
                     Some(key) => view! { <Chat key=key /> }.into_any(),
                     None => view! { <EmptyPage /> }.into_any(),
                 }}

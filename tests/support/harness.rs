@@ -1,6 +1,7 @@
 //! The browser-test harness: the real server in-process on port 0 with a fresh data directory,
 //! chromedriver on a free port, headless Chromium with a fresh profile, and helpers that select
 //! by `data-testid`, wait for conditions, collect console errors and save screenshots.
+#![allow(dead_code)] // each test binary uses a different part of it
 
 use std::net::TcpListener as StdListener;
 use std::path::{Path, PathBuf};
@@ -24,6 +25,12 @@ const ERROR_HOOK: &str = r#"
 window.__errors = [];
 window.addEventListener('error', (e) => window.__errors.push('error: ' + e.message));
 window.addEventListener('unhandledrejection', (e) => window.__errors.push('rejection: ' + String(e.reason)));
+window.__warnings = [];
+const originalWarn = console.warn;
+console.warn = function (...args) {
+  window.__warnings.push(args.map(String).join(' '));
+  return originalWarn.apply(console, args);
+};
 const original = console.error;
 console.error = function (...args) {
   window.__errors.push('console.error: ' + args.map(String).join(' '));
@@ -223,7 +230,12 @@ impl App {
 
     /// Opens the demo agent's new chat.
     pub async fn open_new_chat(&self) {
-        self.open("/agents/default/demo/chat").await;
+        self.open_new_chat_of("/agents/default/demo/chat").await;
+    }
+
+    /// Opens a new chat at `path` and waits until it can send.
+    pub async fn open_new_chat_of(&self, path: &str) {
+        self.open(path).await;
         self.wait_for("the agent list loads", "[data-testid=agent-item]")
             .await;
         self.wait_until("the composer is ready", || async {

@@ -97,7 +97,8 @@ fn ItemRow(item_key: String) -> impl IntoView {
     let ctl = expect_context::<ChatCtl>();
     let lookup = item_key.clone();
     let item = Memo::new(move |_| ctl.view.with(|view| view.item(&lookup).cloned()));
-    let kind = move || item.with(|item| item.as_ref().map(|item| item.kind));
+    // The row's shape depends on its kind only; text changes update the bubble in place.
+    let kind = Memo::new(move |_| item.with(|item| item.as_ref().map(|item| item.kind)));
     let text = move || {
         item.with(|item| {
             item.as_ref()
@@ -107,7 +108,7 @@ fn ItemRow(item_key: String) -> impl IntoView {
     };
     let streaming = move || item.with(|item| item.as_ref().is_some_and(|item| item.streaming));
     move || {
-        match kind() {
+        match kind.get() {
         None => ().into_any(),
         Some(ItemKind::User) => view! {
             <div class="row row-user">

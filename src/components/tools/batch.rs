@@ -13,7 +13,9 @@ pub fn BatchBar() -> impl IntoView {
     let ctl = expect_context::<ChatCtl>();
     let batch = Memo::new(move |_| ctl.view.with(|view| view.pending.clone()));
     let node = NodeRef::<Div>::new();
-    let rejecting = RwSignal::new(None::<String>);
+    // The reason box is open; its text lives apart so typing never re-renders it.
+    let rejecting = RwSignal::new(false);
+    let reason_text = RwSignal::new(String::new());
     let count = move || batch.with(|batch| batch.as_ref().map_or(0, |batch| batch.requests.len()));
     let draft_for = move || {
         let batch = batch.get_untracked()?;
@@ -60,7 +62,7 @@ pub fn BatchBar() -> impl IntoView {
         let Some((batch, mut draft)) = draft_for() else {
             return;
         };
-        let reason = rejecting.get_untracked().unwrap_or_default();
+        let reason = reason_text.get_untracked();
         if ctl.deciding.get_untracked() {
             return;
         }
@@ -72,7 +74,7 @@ pub fn BatchBar() -> impl IntoView {
             );
         }
         ctl.draft.set(draft);
-        rejecting.set(None);
+        rejecting.set(false);
         ctl.decide(batch, reject_all(Some(&reason)));
     };
     let submit = move || {
@@ -101,7 +103,8 @@ pub fn BatchBar() -> impl IntoView {
             }
             "r" | "R" => {
                 event.prevent_default();
-                rejecting.set(Some(String::new()));
+                reason_text.set(String::new());
+                rejecting.set(true);
             }
             _ => {}
         }
@@ -157,7 +160,7 @@ pub fn BatchBar() -> impl IntoView {
                     data-testid="reject-all"
                     aria-label="Reject all calls"
                     disabled=disabled
-                    on:click=move |_| rejecting.set(Some(String::new()))
+                    on:click=move |_| { reason_text.set(String::new()); rejecting.set(true) }
                 >
                     "Reject all"
                 </button>
@@ -172,7 +175,7 @@ pub fn BatchBar() -> impl IntoView {
                     "Submit"
                 </button>
             </div>
-            {move || rejecting.get().map(|reason| view! {
+            {move || rejecting.get().then(|| view! {
                 <div class="panel reject-panel">
                     <label class="field-label" for="reject-all-reason">
                         "Reason for rejecting all (optional, the agent reads it)"
@@ -181,8 +184,8 @@ pub fn BatchBar() -> impl IntoView {
                         id="reject-all-reason"
                         data-testid="reject-all-reason"
                         rows="2"
-                        prop:value=reason
-                        on:input=move |event| rejecting.set(Some(event_target_value(&event)))
+                        prop:value=move || reason_text.get()
+                        on:input=move |event| reason_text.set(event_target_value(&event))
                     ></textarea>
                     <div class="tool-actions">
                         <button type="button" class="button danger" data-testid="reject-all-confirm"
@@ -190,7 +193,7 @@ pub fn BatchBar() -> impl IntoView {
                             "Confirm rejection"
                         </button>
                         <button type="button" class="button" data-testid="reject-all-cancel"
-                            on:click=move |_| rejecting.set(None)>
+                            on:click=move |_| rejecting.set(false)>
                             "Cancel"
                         </button>
                     </div>

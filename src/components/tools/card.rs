@@ -12,11 +12,11 @@ use crate::state::draft::{parse_args, reject_all};
 use crate::state::{PendingBatch, ToolCallView, ToolStatus};
 
 /// What the card shows while its call waits: nothing open, the reason box, or the editor.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Panel {
     None,
-    Reject(String),
-    Edit { text: String, error: Option<String> },
+    Reject,
+    Edit,
 }
 
 fn badge_icon(status: ToolStatus) -> &'static str {
@@ -73,6 +73,10 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
         })
     });
     let panel = RwSignal::new(Panel::None);
+    // The boxes' text lives apart from `panel`, so typing never re-renders the box.
+    let reason_text = RwSignal::new(String::new());
+    let args_text = RwSignal::new(String::new());
+    let args_error = RwSignal::new(None::<String>);
     let node = NodeRef::<Div>::new();
 
     // The status shown: the person's choice shows at once, before the server answers.
@@ -104,26 +108,6 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
         }
     });
 
-    let edited_for_approval = move || -> Result<(), ()> {
-        let Panel::Edit { text, .. } = panel.get_untracked() else {
-            return Ok(());
-        };
-        match parse_args(&text) {
-            Ok(args) => {
-                let id = call_id();
-                ctl.draft.update(|draft| draft.edit(&id, args));
-                panel.set(Panel::None);
-                Ok(())
-            }
-            Err(err) => {
-                panel.set(Panel::Edit {
-                    text,
-                    error: Some(format!("Cannot approve: {err}")),
-                });
-                Err(())
-            }
-        }
-    };
     let ensure_draft = move |batch: &PendingBatch| {
         if ctl
             .draft
@@ -131,6 +115,28 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
         {
             ctl.draft
                 .set(crate::state::draft::BatchDraft::new(&batch.task_id));
+        }
+    };
+    let edited_for_approval = move || -> Result<(), ()> {
+        if panel.get_untracked() != Panel::Edit {
+            return Ok(());
+        }
+        match parse_args(&args_text.get_untracked()) {
+            Ok(args) => {
+                // The edit belongs to this batch's draft (a stale one is replaced first).
+                let Some(batch) = batch.get_untracked() else {
+                    return Err(());
+                };
+                ensure_draft(&batch);
+                let id = call_id();
+                ctl.draft.update(|draft| draft.edit(&id, args));
+                panel.set(Panel::None);
+                Ok(())
+            }
+            Err(err) => {
+                args_error.set(Some(format!("Cannot approve: {err}")));
+                Err(())
+            }
         }
     };
     let approve = move || {
@@ -153,12 +159,10 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
         let Some(batch) = batch.get_untracked() else {
             return;
         };
-        let Panel::Reject(reason) = panel.get_untracked() else {
-            return;
-        };
-        if ctl.deciding.get_untracked() {
+        if panel.get_untracked() != Panel::Reject || ctl.deciding.get_untracked() {
             return;
         }
+        let reason = reason_text.get_untracked();
         ensure_draft(&batch);
         let id = call_id();
         ctl.draft
@@ -168,16 +172,18 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
             ctl.decide(batch, reject_all(Some(&reason)));
         }
     };
-    let open_reject = move || panel.set(Panel::Reject(String::new()));
+    let open_reject = move || {
+        reason_text.set(String::new());
+        panel.set(Panel::Reject);
+    };
     let open_editor = move || {
         let args = draft_args
             .get_untracked()
             .or_else(|| card.with_untracked(|card| card.as_ref().map(|card| card.args.clone())))
             .unwrap_or_default();
-        panel.set(Panel::Edit {
-            text: pretty(&args),
-            error: None,
-        });
+        args_text.set(pretty(&args));
+        args_error.set(None);
+        panel.set(Panel::Edit);
     };
     let on_keydown = move |event: web_sys::KeyboardEvent| {
         if typing_in_field(&event)
@@ -296,7 +302,7 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
             </Show>
             {move || match panel.get() {
                 Panel::None => ().into_any(),
-                Panel::Reject(reason) => view! {
+                Panel::Reject => view! {
                     <div class="panel reject-panel">
                         <label class="field-label" for=move || format!("reason-{}", call_id())>
                             "Reason (optional, the agent reads it)"
@@ -305,8 +311,8 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
                             id=move || format!("reason-{}", call_id())
                             data-testid="reject-reason"
                             rows="2"
-                            prop:value=reason
-                            on:input=move |event| panel.set(Panel::Reject(event_target_value(&event)))
+                            prop:value=move || reason_text.get()
+                            on:input=move |event| reason_text.set(event_target_value(&event))
                         ></textarea>
                         <div class="tool-actions">
                             <button type="button" class="button danger" data-testid="reject-confirm"
@@ -321,7 +327,7 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
                     </div>
                 }
                 .into_any(),
-                Panel::Edit { text, error } => view! {
+                Panel::Edit => view! {
                     <div class="panel edit-panel">
                         <label class="field-label" for=move || format!("args-{}", call_id())>
                             "Arguments (JSON)"
@@ -332,10 +338,13 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
                             data-testid="args-editor"
                             rows="6"
                             spellcheck="false"
-                            prop:value=text
-                            on:input=move |event| panel.set(Panel::Edit { text: event_target_value(&event), error: None })
+                            prop:value=move || args_text.get()
+                            on:input=move |event| {
+                                args_text.set(event_target_value(&event));
+                                args_error.set(None);
+                            }
                         ></textarea>
-                        {error.map(|error| view! { <p class="field-error" role="alert" data-testid="args-error">{error}</p> })}
+                        {move || args_error.get().map(|error| view! { <p class="field-error" role="alert" data-testid="args-error">{error}</p> })}
                         <div class="tool-actions">
                             <button type="button" class="button" data-testid="edit-save"
                                 on:click=move |_| { let _ = edited_for_approval(); }>

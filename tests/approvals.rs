@@ -1,0 +1,510 @@
+//! Browser tests of tool cards and approvals (issue 7): the real server's demo agent, whose
+//! `write_file` and `delete_file` wait for a decision, and a loopback stand-in for a kagent
+//! 0.10.4 agent that replays recorded streams and records the decisions it receives.
+#![cfg(not(target_arch = "wasm32"))]
+
+#[path = "support/harness.rs"]
+mod harness;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use harness::{App, Options};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const PENDING_CARD: &str = "[data-testid=tool-card][data-status=pending]";
+
+fn card(tool: &str) -> String {
+    format!("[data-testid=tool-card][data-tool={tool}]")
+}
+
+async fn card_status(app: &App, tool: &str) -> String {
+    match app.find(&card(tool)).await {
+        Ok(element) => element
+            .attr("data-status")
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
+async fn wait_card(app: &App, tool: &str, status: &str) {
+    let what = format!("the {tool} card is {status}");
+    app.wait_until(&what, || async {
+        Ok(card_status(app, tool).await == status)
+    })
+    .await;
+}
+
+async fn click(app: &App, css: &str) {
+    let element = app.wait_for(&format!("{css} shows"), css).await;
+    app.wait_until(&format!("{css} is enabled"), || async {
+        element.is_enabled().await
+    })
+    .await;
+    element.click().await.unwrap();
+}
+
+/// Light and dark screenshots of the page as it is now.
+async fn shots(app: &App, name: &str) {
+    app.color_scheme("light").await;
+    app.shot(&format!("{name}-light")).await;
+    app.color_scheme("dark").await;
+    app.shot(&format!("{name}-dark")).await;
+    app.color_scheme("light").await;
+}
+
+fn read(path: PathBuf) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_one_call() {
+    let app = App::start("approve-one").await;
+    app.open_new_chat().await;
+    app.send("write notes.txt: hello there").await;
+    wait_card(&app, "write_file", "pending").await;
+    app.wait_for_status("approval").await;
+    // A new message waits until the batch is decided, and the composer says why.
+    let composer = app.find("[data-testid=composer-input]").await.unwrap();
+    assert!(!composer.is_enabled().await.unwrap());
+    let placeholder = composer
+        .attr("placeholder")
+        .await
+        .unwrap()
+        .unwrap_or_default();
+    assert!(placeholder.contains("Decide"), "{placeholder}");
+    // A lone call has no batch bar; its arguments are open while it waits.
+    assert!(app.find_all("[data-testid=batch-bar]").await.is_empty());
+    assert!(app
+        .find(&format!("{} [data-testid=tool-args]", card("write_file")))
+        .await
+        .unwrap()
+        .attr("open")
+        .await
+        .unwrap()
+        .is_some());
+    assert_eq!(
+        read(app.sandbox("notes.txt")),
+        None,
+        "ran before a decision"
+    );
+    click(&app, "[data-testid=approve-button]").await;
+    app.wait_for_status("ready").await;
+    wait_card(&app, "write_file", "approved").await;
+    app.wait_for_text("[data-testid=decision-note]", "Approved")
+        .await;
+    assert_eq!(
+        read(app.sandbox("notes.txt")).as_deref(),
+        Some("hello there")
+    );
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reject_with_a_reason_the_agent_quotes() {
+    let app = App::start("reject-reason").await;
+    app.open_new_chat().await;
+    app.send("delete old.txt").await;
+    wait_card(&app, "delete_file", "pending").await;
+    click(&app, "[data-testid=reject-button]").await;
+    let reason = app
+        .wait_for("the reason box opens", "[data-testid=reject-reason]")
+        .await;
+    reason.send_keys("keep it for the audit").await.unwrap();
+    click(&app, "[data-testid=reject-confirm]").await;
+    app.wait_for_status("ready").await;
+    wait_card(&app, "delete_file", "rejected").await;
+    app.wait_for_text("[data-testid=message-agent]", "keep it for the audit")
+        .await;
+    app.wait_for_text("[data-testid=tool-reason]", "keep it for the audit")
+        .await;
+    assert!(
+        read(app.sandbox("old.txt")).is_some(),
+        "a rejected delete ran"
+    );
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_all_on_a_batch_of_two() {
+    let app = App::start("approve-all").await;
+    app.open_new_chat().await;
+    app.send("write a.txt: one and delete old.txt and read readme.txt")
+        .await;
+    let bar = app
+        .wait_for("the batch bar shows", "[data-testid=batch-bar]")
+        .await;
+    let label = app
+        .find("[data-testid=approve-all]")
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(label, "Approve all (2)");
+    let listed = bar.text().await.unwrap();
+    assert!(
+        listed.contains("write_file") && listed.contains("delete_file"),
+        "{listed}"
+    );
+    // Focus moved to the batch when it arrived.
+    let focused = app
+        .js("return document.activeElement && document.activeElement.dataset.testid")
+        .await;
+    assert_eq!(focused, "batch-bar");
+    wait_card(&app, "read_file", "completed").await;
+    shots(&app, "batch-pending").await;
+    click(&app, "[data-testid=approve-all]").await;
+    app.wait_for_status("ready").await;
+    wait_card(&app, "write_file", "approved").await;
+    wait_card(&app, "delete_file", "approved").await;
+    assert_eq!(read(app.sandbox("a.txt")).as_deref(), Some("one"));
+    assert_eq!(read(app.sandbox("old.txt")), None);
+    shots(&app, "batch-finished").await;
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mixed_batch_goes_out_once_every_card_is_decided() {
+    let app = App::start("mixed").await;
+    app.open_new_chat().await;
+    app.send("write b.txt: two and delete old.txt").await;
+    app.wait_for("the batch bar shows", "[data-testid=batch-bar]")
+        .await;
+    let submit = app.find("[data-testid=submit-decisions]").await.unwrap();
+    assert!(
+        !submit.is_enabled().await.unwrap(),
+        "Submit before every card is decided"
+    );
+    click(
+        &app,
+        &format!("{} [data-testid=approve-button]", card("write_file")),
+    )
+    .await;
+    click(
+        &app,
+        &format!("{} [data-testid=reject-button]", card("delete_file")),
+    )
+    .await;
+    let reason = app
+        .wait_for("the reason box opens", "[data-testid=reject-reason]")
+        .await;
+    reason.send_keys("old.txt stays").await.unwrap();
+    click(
+        &app,
+        &format!("{} [data-testid=reject-confirm]", card("delete_file")),
+    )
+    .await;
+    // The choices show at once, before anything is sent.
+    wait_card(&app, "write_file", "approved").await;
+    wait_card(&app, "delete_file", "rejected").await;
+    app.wait_for_text("[data-testid=batch-progress]", "2 of 2 decided")
+        .await;
+    assert_eq!(read(app.sandbox("b.txt")), None);
+    shots(&app, "batch-mixed-in-progress").await;
+    click(&app, "[data-testid=submit-decisions]").await;
+    app.wait_for_status("ready").await;
+    app.wait_for_text(
+        "[data-testid=decision-note]",
+        "Batch decision: 1 approved, 1 rejected",
+    )
+    .await;
+    app.wait_for_text("[data-testid=message-agent]", "old.txt stays")
+        .await;
+    assert_eq!(read(app.sandbox("b.txt")).as_deref(), Some("two"));
+    assert!(read(app.sandbox("old.txt")).is_some());
+    shots(&app, "batch-mixed-finished").await;
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edited_arguments_are_what_runs() {
+    let app = App::start("edit").await;
+    app.open_new_chat().await;
+    app.send("write c.txt: original").await;
+    wait_card(&app, "write_file", "pending").await;
+    click(&app, "[data-testid=edit-button]").await;
+    let editor = app
+        .wait_for("the editor opens", "[data-testid=args-editor]")
+        .await;
+    editor.clear().await.unwrap();
+    editor.send_keys("{\"path\": \"c.txt\", ").await.unwrap();
+    click(&app, "[data-testid=approve-button]").await;
+    app.wait_for("invalid JSON blocks approval", "[data-testid=args-error]")
+        .await;
+    assert_eq!(card_status(&app, "write_file").await, "pending");
+    let editor = app.find("[data-testid=args-editor]").await.unwrap();
+    editor.send_keys("\"content\": \"edited\"}").await.unwrap();
+    click(&app, "[data-testid=approve-button]").await;
+    app.wait_for_status("ready").await;
+    wait_card(&app, "write_file", "approved").await;
+    app.wait_for_text("[data-testid=tool-edited-args]", "edited")
+        .await;
+    assert_eq!(read(app.sandbox("c.txt")).as_deref(), Some("edited"));
+    app.shot("edited-args").await;
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_while_pending_keeps_the_batch_decidable() {
+    let app = App::start("reload-pending").await;
+    app.open_new_chat().await;
+    app.send("delete old.txt").await;
+    wait_card(&app, "delete_file", "pending").await;
+    app.session_id().await;
+    app.assert_no_errors().await;
+    app.driver.refresh().await.unwrap();
+    wait_card(&app, "delete_file", "pending").await;
+    app.wait_for_status("approval").await;
+    // Keyboard: focus went to the lone card; A approves it.
+    app.wait_until("focus is on the pending card", || async {
+        Ok(app
+            .js("return document.activeElement && document.activeElement.dataset.testid")
+            .await
+            == "tool-card")
+    })
+    .await;
+    app.driver
+        .active_element()
+        .await
+        .unwrap()
+        .send_keys("a")
+        .await
+        .unwrap();
+    app.wait_for_status("ready").await;
+    wait_card(&app, "delete_file", "approved").await;
+    assert_eq!(read(app.sandbox("old.txt")), None);
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_double_click_on_approve_runs_the_tool_once() {
+    let app = App::start("double-click").await;
+    app.open_new_chat().await;
+    app.send("write d.txt: once").await;
+    wait_card(&app, "write_file", "pending").await;
+    // Two clicks in one script: faster than any person, with no round trip between them.
+    app.js("const b = document.querySelector('[data-testid=approve-button]'); b.click(); b.click(); return true")
+        .await;
+    app.wait_for_status("ready").await;
+    wait_card(&app, "write_file", "approved").await;
+    assert_eq!(app.find_all("[data-testid=decision-note]").await.len(), 1);
+    assert!(
+        app.find_all("[data-testid=toast]").await.is_empty(),
+        "a second decision went out"
+    );
+    let decided: Value = app
+        .http
+        .get(format!("{}/api/approvals?state=decided", app.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        decided["decisions"].as_array().map(Vec::len),
+        Some(1),
+        "{decided}"
+    );
+    assert_eq!(read(app.sandbox("d.txt")).as_deref(), Some("once"));
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_arguments_are_shown_as_text() {
+    let app = App::start("hostile-args").await;
+    app.open_new_chat().await;
+    app.send("write x.txt: <img src=x onerror=window.__pwned=1><script>window.__pwned=2</script>")
+        .await;
+    wait_card(&app, "write_file", "pending").await;
+    app.wait_for_text(
+        &format!("{} [data-testid=tool-args]", card("write_file")),
+        "<img src=x onerror=window.__pwned=1>",
+    )
+    .await;
+    assert!(app
+        .find_all("[data-testid=tool-card] img, [data-testid=tool-card] script")
+        .await
+        .is_empty());
+    click(&app, "[data-testid=approve-button]").await;
+    app.wait_for_status("ready").await;
+    assert_eq!(app.js("return typeof window.__pwned").await, "undefined");
+    assert!(app
+        .find_all(".transcript img, .transcript script")
+        .await
+        .is_empty());
+    app.shot("hostile-args").await;
+    app.finish().await;
+}
+
+/// A stand-in for a kagent 0.10.4 agent: serves its recorded card, answers the first message
+/// with the recorded interrupt (e1) and a decision with the recorded resume (e2), and keeps
+/// every request body it got.
+async fn fake_kagent() -> (String, Arc<Mutex<Vec<Value>>>) {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/protocol/tests/fixtures/kagent-0.10.4");
+    let fixtures = if fixtures.is_dir() {
+        fixtures
+    } else {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/kagent-0.10.4")
+    };
+    let load = |name: &str| {
+        std::fs::read(fixtures.join(name)).unwrap_or_else(|err| panic!("fixture {name}: {err}"))
+    };
+    let (card, interrupt, resume) = (
+        load("agent_card.json"),
+        load("e1_interrupt.sse"),
+        load("e2_resume.sse"),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let seen = received.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let (card, interrupt, resume, seen) = (
+                card.clone(),
+                interrupt.clone(),
+                resume.clone(),
+                seen.clone(),
+            );
+            tokio::spawn(async move {
+                let mut buffer = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let (head_end, length) = loop {
+                    let read = socket.read(&mut chunk).await.unwrap_or(0);
+                    if read == 0 {
+                        return;
+                    }
+                    buffer.extend_from_slice(&chunk[..read]);
+                    if let Some(end) = buffer.windows(4).position(|window| window == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&buffer[..end]).to_lowercase();
+                        let length = head
+                            .lines()
+                            .find_map(|line| line.strip_prefix("content-length:"))
+                            .and_then(|value| value.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        break (end + 4, length);
+                    }
+                };
+                while buffer.len() < head_end + length {
+                    let read = socket.read(&mut chunk).await.unwrap_or(0);
+                    if read == 0 {
+                        break;
+                    }
+                    buffer.extend_from_slice(&chunk[..read]);
+                }
+                let (content_type, body) = if buffer.starts_with(b"GET") {
+                    ("application/json", card)
+                } else {
+                    let request: Value =
+                        serde_json::from_slice(&buffer[head_end..]).unwrap_or(Value::Null);
+                    let is_decision = request["params"]["message"]["parts"]
+                        .as_array()
+                        .is_some_and(|parts| {
+                            parts
+                                .iter()
+                                .any(|part| part["data"]["decision_type"].is_string())
+                        });
+                    if let Ok(mut seen) = seen.lock() {
+                        seen.push(request);
+                    }
+                    (
+                        "text/event-stream",
+                        if is_decision { resume } else { interrupt },
+                    )
+                };
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = socket.write_all(head.as_bytes()).await;
+                let _ = socket.write_all(&body).await;
+                let _ = socket.shutdown().await;
+            });
+        }
+    });
+    (url, received)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kagent_agent_gets_the_same_cards_and_decisions_in_its_terms() {
+    let (url, received) = fake_kagent().await;
+    let agents = format!("[[agents]]\nname = \"k8s-agent\"\nnamespace = \"kagent\"\nremote = {{ url = \"{url}\" }}\n");
+    let app = App::start_with(
+        "kagent",
+        Options {
+            agents_toml: Some(agents),
+            ..Options::default()
+        },
+    )
+    .await;
+    app.open_new_chat_of("/agents/kagent/k8s-agent/chat").await;
+    app.send("Write notes_b.txt, delete old_b.txt and read readme.txt.")
+        .await;
+    app.wait_for("the batch bar shows", "[data-testid=batch-bar]")
+        .await;
+    assert_eq!(app.find_all(PENDING_CARD).await.len(), 2);
+    wait_card(&app, "read_file", "requested").await;
+    click(
+        &app,
+        &format!("{} [data-testid=approve-button]", card("write_file")),
+    )
+    .await;
+    click(
+        &app,
+        &format!("{} [data-testid=reject-button]", card("delete_file")),
+    )
+    .await;
+    let reason = app
+        .wait_for("the reason box opens", "[data-testid=reject-reason]")
+        .await;
+    reason
+        .send_keys("Keep old_b.txt, it is still needed.")
+        .await
+        .unwrap();
+    click(
+        &app,
+        &format!("{} [data-testid=reject-confirm]", card("delete_file")),
+    )
+    .await;
+    shots(&app, "kagent-mixed-in-progress").await;
+    click(&app, "[data-testid=submit-decisions]").await;
+    app.wait_for_status("ready").await;
+    wait_card(&app, "write_file", "approved").await;
+    wait_card(&app, "delete_file", "rejected").await;
+    app.wait_for_text("[data-testid=message-agent]", "Mixed decision handled")
+        .await;
+    shots(&app, "kagent-finished").await;
+
+    let received = received.lock().map(|seen| seen.clone()).unwrap_or_default();
+    assert_eq!(received.len(), 2, "{received:?}");
+    let decision = received[1]["params"]["message"]["parts"]
+        .as_array()
+        .and_then(|parts| {
+            parts
+                .iter()
+                .find(|part| part["data"]["decision_type"].is_string())
+        })
+        .map(|part| part["data"].clone())
+        .unwrap_or(Value::Null);
+    assert_eq!(
+        decision,
+        serde_json::json!({
+            "decision_type": "batch",
+            "decisions": {"call_write_b": "approve", "call_delete_b": "reject"},
+            "rejection_reasons": {"call_delete_b": "Keep old_b.txt, it is still needed."}
+        })
+    );
+    // The decision continues the recorded task.
+    assert_eq!(
+        received[1]["params"]["message"]["taskId"],
+        "c9bbd7ef-ae9a-4ac1-aae3-12befe78d36c"
+    );
+    app.finish().await;
+}
