@@ -23,6 +23,8 @@ pub enum BenchError {
     Unexpected(String),
     #[error("timed out: {0}")]
     Timeout(String),
+    #[error("browser: {0}")]
+    Browser(String),
     #[error("server: {0}")]
     Server(String),
     #[error("JSON: {0}")]

@@ -10,7 +10,9 @@ mod server;
 mod server_bench;
 mod stats;
 mod stub;
+mod ui_render;
 mod ui_size;
+mod ui_stream;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -35,6 +37,7 @@ enum Phase {
     Footprint,
     Endpoints,
     UiSize,
+    UiRender,
 }
 
 #[derive(Debug, Parser)]
@@ -64,6 +67,9 @@ struct Args {
     /// The output of scripts/ui-size.sh, for the UI transfer sizes.
     #[arg(long)]
     ui_size: Option<PathBuf>,
+    /// The built UI (trunk's dist/), for the stream rendering figures.
+    #[arg(long)]
+    dist: Option<PathBuf>,
     /// crates/server/tests/mcp, where install.sh puts the MCP test servers.
     #[arg(long)]
     mcp_dir: Option<PathBuf>,
@@ -105,6 +111,7 @@ async fn run(args: Args) -> Result<()> {
             Phase::Throughput,
             Phase::Footprint,
             Phase::Endpoints,
+            Phase::UiRender,
         ]
     } else {
         args.phases.clone()
@@ -157,6 +164,17 @@ async fn run(args: Args) -> Result<()> {
         figures.extend(
             server_bench::endpoints(&args.server, &args.work_dir, mcp_dir.as_deref(), &counts)
                 .await,
+        );
+    }
+
+    if phases.contains(&Phase::UiRender) {
+        figures.extend(
+            ui_render::figures(
+                args.dist.as_deref(),
+                &args.work_dir,
+                &ui_render::UiCounts::scaled(args.scale),
+            )
+            .await,
         );
     }
 
