@@ -2,6 +2,8 @@
 //! `write_file` and `delete_file` wait for a decision, and a loopback stand-in for a kagent
 //! 0.10.4 agent that replays recorded streams and records the decisions it receives.
 #![cfg(not(target_arch = "wasm32"))]
+// Tests fail loudly: unwrapping is how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/harness.rs"]
 mod harness;

@@ -2,6 +2,8 @@
 //! a free port with a fresh data directory, and Debian's headless Chromium driven through
 //! chromedriver. Selects by `data-testid`; screenshots land in tests/artifacts/.
 #![cfg(not(target_arch = "wasm32"))]
+// Tests fail loudly: unwrapping is how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/harness.rs"]
 mod harness;

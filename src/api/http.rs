@@ -56,7 +56,7 @@ fn describe(err: &JsValue) -> String {
 
 fn is_abort(err: &JsValue) -> bool {
     err.dyn_ref::<js_sys::Error>()
-        .is_some_and(|error| String::from(error.name()) == "AbortError")
+        .is_some_and(|error| error.name() == "AbortError")
 }
 
 pub(super) fn network(err: JsValue) -> ApiError {

@@ -1,7 +1,7 @@
 //! Folding runs of finished tool calls into one collapsible group ("3 tool calls, 3 passed").
 //! A card that still needs the person is never folded.
 
-use super::view::{ToolCallView, ToolStatus};
+use super::view::{Item, ItemKind, ToolCallView, ToolStatus};
 
 /// A card shown alone, or a run of finished cards shown as one group.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -70,4 +70,74 @@ pub fn segments(tools: &[&ToolCallView]) -> Vec<Segment> {
     }
     flush(&mut run, &mut out);
     out
+}
+
+/// One transcript row: an item, joined by the tool-only agent items that follow it, so a run
+/// of calls streamed one message each shows (and folds) as one list.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Row {
+    /// The first item's key: stable while later items join.
+    pub key: String,
+    pub items: Vec<String>,
+}
+
+/// Groups items into rows: an agent item with no text joins the row before it when that row
+/// ends with an agent item.
+pub fn rows(items: &[Item]) -> Vec<Row> {
+    let mut out: Vec<Row> = Vec::new();
+    let mut last_kind = None;
+    for item in items {
+        let tool_only = item.kind == ItemKind::Agent && item.text.is_empty() && !item.streaming;
+        match out.last_mut() {
+            Some(row) if tool_only && last_kind == Some(ItemKind::Agent) => {
+                row.items.push(item.key.clone())
+            }
+            Some(_) | None => out.push(Row {
+                key: item.key.clone(),
+                items: vec![item.key.clone()],
+            }),
+        }
+        last_kind = Some(item.kind);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(key: &str, kind: ItemKind, text: &str) -> Item {
+        Item {
+            key: key.to_owned(),
+            task_id: None,
+            kind,
+            text: text.to_owned(),
+            tool_keys: Vec::new(),
+            streaming: false,
+        }
+    }
+
+    #[test]
+    fn tool_only_items_join_the_agent_row_before_them() {
+        let items = [
+            item("u", ItemKind::User, "hi"),
+            item("a", ItemKind::Agent, ""),
+            item("b", ItemKind::Agent, ""),
+            item("t", ItemKind::Agent, "done"),
+            item("c", ItemKind::Agent, ""),
+            item("d", ItemKind::Decision, "Approved"),
+            item("e", ItemKind::Agent, ""),
+        ];
+        let keys: Vec<Vec<String>> = rows(&items).into_iter().map(|row| row.items).collect();
+        assert_eq!(
+            keys,
+            [
+                vec!["u"],
+                vec!["a", "b"],
+                vec!["t", "c"],
+                vec!["d"],
+                vec!["e"]
+            ]
+        );
+    }
 }

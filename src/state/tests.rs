@@ -322,3 +322,155 @@ fn a_live_stream_replayed_event_by_event_twice_changes_nothing() {
     twice.extend(events);
     assert_eq!(describe(&run(&twice)), describe(&once));
 }
+
+// ---- streams recorded from our own server (tests/fixtures/signoff) ----------------------
+
+fn ours(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/signoff")
+        .join(name)
+}
+
+fn our_stream(name: &str) -> Vec<StreamEvent> {
+    events_from_sse(&read(ours(name)), ProtocolVersion::V0_3)
+}
+
+fn our_session(name: &str) -> Vec<Task> {
+    let body: Value = serde_json::from_str(&read(ours(name))).unwrap();
+    body["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|task| codec::decode_task(ProtocolVersion::V0_3, task).unwrap())
+        .collect()
+}
+
+#[test]
+fn our_batch_pauses_with_two_calls_and_the_free_one_completed() {
+    let view = run(&our_stream("batch1.sse"));
+    assert_consistent(&view);
+    let batch = view.pending.as_ref().unwrap();
+    assert_eq!(batch.dialect, Dialect::Native);
+    assert_eq!(batch.keys.len(), 2);
+    check(&view, expect_file!["snapshots/ours_batch1.txt"]);
+}
+
+#[test]
+fn our_mixed_decision_with_edited_arguments() {
+    let mut events = our_stream("batch1.sse");
+    events.extend(our_stream("batch2.sse"));
+    let view = run(&events);
+    assert_consistent(&view);
+    let write = view
+        .tools
+        .iter()
+        .find(|tool| tool.name == "write_file")
+        .unwrap();
+    assert_eq!(write.status, ToolStatus::Approved);
+    assert_eq!(write.edited_args.as_ref().unwrap()["content"], "edited");
+    let delete = view
+        .tools
+        .iter()
+        .find(|tool| tool.name == "delete_file")
+        .unwrap();
+    assert_eq!(
+        (delete.status, delete.reason.as_deref()),
+        (ToolStatus::Rejected, Some("keep it"))
+    );
+    check(&view, expect_file!["snapshots/ours_batch2.txt"]);
+}
+
+#[test]
+fn our_stored_task_rebuilds_the_same_cards() {
+    let mut events = our_stream("batch1.sse");
+    events.extend(our_stream("batch2.sse"));
+    let live = run(&events);
+    let stored = replay(&our_session("batch_session.json"));
+    assert_consistent(&stored);
+    assert_eq!(cards(&stored), cards(&live));
+    assert_eq!(
+        stored.tools,
+        live.tools
+            .iter()
+            .map(|tool| {
+                let mut tool = tool.clone();
+                tool.owner = stored
+                    .tool(&tool.key)
+                    .map(|shown| shown.owner.clone())
+                    .unwrap_or_default();
+                tool
+            })
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(stored.status, live.status);
+    check(&stored, expect_file!["snapshots/ours_batch_replay.txt"]);
+}
+
+#[test]
+fn our_text_streams_in_chunks_into_one_bubble() {
+    let events = our_stream("count.sse");
+    let partway = run(&events[..4]);
+    let agent: Vec<_> = partway
+        .items
+        .iter()
+        .filter(|item| item.kind == ItemKind::Agent)
+        .collect();
+    assert_eq!((agent[0].text.as_str(), agent[0].streaming), ("1, 2", true));
+    let done = run(&events);
+    check(&done, expect_file!["snapshots/ours_count.txt"]);
+}
+
+#[test]
+fn our_multi_round_task_pauses_then_resumes() {
+    let paused = run(&our_stream("rounds1.sse"));
+    assert_consistent(&paused);
+    assert_eq!(
+        paused.pending.as_ref().map(|batch| batch.requests.len()),
+        Some(1)
+    );
+    let replayed = replay(&our_session("rounds_session_paused.json"));
+    assert_eq!(cards(&replayed), cards(&paused));
+    assert_eq!(replayed.pending, paused.pending);
+
+    let mut events = our_stream("rounds1.sse");
+    events.extend(our_stream("rounds2.sse"));
+    let done = run(&events);
+    assert_consistent(&done);
+    assert!(done.pending.is_none());
+    let replayed = replay(&our_session("rounds_session_done.json"));
+    assert_eq!(cards(&replayed), cards(&done));
+    check(&done, expect_file!["snapshots/ours_rounds_done.txt"]);
+}
+
+#[test]
+fn a_batch_decided_elsewhere_shows_decided_after_a_resubscribe() {
+    // This tab saw the pause; another tab decided. The resumed events (without our decision
+    // message) must leave no pending batch and show the outcome from the results.
+    let mut view = run(&our_stream("batch1.sse"));
+    let resumed: Vec<StreamEvent> = our_stream("batch2.sse")
+        .into_iter()
+        .map(|mut event| {
+            if let StreamEvent::StatusUpdate(update) = &mut event {
+                if let Some(message) = &mut update.status.message {
+                    message.parts.retain(|part| {
+                        part.as_data()
+                            .is_none_or(|data| data.get("decision_type").is_none())
+                    });
+                }
+            }
+            event
+        })
+        .collect();
+    for event in &resumed {
+        view.apply(event);
+    }
+    assert!(view.pending.is_none());
+    let status = |name: &str| {
+        view.tools
+            .iter()
+            .find(|tool| tool.name == name)
+            .map(|tool| tool.status)
+    };
+    assert_eq!(status("write_file"), Some(ToolStatus::Approved));
+    assert_eq!(status("delete_file"), Some(ToolStatus::Rejected));
+}

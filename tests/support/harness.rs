@@ -239,11 +239,10 @@ impl App {
         self.wait_for("the agent list loads", "[data-testid=agent-item]")
             .await;
         self.wait_until("the composer is ready", || async {
-            Ok(self
-                .find("[data-testid=composer-input]")
+            self.find("[data-testid=composer-input]")
                 .await?
                 .is_enabled()
-                .await?)
+                .await
         })
         .await;
     }

@@ -9,6 +9,7 @@ use super::controller::ChatCtl;
 use crate::components::tools::ToolList;
 use crate::components::util::copy_to_clipboard;
 use crate::markdown;
+use crate::state::group::{rows, Row};
 use crate::state::ItemKind;
 
 /// How close to the bottom (px) still counts as "at the bottom".
@@ -20,13 +21,9 @@ pub fn Transcript() -> impl IntoView {
     let node = NodeRef::<Div>::new();
     // Written by the scroll handler, read by the effect: not a signal, nothing re-renders.
     let stick = StoredValue::new(true);
+    let rows = Memo::new(move |_| ctl.view.with(|view| rows(&view.items)));
     let keys = Memo::new(move |_| {
-        ctl.view.with(|view| {
-            view.items
-                .iter()
-                .map(|item| item.key.clone())
-                .collect::<Vec<_>>()
-        })
+        rows.with(|rows| rows.iter().map(|row| row.key.clone()).collect::<Vec<_>>())
     });
     let empty = move || keys.with(Vec::is_empty) && !ctl.loading.get();
     Effect::new(move |_| {
@@ -63,7 +60,7 @@ pub fn Transcript() -> impl IntoView {
                 <div class="empty-state">"Loading the chat…"</div>
             </Show>
             <For each=move || keys.get() key=|key| key.clone() let:key>
-                <ItemRow item_key=key />
+                <ItemRow item_key=key rows=rows />
             </For>
         </div>
     }
@@ -93,7 +90,7 @@ fn copy_code(event: web_sys::MouseEvent) {
 }
 
 #[component]
-fn ItemRow(item_key: String) -> impl IntoView {
+fn ItemRow(item_key: String, rows: Memo<Vec<Row>>) -> impl IntoView {
     let ctl = expect_context::<ChatCtl>();
     let lookup = item_key.clone();
     let item = Memo::new(move |_| ctl.view.with(|view| view.item(&lookup).cloned()));
@@ -117,7 +114,16 @@ fn ItemRow(item_key: String) -> impl IntoView {
         }
         .into_any(),
         Some(ItemKind::Agent) => {
-            let owner = item_key.clone();
+            let row_key = item_key.clone();
+            // This row's items: its own, then the tool-only items that joined it.
+            let owners = Memo::new(move |_| {
+                rows.with(|rows| {
+                    rows.iter()
+                        .find(|row| row.key == row_key)
+                        .map(|row| row.items.clone())
+                        .unwrap_or_default()
+                })
+            });
             view! {
                 <div class="row row-agent">
                     <Show when=move || !text().is_empty()>
@@ -128,7 +134,7 @@ fn ItemRow(item_key: String) -> impl IntoView {
                             inner_html=move || markdown::to_html(&text())
                         ></div>
                     </Show>
-                    <ToolList owner=owner.clone() />
+                    <ToolList owners=owners />
                 </div>
             }
             .into_any()

@@ -22,10 +22,10 @@ enum Panel {
 fn badge_icon(status: ToolStatus) -> &'static str {
     match status {
         ToolStatus::Requested => "○",
-        ToolStatus::PendingApproval => "⏸",
+        ToolStatus::PendingApproval => "●",
         ToolStatus::Approved => "✓",
         ToolStatus::Rejected => "✕",
-        ToolStatus::Executing => "⟳",
+        ToolStatus::Executing => "…",
         ToolStatus::Completed => "✓",
         ToolStatus::Failed => "!",
         ToolStatus::NotRun => "–",

@@ -11,23 +11,20 @@ use self::card::ToolCard;
 use crate::components::chat::controller::ChatCtl;
 use crate::state::group::{segments, Segment};
 
-/// The cards of one transcript item.
+/// The cards of one transcript row (an item and the tool-only items that joined it).
 #[component]
-pub fn ToolList(owner: String) -> impl IntoView {
+pub fn ToolList(owners: Memo<Vec<String>>) -> impl IntoView {
     let ctl = expect_context::<ChatCtl>();
-    let lookup = owner.clone();
     let parts = Memo::new(move |_| {
-        ctl.view.with(|view| {
-            let tools: Vec<_> = view
-                .item(&lookup)
-                .map(|item| {
-                    item.tool_keys
-                        .iter()
-                        .filter_map(|key| view.tool(key))
-                        .collect()
-                })
-                .unwrap_or_default();
-            segments(&tools)
+        owners.with(|owners| {
+            ctl.view.with(|view| {
+                let tools: Vec<_> = owners
+                    .iter()
+                    .filter_map(|owner| view.item(owner))
+                    .flat_map(|item| item.tool_keys.iter().filter_map(|key| view.tool(key)))
+                    .collect();
+                segments(&tools)
+            })
         })
     });
     // The batch bar shows above the cards of the item that holds the batch's first call.
@@ -39,7 +36,7 @@ pub fn ToolList(owner: String) -> impl IntoView {
                         .keys
                         .first()
                         .and_then(|key| view.tool(key))
-                        .is_some_and(|tool| tool.owner == owner)
+                        .is_some_and(|tool| owners.with(|owners| owners.contains(&tool.owner)))
             })
         })
     });
