@@ -510,3 +510,41 @@ async fn a_kagent_agent_gets_the_same_cards_and_decisions_in_its_terms() {
     );
     app.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_decided_elsewhere_shows_decided_after_a_reload() {
+    let app = App::start("decided-elsewhere").await;
+    app.open_new_chat().await;
+    app.send("delete old.txt").await;
+    wait_card(&app, "delete_file", "pending").await;
+    let session = app.session_id().await;
+    let task = app.stored_tasks(&session).await[0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    // Decided through the REST API, as another client would.
+    let answer = app
+        .http
+        .post(format!("{}/api/approvals/{task}", app.base))
+        .json(&serde_json::json!({"decision_type": "deny", "reason": "decided elsewhere"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(answer.status().is_success(), "{}", answer.status());
+    app.assert_no_errors().await;
+    app.driver.refresh().await.unwrap();
+    wait_card(&app, "delete_file", "rejected").await;
+    app.wait_for_status("ready").await;
+    assert!(app
+        .find_all("[data-testid=approve-button]")
+        .await
+        .is_empty());
+    assert!(app
+        .find("[data-testid=composer-input]")
+        .await
+        .unwrap()
+        .is_enabled()
+        .await
+        .unwrap());
+    app.finish().await;
+}

@@ -238,3 +238,22 @@ async fn the_layout_fits_a_phone() {
     app.shot("phone-chat").await;
     app.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_message_shows_the_servers_words_and_gives_the_text_back() {
+    let app = App::start("refused").await;
+    // An agent the server does not run: the send is refused.
+    app.open("/agents/default/nobody/chat").await;
+    app.send("hello?").await;
+    app.wait_for("a toast shows", "[data-testid=toast]").await;
+    let toast = app.texts("[data-testid=toast]").await.join(" ");
+    assert!(toast.contains("nobody"), "{toast}");
+    let input = app.find("[data-testid=composer-input]").await.unwrap();
+    assert_eq!(
+        input.prop("value").await.unwrap().as_deref(),
+        Some("hello?")
+    );
+    assert!(app.find_all("[data-testid=message-user]").await.is_empty());
+    app.shot("toast-refused").await;
+    app.finish().await;
+}
