@@ -70,6 +70,20 @@ fn text(chunk: &str) -> Result<ModelEvent, ModelError> {
 }
 
 /// The tool definitions OpenAI expects for `tools()`.
+/// Replaces each tool call's `arguments` string with the JSON it holds, so comparisons do not
+/// depend on key order (serde_json's `preserve_order` may be on in a workspace build).
+fn parse_arguments(messages: &mut Value) {
+    for message in messages.as_array_mut().into_iter().flatten() {
+        let calls = message.get_mut("tool_calls").and_then(Value::as_array_mut);
+        for call in calls.into_iter().flatten() {
+            let arguments = &mut call["function"]["arguments"];
+            if let Some(text) = arguments.as_str() {
+                *arguments = serde_json::from_str(text).unwrap();
+            }
+        }
+    }
+}
+
 fn tools_json() -> Value {
     json!([
         {"type": "function", "function": {"name": "read_file", "description": "Reads a file",
@@ -228,6 +242,7 @@ async fn maps_the_history_to_openai_messages() {
     for index in 3..=5 {
         messages[index]["content"] = json!("(checked above)");
     }
+    parse_arguments(&mut messages);
     assert_eq!(
         messages,
         json!([
@@ -235,11 +250,11 @@ async fn maps_the_history_to_openai_messages() {
             {"role": "user", "content": "write notes.txt, delete old.txt and read a.txt"},
             {"role": "assistant", "content": null, "tool_calls": [
                 {"id": "call_1", "type": "function",
-                 "function": {"name": "write_file", "arguments": "{\"content\":\"hi\",\"path\":\"safe.txt\"}"}},
+                 "function": {"name": "write_file", "arguments": {"content": "hi", "path": "safe.txt"}}},
                 {"id": "call_2", "type": "function",
-                 "function": {"name": "delete_file", "arguments": "{\"path\":\"old.txt\"}"}},
+                 "function": {"name": "delete_file", "arguments": {"path": "old.txt"}}},
                 {"id": "call_3", "type": "function",
-                 "function": {"name": "read_file", "arguments": "{\"path\":\"a.txt\"}"}}
+                 "function": {"name": "read_file", "arguments": {"path": "a.txt"}}}
             ]},
             {"role": "tool", "tool_call_id": "call_1", "content": "(checked above)"},
             {"role": "tool", "tool_call_id": "call_2", "content": "(checked above)"},
@@ -548,8 +563,13 @@ async fn an_agent_answers_pauses_for_approval_and_resumes_on_this_model() {
     let turn3 = sent[2]["messages"].as_array().unwrap();
     let tail = &turn3[turn3.len() - 3..];
     assert_eq!(
-        tail[0]["tool_calls"][0]["function"]["arguments"],
-        "{\"content\":\"edited\",\"path\":\"notes.txt\"}",
+        serde_json::from_str::<Value>(
+            tail[0]["tool_calls"][0]["function"]["arguments"]
+                .as_str()
+                .unwrap()
+        )
+        .unwrap(),
+        json!({"content": "edited", "path": "notes.txt"}),
         "the assistant turn carries the arguments that ran"
     );
     let by_call = |id: &str| -> &Value {
