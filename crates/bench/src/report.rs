@@ -13,6 +13,8 @@ pub struct Machine {
     pub cpu: String,
     pub memory_mib: u64,
     pub kernel: String,
+    /// /proc/loadavg when the bench started: other work on the machine skews the figures.
+    pub load_average: String,
 }
 
 impl Machine {
@@ -34,11 +36,20 @@ impl Machine {
         let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map(|text| text.trim().to_owned())
             .unwrap_or_else(|_| "unknown".to_owned());
+        let load_average = std::fs::read_to_string("/proc/loadavg")
+            .map(|text| {
+                text.split_whitespace()
+                    .take(3)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
         Machine {
             cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
             cpu,
             memory_mib,
             kernel,
+            load_average,
         }
     }
 }
@@ -156,6 +167,7 @@ mod tests {
                 cpu: "test cpu".into(),
                 memory_mib: 1024,
                 kernel: "6.1".into(),
+                load_average: "0.10 0.20 0.30".into(),
             },
             commit: "abc123".into(),
             dirty: false,

@@ -98,8 +98,14 @@ pub async fn plain(client: &A2aClient) -> Result<f64> {
 }
 
 /// The outcomes of `count` jobs run by `workers` concurrent workers, in job order.
-/// `job(index)` runs one job.
-pub async fn run_pool<T, F, Fut>(count: usize, workers: usize, job: F) -> Vec<Result<T>>
+/// `job(index)` runs one job. No job starts after `deadline`: those not started by then are
+/// errors, so a slow phase ends with the figures it has.
+pub async fn run_pool<T, F, Fut>(
+    count: usize,
+    workers: usize,
+    deadline: Instant,
+    job: F,
+) -> Vec<Result<T>>
 where
     T: Send + 'static,
     F: Fn(usize) -> Fut + Send + Sync + 'static,
@@ -117,6 +123,15 @@ where
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 if index >= count {
                     return done;
+                }
+                if Instant::now() > deadline {
+                    done.push((
+                        index,
+                        Err(BenchError::Timeout(
+                            "not started: the phase reached its time limit".into(),
+                        )),
+                    ));
+                    continue;
                 }
                 done.push((index, job(index).await));
             }

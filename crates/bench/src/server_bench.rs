@@ -360,15 +360,16 @@ pub async fn footprint(binary: &Path, work_dir: &Path, counts: &Counts) -> Resul
     ));
     let pausing = Instant::now();
     let job_client = client.clone();
-    let outcomes = tokio::time::timeout(
-        PHASE_LIMIT,
-        scenario::run_pool(tasks, counts.footprint_workers, move |_| {
+    let outcomes = scenario::run_pool(
+        tasks,
+        counts.footprint_workers,
+        pausing + PHASE_LIMIT,
+        move |_| {
             let client = job_client.clone();
             async move { scenario::pause(&client).await.map(|(_, paused)| paused) }
-        }),
+        },
     )
-    .await
-    .map_err(|_| BenchError::Timeout(format!("pausing {tasks} chats took over {PHASE_LIMIT:?}")))?;
+    .await;
     let pause_secs = pausing.elapsed().as_secs_f64();
     let (paused, pause_errors, first_pause_error) = scenario::split(outcomes);
     let with_paused = rss_readings(&server).await;
@@ -381,18 +382,17 @@ pub async fn footprint(binary: &Path, work_dir: &Path, counts: &Counts) -> Resul
     let paused = Arc::new(paused);
     let job_client = client.clone();
     let job_paused = paused.clone();
-    let outcomes = tokio::time::timeout(
-        PHASE_LIMIT,
-        scenario::run_pool(paused.len(), counts.footprint_workers, move |index| {
+    let outcomes = scenario::run_pool(
+        paused.len(),
+        counts.footprint_workers,
+        deciding + PHASE_LIMIT,
+        move |index| {
             let client = job_client.clone();
             let paused = job_paused.clone();
             async move { scenario::approve(&client, &paused[index]).await }
-        }),
+        },
     )
-    .await
-    .map_err(|_| {
-        BenchError::Timeout(format!("deciding {tasks} chats took over {PHASE_LIMIT:?}"))
-    })?;
+    .await;
     let decide_secs = deciding.elapsed().as_secs_f64();
     let (decided, decide_errors, first_decide_error) = scenario::split(outcomes);
     let after_decided = rss_readings(&server).await;
