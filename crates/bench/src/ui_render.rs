@@ -325,12 +325,23 @@ async fn measure(dist: &Path, work_dir: &Path, counts: &UiCounts) -> Result<Vec<
     let profile = work_dir.join("chromium-profile");
     std::fs::create_dir_all(&profile).map_err(|err| BenchError::io(&profile, err))?;
     let browser = Browser::start(&profile).await?;
+    let measured = measure_in(&browser, &server, counts).await;
+    // Quit on every path: killing chromedriver alone would leave Chromium running.
+    let _ = browser.driver.quit().await;
+    measured
+}
+
+async fn measure_in(
+    browser: &Browser,
+    server: &StreamServer,
+    counts: &UiCounts,
+) -> Result<Vec<Figure>> {
     progress(format_args!("ui: warm-up and the fixed cost of a turn"));
     // The first load compiles the wasm; it is not a figure.
-    let _ = run_once(&browser, &server.base, BASELINE).await;
+    let _ = run_once(browser, &server.base, BASELINE).await;
     let mut baseline = Vec::new();
     for _ in 0..3 {
-        baseline.push(run_once(&browser, &server.base, BASELINE).await?.task_ms);
+        baseline.push(run_once(browser, &server.base, BASELINE).await?.task_ms);
     }
     let baseline_ms = Summary::of(&baseline).map_or(0.0, |summary| summary.median);
     let scenarios = [
@@ -367,7 +378,7 @@ async fn measure(dist: &Path, work_dir: &Path, counts: &UiCounts) -> Result<Vec<
         let mut costs = Vec::new();
         let mut errors = Vec::new();
         for _ in 0..runs {
-            match run_once(&browser, &server.base, canned).await {
+            match run_once(browser, &server.base, canned).await {
                 Ok(run) => {
                     spans.push(run.first_to_last_ms);
                     costs.push(per_event(run.task_ms, canned, baseline_ms));
@@ -442,6 +453,5 @@ async fn measure(dist: &Path, work_dir: &Path, counts: &UiCounts) -> Result<Vec<
             None => Figure::missing(GROUP, &name, "x", "a run above failed"),
         },
     );
-    let _ = browser.driver.quit().await;
     Ok(figures)
 }
