@@ -1,8 +1,12 @@
 //! UI figures (issue 8, item 3): the built UI in headless Chromium, fed canned streams by
-//! [`crate::ui_stream`]: how long the DOM takes from showing the first event to showing the
-//! last, and the main thread's time per event (Chromium's `TaskDuration` over CDP), for 1,000
-//! and 10,000 text chunks and for 200 tool cards. The ratio of the per-event cost at 10,000 to
-//! that at 1,000 shows whether a path's cost grows with the history (it should stay near 1).
+//! [`crate::ui_stream`], for 1,000 and 10,000 text chunks and for 50 and 200 tool cards.
+//!
+//! Each run sends the prompt, waits until the page shows the stream's first event, reads the
+//! main thread's clock (Chromium's `TaskDuration` over CDP), releases the rest of the stream,
+//! and waits until the page shows the last event: the figures are the time from the page's
+//! first read of the rest to the DOM showing the last event, and the main thread's time per
+//! released event. The ratio of the per-event cost at 10,000 to that at 1,000 shows whether a
+//! path's cost grows with the history (it should stay near 1).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -16,26 +20,26 @@ use tokio::time::Instant;
 use crate::error::{BenchError, Result};
 use crate::progress;
 use crate::stats::{Figure, Summary};
-use crate::ui_stream::{Canned, StreamServer};
+use crate::ui_stream::{Canned, StreamServer, FIRST_EVENTS};
 
 const GROUP: &str = "UI stream rendering (headless Chromium)";
 
-/// Stamps (performance.now(), ms) when the page first reads bytes of a response body (the
-/// stream: the UI reads it with a ReadableStream reader) and when `lastSel` first matches.
-/// Cheap per mutation batch: one `querySelector`, no text reads.
+/// Watches the page (times are performance.now(), ms): `last` is when `lastSel` first
+/// matches; `firstRead` when the page first reads stream bytes after `window.__bench.armed` is
+/// set (the UI reads the body with a ReadableStream reader). Cheap per mutation batch: one
+/// `querySelector`, no text reads.
 const OBSERVER: &str = r#"
 const [lastSel] = arguments;
-const bench = { firstRead: null, last: null, batches: 0 };
+const bench = { armed: false, firstRead: null, last: null };
 window.__bench = bench;
 const read = ReadableStreamDefaultReader.prototype.read;
 ReadableStreamDefaultReader.prototype.read = function () {
   return read.call(this).then((result) => {
-    if (!result.done && bench.firstRead === null) bench.firstRead = performance.now();
+    if (bench.armed && !result.done && bench.firstRead === null) bench.firstRead = performance.now();
     return result;
   });
 };
 const observer = new MutationObserver(() => {
-  bench.batches += 1;
   if (bench.last === null && document.querySelector(lastSel)) {
     bench.last = performance.now();
     observer.disconnect();
@@ -174,7 +178,14 @@ impl Browser {
             .ok_or_else(|| BenchError::Browser("no TaskDuration metric".into()))
     }
 
-    async fn wait_for(&self, what: &str, script: &str, limit: Duration) -> Result<Value> {
+    /// Runs `script` every `every` until it returns something other than null or false.
+    async fn wait_for(
+        &self,
+        what: &str,
+        script: &str,
+        limit: Duration,
+        every: Duration,
+    ) -> Result<Value> {
         let deadline = Instant::now() + limit;
         loop {
             let value = self.js(script, Vec::new()).await?;
@@ -184,7 +195,7 @@ impl Browser {
             if Instant::now() > deadline {
                 return Err(BenchError::Timeout(format!("{what} within {limit:?}")));
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(every).await;
         }
     }
 }
@@ -193,14 +204,16 @@ impl Browser {
 #[derive(Debug, Clone, Copy)]
 struct Run {
     first_to_last_ms: f64,
-    /// Main-thread task time from the click on Send to just after the last event showed.
+    /// Main-thread task time from releasing the rest of the stream to just after its last
+    /// event showed.
     task_ms: f64,
 }
 
-async fn run_once(browser: &Browser, base: &str, canned: Canned) -> Result<Run> {
+async fn run_once(browser: &Browser, server: &StreamServer, canned: Canned) -> Result<Run> {
+    let fast = Duration::from_millis(50);
     browser
         .driver
-        .goto(format!("{base}/"))
+        .goto(format!("{}/", server.base))
         .await
         .map_err(browser_error)?;
     browser
@@ -215,6 +228,7 @@ async fn run_once(browser: &Browser, base: &str, canned: Canned) -> Result<Run> 
             "const box = document.querySelector('[data-testid=composer-input]');\
              return !!box && !box.disabled;",
             Duration::from_secs(30),
+            fast,
         )
         .await?;
     // Both streams end with the bold last line.
@@ -230,7 +244,6 @@ async fn run_once(browser: &Browser, base: &str, canned: Canned) -> Result<Run> 
         .send_keys(canned.prompt())
         .await
         .map_err(browser_error)?;
-    let before = browser.task_ms().await?;
     browser
         .driver
         .find(By::Css("[data-testid=send-button]"))
@@ -239,11 +252,32 @@ async fn run_once(browser: &Browser, base: &str, canned: Canned) -> Result<Run> 
         .click()
         .await
         .map_err(browser_error)?;
+    let first_shown = match canned {
+        Canned::Chunks(_) => "return !!document.querySelector('[data-testid=message-agent] em');",
+        Canned::Tools(_) => "return !!document.querySelector('[data-testid=tool-card]');",
+    };
+    browser
+        .wait_for(
+            "the first event shown",
+            first_shown,
+            Duration::from_secs(30),
+            fast,
+        )
+        .await?;
+    // The page is idle again, the rest of the stream waits at the server's gate.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    browser
+        .js("window.__bench.armed = true; return true;", Vec::new())
+        .await?;
+    let before = browser.task_ms().await?;
+    server.release();
+    // Polled slowly: each poll is a task on the page's main thread too.
     let seen = match browser
         .wait_for(
             "the last event shown",
             "const b = window.__bench; return b && b.last !== null ? b : null;",
             run_limit(canned),
+            Duration::from_millis(250),
         )
         .await
     {
@@ -262,8 +296,8 @@ async fn run_once(browser: &Browser, base: &str, canned: Canned) -> Result<Run> 
             return Err(BenchError::Unexpected(format!("{err}; the page: {page}")));
         }
     };
-    // Let the work the last event queued finish before reading the clock of the main thread.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Let the work the last event queued (rendering) finish before reading the clock again.
+    tokio::time::sleep(Duration::from_millis(200)).await;
     let after = browser.task_ms().await?;
     let first_at = seen["firstRead"].as_f64();
     let last_at = seen["last"].as_f64();
@@ -310,16 +344,6 @@ pub async fn figures(dist: Option<&Path>, work_dir: &Path, counts: &UiCounts) ->
     }
 }
 
-/// The main-thread time of a stream of `canned` beyond a 2-chunk stream's, per extra event:
-/// the click, the request and the page's fixed work are in both and cancel out.
-fn per_event(task_ms: f64, canned: Canned, baseline_ms: f64) -> f64 {
-    let extra_events = canned.events().saturating_sub(BASELINE.events()).max(1);
-    (task_ms - baseline_ms).max(0.0) / extra_events as f64
-}
-
-/// The shortest stream: its main-thread time is the fixed cost of a chat turn.
-const BASELINE: Canned = Canned::Chunks(2);
-
 async fn measure(dist: &Path, work_dir: &Path, counts: &UiCounts) -> Result<Vec<Figure>> {
     let server = StreamServer::start(dist).await?;
     let profile = work_dir.join("chromium-profile");
@@ -336,14 +360,9 @@ async fn measure_in(
     server: &StreamServer,
     counts: &UiCounts,
 ) -> Result<Vec<Figure>> {
-    progress(format_args!("ui: warm-up and the fixed cost of a turn"));
+    progress(format_args!("ui: warm-up"));
     // The first load compiles the wasm; it is not a figure.
-    let _ = run_once(browser, &server.base, BASELINE).await;
-    let mut baseline = Vec::new();
-    for _ in 0..3 {
-        baseline.push(run_once(browser, &server.base, BASELINE).await?.task_ms);
-    }
-    let baseline_ms = Summary::of(&baseline).map_or(0.0, |summary| summary.median);
+    let _ = run_once(browser, server, Canned::Chunks(10)).await;
     let scenarios = [
         (
             Canned::Chunks(counts.chunks_small),
@@ -362,12 +381,7 @@ async fn measure_in(
         ),
         (Canned::Tools(counts.tools), counts.runs_tools, "tool cards"),
     ];
-    let mut figures = vec![
-        Figure::samples(GROUP, "fixed cost of a turn", "ms", &baseline).with_note(format!(
-            "main-thread time of a {}-event stream, subtracted below",
-            BASELINE.events()
-        )),
-    ];
+    let mut figures = Vec::new();
     let mut medians: Vec<(Canned, f64)> = Vec::new();
     for (canned, runs, what) in scenarios {
         let n = match canned {
@@ -378,10 +392,11 @@ async fn measure_in(
         let mut costs = Vec::new();
         let mut errors = Vec::new();
         for _ in 0..runs {
-            match run_once(browser, &server.base, canned).await {
+            match run_once(browser, server, canned).await {
                 Ok(run) => {
                     spans.push(run.first_to_last_ms);
-                    costs.push(per_event(run.task_ms, canned, baseline_ms));
+                    let released = canned.events().saturating_sub(FIRST_EVENTS).max(1);
+                    costs.push(run.task_ms / released as f64);
                 }
                 Err(err) => {
                     errors.push(err.to_string());
@@ -397,8 +412,8 @@ async fn measure_in(
         figures.push(
             Figure::samples(GROUP, &format!("{n} {what}: first -> last shown"), "ms", &spans)
                 .with_note(format!(
-                    "first bytes of the stream read -> DOM shows the last of its {} events (sent at once){errors_note}",
-                    canned.events()
+                    "the page reads the first of the last {} events (sent at once) -> DOM shows the last{errors_note}",
+                    canned.events().saturating_sub(FIRST_EVENTS)
                 )),
         );
         figures.push(
@@ -409,7 +424,7 @@ async fn measure_in(
                 &costs,
             )
             .with_note(
-                "Chromium TaskDuration, send -> last shown + 300 ms, less the fixed cost, / events",
+                "Chromium TaskDuration from their release to 200 ms after the last shows / those events",
             ),
         );
         if let Some(summary) = Summary::of(&costs) {

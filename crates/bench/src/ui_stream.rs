@@ -3,8 +3,10 @@
 //! socket takes it. The message text picks the stream: `chunks N` is one answer in N text
 //! chunks, `tools N` is N tool calls with their results and a closing line.
 //!
-//! The whole stream is written at once: the figure is how long the page takes from the first
-//! bytes it reads to showing the last event.
+//! The first events (through the first text chunk or tool call) go out at once; the rest wait
+//! for [`StreamServer::release`] and then go out at once, as fast as the socket takes them. The
+//! bench releases them once the page shows the first event and it has read the main thread's
+//! clock, so that clock then counts only the work of the rest.
 
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
@@ -24,9 +26,12 @@ use signoff_protocol::{
     Artifact, Message, Part, ProtocolVersion, Role, StreamEvent, TaskArtifactUpdateEvent,
     TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Notify};
 
 use crate::error::{BenchError, Result};
+
+/// Sent before the gate: `submitted`, `working` and the first chunk or tool call.
+pub const FIRST_EVENTS: usize = 3;
 
 /// Markers in the text: the first chunk renders as `<em>`, the last as `<strong>` (the page
 /// watches for that one).
@@ -38,20 +43,26 @@ struct Shared {
     dist: Arc<PathBuf>,
     /// Numbers the streamed tasks, so every run is a new task and session.
     next_task: Arc<AtomicU64>,
+    /// Holds each stream after its first events until the bench releases it (a permit is kept
+    /// if the release comes first).
+    gate: Arc<Notify>,
 }
 
 pub struct StreamServer {
     /// `http://127.0.0.1:PORT`
     pub base: String,
+    gate: Arc<Notify>,
     /// Stops the server when dropped.
     _stop: oneshot::Sender<()>,
 }
 
 impl StreamServer {
     pub async fn start(dist: &Path) -> Result<StreamServer> {
+        let gate = Arc::new(Notify::new());
         let shared = Shared {
             dist: Arc::new(dist.to_owned()),
             next_task: Arc::new(AtomicU64::new(1)),
+            gate: gate.clone(),
         };
         let app = axum::Router::new()
             .route("/api/agents", get(agents))
@@ -78,8 +89,14 @@ impl StreamServer {
         });
         Ok(StreamServer {
             base: format!("http://{addr}"),
+            gate,
             _stop: stop,
         })
+    }
+
+    /// Lets the held stream send the rest of its events.
+    pub fn release(&self) {
+        self.gate.notify_one();
     }
 }
 
@@ -190,7 +207,18 @@ async fn rpc(State(shared): State<Shared>, body: Bytes) -> Response {
             Bytes::from(format!("data: {}\n\n", response.to_value()))
         })
         .collect();
-    let body = stream::iter(frames).map(Ok::<Bytes, Infallible>);
+    let mut frames = frames.into_iter();
+    let first: Vec<Bytes> = frames.by_ref().take(FIRST_EVENTS).collect();
+    let rest: Vec<Bytes> = frames.collect();
+    let gate = shared.gate.clone();
+    let later = stream::once(async move {
+        gate.notified().await;
+        stream::iter(rest)
+    })
+    .flatten();
+    let body = stream::iter(first)
+        .chain(later)
+        .map(Ok::<Bytes, Infallible>);
     (
         [
             (header::CONTENT_TYPE, "text/event-stream"),
