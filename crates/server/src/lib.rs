@@ -7,6 +7,7 @@ pub mod agent;
 pub mod http;
 pub mod store; // SHIM
 
+use axum::serve::ListenerExt;
 use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -155,6 +156,13 @@ pub async fn run(
     };
     let app = router(state);
     let stopping = runtime.clone();
+    // Without TCP_NODELAY a streamed event that follows the headers on a reused connection waits
+    // for the client's delayed ACK: ~40 ms on every turn (bench: time to pause 43.9 -> 6.7 ms).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(err) = tcp.set_nodelay(true) {
+            tracing::warn!("could not set TCP_NODELAY: {err}");
+        }
+    });
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown.await;
