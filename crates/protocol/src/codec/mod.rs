@@ -307,6 +307,15 @@ pub(crate) fn index(path: &str, i: usize) -> String {
 }
 
 /// A count on the wire is signed (ProtoJSON int32); negatives are invalid params.
+/// An empty list is left out of the wire form (both versions treat absent and empty alike).
+pub(crate) fn non_empty<T: Clone>(items: &[T]) -> Option<Vec<T>> {
+    if items.is_empty() {
+        None
+    } else {
+        Some(items.to_vec())
+    }
+}
+
 pub(crate) fn non_negative(value: Option<i64>, path: &str) -> Result<Option<u32>, DecodeError> {
     match value {
         None => Ok(None),

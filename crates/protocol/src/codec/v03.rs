@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{decode_list, field, non_negative, parse, to_value, DecodeError};
+use super::{decode_list, field, non_empty, non_negative, parse, to_value, DecodeError};
 use crate::model::{
     Artifact, FileBody, FileContent, Message, Metadata, Part, PartContent, Role, SendConfiguration,
     SendMessageParams, StreamEvent, Task, TaskArtifactUpdateEvent, TaskIdParams, TaskQueryParams,
@@ -356,14 +356,6 @@ pub(super) fn encode_message(message: &Message) -> Value {
         reference_task_ids: non_empty(&message.reference_task_ids),
         metadata: message.metadata.clone(),
     })
-}
-
-fn non_empty<T: Clone>(items: &[T]) -> Option<Vec<T>> {
-    if items.is_empty() {
-        None
-    } else {
-        Some(items.to_vec())
-    }
 }
 
 // ---- tasks ----
