@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The bench command (issue 8): builds the server, the bench and the UI in release, runs the real
+# The bench command: builds the server, the bench and the UI in release, runs the real
 # server binary on loopback with fresh data folders, prints a table of every figure, and writes
 # the same figures as JSON to target/bench/results.json (the table to target/bench/results.txt).
 #

@@ -8,7 +8,7 @@ export PATH="$HOME/.cargo/bin:$ROOT/tools/web/node_modules/.bin:$PATH"
 # trunk must never try to download a tool or check for updates (registries only).
 export TRUNK_SKIP_VERSION_CHECK=true
 
-# Pinned tool versions (see ../shared/toolchain.md for why these).
+# Pinned tool versions (see docs/toolchain.md for why these).
 TRUNK_VERSION="0.21.14"
 
 step() { printf '\n==> %s\n' "$*"; }

@@ -20,7 +20,6 @@ fn safe_url(url: &str) -> bool {
 pub fn to_html(text: &str) -> String {
     let options =
         Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
-    let mut in_image = false;
     let events = Parser::new_ext(text, options).flat_map(|event| -> Vec<Event<'_>> {
         // pulldown-cmark's enum, not ours: every event not named here passes through unchanged.
         #[allow(clippy::wildcard_enum_match_arm)]
@@ -52,7 +51,6 @@ pub fn to_html(text: &str) -> String {
                 id,
                 ..
             }) => {
-                in_image = true;
                 let dest_url = if safe_url(&dest_url) {
                     dest_url
                 } else {
@@ -65,10 +63,9 @@ pub fn to_html(text: &str) -> String {
                     id,
                 })]
             }
-            Event::End(TagEnd::Image) if in_image => {
-                in_image = false;
-                vec![Event::End(TagEnd::Link)]
-            }
+            // Every image start became a link start, nested images too (an image's alt text
+            // may hold one), so every image end is a link end.
+            Event::End(TagEnd::Image) => vec![Event::End(TagEnd::Link)],
             Event::Start(Tag::CodeBlock(kind)) => {
                 let language = match &kind {
                     CodeBlockKind::Fenced(language) => language.to_string(),
@@ -126,6 +123,10 @@ fn escape(text: &str) -> String {
     }
     out
 }
+
+// proptest is a native-only dev-dependency.
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod proptests;
 
 #[cfg(test)]
 mod tests {

@@ -1,4 +1,4 @@
-//! Browser tests of tool cards and approvals (issue 7): the real server's demo agent, whose
+//! Browser tests of tool cards and approvals: the real server's demo agent, whose
 //! `write_file` and `delete_file` wait for a decision, and a loopback stand-in for a kagent
 //! 0.10.4 agent that replays recorded streams and records the decisions it receives.
 #![cfg(not(target_arch = "wasm32"))]
@@ -252,6 +252,47 @@ async fn edited_arguments_are_what_runs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edited_arguments_the_tool_refuses_show_the_error_on_the_card() {
+    let app = App::start("edit-refused").await;
+    app.open_new_chat().await;
+    app.send("write d.txt: original").await;
+    wait_card(&app, "write_file", "pending").await;
+    click(&app, "[data-testid=edit-button]").await;
+    let editor = app
+        .wait_for("the editor opens", "[data-testid=args-editor]")
+        .await;
+    editor.clear().await.unwrap();
+    editor
+        .send_keys("{\"path\": \"d.txt\", \"content\": \"x\", \"mode\": \"0777\"}")
+        .await
+        .unwrap();
+    click(&app, "[data-testid=approve-button]").await;
+    app.wait_for_text("[data-testid=decision-error]", "modified_args")
+        .await;
+    let error = app.texts("[data-testid=decision-error]").await.join(" ");
+    assert!(error.contains("mode"), "{error}");
+    // Nothing ran, and the card can be decided again once the edit fits.
+    wait_card(&app, "write_file", "pending").await;
+    assert_eq!(read(app.sandbox("d.txt")), None);
+    app.shot("edit-refused").await;
+    click(&app, "[data-testid=edit-button]").await;
+    let editor = app
+        .wait_for("the editor opens again", "[data-testid=args-editor]")
+        .await;
+    editor.clear().await.unwrap();
+    editor
+        .send_keys("{\"path\": \"d.txt\", \"content\": \"fixed\"}")
+        .await
+        .unwrap();
+    click(&app, "[data-testid=approve-button]").await;
+    wait_card(&app, "write_file", "approved").await;
+    app.wait_for_status("ready").await;
+    assert_eq!(read(app.sandbox("d.txt")).as_deref(), Some("fixed"));
+    assert!(app.texts("[data-testid=decision-error]").await.is_empty());
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_while_pending_keeps_the_batch_decidable() {
     let app = App::start("reload-pending").await;
     app.open_new_chat().await;
@@ -350,11 +391,6 @@ async fn hostile_arguments_are_shown_as_text() {
 async fn fake_kagent() -> (String, Arc<Mutex<Vec<Value>>>) {
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("crates/protocol/tests/fixtures/kagent-0.10.4");
-    let fixtures = if fixtures.is_dir() {
-        fixtures
-    } else {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/kagent-0.10.4")
-    };
     let load = |name: &str| {
         std::fs::read(fixtures.join(name)).unwrap_or_else(|err| panic!("fixture {name}: {err}"))
     };

@@ -1,4 +1,4 @@
-//! The sessions REST surface (spec/wire.md §7): list, one session with its tasks, delete.
+//! The sessions REST surface (docs/rest.md, Sessions): list, one session with its tasks, delete.
 
 use serde_json::Value;
 use signoff_protocol::codec;

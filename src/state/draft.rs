@@ -1,5 +1,6 @@
 //! The person's choices on a pending batch before they are sent, and the decision they make
-//! (spec/wire.md §5): uniform approve -> `approve`, uniform reject -> `deny`, else `batch`.
+//! (docs/wire.md, Decision message): uniform approve -> `approve`, uniform reject -> `deny`,
+//! else `batch`.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +26,8 @@ pub struct BatchDraft {
     pub choices: BTreeMap<String, Choice>,
     /// Edited arguments by call id (already checked to be JSON objects).
     pub edited_args: BTreeMap<String, Value>,
+    /// The server's refusal of the last decision, by the call it named (shown on that card).
+    pub refused: BTreeMap<String, String>,
 }
 
 /// Why a draft cannot be sent yet.
@@ -47,6 +50,16 @@ pub fn parse_args(text: &str) -> Result<Value, DraftError> {
     } else {
         Err(DraftError::NotAnObject)
     }
+}
+
+/// Whether `message` mentions the call id `id` as a whole word (`call_1` is not in `call_10`).
+fn names_call(message: &str, id: &str) -> bool {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    message.match_indices(id).any(|(at, _)| {
+        let before = message[..at].chars().next_back();
+        let after = message[at + id.len()..].chars().next();
+        !before.is_some_and(is_word) && !after.is_some_and(is_word)
+    })
 }
 
 fn clean_reason(reason: Option<&str>) -> Option<String> {
@@ -79,6 +92,25 @@ impl BatchDraft {
 
     pub fn edit(&mut self, id: &str, args: Value) {
         self.edited_args.insert(id.to_owned(), args);
+        self.refused.remove(id);
+    }
+
+    /// The server refused the decision. When its message names exactly one call of the batch
+    /// (an edit that does not fit the tool's schema, a reason too long), that call's choice is
+    /// undone so the card can be decided again, the message is kept for the card, and the
+    /// call's id is returned; otherwise nothing changes and `None` says to show it elsewhere.
+    pub fn refuse(&mut self, batch: &PendingBatch, message: &str) -> Option<String> {
+        let mut named = batch
+            .requests
+            .iter()
+            .filter(|request| names_call(message, &request.id));
+        let (Some(request), None) = (named.next(), named.next()) else {
+            return None;
+        };
+        let id = request.id.clone();
+        self.choices.remove(&id);
+        self.refused.insert(id.clone(), message.to_owned());
+        Some(id)
     }
 
     /// Every call of the batch has a choice.
@@ -89,7 +121,8 @@ impl BatchDraft {
             .all(|request| self.choices.contains_key(&request.id))
     }
 
-    /// Edited arguments of the approved calls only (§5: `modified_args` must name approved calls).
+    /// Edited arguments of the approved calls only (docs/wire.md, Decision rules: `modified_args`
+    /// must name approved calls).
     fn modified_args(&self, approved: impl Fn(&str) -> bool) -> BTreeMap<String, Value> {
         self.edited_args
             .iter()

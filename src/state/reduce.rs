@@ -11,7 +11,7 @@ use signoff_protocol::{
 use super::tools::{self, LogEntry};
 use super::view::{ChatStatus, ChatView, Item, ItemKind, PendingBatch, ToolStatus, Usage};
 
-/// Applies one event to the view: the reducer of design.md invariant 2.
+/// Applies one event to the view: the reducer of ARCHITECTURE.md, invariant 2.
 pub fn apply(view: &mut ChatView, event: &StreamEvent) {
     match event {
         StreamEvent::Task(task) => apply_task(view, task),

@@ -15,14 +15,9 @@ use signoff_protocol::{ProtocolVersion, StreamEvent, Task};
 use super::view::{ChatView, ItemKind};
 use super::{replay, ToolStatus};
 
+/// kagent 0.10.4's recorded traffic: one copy, in the protocol crate.
 fn kagent_dir() -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let copied = root.join("crates/protocol/tests/fixtures/kagent-0.10.4");
-    if copied.is_dir() {
-        return copied;
-    }
-    // Until the protocol crate carries its copy, read the shared recording beside the repo.
-    root.join("../shared/fixtures/kagent-0.10.4")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/protocol/tests/fixtures/kagent-0.10.4")
 }
 
 fn read(path: PathBuf) -> String {

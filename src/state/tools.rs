@@ -1,4 +1,4 @@
-//! Tool-call status, derived from the event log in kagent's three passes (design.md
+//! Tool-call status, derived from the event log in kagent's three passes (ARCHITECTURE.md,
 //! invariant 3): requests, then results, then completion. Live streams and stored tasks append
 //! the same entries in the same order, so both give the same cards.
 

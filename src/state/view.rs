@@ -35,7 +35,7 @@ pub struct Item {
     pub streaming: bool,
 }
 
-/// A tool call's status, derived from the event log (design.md invariant 3).
+/// A tool call's status, derived from the event log (ARCHITECTURE.md, invariant 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolStatus {
     Requested,

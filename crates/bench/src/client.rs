@@ -134,7 +134,7 @@ pub fn user_text(text: &str) -> Message {
     Message::new(new_id(), Role::User, vec![Part::text(text)])
 }
 
-/// Approve-all on a paused task (spec/wire.md §5).
+/// Approve-all on a paused task (docs/wire.md, Decision message).
 pub fn approve(task_id: &str, context_id: &str) -> Message {
     let mut message = Message::new(
         new_id(),

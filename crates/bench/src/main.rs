@@ -1,5 +1,5 @@
 //! `signoff-bench`: starts the real `signoff` binary on loopback with fresh data folders,
-//! drives it over HTTP as clients would, and reports every figure of issue 8 as a table on
+//! drives it over HTTP as clients would, and reports every figure (server and UI) as a table on
 //! stdout and as JSON. `scripts/bench.sh` builds everything in release and runs it.
 
 mod client;
@@ -41,10 +41,7 @@ enum Phase {
 }
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "signoff-bench",
-    about = "Measures Signoff's server and UI (issue 8)"
-)]
+#[command(name = "signoff-bench", about = "Measures Signoff's server and UI")]
 struct Args {
     /// The server binary to run (a release build of `signoff`).
     #[arg(long)]

@@ -1,4 +1,4 @@
-//! The server figures (issue 8, item 2): time to pause and to resume, `message/send`
+//! The server figures: time to pause and to resume, `message/send`
 //! throughput, footprint with 10,000 paused tasks, 1,000 concurrent approve cycles, and the
 //! time to pause behind real network hops (an OpenAI-compatible stub, an MCP server on stdio).
 

@@ -1,4 +1,4 @@
-//! UI figures (issue 8, item 3): the built UI in headless Chromium, fed canned streams by
+//! UI figures: the built UI in headless Chromium, fed canned streams by
 //! [`crate::ui_stream`], for 1,000 and 10,000 text chunks and for 50 and 200 tool cards.
 //!
 //! Each run sends the prompt, waits until the page shows the stream's first event, reads the

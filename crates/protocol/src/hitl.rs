@@ -1,8 +1,9 @@
-//! Human-in-the-loop payloads: tool calls and results as DataParts (spec/wire.md §3), the
-//! approval interrupt (§4), the decision (§5) and its validation rules.
+//! Human-in-the-loop payloads: tool calls and results as DataParts, the approval interrupt, the
+//! decision and its validation rules (docs/wire.md: Tool calls and results, Approval interrupt,
+//! Decision message, Decision rules).
 //!
-//! kagent's `adk_request_confirmation` dialect (§8) is read into the same types by
-//! [`crate::kagent`]; nothing here depends on which dialect the peer speaks.
+//! kagent's `adk_request_confirmation` dialect (docs/wire.md, kagent dialect) is read into the
+//! same types by [`crate::kagent`]; nothing here depends on which dialect the peer speaks.
 
 use std::collections::BTreeMap;
 
@@ -54,9 +55,11 @@ pub struct ActionRequest {
 /// Which approval dialect a peer speaks: how its interrupts look and how decisions must be written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Dialect {
-    /// spec/wire.md §4-§5: one `interrupt_data` DataPart, `deny` understood.
+    /// docs/wire.md, Approval interrupt and Decision message: one `interrupt_data` DataPart,
+    /// `deny` understood.
     Native,
-    /// kagent 0.10.x (§8): `adk_request_confirmation` calls, `reject` instead of `deny`.
+    /// kagent 0.10.x (docs/wire.md, kagent dialect): `adk_request_confirmation` calls, `reject`
+    /// instead of `deny`.
     Kagent,
 }
 
@@ -106,7 +109,7 @@ pub struct ResolvedCall {
     pub modified_args: Option<Value>,
 }
 
-// ---- tool calls and results as DataParts (spec/wire.md §3) ----
+// ---- tool calls and results as DataParts (docs/wire.md, Tool calls and results) ----
 
 impl ToolCall {
     /// A `function_call` DataPart: `{"id","name","args"}` with `kagent_type: function_call`.
@@ -157,7 +160,8 @@ impl ToolResult {
         })
     }
 
-    /// The result of a call the person rejected: `{"status":"rejected","reason":…}` (§6).
+    /// The result of a call the person rejected: `{"status":"rejected","reason":…}`
+    /// (docs/wire.md, Resume).
     pub fn rejected(
         id: impl Into<String>,
         name: impl Into<String>,
@@ -196,7 +200,7 @@ impl ToolResult {
 
 const REJECTED: &str = "rejected";
 
-// ---- the approval interrupt (§4) ----
+// ---- the approval interrupt (docs/wire.md, Approval interrupt) ----
 
 /// The metadata of the final `input-required` event that carries an interrupt.
 pub fn interrupt_event_metadata() -> Metadata {
@@ -295,8 +299,9 @@ impl ApprovalInterrupt {
         format!("**Approval Required**\n\n{}", lines.join("\n"))
     }
 
-    /// The parts of the interrupt message (§4): the text, then the `interrupt_data` DataPart.
-    /// Always the native dialect: Signoff's server never writes kagent's.
+    /// The parts of the interrupt message (docs/wire.md, Approval interrupt): the text, then the
+    /// `interrupt_data` DataPart. Always the native dialect: Signoff's server never writes
+    /// kagent's.
     pub fn to_parts(&self) -> Vec<Part> {
         vec![
             Part::text(self.text()),
@@ -305,8 +310,8 @@ impl ApprovalInterrupt {
     }
 
     /// Reads an interrupt from a message in either dialect: the native `interrupt_data`
-    /// DataPart, else kagent's `adk_request_confirmation` calls (§8, ids are the ORIGINAL
-    /// call ids). `None` if the message holds no interrupt.
+    /// DataPart, else kagent's `adk_request_confirmation` calls (docs/wire.md, kagent dialect;
+    /// ids are the ORIGINAL call ids). `None` if the message holds no interrupt.
     pub fn from_message(message: &Message) -> Option<ApprovalInterrupt> {
         let native = message.parts.iter().find_map(|part| {
             let data = part.as_data()?;
@@ -358,7 +363,7 @@ impl Dialect {
     }
 }
 
-// ---- the decision (§5) ----
+// ---- the decision (docs/wire.md, Decision message and Decision rules) ----
 
 /// Why a decision was refused. Each message names the problem; the server sends it as the
 /// `-32602` error message, so it must make sense to the person who clicked.
@@ -402,8 +407,8 @@ pub enum DecisionError {
 
 const DECISION_TYPE: &str = "decision_type";
 
-/// Words that approve when a paused task gets plain text (§5). Approval must be clear, so
-/// the text may hold only these and a few polite words.
+/// Words that approve when a paused task gets plain text (docs/wire.md, Text decisions).
+/// Approval must be clear, so the text may hold only these and a few polite words.
 const APPROVE_WORDS: [&str; 5] = ["approve", "approved", "yes", "proceed", "continue"];
 const POLITE_WORDS: [&str; 8] = [
     "please", "ok", "okay", "go", "ahead", "sure", "thanks", "all",
@@ -451,8 +456,8 @@ impl Decision {
         }
     }
 
-    /// Parses a decision DataPart's `data`, every variant and synonym of §5: `reject` = `deny`,
-    /// top-level `rejection_reason` = `reason`.
+    /// Parses a decision DataPart's `data`, every variant and synonym of docs/wire.md (Decision
+    /// message): `reject` = `deny`, top-level `rejection_reason` = `reason`.
     pub fn from_data(data: &Value) -> Result<Decision, DecisionError> {
         let object = data.as_object().ok_or(DecisionError::NotAnObject)?;
         let decision_type = match object.get(DECISION_TYPE) {
@@ -517,9 +522,10 @@ impl Decision {
         data.map(Decision::from_data).transpose()
     }
 
-    /// The text fallback (§5): approve only when the text says nothing but approval ("yes",
-    /// "Approved.", "yes, please proceed"); reject when it holds a reject word and no approve
-    /// word, with the whole text as the reason the model reads. Anything else is no decision.
+    /// The text fallback (docs/wire.md, Text decisions): approve only when the text says nothing
+    /// but approval ("yes", "Approved.", "yes, please proceed"); reject when it holds a reject
+    /// word and no approve word, with the whole text as the reason the model reads. Anything
+    /// else is no decision.
     pub fn from_text(text: &str) -> Option<Decision> {
         let words: Vec<String> = text
             .split(|c: char| !c.is_alphanumeric())
@@ -628,8 +634,9 @@ impl Decision {
     }
 }
 
-/// The §5 rules as a pure function: one [`ResolvedCall`] per pending request, in order, or
-/// the first rule the decision breaks. Nothing may execute unless this returns `Ok`.
+/// The decision rules (docs/wire.md, Decision rules) as a pure function: one [`ResolvedCall`]
+/// per pending request, in order, or the first rule the decision breaks. Nothing may execute
+/// unless this returns `Ok`.
 pub fn resolve(
     pending: &[ActionRequest],
     decision: &Decision,

@@ -1,18 +1,98 @@
-//! The JSON-RPC 2.0 envelope and the A2A error codes (spec/wire.md §7).
+//! The JSON-RPC 2.0 envelope and the A2A error codes (docs/wire.md, Envelope and Error codes).
 //!
 //! The envelope is the same in both A2A versions; only method names, params and results differ,
 //! and those are the codecs' business.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// A request id: a string, a number, or null (JSON-RPC allows all three).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(untagged)]
+///
+/// A response carries the id exactly as the request spelled it: a number that is not an `i64`
+/// (`1.5`, `18446744073709551616`) is kept as its text in [`Id::OtherNumber`] and written back
+/// verbatim by [`Response::to_json`] (read it with [`request_id`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Id {
     Number(i64),
     String(String),
     Null,
+    /// Any other JSON number, as the exact text the caller sent.
+    OtherNumber(String),
+}
+
+impl Id {
+    /// The id of a JSON value, if it is a valid id (string, number or null).
+    pub fn from_value(value: &Value) -> Option<Id> {
+        match value {
+            Value::Null => Some(Id::Null),
+            Value::String(text) => Some(Id::String(text.clone())),
+            Value::Number(number) => Some(match number.as_i64() {
+                Some(n) => Id::Number(n),
+                None => Id::OtherNumber(number.to_string()),
+            }),
+            Value::Bool(_) | Value::Array(_) | Value::Object(_) => None,
+        }
+    }
+
+    fn from_raw(raw: &RawValue) -> Option<Id> {
+        let text = raw.get().trim();
+        if text.starts_with(['-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9']) {
+            return Some(match text.parse::<i64>() {
+                // `-0` or `007` would not come back as sent from an i64.
+                Ok(n) if n.to_string() == text => Id::Number(n),
+                Ok(_) | Err(_) => Id::OtherNumber(text.to_owned()),
+            });
+        }
+        serde_json::from_str::<Value>(text)
+            .ok()
+            .and_then(|value| Id::from_value(&value))
+    }
+}
+
+impl Serialize for Id {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Id::Number(n) => serializer.serialize_i64(*n),
+            Id::String(text) => serializer.serialize_str(text),
+            Id::Null => serializer.serialize_unit(),
+            // Written as the raw text by serde_json's writers; a `Value` can only approximate it.
+            Id::OtherNumber(text) => match RawValue::from_string(text.clone()) {
+                Ok(raw) => raw.serialize(serializer),
+                Err(_) => serializer.serialize_unit(),
+            },
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        Id::from_value(&value)
+            .ok_or_else(|| serde::de::Error::custom("an id must be a string, a number or null"))
+    }
+}
+
+/// The `id` of a request body exactly as sent, or `None` when the body is not a JSON object or
+/// its id is absent or not a string, number or null.
+pub fn request_id(body: &[u8]) -> Option<Id> {
+    #[derive(Deserialize)]
+    struct IdOnly<'a> {
+        // A present `null` is an id too (serde would read it as an absent `Option`).
+        #[serde(borrow, default, deserialize_with = "present_raw")]
+        id: Option<&'a RawValue>,
+    }
+    fn present_raw<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<&'de RawValue>, D::Error> {
+        <&RawValue>::deserialize(deserializer).map(Some)
+    }
+    // Serde would also read a struct from an array (`[1]`): only an object has an id.
+    if body.iter().find(|byte| !byte.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    let only: IdOnly<'_> = serde_json::from_slice(body).ok()?;
+    only.id.and_then(Id::from_raw)
 }
 
 /// A JSON-RPC request as it arrives; `params` is decoded later by the codec of its version.
@@ -91,17 +171,7 @@ impl Response {
     }
 
     pub fn to_value(&self) -> Value {
-        let (result, error) = match &self.outcome {
-            Ok(result) => (Some(result.clone()), None),
-            Err(error) => (None, Some(error.clone())),
-        };
-        let wire = WireResponse {
-            jsonrpc: "2.0".to_owned(),
-            id: self.id.clone(),
-            result,
-            error,
-        };
-        serde_json::to_value(wire).unwrap_or(Value::Null)
+        serde_json::to_value(self.wire()).unwrap_or(Value::Null)
     }
 
     pub fn from_value(value: Value) -> Result<Self, EnvelopeError> {
@@ -125,9 +195,32 @@ impl Response {
     }
 }
 
+impl Response {
+    /// The response as JSON text, with the id exactly as the request spelled it.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| {
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#
+                .to_owned()
+        })
+    }
+
+    fn wire(&self) -> WireResponse {
+        let (result, error) = match &self.outcome {
+            Ok(result) => (Some(result.clone()), None),
+            Err(error) => (None, Some(error.clone())),
+        };
+        WireResponse {
+            jsonrpc: "2.0".to_owned(),
+            id: self.id.clone(),
+            result,
+            error,
+        }
+    }
+}
+
 impl Serialize for Response {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.to_value().serialize(serializer)
+        self.wire().serialize(serializer)
     }
 }
 
@@ -136,7 +229,7 @@ impl Serialize for Response {
 #[error("not a JSON-RPC response: {0}")]
 pub struct EnvelopeError(pub String);
 
-/// The error codes of spec/wire.md §7.
+/// The error codes of docs/wire.md, Error codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
     ParseError,
@@ -222,6 +315,31 @@ mod tests {
                 serde_json::from_value(json!({"jsonrpc":"2.0","id":raw,"method":"m"})).unwrap();
             assert_eq!(request.id, Some(id));
         }
+    }
+
+    #[test]
+    fn ids_come_back_exactly_as_sent() {
+        for raw in [
+            "1.5",
+            "18446744073709551616",
+            "-0",
+            "1e3",
+            "7",
+            "\"x\"",
+            "null",
+        ] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{raw},"method":"m"}}"#);
+            let id = request_id(body.as_bytes()).unwrap();
+            let response = Response::error(id, ErrorCode::ParseError.with_message("m"));
+            assert!(
+                response.to_json().contains(&format!(r#""id":{raw},"#)),
+                "{raw}: {}",
+                response.to_json()
+            );
+        }
+        assert_eq!(request_id(br#"{"id":[1]}"#), None);
+        assert_eq!(request_id(b"[1]"), None);
+        assert_eq!(request_id(br#"{"method":"m"}"#), None);
     }
 
     #[test]

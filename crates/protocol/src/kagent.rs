@@ -1,4 +1,4 @@
-//! kagent 0.10.x's approval dialect (spec/wire.md §8), read into the same HITL model.
+//! kagent 0.10.x's approval dialect (docs/wire.md, kagent dialect), read into the same HITL model.
 //!
 //! kagent pauses with one `adk_request_confirmation` call per held tool call, wrapping the
 //! ORIGINAL call (`args.originalFunctionCall`); decisions name those original ids. Its rejected

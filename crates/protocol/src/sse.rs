@@ -1,4 +1,4 @@
-//! An incremental Server-Sent Events parser and writer (spec/wire.md §1).
+//! An incremental Server-Sent Events parser and writer (docs/wire.md, SSE framing).
 //!
 //! Browsers cannot POST with `EventSource`, so the UI reads the response body itself; chunks
 //! end anywhere, inside a line or inside a UTF-8 character. The parser therefore buffers

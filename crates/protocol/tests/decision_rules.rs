@@ -1,6 +1,6 @@
-//! One test per decision rule of spec/wire.md §5: each accepts the good case and refuses the
-//! bad one with the message the person will read. The rules are pure functions over "the
-//! pending batch" and "the decision"; nothing in them touches a store.
+//! One test per decision rule of docs/wire.md (Decision rules): each accepts the good case and
+//! refuses the bad one with the message the person will read. The rules are pure functions over
+//! "the pending batch" and "the decision"; nothing in them touches a store.
 
 // Helpers outside #[test] functions panic on bad input too; that is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,6 +1,7 @@
-//! Golden JSON for each example of spec/wire.md §4 (the approval interrupt) and §5 (the
-//! decision message, native and kagent terms). The v0.3 goldens were written by hand from
-//! wire.md; `UPDATE_GOLDEN=1 cargo test -p signoff-protocol --test golden` re-blesses them.
+//! Golden JSON for each example of docs/wire.md's Approval interrupt and Decision message
+//! sections (native and kagent terms). The v0.3 goldens were first written by hand from the
+//! documented examples; `UPDATE_GOLDEN=1 cargo test -p signoff-protocol --test golden`
+//! re-blesses them.
 
 // Helpers outside #[test] functions panic on bad input too; that is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -30,7 +31,8 @@ fn request(id: &str, name: &str, args: serde_json::Value) -> ActionRequest {
     }
 }
 
-/// The §4 example: a batch of two held calls ends the turn.
+/// The interrupt example (docs/wire.md, Approval interrupt): a batch of two held calls ends the
+/// turn.
 fn interrupt_event() -> StreamEvent {
     let interrupt = ApprovalInterrupt::new(vec![
         request(
@@ -79,7 +81,7 @@ fn the_interrupt_event_of_section_4() {
     assert_eq!(interrupt.ids().collect::<Vec<_>>(), ["call_1", "call_2"]);
 }
 
-/// The §5 examples, by golden name.
+/// The decision examples (docs/wire.md, Decision message), by golden name.
 fn decisions() -> Vec<(&'static str, Decision)> {
     let batch = DecisionKind::Batch {
         decisions: BTreeMap::from([

@@ -61,6 +61,18 @@ pub struct Config {
     /// Seconds a tool call may take before it fails.
     #[arg(long, env = "SIGNOFF_TOOL_TIMEOUT", default_value_t = 60)]
     pub tool_timeout_secs: u64,
+    /// Longest user message, in bytes of text; longer ones are refused.
+    #[arg(long, env = "SIGNOFF_MAX_MESSAGE_BYTES", default_value_t = agent::Limits::DEFAULT_MESSAGE_BYTES)]
+    pub max_message_bytes: usize,
+    /// Longest rejection reason, in bytes; longer ones are refused.
+    #[arg(long, env = "SIGNOFF_MAX_REASON_BYTES", default_value_t = agent::Limits::DEFAULT_REASON_BYTES)]
+    pub max_reason_bytes: usize,
+    /// Most tool calls a model may ask for in one turn; a turn with more fails its task.
+    #[arg(long, env = "SIGNOFF_MAX_TOOL_CALLS", default_value_t = agent::Limits::DEFAULT_TOOL_CALLS_PER_TURN)]
+    pub max_tool_calls_per_turn: usize,
+    /// Trust `X-Forwarded-Host` and `X-Forwarded-Proto` (only behind a proxy that sets them).
+    #[arg(long, env = "SIGNOFF_TRUST_PROXY")]
+    pub trust_proxy: bool,
 }
 
 impl Config {
@@ -76,6 +88,10 @@ impl Config {
             tokens: Vec::new(),
             model_timeout_secs: 120,
             tool_timeout_secs: 60,
+            max_message_bytes: agent::Limits::DEFAULT_MESSAGE_BYTES,
+            max_reason_bytes: agent::Limits::DEFAULT_REASON_BYTES,
+            max_tool_calls_per_turn: agent::Limits::DEFAULT_TOOL_CALLS_PER_TURN,
+            trust_proxy: false,
         }
     }
 
@@ -139,6 +155,9 @@ pub async fn run(
     let limits = agent::Limits {
         model_timeout: Duration::from_secs(config.model_timeout_secs.max(1)),
         tool_timeout: Duration::from_secs(config.tool_timeout_secs.max(1)),
+        max_message_bytes: config.max_message_bytes.max(1),
+        max_reason_bytes: config.max_reason_bytes,
+        max_tool_calls_per_turn: config.max_tool_calls_per_turn.max(1),
         ..agent::Limits::default()
     };
     let runtime = agent::Runtime::new(store.clone(), agents, limits);
@@ -153,6 +172,7 @@ pub async fn run(
         ui_dir: config.ui_dir.clone(),
         body_limit: config.body_limit,
         remotes: remotes.clone(),
+        trust_proxy: config.trust_proxy,
     };
     let app = router(state);
     let stopping = runtime.clone();

@@ -1,5 +1,10 @@
 //! The `signoff` binary: parses the configuration, binds, and serves until SIGINT or SIGTERM.
 
+// A panic inside one task's runner must fail that task, not the process: the runtime catches it
+// at the task's boundary, which needs unwinding (Cargo.toml's release profile).
+#[cfg(panic = "abort")]
+compile_error!("the signoff server must be built with panic = \"unwind\"");
+
 use clap::Parser;
 use signoff_server::Config;
 use tracing_subscriber::EnvFilter;

@@ -227,8 +227,15 @@ impl ChatCtl {
                 self.draft.set(BatchDraft::default());
                 self.finish_stream(result, None);
             } else if let Err(err) = result {
-                // Refused: the batch stays decidable with the person's choices kept.
-                self.app.toast(err.to_string());
+                // Refused: the batch stays decidable with the person's choices kept; a refusal
+                // that names one call shows on that call's card.
+                let message = err.to_string();
+                let mut shown_on_card = None;
+                self.draft
+                    .update(|draft| shown_on_card = draft.refuse(&batch, &message));
+                if shown_on_card.is_none() {
+                    self.app.toast(message);
+                }
             }
         });
     }

@@ -72,6 +72,15 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
                 .flatten()
         })
     });
+    let refused = Memo::new(move |_| {
+        let id = call_id();
+        let task = batch.with(|batch| batch.as_ref().map(|batch| batch.task_id.clone()));
+        ctl.draft.with(|draft| {
+            (Some(&draft.task_id) == task.as_ref())
+                .then(|| draft.refused.get(&id).cloned())
+                .flatten()
+        })
+    });
     let panel = RwSignal::new(Panel::None);
     // The boxes' text lives apart from `panel`, so typing never re-renders the box.
     let reason_text = RwSignal::new(String::new());
@@ -300,6 +309,7 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
                     </button>
                 </div>
             </Show>
+            {move || refused.get().map(|error| view! { <p class="field-error" role="alert" data-testid="decision-error">"Not accepted: "{error}</p> })}
             {move || match panel.get() {
                 Panel::None => ().into_any(),
                 Panel::Reject => view! {

@@ -1,6 +1,6 @@
-//! The agent card in both versions' shapes (spec/wire.md §1): a lenient card that carries the
-//! v0.3 fields AND v1.0's `supportedInterfaces`, so clients of either version read it, and a
-//! strict v1.0 card with no v0.3 field. Decoding reads either version's card.
+//! The agent card in both versions' shapes (docs/rest.md, Agent cards): a lenient card that
+//! carries the v0.3 fields AND v1.0's `supportedInterfaces`, so clients of either version read
+//! it, and a strict v1.0 card with no v0.3 field. Decoding reads either version's card.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -1,5 +1,5 @@
 //! The v0.3 and v1.0 codecs: the ONLY place that knows which A2A version is on the wire
-//! (spec/wire.md §2). Everything else reads and writes the one model in [`crate::model`].
+//! (docs/wire.md, Versions). Everything else reads and writes the one model in [`crate::model`].
 //!
 //! Each version has private serde wire structs ([`v03`], [`v10`]) that hold nested objects as
 //! raw JSON, so every level is decoded on its own and a [`DecodeError`] can name the exact JSON
@@ -250,7 +250,8 @@ pub fn decode_message(v: ProtocolVersion, message: &Value) -> Result<Message, De
 const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
 const ERROR_INFO_DOMAIN: &str = "a2a-protocol.org";
 
-/// A JSON-RPC error object in a version's shape: v1.0 adds `data: [ErrorInfo]` (spec/wire.md §7).
+/// A JSON-RPC error object in a version's shape: v1.0 adds `data: [ErrorInfo]` (docs/wire.md,
+/// Error codes).
 pub fn error_object(
     v: ProtocolVersion,
     code: ErrorCode,

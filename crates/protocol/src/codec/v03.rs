@@ -1,7 +1,7 @@
 //! A2A v0.3 wire shapes: objects say their `kind`, roles and states are lower-case words,
 //! status updates carry `final`. Lenient about unknown fields (deployed peers add their own),
-//! strict where spec/wire.md §7 says: a part must say its `kind`, `parts` must not be empty,
-//! `historyLength` must not be negative.
+//! strict where docs/wire.md (Versions) says: a part must say its `kind`, `parts` must not be
+//! empty, `historyLength` must not be negative.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

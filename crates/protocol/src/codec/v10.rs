@@ -1,6 +1,6 @@
 //! A2A v1.0 wire shapes (ProtoJSON of `lf.a2a.v1`): no `kind`, a part holds one of `text`,
 //! `raw`, `url`, `data`; enums are `ROLE_*` / `TASK_STATE_*`; stream events are one-key wrappers
-//! and status updates have no `final`. Strict both ways (spec/wire.md §7): every wire struct
+//! and status updates have no `final`. Strict both ways (docs/wire.md, Versions): every wire struct
 //! refuses unknown fields, so a v0.3 payload sent as v1.0 fails with the field it should not have.
 
 use serde::{Deserialize, Serialize};

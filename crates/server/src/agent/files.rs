@@ -65,24 +65,27 @@ impl FileTools {
             spec(
                 "list_directory",
                 "List the files and folders of a sandbox folder (folders end with /).",
-                json!({"type": "object", "properties": {"path": path}}),
+                json!({"type": "object", "properties": {"path": path},
+                       "additionalProperties": false}),
             ),
             spec(
                 "read_file",
                 "Read a text file from the sandbox.",
-                json!({"type": "object", "properties": {"path": path}, "required": ["path"]}),
+                json!({"type": "object", "properties": {"path": path}, "required": ["path"],
+                       "additionalProperties": false}),
             ),
             spec(
                 "write_file",
                 "Create or overwrite a text file in the sandbox.",
                 json!({"type": "object",
                        "properties": {"path": path, "content": {"type": "string"}},
-                       "required": ["path", "content"]}),
+                       "required": ["path", "content"], "additionalProperties": false}),
             ),
             spec(
                 "delete_file",
                 "Delete a file from the sandbox.",
-                json!({"type": "object", "properties": {"path": path}, "required": ["path"]}),
+                json!({"type": "object", "properties": {"path": path}, "required": ["path"],
+                       "additionalProperties": false}),
             ),
         ]
     }
@@ -162,20 +165,7 @@ impl FileTools {
             "read_file" => {
                 let raw = required_str(&args, "path", tool)?;
                 let path = self.resolve(raw)?;
-                let meta = tokio::fs::metadata(&path)
-                    .await
-                    .map_err(|err| io_error("read", raw, &err))?;
-                if meta.is_dir() {
-                    return Err(ToolError::Failed(format!("{raw} is a folder, not a file")));
-                }
-                if meta.len() > MAX_READ_BYTES {
-                    return Err(ToolError::Failed(format!(
-                        "{raw} is larger than {MAX_READ_BYTES} bytes"
-                    )));
-                }
-                let bytes = tokio::fs::read(&path)
-                    .await
-                    .map_err(|err| io_error("read", raw, &err))?;
+                let bytes = read_no_links(path, raw).await?;
                 let text = String::from_utf8(bytes)
                     .map_err(|_| ToolError::Failed(format!("{raw} is not a UTF-8 text file")))?;
                 Ok(text_result(text))
@@ -192,9 +182,7 @@ impl FileTools {
                         .await
                         .map_err(|err| io_error("write", raw, &err))?;
                 }
-                tokio::fs::write(&path, content)
-                    .await
-                    .map_err(|err| io_error("write", raw, &err))?;
+                write_no_links(path, raw, content.as_bytes().to_vec()).await?;
                 Ok(text_result(format!(
                     "Wrote {} bytes to {raw}",
                     content.len()
@@ -219,6 +207,93 @@ impl FileTools {
             other => Err(ToolError::Unknown(other.to_owned())),
         }
     }
+}
+
+/// Opens `path` without following a symlink at its last component (the components before it
+/// were checked by `resolve`), and refuses a file with more than one hard link: a link made
+/// inside the sandbox to a file outside it would otherwise be read or overwritten.
+fn open_no_links(
+    path: &Path,
+    raw: &str,
+    action: &str,
+    options: &mut std::fs::OpenOptions,
+) -> Result<std::fs::File, ToolError> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let file = options
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|err| {
+            if err.raw_os_error() == Some(libc::ELOOP) {
+                ToolError::Failed(format!(
+                    "{raw} is a symlink; the file tools do not follow them"
+                ))
+            } else {
+                io_error(action, raw, &err)
+            }
+        })?;
+    let meta = file.metadata().map_err(|err| io_error(action, raw, &err))?;
+    if meta.is_dir() {
+        return Err(ToolError::Failed(format!("{raw} is a folder, not a file")));
+    }
+    if !meta.is_file() {
+        return Err(ToolError::Failed(format!("{raw} is not a regular file")));
+    }
+    if meta.nlink() > 1 {
+        return Err(ToolError::Failed(format!(
+            "{raw} has {} hard links; the file tools refuse to {action} a file linked from elsewhere",
+            meta.nlink()
+        )));
+    }
+    Ok(file)
+}
+
+async fn read_no_links(path: PathBuf, raw: &str) -> Result<Vec<u8>, ToolError> {
+    let raw = raw.to_owned();
+    blocking(move || {
+        use std::io::Read;
+        let file = open_no_links(&path, &raw, "read", std::fs::OpenOptions::new().read(true))?;
+        let len = file
+            .metadata()
+            .map_err(|err| io_error("read", &raw, &err))?
+            .len();
+        if len > MAX_READ_BYTES {
+            return Err(ToolError::Failed(format!(
+                "{raw} is larger than {MAX_READ_BYTES} bytes"
+            )));
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_READ_BYTES)
+            .read_to_end(&mut bytes)
+            .map_err(|err| io_error("read", &raw, &err))?;
+        Ok(bytes)
+    })
+    .await
+}
+
+async fn write_no_links(path: PathBuf, raw: &str, content: Vec<u8>) -> Result<(), ToolError> {
+    let raw = raw.to_owned();
+    blocking(move || {
+        use std::io::Write;
+        // No truncate on open: the link checks run before the old content is touched.
+        let mut file = open_no_links(
+            &path,
+            &raw,
+            "write",
+            std::fs::OpenOptions::new().write(true).create(true),
+        )?;
+        file.set_len(0)
+            .and_then(|()| file.write_all(&content))
+            .map_err(|err| io_error("write", &raw, &err))
+    })
+    .await
+}
+
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|err| ToolError::Failed(format!("file tool stopped: {err}")))?
 }
 
 fn optional_str<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, ToolError> {
@@ -322,5 +397,40 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err.to_string(), "no such file or folder: a/b.txt");
+    }
+
+    #[tokio::test]
+    async fn refuses_hard_links_and_a_symlink_as_the_last_component() {
+        let (dir, tools) = tools();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "keep me").unwrap();
+        std::fs::hard_link(&outside, tools.root.join("linked.txt")).unwrap();
+        let err = tools
+            .run(
+                "write_file",
+                json!({"path": "linked.txt", "content": "overwritten"}),
+            )
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("hard links"), "{err}");
+        let err = tools
+            .run("read_file", json!({"path": "linked.txt"}))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("hard links"), "{err}");
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep me");
+
+        std::fs::write(tools.root.join("inside.txt"), "inside").unwrap();
+        std::os::unix::fs::symlink(tools.root.join("inside.txt"), tools.root.join("alias.txt"))
+            .unwrap();
+        let err = tools
+            .run("write_file", json!({"path": "alias.txt", "content": "x"}))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("symlink"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(tools.root.join("inside.txt")).unwrap(),
+            "inside"
+        );
     }
 }

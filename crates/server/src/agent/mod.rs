@@ -8,6 +8,7 @@ pub mod mcp;
 pub mod model;
 pub mod openai;
 pub mod runtime;
+pub mod schema;
 pub mod scripted;
 pub mod tools;
 pub mod view;

@@ -2,10 +2,10 @@
 //! next turn), holds calls that need approval in a persisted batch, applies decisions with a
 //! compare-and-set, and streams every task from its stored event log.
 //!
-//! Everything a task needs to go on lives in the store (design.md invariant 4): the transcript
-//! the model sees, each call's record, the pending batch. A runner (`drive`) reads that state and
-//! takes the next step, so the same code starts a task, resumes it after a decision, and picks
-//! it up after a restart.
+//! Everything a task needs to go on lives in the store (ARCHITECTURE.md, invariant 4): the
+//! transcript the model sees, each call's record, the pending batch. A runner (`drive`) reads
+//! that state and takes the next step, so the same code starts a task, resumes it after a
+//! decision, and picks it up after a restart.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -61,6 +61,9 @@ pub enum AgentError {
     /// The task ended (canceled) while a runner was still working on it.
     #[error("the task has ended")]
     TaskEnded,
+    /// The task was deleted (with its session) while someone followed it.
+    #[error("task {0} was deleted")]
+    TaskDeleted(String),
     #[error("server is shutting down")]
     ShuttingDown,
     #[error("store: {0}")]
@@ -83,6 +86,9 @@ impl From<StoreError> for AgentError {
 
 pub type Result<T, E = AgentError> = std::result::Result<T, E>;
 
+/// The wake-up value that tells a task's followers it was deleted.
+const DELETED: i64 = i64::MIN;
+
 /// One agent the server runs.
 pub struct Agent {
     pub namespace: String,
@@ -100,7 +106,7 @@ impl Agent {
     }
 }
 
-/// Timeouts of the turn loop.
+/// Timeouts and sizes of the turn loop: what one message or one model turn may cost.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// The longest a model may stay silent within a turn.
@@ -108,6 +114,18 @@ pub struct Limits {
     pub tool_timeout: Duration,
     /// How long `POST /api/approvals` waits for the decided calls to finish.
     pub decision_wait: Duration,
+    /// The longest user message, in bytes of text.
+    pub max_message_bytes: usize,
+    /// The longest rejection reason, in bytes.
+    pub max_reason_bytes: usize,
+    /// The most tool calls one model turn may ask for; more fails the task.
+    pub max_tool_calls_per_turn: usize,
+}
+
+impl Limits {
+    pub const DEFAULT_MESSAGE_BYTES: usize = 64 * 1024;
+    pub const DEFAULT_REASON_BYTES: usize = 4 * 1024;
+    pub const DEFAULT_TOOL_CALLS_PER_TURN: usize = 64;
 }
 
 impl Default for Limits {
@@ -116,6 +134,9 @@ impl Default for Limits {
             model_timeout: Duration::from_secs(120),
             tool_timeout: Duration::from_secs(60),
             decision_wait: Duration::from_secs(30),
+            max_message_bytes: Limits::DEFAULT_MESSAGE_BYTES,
+            max_reason_bytes: Limits::DEFAULT_REASON_BYTES,
+            max_tool_calls_per_turn: Limits::DEFAULT_TOOL_CALLS_PER_TURN,
         }
     }
 }
@@ -448,11 +469,23 @@ impl Runtime {
                 if full_page {
                     continue;
                 }
-                tokio::select! {
+                let woken = tokio::select! {
                     _ = runtime.shutdown.cancelled() => return,
                     _ = sender.closed() => return,
                     // Polling as well as waking: a write from another process still arrives.
-                    _ = tokio::time::timeout(Duration::from_secs(2), wake.changed()) => {}
+                    changed = tokio::time::timeout(Duration::from_secs(2), wake.changed()) => {
+                        matches!(changed, Ok(Ok(())))
+                    }
+                };
+                // Deleted with its session: nothing more will come, so say so and end. (A poll
+                // checks too: another process may have deleted it.)
+                let deleted = *wake.borrow() == DELETED
+                    || (!woken && matches!(runtime.store.task(&task_id).await, Ok(None)));
+                if deleted {
+                    let _ = sender
+                        .send(Err(AgentError::TaskDeleted(task_id.clone())))
+                        .await;
+                    return;
                 }
             }
         });
@@ -593,10 +626,15 @@ impl Runtime {
             .await?
             .filter(|row| row.user_id == user)
             .ok_or_else(|| AgentError::SessionNotFound(id.to_owned()))?;
-        for task in self.store.session_tasks(id).await? {
+        let tasks = self.store.session_tasks(id).await?;
+        for task in &tasks {
             self.stop_runner(&task.id);
         }
         self.store.delete_session(id).await?;
+        // Ends the streams and blocking requests that follow these tasks.
+        for task in &tasks {
+            self.notify(&task.id, DELETED);
+        }
         Ok(())
     }
 
@@ -616,6 +654,13 @@ impl Runtime {
             return Err(AgentError::InvalidParams(
                 "params.message.role: a message to an agent must have the user role".into(),
             ));
+        }
+        let text_bytes = message.text().len();
+        if text_bytes > self.limits.max_message_bytes {
+            return Err(AgentError::InvalidParams(format!(
+                "params.message: its text is {text_bytes} bytes; the limit is {} bytes",
+                self.limits.max_message_bytes
+            )));
         }
         if let Some(task_id) = message.task_id.clone() {
             return self.continue_task(user, agent, &task_id, message).await;
@@ -768,7 +813,8 @@ impl Runtime {
         Ok((accepted, batch.id))
     }
 
-    /// The §5 rules, then ONE compare-and-set transaction; only the winner runs the calls.
+    /// The decision rules (docs/wire.md, Decision rules), then ONE compare-and-set transaction;
+    /// only the winner runs the calls.
     async fn apply_decision(
         self: &Arc<Self>,
         user: &str,
@@ -789,6 +835,7 @@ impl Runtime {
             .map(|items| items.iter().filter_map(ActionRequest::from_value).collect())
             .unwrap_or_default();
         let resolved = hitl::resolve(&requests, decision)?;
+        self.check_decided_calls(row, &resolved)?;
         let verdicts = resolved
             .iter()
             .map(|call| match call.verdict {
@@ -846,6 +893,40 @@ impl Runtime {
             task_id: row.id.clone(),
             after_seq,
         })
+    }
+
+    /// What `resolve` cannot know: reasons within the size limit, and edited arguments that fit
+    /// the tool's input schema (an unknown key, a wrong type). Refused before anything is stored.
+    fn check_decided_calls(&self, row: &TaskRow, resolved: &[hitl::ResolvedCall]) -> Result<()> {
+        let agent = self.agent_by_key(&row.agent);
+        for call in resolved {
+            let id = &call.request.id;
+            if let Some(reason) = &call.reason {
+                if reason.len() > self.limits.max_reason_bytes {
+                    return Err(AgentError::InvalidParams(format!(
+                        "the rejection reason for {id} is {} bytes; the limit is {} bytes",
+                        reason.len(),
+                        self.limits.max_reason_bytes
+                    )));
+                }
+            }
+            let (Some(args), Some(agent)) = (&call.modified_args, &agent) else {
+                continue;
+            };
+            if let Some(tool) = agent.tools.get(&call.request.name) {
+                super::schema::check(&tool.spec.input_schema, args).map_err(|error| {
+                    AgentError::InvalidParams(format!(
+                        "modified_args for {id} ({}) do not fit the tool's input schema: {}",
+                        call.request.name,
+                        error
+                            .strip_prefix("arguments: ")
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| error.replacen("arguments", "modified_args", 1))
+                    ))
+                })?;
+            }
+        }
+        Ok(())
     }
 
     /// Cancels a task in any non-terminal state; a paused one's calls are dropped unrun and the
@@ -1391,7 +1472,22 @@ impl Runtime {
                         self.commit(task_id, &[event], commit).await?;
                     }
                 }
-                ModelEvent::ToolCall(call) => calls.push(call),
+                ModelEvent::ToolCall(call) => {
+                    calls.push(call);
+                    if calls.len() > self.limits.max_tool_calls_per_turn {
+                        let limit = self.limits.max_tool_calls_per_turn;
+                        tracing::warn!(task = %task_id, limit, "model asked for too many tool calls");
+                        self.fail(
+                            task_id,
+                            &format!(
+                                "The model asked for more than {limit} tool calls in one turn, \
+                                 so the task stopped. Ask for fewer steps at a time."
+                            ),
+                        )
+                        .await;
+                        return Ok(None);
+                    }
+                }
                 ModelEvent::Usage(turn) => {
                     usage.0 += turn.prompt_tokens;
                     usage.1 += turn.completion_tokens;

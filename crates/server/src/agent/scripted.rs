@@ -74,23 +74,33 @@ const HELP: &str = "I'm the scripted demo model, so I understand only a few comm
 commas or new lines to make one batch), and `count to N`. Try: write notes.txt: hi and delete \
 old.txt and read readme.txt";
 
+/// `text` without a leading `prefix`, compared ASCII-case-insensitively. The grammar's words
+/// are ASCII, so a match ends on a character boundary of `text` itself: nothing is ever cut at
+/// an offset measured on another string (a lowercased copy can differ in length: `İ`, `K`).
+fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
+}
+
+/// The byte offset of the first ASCII-case-insensitive occurrence of the ASCII `needle`.
+fn find_ignore_case(text: &str, needle: &str) -> Option<usize> {
+    let needle = needle.as_bytes();
+    text.as_bytes()
+        .windows(needle.len())
+        .position(|window| window.eq_ignore_ascii_case(needle))
+}
+
 fn parse_clause(raw: &str) -> Option<Clause> {
     let text = raw.trim().trim_end_matches(['.', '!']).trim();
-    let lower = text.to_lowercase();
-    let (lower, text) = match lower.strip_prefix("please ") {
-        Some(rest) => (rest.to_owned(), text[text.len() - rest.len()..].trim()),
-        None => (lower.clone(), text),
-    };
-    if lower == "list files" || lower == "list" || lower == "ls" || lower == "list the files" {
+    let text = strip_prefix_ignore_case(text, "please ").map_or(text, str::trim);
+    if ["list files", "list", "ls", "list the files"]
+        .iter()
+        .any(|command| text.eq_ignore_ascii_case(command))
+    {
         return Some(Clause::List);
     }
-    let rest_after = |verb: &str| -> Option<&str> {
-        if lower.starts_with(verb) && text.len() > verb.len() {
-            Some(text[verb.len()..].trim())
-        } else {
-            None
-        }
-    };
+    let rest_after = |verb: &str| strip_prefix_ignore_case(text, verb).map(str::trim);
     if let Some(path) = rest_after("read ") {
         return (!path.is_empty()).then(|| Clause::Read(path.to_owned()));
     }
@@ -112,27 +122,18 @@ fn clauses(text: &str) -> Vec<String> {
     for line in text.lines() {
         for piece in line.split(',') {
             let mut rest = piece;
-            loop {
-                let lower = rest.to_lowercase();
-                match lower.find(" and ") {
-                    Some(at) => {
-                        out.push(rest[..at].to_owned());
-                        rest = &rest[at + " and ".len()..];
-                    }
-                    None => {
-                        out.push(rest.to_owned());
-                        break;
-                    }
-                }
+            while let Some(at) = find_ignore_case(rest, " and ") {
+                out.push(rest[..at].to_owned());
+                rest = &rest[at + " and ".len()..];
             }
+            out.push(rest.to_owned());
         }
     }
     out.into_iter()
         .map(|clause| {
             let trimmed = clause.trim();
             // "and delete x" after a comma: drop the leading conjunction.
-            trimmed
-                .strip_prefix("and ")
+            strip_prefix_ignore_case(trimmed, "and ")
                 .unwrap_or(trimmed)
                 .trim()
                 .to_owned()
@@ -143,7 +144,7 @@ fn clauses(text: &str) -> Vec<String> {
 
 fn plan(text: &str) -> Plan {
     let trimmed = text.trim().trim_end_matches(['.', '!']);
-    if let Some(number) = trimmed.to_lowercase().strip_prefix("count to ") {
+    if let Some(number) = strip_prefix_ignore_case(trimmed, "count to ") {
         return match number.trim().parse::<u64>() {
             Ok(n) if (1..=MAX_COUNT).contains(&n) => Plan::Count(n),
             Ok(_) | Err(_) => Plan::Say(format!(
@@ -161,7 +162,12 @@ fn plan(text: &str) -> Plan {
                 None if pieces.len() == 1 && rounds.is_empty() => {
                     return Plan::Say(format!("Hi! {HELP}"))
                 }
-                None => return Plan::Say(format!("I did not understand \"{piece}\". {HELP}")),
+                None => {
+                    return Plan::Say(format!(
+                        "I did not understand \"{}\". {HELP}",
+                        shorten(piece, QUOTE_CHARS)
+                    ))
+                }
             }
         }
         if !parsed.is_empty() {
@@ -292,13 +298,31 @@ fn last_user(messages: &[ChatMessage]) -> Option<usize> {
         .rposition(|message| matches!(message, ChatMessage::User { .. }))
 }
 
-/// Splits an answer into chunks of a few words, so it streams visibly.
+/// How much of an unrecognised clause the help answer quotes back.
+const QUOTE_CHARS: usize = 80;
+
+/// The most chunks one answer streams in: a long answer (a long quoted reason, a long file)
+/// takes bigger chunks rather than more pauses, so no answer streams slower than a short one's
+/// pace times this.
+const MAX_CHUNKS: usize = 64;
+
+/// `text` cut to at most `max` characters, with an ellipsis when cut.
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// Splits an answer into chunks of a few words, so it streams visibly; never more than
+/// [`MAX_CHUNKS`] of them.
 fn chunks(text: &str) -> Vec<String> {
+    let min_len = text.len().div_ceil(MAX_CHUNKS).max(24);
     let mut out = Vec::new();
     let mut current = String::new();
     for word in text.split_inclusive([' ', '\n']) {
         current.push_str(word);
-        if current.len() >= 24 {
+        if current.len() >= min_len {
             out.push(std::mem::take(&mut current));
         }
     }
@@ -500,5 +524,101 @@ mod tests {
             results_answer(&messages),
             "I wrote notes.txt.\nYou rejected deleting old.txt: \"keep it\"."
         );
+    }
+
+    #[test]
+    fn case_changing_characters_never_cut_a_character() {
+        // Their lowercase forms have another byte length than the originals.
+        for text in [
+            "please \u{212a}\u{212a}",
+            "please İİİİİİİİİİ",
+            "please write İİİİİİİİİ.txt: x",
+            "KKK and read readme.txt",
+            "İ and İ, then İ",
+            "count to İ",
+        ] {
+            let _ = plan(text);
+        }
+        assert_eq!(
+            plan("please write İİ.txt: x"),
+            Plan::Call(vec![vec![Clause::Write("İİ.txt".into(), "x".into())]])
+        );
+        assert_eq!(
+            plan("READ a.txt AND Delete b.txt"),
+            Plan::Call(vec![vec![
+                Clause::Read("a.txt".into()),
+                Clause::Delete("b.txt".into())
+            ]])
+        );
+    }
+
+    #[test]
+    fn long_answers_stream_in_a_bounded_number_of_chunks() {
+        let long = "word ".repeat(200_000);
+        let pieces = chunks(&long);
+        assert!(pieces.len() <= MAX_CHUNKS, "{} chunks", pieces.len());
+        assert_eq!(pieces.concat(), long);
+        let Plan::Say(answer) = plan(&format!("list files and {}", "x".repeat(900_000))) else {
+            panic!("expected help")
+        };
+        assert!(answer.len() < 1_000, "{} bytes", answer.len());
+    }
+
+    /// Text with what breaks naive parsers: case mappings that change length, combining marks,
+    /// right-to-left marks, NUL, and the grammar's own words.
+    fn hostile_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let piece = prop_oneof![
+            any::<char>().prop_map(String::from),
+            Just("İ".to_owned()),
+            Just("\u{212a}".to_owned()),
+            Just("ß".to_owned()),
+            Just("\u{0301}".to_owned()),
+            Just("\u{202e}".to_owned()),
+            Just("\0".to_owned()),
+            Just(" and ".to_owned()),
+            Just(", ".to_owned()),
+            Just(" then ".to_owned()),
+            Just("please ".to_owned()),
+            Just("read ".to_owned()),
+            Just("write ".to_owned()),
+            Just("delete ".to_owned()),
+            Just(": ".to_owned()),
+            Just("\n".to_owned()),
+            Just("count to ".to_owned()),
+        ];
+        proptest::collection::vec(piece, 0..40).prop_map(|pieces| pieces.concat())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn prop_the_grammar_takes_any_text(text in hostile_text()) {
+            match plan(&text) {
+                Plan::Call(rounds) => {
+                    for clause in rounds.iter().flatten() {
+                        // Every path and content is a piece of what the user wrote.
+                        match clause {
+                            Clause::List => {}
+                            Clause::Read(path) | Clause::Delete(path) => {
+                                proptest::prop_assert!(text.contains(path.as_str()));
+                            }
+                            Clause::Write(path, content) => {
+                                proptest::prop_assert!(text.contains(path.as_str()));
+                                proptest::prop_assert!(text.contains(content.as_str()));
+                            }
+                        }
+                    }
+                }
+                Plan::Say(answer) => proptest::prop_assert!(!answer.is_empty()),
+                Plan::Count(n) => proptest::prop_assert!((1..=MAX_COUNT).contains(&n)),
+            }
+        }
+
+        #[test]
+        fn prop_chunks_keep_every_byte(text in hostile_text()) {
+            let pieces = chunks(&text);
+            proptest::prop_assert!(pieces.len() <= MAX_CHUNKS.max(1) + 1);
+            proptest::prop_assert_eq!(pieces.concat(), text);
+        }
     }
 }

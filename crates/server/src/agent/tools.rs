@@ -57,7 +57,7 @@ pub fn text_result(text: impl Into<String>) -> Value {
     json!({"content": [{"type": "text", "text": text.into()}], "isError": false})
 }
 
-/// A failed tool result: `isError: true` marks it in the UI (spec/wire.md §3).
+/// A failed tool result: `isError: true` marks it in the UI (docs/wire.md, Tool calls and results).
 pub fn error_result(text: impl Into<String>) -> Value {
     json!({"content": [{"type": "text", "text": text.into()}], "isError": true})
 }

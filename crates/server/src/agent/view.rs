@@ -1,5 +1,5 @@
 //! Tasks as clients see them: built by folding a task's stored events, and the event builders
-//! the runtime uses, so replay and live streams agree (design.md invariant 3).
+//! the runtime uses, so replay and live streams agree (ARCHITECTURE.md, invariant 3).
 
 use serde_json::{json, Value};
 use signoff_protocol::{
@@ -159,7 +159,7 @@ pub fn text_chunk(
     })
 }
 
-/// `kagent_usage_metadata` for the final event of a turn (spec/wire.md §3).
+/// `kagent_usage_metadata` for the final event of a turn (docs/wire.md, A turn on the wire).
 pub fn usage_metadata(prompt: u64, completion: u64) -> Metadata {
     let mut metadata = Metadata::new();
     metadata.insert(

@@ -1,6 +1,6 @@
 //! The A2A JSON-RPC endpoint: both protocol versions on one URL, chosen by `A2A-Version`
 //! (absent means 0.3). Decoding and encoding go through `signoff_protocol::codec`; this file
-//! only routes methods to the runtime and maps errors to codes (spec/wire.md §7).
+//! only routes methods to the runtime and maps errors to codes (docs/wire.md, Error codes).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -8,16 +8,15 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
+use axum::http::{header, HeaderMap};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use futures_util::stream::{self, BoxStream};
 use futures_util::StreamExt;
 use serde_json::Value;
 use signoff_protocol::codec::{self, Method};
-use signoff_protocol::jsonrpc::{ErrorCode, ErrorObject, Id, Response as RpcResponse};
-use signoff_protocol::{ProtocolVersion, StreamEvent};
+use signoff_protocol::jsonrpc::{self, ErrorCode, ErrorObject, Id, Response as RpcResponse};
+use signoff_protocol::{json_keys, ProtocolVersion, StreamEvent};
 
 use super::{AppState, User};
 use crate::agent::{Agent, AgentError, Runtime};
@@ -28,11 +27,16 @@ pub fn request_version(
     headers: &HeaderMap,
     query: &std::collections::HashMap<String, String>,
 ) -> Result<ProtocolVersion, String> {
-    let raw = headers
-        .get("a2a-version")
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| query.get("A2A-Version").cloned());
+    // A header value that is not visible ASCII is a version we do not speak, not a missing one.
+    let raw = match headers.get("a2a-version") {
+        Some(value) => Some(
+            value
+                .to_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|_| String::from_utf8_lossy(value.as_bytes()).into_owned()),
+        ),
+        None => query.get("A2A-Version").cloned(),
+    };
     match raw {
         None => Ok(ProtocolVersion::V0_3),
         Some(raw) if raw.trim().is_empty() => Ok(ProtocolVersion::V0_3),
@@ -60,6 +64,7 @@ fn rpc_error(err: &AgentError) -> (ErrorCode, String) {
         AgentError::TaskNotFound(id) | AgentError::Forbidden(id) => {
             (ErrorCode::TaskNotFound, format!("task {id} not found"))
         }
+        AgentError::TaskDeleted(_) => (ErrorCode::TaskNotFound, err.to_string()),
         AgentError::AgentNotFound(_) | AgentError::SessionNotFound(_) => {
             (ErrorCode::InvalidParams, err.to_string())
         }
@@ -88,31 +93,63 @@ struct Call {
 }
 
 impl Call {
-    fn error(&self, code: ErrorCode, message: impl Into<String>) -> Value {
+    fn error(&self, code: ErrorCode, message: impl Into<String>) -> RpcResponse {
         RpcResponse::error(
             self.id.clone(),
             codec::error_object(self.version, code, message),
         )
-        .to_value()
     }
 
-    fn agent_error(&self, err: &AgentError) -> Value {
+    fn agent_error(&self, err: &AgentError) -> RpcResponse {
         let (code, message) = rpc_error(err);
         self.error(code, message)
     }
 
-    fn decode_error(&self, err: &codec::DecodeError) -> Value {
+    fn decode_error(&self, err: &codec::DecodeError) -> RpcResponse {
         self.error(ErrorCode::InvalidParams, err.to_string())
     }
 
-    fn success(&self, result: Value) -> Value {
-        RpcResponse::success(self.id.clone(), result).to_value()
+    fn success(&self, result: Value) -> RpcResponse {
+        RpcResponse::success(self.id.clone(), result)
     }
+}
+
+/// A JSON-RPC response as an HTTP body (the id written back exactly as the caller sent it).
+fn json_response(response: &RpcResponse) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        response.to_json(),
+    )
+        .into_response()
 }
 
 fn plain_error(id: Id, version: ProtocolVersion, code: ErrorCode, message: &str) -> Response {
     let error: ErrorObject = codec::error_object(version, code, message);
-    Json(RpcResponse::error(id, error).to_value()).into_response()
+    json_response(&RpcResponse::error(id, error))
+}
+
+/// A JSON-RPC error for a body that repeats a key in any object, or `None` for a body without
+/// repeats (or that is not JSON, which the caller reports). Parsers disagree on which repeat
+/// wins, so `{"decision_type":"deny","decision_type":"approve"}` could read as a rejection to a
+/// proxy or a log and as an approval here: such a body is refused, never guessed at.
+pub fn refuse_duplicate_keys(
+    body: &[u8],
+    headers: &HeaderMap,
+    query: &std::collections::HashMap<String, String>,
+) -> Option<Response> {
+    match json_keys::reject_duplicate_keys(body) {
+        Err(err @ json_keys::KeyError::Duplicate { .. }) => {
+            let version = request_version(headers, query).unwrap_or(ProtocolVersion::V0_3);
+            let id = jsonrpc::request_id(body).unwrap_or(Id::Null);
+            Some(plain_error(
+                id,
+                version,
+                ErrorCode::InvalidParams,
+                &err.to_string(),
+            ))
+        }
+        Ok(()) | Err(json_keys::KeyError::Syntax(_)) => None,
+    }
 }
 
 pub async fn handle(
@@ -138,10 +175,7 @@ pub async fn handle(
             )
         }
     };
-    let id = match value.get("id") {
-        None => Id::Null,
-        Some(raw) => serde_json::from_value::<Id>(raw.clone()).unwrap_or(Id::Null),
-    };
+    let id = jsonrpc::request_id(&body).unwrap_or(Id::Null);
     let version = match request_version(&headers, &query) {
         Ok(version) => version,
         Err(raw) => {
@@ -222,13 +256,13 @@ pub async fn handle(
     if method.is_streaming() {
         sse(stream_call(call).await)
     } else {
-        Json(unary_call(call).await).into_response()
+        json_response(&unary_call(call).await)
     }
 }
 
 /// SSE: each item is one complete JSON-RPC response; idle streams get `: keep-alive`.
-fn sse(items: BoxStream<'static, Value>) -> Response {
-    let events = items.map(|item| Ok::<Event, Infallible>(Event::default().data(item.to_string())));
+fn sse(items: BoxStream<'static, RpcResponse>) -> Response {
+    let events = items.map(|item| Ok::<Event, Infallible>(Event::default().data(item.to_json())));
     Sse::new(events)
         .keep_alive(
             KeepAlive::new()
@@ -238,7 +272,7 @@ fn sse(items: BoxStream<'static, Value>) -> Response {
         .into_response()
 }
 
-async fn unary_call(call: Call) -> Value {
+async fn unary_call(call: Call) -> RpcResponse {
     let runtime = call.runtime.clone();
     match call.method {
         Method::SendMessage => {
@@ -311,7 +345,7 @@ async fn unary_call(call: Call) -> Value {
 }
 
 /// The items of a streaming call: events as JSON-RPC responses, or one error item.
-async fn stream_call(call: Call) -> BoxStream<'static, Value> {
+async fn stream_call(call: Call) -> BoxStream<'static, RpcResponse> {
     let runtime = call.runtime.clone();
     let (task_id, snapshot_upto, follow_after, close_if_final) = match call.method {
         Method::SendStreamingMessage => {
@@ -380,13 +414,10 @@ async fn stream_call(call: Call) -> BoxStream<'static, Value> {
     let events = runtime
         .follow(&task_id, follow_after)
         .map(move |item| match item {
-            Ok(event) => {
-                RpcResponse::success(id.clone(), codec::encode_event(version, &event)).to_value()
-            }
+            Ok(event) => RpcResponse::success(id.clone(), codec::encode_event(version, &event)),
             Err(err) => {
                 let (code, message) = rpc_error(&err);
                 RpcResponse::error(id.clone(), codec::error_object(version, code, message))
-                    .to_value()
             }
         });
     stream::iter(first).chain(events).boxed()

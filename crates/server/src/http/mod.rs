@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use axum::extract::{FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -44,6 +44,52 @@ pub struct AppState {
     pub body_limit: usize,
     /// Agents-file entries served by a remote A2A agent, reached through `relay`.
     pub remotes: Arc<relay::Remotes>,
+    /// Whether `X-Forwarded-Host` and `X-Forwarded-Proto` come from a proxy we trust
+    /// (`--trust-proxy`); otherwise anyone could choose the URLs our agent cards advertise.
+    pub trust_proxy: bool,
+}
+
+/// `scheme://host` as the caller reached us, for absolute URLs in agent cards. The forwarded
+/// headers count only behind a trusted proxy.
+pub fn origin(headers: &HeaderMap, trust_proxy: bool) -> String {
+    let forwarded = |name: &str| {
+        trust_proxy
+            .then(|| headers.get(name))
+            .flatten()
+            .and_then(|value| value.to_str().ok())
+            .filter(|value| !value.is_empty())
+    };
+    let host = forwarded("x-forwarded-host")
+        .or_else(|| {
+            headers
+                .get(header::HOST)
+                .and_then(|value| value.to_str().ok())
+        })
+        .unwrap_or("localhost");
+    let scheme = match forwarded("x-forwarded-proto") {
+        Some("https") => "https",
+        Some(_) | None => "http",
+    };
+    format!("{scheme}://{host}")
+}
+
+/// Answers 413 as soon as a request declares a body over the limit, before reading any of it
+/// (a client that declares 10 GB and sends one byte must not hold a connection for minutes).
+async fn refuse_declared_oversize(
+    axum::extract::State(limit): axum::extract::State<usize>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        let body = json!({"error": format!("request body over the limit of {limit} bytes")});
+        return (StatusCode::PAYLOAD_TOO_LARGE, Json(body)).into_response();
+    }
+    next.run(request).await
 }
 
 /// The caller, from the `Authorization` header.
@@ -94,7 +140,8 @@ impl From<AgentError> for HttpError {
         match err {
             AgentError::AgentNotFound(_)
             | AgentError::TaskNotFound(_)
-            | AgentError::SessionNotFound(_) => HttpError::NotFound(err.to_string()),
+            | AgentError::SessionNotFound(_)
+            | AgentError::TaskDeleted(_) => HttpError::NotFound(err.to_string()),
             AgentError::Forbidden(_) => HttpError::Forbidden(err.to_string()),
             AgentError::NotPaused(_) | AgentError::TaskEnded | AgentError::NotCancelable { .. } => {
                 HttpError::Conflict(err.to_string())
@@ -178,8 +225,13 @@ pub fn router(state: AppState) -> Router {
         }
         None => a2a_routes.fallback(no_ui),
     };
+    let limit = state.body_limit;
     router
-        .layer(axum::extract::DefaultBodyLimit::max(state.body_limit))
+        .layer(axum::extract::DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn_with_state(
+            limit,
+            refuse_declared_oversize,
+        ))
         .layer(CatchPanicLayer::custom(panic_response))
         .with_state(state)
 }

@@ -23,7 +23,7 @@ use signoff_protocol::ProtocolVersion;
 use tokio_util::sync::CancellationToken;
 
 use super::a2a::request_version;
-use super::{a2a, rest, AppState, User};
+use super::{a2a, origin, rest, AppState, User};
 use crate::agent::{AgentsFile, ConfigError};
 
 /// The header that tells the remote who is asking (kagent scopes sessions by it).
@@ -165,6 +165,9 @@ pub async fn a2a(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let Some(refused) = a2a::refuse_duplicate_keys(&body, &headers, &query) {
+        return refused;
+    }
     match state.remotes.get(&namespace, &name) {
         Some(remote) => {
             let version = request_version(&headers, &query).unwrap_or(ProtocolVersion::V0_3);
@@ -213,7 +216,11 @@ pub async fn agent_card(
     match remote.fetch_card(version).await {
         Ok(mut card) => {
             remote.remember_card(Some(card.clone()));
-            let relay_url = format!("{}{}", origin(&headers), remote.endpoint());
+            let relay_url = format!(
+                "{}{}",
+                origin(&headers, state.trust_proxy),
+                remote.endpoint()
+            );
             rewrite_card(&mut card, &relay_url);
             Json(card).into_response()
         }
@@ -565,20 +572,6 @@ fn rewrite_card(card: &mut Value, relay_url: &str) {
             }
         }
     }
-}
-
-/// `scheme://host` as the caller reached us (the same rule as the local agents' cards).
-fn origin(headers: &HeaderMap) -> String {
-    let host = headers
-        .get("x-forwarded-host")
-        .or_else(|| headers.get(header::HOST))
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or("localhost");
-    let scheme = headers
-        .get("x-forwarded-proto")
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or("http");
-    format!("{scheme}://{host}")
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! The REST surfaces: agent cards, the agents list, sessions and approvals (spec/wire.md §1, §7).
+//! The REST surfaces: agent cards, the agents list, sessions and approvals (docs/rest.md).
 
 use std::collections::HashMap;
 
@@ -13,23 +13,9 @@ use signoff_protocol::{
 };
 
 use super::a2a::request_version;
-use super::{AppState, HttpError, User};
+use super::{origin, AppState, HttpError, User};
 use crate::agent::view::state_name;
 use crate::agent::Agent;
-
-/// `http://host` as the caller reached us, for absolute URLs in agent cards.
-fn origin(headers: &HeaderMap) -> String {
-    let host = headers
-        .get("x-forwarded-host")
-        .or_else(|| headers.get("host"))
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or("localhost");
-    let scheme = headers
-        .get("x-forwarded-proto")
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or("http");
-    format!("{scheme}://{host}")
-}
 
 fn endpoint(agent: &Agent) -> String {
     format!("/api/a2a/{}/{}", agent.namespace, agent.name)
@@ -72,13 +58,18 @@ fn card(agent: &Agent, origin: &str) -> AgentCard {
     }
 }
 
-fn card_response(agent: &Agent, headers: &HeaderMap, query: &HashMap<String, String>) -> Response {
+fn card_response(
+    state: &AppState,
+    agent: &Agent,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+) -> Response {
     let flavor = match request_version(headers, query) {
         Ok(ProtocolVersion::V1_0) => CardFlavor::StrictV1,
         Ok(ProtocolVersion::V0_3) | Err(_) => CardFlavor::Lenient,
     };
     Json(codec::encode_agent_card(
-        &card(agent, &origin(headers)),
+        &card(agent, &origin(headers, state.trust_proxy)),
         flavor,
     ))
     .into_response()
@@ -91,7 +82,7 @@ pub async fn agent_card(
     headers: HeaderMap,
 ) -> Response {
     match state.runtime.agent(&namespace, &name) {
-        Some(agent) => card_response(&agent, &headers, &query),
+        Some(agent) => card_response(&state, &agent, &headers, &query),
         None => HttpError::NotFound(format!("no agent {namespace}/{name}")).into_response(),
     }
 }
@@ -103,7 +94,7 @@ pub async fn default_agent_card(
     headers: HeaderMap,
 ) -> Response {
     match state.runtime.agents().first() {
-        Some(agent) => card_response(agent, &headers, &query),
+        Some(agent) => card_response(&state, agent, &headers, &query),
         None => HttpError::NotFound("no agents".to_owned()).into_response(),
     }
 }
@@ -221,6 +212,8 @@ pub async fn decide(
     user: User,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, HttpError> {
+    signoff_protocol::json_keys::reject_duplicate_keys(&body)
+        .map_err(|err| HttpError::BadRequest(err.to_string()))?;
     let data: Value = serde_json::from_slice(&body)
         .map_err(|err| HttpError::BadRequest(format!("invalid JSON: {err}")))?;
     let runtime = state.runtime.clone();

@@ -1,4 +1,4 @@
-//! Human-in-the-loop approvals (issue 4): the gate, decisions in every shape, resume,
+//! Human-in-the-loop approvals: the gate, decisions in every shape, resume,
 //! exactly-once, cancel, REST approvals, users and the audit trail.
 
 use serde_json::{json, Value};

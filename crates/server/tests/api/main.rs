@@ -7,5 +7,6 @@ mod helpers;
 
 mod a2a;
 mod hitl;
+mod hostile;
 mod rest;
 mod restart;

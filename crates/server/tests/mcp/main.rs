@@ -88,7 +88,7 @@ async fn say(app: &TestApp, text: &str) -> Vec<Value> {
     results(&app.stream(None, body).await)
 }
 
-/// Answers a paused task with a decision DataPart (spec/wire.md §5).
+/// Answers a paused task with a decision DataPart (docs/wire.md, Decision message).
 async fn decide(app: &TestApp, paused: &[Value], data: Value, text: &str) -> Vec<Value> {
     let task = task_id(paused);
     let context = paused[0]["contextId"].as_str().unwrap();

@@ -17,8 +17,11 @@ use crate::support::{
 const REMOTE_PATH: &str = "/api/a2a/harness/hitl_harness/";
 const RELAY: &str = "/api/a2a/kagent/hitl";
 
+/// kagent 0.10.4's recorded traffic, kept once in the protocol crate.
 fn kagent(name: &str) -> Vec<u8> {
-    fixture(&format!("kagent-0.10.4/{name}"))
+    fixture(&format!(
+        "../../../protocol/tests/fixtures/kagent-0.10.4/{name}"
+    ))
 }
 
 /// A local demo agent and the remote kagent agent `kagent/hitl`.

@@ -26,7 +26,6 @@
 
 pub mod connection;
 pub mod kagent;
-pub mod schema;
 pub mod sse;
 
 use std::collections::BTreeMap;
@@ -466,11 +465,13 @@ impl McpSource {
             }
         };
         let schema = Value::Object((*definition.input_schema).clone());
-        schema::check(&schema, &Value::Object(arguments.clone())).map_err(|error| {
-            ToolError::InvalidArgs(format!(
-                "invalid arguments for {tool}: {error}. Its input schema is {schema}"
-            ))
-        })?;
+        crate::agent::schema::check(&schema, &Value::Object(arguments.clone())).map_err(
+            |error| {
+                ToolError::InvalidArgs(format!(
+                    "invalid arguments for {tool}: {error}. Its input schema is {schema}"
+                ))
+            },
+        )?;
         let call = self.connection.call(&live, server_tool, arguments);
         match tokio::time::timeout_at(deadline, call).await {
             Err(_elapsed) => Err(ToolError::Timeout(timeout.as_secs())),

@@ -1,8 +1,9 @@
-//! A small JSON Schema check of a model's tool arguments against the tool's input schema, so a
-//! call the server would refuse fails with a message the model can act on (and never reaches
-//! the server). It covers what MCP servers put in input schemas: `type`, `properties`,
-//! `required`, `additionalProperties`, `items`, `enum`, `const`, the length and range bounds,
-//! and `anyOf`/`oneOf`/`allOf`. Other keywords (`$ref`, `format`, `pattern`, ...) are not
+//! A small JSON Schema check of tool arguments against the tool's input schema: a model's call
+//! to an MCP tool that its server would refuse fails with a message the model can act on, and a
+//! person's edited arguments (`modified_args`) that do not fit are refused before anything runs.
+//! It covers what MCP servers put in input schemas: `type`, `properties`, `required`,
+//! `additionalProperties`, `items`, `enum`, `const`, the length and range bounds, and
+//! `anyOf`/`oneOf`/`allOf`. Other keywords (`$ref`, `format`, `pattern`, ...) are not
 //! checked: the server still validates, this is a first, clearer line.
 
 use serde_json::{Map, Value};

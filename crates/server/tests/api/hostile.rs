@@ -1,0 +1,542 @@
+//! Hostile input through the real server: text that breaks naive parsers, duplicate JSON keys,
+//! deleting what someone follows, oversized and amplifying requests, odd headers and ids,
+//! forwarded hosts, hard links in the sandbox and edited arguments that do not fit.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use signoff_protocol::{Message, Part, Role, TaskState};
+use signoff_server::agent::model::{Model, ModelRequest, ModelStream};
+use signoff_server::agent::tools::Toolbox;
+use signoff_server::agent::{Agent, Limits, Runtime};
+use signoff_server::store::Store;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::helpers::*;
+use crate::hitl::{decision, pause};
+
+/// A blocking `message/send`'s result.
+async fn send(app: &TestApp, text: &str) -> Value {
+    app.rpc(
+        None,
+        request(
+            "message/send",
+            json!({"message": message_v03(text, None, None)}),
+        ),
+    )
+    .await
+}
+
+/// Posts a raw body to the A2A endpoint and returns the response's text.
+async fn post_raw(app: &TestApp, body: &str, version: Option<&[u8]>) -> String {
+    let mut request = app
+        .client
+        .post(app.endpoint())
+        .header("content-type", "application/json")
+        .body(body.to_owned());
+    if let Some(version) = version {
+        request = request.header(
+            "A2A-Version",
+            reqwest::header::HeaderValue::from_bytes(version).unwrap(),
+        );
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    response.text().await.unwrap()
+}
+
+#[tokio::test]
+async fn characters_whose_case_changes_their_length_do_not_crash_the_server() {
+    let app = spawn_app().await;
+    for text in [
+        "please \u{212a}\u{212a}",
+        &format!("please {}", "\u{130}".repeat(10)),
+        "please write İİİİİİİİİ.txt: x",
+        "KKK and read readme.txt",
+    ] {
+        let got = send(&app, text).await;
+        let state = got["result"]["status"]["state"].as_str();
+        // Understood as a write (which waits for approval) or answered with help; never failed.
+        assert!(
+            matches!(state, Some("completed" | "input-required")),
+            "{text:?}: {got}"
+        );
+    }
+    // The server is still there, and the grammar still works.
+    let got = send(&app, "please read readme.txt").await;
+    let history = got["result"]["history"].to_string();
+    assert!(history.contains("Welcome to the Signoff sandbox"), "{got}");
+    app.stop().await;
+}
+
+/// A model whose turn panics (a bug anywhere in a runner).
+struct PanickingModel;
+
+impl Model for PanickingModel {
+    fn turn(&self, _request: ModelRequest) -> ModelStream {
+        panic!("a bug in the model")
+    }
+}
+
+/// A model that never answers, so its task stays `working`.
+struct SilentModel;
+
+impl Model for SilentModel {
+    fn turn(&self, _request: ModelRequest) -> ModelStream {
+        futures_util::stream::pending().boxed()
+    }
+}
+
+fn agent(model: Arc<dyn Model>) -> Arc<Agent> {
+    Arc::new(Agent {
+        namespace: "default".into(),
+        name: "demo".into(),
+        description: String::new(),
+        instruction: String::new(),
+        model,
+        tools: Toolbox::new(),
+    })
+}
+
+async fn state_of(runtime: &Arc<Runtime>, task: &str) -> (TaskState, String) {
+    let (task, _) = runtime.snapshot(task, None).await.unwrap();
+    let text = task
+        .status
+        .message
+        .map(|message| message.text())
+        .unwrap_or_default();
+    (task.status.state, text)
+}
+
+#[tokio::test]
+async fn a_panicking_runner_fails_its_task_and_is_not_resumed_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let message = || {
+        Message::new(
+            uuid::Uuid::new_v4().to_string(),
+            Role::User,
+            vec![Part::text("hi")],
+        )
+    };
+
+    // A panic while running: that task fails, the runtime takes the next one.
+    let store = Store::open(dir.path()).await.unwrap();
+    let broken = agent(Arc::new(PanickingModel));
+    let runtime = Runtime::new(store.clone(), vec![broken.clone()], Limits::default());
+    let first = runtime.send("local", &broken, message()).await.unwrap();
+    runtime.wait_final(&first.task_id, 0).await.unwrap();
+    let (state, text) = state_of(&runtime, &first.task_id).await;
+    assert_eq!(state, TaskState::Failed);
+    assert!(text.contains("internal error"), "{text}");
+    let second = runtime.send("local", &broken, message()).await.unwrap();
+    runtime.wait_final(&second.task_id, 0).await.unwrap();
+    runtime.shutdown(Duration::from_secs(5)).await;
+    store.close().await;
+
+    // A task left working by a process that stopped, whose runner panics when resumed: it is
+    // failed once, and the next start does not resume it again.
+    let store = Store::open(dir.path()).await.unwrap();
+    let silent = agent(Arc::new(SilentModel));
+    let runtime = Runtime::new(store.clone(), vec![silent.clone()], Limits::default());
+    let left = runtime.send("local", &silent, message()).await.unwrap();
+    for _ in 0..200 {
+        if state_of(&runtime, &left.task_id).await.0 == TaskState::Working {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    runtime.shutdown(Duration::from_secs(5)).await;
+    store.close().await;
+
+    let store = Store::open(dir.path()).await.unwrap();
+    let runtime = Runtime::new(store.clone(), vec![broken.clone()], Limits::default());
+    assert_eq!(runtime.resume_unfinished().await.unwrap(), 1);
+    runtime.wait_final(&left.task_id, 0).await.unwrap();
+    assert_eq!(state_of(&runtime, &left.task_id).await.0, TaskState::Failed);
+    runtime.shutdown(Duration::from_secs(5)).await;
+    store.close().await;
+
+    let store = Store::open(dir.path()).await.unwrap();
+    let runtime = Runtime::new(store.clone(), vec![broken], Limits::default());
+    assert_eq!(runtime.resume_unfinished().await.unwrap(), 0);
+    runtime.shutdown(Duration::from_secs(5)).await;
+    store.close().await;
+}
+
+#[tokio::test]
+async fn duplicate_keys_in_a_decision_are_refused_naming_the_key() {
+    let app = spawn_app().await;
+    let (task, context) = pause(&app, None).await;
+    let message = |data: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"message/send","params":{{"message":{{"kind":"message","messageId":"m-1","role":"user","taskId":"{task}","contextId":"{context}","parts":[{{"kind":"data","data":{data}}}]}}}}}}"#
+        )
+    };
+    for (data, key) in [
+        (
+            r#"{"decision_type":"deny","decision_type":"approve"}"#,
+            "decision_type",
+        ),
+        (
+            r#"{"decision_type":"batch","decisions":{"call_1":"deny","call_1":"approve","call_2":"deny"}}"#,
+            "call_1",
+        ),
+    ] {
+        let body = post_raw(&app, &message(data), None).await;
+        let got: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(got["error"]["code"], -32602, "{got}");
+        let said = got["error"]["message"].as_str().unwrap();
+        assert!(said.contains(&format!("duplicate key \"{key}\"")), "{said}");
+        // The same body over REST.
+        let response = app
+            .client
+            .post(format!("{}/api/approvals/{task}", app.base))
+            .header("content-type", "application/json")
+            .body(data.to_owned())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400);
+        let got: Value = response.json().await.unwrap();
+        assert!(got["error"].as_str().unwrap().contains(key), "{got}");
+    }
+    // Nothing was decided, nothing ran.
+    let got = app
+        .rpc(None, request("tasks/get", json!({"id": task})))
+        .await;
+    assert_eq!(got["result"]["status"]["state"], "input-required");
+    assert!(!app.sandbox().join("notes.txt").exists());
+    assert!(app.sandbox().join("old.txt").exists());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn deleting_a_session_ends_its_streams_and_blocking_requests() {
+    let app = spawn_app().await;
+    let context = format!("ctx-{}", uuid::Uuid::new_v4());
+    let blocking = {
+        let client = app.client.clone();
+        let endpoint = app.endpoint();
+        let body = request(
+            "message/send",
+            json!({"message": message_v03("count to 100", None, Some(&context))}),
+        );
+        tokio::spawn(async move {
+            let response = client.post(endpoint).json(&body).send().await.unwrap();
+            response.json::<Value>().await.unwrap()
+        })
+    };
+    // Wait until the task runs, then follow it as a second client.
+    let mut task = None;
+    for _ in 0..600 {
+        let (status, body) = app.get(&format!("/api/sessions/{context}")).await;
+        if status == 200 {
+            if let Some(id) = body["tasks"][0]["id"].as_str() {
+                task = Some(id.to_owned());
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let task = task.expect("the task starts");
+    let mut follower = app
+        .open_stream(
+            None,
+            None,
+            request("tasks/resubscribe", json!({"id": task})),
+        )
+        .await;
+    let deleted = app
+        .client
+        .delete(format!("{}/api/sessions/{context}", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+
+    let answer = tokio::time::timeout(Duration::from_secs(30), blocking)
+        .await
+        .expect("the blocking request ends")
+        .unwrap();
+    assert_eq!(answer["error"]["code"], -32001, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("deleted"),
+        "{answer}"
+    );
+    let mut last = None;
+    while let Some(event) = follower.next().await {
+        last = Some(event);
+    }
+    let last = last.unwrap();
+    assert_eq!(last["error"]["code"], -32001, "{last}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn long_text_is_refused_or_bounded_and_tool_calls_per_turn_are_capped() {
+    let app = spawn_app().await;
+    // A message over the limit.
+    let got = send(&app, &format!("read {}", "x".repeat(70 * 1024))).await;
+    assert_eq!(got["error"]["code"], -32602, "{}", got["error"]);
+    assert!(got["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("the limit is 65536 bytes"));
+
+    // An unrecognised clause just under the limit is quoted back shortly, in few chunks.
+    let events = app
+        .stream(
+            None,
+            request(
+                "message/stream",
+                json!({"message": message_v03(&format!("ls and {}", "y".repeat(60_000)), None, None)}),
+            ),
+        )
+        .await;
+    let streamed = results(&events);
+    let answer = answer_text(&streamed);
+    assert!(answer.len() < 1_000, "{} bytes", answer.len());
+
+    // More tool calls in one turn than allowed: the task fails and says why; nothing ran.
+    let many = vec!["ls"; 65].join(" and ");
+    let got = send(&app, &many).await;
+    assert_eq!(got["result"]["status"]["state"], "failed", "{got}");
+    let said = got["result"]["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(said.contains("more than 64 tool calls"), "{said}");
+    let within = vec!["ls"; 64].join(" and ");
+    let got = send(&app, &within).await;
+    assert_eq!(got["result"]["status"]["state"], "completed");
+
+    // A rejection reason over the limit is refused; the batch stays pending.
+    let (task, context) = pause(&app, None).await;
+    let reason = "r".repeat(5 * 1024);
+    let got = app
+        .rpc(
+            None,
+            request(
+                "message/send",
+                decision(
+                    &task,
+                    &context,
+                    json!({"decision_type": "deny", "reason": reason}),
+                ),
+            ),
+        )
+        .await;
+    assert_eq!(got["error"]["code"], -32602, "{}", got["error"]);
+    assert!(got["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("the limit is 4096 bytes"));
+    // A reason within the limit is quoted back in a bounded number of chunks.
+    let reason = "because ".repeat(500);
+    let events = app
+        .stream(
+            None,
+            request(
+                "message/stream",
+                decision(
+                    &task,
+                    &context,
+                    json!({"decision_type": "deny", "reason": reason}),
+                ),
+            ),
+        )
+        .await;
+    let streamed = results(&events);
+    let chunks = streamed
+        .iter()
+        .filter(|result| result["kind"] == "artifact-update")
+        .count();
+    assert!((1..=64).contains(&chunks), "{chunks} chunks");
+    assert!(answer_text(&streamed).contains(reason.trim()));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_declared_length_over_the_limit_gets_413_at_once() {
+    let app = spawn_app().await;
+    let address = app.base.trim_start_matches("http://").to_owned();
+    let mut socket = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = format!(
+        "POST /api/a2a/default/demo HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: 10737418240\r\n\r\n{{"
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = vec![0u8; 1024];
+    // Bounded only so a regression fails instead of hanging; no timing is asserted.
+    let read = tokio::time::timeout(Duration::from_secs(30), socket.read(&mut answer))
+        .await
+        .expect("an answer without the body")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer[..read]);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a2a_version_values_that_are_not_visible_ascii_are_unsupported() {
+    let app = spawn_app().await;
+    let body = request("tasks/get", json!({"id": "nope"})).to_string();
+    for version in [&b"\xff\xfe"[..], b"1.0\xa0"] {
+        let got: Value = serde_json::from_str(&post_raw(&app, &body, Some(version)).await).unwrap();
+        assert_eq!(got["error"]["code"], -32009, "{version:?}: {got}");
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn request_ids_come_back_exactly_as_sent() {
+    let app = spawn_app().await;
+    for id in ["1.5", "18446744073709551616", "-0", "1e2", "\"a\\u0062\""] {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tasks/get","params":{{"id":"nope"}}}}"#
+        );
+        let answer = post_raw(&app, &body, None).await;
+        assert!(
+            answer.contains(&format!(r#""id":{id}"#)) || id.starts_with('"'),
+            "{id}: {answer}"
+        );
+        let got: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(got["error"]["code"], -32001);
+        if id.starts_with('"') {
+            assert_eq!(got["id"], "ab");
+        }
+    }
+    // In a stream too.
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":2.5,"method":"message/stream","params":{{"message":{}}}}}"#,
+        message_v03("hello", None, None)
+    );
+    let answer = post_raw(&app, &body, None).await;
+    assert!(answer.contains(r#""id":2.5"#), "{answer}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn forwarded_hosts_count_only_behind_a_trusted_proxy() {
+    let card_url = |app: &TestApp| {
+        let request = app
+            .client
+            .get(format!("{}/.well-known/agent-card.json", app.base))
+            .header("X-Forwarded-Host", "evil.example")
+            .header("X-Forwarded-Proto", "https");
+        async move {
+            let card: Value = request.send().await.unwrap().json().await.unwrap();
+            card["url"].as_str().unwrap().to_owned()
+        }
+    };
+    let app = spawn_app().await;
+    let url = card_url(&app).await;
+    assert!(url.starts_with(&app.base), "{url}");
+    app.stop().await;
+
+    let app = spawn_with(|config| config.trust_proxy = true).await;
+    let url = card_url(&app).await;
+    assert!(url.starts_with("https://evil.example/"), "{url}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_approved_write_through_a_hard_link_is_refused() {
+    let app = spawn_app().await;
+    // The sandbox exists once the server answers.
+    assert_eq!(app.get("/api/agents").await.0, 200);
+    let outside = app.data_dir.path().join("outside.txt");
+    std::fs::write(&outside, "keep me").unwrap();
+    std::fs::hard_link(&outside, app.sandbox().join("linked.txt")).unwrap();
+    let events = app
+        .stream(
+            None,
+            request(
+                "message/stream",
+                json!({"message": message_v03("write linked.txt: overwritten", None, None)}),
+            ),
+        )
+        .await;
+    let streamed = results(&events);
+    let task = task_id(&streamed);
+    let context = streamed[0]["contextId"].as_str().unwrap().to_owned();
+    let events = app
+        .stream(
+            None,
+            request(
+                "message/stream",
+                decision(&task, &context, json!({"decision_type": "approve"})),
+            ),
+        )
+        .await;
+    let answer = answer_text(&results(&events));
+    assert!(answer.contains("hard links"), "{answer}");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep me");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn edited_arguments_that_do_not_fit_the_schema_are_refused() {
+    let app = spawn_app().await;
+    let (task, context) = pause(&app, None).await;
+    for (args, expect) in [
+        (
+            json!({"path": "notes.txt", "content": "hi", "mode": "0777"}),
+            "mode",
+        ),
+        (json!({"path": 3, "content": "hi"}), "modified_args.path"),
+        (json!({"content": "hi"}), "path"),
+    ] {
+        let got = app
+            .rpc(
+                None,
+                request(
+                    "message/send",
+                    decision(
+                        &task,
+                        &context,
+                        json!({"decision_type": "approve", "modified_args": {"call_1": args}}),
+                    ),
+                ),
+            )
+            .await;
+        assert_eq!(got["error"]["code"], -32602, "{got}");
+        let said = got["error"]["message"].as_str().unwrap();
+        assert!(said.contains("call_1") && said.contains(expect), "{said}");
+    }
+    let (status, body) = app
+        .post_json_as(
+            &format!("/api/approvals/{task}"),
+            None,
+            &json!({"decision_type": "approve", "modified_args": {"call_1": {"path": "a", "content": "b", "x": 1}}}),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(!app.sandbox().join("notes.txt").exists());
+    assert!(!app.sandbox().join("a").exists());
+    app.stop().await;
+}
+
+#[test]
+fn the_release_profile_unwinds_on_panic() {
+    // With `panic = "abort"` one panicking runner would take the server down for every user.
+    let manifest =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.toml")).unwrap();
+    let manifest: toml::Value = toml::from_str(&manifest).unwrap();
+    let profiles = &manifest["profile"];
+    assert_ne!(
+        profiles["release"]
+            .get("panic")
+            .and_then(toml::Value::as_str),
+        Some("abort"),
+        "the server's release profile must unwind"
+    );
+    // The browser UI keeps aborting (smaller wasm) in its own profile, which trunk uses.
+    assert_eq!(profiles["ui"]["panic"].as_str(), Some("abort"));
+    let index =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../index.html")).unwrap();
+    assert!(index.contains(r#"data-cargo-profile-release="ui""#));
+}
