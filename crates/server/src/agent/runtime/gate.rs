@@ -1,0 +1,456 @@
+//! The approval gate: new messages, decisions on a paused batch (A2A data part, text, REST),
+//! the checks that come before the compare-and-set, cancel, and waiting for a decided batch.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use signoff_protocol::hitl::{self, ActionRequest, Decision, Dialect, Verdict};
+use signoff_protocol::{Message, Part, Role, Task, TaskState};
+
+use crate::agent::model::ChatMessage;
+use crate::agent::view::{self, parse_state, state_name};
+use crate::store::{CallStatus, CallVerdict, Commit, DecisionWrite, Guard, StoreError, TaskRow};
+
+use super::audit::args_sha256;
+use super::transcript::*;
+use super::{Accepted, Agent, AgentError, Channel, Result, Runtime};
+
+impl Runtime {
+    // ---- messages --------------------------------------------------------------------------
+
+    /// Accepts a user message for `agent`: a new task, or a decision on a paused one.
+    pub async fn send(
+        self: &Arc<Self>,
+        user: &str,
+        agent: &Arc<Agent>,
+        message: Message,
+    ) -> Result<Accepted> {
+        if self.shutdown.is_cancelled() {
+            return Err(AgentError::ShuttingDown);
+        }
+        if message.role != Role::User {
+            return Err(AgentError::InvalidParams(
+                "params.message.role: a message to an agent must have the user role".into(),
+            ));
+        }
+        let text_bytes = message.text().len();
+        if text_bytes > self.limits.max_message_bytes {
+            return Err(AgentError::InvalidParams(format!(
+                "params.message: its text is {text_bytes} bytes; the limit is {} bytes",
+                self.limits.max_message_bytes
+            )));
+        }
+        if let Some(task_id) = message.task_id.clone() {
+            return self.continue_task(user, agent, &task_id, message).await;
+        }
+        let context_id = message.context_id.clone().unwrap_or_else(view::new_id);
+        let title: String = {
+            let text = message.text();
+            let line = text.lines().next().unwrap_or("").trim();
+            if line.is_empty() {
+                "New chat".to_owned()
+            } else {
+                line.chars().take(80).collect()
+            }
+        };
+        match self.store.session(&context_id).await? {
+            Some(session) if session.user_id != user => {
+                // Someone else's session id: as if it did not exist, and not reusable.
+                return Err(AgentError::InvalidParams(format!(
+                    "params.message.contextId: {context_id} belongs to another session; omit it to start a new one"
+                )));
+            }
+            Some(session) if session.agent != agent.key() => {
+                return Err(AgentError::InvalidParams(format!(
+                    "params.message.contextId: session {context_id} talks to {}, not {}",
+                    session.agent,
+                    agent.key()
+                )));
+            }
+            Some(_) => {}
+            None => {
+                self.store
+                    .ensure_session(&context_id, user, &agent.key(), &title)
+                    .await?;
+            }
+        }
+        let task_id = view::new_id();
+        let mut message = message;
+        message.task_id = Some(task_id.clone());
+        message.context_id = Some(context_id.clone());
+        let transcript = vec![ChatMessage::User {
+            text: message.text(),
+        }];
+        let submitted = view::status_event(
+            &task_id,
+            &context_id,
+            TaskState::Submitted,
+            Some(message),
+            None,
+        );
+        let now = crate::store::now();
+        let row = TaskRow {
+            id: task_id.clone(),
+            context_id,
+            user_id: user.to_owned(),
+            agent: agent.key(),
+            state: state_name(TaskState::Submitted).to_owned(),
+            transcript: transcript_value(&transcript)?,
+            last_seq: 0,
+            created_at: now.clone(),
+            updated_at: now,
+        };
+        self.store
+            .create_task(&row, vec![Self::encode(&submitted)])
+            .await?;
+        self.spawn_runner(&task_id);
+        Ok(Accepted {
+            task_id,
+            after_seq: 0,
+        })
+    }
+
+    pub(super) async fn continue_task(
+        self: &Arc<Self>,
+        user: &str,
+        agent: &Arc<Agent>,
+        task_id: &str,
+        message: Message,
+    ) -> Result<Accepted> {
+        let row = match self.owned_task(user, task_id).await {
+            Ok(row) => row,
+            // Over A2A, another user's task does not exist.
+            Err(AgentError::Forbidden(id)) => return Err(AgentError::TaskNotFound(id)),
+            Err(err) => return Err(err),
+        };
+        if row.agent != agent.key() {
+            return Err(AgentError::TaskNotFound(task_id.to_owned()));
+        }
+        if let Some(context_id) = &message.context_id {
+            if *context_id != row.context_id {
+                return Err(AgentError::InvalidParams(format!(
+                    "params.message.contextId: task {task_id} belongs to context {}, not {context_id}",
+                    row.context_id
+                )));
+            }
+        }
+        let state = parse_state(&row.state).unwrap_or(TaskState::Failed);
+        if state != TaskState::InputRequired {
+            return Err(AgentError::InvalidParams(if state.is_terminal() {
+                format!(
+                    "task {task_id} is {} and takes no more messages; send a message without taskId to start a new task",
+                    row.state
+                )
+            } else {
+                format!(
+                    "task {task_id} is {} and is not waiting for input",
+                    row.state
+                )
+            }));
+        }
+        let (decision, channel) =
+            match Decision::from_message(&message)? {
+                Some(decision) => (decision, Channel::A2a),
+                None => match Decision::from_text(&message.text()) {
+                    Some(decision) => (decision, Channel::Text),
+                    None => return Err(AgentError::InvalidParams(
+                        "the task waits for a decision on its tool calls: say approve or reject \
+                         (or send a decision DataPart)"
+                            .into(),
+                    )),
+                },
+            };
+        let mut message = message;
+        message.context_id = Some(row.context_id.clone());
+        self.apply_decision(user, &row, &decision, channel, Some(message))
+            .await
+    }
+
+    /// Decides a paused task's batch through the REST API (`POST /api/approvals/{task}`).
+    pub async fn decide_rest(
+        self: &Arc<Self>,
+        user: &str,
+        task_id: &str,
+        data: &Value,
+    ) -> Result<(Accepted, i64)> {
+        let row = self.owned_task(user, task_id).await?;
+        let decision = Decision::from_data(data)?;
+        let parts = decision.to_parts(Dialect::Native);
+        let mut message = Message::new(view::new_id(), Role::User, parts);
+        message.task_id = Some(row.id.clone());
+        message.context_id = Some(row.context_id.clone());
+        let batch = self.store.pending_batch(task_id).await?.ok_or_else(|| {
+            AgentError::NotPaused(format!(
+                "task {task_id} is {} and waits for no decision",
+                row.state
+            ))
+        })?;
+        let accepted = self
+            .apply_decision(user, &row, &decision, Channel::Rest, Some(message))
+            .await?;
+        Ok((accepted, batch.id))
+    }
+
+    /// The decision rules (docs/wire.md, Decision rules), then ONE compare-and-set transaction;
+    /// only the winner runs the calls.
+    pub(super) async fn apply_decision(
+        self: &Arc<Self>,
+        user: &str,
+        row: &TaskRow,
+        decision: &Decision,
+        channel: Channel,
+        echo: Option<Message>,
+    ) -> Result<Accepted> {
+        let batch = self.store.pending_batch(&row.id).await?.ok_or_else(|| {
+            AgentError::NotPaused(format!(
+                "task {} has no pending batch: it was already decided",
+                row.id
+            ))
+        })?;
+        let requests: Vec<ActionRequest> = batch
+            .requests
+            .as_array()
+            .map(|items| items.iter().filter_map(ActionRequest::from_value).collect())
+            .unwrap_or_default();
+        let resolved = hitl::resolve(&requests, decision)?;
+        self.check_decided_calls(row, &resolved)?;
+        let verdicts = resolved
+            .iter()
+            .map(|call| match call.verdict {
+                Verdict::Approve => {
+                    let run_args = call
+                        .modified_args
+                        .clone()
+                        .unwrap_or_else(|| call.request.args.clone());
+                    CallVerdict {
+                        call_id: call.request.id.clone(),
+                        status: CallStatus::Approved,
+                        verdict: "approve".into(),
+                        reason: None,
+                        run_args_sha256: Some(args_sha256(&run_args)),
+                        run_args: Some(run_args),
+                    }
+                }
+                Verdict::Deny => CallVerdict {
+                    call_id: call.request.id.clone(),
+                    status: CallStatus::Rejected,
+                    verdict: "deny".into(),
+                    reason: call.reason.clone(),
+                    run_args: None,
+                    run_args_sha256: None,
+                },
+            })
+            .collect();
+        let working = view::status_event(&row.id, &row.context_id, TaskState::Working, echo, None);
+        let write = DecisionWrite {
+            batch_id: batch.id,
+            user_id: user.to_owned(),
+            channel: channel.as_str().to_owned(),
+            decision: decision.to_data(Dialect::Native),
+            summary: decision.summary(),
+            verdicts,
+            batch_state: "decided".into(),
+            task_state: state_name(TaskState::Working).into(),
+            events: vec![Self::encode(&working)],
+        };
+        let after_seq = row.last_seq;
+        let seq = match self.store.decide(&row.id, write).await {
+            Ok(seq) => seq,
+            Err(StoreError::Conflict(_)) => {
+                return Err(AgentError::NotPaused(format!(
+                    "the pending batch of task {} was already decided",
+                    row.id
+                )))
+            }
+            Err(err) => return Err(err.into()),
+        };
+        self.notify(&row.id, seq);
+        tracing::info!(task = %row.id, user, channel = channel.as_str(), decision = %decision.summary(), "batch decided");
+        self.spawn_runner(&row.id);
+        Ok(Accepted {
+            task_id: row.id.clone(),
+            after_seq,
+        })
+    }
+
+    /// What `resolve` cannot know: reasons within the size limit, and edited arguments that fit
+    /// the tool's input schema (an unknown key, a wrong type). Refused before anything is stored.
+    pub(super) fn check_decided_calls(
+        &self,
+        row: &TaskRow,
+        resolved: &[hitl::ResolvedCall],
+    ) -> Result<()> {
+        let agent = self.agent_by_key(&row.agent);
+        for call in resolved {
+            let id = &call.request.id;
+            if let Some(reason) = &call.reason {
+                if reason.len() > self.limits.max_reason_bytes {
+                    return Err(AgentError::InvalidParams(format!(
+                        "the rejection reason for {id} is {} bytes; the limit is {} bytes",
+                        reason.len(),
+                        self.limits.max_reason_bytes
+                    )));
+                }
+            }
+            let (Some(args), Some(agent)) = (&call.modified_args, &agent) else {
+                continue;
+            };
+            if let Some(tool) = agent.tools.get(&call.request.name) {
+                crate::agent::schema::check(&tool.spec.input_schema, args).map_err(|error| {
+                    AgentError::InvalidParams(format!(
+                        "modified_args for {id} ({}) do not fit the tool's input schema: {}",
+                        call.request.name,
+                        error
+                            .strip_prefix("arguments: ")
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| error.replacen("arguments", "modified_args", 1))
+                    ))
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Cancels a task in any non-terminal state; a paused one's calls are dropped unrun and the
+    /// cancellation is audited.
+    pub async fn cancel(self: &Arc<Self>, user: &str, task_id: &str) -> Result<Task> {
+        let row = match self.owned_task(user, task_id).await {
+            Ok(row) => row,
+            Err(AgentError::Forbidden(id)) => return Err(AgentError::TaskNotFound(id)),
+            Err(err) => return Err(err),
+        };
+        let state = parse_state(&row.state).unwrap_or(TaskState::Failed);
+        if state.is_terminal() {
+            return Err(AgentError::NotCancelable {
+                id: task_id.to_owned(),
+                state: row.state,
+            });
+        }
+        let message = view::agent_message(
+            &row.id,
+            &row.context_id,
+            vec![Part::text("Canceled by the user.")],
+        );
+        let canceled = view::status_event(
+            &row.id,
+            &row.context_id,
+            TaskState::Canceled,
+            Some(message),
+            None,
+        );
+        let mut done = false;
+        if let Some(batch) = self.store.pending_batch(task_id).await? {
+            let verdicts = self
+                .store
+                .calls(task_id)
+                .await?
+                .into_iter()
+                .filter(|call| call.batch_id == Some(batch.id) && call.status == CallStatus::Held)
+                .map(|call| CallVerdict {
+                    call_id: call.call_id,
+                    status: CallStatus::Canceled,
+                    verdict: "cancel".into(),
+                    reason: Some("the task was canceled".into()),
+                    run_args: None,
+                    run_args_sha256: None,
+                })
+                .collect();
+            let write = DecisionWrite {
+                batch_id: batch.id,
+                user_id: user.to_owned(),
+                channel: "cancel".into(),
+                decision: json!({"decision_type": "cancel"}),
+                summary: "Canceled".into(),
+                verdicts,
+                batch_state: "canceled".into(),
+                task_state: state_name(TaskState::Canceled).into(),
+                events: vec![Self::encode(&canceled)],
+            };
+            match self.store.decide(task_id, write).await {
+                Ok(seq) => {
+                    self.notify(task_id, seq);
+                    done = true;
+                }
+                // Decided a moment ago: the task is running now; cancel it as such.
+                Err(StoreError::Conflict(_)) => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+        if !done {
+            let commit = Commit {
+                state: Some(state_name(TaskState::Canceled).into()),
+                guard: Some(Guard::NotTerminal),
+                ..Commit::default()
+            };
+            match self.commit(task_id, &[canceled], commit).await {
+                Ok(_) => {}
+                Err(AgentError::TaskEnded) => {
+                    let current = self
+                        .store
+                        .task(task_id)
+                        .await?
+                        .map(|row| row.state)
+                        .unwrap_or_default();
+                    return Err(AgentError::NotCancelable {
+                        id: task_id.to_owned(),
+                        state: current,
+                    });
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        self.stop_runner(task_id);
+        tracing::info!(task = %task_id, user, "task canceled");
+        Ok(self.snapshot(task_id, None).await?.0)
+    }
+
+    pub(super) fn stop_runner(&self, task_id: &str) {
+        if let Ok(running) = self.running.lock() {
+            if let Some(token) = running.get(task_id) {
+                token.cancel();
+            }
+        }
+    }
+
+    /// Waits (bounded) until every call of `batch_id` has a result or the task stops running,
+    /// then briefly for the turn to end, so a quick answer reports the task's final state.
+    pub async fn wait_batch(
+        self: &Arc<Self>,
+        task_id: &str,
+        batch_id: i64,
+        after: i64,
+    ) -> Result<()> {
+        let runtime = self.clone();
+        let task = task_id.to_owned();
+        let wait = async move {
+            let mut events = runtime.follow(&task, after);
+            loop {
+                let calls = runtime.store.calls(&task).await?;
+                let done = calls
+                    .iter()
+                    .filter(|call| call.batch_id == Some(batch_id))
+                    .all(|call| call.result.is_some() || call.status == CallStatus::Canceled);
+                if done {
+                    return Ok::<(), AgentError>(());
+                }
+                match events.next().await {
+                    Some(event) => {
+                        event?;
+                    }
+                    None => return Ok(()),
+                }
+            }
+        };
+        match tokio::time::timeout(self.limits.decision_wait, wait).await {
+            Ok(result) => result?,
+            Err(_elapsed) => return Ok(()),
+        }
+        let turn_end = self.wait_final(task_id, after);
+        match tokio::time::timeout(Duration::from_secs(2), turn_end).await {
+            Ok(result) => result,
+            Err(_elapsed) => Ok(()),
+        }
+    }
+}

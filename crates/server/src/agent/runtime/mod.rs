@@ -1,0 +1,225 @@
+//! The runtime: accepts messages, runs the turn loop (model turn -> tool calls -> results ->
+//! next turn), holds calls that need approval in a persisted batch, applies decisions with a
+//! compare-and-set, and streams every task from its stored event log.
+//!
+//! Everything a task needs to go on lives in the store (ARCHITECTURE.md, invariant 4): the
+//! transcript the model sees, each call's record, the pending batch. A runner (`drive`) reads
+//! that state and takes the next step, so the same code starts a task, resumes it after a
+//! decision, and picks it up after a restart.
+
+mod audit;
+mod gate;
+mod log;
+mod reads;
+mod runner;
+mod transcript;
+
+pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
+pub use reads::Session;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use signoff_protocol::hitl::DecisionError;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::model::Model;
+use super::tools::Toolbox;
+use crate::store::{Store, StoreError};
+
+/// What goes wrong in the runtime; the HTTP layer maps each to a JSON-RPC code or a status.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("no agent {0}")]
+    AgentNotFound(String),
+    #[error("task {0} not found")]
+    TaskNotFound(String),
+    /// The task exists but belongs to someone else (A2A answers "not found"; REST 403).
+    #[error("task {0} belongs to another user")]
+    Forbidden(String),
+    #[error("session {0} not found")]
+    SessionNotFound(String),
+    #[error("{0}")]
+    InvalidParams(String),
+    /// The task is not waiting for a decision, or its batch was already decided.
+    #[error("{0}")]
+    NotPaused(String),
+    #[error("task {id} is {state} and cannot be canceled")]
+    NotCancelable { id: String, state: String },
+    #[error("{0}")]
+    Decision(#[from] DecisionError),
+    /// The task ended (canceled) while a runner was still working on it.
+    #[error("the task has ended")]
+    TaskEnded,
+    /// The task was deleted (with its session) while someone followed it.
+    #[error("task {0} was deleted")]
+    TaskDeleted(String),
+    #[error("server is shutting down")]
+    ShuttingDown,
+    #[error("store: {0}")]
+    Store(StoreError),
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+impl From<StoreError> for AgentError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::Conflict(_) => AgentError::TaskEnded,
+            StoreError::Db(_)
+            | StoreError::Migrate(_)
+            | StoreError::Json(_)
+            | StoreError::NotFound => AgentError::Store(err),
+        }
+    }
+}
+
+pub type Result<T, E = AgentError> = std::result::Result<T, E>;
+
+/// The wake-up value that tells a task's followers it was deleted.
+const DELETED: i64 = i64::MIN;
+
+/// One agent the server runs.
+pub struct Agent {
+    pub namespace: String,
+    pub name: String,
+    pub description: String,
+    pub instruction: String,
+    pub model: Arc<dyn Model>,
+    pub tools: Toolbox,
+}
+
+impl Agent {
+    /// `namespace/name`, how tasks and sessions refer to their agent.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// Timeouts and sizes of the turn loop: what one message or one model turn may cost.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The longest a model may stay silent within a turn.
+    pub model_timeout: Duration,
+    pub tool_timeout: Duration,
+    /// How long `POST /api/approvals` waits for the decided calls to finish.
+    pub decision_wait: Duration,
+    /// The longest user message, in bytes of text.
+    pub max_message_bytes: usize,
+    /// The longest rejection reason, in bytes.
+    pub max_reason_bytes: usize,
+    /// The most tool calls one model turn may ask for; more fails the task.
+    pub max_tool_calls_per_turn: usize,
+}
+
+impl Limits {
+    pub const DEFAULT_MESSAGE_BYTES: usize = 64 * 1024;
+    pub const DEFAULT_REASON_BYTES: usize = 4 * 1024;
+    pub const DEFAULT_TOOL_CALLS_PER_TURN: usize = 64;
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            model_timeout: Duration::from_secs(120),
+            tool_timeout: Duration::from_secs(60),
+            decision_wait: Duration::from_secs(30),
+            max_message_bytes: Limits::DEFAULT_MESSAGE_BYTES,
+            max_reason_bytes: Limits::DEFAULT_REASON_BYTES,
+            max_tool_calls_per_turn: Limits::DEFAULT_TOOL_CALLS_PER_TURN,
+        }
+    }
+}
+
+/// Through which surface a decision came (kept in the audit trail).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    /// A decision DataPart in an A2A message.
+    A2a,
+    /// Approve or reject words in an A2A message.
+    Text,
+    Rest,
+}
+
+impl Channel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::A2a => "a2a",
+            Channel::Text => "text",
+            Channel::Rest => "rest",
+        }
+    }
+}
+
+/// A message accepted for a task: stream its events after `after_seq`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Accepted {
+    pub task_id: String,
+    pub after_seq: i64,
+}
+
+pub struct Runtime {
+    store: Store,
+    agents: Vec<Arc<Agent>>,
+    limits: Limits,
+    /// Latest event sequence number of each followed task: wakes followers after a commit.
+    hub: Mutex<HashMap<String, watch::Sender<i64>>>,
+    /// The cancel token of each task's current runner (a user's cancel stops it at once).
+    running: Mutex<HashMap<String, CancellationToken>>,
+    /// One runner per task at a time: a runner spawned while another finishes waits for it.
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Cancelled at shutdown: streams end, runners stop between steps.
+    shutdown: CancellationToken,
+    /// The runners, so shutdown can wait for their last writes.
+    tracker: TaskTracker,
+}
+
+impl Runtime {
+    pub fn new(store: Store, agents: Vec<Arc<Agent>>, limits: Limits) -> Arc<Runtime> {
+        Arc::new(Runtime {
+            store,
+            agents,
+            limits,
+            hub: Mutex::new(HashMap::new()),
+            running: Mutex::new(HashMap::new()),
+            locks: Mutex::new(HashMap::new()),
+            shutdown: CancellationToken::new(),
+            tracker: TaskTracker::new(),
+        })
+    }
+
+    /// Ends open streams (graceful HTTP shutdown would otherwise wait on them forever).
+    pub fn begin_shutdown(&self) {
+        self.shutdown.cancel();
+    }
+
+    pub fn agents(&self) -> &[Arc<Agent>] {
+        &self.agents
+    }
+
+    pub fn agent(&self, namespace: &str, name: &str) -> Option<Arc<Agent>> {
+        self.agents
+            .iter()
+            .find(|agent| agent.namespace == namespace && agent.name == name)
+            .cloned()
+    }
+
+    fn agent_by_key(&self, key: &str) -> Option<Arc<Agent>> {
+        self.agents.iter().find(|agent| agent.key() == key).cloned()
+    }
+
+    /// Stops runners and streams, and waits (bounded) for their last writes.
+    pub async fn shutdown(&self, wait: Duration) {
+        self.shutdown.cancel();
+        self.tracker.close();
+        if tokio::time::timeout(wait, self.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("runners still busy at shutdown; they resume at the next start");
+        }
+    }
+}

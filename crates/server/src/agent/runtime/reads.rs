@@ -1,0 +1,159 @@
+//! Reads: a user's tasks, sessions and task lists, with ownership checks.
+
+use serde::Serialize;
+use signoff_protocol::{ListTasksParams, ListTasksResult, Task};
+
+use crate::agent::view::{self, state_name};
+use crate::store::TaskRow;
+
+use super::{AgentError, Result, Runtime, DELETED};
+
+/// A session as the API lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Session {
+    pub id: String,
+    pub agent: String,
+    pub title: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl Runtime {
+    // ---- access ----------------------------------------------------------------------------
+
+    /// The task row, if `user` owns it.
+    pub(super) async fn owned_task(&self, user: &str, task_id: &str) -> Result<TaskRow> {
+        let row = self
+            .store
+            .task(task_id)
+            .await?
+            .ok_or_else(|| AgentError::TaskNotFound(task_id.to_owned()))?;
+        if row.user_id != user {
+            return Err(AgentError::Forbidden(task_id.to_owned()));
+        }
+        Ok(row)
+    }
+
+    /// A user's task with at most `history_length` history messages.
+    pub async fn task(
+        &self,
+        user: &str,
+        task_id: &str,
+        history_length: Option<u32>,
+    ) -> Result<Task> {
+        self.owned_task(user, task_id).await?;
+        let (mut task, _) = self.snapshot(task_id, None).await?;
+        view::trim_history(&mut task, history_length);
+        Ok(task)
+    }
+
+    /// A user's task and its last event's number, after checking ownership.
+    pub async fn owned_snapshot(&self, user: &str, task_id: &str) -> Result<(Task, i64)> {
+        self.owned_task(user, task_id).await?;
+        self.snapshot(task_id, None).await
+    }
+
+    /// v1.0 `ListTasks`: the user's tasks, newest first, a page at a time.
+    pub async fn list_tasks(
+        &self,
+        user: &str,
+        params: &ListTasksParams,
+    ) -> Result<ListTasksResult> {
+        let page_size = params.page_size.unwrap_or(50).clamp(1, 100);
+        let offset: i64 = match params.page_token.as_deref() {
+            None | Some("") => 0,
+            Some(token) => token.parse().map_err(|_| {
+                AgentError::InvalidParams(format!("pageToken {token:?} is not one we issued"))
+            })?,
+        };
+        let state = params.status.map(state_name);
+        let (rows, total) = self
+            .store
+            .list_tasks(
+                user,
+                params.context_id.as_deref(),
+                state,
+                offset,
+                i64::from(page_size),
+            )
+            .await?;
+        let mut tasks = Vec::new();
+        for row in &rows {
+            let (mut task, _) = self.snapshot(&row.id, None).await?;
+            view::trim_history(&mut task, params.history_length);
+            if params.include_artifacts != Some(true) {
+                task.artifacts.clear();
+            }
+            tasks.push(task);
+        }
+        let next = offset + rows.len() as i64;
+        Ok(ListTasksResult {
+            tasks,
+            next_page_token: if next < total {
+                next.to_string()
+            } else {
+                String::new()
+            },
+            page_size,
+            total_size: u32::try_from(total).unwrap_or(u32::MAX),
+        })
+    }
+
+    pub async fn sessions(&self, user: &str) -> Result<Vec<Session>> {
+        Ok(self
+            .store
+            .sessions(user)
+            .await?
+            .into_iter()
+            .map(|row| Session {
+                id: row.id,
+                agent: row.agent,
+                title: row.title,
+                created_at: row.created_at,
+                updated_at: row.updated_at,
+            })
+            .collect())
+    }
+
+    /// A user's session with its tasks, in order.
+    pub async fn session(&self, user: &str, id: &str) -> Result<(Session, Vec<Task>)> {
+        let row = self
+            .store
+            .session(id)
+            .await?
+            .filter(|row| row.user_id == user)
+            .ok_or_else(|| AgentError::SessionNotFound(id.to_owned()))?;
+        let mut tasks = Vec::new();
+        for task in self.store.session_tasks(id).await? {
+            tasks.push(self.snapshot(&task.id, None).await?.0);
+        }
+        let session = Session {
+            id: row.id,
+            agent: row.agent,
+            title: row.title,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        };
+        Ok((session, tasks))
+    }
+
+    /// Deletes a user's session; its running tasks are stopped first.
+    pub async fn delete_session(&self, user: &str, id: &str) -> Result<()> {
+        self.store
+            .session(id)
+            .await?
+            .filter(|row| row.user_id == user)
+            .ok_or_else(|| AgentError::SessionNotFound(id.to_owned()))?;
+        let tasks = self.store.session_tasks(id).await?;
+        for task in &tasks {
+            self.stop_runner(&task.id);
+        }
+        self.store.delete_session(id).await?;
+        // Ends the streams and blocking requests that follow these tasks.
+        for task in &tasks {
+            self.notify(&task.id, DELETED);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,537 @@
+//! The runner: drives a task from the store's state (model turn, settling calls, pausing with
+//! one batch), so the same code starts a task, resumes it after a decision or a restart.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use serde_json::Value;
+use signoff_protocol::hitl::{self, ActionRequest, ApprovalInterrupt, ToolCall, ToolResult};
+use signoff_protocol::{Part, StreamEvent, TaskState};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::model::{ChatMessage, ModelError, ModelEvent, ModelRequest, ModelToolCall};
+use crate::agent::tools::error_result;
+use crate::agent::view::{self, parse_state, state_name};
+use crate::store::{CallStatus, CallUpdate, Commit, Guard, NewCall};
+
+use super::audit::args_sha256;
+use super::transcript::*;
+use super::{Agent, AgentError, Result, Runtime};
+
+/// One runner's view of its task: which it is, the agent that runs it, the person's cancel,
+/// and the tokens used so far (the turn's final event reports them).
+struct TaskRun<'a> {
+    agent: Arc<Agent>,
+    task_id: String,
+    context_id: String,
+    cancel: &'a CancellationToken,
+    usage: (u64, u64),
+}
+
+impl Runtime {
+    // ---- runners ---------------------------------------------------------------------------
+
+    /// Resumes tasks a previous process left running (see `drive` for how their calls are
+    /// settled).
+    pub async fn resume_unfinished(self: &Arc<Self>) -> Result<usize> {
+        let tasks = self.store.unfinished_tasks().await?;
+        for task in &tasks {
+            tracing::info!(task = %task.id, "resuming a task left running by the previous process");
+            self.spawn_runner(&task.id);
+        }
+        Ok(tasks.len())
+    }
+
+    pub(super) fn spawn_runner(self: &Arc<Self>, task_id: &str) {
+        let runtime = self.clone();
+        let task_id = task_id.to_owned();
+        let lock = match self.locks.lock() {
+            Ok(mut locks) => locks.entry(task_id.clone()).or_default().clone(),
+            Err(_) => Arc::new(tokio::sync::Mutex::new(())),
+        };
+        self.tracker.spawn(async move {
+            let _turn = lock.lock().await;
+            let cancel = CancellationToken::new();
+            if let Ok(mut running) = runtime.running.lock() {
+                running.insert(task_id.clone(), cancel.clone());
+            }
+            let inner = runtime.clone();
+            let id = task_id.clone();
+            let token = cancel.clone();
+            // A panic inside the runner ends the task `failed`, never the process.
+            let outcome = tokio::spawn(async move { inner.drive(&id, &token).await }).await;
+            if let Ok(mut running) = runtime.running.lock() {
+                running.remove(&task_id);
+            }
+            let failure = match outcome {
+                Ok(Ok(())) | Ok(Err(AgentError::TaskEnded)) => None,
+                Ok(Err(err)) => Some(err.to_string()),
+                Err(join) => Some(format!("runner panicked: {join}")),
+            };
+            if let Some(detail) = failure {
+                tracing::error!(task = %task_id, error = %detail, "task runner failed");
+                runtime
+                    .fail(&task_id, "The agent hit an internal error and stopped.")
+                    .await;
+            }
+            drop(_turn);
+            drop(lock);
+            // Forget the task's lock once no runner holds or waits for it (spawn_runner clones
+            // it under the same std mutex, so this check cannot race a new runner).
+            if let Ok(mut locks) = runtime.locks.lock() {
+                if locks
+                    .get(&task_id)
+                    .is_some_and(|lock| Arc::strong_count(lock) == 1)
+                {
+                    locks.remove(&task_id);
+                }
+            }
+        });
+    }
+
+    /// Ends a task `failed` with a message a person understands.
+    pub(super) async fn fail(&self, task_id: &str, text: &str) {
+        let Ok(Some(row)) = self.store.task(task_id).await else {
+            return;
+        };
+        let message = view::agent_message(&row.id, &row.context_id, vec![Part::text(text)]);
+        let event = view::status_event(
+            &row.id,
+            &row.context_id,
+            TaskState::Failed,
+            Some(message),
+            None,
+        );
+        let commit = Commit {
+            state: Some(state_name(TaskState::Failed).into()),
+            guard: Some(Guard::NotTerminal),
+            ..Commit::default()
+        };
+        if let Err(err) = self.commit(task_id, &[event], commit).await {
+            tracing::warn!(task = %task_id, error = %err, "could not mark the task failed");
+        }
+    }
+
+    /// Takes the task's next steps until it completes, fails, pauses or is canceled.
+    pub(super) async fn drive(
+        self: Arc<Self>,
+        task_id: &str,
+        cancel: &CancellationToken,
+    ) -> Result<()> {
+        let row = self
+            .store
+            .task(task_id)
+            .await?
+            .ok_or_else(|| AgentError::TaskNotFound(task_id.to_owned()))?;
+        let state = parse_state(&row.state).unwrap_or(TaskState::Failed);
+        if !matches!(state, TaskState::Submitted | TaskState::Working) {
+            return Ok(());
+        }
+        let Some(agent) = self.agent_by_key(&row.agent) else {
+            self.fail(
+                task_id,
+                &format!(
+                    "The agent {} is no longer configured on this server.",
+                    row.agent
+                ),
+            )
+            .await;
+            return Ok(());
+        };
+        let (task_id, context_id) = (row.id.clone(), row.context_id.clone());
+        if state == TaskState::Submitted {
+            let working = view::status_event(&task_id, &context_id, TaskState::Working, None, None);
+            let commit = Commit {
+                state: Some(state_name(TaskState::Working).into()),
+                guard: Some(Guard::NotTerminal),
+                ..Commit::default()
+            };
+            self.commit(&task_id, &[working], commit).await?;
+        }
+        let mut transcript = transcript_of(&row)?;
+        // The conversation before this task, in the same session.
+        let mut earlier = Vec::new();
+        for other in self.store.session_tasks(&context_id).await? {
+            if other.id == task_id {
+                break;
+            }
+            earlier.extend(closed(transcript_of(&other)?));
+        }
+        let mut run = TaskRun {
+            agent: agent.clone(),
+            task_id: task_id.clone(),
+            context_id: context_id.clone(),
+            cancel,
+            usage: (0, 0),
+        };
+        loop {
+            if cancel.is_cancelled() || self.shutdown.is_cancelled() {
+                return Ok(());
+            }
+            let open = open_calls(&transcript);
+            if !open.is_empty() {
+                let paused = self.settle_calls(&run, &open, &mut transcript).await?;
+                if paused {
+                    return Ok(());
+                }
+                continue;
+            }
+            let request = ModelRequest {
+                instruction: agent.instruction.clone(),
+                messages: earlier.iter().chain(transcript.iter()).cloned().collect(),
+                tools: agent.tools.specs(),
+            };
+            let Some(turn) = self.model_turn(&mut run, request).await? else {
+                return Ok(());
+            };
+            let (text, calls) = turn;
+            if calls.is_empty() {
+                transcript.push(ChatMessage::Assistant {
+                    text,
+                    tool_calls: Vec::new(),
+                });
+                let metadata = view::usage_metadata(run.usage.0, run.usage.1);
+                let done = view::status_event(
+                    &task_id,
+                    &context_id,
+                    TaskState::Completed,
+                    None,
+                    Some(metadata),
+                );
+                let commit = Commit {
+                    state: Some(state_name(TaskState::Completed).into()),
+                    transcript: Some(transcript_value(&transcript)?),
+                    guard: Some(Guard::NotTerminal),
+                    ..Commit::default()
+                };
+                self.commit(&task_id, &[done], commit).await?;
+                return Ok(());
+            }
+            // Every call of the turn is announced and recorded before any of them runs.
+            let mut used: HashSet<String> = self
+                .store
+                .calls(&task_id)
+                .await?
+                .into_iter()
+                .map(|call| call.call_id)
+                .collect();
+            let mut tool_calls = Vec::new();
+            for mut call in calls {
+                let base = call.id.clone();
+                let mut n = 1;
+                while used.contains(&call.id) || call.id.is_empty() {
+                    n += 1;
+                    call.id = format!("{base}_{n}");
+                }
+                used.insert(call.id.clone());
+                tool_calls.push(call);
+            }
+            let events: Vec<StreamEvent> = tool_calls
+                .iter()
+                .map(|call| {
+                    let part = ToolCall {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        args: call.args.clone(),
+                    }
+                    .to_part();
+                    let message = view::agent_message(&task_id, &context_id, vec![part]);
+                    view::status_event(
+                        &task_id,
+                        &context_id,
+                        TaskState::Working,
+                        Some(message),
+                        None,
+                    )
+                })
+                .collect();
+            let new_calls = tool_calls
+                .iter()
+                .map(|call| NewCall {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    source: agent
+                        .tools
+                        .get(&call.name)
+                        .map(|tool| tool.spec.source.clone())
+                        .unwrap_or_default(),
+                    args: call.args.clone(),
+                    args_sha256: args_sha256(&call.args),
+                    held: agent.tools.requires_approval(&call.name),
+                })
+                .collect();
+            transcript.push(ChatMessage::Assistant { text, tool_calls });
+            let commit = Commit {
+                transcript: Some(transcript_value(&transcript)?),
+                new_calls,
+                guard: Some(Guard::NotTerminal),
+                ..Commit::default()
+            };
+            self.commit(&task_id, &events, commit).await?;
+        }
+    }
+
+    /// One streamed model turn: text chunks become artifact updates as they arrive (one held
+    /// back, so the last can say `lastChunk`); returns the text and tool calls, or `None` when
+    /// the task was canceled or failed.
+    async fn model_turn(
+        &self,
+        run: &mut TaskRun<'_>,
+        request: ModelRequest,
+    ) -> Result<Option<(String, Vec<ModelToolCall>)>> {
+        let agent = run.agent.clone();
+        let (task_id, context_id, cancel) =
+            (run.task_id.clone(), run.context_id.clone(), run.cancel);
+        let (task_id, context_id) = (task_id.as_str(), context_id.as_str());
+        let mut stream = agent.model.turn(request);
+        let artifact_id = view::new_id();
+        let mut text = String::new();
+        let mut calls = Vec::new();
+        let mut held: Option<String> = None;
+        let mut sent_any = false;
+        loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => return Ok(None),
+                _ = self.shutdown.cancelled() => return Ok(None),
+                next = tokio::time::timeout(self.limits.model_timeout, stream.next()) => next,
+            };
+            let event = match next {
+                Err(_elapsed) => {
+                    let secs = self.limits.model_timeout.as_secs();
+                    self.fail(
+                        task_id,
+                        &format!(
+                            "The model did not answer within {secs} seconds, so the task stopped."
+                        ),
+                    )
+                    .await;
+                    return Ok(None);
+                }
+                Ok(None) => break,
+                Ok(Some(Err(err))) => {
+                    tracing::warn!(task = %task_id, error = %err, "model turn failed");
+                    self.fail(task_id, &model_failure(&err)).await;
+                    return Ok(None);
+                }
+                Ok(Some(Ok(event))) => event,
+            };
+            match event {
+                ModelEvent::Text(chunk) => {
+                    if chunk.is_empty() {
+                        continue;
+                    }
+                    text.push_str(&chunk);
+                    if let Some(previous) = held.replace(chunk) {
+                        let event = view::text_chunk(
+                            task_id,
+                            context_id,
+                            &artifact_id,
+                            previous,
+                            sent_any,
+                            false,
+                        );
+                        sent_any = true;
+                        let commit = Commit {
+                            guard: Some(Guard::NotTerminal),
+                            ..Commit::default()
+                        };
+                        self.commit(task_id, &[event], commit).await?;
+                    }
+                }
+                ModelEvent::ToolCall(call) => {
+                    calls.push(call);
+                    if calls.len() > self.limits.max_tool_calls_per_turn {
+                        let limit = self.limits.max_tool_calls_per_turn;
+                        tracing::warn!(task = %task_id, limit, "model asked for too many tool calls");
+                        self.fail(
+                            task_id,
+                            &format!(
+                                "The model asked for more than {limit} tool calls in one turn, \
+                                 so the task stopped. Ask for fewer steps at a time."
+                            ),
+                        )
+                        .await;
+                        return Ok(None);
+                    }
+                }
+                ModelEvent::Usage(turn) => {
+                    run.usage.0 += turn.prompt_tokens;
+                    run.usage.1 += turn.completion_tokens;
+                }
+            }
+        }
+        if let Some(last) = held {
+            let event = view::text_chunk(task_id, context_id, &artifact_id, last, sent_any, true);
+            let commit = Commit {
+                guard: Some(Guard::NotTerminal),
+                ..Commit::default()
+            };
+            self.commit(task_id, &[event], commit).await?;
+        }
+        Ok(Some((text, calls)))
+    }
+
+    /// Settles the open calls of the last turn in order: runs auto and approved ones, answers
+    /// rejected ones, reports calls interrupted by a crash, and pauses the task with ONE batch
+    /// for those still held. Returns whether the task paused (or ended).
+    async fn settle_calls(
+        &self,
+        run: &TaskRun<'_>,
+        open: &[ModelToolCall],
+        transcript: &mut Vec<ChatMessage>,
+    ) -> Result<bool> {
+        let (agent, task_id, context_id, cancel) = (
+            &run.agent,
+            run.task_id.as_str(),
+            run.context_id.as_str(),
+            run.cancel,
+        );
+        let records: HashMap<String, crate::store::CallRow> = self
+            .store
+            .calls(task_id)
+            .await?
+            .into_iter()
+            .map(|call| (call.call_id.clone(), call))
+            .collect();
+        let mut held = Vec::new();
+        for call in open {
+            if cancel.is_cancelled() {
+                return Ok(true);
+            }
+            let Some(record) = records.get(&call.id) else {
+                return Err(AgentError::Internal(format!(
+                    "call {} has no record",
+                    call.id
+                )));
+            };
+            let (response, edited_from, started) = match record.status {
+                CallStatus::Held => {
+                    held.push(record.clone());
+                    continue;
+                }
+                CallStatus::Canceled => return Ok(true),
+                CallStatus::Finished => {
+                    // Finished but missing from the transcript cannot happen (one transaction
+                    // writes both); take the recorded result if it ever does.
+                    (record.result.clone().unwrap_or(Value::Null), None, None)
+                }
+                CallStatus::Started => (
+                    error_result(
+                        "interrupted by a restart: this call may or may not have run, and it \
+                         was not run again",
+                    ),
+                    None,
+                    None,
+                ),
+                CallStatus::Rejected => {
+                    let rejected =
+                        ToolResult::rejected(&call.id, &call.name, record.reason.as_deref());
+                    (rejected.response, None, None)
+                }
+                CallStatus::Auto | CallStatus::Approved => {
+                    let run_args = record
+                        .run_args
+                        .clone()
+                        .unwrap_or_else(|| record.args.clone());
+                    let edited = (run_args != record.args).then(|| record.args.clone());
+                    let started = CallUpdate::Started {
+                        call_id: call.id.clone(),
+                        run_args_sha256: args_sha256(&run_args),
+                        run_args: run_args.clone(),
+                    };
+                    let commit = Commit {
+                        call_updates: vec![started],
+                        guard: Some(Guard::NotTerminal),
+                        ..Commit::default()
+                    };
+                    self.commit(task_id, &[], commit).await?;
+                    // A tool call is not abandoned at shutdown (it would be reported as
+                    // interrupted); only the user's cancel stops waiting for it.
+                    let response = tokio::select! {
+                        _ = cancel.cancelled() => return Ok(true),
+                        response = agent.tools.call(&call.name, run_args.clone(), self.limits.tool_timeout) => response,
+                    };
+                    (response, edited, Some(run_args))
+                }
+            };
+            if let Some(run_args) = &started {
+                if edited_from.is_some() {
+                    set_call_args(transcript, &call.id, run_args);
+                }
+            }
+            transcript.push(ChatMessage::Tool {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                response: response.clone(),
+                edited_from,
+            });
+            let part = ToolResult {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                response: response.clone(),
+            }
+            .to_part();
+            let message = view::agent_message(task_id, context_id, vec![part]);
+            let event =
+                view::status_event(task_id, context_id, TaskState::Working, Some(message), None);
+            let commit = Commit {
+                transcript: Some(transcript_value(transcript)?),
+                call_updates: vec![CallUpdate::Finished {
+                    call_id: call.id.clone(),
+                    result: response,
+                }],
+                guard: Some(Guard::NotTerminal),
+                ..Commit::default()
+            };
+            self.commit(task_id, &[event], commit).await?;
+        }
+        if held.is_empty() {
+            return Ok(false);
+        }
+        if self.store.pending_batch(task_id).await?.is_some() {
+            return Ok(true);
+        }
+        let requests: Vec<ActionRequest> = held
+            .iter()
+            .map(|record| {
+                let tool = agent.tools.get(&record.name);
+                ActionRequest {
+                    id: record.call_id.clone(),
+                    name: record.name.clone(),
+                    args: record.args.clone(),
+                    description: tool.as_ref().map(|tool| tool.spec.description.clone()),
+                    server: tool.as_ref().map(|tool| tool.spec.source.clone()),
+                }
+            })
+            .collect();
+        let interrupt = ApprovalInterrupt::new(requests.clone());
+        let message = view::agent_message(task_id, context_id, interrupt.to_parts());
+        // The pause ends the turn's stream: it carries the usage like any final event.
+        let mut metadata = hitl::interrupt_event_metadata();
+        metadata.extend(view::usage_metadata(run.usage.0, run.usage.1));
+        let event = view::status_event(
+            task_id,
+            context_id,
+            TaskState::InputRequired,
+            Some(message),
+            Some(metadata),
+        );
+        let commit = Commit {
+            state: Some(state_name(TaskState::InputRequired).into()),
+            new_batch: Some(Value::Array(
+                requests.iter().map(ActionRequest::to_value).collect(),
+            )),
+            guard: Some(Guard::NotTerminal),
+            ..Commit::default()
+        };
+        self.commit(task_id, &[event], commit).await?;
+        tracing::info!(task = %task_id, calls = requests.len(), "paused for approval");
+        Ok(true)
+    }
+}
+
+/// The failure text a person reads when the model fails.
+fn model_failure(err: &ModelError) -> String {
+    format!("The model failed: {err}. Try again, or check the model's configuration.")
+}
