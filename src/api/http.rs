@@ -1,6 +1,7 @@
 //! `fetch` with web-sys: requests, JSON bodies, error bodies, and abort handles.
 
 use js_sys::{Array, Promise, Uint8Array};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -144,6 +145,19 @@ pub(super) async fn get_json(url: &str) -> Result<Value, ApiError> {
     json(&response).await
 }
 
+/// GETs one of the server's REST answers as its type from `signoff_protocol::rest`.
+pub(super) async fn get<T: DeserializeOwned>(url: &str) -> Result<T, ApiError> {
+    let response = check(send("GET", url, None, &[], None).await?).await?;
+    decode(url, &text(&response).await?)
+}
+
+/// Reads a REST answer; an answer that does not fit its type is an error naming the URL and
+/// the field ("/api/agents: missing field `cardUrl` at line 1 column 230"), so the person sees
+/// what broke instead of an empty list.
+pub(super) fn decode<T: DeserializeOwned>(url: &str, body: &str) -> Result<T, ApiError> {
+    serde_json::from_str(body).map_err(|err| ApiError::Decode(format!("{url}: {err}")))
+}
+
 pub(super) async fn delete(url: &str) -> Result<(), ApiError> {
     check(send("DELETE", url, None, &[], None).await?).await?;
     Ok(())
@@ -194,5 +208,31 @@ impl BodyReader {
         }
         let value = js_sys::Reflect::get(&result, &JsValue::from_str("value")).map_err(network)?;
         Ok(Some(Uint8Array::new(&value).to_vec()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use signoff_protocol::rest::SessionList;
+
+    #[test]
+    fn an_answer_that_misses_a_field_names_the_url_and_the_field() {
+        let body = r#"{"sessions": [{"id": "s-1", "agent": "default/demo", "title": "hi",
+                       "createdAt": "2026-11-22T18:57:03.782Z"}]}"#;
+        let err = decode::<SessionList>("/api/sessions", body).unwrap_err();
+        let shown = err.to_string();
+        assert!(
+            shown.starts_with(
+                "the server sent something unreadable: /api/sessions: missing field `updatedAt`"
+            ),
+            "{shown}"
+        );
+        let err = decode::<SessionList>("/api/sessions", r#"{"sessions": {}}"#).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("invalid type: map, expected a sequence"),
+            "{err}"
+        );
     }
 }

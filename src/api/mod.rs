@@ -8,7 +8,9 @@ pub mod sessions;
 
 pub use http::Abort;
 
-use crate::state::agents::{parse_agents, AgentInfo};
+use signoff_protocol::rest::AgentList;
+
+use crate::state::agents::{agents_of, AgentInfo};
 
 /// Why a call to the server failed, worded for a toast.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -31,6 +33,6 @@ pub enum ApiError {
 
 /// `GET /api/agents`.
 pub async fn list_agents() -> Result<Vec<AgentInfo>, ApiError> {
-    let body = http::get_json("/api/agents").await?;
-    Ok(parse_agents(&body))
+    let list: AgentList = http::get("/api/agents").await?;
+    Ok(agents_of(list))
 }

@@ -1,36 +1,34 @@
 //! The sessions REST surface (docs/rest.md, Sessions): list, one session with its tasks, delete.
 
-use serde_json::Value;
 use signoff_protocol::codec;
+use signoff_protocol::rest::{SessionDetail, SessionList};
 use signoff_protocol::{ProtocolVersion, Task};
 
 use super::{http, ApiError};
 use crate::state::route::encode;
-use crate::state::sessions::{parse_session, parse_sessions, SessionInfo};
+use crate::state::sessions::{sessions_of, SessionInfo};
 
 /// `GET /api/sessions`.
 pub async fn list() -> Result<Vec<SessionInfo>, ApiError> {
-    Ok(parse_sessions(&http::get_json("/api/sessions").await?))
+    let list: SessionList = http::get("/api/sessions").await?;
+    Ok(sessions_of(list))
 }
 
 /// `GET /api/sessions/{id}`: the session and its tasks, oldest first (read as v0.3, the
 /// server's default encoding).
-pub async fn load(id: &str) -> Result<(Option<SessionInfo>, Vec<Task>), ApiError> {
-    let body = http::get_json(&format!("/api/sessions/{}", encode(id))).await?;
-    let session = body.get("session").and_then(parse_session);
-    let tasks = body
-        .get("tasks")
-        .and_then(Value::as_array)
-        .map(|tasks| {
-            tasks
-                .iter()
-                .map(|task| codec::decode_task(ProtocolVersion::V0_3, task))
-                .collect::<Result<Vec<_>, _>>()
+pub async fn load(id: &str) -> Result<(SessionInfo, Vec<Task>), ApiError> {
+    let url = format!("/api/sessions/{}", encode(id));
+    let detail: SessionDetail = http::get(&url).await?;
+    let tasks = detail
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(index, task)| {
+            codec::decode_task(ProtocolVersion::V0_3, task)
+                .map_err(|err| ApiError::Decode(format!("{url}: task {index}: {err}")))
         })
-        .transpose()
-        .map_err(|err| ApiError::Decode(err.to_string()))?
-        .unwrap_or_default();
-    Ok((session, tasks))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((detail.session.into(), tasks))
 }
 
 /// `DELETE /api/sessions/{id}`.

@@ -1,9 +1,7 @@
-//! The agent list as the UI shows it, read from `GET /api/agents`.
-//!
-//! Read leniently (missing fields become empty) so that a server that adds fields, or leaves
-//! optional ones out, still gets a usable picker.
+//! The agent list as the UI shows it, made from `GET /api/agents` (the protocol crate's
+//! [`AgentList`], which refuses an answer that lacks a field rather than showing blanks).
 
-use serde_json::Value;
+use signoff_protocol::rest::{AgentEntry, AgentList};
 
 /// One tool an agent may call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,98 +31,39 @@ impl AgentInfo {
     }
 }
 
-fn string_at(value: &Value, keys: &[&str]) -> Option<String> {
-    keys.iter()
-        .find_map(|key| value.get(*key).and_then(Value::as_str))
-        .map(str::to_owned)
+impl From<AgentEntry> for AgentInfo {
+    fn from(entry: AgentEntry) -> Self {
+        let AgentEntry {
+            namespace,
+            name,
+            description,
+            tools,
+            require_approval,
+            ..
+        } = entry;
+        let tools = tools
+            .into_iter()
+            .map(|tool| ToolInfo {
+                requires_approval: tool.requires_approval || require_approval.contains(&tool.name),
+                name: tool.name,
+                description: tool.description,
+                server: Some(tool.source),
+            })
+            .collect();
+        AgentInfo {
+            namespace,
+            name,
+            description,
+            // The agents list does not name models.
+            model: None,
+            tools,
+        }
+    }
 }
 
-fn names_in(value: Option<&Value>) -> Vec<String> {
-    value
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| match item {
-                    Value::String(name) => Some(name.clone()),
-                    Value::Object(_) => string_at(item, &["name"]),
-                    Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) => None,
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn read_tool(item: &Value, gated: &[String]) -> Option<ToolInfo> {
-    let (name, description, server, flag) = match item {
-        Value::String(name) => (name.clone(), String::new(), None, false),
-        Value::Object(_) => (
-            string_at(item, &["name"])?,
-            string_at(item, &["description"]).unwrap_or_default(),
-            string_at(item, &["server", "source"]),
-            ["requires_approval", "require_approval", "requiresApproval"]
-                .iter()
-                .any(|key| item.get(*key).and_then(Value::as_bool) == Some(true)),
-        ),
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) => return None,
-    };
-    let requires_approval = flag || gated.contains(&name);
-    Some(ToolInfo {
-        name,
-        description,
-        server,
-        requires_approval,
-    })
-}
-
-fn read_agent(item: &Value) -> Option<AgentInfo> {
-    let name = string_at(item, &["name"])?;
-    let namespace = string_at(item, &["namespace"]).unwrap_or_else(|| "default".to_owned());
-    let gated = names_in(
-        [
-            "require_approval",
-            "requireApproval",
-            "requires_approval",
-            "approval_required",
-        ]
-        .iter()
-        .find_map(|key| item.get(*key)),
-    );
-    let tools = item
-        .get("tools")
-        .and_then(Value::as_array)
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|tool| read_tool(tool, &gated))
-                .collect()
-        })
-        .unwrap_or_default();
-    let model = match item.get("model") {
-        Some(Value::String(model)) => Some(model.clone()),
-        Some(model @ Value::Object(_)) => string_at(model, &["name", "model", "kind"]),
-        Some(Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_)) | None => None,
-    };
-    Some(AgentInfo {
-        namespace,
-        name,
-        description: string_at(item, &["description"]).unwrap_or_default(),
-        model,
-        tools,
-    })
-}
-
-/// Reads the body of `GET /api/agents`: a list, or an object holding one under `agents`.
-pub fn parse_agents(body: &Value) -> Vec<AgentInfo> {
-    let list = match body {
-        Value::Array(list) => list,
-        Value::Object(map) => match map.get("agents") {
-            Some(Value::Array(list)) => list,
-            Some(_) | None => return Vec::new(),
-        },
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => return Vec::new(),
-    };
-    list.iter().filter_map(read_agent).collect()
+/// The agents of a `GET /api/agents` answer, in its order.
+pub fn agents_of(list: AgentList) -> Vec<AgentInfo> {
+    list.agents.into_iter().map(AgentInfo::from).collect()
 }
 
 #[cfg(test)]
@@ -133,20 +72,29 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn reads_tools_with_their_approval_flag_in_either_shape() {
+    fn tools_carry_their_source_and_approval_flag() {
         let body = json!({"agents": [
-            {"namespace": "default", "name": "demo", "description": "Files", "model": "scripted",
-             "tools": [{"name": "read_file", "description": "Read"},
-                       {"name": "write_file", "requires_approval": true, "server": "files"},
-                       "delete_file"],
-             "require_approval": ["delete_file"]},
-            {"description": "no name: skipped"}
+            {"namespace": "default", "name": "demo", "description": "Files",
+             "url": "/api/a2a/default/demo",
+             "cardUrl": "/api/a2a/default/demo/.well-known/agent-card.json",
+             "tools": [
+                {"name": "read_file", "description": "Read", "source": "files", "requiresApproval": false},
+                {"name": "write_file", "description": "Write", "source": "files", "requiresApproval": true},
+                {"name": "delete_file", "description": "Delete", "source": "files", "requiresApproval": false}],
+             "requireApproval": ["write_file", "delete_file"],
+             "unavailableSources": [],
+             "remote": false},
+            {"namespace": "kagent", "name": "k8s", "description": "",
+             "url": "/api/a2a/kagent/k8s",
+             "cardUrl": "/api/a2a/kagent/k8s/.well-known/agent-card.json",
+             "tools": [], "requireApproval": [], "remote": true, "reachable": true}
         ]});
-        let agents = parse_agents(&body);
-        assert_eq!(agents.len(), 1);
+        let list: AgentList = serde_json::from_value(body).unwrap();
+        let agents = agents_of(list);
+        assert_eq!(agents.len(), 2);
         let demo = &agents[0];
         assert_eq!(demo.reference(), "default/demo");
-        assert_eq!(demo.model.as_deref(), Some("scripted"));
+        assert_eq!(demo.model, None);
         let gated: Vec<(&str, bool)> = demo
             .tools
             .iter()
@@ -161,14 +109,6 @@ mod tests {
             ]
         );
         assert_eq!(demo.tools[1].server.as_deref(), Some("files"));
-    }
-
-    #[test]
-    fn a_bare_list_reads_too_and_junk_reads_as_empty() {
-        assert_eq!(
-            parse_agents(&json!([{"name": "a"}]))[0].namespace,
-            "default"
-        );
-        assert!(parse_agents(&json!("nope")).is_empty());
+        assert_eq!(agents[1].reference(), "kagent/k8s");
     }
 }

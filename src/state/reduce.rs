@@ -1,7 +1,7 @@
 //! The reducer: `apply(&mut ChatView, &StreamEvent)` turns wire events into the view model.
 //! The same code replays stored tasks after a reload and follows live streams.
 
-use serde_json::Value;
+use signoff_protocol::hitl::kagent::{self, TokenUsage};
 use signoff_protocol::hitl::{ApprovalInterrupt, Decision, ToolCall, ToolResult};
 use signoff_protocol::{
     Artifact, Message, Metadata, Role, StreamEvent, Task, TaskArtifactUpdateEvent, TaskState,
@@ -70,20 +70,16 @@ impl ChatView {
 }
 
 fn usage_from(metadata: Option<&Metadata>) -> Option<Usage> {
-    let usage = metadata?.get("kagent_usage_metadata")?;
-    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let usage = TokenUsage::from_metadata(metadata)?;
     Some(Usage {
-        prompt: count("promptTokenCount"),
-        completion: count("candidatesTokenCount"),
-        total: count("totalTokenCount"),
+        prompt: usage.prompt,
+        completion: usage.completion,
+        total: usage.total,
     })
 }
 
 fn is_partial(message: &Message, event_metadata: Option<&Metadata>) -> bool {
-    [message.metadata.as_ref(), event_metadata]
-        .into_iter()
-        .flatten()
-        .any(|metadata| metadata.get("kagent_adk_partial") == Some(&Value::Bool(true)))
+    kagent::is_partial(message.metadata.as_ref()) || kagent::is_partial(event_metadata)
 }
 
 fn set_task(view: &mut ChatView, task: &str, context: &str) {

@@ -1,7 +1,7 @@
-//! The sidebar's session list: read from `GET /api/sessions`, grouped Today / Yesterday /
-//! Older, newest first.
+//! The sidebar's session list: made from `GET /api/sessions` (the protocol crate's
+//! [`SessionList`]), grouped Today / Yesterday / Older, newest first.
 
-use serde_json::Value;
+use signoff_protocol::rest::{Session, SessionList};
 
 /// One stored chat.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,53 +72,29 @@ pub fn parse_timestamp(text: &str) -> Option<i64> {
     Some(seconds * 1000 + millis)
 }
 
-fn text_at(value: &Value, keys: &[&str]) -> Option<String> {
-    keys.iter()
-        .find_map(|key| value.get(*key).and_then(Value::as_str))
-        .map(str::to_owned)
+impl From<Session> for SessionInfo {
+    fn from(session: Session) -> Self {
+        let title = if session.title.trim().is_empty() {
+            "New chat".to_owned()
+        } else {
+            session.title
+        };
+        // A timestamp that does not read sorts the session last rather than hiding it.
+        let updated_ms = parse_timestamp(&session.updated_at)
+            .or_else(|| parse_timestamp(&session.created_at))
+            .unwrap_or(0);
+        SessionInfo {
+            id: session.id,
+            title,
+            agent: Some(session.agent),
+            updated_ms,
+        }
+    }
 }
 
-fn time_at(value: &Value, keys: &[&str]) -> Option<i64> {
-    keys.iter().find_map(|key| match value.get(*key)? {
-        Value::String(text) => parse_timestamp(text),
-        Value::Number(number) => number.as_i64(),
-        Value::Null | Value::Bool(_) | Value::Array(_) | Value::Object(_) => None,
-    })
-}
-
-/// Reads one session object.
-pub fn parse_session(value: &Value) -> Option<SessionInfo> {
-    let id = text_at(value, &["id", "contextId", "context_id"])?;
-    let title = text_at(value, &["title", "name"])
-        .filter(|title| !title.trim().is_empty())
-        .unwrap_or_else(|| "New chat".to_owned());
-    let agent = match (
-        text_at(value, &["agent_namespace", "namespace"]),
-        text_at(value, &["agent_name", "agent"]),
-    ) {
-        (Some(namespace), Some(name)) if !name.contains('/') => Some(format!("{namespace}/{name}")),
-        (_, Some(name)) => Some(name),
-        (Some(_), None) | (None, None) => text_at(value, &["agent_ref"]),
-    };
-    Some(SessionInfo {
-        id,
-        title,
-        agent,
-        updated_ms: time_at(
-            value,
-            &["updated_at", "updatedAt", "created_at", "createdAt"],
-        )
-        .unwrap_or(0),
-    })
-}
-
-/// Reads the body of `GET /api/sessions`: a list, or an object holding one under `sessions`.
-pub fn parse_sessions(body: &Value) -> Vec<SessionInfo> {
-    let list = body
-        .as_array()
-        .or_else(|| body.get("sessions").and_then(Value::as_array));
-    list.map(|list| list.iter().filter_map(parse_session).collect())
-        .unwrap_or_default()
+/// The sessions of a `GET /api/sessions` answer.
+pub fn sessions_of(list: SessionList) -> Vec<SessionInfo> {
+    list.sessions.into_iter().map(SessionInfo::from).collect()
 }
 
 /// Groups sessions by the person's local day, newest first. `utc_offset_minutes` is the local
@@ -173,13 +149,17 @@ mod tests {
     #[test]
     fn groups_by_local_day_newest_first() {
         let now = parse_timestamp("2026-11-21T12:00:00Z").unwrap_or(0);
-        let body = json!([
-            {"id": "old", "title": "Old", "updated_at": "2026-11-01T09:00:00Z"},
-            {"id": "y", "title": "", "updated_at": "2026-11-20T23:30:00Z", "agent_namespace": "default", "agent_name": "demo"},
-            {"id": "t1", "title": "First", "updated_at": "2026-11-21T08:00:00Z"},
-            {"id": "t2", "title": "Second", "updated_at": "2026-11-21T11:00:00Z"}
-        ]);
-        let sessions = parse_sessions(&body);
+        let session = |id: &str, title: &str, updated: &str| {
+            json!({"id": id, "agent": "default/demo", "title": title,
+                   "createdAt": "2026-11-01T08:00:00Z", "updatedAt": updated})
+        };
+        let body = json!({"sessions": [
+            session("old", "Old", "2026-11-01T09:00:00Z"),
+            session("y", "", "2026-11-20T23:30:00Z"),
+            session("t1", "First", "2026-11-21T08:00:00Z"),
+            session("t2", "Second", "2026-11-21T11:00:00Z"),
+        ]});
+        let sessions = sessions_of(serde_json::from_value(body).unwrap());
         assert_eq!(sessions[1].title, "New chat");
         assert_eq!(sessions[1].agent.as_deref(), Some("default/demo"));
         let summary = |offset| -> Vec<(Group, Vec<String>)> {

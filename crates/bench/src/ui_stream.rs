@@ -22,6 +22,7 @@ use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 use signoff_protocol::codec;
 use signoff_protocol::jsonrpc::{Id, Response as RpcResponse};
+use signoff_protocol::rest::{AgentEntry, AgentList, SessionList, ToolEntry};
 use signoff_protocol::{
     Artifact, Message, Part, ProtocolVersion, Role, StreamEvent, TaskArtifactUpdateEvent,
     TaskState, TaskStatus, TaskStatusUpdateEvent,
@@ -66,7 +67,14 @@ impl StreamServer {
         };
         let app = axum::Router::new()
             .route("/api/agents", get(agents))
-            .route("/api/sessions", get(|| async { axum::Json(json!([])) }))
+            .route(
+                "/api/sessions",
+                get(|| async {
+                    axum::Json(SessionList {
+                        sessions: Vec::new(),
+                    })
+                }),
+            )
             .route("/api/a2a/{namespace}/{agent}", post(rpc))
             .route("/api/{*rest}", get(|| async { StatusCode::NOT_FOUND }))
             .fallback(get(static_file))
@@ -100,13 +108,27 @@ impl StreamServer {
     }
 }
 
-async fn agents() -> axum::Json<Value> {
-    axum::Json(json!({"agents": [{
-        "namespace": "default", "name": "bench", "description": "canned streams for the bench",
-        "url": "/api/a2a/default/bench", "remote": false, "tools": [
-            {"name": "read_file", "description": "Read a file.", "requiresApproval": false, "source": "files"}
-        ], "requireApproval": [], "unavailableSources": []
-    }]}))
+/// The agents list in the REST contract's types, which the UI refuses to read otherwise.
+async fn agents() -> axum::Json<AgentList> {
+    axum::Json(AgentList {
+        agents: vec![AgentEntry {
+            namespace: "default".to_owned(),
+            name: "bench".to_owned(),
+            description: "canned streams for the bench".to_owned(),
+            url: "/api/a2a/default/bench".to_owned(),
+            card_url: "/api/a2a/default/bench/.well-known/agent-card.json".to_owned(),
+            tools: vec![ToolEntry {
+                name: "read_file".to_owned(),
+                description: "Read a file.".to_owned(),
+                source: "files".to_owned(),
+                requires_approval: false,
+            }],
+            require_approval: Vec::new(),
+            unavailable_sources: Some(Vec::new()),
+            remote: false,
+            reachable: None,
+        }],
+    })
 }
 
 async fn static_file(State(shared): State<Shared>, uri: Uri) -> Response {

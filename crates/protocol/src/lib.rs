@@ -1,5 +1,5 @@
 //! Signoff's wire contract (docs/wire.md) in Rust: one A2A model, the v0.3 and v1.0 codecs,
-//! the human-in-the-loop payloads, and an incremental SSE parser.
+//! the human-in-the-loop payloads, the REST answers, and an incremental SSE parser.
 //!
 //! Serde only: no tokio, no HTTP client, so the browser UI (wasm32) and the server share it.
 
@@ -7,8 +7,8 @@ pub mod codec;
 pub mod hitl;
 pub mod json_keys;
 pub mod jsonrpc;
-pub mod kagent;
 pub mod model;
+pub mod rest;
 pub mod sse;
 
 pub use model::*;

@@ -9,7 +9,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use signoff_server::agent::mcp::{Connections, McpSource, McpStdioSpec};
+use signoff_server::agent::config::McpStdioSpec;
+use signoff_server::agent::mcp::{Connections, McpSource};
 use signoff_server::agent::tools::ToolSource;
 
 const CALLS: usize = 2000;

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use crate::jsonrpc::{ErrorCode, ErrorObject, Response};
 use crate::model::{
     ListTasksParams, ListTasksResult, Message, ProtocolVersion, SendMessageParams, StreamEvent,
-    Task, TaskIdParams, TaskQueryParams,
+    Task, TaskIdParams, TaskQueryParams, TaskState,
 };
 
 pub use card::{decode_agent_card, encode_agent_card, CardFlavor};
@@ -218,6 +218,23 @@ pub fn decode_send_result(v: ProtocolVersion, result: &Value) -> Result<StreamEv
 }
 
 /// A task as `tasks/get` returns it (v0.3 with `kind: "task"`).
+/// A task state's name in a version: `input-required` in v0.3, `TASK_STATE_INPUT_REQUIRED` in
+/// v1.0. Signoff's store and REST answers use the v0.3 names.
+pub fn state_name(v: ProtocolVersion, state: TaskState) -> &'static str {
+    match v {
+        ProtocolVersion::V0_3 => v03::state_name(state),
+        ProtocolVersion::V1_0 => v10::state_name(state),
+    }
+}
+
+/// Reads a task state's name in a version; `None` for a name that version does not have.
+pub fn parse_state(v: ProtocolVersion, name: &str) -> Option<TaskState> {
+    match v {
+        ProtocolVersion::V0_3 => v03::decode_state(name, "state").ok(),
+        ProtocolVersion::V1_0 => v10::decode_state(name, "state").ok(),
+    }
+}
+
 pub fn encode_task(v: ProtocolVersion, task: &Task) -> Value {
     match v {
         ProtocolVersion::V0_3 => v03::encode_task(task),
@@ -346,6 +363,35 @@ pub(crate) fn decode_list<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn state_names_per_version_read_back() {
+        use ProtocolVersion::{V0_3, V1_0};
+        assert_eq!(state_name(V0_3, TaskState::InputRequired), "input-required");
+        assert_eq!(
+            state_name(V1_0, TaskState::InputRequired),
+            "TASK_STATE_INPUT_REQUIRED"
+        );
+        for state in [
+            TaskState::Submitted,
+            TaskState::Working,
+            TaskState::InputRequired,
+            TaskState::AuthRequired,
+            TaskState::Completed,
+            TaskState::Failed,
+            TaskState::Canceled,
+            TaskState::Rejected,
+        ] {
+            for version in [V0_3, V1_0] {
+                assert_eq!(
+                    parse_state(version, state_name(version, state)),
+                    Some(state)
+                );
+            }
+        }
+        assert_eq!(parse_state(V0_3, "TASK_STATE_WORKING"), None);
+        assert_eq!(parse_state(V1_0, "working"), None);
+    }
 
     #[test]
     fn method_names_per_version() {

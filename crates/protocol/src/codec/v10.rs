@@ -267,7 +267,7 @@ const STATES: [TaskState; 8] = [
     TaskState::Rejected,
 ];
 
-fn state_name(state: TaskState) -> &'static str {
+pub(super) fn state_name(state: TaskState) -> &'static str {
     match state {
         TaskState::Submitted => "TASK_STATE_SUBMITTED",
         TaskState::Working => "TASK_STATE_WORKING",
@@ -280,7 +280,7 @@ fn state_name(state: TaskState) -> &'static str {
     }
 }
 
-fn decode_state(name: &str, path: &str) -> Result<TaskState, DecodeError> {
+pub(super) fn decode_state(name: &str, path: &str) -> Result<TaskState, DecodeError> {
     STATES
         .into_iter()
         .find(|state| state_name(*state) == name)

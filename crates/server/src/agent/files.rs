@@ -11,9 +11,6 @@ use serde_json::{json, Value};
 
 use super::tools::{text_result, ToolError, ToolSource, ToolSpec};
 
-/// The names of the built-in file tools, in the order they are listed.
-pub const FILE_TOOLS: [&str; 4] = ["list_directory", "read_file", "write_file", "delete_file"];
-
 /// Files larger than this are not read whole into a model's context.
 const MAX_READ_BYTES: u64 = 1024 * 1024;
 

@@ -1,9 +1,9 @@
 //! The agent runtime: the turn loop, the approval gate, decisions, models and tools.
 //! It never imports axum; it talks to the store and nothing else below it.
 
+mod build;
 pub mod config;
 pub mod files;
-pub mod kagent_config;
 pub mod mcp;
 pub mod model;
 pub mod openai;
@@ -13,109 +13,6 @@ pub mod scripted;
 pub mod tools;
 pub mod view;
 
-use std::path::Path;
-use std::sync::Arc;
-
+pub use build::build_agents;
 pub use config::{AgentsFile, ConfigError};
 pub use runtime::{Agent, AgentError, Limits, Runtime};
-
-use config::{ModelSpec, ToolSourceSpec};
-use files::FileTools;
-use model::Model;
-use scripted::ScriptedModel;
-use tools::{ToolSource, Toolbox};
-
-/// Builds the agents of a (checked) agents file. Relative sandbox roots live in `data_dir`.
-pub async fn build_agents(
-    file: &AgentsFile,
-    data_dir: &Path,
-) -> Result<Vec<Arc<Agent>>, ConfigError> {
-    let mut agents = Vec::new();
-    // One connection per distinct MCP server, shared by every agent that uses it.
-    let mut connections = mcp::Connections::default();
-    for (index, spec) in file.agents.iter().enumerate() {
-        if spec.remote.is_some() {
-            continue; // served by the HTTP layer's relay
-        }
-        let model: Arc<dyn Model> = match &spec.model {
-            ModelSpec::Scripted => Arc::new(ScriptedModel::default()),
-            ModelSpec::OpenAi(openai) => Arc::new(openai::OpenAiModel::from_spec(
-                openai,
-                &format!("agents[{index}].model"),
-            )?),
-        };
-        let toolbox = Toolbox::new();
-        for (source_index, source) in spec.tools.iter().enumerate() {
-            let at = format!("agents[{index}].tools[{source_index}]");
-            match source {
-                ToolSourceSpec::BuiltinFiles {
-                    name,
-                    root,
-                    tools,
-                    require_approval,
-                } => {
-                    let root = data_dir.join(root.clone().unwrap_or_else(|| "sandbox".into()));
-                    FileTools::seed_demo(&root).map_err(|err| ConfigError::Invalid {
-                        path: format!("{at}.root"),
-                        message: format!("cannot create the sandbox {}: {err}", root.display()),
-                    })?;
-                    let files = FileTools::new(
-                        name.clone().unwrap_or_else(|| "files".into()),
-                        root.clone(),
-                    )
-                    .map_err(|err| ConfigError::Invalid {
-                        path: format!("{at}.root"),
-                        message: format!("cannot open the sandbox {}: {err}", root.display()),
-                    })?;
-                    let source: Arc<dyn ToolSource> = Arc::new(files);
-                    let specs = source
-                        .list_tools()
-                        .await
-                        .map_err(|err| ConfigError::Invalid {
-                            path: at.clone(),
-                            message: err.to_string(),
-                        })?;
-                    let exposed = specs
-                        .into_iter()
-                        .filter(|tool| {
-                            tools
-                                .as_ref()
-                                .is_none_or(|names| names.contains(&tool.name))
-                        })
-                        .map(|tool| {
-                            let held = require_approval.contains(&tool.name);
-                            (tool, held)
-                        })
-                        .collect();
-                    toolbox
-                        .add_all(exposed, source)
-                        .map_err(|message| ConfigError::Invalid {
-                            path: at.clone(),
-                            message,
-                        })?;
-                }
-                ToolSourceSpec::McpStdio(mcp_spec) => {
-                    let checked = mcp_spec.check(&at, data_dir)?;
-                    let connection = connections.get(&checked);
-                    let source = Arc::new(mcp::McpSource::new(checked, connection, at));
-                    mcp::attach(source, &toolbox).await?;
-                }
-                ToolSourceSpec::McpHttp(mcp_spec) => {
-                    let checked = mcp_spec.check(&at)?;
-                    let connection = connections.get(&checked);
-                    let source = Arc::new(mcp::McpSource::new(checked, connection, at));
-                    mcp::attach(source, &toolbox).await?;
-                }
-            }
-        }
-        agents.push(Arc::new(Agent {
-            namespace: spec.namespace.clone(),
-            name: spec.name.clone(),
-            description: spec.description.clone(),
-            instruction: spec.instruction.clone(),
-            model,
-            tools: toolbox,
-        }));
-    }
-    Ok(agents)
-}

@@ -48,7 +48,7 @@ pub struct ModelRequest {
     pub tools: Vec<ToolSpec>,
 }
 
-/// Token counts of one turn, reported as `kagent_usage_metadata`.
+/// Token counts of one turn, reported under `signoff_protocol::hitl::keys::USAGE_METADATA`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     pub prompt_tokens: u64,

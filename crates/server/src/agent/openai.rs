@@ -13,11 +13,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::stream;
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use signoff_protocol::sse::{SseFrame, SseParser};
 
-use super::config::ConfigError;
+use super::config::{ConfigError, OpenAiSpec};
 use super::model::{
     ChatMessage, Model, ModelError, ModelEvent, ModelRequest, ModelStream, ModelToolCall, Usage,
 };
@@ -29,29 +28,6 @@ const DEFAULT_TIMEOUT_SECS: u64 = 60;
 /// The largest single SSE event accepted from the model server: a chunk is small, so this only
 /// stops a misbehaving server from making us buffer without bound.
 const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
-
-/// The `model = { kind = "openai", … }` table of the agents file.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OpenAiSpec {
-    /// The API root, such as `https://api.openai.com/v1` or `http://localhost:11434/v1`;
-    /// requests go to `{base_url}/chat/completions`.
-    pub base_url: String,
-    /// The model name the endpoint knows, such as `gpt-4o-mini`.
-    pub model: String,
-    /// The environment variable holding the API key (none: no `Authorization` header, as local
-    /// servers such as Ollama expect).
-    #[serde(default)]
-    pub api_key_env: Option<String>,
-    /// Seconds to connect and receive the answer's headers (default 60). Silence once the
-    /// answer streams is bounded by the server's `--model-timeout`.
-    #[serde(default)]
-    pub timeout_secs: Option<u64>,
-    #[serde(default)]
-    pub temperature: Option<f64>,
-    #[serde(default)]
-    pub max_tokens: Option<u32>,
-}
 
 /// A resolved configuration: the key read from its variable.
 #[derive(Clone)]
@@ -607,34 +583,6 @@ mod tests {
             temperature: None,
             max_tokens: None,
         }
-    }
-
-    #[test]
-    fn the_agents_file_declares_it() {
-        let file = crate::agent::AgentsFile::parse(
-            "[[agents]]\nname = \"gpt\"\nmodel = { kind = \"openai\", base_url = \
-             \"http://localhost:11434/v1\", model = \"llama3.2\", temperature = 0.2 }\n",
-        )
-        .unwrap();
-        assert_eq!(
-            file.agents[0].model,
-            super::super::config::ModelSpec::OpenAi(OpenAiSpec {
-                base_url: "http://localhost:11434/v1".into(),
-                model: "llama3.2".into(),
-                api_key_env: None,
-                timeout_secs: None,
-                temperature: Some(0.2),
-                max_tokens: None,
-            })
-        );
-        let typo = crate::agent::AgentsFile::parse(
-            "[[agents]]\nname = \"gpt\"\nmodel = { kind = \"openai\", base_url = \"http://x\", \
-             model = \"m\", api_key = \"sk-1\" }\n",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(typo.starts_with("agents file: agents[0].model"), "{typo}");
-        assert!(typo.contains("unknown field `api_key`"), "{typo}");
     }
 
     #[test]

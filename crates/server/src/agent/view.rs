@@ -1,38 +1,21 @@
 //! Tasks as clients see them: built by folding a task's stored events, and the event builders
 //! the runtime uses, so replay and live streams agree (ARCHITECTURE.md, invariant 3).
 
-use serde_json::{json, Value};
+use serde_json::Value;
+use signoff_protocol::codec;
+use signoff_protocol::hitl::kagent::TokenUsage;
 use signoff_protocol::{
-    Artifact, Message, Metadata, Part, Role, StreamEvent, Task, TaskArtifactUpdateEvent, TaskState,
-    TaskStatus, TaskStatusUpdateEvent,
+    Artifact, Message, Metadata, Part, ProtocolVersion, Role, StreamEvent, Task,
+    TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 
 /// The v0.3 spelling of a state: how the store keeps it.
 pub fn state_name(state: TaskState) -> &'static str {
-    match state {
-        TaskState::Submitted => "submitted",
-        TaskState::Working => "working",
-        TaskState::InputRequired => "input-required",
-        TaskState::AuthRequired => "auth-required",
-        TaskState::Completed => "completed",
-        TaskState::Failed => "failed",
-        TaskState::Canceled => "canceled",
-        TaskState::Rejected => "rejected",
-    }
+    codec::state_name(ProtocolVersion::V0_3, state)
 }
 
 pub fn parse_state(name: &str) -> Option<TaskState> {
-    Some(match name {
-        "submitted" => TaskState::Submitted,
-        "working" => TaskState::Working,
-        "input-required" => TaskState::InputRequired,
-        "auth-required" => TaskState::AuthRequired,
-        "completed" => TaskState::Completed,
-        "failed" => TaskState::Failed,
-        "canceled" => TaskState::Canceled,
-        "rejected" => TaskState::Rejected,
-        _ => return None,
-    })
+    codec::parse_state(ProtocolVersion::V0_3, name)
 }
 
 /// An empty task, before its first event.
@@ -159,18 +142,9 @@ pub fn text_chunk(
     })
 }
 
-/// `kagent_usage_metadata` for the final event of a turn (docs/wire.md, A turn on the wire).
+/// The token counts for the final event of a turn (docs/wire.md, A turn on the wire).
 pub fn usage_metadata(prompt: u64, completion: u64) -> Metadata {
-    let mut metadata = Metadata::new();
-    metadata.insert(
-        "kagent_usage_metadata".to_owned(),
-        json!({
-            "promptTokenCount": prompt,
-            "candidatesTokenCount": completion,
-            "totalTokenCount": prompt + completion,
-        }),
-    );
-    metadata
+    TokenUsage::new(prompt, completion).to_metadata()
 }
 
 /// Metadata with one entry.

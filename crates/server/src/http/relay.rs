@@ -18,6 +18,7 @@ use futures_util::stream;
 use serde_json::{json, Value};
 use signoff_protocol::codec::{self, Method};
 use signoff_protocol::jsonrpc::{ErrorCode, Id, Response as RpcResponse};
+use signoff_protocol::rest::{AgentEntry, AgentList};
 use signoff_protocol::sse::encode_data;
 use signoff_protocol::ProtocolVersion;
 use tokio_util::sync::CancellationToken;
@@ -231,7 +232,7 @@ pub async fn agent_card(
 }
 
 /// `GET /api/agents`: our agents, then the remote ones (their descriptions from their cards).
-pub async fn agents(State(state): State<AppState>, user: User) -> Json<Value> {
+pub async fn agents(State(state): State<AppState>, user: User) -> Json<AgentList> {
     let Json(mut listed) = rest::agents(State(state.clone()), user).await;
     let remotes = join_all(
         state
@@ -241,9 +242,7 @@ pub async fn agents(State(state): State<AppState>, user: User) -> Json<Value> {
             .map(|remote| remote.list_entry()),
     )
     .await;
-    if let Some(agents) = listed.get_mut("agents").and_then(Value::as_array_mut) {
-        agents.extend(remotes);
-    }
+    listed.agents.extend(remotes);
     Json(listed)
 }
 
@@ -402,7 +401,7 @@ impl RemoteAgent {
         card
     }
 
-    async fn list_entry(self: &Arc<Self>) -> Value {
+    async fn list_entry(self: &Arc<Self>) -> AgentEntry {
         let card = self.listed_card().await;
         let description = if self.description.is_empty() {
             card.as_ref()
@@ -413,17 +412,18 @@ impl RemoteAgent {
         } else {
             self.description.clone()
         };
-        json!({
-            "namespace": self.namespace,
-            "name": self.name,
-            "description": description,
-            "url": self.endpoint(),
-            "cardUrl": format!("{}/.well-known/agent-card.json", self.endpoint()),
-            "tools": [],
-            "requireApproval": [],
-            "remote": true,
-            "reachable": card.is_some(),
-        })
+        AgentEntry {
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            description,
+            url: self.endpoint(),
+            card_url: format!("{}/.well-known/agent-card.json", self.endpoint()),
+            tools: Vec::new(),
+            require_approval: Vec::new(),
+            unavailable_sources: None,
+            remote: true,
+            reachable: Some(card.is_some()),
+        }
     }
 }
 

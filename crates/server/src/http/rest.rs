@@ -6,15 +6,18 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::{json, Value};
-use signoff_protocol::codec::{self, CardFlavor};
+use serde_json::Value;
+use signoff_protocol::codec::{self, CardFlavor, Method};
+use signoff_protocol::rest::{
+    AgentEntry, AgentList, DecideResponse, DecidedApprovals, Follow, FollowParams,
+    PendingApprovals, SessionDetail, SessionList, ToolEntry, UnavailableSource,
+};
 use signoff_protocol::{
     AgentCapabilities, AgentCard, AgentInterface, AgentSkill, ProtocolVersion, StreamEvent,
 };
 
 use super::a2a::request_version;
 use super::{origin, AppState, HttpError, User};
-use crate::agent::view::state_name;
 use crate::agent::Agent;
 
 fn endpoint(agent: &Agent) -> String {
@@ -99,57 +102,55 @@ pub async fn default_agent_card(
     }
 }
 
-pub async fn agents(State(state): State<AppState>, _user: User) -> Json<Value> {
-    let agents: Vec<Value> = state
+pub async fn agents(State(state): State<AppState>, _user: User) -> Json<AgentList> {
+    let agents = state
         .runtime
         .agents()
         .iter()
         .map(|agent| {
-            let tools: Vec<Value> = agent
-                .tools
-                .tools()
-                .iter()
-                .map(|tool| {
-                    json!({
-                        "name": tool.spec.name,
-                        "description": tool.spec.description,
-                        "source": tool.spec.source,
-                        "requiresApproval": tool.requires_approval,
+            let tools = agent.tools.tools();
+            AgentEntry {
+                namespace: agent.namespace.clone(),
+                name: agent.name.clone(),
+                description: agent.description.clone(),
+                url: endpoint(agent),
+                card_url: format!("{}/.well-known/agent-card.json", endpoint(agent)),
+                tools: tools
+                    .iter()
+                    .map(|tool| ToolEntry {
+                        name: tool.spec.name.clone(),
+                        description: tool.spec.description.clone(),
+                        source: tool.spec.source.clone(),
+                        requires_approval: tool.requires_approval,
                     })
-                })
-                .collect();
-            let require_approval: Vec<String> = agent
-                .tools
-                .tools()
-                .iter()
-                .filter(|tool| tool.requires_approval)
-                .map(|tool| tool.spec.name.clone())
-                .collect();
-            let unavailable: Vec<Value> = agent
-                .tools
-                .unavailable()
-                .into_iter()
-                .map(|(name, error)| json!({"name": name, "error": error}))
-                .collect();
-            json!({
-                "namespace": agent.namespace,
-                "name": agent.name,
-                "description": agent.description,
-                "url": endpoint(agent),
-                "cardUrl": format!("{}/.well-known/agent-card.json", endpoint(agent)),
-                "tools": tools,
-                "requireApproval": require_approval,
-                "unavailableSources": unavailable,
-                "remote": false,
-            })
+                    .collect(),
+                require_approval: tools
+                    .iter()
+                    .filter(|tool| tool.requires_approval)
+                    .map(|tool| tool.spec.name.clone())
+                    .collect(),
+                unavailable_sources: Some(
+                    agent
+                        .tools
+                        .unavailable()
+                        .into_iter()
+                        .map(|(name, error)| UnavailableSource { name, error })
+                        .collect(),
+                ),
+                remote: false,
+                reachable: None,
+            }
         })
         .collect();
-    Json(json!({ "agents": agents }))
+    Json(AgentList { agents })
 }
 
-pub async fn sessions(State(state): State<AppState>, user: User) -> Result<Json<Value>, HttpError> {
+pub async fn sessions(
+    State(state): State<AppState>,
+    user: User,
+) -> Result<Json<SessionList>, HttpError> {
     let sessions = state.runtime.sessions(&user.0).await?;
-    Ok(Json(json!({ "sessions": sessions })))
+    Ok(Json(SessionList { sessions }))
 }
 
 /// A session with its tasks, encoded in the caller's A2A version (default 0.3).
@@ -159,14 +160,14 @@ pub async fn session(
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
     user: User,
-) -> Result<Json<Value>, HttpError> {
+) -> Result<Json<SessionDetail>, HttpError> {
     let version = request_version(&headers, &query).unwrap_or(ProtocolVersion::V0_3);
     let (session, tasks) = state.runtime.session(&user.0, &id).await?;
-    let tasks: Vec<Value> = tasks
+    let tasks = tasks
         .iter()
         .map(|task| codec::encode_task(version, task))
         .collect();
-    Ok(Json(json!({ "session": session, "tasks": tasks })))
+    Ok(Json(SessionDetail { session, tasks }))
 }
 
 pub async fn delete_session(
@@ -183,11 +184,11 @@ pub async fn approvals(
     State(state): State<AppState>,
     Query(query): Query<HashMap<String, String>>,
     user: User,
-) -> Result<Json<Value>, HttpError> {
+) -> Result<Response, HttpError> {
     match query.get("state").map(String::as_str) {
         None | Some("pending") => {
-            let pending = state.runtime.pending_approvals(&user.0).await?;
-            Ok(Json(json!({ "approvals": pending })))
+            let approvals = state.runtime.pending_approvals(&user.0).await?;
+            Ok(Json(PendingApprovals { approvals }).into_response())
         }
         Some("decided") => {
             let limit = query
@@ -195,8 +196,8 @@ pub async fn approvals(
                 .and_then(|limit| limit.parse().ok())
                 .unwrap_or(50i64)
                 .clamp(1, 500);
-            let decided = state.runtime.recent_decisions(&user.0, limit).await?;
-            Ok(Json(json!({ "decisions": decided })))
+            let decisions = state.runtime.recent_decisions(&user.0, limit).await?;
+            Ok(Json(DecidedApprovals { decisions }).into_response())
         }
         Some(other) => Err(HttpError::BadRequest(format!(
             "state must be pending or decided, not {other:?}"
@@ -211,7 +212,7 @@ pub async fn decide(
     Path(task_id): Path<String>,
     user: User,
     body: axum::body::Bytes,
-) -> Result<Json<Value>, HttpError> {
+) -> Result<Json<DecideResponse>, HttpError> {
     signoff_protocol::json_keys::reject_duplicate_keys(&body)
         .map_err(|err| HttpError::BadRequest(err.to_string()))?;
     let data: Value = serde_json::from_slice(&body)
@@ -232,15 +233,17 @@ pub async fn decide(
                 .is_some_and(|entry| entry.agent == agent.key())
         })
         .map(|agent| endpoint(agent));
-    Ok(Json(json!({
-        "taskId": task_id,
-        "state": state_name(task.status.state),
-        "decision": outcome,
-        "follow": {
-            "url": agent,
-            "method": "tasks/resubscribe",
-            "params": {"id": task_id},
+    Ok(Json(DecideResponse {
+        task_id: task_id.clone(),
+        state: task.status.state,
+        decision: outcome,
+        follow: Follow {
+            url: agent,
+            method: Method::SubscribeToTask
+                .name(ProtocolVersion::V0_3)
+                .to_owned(),
+            params: FollowParams { id: task_id },
         },
-        "task": codec::encode_send_result(ProtocolVersion::V0_3, &StreamEvent::Task(task)),
-    })))
+        task: codec::encode_send_result(ProtocolVersion::V0_3, &StreamEvent::Task(task)),
+    }))
 }

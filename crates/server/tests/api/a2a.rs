@@ -2,21 +2,12 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::*;
+use crate::support::*;
 
 #[tokio::test]
 async fn message_stream_v03_lists_files_with_tool_call_and_result() {
     let app = spawn_app().await;
-    let events = app
-        .stream(
-            None,
-            request(
-                "message/stream",
-                json!({"message": message_v03("list files", None, None)}),
-            ),
-        )
-        .await;
-    let results = results(&events);
+    let results = say(&app, "list files").await;
     assert_eq!(
         states(&results),
         ["submitted", "working", "working", "working", "completed"]
@@ -59,16 +50,7 @@ async fn message_stream_v03_lists_files_with_tool_call_and_result() {
 #[tokio::test]
 async fn plain_text_gets_a_friendly_answer() {
     let app = spawn_app().await;
-    let events = app
-        .stream(
-            None,
-            request(
-                "message/stream",
-                json!({"message": message_v03("hello there", None, None)}),
-            ),
-        )
-        .await;
-    let results = results(&events);
+    let results = say(&app, "hello there").await;
     assert_eq!(states(&results), ["submitted", "working", "completed"]);
     let text = answer_text(&results);
     assert!(
@@ -123,9 +105,9 @@ async fn v10_stream_opens_with_a_task_and_has_no_v03_fields() {
     let events = app
         .stream(
             Some("1.0"),
-            request(
+            message_request(
                 "SendStreamingMessage",
-                json!({"message": message_v10("list files", None, None)}),
+                message_v10("list files", None, None),
             ),
         )
         .await;
@@ -165,10 +147,7 @@ async fn v10_send_message_returns_a_task() {
     let response = app
         .rpc(
             Some("1.0"),
-            request(
-                "SendMessage",
-                json!({"message": message_v10("hi", None, None)}),
-            ),
+            message_request("SendMessage", message_v10("hi", None, None)),
         )
         .await;
     assert_eq!(
@@ -182,13 +161,10 @@ async fn cancel_stops_a_task_during_a_model_call_in_both_versions() {
     let app = spawn_app().await;
     for version in [None, Some("1.0")] {
         let body = match version {
-            None => request(
-                "message/stream",
-                json!({"message": message_v03("count to 10000", None, None)}),
-            ),
-            Some(_) => request(
+            None => message_request("message/stream", message_v03("count to 10000", None, None)),
+            Some(_) => message_request(
                 "SendStreamingMessage",
-                json!({"message": message_v10("count to 10000", None, None)}),
+                message_v10("count to 10000", None, None),
             ),
         };
         let mut stream = app.open_stream(version, None, body).await;
@@ -237,16 +213,7 @@ async fn cancel_stops_a_task_during_a_model_call_in_both_versions() {
 #[tokio::test]
 async fn resubscribe_replays_nothing_twice_and_misses_nothing() {
     let app = spawn_app().await;
-    let mut first = app
-        .open_stream(
-            None,
-            None,
-            request(
-                "message/stream",
-                json!({"message": message_v03("count to 40", None, None)}),
-            ),
-        )
-        .await;
+    let mut first = say_live(&app, "count to 40").await;
     let mut id = None;
     let mut chunks_seen = 0;
     while chunks_seen < 3 {
@@ -291,27 +258,18 @@ async fn list_tasks_pages_in_v10_and_is_unknown_in_v03() {
     let first = app
         .rpc(
             None,
-            request(
-                "message/send",
-                json!({"message": message_v03("hi", None, None)}),
-            ),
+            message_request("message/send", message_v03("hi", None, None)),
         )
         .await;
     let context = first["result"]["contextId"].as_str().unwrap().to_owned();
     app.rpc(
         None,
-        request(
-            "message/send",
-            json!({"message": message_v03("hello", None, Some(&context))}),
-        ),
+        message_request("message/send", message_v03("hello", None, Some(&context))),
     )
     .await;
     app.rpc(
         None,
-        request(
-            "message/send",
-            json!({"message": message_v03("hey", None, None)}),
-        ),
+        message_request("message/send", message_v03("hey", None, None)),
     )
     .await;
     let all = app.rpc(Some("1.0"), request("ListTasks", json!({}))).await;
@@ -343,17 +301,8 @@ async fn list_tasks_pages_in_v10_and_is_unknown_in_v03() {
 
 /// Sends a raw body and returns the JSON-RPC response.
 async fn raw(app: &TestApp, version: Option<&str>, body: &str) -> Value {
-    let mut request = app
-        .client
-        .post(app.endpoint())
-        .header("content-type", "application/json")
-        .body(body.to_owned());
-    if let Some(version) = version {
-        request = request.header("A2A-Version", version);
-    }
-    let response = request.send().await.unwrap();
-    assert_eq!(response.status(), 200);
-    response.json().await.unwrap()
+    let answer = app.post_raw(body, version.map(str::as_bytes)).await;
+    serde_json::from_str(&answer).unwrap()
 }
 
 #[tokio::test]
@@ -368,133 +317,87 @@ async fn every_error_code() {
             "{message:?} should contain {contains:?}"
         );
     };
-    check(
-        &raw(&app, None, "{not json").await,
-        -32700,
-        Value::Null,
-        "invalid JSON",
-    );
-    check(
-        &raw(
-            &app,
+    let unparsed = [
+        (None, "{not json", -32700, Value::Null, "invalid JSON"),
+        (
             None,
             r#"{"jsonrpc":"1.0","id":4,"method":"tasks/get"}"#,
-        )
-        .await,
-        -32600,
-        json!(4),
-        "2.0",
-    );
-    check(
-        &raw(&app, None, r#"[1,2]"#).await,
-        -32600,
-        Value::Null,
-        "batch",
-    );
-    check(
-        &raw(
-            &app,
+            -32600,
+            json!(4),
+            "2.0",
+        ),
+        (None, r#"[1,2]"#, -32600, Value::Null, "batch"),
+        (
             None,
             r#"{"jsonrpc":"2.0","id":"x","method":"tasks/nope"}"#,
-        )
-        .await,
-        -32601,
-        json!("x"),
-        "tasks/nope",
-    );
-    check(
-        &raw(
-            &app,
+            -32601,
+            json!("x"),
+            "tasks/nope",
+        ),
+        (
             Some("1.0"),
             r#"{"jsonrpc":"2.0","id":1,"method":"message/send","params":{}}"#,
-        )
-        .await,
-        -32601,
-        json!(1),
-        "message/send",
-    );
-    let empty_parts =
-        json!({"message": {"kind": "message", "messageId": "m", "role": "user", "parts": []}});
-    check(
-        &app.rpc(None, request("message/send", empty_parts)).await,
-        -32602,
-        json!(1),
-        "parts",
-    );
-    check(
-        &app.rpc(
-            None,
-            request("tasks/get", json!({"id": "t", "historyLength": -1})),
-        )
-        .await,
-        -32602,
-        json!(1),
-        "historyLength",
-    );
-    check(
-        &app.rpc(None, request("tasks/get", json!({"id": "nope"})))
-            .await,
-        -32001,
-        json!(1),
-        "not found",
-    );
-    check(
-        &app.rpc(None, request("tasks/cancel", json!({"id": "nope"})))
-            .await,
-        -32001,
-        json!(1),
-        "not found",
-    );
+            -32601,
+            json!(1),
+            "message/send",
+        ),
+    ];
+    for (version, body, code, id, contains) in unparsed {
+        check(&raw(&app, version, body).await, code, id, contains);
+    }
     let done = app
         .rpc(
             None,
-            request(
-                "message/send",
-                json!({"message": message_v03("hi", None, None)}),
-            ),
+            message_request("message/send", message_v03("hi", None, None)),
         )
         .await;
     let id = done["result"]["id"].as_str().unwrap();
-    check(
-        &app.rpc(None, request("tasks/cancel", json!({"id": id})))
-            .await,
-        -32002,
-        json!(1),
-        "cannot be canceled",
-    );
-    check(
-        &app.rpc(
-            None,
-            request(
-                "message/send",
-                json!({"message": message_v03("again", Some(id), None)}),
-            ),
-        )
-        .await,
-        -32602,
-        json!(1),
-        "completed",
-    );
-    check(
-        &app.rpc(
-            None,
-            request(
-                "message/send",
-                json!({"message": message_v03("x", Some("nope"), None)}),
-            ),
-        )
-        .await,
-        -32001,
-        json!(1),
-        "not found",
-    );
-    check(
-        &app.rpc(None, request("tasks/pushNotificationConfig/set", json!({})))
-            .await,
-        -32004,
-        json!(1),
-        "push notifications",
-    );
+    let empty_parts = json!({"kind": "message", "messageId": "m", "role": "user", "parts": []});
+    let refused = [
+        (
+            message_request("message/send", empty_parts),
+            -32602,
+            "parts",
+        ),
+        (
+            request("tasks/get", json!({"id": "t", "historyLength": -1})),
+            -32602,
+            "historyLength",
+        ),
+        (
+            request("tasks/get", json!({"id": "nope"})),
+            -32001,
+            "not found",
+        ),
+        (
+            request("tasks/cancel", json!({"id": "nope"})),
+            -32001,
+            "not found",
+        ),
+        (
+            request("tasks/cancel", json!({"id": id})),
+            -32002,
+            "cannot be canceled",
+        ),
+        (
+            message_request("message/send", message_v03("again", Some(id), None)),
+            -32602,
+            "completed",
+        ),
+        (
+            message_request("message/send", message_v03("x", Some("nope"), None)),
+            -32001,
+            "not found",
+        ),
+        (
+            request("tasks/pushNotificationConfig/set", json!({})),
+            -32004,
+            "push notifications",
+        ),
+    ];
+    for (body, code, contains) in refused {
+        check(&app.rpc(None, body).await, code, json!(1), contains);
+    }
     let version = raw(
         &app,
         Some("2.0"),
@@ -520,10 +423,7 @@ async fn every_error_code() {
     let events = app
         .stream(
             None,
-            request(
-                "message/stream",
-                json!({"message": message_v03("x", Some("nope"), None)}),
-            ),
+            message_request("message/stream", message_v03("x", Some("nope"), None)),
         )
         .await;
     assert_eq!(events.len(), 1);
@@ -535,11 +435,10 @@ async fn oversized_bodies_get_413_and_change_nothing() {
     let app = spawn_with(|config| config.body_limit = 2048).await;
     let big = "x".repeat(4096);
     let response = app
-        .client
-        .post(app.endpoint())
-        .json(&request(
+        .post(DEMO)
+        .json(&message_request(
             "message/send",
-            json!({"message": message_v03(&big, None, None)}),
+            message_v03(&big, None, None),
         ))
         .send()
         .await

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::*;
+use crate::support::*;
 
 pub const PROMPT: &str = "write notes.txt: hi and delete old.txt and read readme.txt";
 
@@ -13,13 +13,10 @@ pub async fn pause(app: &TestApp, token: Option<&str>) -> (String, String) {
         .stream_as(
             None,
             token,
-            request(
-                "message/stream",
-                json!({"message": message_v03(PROMPT, None, None)}),
-            ),
+            message_request("message/stream", message_v03(PROMPT, None, None)),
         )
         .await;
-    let results = crate::helpers::results(&events);
+    let results = results(&events);
     let calls = data_parts(&results, "function_call");
     assert_eq!(calls.len(), 3, "all three calls are announced");
     let responses = data_parts(&results, "function_response");
@@ -64,43 +61,16 @@ pub async fn pause(app: &TestApp, token: Option<&str>) -> (String, String) {
     )
 }
 
-/// A v0.3 decision message with a DataPart.
-pub fn decision(task: &str, context: &str, data: Value) -> Value {
-    json!({"message": {
-        "kind": "message", "messageId": uuid::Uuid::new_v4().to_string(), "role": "user",
-        "taskId": task, "contextId": context,
-        "parts": [{"kind": "data", "data": data}, {"kind": "text", "text": "decision"}],
-    }})
-}
-
-/// Decides with a v0.3 message/stream and returns the decision stream's results.
-async fn decide(app: &TestApp, task: &str, context: &str, data: Value) -> Vec<Value> {
-    let events = app
-        .stream(
-            None,
-            request("message/stream", decision(task, context, data)),
-        )
-        .await;
-    results(&events)
-}
-
-/// Sends a plain-text message on the paused task.
-async fn say(app: &TestApp, task: &str, context: &str, text: &str) -> Vec<Value> {
+/// Sends a plain-text message on the paused task; the raw events (it may be refused).
+async fn say_on(app: &TestApp, task: &str, context: &str, text: &str) -> Vec<Value> {
     app.stream(
         None,
-        request(
+        message_request(
             "message/stream",
-            json!({"message": message_v03(text, Some(task), Some(context))}),
+            message_v03(text, Some(task), Some(context)),
         ),
     )
     .await
-}
-
-async fn task_state(app: &TestApp, task: &str) -> Value {
-    let got = app
-        .rpc(None, request("tasks/get", json!({"id": task})))
-        .await;
-    got["result"]["status"]["state"].clone()
 }
 
 /// The function_response parts of a task's whole history, by call id.
@@ -264,7 +234,7 @@ async fn text_decisions_approve_reject_or_ask_again() {
     let app = spawn_app().await;
     let (task, context) = pause(&app, None).await;
     // Neither approve nor reject: refused, the task stays paused, nothing runs.
-    let events = say(&app, &task, &context, "what does this do?").await;
+    let events = say_on(&app, &task, &context, "what does this do?").await;
     assert_eq!(events.len(), 1);
     assert_eq!(events[0]["error"]["code"], -32602);
     assert!(events[0]["error"]["message"]
@@ -273,8 +243,8 @@ async fn text_decisions_approve_reject_or_ask_again() {
         .contains("approve or reject"));
     assert_eq!(task_state(&app, &task).await, "input-required");
     // "yes" approves all.
-    let results = crate::helpers::results(&say(&app, &task, &context, "yes").await);
-    assert_completed(&results);
+    let approved = results(&say_on(&app, &task, &context, "yes").await);
+    assert_completed(&approved);
     assert!(app.sandbox().join("notes.txt").exists());
     let (_, body) = app.get("/api/approvals?state=decided").await;
     assert_eq!(body["decisions"][0]["channel"], "text");
@@ -285,9 +255,9 @@ async fn text_decisions_approve_reject_or_ask_again() {
         std::fs::remove_file(app.sandbox().join("notes.txt")).unwrap();
         pause(&app, None).await
     };
-    let results = crate::helpers::results(&say(&app, &task, &context, "no, keep it").await);
-    assert_completed(&results);
-    assert!(answer_text(&results).contains("You rejected deleting old.txt: \"no, keep it\"."));
+    let rejected = results(&say_on(&app, &task, &context, "no, keep it").await);
+    assert_completed(&rejected);
+    assert!(answer_text(&rejected).contains("You rejected deleting old.txt: \"no, keep it\"."));
     assert!(app.sandbox().join("old.txt").exists());
 }
 
@@ -318,12 +288,7 @@ async fn refused_decisions_change_nothing() {
         ),
     ];
     for (data, expect) in cases {
-        let events = app
-            .stream(
-                None,
-                request("message/stream", decision(&task, &context, data)),
-            )
-            .await;
+        let events = decision_events(&app, &task, &context, data).await;
         assert_eq!(events.len(), 1, "{events:?}");
         assert_eq!(events[0]["error"]["code"], -32602);
         let message = events[0]["error"]["message"].as_str().unwrap();
@@ -343,41 +308,17 @@ async fn refused_decisions_change_nothing() {
     );
     // A decision on a task that is not paused: -32602; on an unknown task: -32001.
     decide(&app, &task, &context, json!({"decision_type": "approve"})).await;
-    let late = app
-        .stream(
-            None,
-            request(
-                "message/stream",
-                decision(&task, &context, json!({"decision_type": "approve"})),
-            ),
-        )
-        .await;
+    let late = decision_events(&app, &task, &context, json!({"decision_type": "approve"})).await;
     assert_eq!(late[0]["error"]["code"], -32602);
-    let unknown = app
-        .stream(
-            None,
-            request(
-                "message/stream",
-                decision("nope", &context, json!({"decision_type": "approve"})),
-            ),
-        )
-        .await;
+    let unknown =
+        decision_events(&app, "nope", &context, json!({"decision_type": "approve"})).await;
     assert_eq!(unknown[0]["error"]["code"], -32001);
 }
 
 #[tokio::test]
 async fn the_paused_status_is_what_tasks_get_returns() {
     let app = spawn_app().await;
-    let events = app
-        .stream(
-            None,
-            request(
-                "message/stream",
-                json!({"message": message_v03(PROMPT, None, None)}),
-            ),
-        )
-        .await;
-    let results = crate::helpers::results(&events);
+    let results = say(&app, PROMPT).await;
     let last = results.last().unwrap();
     let task = last["taskId"].as_str().unwrap();
     let got = app
@@ -419,10 +360,10 @@ async fn v10_decisions_resume_too() {
     let events = app
         .stream(
             Some("1.0"),
-            request("SendStreamingMessage", json!({"message": message})),
+            message_request("SendStreamingMessage", message),
         )
         .await;
-    let results = crate::helpers::results(&events);
+    let results = results(&events);
     assert_eq!(results[0]["task"]["status"]["state"], "TASK_STATE_WORKING");
     assert_eq!(
         results.last().unwrap()["statusUpdate"]["status"]["state"],
@@ -448,36 +389,32 @@ fn kagent_request(name: &str, task: &str, context: &str) -> Value {
     body
 }
 
+/// Pauses a fresh task, decides it with the fixture `name`, and returns the resumed results.
+async fn decide_as_kagent(app: &TestApp, name: &str) -> Vec<Value> {
+    let (task, context) = pause(app, None).await;
+    let resumed = results(
+        &app.stream(None, kagent_request(name, &task, &context))
+            .await,
+    );
+    assert_completed(&resumed);
+    resumed
+}
+
 #[tokio::test]
 async fn decisions_shaped_as_kagents_ui_sends_them() {
     let app = spawn_app().await;
     // c2: approve.
-    let (task, context) = pause(&app, None).await;
-    let results = crate::helpers::results(
-        &app.stream(None, kagent_request("c2_resume", &task, &context))
-            .await,
-    );
-    assert_completed(&results);
+    decide_as_kagent(&app, "c2_resume").await;
     assert!(app.sandbox().join("notes.txt").exists() && !app.sandbox().join("old.txt").exists());
     // d2: reject with rejection_reason.
     std::fs::write(app.sandbox().join("old.txt"), "x").unwrap();
     std::fs::remove_file(app.sandbox().join("notes.txt")).unwrap();
-    let (task, context) = pause(&app, None).await;
-    let results = crate::helpers::results(
-        &app.stream(None, kagent_request("d2_resume", &task, &context))
-            .await,
-    );
-    assert_completed(&results);
-    assert!(answer_text(&results).contains("\"Not allowed: the sandbox is read-only today.\""));
+    let rejected = decide_as_kagent(&app, "d2_resume").await;
+    assert!(answer_text(&rejected).contains("\"Not allowed: the sandbox is read-only today.\""));
     assert!(app.sandbox().join("old.txt").exists());
     // e2: batch keyed by call ids, `reject` and rejection_reasons.
-    let (task, context) = pause(&app, None).await;
-    let results = crate::helpers::results(
-        &app.stream(None, kagent_request("e2_resume", &task, &context))
-            .await,
-    );
-    assert_completed(&results);
-    let answer = answer_text(&results);
+    let mixed = decide_as_kagent(&app, "e2_resume").await;
+    let answer = answer_text(&mixed);
     assert!(
         answer.contains("I wrote notes.txt.")
             && answer.contains("\"Keep old_b.txt, it is still needed.\""),
@@ -489,16 +426,7 @@ async fn decisions_shaped_as_kagents_ui_sends_them() {
 #[tokio::test]
 async fn multi_round_pauses_in_one_task() {
     let app = spawn_app().await;
-    let events = app
-        .stream(
-            None,
-            request(
-                "message/stream",
-                json!({"message": message_v03("write a.txt: 1 then delete old.txt", None, None)}),
-            ),
-        )
-        .await;
-    let results1 = results(&events);
+    let results1 = say(&app, "write a.txt: 1 then delete old.txt").await;
     let last = results1.last().unwrap();
     assert_eq!(last["status"]["state"], "input-required");
     let task = last["taskId"].as_str().unwrap().to_owned();
@@ -559,9 +487,7 @@ async fn rest_approvals_list_decide_and_answer_with_results() {
     assert_eq!(pending["calls"].as_array().unwrap().len(), 2);
     let data = json!({"decision_type": "batch", "decisions": {"call_1": "approve", "call_2": "reject"},
                       "rejection_reason": "ignored", "rejection_reasons": {"call_2": "keep it"}});
-    let (status, body) = app
-        .post_json_as(&format!("/api/approvals/{task}"), None, &data)
-        .await;
+    let (status, body) = decide_rest(&app, None, &task, data).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["taskId"], task.as_str());
     let calls = body["decision"]["calls"].as_array().unwrap();
@@ -582,34 +508,22 @@ async fn rest_approvals_list_decide_and_answer_with_results() {
     // Decided: nothing pending; deciding again is a conflict; unknown tasks are 404.
     let (_, body) = app.get("/api/approvals").await;
     assert_eq!(body["approvals"], json!([]));
-    let (status, body) = app
-        .post_json_as(
-            &format!("/api/approvals/{task}"),
-            None,
-            &json!({"decision_type": "approve"}),
-        )
-        .await;
+    let (status, body) = decide_rest(&app, None, &task, json!({"decision_type": "approve"})).await;
     assert_eq!(status, 409, "{body}");
-    let (status, _) = app
-        .post_json_as(
-            "/api/approvals/nope",
-            None,
-            &json!({"decision_type": "approve"}),
-        )
-        .await;
+    let (status, _) = decide_rest(&app, None, "nope", json!({"decision_type": "approve"})).await;
     assert_eq!(status, 404);
     // A refused decision is 400 and changes nothing.
     let (task, _) = {
         std::fs::remove_file(app.sandbox().join("notes.txt")).unwrap();
         pause(&app, None).await
     };
-    let (status, body) = app
-        .post_json_as(
-            &format!("/api/approvals/{task}"),
-            None,
-            &json!({"decision_type": "batch", "decisions": {"call_1": "approve"}}),
-        )
-        .await;
+    let (status, body) = decide_rest(
+        &app,
+        None,
+        &task,
+        json!({"decision_type": "batch", "decisions": {"call_1": "approve"}}),
+    )
+    .await;
     assert_eq!(status, 400);
     assert!(body["error"]
         .as_str()
@@ -633,21 +547,18 @@ async fn cancel_of_a_paused_task_runs_nothing_and_is_audited() {
     let (_, body) = app.get("/api/approvals?state=decided").await;
     assert_eq!(body["decisions"][0]["channel"], "cancel");
     assert_eq!(body["decisions"][0]["calls"][0]["verdict"], "cancel");
-    let (status, _) = app
-        .post_json_as(
-            &format!("/api/approvals/{task}"),
-            None,
-            &json!({"decision_type": "approve"}),
-        )
-        .await;
+    let (status, _) = decide_rest(&app, None, &task, json!({"decision_type": "approve"})).await;
     assert_eq!(status, 409);
-    // The task does not resume: still canceled a moment later, and no call ran.
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // The task never resumes: not once every runner has ended (a graceful stop waits for
+    // them), nor when a restart looks for unfinished work; and no held call ran.
+    let app = spawn_in(app.stop().await, |_| {}).await;
     assert_eq!(task_state(&app, &task).await, "canceled");
     assert!(responses_in_history(&app, &task)
         .await
         .iter()
         .all(|r| r["name"] == "read_file"));
+    assert!(!app.sandbox().join("notes.txt").exists());
+    assert!(app.sandbox().join("old.txt").exists());
 }
 
 #[tokio::test]
@@ -661,24 +572,13 @@ async fn fifty_concurrent_decisions_one_wins_and_each_call_runs_once() {
         let (task, context) = (task.clone(), context.clone());
         racers.push(tokio::spawn(async move {
             if index % 2 == 0 {
-                let (status, body) = app
-                    .post_json_as(
-                        &format!("/api/approvals/{task}"),
-                        None,
-                        &json!({"decision_type": "approve"}),
-                    )
-                    .await;
+                let (status, body) =
+                    decide_rest(&app, None, &task, json!({"decision_type": "approve"})).await;
                 (status == 200, body.to_string())
             } else {
-                let events = app
-                    .stream(
-                        None,
-                        request(
-                            "message/stream",
-                            decision(&task, &context, json!({"decision_type": "approve"})),
-                        ),
-                    )
-                    .await;
+                let events =
+                    decision_events(&app, &task, &context, json!({"decision_type": "approve"}))
+                        .await;
                 let won = events[0].get("error").is_none();
                 (won, events[0].to_string())
             }
@@ -700,14 +600,7 @@ async fn fifty_concurrent_decisions_one_wins_and_each_call_runs_once() {
     }
     assert_eq!(wins, 1, "exactly one decision wins");
     // Wait for the task to finish, then count the side effects in its history.
-    let app = std::sync::Arc::try_unwrap(app).ok().unwrap();
-    for _ in 0..600 {
-        if task_state(&app, &task).await == "completed" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert_eq!(task_state(&app, &task).await, "completed");
+    wait_for_state(&app, &task, "completed").await;
     let responses = responses_in_history(&app, &task).await;
     for id in ["call_1", "call_2", "call_3"] {
         let runs: Vec<&Value> = responses.iter().filter(|r| r["id"] == id).collect();
@@ -727,40 +620,34 @@ async fn users_see_and_decide_only_their_own_tasks() {
     .await;
     let (task, context) = pause(&app, Some("alice-token")).await;
     // Bob: A2A says "not found"; REST says 403; his lists are empty.
-    let got = app
-        .rpc_as(
-            None,
-            Some("bob-token"),
-            request("tasks/get", json!({"id": task})),
-        )
-        .await;
-    assert_eq!(got["error"]["code"], -32001);
-    let cancel = app
-        .rpc_as(
-            None,
-            Some("bob-token"),
-            request("tasks/cancel", json!({"id": task})),
-        )
-        .await;
-    assert_eq!(cancel["error"]["code"], -32001);
+    for method in ["tasks/get", "tasks/cancel"] {
+        let got = app
+            .rpc_as(
+                None,
+                Some("bob-token"),
+                request(method, json!({"id": task})),
+            )
+            .await;
+        assert_eq!(got["error"]["code"], -32001, "{method}: {got}");
+    }
     let events = app
         .stream_as(
             None,
             Some("bob-token"),
-            request(
+            message_request(
                 "message/stream",
                 decision(&task, &context, json!({"decision_type": "approve"})),
             ),
         )
         .await;
     assert_eq!(events[0]["error"]["code"], -32001);
-    let (status, _) = app
-        .post_json_as(
-            &format!("/api/approvals/{task}"),
-            Some("bob-token"),
-            &json!({"decision_type": "approve"}),
-        )
-        .await;
+    let (status, _) = decide_rest(
+        &app,
+        Some("bob-token"),
+        &task,
+        json!({"decision_type": "approve"}),
+    )
+    .await;
     assert_eq!(status, 403);
     let (_, body) = app.get_as("/api/approvals", Some("bob-token")).await;
     assert_eq!(body["approvals"], json!([]));
@@ -775,13 +662,13 @@ async fn users_see_and_decide_only_their_own_tasks() {
     assert_eq!(status, 401);
     let (_, body) = app.get_as("/api/approvals", Some("alice-token")).await;
     assert_eq!(body["approvals"].as_array().unwrap().len(), 1);
-    let (status, body) = app
-        .post_json_as(
-            &format!("/api/approvals/{task}"),
-            Some("alice-token"),
-            &json!({"decision_type": "approve"}),
-        )
-        .await;
+    let (status, body) = decide_rest(
+        &app,
+        Some("alice-token"),
+        &task,
+        json!({"decision_type": "approve"}),
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["decision"]["decidedBy"], "alice");
     assert!(app.sandbox().join("notes.txt").exists());

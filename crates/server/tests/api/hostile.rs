@@ -7,44 +7,23 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use serde_json::{json, Value};
-use signoff_protocol::{Message, Part, Role, TaskState};
+use signoff_protocol::{Message, Part, Role, StreamEvent, TaskState};
 use signoff_server::agent::model::{Model, ModelRequest, ModelStream};
 use signoff_server::agent::tools::Toolbox;
 use signoff_server::agent::{Agent, Limits, Runtime};
 use signoff_server::store::Store;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::helpers::*;
-use crate::hitl::{decision, pause};
+use crate::hitl::pause;
+use crate::support::*;
 
 /// A blocking `message/send`'s result.
 async fn send(app: &TestApp, text: &str) -> Value {
     app.rpc(
         None,
-        request(
-            "message/send",
-            json!({"message": message_v03(text, None, None)}),
-        ),
+        message_request("message/send", message_v03(text, None, None)),
     )
     .await
-}
-
-/// Posts a raw body to the A2A endpoint and returns the response's text.
-async fn post_raw(app: &TestApp, body: &str, version: Option<&[u8]>) -> String {
-    let mut request = app
-        .client
-        .post(app.endpoint())
-        .header("content-type", "application/json")
-        .body(body.to_owned());
-    if let Some(version) = version {
-        request = request.header(
-            "A2A-Version",
-            reqwest::header::HeaderValue::from_bytes(version).unwrap(),
-        );
-    }
-    let response = request.send().await.unwrap();
-    assert_eq!(response.status(), 200);
-    response.text().await.unwrap()
 }
 
 #[tokio::test]
@@ -69,6 +48,12 @@ async fn characters_whose_case_changes_their_length_do_not_crash_the_server() {
     let history = got["result"]["history"].to_string();
     assert!(history.contains("Welcome to the Signoff sandbox"), "{got}");
     app.stop().await;
+}
+
+/// A decision sent with a blocking `message/send`; the response.
+async fn decide_blocking(app: &TestApp, task: &str, context: &str, data: Value) -> Value {
+    let body = message_request("message/send", decision(task, context, data));
+    app.rpc(None, body).await
 }
 
 /// A model whose turn panics (a bug anywhere in a runner).
@@ -141,12 +126,19 @@ async fn a_panicking_runner_fails_its_task_and_is_not_resumed_again() {
     let silent = agent(Arc::new(SilentModel));
     let runtime = Runtime::new(store.clone(), vec![silent.clone()], Limits::default());
     let left = runtime.send("local", &silent, message()).await.unwrap();
-    for _ in 0..200 {
-        if state_of(&runtime, &left.task_id).await.0 == TaskState::Working {
-            break;
+    let mut events = runtime.follow(&left.task_id, 0);
+    within("the task to be working", async {
+        while let Some(event) = events.next().await {
+            if let StreamEvent::StatusUpdate(update) = event.unwrap() {
+                if update.status.state == TaskState::Working {
+                    return;
+                }
+            }
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        panic!("the task's stream ended before it was working");
+    })
+    .await;
+    drop(events);
     runtime.shutdown(Duration::from_secs(5)).await;
     store.close().await;
 
@@ -184,15 +176,14 @@ async fn duplicate_keys_in_a_decision_are_refused_naming_the_key() {
             "call_1",
         ),
     ] {
-        let body = post_raw(&app, &message(data), None).await;
+        let body = app.post_raw(&message(data), None).await;
         let got: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(got["error"]["code"], -32602, "{got}");
         let said = got["error"]["message"].as_str().unwrap();
         assert!(said.contains(&format!("duplicate key \"{key}\"")), "{said}");
         // The same body over REST.
         let response = app
-            .client
-            .post(format!("{}/api/approvals/{task}", app.base))
+            .post(&format!("/api/approvals/{task}"))
             .header("content-type", "application/json")
             .body(data.to_owned())
             .send()
@@ -219,9 +210,9 @@ async fn deleting_a_session_ends_its_streams_and_blocking_requests() {
     let blocking = {
         let client = app.client.clone();
         let endpoint = app.endpoint();
-        let body = request(
+        let body = message_request(
             "message/send",
-            json!({"message": message_v03("count to 100", None, Some(&context))}),
+            message_v03("count to 100", None, Some(&context)),
         );
         tokio::spawn(async move {
             let response = client.post(endpoint).json(&body).send().await.unwrap();
@@ -229,18 +220,13 @@ async fn deleting_a_session_ends_its_streams_and_blocking_requests() {
         })
     };
     // Wait until the task runs, then follow it as a second client.
-    let mut task = None;
-    for _ in 0..600 {
-        let (status, body) = app.get(&format!("/api/sessions/{context}")).await;
-        if status == 200 {
-            if let Some(id) = body["tasks"][0]["id"].as_str() {
-                task = Some(id.to_owned());
-                break;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let task = task.expect("the task starts");
+    let session = format!("/api/sessions/{context}");
+    let (server, path) = (&app, session.as_str());
+    let task = eventually("the task to start", move || async move {
+        let (_, body) = server.get(path).await;
+        body["tasks"][0]["id"].as_str().map(str::to_owned)
+    })
+    .await;
     let mut follower = app
         .open_stream(
             None,
@@ -248,17 +234,10 @@ async fn deleting_a_session_ends_its_streams_and_blocking_requests() {
             request("tasks/resubscribe", json!({"id": task})),
         )
         .await;
-    let deleted = app
-        .client
-        .delete(format!("{}/api/sessions/{context}", app.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(deleted.status(), 204);
+    assert_eq!(app.delete(&session).await, 204);
 
-    let answer = tokio::time::timeout(Duration::from_secs(30), blocking)
+    let answer = within("the blocking request to end", blocking)
         .await
-        .expect("the blocking request ends")
         .unwrap();
     assert_eq!(answer["error"]["code"], -32001, "{answer}");
     assert!(
@@ -289,16 +268,7 @@ async fn long_text_is_refused_or_bounded_and_tool_calls_per_turn_are_capped() {
         .contains("the limit is 65536 bytes"));
 
     // An unrecognised clause just under the limit is quoted back shortly, in few chunks.
-    let events = app
-        .stream(
-            None,
-            request(
-                "message/stream",
-                json!({"message": message_v03(&format!("ls and {}", "y".repeat(60_000)), None, None)}),
-            ),
-        )
-        .await;
-    let streamed = results(&events);
+    let streamed = say(&app, &format!("ls and {}", "y".repeat(60_000))).await;
     let answer = answer_text(&streamed);
     assert!(answer.len() < 1_000, "{} bytes", answer.len());
 
@@ -317,19 +287,13 @@ async fn long_text_is_refused_or_bounded_and_tool_calls_per_turn_are_capped() {
     // A rejection reason over the limit is refused; the batch stays pending.
     let (task, context) = pause(&app, None).await;
     let reason = "r".repeat(5 * 1024);
-    let got = app
-        .rpc(
-            None,
-            request(
-                "message/send",
-                decision(
-                    &task,
-                    &context,
-                    json!({"decision_type": "deny", "reason": reason}),
-                ),
-            ),
-        )
-        .await;
+    let got = decide_blocking(
+        &app,
+        &task,
+        &context,
+        json!({"decision_type": "deny", "reason": reason}),
+    )
+    .await;
     assert_eq!(got["error"]["code"], -32602, "{}", got["error"]);
     assert!(got["error"]["message"]
         .as_str()
@@ -337,20 +301,8 @@ async fn long_text_is_refused_or_bounded_and_tool_calls_per_turn_are_capped() {
         .contains("the limit is 4096 bytes"));
     // A reason within the limit is quoted back in a bounded number of chunks.
     let reason = "because ".repeat(500);
-    let events = app
-        .stream(
-            None,
-            request(
-                "message/stream",
-                decision(
-                    &task,
-                    &context,
-                    json!({"decision_type": "deny", "reason": reason}),
-                ),
-            ),
-        )
-        .await;
-    let streamed = results(&events);
+    let data = json!({"decision_type": "deny", "reason": reason});
+    let streamed = decide(&app, &task, &context, data).await;
     let chunks = streamed
         .iter()
         .filter(|result| result["kind"] == "artifact-update")
@@ -370,10 +322,8 @@ async fn a_declared_length_over_the_limit_gets_413_at_once() {
     );
     socket.write_all(head.as_bytes()).await.unwrap();
     let mut answer = vec![0u8; 1024];
-    // Bounded only so a regression fails instead of hanging; no timing is asserted.
-    let read = tokio::time::timeout(Duration::from_secs(30), socket.read(&mut answer))
+    let read = within("an answer without the body", socket.read(&mut answer))
         .await
-        .expect("an answer without the body")
         .unwrap();
     let answer = String::from_utf8_lossy(&answer[..read]);
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
@@ -385,7 +335,7 @@ async fn a2a_version_values_that_are_not_visible_ascii_are_unsupported() {
     let app = spawn_app().await;
     let body = request("tasks/get", json!({"id": "nope"})).to_string();
     for version in [&b"\xff\xfe"[..], b"1.0\xa0"] {
-        let got: Value = serde_json::from_str(&post_raw(&app, &body, Some(version)).await).unwrap();
+        let got: Value = serde_json::from_str(&app.post_raw(&body, Some(version)).await).unwrap();
         assert_eq!(got["error"]["code"], -32009, "{version:?}: {got}");
     }
     app.stop().await;
@@ -398,7 +348,7 @@ async fn request_ids_come_back_exactly_as_sent() {
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tasks/get","params":{{"id":"nope"}}}}"#
         );
-        let answer = post_raw(&app, &body, None).await;
+        let answer = app.post_raw(&body, None).await;
         assert!(
             answer.contains(&format!(r#""id":{id}"#)) || id.starts_with('"'),
             "{id}: {answer}"
@@ -414,7 +364,7 @@ async fn request_ids_come_back_exactly_as_sent() {
         r#"{{"jsonrpc":"2.0","id":2.5,"method":"message/stream","params":{{"message":{}}}}}"#,
         message_v03("hello", None, None)
     );
-    let answer = post_raw(&app, &body, None).await;
+    let answer = app.post_raw(&body, None).await;
     assert!(answer.contains(r#""id":2.5"#), "{answer}");
     app.stop().await;
 }
@@ -451,28 +401,10 @@ async fn an_approved_write_through_a_hard_link_is_refused() {
     let outside = app.data_dir.path().join("outside.txt");
     std::fs::write(&outside, "keep me").unwrap();
     std::fs::hard_link(&outside, app.sandbox().join("linked.txt")).unwrap();
-    let events = app
-        .stream(
-            None,
-            request(
-                "message/stream",
-                json!({"message": message_v03("write linked.txt: overwritten", None, None)}),
-            ),
-        )
-        .await;
-    let streamed = results(&events);
-    let task = task_id(&streamed);
-    let context = streamed[0]["contextId"].as_str().unwrap().to_owned();
-    let events = app
-        .stream(
-            None,
-            request(
-                "message/stream",
-                decision(&task, &context, json!({"decision_type": "approve"})),
-            ),
-        )
-        .await;
-    let answer = answer_text(&results(&events));
+    let paused = say(&app, "write linked.txt: overwritten").await;
+    let (task, context) = (task_id(&paused), context_id(&paused));
+    let approved = decide(&app, &task, &context, json!({"decision_type": "approve"})).await;
+    let answer = answer_text(&approved);
     assert!(answer.contains("hard links"), "{answer}");
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep me");
     app.stop().await;
@@ -490,30 +422,13 @@ async fn edited_arguments_that_do_not_fit_the_schema_are_refused() {
         (json!({"path": 3, "content": "hi"}), "modified_args.path"),
         (json!({"content": "hi"}), "path"),
     ] {
-        let got = app
-            .rpc(
-                None,
-                request(
-                    "message/send",
-                    decision(
-                        &task,
-                        &context,
-                        json!({"decision_type": "approve", "modified_args": {"call_1": args}}),
-                    ),
-                ),
-            )
-            .await;
+        let data = json!({"decision_type": "approve", "modified_args": {"call_1": args}});
+        let got = decide_blocking(&app, &task, &context, data).await;
         assert_eq!(got["error"]["code"], -32602, "{got}");
         let said = got["error"]["message"].as_str().unwrap();
         assert!(said.contains("call_1") && said.contains(expect), "{said}");
     }
-    let (status, body) = app
-        .post_json_as(
-            &format!("/api/approvals/{task}"),
-            None,
-            &json!({"decision_type": "approve", "modified_args": {"call_1": {"path": "a", "content": "b", "x": 1}}}),
-        )
-        .await;
+    let (status, body) = decide_rest(&app, None, &task, json!({"decision_type": "approve", "modified_args": {"call_1": {"path": "a", "content": "b", "x": 1}}})).await;
     assert_eq!(status, 400, "{body}");
     assert!(!app.sandbox().join("notes.txt").exists());
     assert!(!app.sandbox().join("a").exists());

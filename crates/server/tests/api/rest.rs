@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::helpers::*;
+use crate::support::*;
 
 #[tokio::test]
 async fn lists_the_demo_agent_with_its_approval_rules() {
@@ -41,12 +41,7 @@ async fn serves_the_ui_with_spa_fallback_but_not_for_api_paths() {
         ("/app.js", "console.log(1)"),
         ("/chat/some/deep/link", "signoff ui"),
     ] {
-        let response = app
-            .client
-            .get(format!("{}{path}", app.base))
-            .send()
-            .await
-            .unwrap();
+        let response = app.client.get(app.url(path)).send().await.unwrap();
         assert_eq!(response.status(), 200, "{path}");
         assert_eq!(
             response.text().await.unwrap(),
@@ -64,19 +59,16 @@ async fn sessions_list_show_in_order_and_delete() {
     let first = app
         .rpc(
             None,
-            request(
-                "message/send",
-                json!({"message": message_v03("list files", None, None)}),
-            ),
+            message_request("message/send", message_v03("list files", None, None)),
         )
         .await;
     let context = first["result"]["contextId"].as_str().unwrap().to_owned();
     let second = app
         .rpc(
             None,
-            request(
+            message_request(
                 "message/send",
-                json!({"message": message_v03("read readme.txt", None, Some(&context))}),
+                message_v03("read readme.txt", None, Some(&context)),
             ),
         )
         .await;
@@ -93,13 +85,7 @@ async fn sessions_list_show_in_order_and_delete() {
     assert_eq!(tasks[0]["id"], first["result"]["id"]);
     assert_eq!(tasks[1]["id"], second["result"]["id"]);
     assert_eq!(tasks[0]["kind"], "task");
-    let response = app
-        .client
-        .delete(format!("{}/api/sessions/{context}", app.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 204);
+    assert_eq!(app.delete(&format!("/api/sessions/{context}")).await, 204);
     let (status, _) = app.get(&format!("/api/sessions/{context}")).await;
     assert_eq!(status, 404);
     let gone = app
@@ -114,20 +100,17 @@ async fn sessions_list_show_in_order_and_delete() {
 #[tokio::test]
 async fn graceful_shutdown_ends_open_streams() {
     let app = spawn_app().await;
-    let mut stream = app
-        .open_stream(
-            None,
-            None,
-            request(
-                "message/stream",
-                json!({"message": message_v03("count to 10000", None, None)}),
-            ),
-        )
-        .await;
-    stream.next().await.unwrap();
+    let mut stream = say_live(&app, "count to 10000").await;
+    assert!(stream.next().await.is_some(), "the stream starts");
     let stop = tokio::spawn(app.stop());
-    while stream.next().await.is_some() {}
-    stop.await.unwrap();
+    // Counting to 10000 takes minutes: only the shutdown can end the stream this soon.
+    within("the shutdown to end the open stream", async {
+        while stream.next().await.is_some() {}
+    })
+    .await;
+    within("the server to stop", stop)
+        .await
+        .expect("the server stops cleanly");
 }
 
 #[tokio::test]
@@ -155,22 +138,10 @@ async fn loads_kagents_agent_config_json() {
 async fn deleting_a_session_with_a_paused_task_drops_its_batch() {
     let app = spawn_app().await;
     let (task, context) = crate::hitl::pause(&app, None).await;
-    let response = app
-        .client
-        .delete(format!("{}/api/sessions/{context}", app.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 204);
+    assert_eq!(app.delete(&format!("/api/sessions/{context}")).await, 204);
     let (_, body) = app.get("/api/approvals").await;
     assert_eq!(body["approvals"], json!([]));
-    let (status, _) = app
-        .post_json_as(
-            &format!("/api/approvals/{task}"),
-            None,
-            &json!({"decision_type": "approve"}),
-        )
-        .await;
+    let (status, _) = decide_rest(&app, None, &task, json!({"decision_type": "approve"})).await;
     assert_eq!(status, 404);
     assert!(!app.sandbox().join("notes.txt").exists());
 }

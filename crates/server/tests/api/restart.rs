@@ -2,12 +2,11 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::helpers::*;
-use crate::hitl::{decision, pause};
+use crate::hitl::pause;
+use crate::support::*;
 
 /// The `signoff` binary on port 0 with `data_dir`; returns it with its base URL.
 async fn start(data_dir: &std::path::Path) -> (Child, String) {
@@ -51,19 +50,6 @@ fn kill(mut child: Child) {
     child.wait().unwrap();
 }
 
-async fn wait_for_state(app: &TestApp, task: &str, want: &str) -> Value {
-    for _ in 0..600 {
-        let got = app
-            .rpc(None, request("tasks/get", json!({"id": task})))
-            .await;
-        if got["result"]["status"]["state"] == want {
-            return got["result"].clone();
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("task {task} never reached {want}");
-}
-
 #[tokio::test]
 async fn sigkill_while_paused_then_restart_and_decide() {
     let data_dir = tempfile::tempdir().unwrap();
@@ -71,16 +57,7 @@ async fn sigkill_while_paused_then_restart_and_decide() {
     let app = TestApp::external(base, data_dir);
     let (first, first_context) = pause(&app, None).await;
     std::fs::write(app.sandbox().join("old2.txt"), "x").unwrap();
-    let events = app
-        .stream(
-            None,
-            request(
-                "message/stream",
-                json!({"message": message_v03("delete old2.txt", None, None)}),
-            ),
-        )
-        .await;
-    let second = task_id(&results(&events));
+    let second = task_id(&say(&app, "delete old2.txt").await);
     kill(child);
 
     let data_dir = app.into_data_dir();
@@ -98,16 +75,14 @@ async fn sigkill_while_paused_then_restart_and_decide() {
         2
     );
     // Deciding them completes them: one over A2A, one over REST.
-    let events = app
-        .stream(
-            None,
-            request(
-                "message/stream",
-                decision(&first, &first_context, json!({"decision_type": "approve"})),
-            ),
-        )
-        .await;
-    assert_eq!(states(&results(&events)).last().unwrap(), "completed");
+    let approved = decide(
+        &app,
+        &first,
+        &first_context,
+        json!({"decision_type": "approve"}),
+    )
+    .await;
+    assert_eq!(states(&approved).last().unwrap(), "completed");
     assert!(app.sandbox().join("notes.txt").exists());
     let (status, body) = app
         .post_json_as(
@@ -132,9 +107,7 @@ async fn a_call_interrupted_by_a_crash_is_reported_not_rerun() {
     // Make the database look like a crash after the decision: the batch decided, call_1 (the
     // write) started but not finished, call_2 (the delete) approved but not started.
     let db = app.data_dir.path().join("signoff.db");
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.display()))
-        .await
-        .unwrap();
+    let db = rusqlite::Connection::open(&db).unwrap();
     for statement in [
         "UPDATE batches SET state = 'decided', decided_at = '2026-01-01T00:00:00.000Z'",
         "UPDATE calls SET status = 'started', verdict = 'approve', run_args = args,
@@ -145,9 +118,9 @@ async fn a_call_interrupted_by_a_crash_is_reported_not_rerun() {
          WHERE call_id = 'call_2'",
         "UPDATE tasks SET state = 'working'",
     ] {
-        sqlx::query(statement).execute(&pool).await.unwrap();
+        db.execute(statement, []).unwrap();
     }
-    pool.close().await;
+    drop(db);
 
     let data_dir = app.into_data_dir();
     let (child, base) = start(data_dir.path()).await;

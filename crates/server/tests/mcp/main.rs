@@ -6,15 +6,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[allow(dead_code)] // shared with tests/api, which uses all of it
-#[path = "../api/helpers.rs"]
-mod helpers;
+// Shared by every test crate; each uses part of it.
+#[allow(dead_code, unused_imports)]
+#[path = "../support/mod.rs"]
+mod support;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use helpers::*;
 use serde_json::{json, Value};
+use support::*;
 
 const INSTALL: &str =
     "run crates/server/tests/mcp/install.sh (scripts/test.sh does) to install the MCP test servers";
@@ -72,35 +72,9 @@ require_approval = ["write_file"]
     )
 }
 
-async fn spawn_with_agents(agents: &str) -> TestApp {
-    let data_dir = tempfile::tempdir().unwrap();
-    let file = data_dir.path().join("agents.toml");
-    std::fs::write(&file, agents).unwrap();
-    spawn_in(data_dir, |config| config.agents_file = Some(file)).await
-}
-
-/// A chat turn through `message/stream`; returns the v0.3 results.
-async fn say(app: &TestApp, text: &str) -> Vec<Value> {
-    let body = request(
-        "message/stream",
-        json!({"message": message_v03(text, None, None)}),
-    );
-    results(&app.stream(None, body).await)
-}
-
-/// Answers a paused task with a decision DataPart (docs/wire.md, Decision message).
-async fn decide(app: &TestApp, paused: &[Value], data: Value, text: &str) -> Vec<Value> {
-    let task = task_id(paused);
-    let context = paused[0]["contextId"].as_str().unwrap();
-    let message = json!({
-        "kind": "message", "role": "user", "messageId": uuid::Uuid::new_v4().to_string(),
-        "taskId": task, "contextId": context,
-        "parts": [{"kind": "data", "data": data}, {"kind": "text", "text": text}],
-    });
-    results(
-        &app.stream(None, request("message/stream", json!({"message": message})))
-            .await,
-    )
+/// Answers the paused task of `paused` (a stream's results) with a decision.
+async fn decide_paused(app: &TestApp, paused: &[Value], data: Value) -> Vec<Value> {
+    decide(app, &task_id(paused), &context_id(paused), data).await
 }
 
 fn responses(results: &[Value]) -> Vec<Value> {
@@ -117,7 +91,7 @@ fn text_of(response: &Value) -> String {
 #[tokio::test]
 async fn filesystem_over_stdio_lists_reads_and_writes_through_the_agent() {
     let folder = shared_folder();
-    let app = spawn_with_agents(&filesystem_agent(folder.path())).await;
+    let app = spawn_with_agents(&filesystem_agent(folder.path()), |_| {}).await;
 
     let listed = say(&app, "list files").await;
     assert_eq!(states(&listed).last().unwrap(), "completed");
@@ -153,7 +127,7 @@ async fn filesystem_over_stdio_lists_reads_and_writes_through_the_agent() {
 #[tokio::test]
 async fn write_file_waits_for_approval_then_really_writes() {
     let folder = shared_folder();
-    let app = spawn_with_agents(&filesystem_agent(folder.path())).await;
+    let app = spawn_with_agents(&filesystem_agent(folder.path()), |_| {}).await;
     let written = folder.path().join("notes.txt");
 
     let paused = say(&app, "write notes.txt: signed off").await;
@@ -171,13 +145,7 @@ async fn write_file_waits_for_approval_then_really_writes() {
     );
     assert!(!written.exists(), "nothing runs before the decision");
 
-    let resumed = decide(
-        &app,
-        &paused,
-        json!({"decision_type": "approve"}),
-        "Approved",
-    )
-    .await;
+    let resumed = decide_paused(&app, &paused, json!({"decision_type": "approve"})).await;
     assert_eq!(states(&resumed).last().unwrap(), "completed");
     assert_eq!(responses(&resumed)[0]["response"]["isError"], false);
     assert_eq!(std::fs::read_to_string(&written).unwrap(), "signed off");
@@ -187,12 +155,12 @@ async fn write_file_waits_for_approval_then_really_writes() {
 #[tokio::test]
 async fn rejected_write_leaves_no_file() {
     let folder = shared_folder();
-    let app = spawn_with_agents(&filesystem_agent(folder.path())).await;
+    let app = spawn_with_agents(&filesystem_agent(folder.path()), |_| {}).await;
 
     let paused = say(&app, "write secret.txt: do not").await;
     assert_eq!(states(&paused).last().unwrap(), "input-required");
     let data = json!({"decision_type": "deny", "reason": "not today"});
-    let resumed = decide(&app, &paused, data, "Rejected: not today").await;
+    let resumed = decide_paused(&app, &paused, data).await;
     assert_eq!(states(&resumed).last().unwrap(), "completed");
     assert_eq!(
         responses(&resumed)[0]["response"],
@@ -206,7 +174,7 @@ async fn rejected_write_leaves_no_file() {
 #[tokio::test]
 async fn a_killed_stdio_server_fails_the_call_clearly_then_reconnects() {
     let folder = shared_folder();
-    let app = spawn_with_agents(&filesystem_agent(folder.path())).await;
+    let app = spawn_with_agents(&filesystem_agent(folder.path()), |_| {}).await;
     let first = say(&app, "read readme.txt").await;
     assert_eq!(text_of(&responses(&first)[0]), "MCP says hello");
     let pid_file = folder.path().join("server.pid");
@@ -215,27 +183,29 @@ async fn a_killed_stdio_server_fails_the_call_clearly_then_reconnects() {
         .trim()
         .to_owned();
 
-    // Freeze the server so the next call is surely in flight when it dies.
-    signal("-STOP", &pid);
-    let body = request(
-        "message/stream",
-        json!({"message": message_v03("read readme.txt", None, None)}),
-    );
-    let mut stream = app.open_stream(None, None, body).await;
-    let mut events = Vec::new();
-    while let Some(event) = stream.next().await {
-        let is_call = !data_parts(&[event["result"].clone()], "function_call").is_empty();
-        events.push(event);
-        if is_call {
-            break;
-        }
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Reading a FIFO that nobody writes to keeps the server inside the call; opening the FIFO's
+    // other end returns once the server has opened it, so the call is surely in flight. The
+    // writer stays open until the server is dead, so the read never ends on its own.
+    let fifo = folder.path().join("held.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let (opened, writer) = tokio::sync::oneshot::channel();
+    // A plain thread: if the server never opens the FIFO, this open never returns, and the test
+    // fails below without waiting for it.
+    std::thread::spawn(move || {
+        let _ = opened.send(std::fs::OpenOptions::new().write(true).open(&fifo));
+    });
+    let stream = say_live(&app, "read held.fifo").await;
+    let writer = within("the MCP server to be reading held.fifo", writer)
+        .await
+        .unwrap()
+        .unwrap();
     signal("-KILL", &pid);
-    while let Some(event) = stream.next().await {
-        events.push(event);
-    }
-    let crashed = results(&events);
+    let crashed = results(&stream.collect().await);
+    drop(writer);
     assert_eq!(
         states(&crashed).last().unwrap(),
         "completed",
@@ -289,16 +259,13 @@ impl PythonServer {
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        for _ in 0..600 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .is_ok()
-            {
-                return PythonServer { child, port };
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("the Python MCP test server did not listen on port {port} within 30 s");
+        let listening = format!("the Python MCP test server to listen on port {port}");
+        eventually(&listening, || async {
+            let connected = tokio::net::TcpStream::connect(("127.0.0.1", port)).await;
+            connected.ok().map(drop)
+        })
+        .await;
+        PythonServer { child, port }
     }
 
     async fn stop(mut self) {
@@ -330,7 +297,7 @@ timeout_secs = 2
 #[tokio::test]
 async fn streamable_http_tools_through_the_agent_with_clear_failures() {
     let server = PythonServer::start(free_port(), "streamable-http").await;
-    let app = spawn_with_agents(&http_agent(server.port, "streamable_http", "mcp")).await;
+    let app = spawn_with_agents(&http_agent(server.port, "streamable_http", "mcp"), |_| {}).await;
 
     let read = say(&app, "read remote.txt").await;
     assert_eq!(states(&read).last().unwrap(), "completed");
@@ -376,7 +343,7 @@ async fn streamable_http_tools_through_the_agent_with_clear_failures() {
 #[tokio::test]
 async fn legacy_sse_tools_through_the_agent() {
     let server = PythonServer::start(free_port(), "sse").await;
-    let app = spawn_with_agents(&http_agent(server.port, "sse", "sse")).await;
+    let app = spawn_with_agents(&http_agent(server.port, "sse", "sse"), |_| {}).await;
     let read = say(&app, "read remote.txt").await;
     assert_eq!(
         text_of(&responses(&read)[0]),
@@ -394,21 +361,12 @@ async fn a_server_down_at_start_leaves_other_agents_serving_and_joins_when_up() 
         "{}\n[[agents]]\nname = \"other\"\n[[agents.tools]]\nkind = \"builtin_files\"\n",
         http_agent(port, "streamable_http", "mcp")
     );
-    let app = spawn_with_agents(&agents).await;
+    let app = spawn_with_agents(&agents, |_| {}).await;
 
     // The other agent serves.
-    let body = request(
-        "message/stream",
-        json!({"message": message_v03("list files", None, None)}),
-    );
-    let response = app
-        .client
-        .post(format!("{}/api/a2a/default/other", app.base))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
+    let message = message_v03("list files", None, None);
+    let listed = send_stream(&app, "/api/a2a/default/other", message).await;
+    assert_eq!(states(&listed).last().unwrap(), "completed");
     // The MCP agent reports its source unavailable, and its chat ends (no tool, no hang).
     let (_, agents) = app.get("/api/agents").await;
     let demo = &agents["agents"][0];
@@ -427,22 +385,16 @@ async fn a_server_down_at_start_leaves_other_agents_serving_and_joins_when_up() 
 
     // Once the server is up, a reconnect (with backoff) brings its tools in.
     let server = PythonServer::start(port, "streamable-http").await;
-    let mut joined = false;
-    for _ in 0..120 {
-        let (_, agents) = app.get("/api/agents").await;
-        if agents["agents"][0]["tools"]
-            .as_array()
-            .is_some_and(|tools| !tools.is_empty())
-        {
-            joined = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    assert!(
-        joined,
-        "the tools of the MCP server appear within 30 s of it starting"
-    );
+    let served = &app;
+    eventually(
+        "the MCP server's tools to join the agent",
+        move || async move {
+            let (_, agents) = served.get("/api/agents").await;
+            let tools = agents["agents"][0]["tools"].as_array().cloned();
+            tools.filter(|tools| !tools.is_empty()).map(drop)
+        },
+    )
+    .await;
     let read = say(&app, "read remote.txt").await;
     assert_eq!(text_of(&responses(&read)[0]), "served over HTTP");
     app.stop().await;
@@ -452,17 +404,11 @@ async fn a_server_down_at_start_leaves_other_agents_serving_and_joins_when_up() 
 /// Starts a server on `agents` and returns the error it stops with.
 async fn load_error(agents: &str) -> String {
     let data_dir = tempfile::tempdir().unwrap();
-    let file = data_dir.path().join("agents.toml");
-    std::fs::write(&file, agents).unwrap();
     let mut config = signoff_server::Config::new(data_dir.path());
-    config.agents_file = Some(file);
+    config.agents_file = Some(write_agents(data_dir.path(), agents));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let outcome = tokio::time::timeout(
-        Duration::from_secs(60),
-        signoff_server::run(listener, config, std::future::pending::<()>()),
-    )
-    .await
-    .expect("a refused agents file stops the server at once");
+    let run = signoff_server::run(listener, config, std::future::pending::<()>());
+    let outcome = within("a refused agents file to stop the server", run).await;
     outcome.unwrap_err().to_string()
 }
 
@@ -502,7 +448,7 @@ async fn misfits_are_refused_at_load_naming_the_offender() {
         "{}[[agents.tools]]\nkind = \"builtin_files\"\n",
         source("prefix = \"fs_\"")
     );
-    let app = spawn_with_agents(&prefixed).await;
+    let app = spawn_with_agents(&prefixed, |_| {}).await;
     let (_, agents) = app.get("/api/agents").await;
     let names: Vec<String> = agents["agents"][0]["tools"]
         .as_array()

@@ -3,6 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod stub;
+// Shared by every test crate; each uses part of it.
+#[allow(dead_code, unused_imports)]
+#[path = "../support/mod.rs"]
 mod support;
 
 mod openai;

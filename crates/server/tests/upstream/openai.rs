@@ -15,7 +15,11 @@ use signoff_server::agent::openai::{OpenAiConfig, OpenAiModel};
 use signoff_server::agent::tools::{error_result, text_result, ToolSpec};
 use tokio::sync::oneshot;
 
-use crate::support::{fixture, held_sse, json_response, spawn_app, sse, within, Stub};
+use crate::stub::{fixture, held_sse, json_response, sse, Stub};
+use crate::support::{
+    answer_text, context_id, data_parts, decision, message_v03, send_stream, spawn_with_agents,
+    states, task_id, within,
+};
 
 fn config(base: &str, key: Option<&str>) -> OpenAiConfig {
     OpenAiConfig {
@@ -356,6 +360,9 @@ async fn dropping_the_stream_aborts_the_request() {
 
 // ---- a whole agent on this model, through the A2A endpoint --------------------------------------
 
+/// The A2A endpoint of the agent `agents_toml` declares.
+const GPT: &str = "/api/a2a/default/gpt";
+
 fn agents_toml(base: &str) -> String {
     format!(
         r#"
@@ -373,62 +380,6 @@ require_approval = ["write_file", "delete_file"]
     )
 }
 
-/// The `result` of each v0.3 event, asserting none is an error.
-fn results(events: &[Value]) -> Vec<Value> {
-    events
-        .iter()
-        .map(|event| {
-            assert!(event.get("error").is_none(), "unexpected error {event}");
-            event["result"].clone()
-        })
-        .collect()
-}
-
-fn states(results: &[Value]) -> Vec<String> {
-    results
-        .iter()
-        .filter(|result| result["kind"] == "status-update")
-        .map(|result| result["status"]["state"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-fn answer(results: &[Value]) -> String {
-    results
-        .iter()
-        .filter(|result| result["kind"] == "artifact-update")
-        .flat_map(|result| result["artifact"]["parts"].as_array().unwrap().clone())
-        .filter_map(|part| part["text"].as_str().map(str::to_owned))
-        .collect()
-}
-
-fn data_parts(results: &[Value], kind: &str) -> Vec<Value> {
-    results
-        .iter()
-        .filter(|result| result["kind"] == "status-update")
-        .filter_map(|result| result["status"]["message"]["parts"].as_array().cloned())
-        .flatten()
-        .filter(|part| part["metadata"]["kagent_type"] == kind)
-        .map(|part| part["data"].clone())
-        .collect()
-}
-
-fn stream_request(
-    id: &str,
-    parts: Value,
-    task_id: Option<&str>,
-    context_id: Option<&str>,
-) -> Value {
-    let mut message = json!({"kind": "message", "messageId": format!("m-{id}"), "role": "user",
-                             "parts": parts});
-    if let Some(task_id) = task_id {
-        message["taskId"] = json!(task_id);
-    }
-    if let Some(context_id) = context_id {
-        message["contextId"] = json!(context_id);
-    }
-    json!({"jsonrpc": "2.0", "id": id, "method": "message/stream", "params": {"message": message}})
-}
-
 #[tokio::test]
 async fn an_agent_answers_pauses_for_approval_and_resumes_on_this_model() {
     let replies = Mutex::new(VecDeque::from([
@@ -441,20 +392,16 @@ async fn an_agent_answers_pauses_for_approval_and_resumes_on_this_model() {
         None => json_response(500, &json!({"error": "no more scripted answers"})),
     })
     .await;
-    let app = spawn_app(&agents_toml(&stub.base), |_| {}).await;
-    let endpoint = "/api/a2a/default/gpt";
+    let app = spawn_with_agents(&agents_toml(&stub.base), |_| {}).await;
+    let say = |text: &str, context: Option<&str>| {
+        send_stream(&app, GPT, message_v03(text, None, context))
+    };
 
     // 1. A plain answer, streamed, with the model's token counts.
-    let first = results(
-        &app.stream(
-            endpoint,
-            &stream_request("1", json!([{"kind": "text", "text": "hi"}]), None, None),
-        )
-        .await,
-    );
+    let first = say("hi", None).await;
     assert_eq!(states(&first), ["submitted", "working", "completed"]);
     assert_eq!(
-        answer(&first),
+        answer_text(&first),
         "Hello! I can list, read, write and delete files in your sandbox."
     );
     let last = first.last().unwrap();
@@ -462,21 +409,10 @@ async fn an_agent_answers_pauses_for_approval_and_resumes_on_this_model() {
         last["metadata"]["kagent_usage_metadata"],
         json!({"promptTokenCount": 212, "candidatesTokenCount": 14, "totalTokenCount": 226})
     );
-    let context_id = last["contextId"].as_str().unwrap().to_owned();
+    let context = context_id(&first);
 
     // 2. Two parallel calls: read_file runs, write_file waits for a person.
-    let second = results(
-        &app.stream(
-            endpoint,
-            &stream_request(
-                "2",
-                json!([{"kind": "text", "text": "write notes.txt and read readme.txt"}]),
-                None,
-                Some(&context_id),
-            ),
-        )
-        .await,
-    );
+    let second = say("write notes.txt and read readme.txt", Some(&context)).await;
     assert_eq!(states(&second).last().unwrap(), "input-required");
     let calls = data_parts(&second, "function_call");
     assert_eq!(
@@ -500,24 +436,15 @@ async fn an_agent_answers_pauses_for_approval_and_resumes_on_this_model() {
         !app.sandbox().join("notes.txt").exists(),
         "nothing written before approval"
     );
-    let task_id = second[0]["taskId"].as_str().unwrap().to_owned();
+    let task = task_id(&second);
 
     // 3. Approved with edited arguments: the edited call runs, the model hears about it.
-    let decision = json!([
-        {"kind": "data", "data": {"decision_type": "approve",
-          "modified_args": {"call_Wq7dNn2sF1xKpR3tYbLc9vEa": {"path": "notes.txt", "content": "edited"}}}},
-        {"kind": "text", "text": "Approved"}
-    ]);
-    let third = results(
-        &app.stream(
-            endpoint,
-            &stream_request("3", decision, Some(&task_id), Some(&context_id)),
-        )
-        .await,
-    );
+    let data = json!({"decision_type": "approve",
+          "modified_args": {"call_Wq7dNn2sF1xKpR3tYbLc9vEa": {"path": "notes.txt", "content": "edited"}}});
+    let third = send_stream(&app, GPT, decision(&task, &context, data)).await;
     assert_eq!(states(&third).last().unwrap(), "completed");
     assert_eq!(
-        answer(&third),
+        answer_text(&third),
         "I wrote notes.txt (with the content you chose) and read readme.txt: it welcomes you to \
          the sandbox."
     );
@@ -607,14 +534,8 @@ async fn a_refusing_endpoint_fails_the_task_with_a_clear_message() {
         )
     })
     .await;
-    let app = spawn_app(&agents_toml(&stub.base), |_| {}).await;
-    let events = results(
-        &app.stream(
-            "/api/a2a/default/gpt",
-            &stream_request("1", json!([{"kind": "text", "text": "hi"}]), None, None),
-        )
-        .await,
-    );
+    let app = spawn_with_agents(&agents_toml(&stub.base), |_| {}).await;
+    let events = send_stream(&app, GPT, message_v03("hi", None, None)).await;
     assert_eq!(states(&events).last().unwrap(), "failed");
     let last = events.last().unwrap();
     let text = last["status"]["message"]["parts"][0]["text"]

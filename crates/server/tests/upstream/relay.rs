@@ -9,10 +9,8 @@ use serde_json::{json, Value};
 use signoff_server::AuthMode;
 use tokio::sync::oneshot;
 
-use crate::support::{
-    fixture, gated_sse, held_sse, json_response, spawn_app, sse, sse_payloads, within, Recorded,
-    Stub, TestApp,
-};
+use crate::stub::{fixture, gated_sse, held_sse, json_response, sse, Recorded, Stub};
+use crate::support::{spawn_with_agents, sse_payloads, within, TestApp};
 
 const REMOTE_PATH: &str = "/api/a2a/harness/hitl_harness/";
 const RELAY: &str = "/api/a2a/kagent/hitl";
@@ -71,13 +69,23 @@ fn kagent_runtime(request: &Recorded) -> axum::response::Response {
 }
 
 async fn with_tokens(remote_base: &str) -> TestApp {
-    spawn_app(&agents_toml(remote_base, ""), |config| {
+    spawn_with_agents(&agents_toml(remote_base, ""), |config| {
         config.auth = AuthMode::Tokens;
         config.tokens = vec!["tok-alice=alice".into()];
     })
     .await
 }
 
+/// Sends kagent's recorded request of `scenario` through the relay, as it is.
+async fn relay(app: &TestApp, scenario: &str) -> reqwest::Response {
+    app.post(RELAY)
+        .body(kagent(&format!("{scenario}.request.json")))
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Sends `body` through the relay as alice.
 async fn post_raw(app: &TestApp, body: Vec<u8>) -> reqwest::Response {
     app.post(RELAY)
         .bearer_auth("tok-alice")
@@ -162,13 +170,8 @@ async fn streams_as_the_remote_sends_without_buffering() {
         gated_sse(first, rest, gate)
     })
     .await;
-    let app = spawn_app(&agents_toml(&stub.base, ""), |_| {}).await;
-    let response = app
-        .post(RELAY)
-        .body(kagent("c1_interrupt.request.json"))
-        .send()
-        .await
-        .unwrap();
+    let app = spawn_with_agents(&agents_toml(&stub.base, ""), |_| {}).await;
+    let response = relay(&app, "c1_interrupt").await;
     let mut body = response.bytes_stream();
     let mut received = Vec::new();
     // The remote holds the rest back until we have seen its first event through the relay.
@@ -191,7 +194,7 @@ async fn streams_as_the_remote_sends_without_buffering() {
 #[tokio::test]
 async fn lists_the_remote_agent_and_relays_its_card_pointing_at_us() {
     let stub = Stub::start(kagent_runtime).await;
-    let app = spawn_app(&agents_toml(&stub.base, ""), |_| {}).await;
+    let app = spawn_with_agents(&agents_toml(&stub.base, ""), |_| {}).await;
 
     let (status, card) = app
         .get(&format!("{RELAY}/.well-known/agent-card.json"))
@@ -239,16 +242,11 @@ async fn a_remote_that_is_down_gets_a_clear_error() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
-    let app = spawn_app(&agents_toml(&format!("http://{addr}"), ""), |_| {}).await;
+    let app = spawn_with_agents(&agents_toml(&format!("http://{addr}"), ""), |_| {}).await;
     let expected = format!("the remote agent at {addr} is unreachable");
 
     // A streaming call gets the error as its stream's one event.
-    let response = app
-        .post(RELAY)
-        .body(kagent("a_plain_text.request.json"))
-        .send()
-        .await
-        .unwrap();
+    let response = relay(&app, "a_plain_text").await;
     assert_eq!(response.status(), 200);
     assert!(response.headers()["content-type"]
         .to_str()
@@ -292,7 +290,7 @@ async fn a_remote_error_status_becomes_a_json_rpc_error() {
     let stub =
         Stub::start(|_| json_response(503, &json!({"detail": "upstream exploded at line 42"})))
             .await;
-    let app = spawn_app(&agents_toml(&stub.base, ""), |_| {}).await;
+    let app = spawn_with_agents(&agents_toml(&stub.base, ""), |_| {}).await;
     let response = app
         .post(RELAY)
         .json(&json!({"jsonrpc": "2.0", "id": "x", "method": "tasks/get", "params": {"id": "t"}}))
@@ -308,8 +306,18 @@ async fn a_remote_error_status_becomes_a_json_rpc_error() {
     app.stop().await;
 }
 
-#[tokio::test]
-async fn a_silent_remote_stream_ends_with_an_error_event_and_is_closed() {
+/// A remote that sends the first event of c1 and then nothing, ever; our server relaying to it
+/// (`extra` goes into its `remote` table) has sent it c1's request. Also returns that first
+/// event and what fires when the remote's connection closes.
+async fn silent_remote(
+    extra: &str,
+) -> (
+    Stub,
+    TestApp,
+    String,
+    reqwest::Response,
+    oneshot::Receiver<()>,
+) {
     let recorded = String::from_utf8(kagent("c1_interrupt.sse")).unwrap();
     let first: String = recorded.split_inclusive("\r\n\r\n").take(1).collect();
     let (dropped, was_dropped) = oneshot::channel();
@@ -322,13 +330,14 @@ async fn a_silent_remote_stream_ends_with_an_error_event_and_is_closed() {
         )
     })
     .await;
-    let app = spawn_app(&agents_toml(&stub.base, ", idle_timeout_secs = 1"), |_| {}).await;
-    let response = app
-        .post(RELAY)
-        .body(kagent("c1_interrupt.request.json"))
-        .send()
-        .await
-        .unwrap();
+    let app = spawn_with_agents(&agents_toml(&stub.base, extra), |_| {}).await;
+    let response = relay(&app, "c1_interrupt").await;
+    (stub, app, first, response, was_dropped)
+}
+
+#[tokio::test]
+async fn a_silent_remote_stream_ends_with_an_error_event_and_is_closed() {
+    let (stub, app, first, response, was_dropped) = silent_remote(", idle_timeout_secs = 1").await;
     let body = within("the relayed stream", response.bytes())
         .await
         .unwrap();
@@ -345,25 +354,7 @@ async fn a_silent_remote_stream_ends_with_an_error_event_and_is_closed() {
 
 #[tokio::test]
 async fn a_client_that_goes_away_closes_the_remote_stream() {
-    let recorded = String::from_utf8(kagent("c1_interrupt.sse")).unwrap();
-    let first: String = recorded.split_inclusive("\r\n\r\n").take(1).collect();
-    let (dropped, was_dropped) = oneshot::channel();
-    let dropped = Mutex::new(Some(dropped));
-    let reply = first.clone();
-    let stub = Stub::start(move |_| {
-        held_sse(
-            reply.clone().into_bytes(),
-            dropped.lock().unwrap().take().unwrap(),
-        )
-    })
-    .await;
-    let app = spawn_app(&agents_toml(&stub.base, ""), |_| {}).await;
-    let response = app
-        .post(RELAY)
-        .body(kagent("c1_interrupt.request.json"))
-        .send()
-        .await
-        .unwrap();
+    let (_stub, app, first, response, was_dropped) = silent_remote("").await;
     let mut body = response.bytes_stream();
     let chunk = within("the first event", body.next())
         .await

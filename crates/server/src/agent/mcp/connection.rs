@@ -5,7 +5,6 @@
 //! fail at once with the last error.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,25 +22,7 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::sse::SseClientTransport;
-
-/// How to reach an MCP server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Endpoint {
-    /// A child process speaking MCP on its stdin/stdout.
-    Stdio {
-        command: String,
-        args: Vec<String>,
-        /// Added to the server's inherited environment.
-        env: Vec<(String, String)>,
-        cwd: Option<PathBuf>,
-    },
-    /// A streamable-HTTP endpoint, or a legacy HTTP+SSE one when `sse` is set.
-    Http {
-        url: String,
-        headers: Vec<(http::HeaderName, http::HeaderValue)>,
-        sse: bool,
-    },
-}
+use crate::agent::config::Endpoint;
 
 /// Delays between reconnect attempts: doubling from `FIRST_RETRY` up to `MAX_RETRY`.
 const FIRST_RETRY: Duration = Duration::from_millis(250);

@@ -1,7 +1,6 @@
 //! The audit trail: hashes of arguments, decision entries with each call's verdict and outcome,
 //! pending approvals and recent decisions.
 
-use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -9,49 +8,9 @@ use crate::store::TaskRow;
 
 use super::{Result, Runtime};
 
-/// A pending batch as `GET /api/approvals` lists it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PendingApproval {
-    pub task_id: String,
-    pub context_id: String,
-    pub agent: String,
-    pub since: String,
-    pub calls: Vec<Value>,
-}
-
-/// One call of an audited decision.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AuditCall {
-    pub id: String,
-    pub name: String,
-    pub verdict: String,
-    pub reason: Option<String>,
-    /// sha256 of the arguments as the model proposed them.
-    pub args_sha256: String,
-    /// sha256 of the arguments as run (edited ones where given); none for a call that never ran.
-    pub run_args_sha256: Option<String>,
-    pub edited: bool,
-    /// The call's result once it has run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
-}
-
-/// One decision of the audit trail.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AuditEntry {
-    pub task_id: String,
-    pub context_id: String,
-    pub agent: String,
-    pub decided_by: String,
-    pub decided_at: String,
-    pub channel: String,
-    pub summary: String,
-    pub decision: Value,
-    pub calls: Vec<AuditCall>,
-}
+/// Pending batches and audit entries as `GET /api/approvals` lists them: the REST contract's
+/// types (docs/rest.md, Approvals).
+pub use signoff_protocol::rest::{AuditCall, AuditEntry, PendingApproval};
 
 /// The sha256 of a JSON value (keys sorted, so equal arguments hash equally).
 pub fn args_sha256(args: &Value) -> String {
@@ -113,7 +72,7 @@ impl Runtime {
             agent: task.agent.clone(),
             decided_by: decision.user_id,
             decided_at: decision.decided_at,
-            channel: decision.channel,
+            channel: decision.channel.as_str().to_owned(),
             summary: decision.summary,
             decision: decision.decision,
             calls: calls
@@ -122,7 +81,10 @@ impl Runtime {
                 .map(|call| AuditCall {
                     id: call.call_id.clone(),
                     name: call.name.clone(),
-                    verdict: call.verdict.clone().unwrap_or_default(),
+                    verdict: call
+                        .verdict
+                        .map(|verdict| verdict.as_str().to_owned())
+                        .unwrap_or_default(),
                     reason: call.reason.clone(),
                     args_sha256: call.args_sha256.clone(),
                     run_args_sha256: call.run_args_sha256.clone(),

@@ -10,12 +10,15 @@ use signoff_protocol::hitl::{self, ActionRequest, Decision, Dialect, Verdict};
 use signoff_protocol::{Message, Part, Role, Task, TaskState};
 
 use crate::agent::model::ChatMessage;
-use crate::agent::view::{self, parse_state, state_name};
-use crate::store::{CallStatus, CallVerdict, Commit, DecisionWrite, Guard, StoreError, TaskRow};
+use crate::agent::view::{self};
+use crate::store::{
+    task_state_text, BatchState, CallStatus, CallVerdict, Channel, Commit, DecisionWrite, Guard,
+    StoreError, TaskRow, Verdict as StoredVerdict,
+};
 
 use super::audit::args_sha256;
 use super::transcript::*;
-use super::{Accepted, Agent, AgentError, Channel, Result, Runtime};
+use super::{Accepted, Agent, AgentError, Result, Runtime};
 
 impl Runtime {
     // ---- messages --------------------------------------------------------------------------
@@ -96,7 +99,7 @@ impl Runtime {
             context_id,
             user_id: user.to_owned(),
             agent: agent.key(),
-            state: state_name(TaskState::Submitted).to_owned(),
+            state: TaskState::Submitted,
             transcript: transcript_value(&transcript)?,
             last_seq: 0,
             created_at: now.clone(),
@@ -136,17 +139,17 @@ impl Runtime {
                 )));
             }
         }
-        let state = parse_state(&row.state).unwrap_or(TaskState::Failed);
+        let state = row.state;
         if state != TaskState::InputRequired {
             return Err(AgentError::InvalidParams(if state.is_terminal() {
                 format!(
                     "task {task_id} is {} and takes no more messages; send a message without taskId to start a new task",
-                    row.state
+                    task_state_text(row.state)
                 )
             } else {
                 format!(
                     "task {task_id} is {} and is not waiting for input",
-                    row.state
+                    task_state_text(row.state)
                 )
             }));
         }
@@ -184,7 +187,7 @@ impl Runtime {
         let batch = self.store.pending_batch(task_id).await?.ok_or_else(|| {
             AgentError::NotPaused(format!(
                 "task {task_id} is {} and waits for no decision",
-                row.state
+                task_state_text(row.state)
             ))
         })?;
         let accepted = self
@@ -227,7 +230,7 @@ impl Runtime {
                     CallVerdict {
                         call_id: call.request.id.clone(),
                         status: CallStatus::Approved,
-                        verdict: "approve".into(),
+                        verdict: StoredVerdict::Approve,
                         reason: None,
                         run_args_sha256: Some(args_sha256(&run_args)),
                         run_args: Some(run_args),
@@ -236,7 +239,7 @@ impl Runtime {
                 Verdict::Deny => CallVerdict {
                     call_id: call.request.id.clone(),
                     status: CallStatus::Rejected,
-                    verdict: "deny".into(),
+                    verdict: StoredVerdict::Deny,
                     reason: call.reason.clone(),
                     run_args: None,
                     run_args_sha256: None,
@@ -247,12 +250,12 @@ impl Runtime {
         let write = DecisionWrite {
             batch_id: batch.id,
             user_id: user.to_owned(),
-            channel: channel.as_str().to_owned(),
+            channel,
             decision: decision.to_data(Dialect::Native),
             summary: decision.summary(),
             verdicts,
-            batch_state: "decided".into(),
-            task_state: state_name(TaskState::Working).into(),
+            batch_state: BatchState::Decided,
+            task_state: TaskState::Working,
             events: vec![Self::encode(&working)],
         };
         let after_seq = row.last_seq;
@@ -321,11 +324,11 @@ impl Runtime {
             Err(AgentError::Forbidden(id)) => return Err(AgentError::TaskNotFound(id)),
             Err(err) => return Err(err),
         };
-        let state = parse_state(&row.state).unwrap_or(TaskState::Failed);
+        let state = row.state;
         if state.is_terminal() {
             return Err(AgentError::NotCancelable {
                 id: task_id.to_owned(),
-                state: row.state,
+                state: task_state_text(row.state).to_owned(),
             });
         }
         let message = view::agent_message(
@@ -351,7 +354,7 @@ impl Runtime {
                 .map(|call| CallVerdict {
                     call_id: call.call_id,
                     status: CallStatus::Canceled,
-                    verdict: "cancel".into(),
+                    verdict: StoredVerdict::Cancel,
                     reason: Some("the task was canceled".into()),
                     run_args: None,
                     run_args_sha256: None,
@@ -360,12 +363,12 @@ impl Runtime {
             let write = DecisionWrite {
                 batch_id: batch.id,
                 user_id: user.to_owned(),
-                channel: "cancel".into(),
+                channel: Channel::Cancel,
                 decision: json!({"decision_type": "cancel"}),
                 summary: "Canceled".into(),
                 verdicts,
-                batch_state: "canceled".into(),
-                task_state: state_name(TaskState::Canceled).into(),
+                batch_state: BatchState::Canceled,
+                task_state: TaskState::Canceled,
                 events: vec![Self::encode(&canceled)],
             };
             match self.store.decide(task_id, write).await {
@@ -380,7 +383,7 @@ impl Runtime {
         }
         if !done {
             let commit = Commit {
-                state: Some(state_name(TaskState::Canceled).into()),
+                state: Some(TaskState::Canceled),
                 guard: Some(Guard::NotTerminal),
                 ..Commit::default()
             };
@@ -391,8 +394,9 @@ impl Runtime {
                         .store
                         .task(task_id)
                         .await?
-                        .map(|row| row.state)
-                        .unwrap_or_default();
+                        .map(|row| task_state_text(row.state))
+                        .unwrap_or("gone")
+                        .to_owned();
                     return Err(AgentError::NotCancelable {
                         id: task_id.to_owned(),
                         state: current,

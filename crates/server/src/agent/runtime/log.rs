@@ -6,14 +6,22 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use signoff_protocol::codec;
-use signoff_protocol::{ProtocolVersion, StreamEvent, Task};
+use signoff_protocol::{StreamEvent, Task};
 use tokio::sync::watch;
 use tokio_stream::wrappers::ReceiverStream;
 
-use crate::agent::view::{self};
-use crate::store::{Commit, NewEvent};
+use crate::agent::view;
+use crate::store::{Commit, NewEvent, EVENT_LOG_VERSION};
 
 use super::{AgentError, Result, Runtime, DELETED};
+
+/// An event of the log, as announced.
+fn decode_stored(text: &str) -> Result<StreamEvent> {
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|err| AgentError::Internal(format!("stored event: {err}")))?;
+    codec::decode_event(EVENT_LOG_VERSION, &value)
+        .map_err(|err| AgentError::Internal(format!("stored event: {err}")))
+}
 
 impl Runtime {
     // ---- the event log ---------------------------------------------------------------------
@@ -26,7 +34,7 @@ impl Runtime {
             }
         };
         NewEvent {
-            event: codec::encode_event(ProtocolVersion::V0_3, event),
+            event: codec::encode_event(EVENT_LOG_VERSION, event).to_string(),
             is_final,
         }
     }
@@ -81,9 +89,7 @@ impl Runtime {
             let Some(last) = events.last() else { break };
             seq = last.seq;
             for event in &events {
-                let decoded = codec::decode_event(ProtocolVersion::V0_3, &event.event)
-                    .map_err(|err| AgentError::Internal(format!("stored event: {err}")))?;
-                view::apply(&mut task, &decoded);
+                view::apply(&mut task, &decode_stored(&event.event)?);
             }
         }
         let audit = self.audit(&row).await?;
@@ -120,8 +126,7 @@ impl Runtime {
                 let full_page = events.len() == 500;
                 for event in events {
                     seq = event.seq;
-                    let decoded = codec::decode_event(ProtocolVersion::V0_3, &event.event)
-                        .map_err(|err| AgentError::Internal(format!("stored event: {err}")));
+                    let decoded = decode_stored(&event.event);
                     if sender.send(decoded).await.is_err() {
                         return;
                     }

@@ -14,6 +14,7 @@ mod reads;
 mod runner;
 mod transcript;
 
+pub use crate::store::Channel;
 pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
 pub use reads::Session;
 
@@ -70,9 +71,12 @@ impl From<StoreError> for AgentError {
         match err {
             StoreError::Conflict(_) => AgentError::TaskEnded,
             StoreError::Db(_)
-            | StoreError::Migrate(_)
+            | StoreError::Open(_)
             | StoreError::Json(_)
-            | StoreError::NotFound => AgentError::Store(err),
+            | StoreError::Corrupt(_)
+            | StoreError::NotFound
+            | StoreError::Commit(_)
+            | StoreError::Closed => AgentError::Store(err),
         }
     }
 }
@@ -130,26 +134,6 @@ impl Default for Limits {
             max_message_bytes: Limits::DEFAULT_MESSAGE_BYTES,
             max_reason_bytes: Limits::DEFAULT_REASON_BYTES,
             max_tool_calls_per_turn: Limits::DEFAULT_TOOL_CALLS_PER_TURN,
-        }
-    }
-}
-
-/// Through which surface a decision came (kept in the audit trail).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Channel {
-    /// A decision DataPart in an A2A message.
-    A2a,
-    /// Approve or reject words in an A2A message.
-    Text,
-    Rest,
-}
-
-impl Channel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Channel::A2a => "a2a",
-            Channel::Text => "text",
-            Channel::Rest => "rest",
         }
     }
 }

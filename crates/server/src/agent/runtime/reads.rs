@@ -1,23 +1,14 @@
 //! Reads: a user's tasks, sessions and task lists, with ownership checks.
 
-use serde::Serialize;
 use signoff_protocol::{ListTasksParams, ListTasksResult, Task};
 
-use crate::agent::view::{self, state_name};
+use crate::agent::view::{self};
 use crate::store::TaskRow;
 
 use super::{AgentError, Result, Runtime, DELETED};
 
-/// A session as the API lists it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Session {
-    pub id: String,
-    pub agent: String,
-    pub title: String,
-    pub created_at: String,
-    pub updated_at: String,
-}
+/// A session as the API lists it: the REST contract's type (docs/rest.md, Sessions).
+pub use signoff_protocol::rest::Session;
 
 impl Runtime {
     // ---- access ----------------------------------------------------------------------------
@@ -67,13 +58,12 @@ impl Runtime {
                 AgentError::InvalidParams(format!("pageToken {token:?} is not one we issued"))
             })?,
         };
-        let state = params.status.map(state_name);
         let (rows, total) = self
             .store
             .list_tasks(
                 user,
                 params.context_id.as_deref(),
-                state,
+                params.status,
                 offset,
                 i64::from(page_size),
             )

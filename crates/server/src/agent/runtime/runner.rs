@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::model::{ChatMessage, ModelError, ModelEvent, ModelRequest, ModelToolCall};
 use crate::agent::tools::error_result;
-use crate::agent::view::{self, parse_state, state_name};
+use crate::agent::view::{self};
 use crate::store::{CallStatus, CallUpdate, Commit, Guard, NewCall};
 
 use super::audit::args_sha256;
@@ -104,7 +104,7 @@ impl Runtime {
             None,
         );
         let commit = Commit {
-            state: Some(state_name(TaskState::Failed).into()),
+            state: Some(TaskState::Failed),
             guard: Some(Guard::NotTerminal),
             ..Commit::default()
         };
@@ -124,7 +124,7 @@ impl Runtime {
             .task(task_id)
             .await?
             .ok_or_else(|| AgentError::TaskNotFound(task_id.to_owned()))?;
-        let state = parse_state(&row.state).unwrap_or(TaskState::Failed);
+        let state = row.state;
         if !matches!(state, TaskState::Submitted | TaskState::Working) {
             return Ok(());
         }
@@ -143,7 +143,7 @@ impl Runtime {
         if state == TaskState::Submitted {
             let working = view::status_event(&task_id, &context_id, TaskState::Working, None, None);
             let commit = Commit {
-                state: Some(state_name(TaskState::Working).into()),
+                state: Some(TaskState::Working),
                 guard: Some(Guard::NotTerminal),
                 ..Commit::default()
             };
@@ -200,7 +200,7 @@ impl Runtime {
                     Some(metadata),
                 );
                 let commit = Commit {
-                    state: Some(state_name(TaskState::Completed).into()),
+                    state: Some(TaskState::Completed),
                     transcript: Some(transcript_value(&transcript)?),
                     guard: Some(Guard::NotTerminal),
                     ..Commit::default()
@@ -518,7 +518,7 @@ impl Runtime {
             Some(metadata),
         );
         let commit = Commit {
-            state: Some(state_name(TaskState::InputRequired).into()),
+            state: Some(TaskState::InputRequired),
             new_batch: Some(Value::Array(
                 requests.iter().map(ActionRequest::to_value).collect(),
             )),

@@ -164,7 +164,7 @@ mod tests {
             context_id: "c".into(),
             user_id: "u".into(),
             agent: "a/b".into(),
-            state: "working".into(),
+            state: signoff_protocol::TaskState::Working,
             transcript: value,
             last_seq: 0,
             created_at: String::new(),

@@ -1,7 +1,6 @@
 //! A scriptable loopback HTTP server standing in for an upstream (an OpenAI-compatible endpoint,
-//! a remote A2A agent), and `spawn_app` for our server with a given agents file.
+//! a remote A2A agent), and the answers it gives.
 
-use std::future::Future;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,7 +11,6 @@ use axum::http::{HeaderMap, Method};
 use axum::response::Response;
 use futures_util::StreamExt;
 use serde_json::Value;
-use signoff_server::Config;
 use tokio::sync::oneshot;
 
 /// One request the stub received.
@@ -119,6 +117,8 @@ fn sse_response(body: Body) -> Response {
 pub fn sse(bytes: Vec<u8>) -> Response {
     let chunks = pieces(&bytes, 173);
     let body = futures_util::stream::iter(chunks).then(|chunk| async move {
+        // Not a wait for anything: the pause is what makes each piece its own write, so the
+        // reader meets chunk boundaries inside lines and characters (what is under test).
         tokio::time::sleep(Duration::from_millis(1)).await;
         Ok::<Bytes, std::io::Error>(chunk)
     });
@@ -168,98 +168,4 @@ pub fn held_sse(first: Vec<u8>, dropped: oneshot::Sender<()>) -> Response {
         Ok::<Bytes, std::io::Error>(Bytes::new())
     });
     sse_response(Body::from_stream(first.chain(never)))
-}
-
-/// Waits for `receiver` at most 30 s (a guard against a hung test, not a timing assertion).
-pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
-    match tokio::time::timeout(Duration::from_secs(30), future).await {
-        Ok(value) => value,
-        Err(_) => panic!("{what}: nothing within 30 s"),
-    }
-}
-
-pub struct TestApp {
-    pub base: String,
-    pub client: reqwest::Client,
-    pub data_dir: tempfile::TempDir,
-    shutdown: Option<oneshot::Sender<()>>,
-    server: Option<tokio::task::JoinHandle<Result<(), signoff_server::ServerError>>>,
-}
-
-/// Our server with `agents_toml` as its agents file, a fresh data folder, on port 0.
-pub async fn spawn_app(agents_toml: &str, configure: impl FnOnce(&mut Config)) -> TestApp {
-    let data_dir = tempfile::tempdir().unwrap();
-    let agents = data_dir.path().join("agents.toml");
-    std::fs::write(&agents, agents_toml).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let mut config = Config::new(data_dir.path());
-    config.agents_file = Some(agents);
-    configure(&mut config);
-    let (sender, receiver) = oneshot::channel::<()>();
-    let server = tokio::spawn(signoff_server::run(listener, config, async move {
-        let _ = receiver.await;
-    }));
-    TestApp {
-        base: format!("http://{addr}"),
-        client: reqwest::Client::new(),
-        data_dir,
-        shutdown: Some(sender),
-        server: Some(server),
-    }
-}
-
-impl TestApp {
-    pub fn sandbox(&self) -> PathBuf {
-        self.data_dir.path().join("sandbox")
-    }
-
-    /// Stops the server gracefully; it must stop without an error.
-    pub async fn stop(mut self) {
-        if let Some(sender) = self.shutdown.take() {
-            let _ = sender.send(());
-        }
-        if let Some(server) = self.server.take() {
-            within("server shutdown", server).await.unwrap().unwrap();
-        }
-    }
-
-    pub fn post(&self, path: &str) -> reqwest::RequestBuilder {
-        self.client.post(format!("{}{path}", self.base))
-    }
-
-    pub async fn get(&self, path: &str) -> (u16, Value) {
-        let response = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .send()
-            .await
-            .unwrap();
-        let status = response.status().as_u16();
-        (status, response.json().await.unwrap_or(Value::Null))
-    }
-
-    /// A streaming call read to its end: every SSE `data:` payload, parsed.
-    pub async fn stream(&self, path: &str, body: &Value) -> Vec<Value> {
-        let response = self.post(path).json(body).send().await.unwrap();
-        assert_eq!(response.status(), 200);
-        let bytes = within("a stream", response.bytes()).await.unwrap();
-        sse_payloads(&bytes)
-    }
-}
-
-/// The `data:` payloads of a whole SSE body, parsed.
-pub fn sse_payloads(bytes: &[u8]) -> Vec<Value> {
-    let mut parser = signoff_protocol::sse::SseParser::new(1 << 24);
-    let mut frames = parser.feed(bytes).unwrap();
-    frames.extend(parser.finish().unwrap());
-    frames
-        .into_iter()
-        .filter_map(|frame| match frame {
-            signoff_protocol::sse::SseFrame::Event(event) => {
-                Some(serde_json::from_str(&event.data).unwrap())
-            }
-            signoff_protocol::sse::SseFrame::Done => None,
-        })
-        .collect()
 }

@@ -3,22 +3,22 @@
 //! kagent pauses with one `adk_request_confirmation` call per held tool call, wrapping the
 //! ORIGINAL call (`args.originalFunctionCall`); decisions name those original ids. Its rejected
 //! calls come back as a sentence ("Tool call was rejected by user. Reason: …").
-//! Writing decisions in kagent's terms is [`crate::hitl::Decision::to_data`] with
-//! [`Dialect::Kagent`].
+//! Writing decisions in kagent's terms is [`super::Decision::to_data`] with
+//! [`Dialect::Kagent`]. kagent's token counts and partial chunks are read here too.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use crate::hitl::{ActionRequest, ApprovalInterrupt, Dialect, FUNCTION_CALL, KAGENT_TYPE};
+use super::keys::{FUNCTION_CALL, KAGENT_TYPE, PARTIAL, USAGE_METADATA};
+use super::{ActionRequest, ApprovalInterrupt, Dialect};
 use crate::model::{Message, Metadata, Part};
 
 /// The name of ADK's confirmation call.
 pub const REQUEST_CONFIRMATION: &str = "adk_request_confirmation";
-/// Part metadata kagent sets on calls that wait for something outside the model.
-pub const IS_LONG_RUNNING: &str = "kagent_is_long_running";
-/// Event and message metadata marking a partial (token-streamed) chunk; the full text follows.
-pub const PARTIAL: &str = "kagent_adk_partial";
-/// Event metadata with token counts (`promptTokenCount`, `candidatesTokenCount`, `totalTokenCount`).
-pub const USAGE_METADATA: &str = "kagent_usage_metadata";
+
+/// The keys of the token counts inside [`USAGE_METADATA`].
+const PROMPT_TOKENS: &str = "promptTokenCount";
+const COMPLETION_TOKENS: &str = "candidatesTokenCount";
+const TOTAL_TOKENS: &str = "totalTokenCount";
 
 /// How kagent 0.10.4 words a rejected call's result, and where its reason starts.
 const REJECTION_PREFIX: &str = "Tool call was rejected by user.";
@@ -102,10 +102,54 @@ pub fn is_partial(metadata: Option<&Metadata>) -> bool {
         == Some(true)
 }
 
+/// A turn's token counts, as kagent reports them under [`USAGE_METADATA`] on the final event of
+/// a turn (docs/wire.md, A turn on the wire). Signoff's server writes the same.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenUsage {
+    pub prompt: u64,
+    pub completion: u64,
+    pub total: u64,
+}
+
+impl TokenUsage {
+    /// Counts whose total is their sum.
+    pub fn new(prompt: u64, completion: u64) -> Self {
+        TokenUsage {
+            prompt,
+            completion,
+            total: prompt + completion,
+        }
+    }
+
+    /// Event metadata holding only these counts.
+    pub fn to_metadata(&self) -> Metadata {
+        let mut metadata = Metadata::new();
+        metadata.insert(
+            USAGE_METADATA.to_owned(),
+            json!({
+                PROMPT_TOKENS: self.prompt,
+                COMPLETION_TOKENS: self.completion,
+                TOTAL_TOKENS: self.total,
+            }),
+        );
+        metadata
+    }
+
+    /// The counts in event metadata, if it has a usage entry; a count it lacks reads as 0.
+    pub fn from_metadata(metadata: Option<&Metadata>) -> Option<TokenUsage> {
+        let usage = metadata?.get(USAGE_METADATA)?;
+        let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+        Some(TokenUsage {
+            prompt: count(PROMPT_TOKENS),
+            completion: count(COMPLETION_TOKENS),
+            total: count(TOTAL_TOKENS),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn rejection_reason_is_read_from_the_sentence() {
@@ -125,5 +169,19 @@ mod tests {
         );
         check(json!({"result": "wrote 3 bytes"}), false, None);
         check(json!({"isError": false}), false, None);
+    }
+
+    #[test]
+    fn token_usage_round_trips_through_metadata() {
+        let usage = TokenUsage::new(12, 30);
+        let metadata = usage.to_metadata();
+        assert_eq!(
+            metadata.get(USAGE_METADATA),
+            Some(
+                &json!({"promptTokenCount": 12, "candidatesTokenCount": 30, "totalTokenCount": 42})
+            )
+        );
+        assert_eq!(TokenUsage::from_metadata(Some(&metadata)), Some(usage));
+        assert_eq!(TokenUsage::from_metadata(Some(&Metadata::new())), None);
     }
 }

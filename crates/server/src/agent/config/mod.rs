@@ -15,16 +15,27 @@
 //! require_approval = ["write_file", "delete_file"]
 //! ```
 //!
-//! Seams: tool sources are an enum tagged by `kind` (`builtin_files` now; `mcp_stdio` and
-//! `mcp_http` join it), models too (`scripted` now; an OpenAI-compatible one joins it), and an
-//! agent may later be `remote = { url = … }` instead of local.
+//! Tool sources are an enum tagged by `kind` (`builtin_files`; `mcp_stdio` and `mcp_http`, in
+//! the `mcp` child module), models too (`scripted`; `openai`, in `openai`); an agent may instead
+//! be `remote = { url = … }`, relayed by the HTTP layer. A `.json` file is kagent's AgentConfig
+//! (`kagent`). This module is a leaf of the agent layer: it owns every spec, and the models,
+//! tools and MCP sources built from them (`agent::build`) import it, never the other way round.
+
+mod kagent;
+mod mcp;
+mod openai;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::files::FILE_TOOLS;
+pub use mcp::{check_approval, Endpoint, HttpTransport, McpHttpSpec, McpSourceSpec, McpStdioSpec};
+pub use openai::OpenAiSpec;
+
+/// The names of the built-in file tools, in the order they are listed (`agent::files` serves
+/// them; the agents file may name only these).
+pub const FILE_TOOLS: [&str; 4] = ["list_directory", "read_file", "write_file", "delete_file"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -36,6 +47,16 @@ pub enum ConfigError {
     /// `path` is the field's path inside the file, such as `agents[0].tools[1].kind`.
     #[error("agents file: {path}: {message}")]
     Invalid { path: String, message: String },
+}
+
+impl ConfigError {
+    /// A field's value is wrong: `path` names the field, `message` says why.
+    pub fn invalid(path: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -75,9 +96,9 @@ pub enum ModelSpec {
     /// The offline, deterministic model (crates/server/README.md documents its grammar).
     #[default]
     Scripted,
-    /// An OpenAI-compatible Chat Completions endpoint (fields in `agent::openai::OpenAiSpec`).
+    /// An OpenAI-compatible Chat Completions endpoint (fields in [`OpenAiSpec`]).
     #[serde(rename = "openai")]
-    OpenAi(super::openai::OpenAiSpec),
+    OpenAi(OpenAiSpec),
 }
 
 /// Where an agent's tools come from.
@@ -99,10 +120,10 @@ pub enum ToolSourceSpec {
         #[serde(default)]
         require_approval: Vec<String>,
     },
-    /// An MCP server started as a child process (agent::mcp documents the fields).
-    McpStdio(super::mcp::McpStdioSpec),
-    /// An MCP server over streamable HTTP or legacy SSE (agent::mcp documents the fields).
-    McpHttp(super::mcp::McpHttpSpec),
+    /// An MCP server started as a child process ([`McpStdioSpec`] documents the fields).
+    McpStdio(McpStdioSpec),
+    /// An MCP server over streamable HTTP or legacy SSE ([`McpHttpSpec`] documents the fields).
+    McpHttp(McpHttpSpec),
 }
 
 /// A remote A2A agent that the server lists and relays to (`http::relay`).
@@ -137,7 +158,7 @@ impl AgentsFile {
                 .file_stem()
                 .map(|stem| stem.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "agent".to_owned());
-            return super::kagent_config::parse(&text, "kagent", &name);
+            return kagent::parse(&text, "kagent", &name);
         }
         AgentsFile::parse(&text)
     }

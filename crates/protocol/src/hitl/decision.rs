@@ -1,0 +1,264 @@
+//! The decision (docs/wire.md, Decision message): what a person decided, read from and written
+//! to a decision DataPart in either dialect. Text decisions are in [`super::text`]; whether a
+//! decision fits the pending batch is [`super::resolve`].
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::Dialect;
+use crate::model::{Message, Part};
+
+/// A verdict on one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    Approve,
+    Deny,
+}
+
+/// What the person decided, as the decision DataPart says it (before validation).
+#[derive(Debug, Clone, PartialEq)]
+pub enum DecisionKind {
+    ApproveAll,
+    DenyAll {
+        reason: Option<String>,
+    },
+    Batch {
+        decisions: BTreeMap<String, Verdict>,
+        rejection_reasons: BTreeMap<String, String>,
+    },
+}
+
+/// A decision message's DataPart, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub kind: DecisionKind,
+    /// Edited arguments by call id; each must belong to an approved call.
+    pub modified_args: BTreeMap<String, Value>,
+}
+
+/// Why a decision was refused. Each message names the problem; the server sends it as the
+/// `-32602` error message, so it must make sense to the person who clicked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecisionError {
+    #[error("a decision must be a JSON object")]
+    NotAnObject,
+    #[error("decision_type must be a string")]
+    TypeNotAString,
+    #[error(
+        "unknown decision_type \"{0}\" (expected \"approve\", \"deny\", \"reject\" or \"batch\")"
+    )]
+    UnknownType(String),
+    #[error("{0} must be a string")]
+    NotAString(&'static str),
+    #[error("a batch decision needs a decisions object keyed by call id")]
+    MissingDecisions,
+    #[error("decision for {id} must be \"approve\" or \"deny\", not {value}")]
+    BadVerdict { id: String, value: String },
+    #[error("rejection_reasons must be an object of strings keyed by call id")]
+    BadRejectionReasons,
+    #[error("modified_args must be an object keyed by call id")]
+    BadModifiedArgs,
+    #[error("batch misses pending call {0}")]
+    BatchMissesCall(String),
+    #[error("batch names {0}, which is not pending")]
+    BatchNamesUnknownCall(String),
+    #[error("rejection reason for {0}, which is not pending")]
+    ReasonForUnknownCall(String),
+    #[error("rejection reason for {0}, which is not rejected")]
+    ReasonForApprovedCall(String),
+    #[error("modified_args for {0}, which is not pending")]
+    ModifiedArgsForUnknownCall(String),
+    #[error("modified_args for {0}, which is not approved")]
+    ModifiedArgsForUnapprovedCall(String),
+    #[error("modified_args for {0} must be an object")]
+    ModifiedArgsNotAnObject(String),
+    #[error("no decision: say approve or reject")]
+    NoDecision,
+}
+
+const DECISION_TYPE: &str = "decision_type";
+
+impl Verdict {
+    fn from_value(id: &str, value: &Value) -> Result<Verdict, DecisionError> {
+        match value.as_str() {
+            Some("approve") => Ok(Verdict::Approve),
+            Some("deny" | "reject") => Ok(Verdict::Deny),
+            Some(_) | None => Err(DecisionError::BadVerdict {
+                id: id.to_owned(),
+                value: value.to_string(),
+            }),
+        }
+    }
+}
+
+fn optional_string(
+    object: &serde_json::Map<String, Value>,
+    key: &'static str,
+) -> Result<Option<String>, DecisionError> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if text.trim().is_empty() => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(DecisionError::NotAString(key)),
+    }
+}
+
+impl Decision {
+    pub fn approve_all() -> Decision {
+        Decision {
+            kind: DecisionKind::ApproveAll,
+            modified_args: BTreeMap::new(),
+        }
+    }
+
+    pub fn deny_all(reason: Option<String>) -> Decision {
+        Decision {
+            kind: DecisionKind::DenyAll { reason },
+            modified_args: BTreeMap::new(),
+        }
+    }
+
+    /// Parses a decision DataPart's `data`, every variant and synonym of docs/wire.md (Decision
+    /// message): `reject` = `deny`, top-level `rejection_reason` = `reason`.
+    pub fn from_data(data: &Value) -> Result<Decision, DecisionError> {
+        let object = data.as_object().ok_or(DecisionError::NotAnObject)?;
+        let decision_type = match object.get(DECISION_TYPE) {
+            Some(Value::String(name)) => name.as_str(),
+            Some(_) => return Err(DecisionError::TypeNotAString),
+            None => return Err(DecisionError::NoDecision),
+        };
+        let kind = match decision_type {
+            "approve" => DecisionKind::ApproveAll,
+            "deny" | "reject" => {
+                let reason = match optional_string(object, "reason")? {
+                    Some(reason) => Some(reason),
+                    None => optional_string(object, "rejection_reason")?,
+                };
+                DecisionKind::DenyAll { reason }
+            }
+            "batch" => {
+                let decisions = object
+                    .get("decisions")
+                    .and_then(Value::as_object)
+                    .ok_or(DecisionError::MissingDecisions)?
+                    .iter()
+                    .map(|(id, verdict)| Ok((id.clone(), Verdict::from_value(id, verdict)?)))
+                    .collect::<Result<BTreeMap<_, _>, DecisionError>>()?;
+                let rejection_reasons = match object.get("rejection_reasons") {
+                    None | Some(Value::Null) => BTreeMap::new(),
+                    Some(Value::Object(reasons)) => reasons
+                        .iter()
+                        .map(|(id, reason)| {
+                            let reason =
+                                reason.as_str().ok_or(DecisionError::BadRejectionReasons)?;
+                            Ok((id.clone(), reason.to_owned()))
+                        })
+                        .collect::<Result<BTreeMap<_, _>, DecisionError>>()?,
+                    Some(_) => return Err(DecisionError::BadRejectionReasons),
+                };
+                DecisionKind::Batch {
+                    decisions,
+                    rejection_reasons,
+                }
+            }
+            other => return Err(DecisionError::UnknownType(other.to_owned())),
+        };
+        let modified_args = match object.get("modified_args") {
+            None | Some(Value::Null) => BTreeMap::new(),
+            Some(Value::Object(args)) => args.clone().into_iter().collect(),
+            Some(_) => return Err(DecisionError::BadModifiedArgs),
+        };
+        Ok(Decision {
+            kind,
+            modified_args,
+        })
+    }
+
+    /// The decision in a message: its first DataPart with a `decision_type`; `None` if it has none.
+    pub fn from_message(message: &Message) -> Result<Option<Decision>, DecisionError> {
+        let data = message
+            .parts
+            .iter()
+            .filter_map(Part::as_data)
+            .find(|data| data.get(DECISION_TYPE).is_some());
+        data.map(Decision::from_data).transpose()
+    }
+
+    /// The decision DataPart's `data` in a dialect. kagent's terms: `reject` (it does not know
+    /// `deny`), `rejection_reason`, and batch keys that are the ORIGINAL call ids (the ids of
+    /// [`super::ActionRequest`] already are).
+    pub fn to_data(&self, dialect: Dialect) -> Value {
+        let (deny, reason_key) = match dialect {
+            Dialect::Native => ("deny", "reason"),
+            Dialect::Kagent => ("reject", "rejection_reason"),
+        };
+        let verdict_name = |verdict: &Verdict| match verdict {
+            Verdict::Approve => "approve",
+            Verdict::Deny => deny,
+        };
+        let mut data = serde_json::Map::new();
+        match &self.kind {
+            DecisionKind::ApproveAll => {
+                data.insert(DECISION_TYPE.to_owned(), json!("approve"));
+            }
+            DecisionKind::DenyAll { reason } => {
+                data.insert(DECISION_TYPE.to_owned(), json!(deny));
+                if let Some(reason) = reason {
+                    data.insert(reason_key.to_owned(), json!(reason));
+                }
+            }
+            DecisionKind::Batch {
+                decisions,
+                rejection_reasons,
+            } => {
+                data.insert(DECISION_TYPE.to_owned(), json!("batch"));
+                let decisions: serde_json::Map<String, Value> = decisions
+                    .iter()
+                    .map(|(id, verdict)| (id.clone(), json!(verdict_name(verdict))))
+                    .collect();
+                data.insert("decisions".to_owned(), Value::Object(decisions));
+                if !rejection_reasons.is_empty() {
+                    data.insert("rejection_reasons".to_owned(), json!(rejection_reasons));
+                }
+            }
+        }
+        if !self.modified_args.is_empty() {
+            data.insert("modified_args".to_owned(), json!(self.modified_args));
+        }
+        Value::Object(data)
+    }
+
+    /// The decision in words, for the TextPart beside the DataPart, and for logs.
+    pub fn summary(&self) -> String {
+        let verdict = match &self.kind {
+            DecisionKind::ApproveAll => "Approved".to_owned(),
+            DecisionKind::DenyAll {
+                reason: Some(reason),
+            } => format!("Rejected: {reason}"),
+            DecisionKind::DenyAll { reason: None } => "Rejected".to_owned(),
+            DecisionKind::Batch { decisions, .. } => {
+                let approved = decisions
+                    .values()
+                    .filter(|verdict| **verdict == Verdict::Approve)
+                    .count();
+                let rejected = decisions.len() - approved;
+                format!("Batch decision: {approved} approved, {rejected} rejected")
+            }
+        };
+        if self.modified_args.is_empty() {
+            verdict
+        } else {
+            let ids: Vec<&str> = self.modified_args.keys().map(String::as_str).collect();
+            format!("{verdict} (edited arguments: {})", ids.join(", "))
+        }
+    }
+
+    /// The parts of a decision message: the decision DataPart, then its summary as text.
+    pub fn to_parts(&self, dialect: Dialect) -> Vec<Part> {
+        vec![
+            Part::data(self.to_data(dialect)),
+            Part::text(self.summary()),
+        ]
+    }
+}

@@ -1,0 +1,233 @@
+//! The approval interrupt (docs/wire.md, Approval interrupt): the held calls, how they are
+//! written in the native dialect, and how either dialect is read back.
+
+use serde_json::{json, Value};
+
+use super::kagent;
+use super::keys::{INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, TOOL_APPROVAL};
+use crate::model::{Message, Metadata, Part, TaskState, TaskStatus};
+
+/// One held call in an approval interrupt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionRequest {
+    /// The model's call id (kagent: the ORIGINAL function call's id).
+    pub id: String,
+    pub name: String,
+    pub args: Value,
+    /// The tool's description, for the card.
+    pub description: Option<String>,
+    /// The MCP server (tool source) the call goes to.
+    pub server: Option<String>,
+}
+
+/// Which approval dialect a peer speaks: how its interrupts look and how decisions must be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// docs/wire.md, Approval interrupt and Decision message: one `interrupt_data` DataPart,
+    /// `deny` understood.
+    Native,
+    /// kagent 0.10.x (docs/wire.md, kagent dialect): `adk_request_confirmation` calls, `reject`
+    /// instead of `deny`.
+    Kagent,
+}
+
+/// A pending batch of calls that wait for a person's decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalInterrupt {
+    pub action_requests: Vec<ActionRequest>,
+    pub dialect: Dialect,
+}
+
+/// The metadata of the final `input-required` event that carries an interrupt.
+pub fn interrupt_event_metadata() -> Metadata {
+    let mut metadata = Metadata::new();
+    metadata.insert(INTERRUPT_TYPE.to_owned(), json!(TOOL_APPROVAL));
+    metadata
+}
+
+/// Argument names that say what a call touches; the interrupt's text names them so a log or
+/// a plain A2A client shows enough to decide (the DataPart carries every argument).
+const IDENTIFYING_ARGS: [&str; 9] = [
+    "path",
+    "source",
+    "destination",
+    "file",
+    "filename",
+    "url",
+    "uri",
+    "command",
+    "name",
+];
+
+impl ActionRequest {
+    pub fn to_value(&self) -> Value {
+        let mut value = json!({"id": self.id, "name": self.name, "args": self.args});
+        if let Some(object) = value.as_object_mut() {
+            if let Some(description) = &self.description {
+                object.insert("description".to_owned(), json!(description));
+            }
+            if let Some(server) = &self.server {
+                object.insert("server".to_owned(), json!(server));
+            }
+        }
+        value
+    }
+
+    /// Reads one native action request; `None` without a string `id` and `name`.
+    pub fn from_value(value: &Value) -> Option<ActionRequest> {
+        let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+        Some(ActionRequest {
+            id: text("id")?,
+            name: text("name")?,
+            args: value.get("args").cloned().unwrap_or_else(|| json!({})),
+            description: text("description"),
+            server: text("server"),
+        })
+    }
+
+    /// One line of the interrupt's text: "- `write_file` (path: notes.txt)".
+    fn summary_line(&self) -> String {
+        let shown: Vec<String> = IDENTIFYING_ARGS
+            .iter()
+            .filter_map(|key| {
+                let value = self.args.get(*key)?;
+                let value = match value {
+                    Value::String(text) => text.clone(),
+                    Value::Number(_) | Value::Bool(_) => value.to_string(),
+                    Value::Null | Value::Array(_) | Value::Object(_) => return None,
+                };
+                Some(format!("{key}: {value}"))
+            })
+            .collect();
+        let name = self.name.replace('`', "\\`");
+        if shown.is_empty() {
+            format!("- `{name}`")
+        } else {
+            format!("- `{name}` ({})", shown.join(", "))
+        }
+    }
+}
+
+impl ApprovalInterrupt {
+    /// A native interrupt over these calls.
+    pub fn new(action_requests: Vec<ActionRequest>) -> Self {
+        ApprovalInterrupt {
+            action_requests,
+            dialect: Dialect::Native,
+        }
+    }
+
+    /// The native `interrupt_data` payload: `{"interrupt_type":"tool_approval","action_requests":[…]}`.
+    pub fn to_data(&self) -> Value {
+        json!({
+            INTERRUPT_TYPE: TOOL_APPROVAL,
+            "action_requests": self.action_requests.iter().map(ActionRequest::to_value).collect::<Vec<_>>(),
+        })
+    }
+
+    /// The human-readable text of the interrupt message.
+    pub fn text(&self) -> String {
+        let lines: Vec<String> = self
+            .action_requests
+            .iter()
+            .map(ActionRequest::summary_line)
+            .collect();
+        format!("**Approval Required**\n\n{}", lines.join("\n"))
+    }
+
+    /// The parts of the interrupt message (docs/wire.md, Approval interrupt): the text, then the
+    /// `interrupt_data` DataPart. Always the native dialect: Signoff's server never writes
+    /// kagent's.
+    pub fn to_parts(&self) -> Vec<Part> {
+        vec![
+            Part::text(self.text()),
+            Part::data(self.to_data()).with_metadata(KAGENT_TYPE, json!(INTERRUPT_DATA)),
+        ]
+    }
+
+    /// Reads an interrupt from a message in either dialect: the native `interrupt_data`
+    /// DataPart, else kagent's `adk_request_confirmation` calls (docs/wire.md, kagent dialect;
+    /// ids are the ORIGINAL call ids). `None` if the message holds no interrupt.
+    pub fn from_message(message: &Message) -> Option<ApprovalInterrupt> {
+        let native = message.parts.iter().find_map(|part| {
+            let data = part.as_data()?;
+            (data.get(INTERRUPT_TYPE)?.as_str()? == TOOL_APPROVAL).then_some(data)
+        });
+        match native {
+            Some(data) => {
+                let requests = data.get("action_requests")?.as_array()?;
+                Some(ApprovalInterrupt::new(
+                    requests
+                        .iter()
+                        .filter_map(ActionRequest::from_value)
+                        .collect(),
+                ))
+            }
+            None => kagent::interrupt_from_message(message),
+        }
+    }
+
+    /// The interrupt a task waits on: only an `input-required` status holds one.
+    pub fn from_status(status: &TaskStatus) -> Option<ApprovalInterrupt> {
+        match status.state {
+            TaskState::InputRequired => ApprovalInterrupt::from_message(status.message.as_ref()?),
+            TaskState::Submitted
+            | TaskState::Working
+            | TaskState::AuthRequired
+            | TaskState::Completed
+            | TaskState::Failed
+            | TaskState::Canceled
+            | TaskState::Rejected => None,
+        }
+    }
+
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.action_requests
+            .iter()
+            .map(|request| request.id.as_str())
+    }
+}
+
+impl Dialect {
+    /// kagent 0.10.4 ignores `modified_args`, so it would run the ORIGINAL arguments: a client
+    /// must not offer editing to a kagent peer.
+    pub fn supports_modified_args(self) -> bool {
+        match self {
+            Dialect::Native => true,
+            Dialect::Kagent => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(id: &str, name: &str, args: Value) -> ActionRequest {
+        ActionRequest {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            args,
+            description: None,
+            server: None,
+        }
+    }
+
+    #[test]
+    fn interrupt_text_names_each_call_by_what_it_touches() {
+        let interrupt = ApprovalInterrupt::new(vec![
+            request(
+                "call_1",
+                "write_file",
+                json!({"path": "notes.txt", "content": "hi"}),
+            ),
+            request("call_2", "delete_file", json!({"path": "old.txt"})),
+        ]);
+        assert_eq!(
+            interrupt.text(),
+            "**Approval Required**\n\n- `write_file` (path: notes.txt)\n- `delete_file` (path: old.txt)"
+        );
+        let message = Message::new("m", crate::model::Role::Agent, interrupt.to_parts());
+        assert_eq!(ApprovalInterrupt::from_message(&message), Some(interrupt));
+    }
+}

@@ -1,0 +1,25 @@
+//! The metadata keys and values of the HITL wire (docs/wire.md), in one place so that the
+//! server and the UI never spell them by hand.
+
+/// Part metadata key naming what a DataPart holds (kagent's convention, which we speak too).
+pub const KAGENT_TYPE: &str = "kagent_type";
+/// [`KAGENT_TYPE`] of a tool call.
+pub const FUNCTION_CALL: &str = "function_call";
+/// [`KAGENT_TYPE`] of a tool result.
+pub const FUNCTION_RESPONSE: &str = "function_response";
+/// [`KAGENT_TYPE`] of a native approval interrupt's DataPart.
+pub const INTERRUPT_DATA: &str = "interrupt_data";
+/// Event metadata key and value marking a tool-approval interrupt.
+pub const INTERRUPT_TYPE: &str = "interrupt_type";
+pub const TOOL_APPROVAL: &str = "tool_approval";
+
+/// Task metadata key holding the task's audit trail (docs/rest.md, Approvals): a list of audit
+/// entries, as `GET /api/approvals?state=decided` lists them.
+pub const SIGNOFF_AUDIT: &str = "signoff_audit";
+
+/// Part metadata kagent sets on calls that wait for something outside the model.
+pub const IS_LONG_RUNNING: &str = "kagent_is_long_running";
+/// Event and message metadata marking a partial (token-streamed) chunk; the full text follows.
+pub const PARTIAL: &str = "kagent_adk_partial";
+/// Event metadata with a turn's token counts (see [`super::kagent::TokenUsage`]).
+pub const USAGE_METADATA: &str = "kagent_usage_metadata";

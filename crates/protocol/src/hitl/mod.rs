@@ -1,0 +1,22 @@
+//! Human-in-the-loop payloads: tool calls and results as DataParts, the approval interrupt, the
+//! decision and its validation rules (docs/wire.md: Tool calls and results, Approval interrupt,
+//! Decision message, Decision rules).
+//!
+//! kagent's `adk_request_confirmation` dialect (docs/wire.md, kagent dialect) is read into the
+//! same types by [`kagent`]; nothing outside it depends on which dialect the peer speaks.
+
+mod call;
+mod decision;
+mod interrupt;
+pub mod kagent;
+pub mod keys;
+mod rules;
+mod text;
+
+pub use call::{ToolCall, ToolResult};
+pub use decision::{Decision, DecisionError, DecisionKind, Verdict};
+pub use interrupt::{interrupt_event_metadata, ActionRequest, ApprovalInterrupt, Dialect};
+pub use keys::{
+    FUNCTION_CALL, FUNCTION_RESPONSE, INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, TOOL_APPROVAL,
+};
+pub use rules::{resolve, ResolvedCall};

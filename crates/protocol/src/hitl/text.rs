@@ -1,0 +1,50 @@
+//! Text decisions (docs/wire.md, Text decisions): when a paused task gets plain text instead
+//! of a decision DataPart, only a clear approval approves and a reject word rejects.
+
+use super::{Decision, DecisionError};
+use crate::model::Message;
+
+/// Words that approve when a paused task gets plain text (docs/wire.md, Text decisions).
+/// Approval must be clear, so the text may hold only these and a few polite words.
+const APPROVE_WORDS: [&str; 5] = ["approve", "approved", "yes", "proceed", "continue"];
+const POLITE_WORDS: [&str; 8] = [
+    "please", "ok", "okay", "go", "ahead", "sure", "thanks", "all",
+];
+/// Words that reject; any of them (without an approve word) rejects, with the text as reason.
+const REJECT_WORDS: [&str; 5] = ["deny", "reject", "no", "cancel", "stop"];
+
+impl Decision {
+    /// The text fallback (docs/wire.md, Text decisions): approve only when the text says nothing
+    /// but approval ("yes", "Approved.", "yes, please proceed"); reject when it holds a reject
+    /// word and no approve word, with the whole text as the reason the model reads. Anything
+    /// else is no decision.
+    pub fn from_text(text: &str) -> Option<Decision> {
+        let words: Vec<String> = text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|word| !word.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        let approves = words
+            .iter()
+            .any(|word| APPROVE_WORDS.contains(&word.as_str()));
+        let rejects = words
+            .iter()
+            .any(|word| REJECT_WORDS.contains(&word.as_str()));
+        let only_approval = words.iter().all(|word| {
+            APPROVE_WORDS.contains(&word.as_str()) || POLITE_WORDS.contains(&word.as_str())
+        });
+        match (approves, rejects) {
+            (true, false) if only_approval => Some(Decision::approve_all()),
+            (false, true) => Some(Decision::deny_all(Some(text.trim().to_owned()))),
+            (true, false) | (true, true) | (false, false) => None,
+        }
+    }
+
+    /// The message's decision: its DataPart, else its text; an error when neither decides.
+    pub fn from_message_or_text(message: &Message) -> Result<Decision, DecisionError> {
+        match Decision::from_message(message)? {
+            Some(decision) => Ok(decision),
+            None => Decision::from_text(&message.text()).ok_or(DecisionError::NoDecision),
+        }
+    }
+}

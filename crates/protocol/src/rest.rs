@@ -1,0 +1,224 @@
+//! The JSON of Signoff's REST surfaces (docs/rest.md) as serde types: the server builds these
+//! and the UI reads them, so the two cannot drift apart.
+//!
+//! camelCase on the wire. The server writes every field of these objects, so unknown keys are
+//! refused and a missing key is an error that names it (a field that is always sent but may be
+//! `null` is read with [`nullable`], not defaulted). Tasks stay raw JSON: they are A2A tasks in
+//! the caller's version, read with [`crate::codec::decode_task`].
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use crate::model::TaskState;
+
+/// `GET /api/agents`: the local agents, then the remote ones.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentList {
+    pub agents: Vec<AgentEntry>,
+}
+
+/// One agent of [`AgentList`]. A local agent has `unavailableSources` and no `reachable`; a
+/// remote one has `reachable`, no `unavailableSources`, and no tools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentEntry {
+    pub namespace: String,
+    pub name: String,
+    pub description: String,
+    /// The agent's A2A endpoint on this server (`/api/a2a/{namespace}/{name}`).
+    pub url: String,
+    pub card_url: String,
+    pub tools: Vec<ToolEntry>,
+    /// The names of the tools whose calls wait for approval.
+    pub require_approval: Vec<String>,
+    /// Local agents only: tool sources that cannot serve calls right now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable_sources: Option<Vec<UnavailableSource>>,
+    pub remote: bool,
+    /// Remote agents only: whether the agent gave its card.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reachable: Option<bool>,
+}
+
+/// One tool of an [`AgentEntry`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolEntry {
+    pub name: String,
+    pub description: String,
+    /// The source that serves it: `files`, or an MCP server's name.
+    pub source: String,
+    pub requires_approval: bool,
+}
+
+/// A tool source that is down, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UnavailableSource {
+    pub name: String,
+    pub error: String,
+}
+
+/// `GET /api/sessions`: the caller's sessions, the most recently updated first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionList {
+    pub sessions: Vec<Session>,
+}
+
+/// A session (an A2A context) as the API lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Session {
+    /// The A2A `contextId`.
+    pub id: String,
+    /// `namespace/name` of its agent.
+    pub agent: String,
+    pub title: String,
+    /// RFC 3339.
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// `GET /api/sessions/{id}`: the session and its tasks in the order they were made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionDetail {
+    pub session: Session,
+    /// Each task as `tasks/get` returns it, in the caller's A2A version (v0.3 by default).
+    pub tasks: Vec<Value>,
+}
+
+/// `GET /api/approvals` (or `?state=pending`): the caller's pending batches, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PendingApprovals {
+    pub approvals: Vec<PendingApproval>,
+}
+
+/// A pending batch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PendingApproval {
+    pub task_id: String,
+    pub context_id: String,
+    pub agent: String,
+    /// When the batch started waiting (RFC 3339).
+    pub since: String,
+    /// The action requests of the task's approval interrupt, as the interrupt's DataPart holds
+    /// them; [`crate::hitl::ActionRequest::from_value`] reads each.
+    pub calls: Vec<Value>,
+}
+
+/// `GET /api/approvals?state=decided`: the caller's decisions, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DecidedApprovals {
+    pub decisions: Vec<AuditEntry>,
+}
+
+/// One decision of the audit trail (also in a task's `metadata.signoff_audit`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AuditEntry {
+    pub task_id: String,
+    pub context_id: String,
+    pub agent: String,
+    pub decided_by: String,
+    pub decided_at: String,
+    /// How the decision came: `a2a`, `text`, `rest` or `cancel`.
+    pub channel: String,
+    pub summary: String,
+    /// The decision object as stored, in native terms.
+    pub decision: Value,
+    pub calls: Vec<AuditCall>,
+}
+
+/// One call of an [`AuditEntry`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AuditCall {
+    pub id: String,
+    pub name: String,
+    /// `approve`, `deny` or `cancel`.
+    pub verdict: String,
+    /// For a rejection: the person's reason, if any.
+    #[serde(deserialize_with = "nullable")]
+    pub reason: Option<String>,
+    /// sha256 of the arguments as the model proposed them.
+    pub args_sha256: String,
+    /// sha256 of the arguments as run (edited ones where given); none for a call that never ran.
+    #[serde(deserialize_with = "nullable")]
+    pub run_args_sha256: Option<String>,
+    pub edited: bool,
+    /// The call's result once it has run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+}
+
+/// The answer to `POST /api/approvals/{taskId}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DecideResponse {
+    pub task_id: String,
+    /// The task's state when the answer was made, in its v0.3 spelling.
+    #[serde(with = "v03_state")]
+    pub state: TaskState,
+    /// This batch's audit entry; `null` if the task is gone.
+    #[serde(deserialize_with = "nullable")]
+    pub decision: Option<AuditEntry>,
+    pub follow: Follow,
+    /// The task now, always in the v0.3 shape.
+    pub task: Value,
+}
+
+/// How to stream the rest of a decided task: a JSON-RPC call on the agent's endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Follow {
+    /// The agent's endpoint; `null` if the agent is unknown.
+    #[serde(deserialize_with = "nullable")]
+    pub url: Option<String>,
+    /// `tasks/resubscribe`.
+    pub method: String,
+    pub params: FollowParams,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FollowParams {
+    pub id: String,
+}
+
+/// Reads a key that is always sent but may be `null`. A plain `Option` field would read a
+/// missing key as `None`; with `deserialize_with`, serde reports it as missing instead.
+fn nullable<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::deserialize(deserializer)
+}
+
+/// A task state in its v0.3 spelling (`input-required`), as the store and REST answers keep it.
+mod v03_state {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::codec::{parse_state, state_name};
+    use crate::model::{ProtocolVersion, TaskState};
+
+    pub fn serialize<S: Serializer>(state: &TaskState, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(state_name(ProtocolVersion::V0_3, *state))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<TaskState, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        parse_state(ProtocolVersion::V0_3, &name)
+            .ok_or_else(|| D::Error::custom(format!("unknown task state \"{name}\"")))
+    }
+}
+
+#[cfg(test)]
+mod tests;

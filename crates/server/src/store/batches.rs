@@ -1,0 +1,248 @@
+//! Batches of held calls, the compare-and-set that decides them, the audit trail of decisions,
+//! and each call's execution record.
+
+use rusqlite::{params, Connection, Row};
+use serde_json::Value;
+
+use super::rows::{json_text, json_value};
+use super::tasks::{append_events, collect, task_head};
+use super::{
+    now, task_state_text, BatchRow, BatchState, CallRow, CallStatus, Channel, DecisionRow,
+    DecisionWrite, PendingBatchRow, Result, Store, StoreError, Verdict,
+};
+
+const BATCH_SELECT: &str =
+    "SELECT id, task_id, state, requests, created_at, decided_at FROM batches";
+const DECISION_SELECT: &str = "SELECT id, batch_id, task_id, user_id, channel, decision, summary,
+                                      decided_at FROM decisions";
+const CALL_SELECT: &str = "SELECT task_id, call_id, position, name, source, args, args_sha256,
+                                  batch_id, status, verdict, reason, run_args, run_args_sha256,
+                                  result, started_at, finished_at FROM calls";
+
+fn batch_from_row(row: &Row<'_>) -> Result<BatchRow> {
+    let state: String = row.get(2)?;
+    let requests: String = row.get(3)?;
+    Ok(BatchRow {
+        id: row.get(0)?,
+        task_id: row.get(1)?,
+        state: BatchState::parse(&state)?,
+        requests: json_value(&requests)?,
+        created_at: row.get(4)?,
+        decided_at: row.get(5)?,
+    })
+}
+
+fn optional_json(row: &Row<'_>, index: usize) -> Result<Option<Value>> {
+    let text: Option<String> = row.get(index)?;
+    text.as_deref().map(json_value).transpose()
+}
+
+fn call_from_row(row: &Row<'_>) -> Result<CallRow> {
+    let status: String = row.get(8)?;
+    let verdict: Option<String> = row.get(9)?;
+    Ok(CallRow {
+        task_id: row.get(0)?,
+        call_id: row.get(1)?,
+        position: row.get(2)?,
+        name: row.get(3)?,
+        source: row.get(4)?,
+        args: optional_json(row, 5)?.unwrap_or(Value::Null),
+        args_sha256: row.get(6)?,
+        batch_id: row.get(7)?,
+        status: CallStatus::parse(&status)?,
+        verdict: verdict.as_deref().map(Verdict::parse).transpose()?,
+        reason: row.get(10)?,
+        run_args: optional_json(row, 11)?,
+        run_args_sha256: row.get(12)?,
+        result: optional_json(row, 13)?,
+        started_at: row.get(14)?,
+        finished_at: row.get(15)?,
+    })
+}
+
+fn decision_from_row(row: &Row<'_>) -> Result<DecisionRow> {
+    let channel: String = row.get(4)?;
+    Ok(DecisionRow {
+        id: row.get(0)?,
+        batch_id: row.get(1)?,
+        task_id: row.get(2)?,
+        user_id: row.get(3)?,
+        channel: Channel::parse(&channel)?,
+        decision: optional_json(row, 5)?.unwrap_or(Value::Null),
+        summary: row.get(6)?,
+        decided_at: row.get(7)?,
+    })
+}
+
+/// Opens a pending batch of `requests`; every held call of the task without a batch joins it.
+pub(super) fn open_batch(
+    connection: &Connection,
+    task_id: &str,
+    requests: &Value,
+    now: &str,
+) -> Result<i64> {
+    let batch_id: i64 = connection
+        .prepare_cached(
+            "INSERT INTO batches (task_id, state, requests, created_at)
+             VALUES (?1, ?2, ?3, ?4) RETURNING id",
+        )?
+        .query_row(
+            params![
+                task_id,
+                BatchState::Pending.as_str(),
+                json_text(requests)?,
+                now
+            ],
+            |row| row.get(0),
+        )?;
+    connection
+        .prepare_cached(
+            "UPDATE calls SET batch_id = ?1
+             WHERE task_id = ?2 AND status = ?3 AND batch_id IS NULL",
+        )?
+        .execute(params![batch_id, task_id, CallStatus::Held.as_str()])?;
+    Ok(batch_id)
+}
+
+fn apply_decision(connection: &Connection, task_id: &str, decision: &DecisionWrite) -> Result<i64> {
+    let now = now();
+    let won = connection
+        .prepare_cached(
+            "UPDATE batches SET state = ?1, decided_at = ?2
+             WHERE id = ?3 AND task_id = ?4 AND state = ?5",
+        )?
+        .execute(params![
+            decision.batch_state.as_str(),
+            now,
+            decision.batch_id,
+            task_id,
+            BatchState::Pending.as_str()
+        ])?;
+    if won != 1 {
+        return Err(StoreError::Conflict("the batch was already decided"));
+    }
+    let mut update = connection.prepare_cached(
+        "UPDATE calls SET status = ?1, verdict = ?2, reason = ?3, run_args = ?4,
+                          run_args_sha256 = ?5
+         WHERE task_id = ?6 AND call_id = ?7 AND batch_id = ?8 AND status = ?9",
+    )?;
+    for verdict in &decision.verdicts {
+        let done = update.execute(params![
+            verdict.status.as_str(),
+            verdict.verdict.as_str(),
+            verdict.reason,
+            verdict.run_args.as_ref().map(json_text).transpose()?,
+            verdict.run_args_sha256,
+            task_id,
+            verdict.call_id,
+            decision.batch_id,
+            CallStatus::Held.as_str()
+        ])?;
+        if done != 1 {
+            return Err(StoreError::Conflict("a call of the batch is not held"));
+        }
+    }
+    connection
+        .prepare_cached(
+            "INSERT INTO decisions (batch_id, task_id, user_id, channel, decision, summary,
+                                    decided_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?
+        .execute(params![
+            decision.batch_id,
+            task_id,
+            decision.user_id,
+            decision.channel.as_str(),
+            json_text(&decision.decision)?,
+            decision.summary,
+            now
+        ])?;
+    let (_, last_seq) = task_head(connection, task_id)?;
+    let last = append_events(connection, task_id, last_seq, &decision.events, &now)?;
+    connection
+        .prepare_cached(
+            "UPDATE tasks SET state = ?1, last_seq = ?2, updated_at = ?3 WHERE id = ?4",
+        )?
+        .execute(params![
+            task_state_text(decision.task_state),
+            last,
+            now,
+            task_id
+        ])?;
+    Ok(last)
+}
+
+impl Store {
+    /// The task's pending batch, if it has one.
+    pub async fn pending_batch(&self, task_id: &str) -> Result<Option<BatchRow>> {
+        self.read(|connection| {
+            let mut statement = connection
+                .prepare_cached(&format!("{BATCH_SELECT} WHERE task_id = ?1 AND state = ?2"))?;
+            let rows = statement.query([task_id, BatchState::Pending.as_str()])?;
+            Ok(collect(rows, batch_from_row)?.pop())
+        })
+    }
+
+    /// Every pending batch of a user's tasks, oldest first, in one query (a team may have
+    /// thousands paused).
+    pub async fn pending_batches(&self, user_id: &str) -> Result<Vec<PendingBatchRow>> {
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT b.id, b.task_id, b.state, b.requests, b.created_at, b.decided_at,
+                        t.context_id, t.agent
+                 FROM batches b JOIN tasks t ON t.id = b.task_id
+                 WHERE b.state = ?1 AND t.user_id = ?2 ORDER BY b.id",
+            )?;
+            let rows = statement.query([BatchState::Pending.as_str(), user_id])?;
+            collect(rows, |row| {
+                Ok(PendingBatchRow {
+                    batch: batch_from_row(row)?,
+                    context_id: row.get(6)?,
+                    agent: row.get(7)?,
+                })
+            })
+        })
+    }
+
+    /// Decides (or cancels) a pending batch: ONE transaction that moves it from pending to
+    /// `batch_state` only if it is still pending, records every call's verdict and the audit
+    /// row, sets the task's state and appends the events. The loser of a race gets
+    /// [`StoreError::Conflict`] and nothing changes.
+    pub async fn decide(&self, task_id: &str, decision: DecisionWrite) -> Result<i64> {
+        let task_id = task_id.to_owned();
+        self.write(move |connection| apply_decision(connection, &task_id, &decision))
+            .await
+    }
+
+    /// The calls of a task, in the order the model asked for them.
+    pub async fn calls(&self, task_id: &str) -> Result<Vec<CallRow>> {
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(&format!(
+                "{CALL_SELECT} WHERE task_id = ?1 ORDER BY position"
+            ))?;
+            let rows = statement.query([task_id])?;
+            collect(rows, call_from_row)
+        })
+    }
+
+    /// The audit rows of one task, oldest first.
+    pub async fn task_decisions(&self, task_id: &str) -> Result<Vec<DecisionRow>> {
+        self.read(|connection| {
+            let mut statement = connection
+                .prepare_cached(&format!("{DECISION_SELECT} WHERE task_id = ?1 ORDER BY id"))?;
+            let rows = statement.query([task_id])?;
+            collect(rows, decision_from_row)
+        })
+    }
+
+    /// A user's most recent decisions, newest first.
+    pub async fn recent_decisions(&self, user_id: &str, limit: i64) -> Result<Vec<DecisionRow>> {
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(&format!(
+                "{DECISION_SELECT} WHERE user_id = ?1 ORDER BY id DESC LIMIT ?2"
+            ))?;
+            let rows = statement.query(params![user_id, limit])?;
+            collect(rows, decision_from_row)
+        })
+    }
+}

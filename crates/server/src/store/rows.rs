@@ -1,0 +1,323 @@
+//! What the store reads and writes: rows, the changes the runtime asks for, and the typed
+//! columns (task state, batch state, call status, verdict, channel) with their stored spelling.
+//! No other module spells a column's text; a text the store does not know is a corrupt row.
+
+use serde_json::Value;
+use signoff_protocol::{codec, ProtocolVersion, TaskState};
+
+use super::{Result, StoreError};
+
+/// The A2A version the event log and the task state column are written in. Changing it needs a
+/// migration of every stored event.
+pub const EVENT_LOG_VERSION: ProtocolVersion = ProtocolVersion::V0_3;
+
+/// The stored text of a task state.
+pub fn task_state_text(state: TaskState) -> &'static str {
+    codec::state_name(EVENT_LOG_VERSION, state)
+}
+
+/// A stored task state; unknown text is a corrupt row.
+pub fn parse_task_state(text: &str) -> Result<TaskState> {
+    codec::parse_state(EVENT_LOG_VERSION, text)
+        .ok_or_else(|| StoreError::Corrupt(format!("unknown task state {text:?}")))
+}
+
+/// Declares a typed column: an enum, its stored spelling, and the parse that refuses the rest.
+macro_rules! column {
+    ($(#[$doc:meta])* $name:ident, $what:literal { $($(#[$vdoc:meta])* $variant:ident => $text:literal,)+ }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant,)+
+        }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+
+            pub fn parse(text: &str) -> Result<Self> {
+                match text {
+                    $($text => Ok($name::$variant),)+
+                    other => Err(StoreError::Corrupt(format!(concat!("unknown ", $what, " {:?}"), other))),
+                }
+            }
+        }
+    };
+}
+
+column!(
+    /// Where a batch of held calls stands.
+    BatchState, "batch state" {
+        Pending => "pending",
+        Decided => "decided",
+        /// Its task was canceled while it waited.
+        Canceled => "canceled",
+    }
+);
+
+column!(
+    /// Where a tool call stands.
+    CallStatus, "call status" {
+        /// Needs no approval; runs at once.
+        Auto => "auto",
+        /// Waits in a pending batch.
+        Held => "held",
+        Approved => "approved",
+        Rejected => "rejected",
+        /// Dropped because its paused task was canceled.
+        Canceled => "canceled",
+        /// Began to run; if no `Finished` follows, a crash interrupted it.
+        Started => "started",
+        Finished => "finished",
+    }
+);
+
+column!(
+    /// What was decided about one call (kept for the audit after the call has run).
+    Verdict, "verdict" {
+        Approve => "approve",
+        Deny => "deny",
+        /// Its task was canceled before anyone decided.
+        Cancel => "cancel",
+    }
+);
+
+column!(
+    /// Through which surface a decision (or a cancel) came.
+    Channel, "channel" {
+        /// A decision DataPart in an A2A message.
+        A2a => "a2a",
+        /// Approve or reject words in an A2A message.
+        Text => "text",
+        Rest => "rest",
+        /// The task was canceled while its batch waited.
+        Cancel => "cancel",
+    }
+);
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRow {
+    pub id: String,
+    pub user_id: String,
+    pub agent: String,
+    pub title: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRow {
+    pub id: String,
+    pub context_id: String,
+    pub user_id: String,
+    pub agent: String,
+    pub state: TaskState,
+    pub transcript: Value,
+    pub last_seq: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRow {
+    pub seq: i64,
+    /// The event as announced, JSON in [`EVENT_LOG_VERSION`].
+    pub event: String,
+    pub is_final: bool,
+}
+
+/// An event to append to a task's log, already encoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    pub event: String,
+    pub is_final: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchRow {
+    pub id: i64,
+    pub task_id: String,
+    pub state: BatchState,
+    pub requests: Value,
+    pub created_at: String,
+    pub decided_at: Option<String>,
+}
+
+/// A pending batch with what the approvals list shows of its task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingBatchRow {
+    pub batch: BatchRow,
+    pub context_id: String,
+    pub agent: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallRow {
+    pub task_id: String,
+    pub call_id: String,
+    pub position: i64,
+    pub name: String,
+    pub source: String,
+    pub args: Value,
+    pub args_sha256: String,
+    pub batch_id: Option<i64>,
+    pub status: CallStatus,
+    pub verdict: Option<Verdict>,
+    pub reason: Option<String>,
+    pub run_args: Option<Value>,
+    pub run_args_sha256: Option<String>,
+    pub result: Option<Value>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+/// A tool call the model asked for, recorded with the turn that asked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewCall {
+    pub call_id: String,
+    pub name: String,
+    pub source: String,
+    pub args: Value,
+    pub args_sha256: String,
+    pub held: bool,
+}
+
+/// A change to a call's execution record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallUpdate {
+    Started {
+        call_id: String,
+        run_args: Value,
+        run_args_sha256: String,
+    },
+    Finished {
+        call_id: String,
+        result: Value,
+    },
+}
+
+/// Which state the task must be in for a commit to apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guard {
+    /// Refuse once the task is terminal (so a canceled task's runner cannot write after cancel).
+    NotTerminal,
+}
+
+/// One atomic change to a task: new events, a new state, the model's transcript, call records,
+/// a new pending batch. All or nothing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Commit {
+    pub events: Vec<NewEvent>,
+    pub state: Option<TaskState>,
+    pub transcript: Option<Value>,
+    pub new_calls: Vec<NewCall>,
+    pub call_updates: Vec<CallUpdate>,
+    /// Opens a pending batch with these action requests; every held call without a batch joins it.
+    pub new_batch: Option<Value>,
+    pub guard: Option<Guard>,
+}
+
+/// A verdict on one call of a batch, as written by a decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallVerdict {
+    pub call_id: String,
+    pub status: CallStatus,
+    pub verdict: Verdict,
+    pub reason: Option<String>,
+    pub run_args: Option<Value>,
+    pub run_args_sha256: Option<String>,
+}
+
+/// A decision (or a cancel) on a pending batch: the compare-and-set plus the audit record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecisionWrite {
+    pub batch_id: i64,
+    pub user_id: String,
+    pub channel: Channel,
+    pub decision: Value,
+    pub summary: String,
+    pub verdicts: Vec<CallVerdict>,
+    /// `Decided`, or `Canceled` when the task was canceled.
+    pub batch_state: BatchState,
+    pub task_state: TaskState,
+    pub events: Vec<NewEvent>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecisionRow {
+    pub id: i64,
+    pub batch_id: i64,
+    pub task_id: String,
+    pub user_id: String,
+    pub channel: Channel,
+    pub decision: Value,
+    pub summary: String,
+    pub decided_at: String,
+}
+
+/// JSON text for a column.
+pub(super) fn json_text(value: &Value) -> Result<String> {
+    Ok(serde_json::to_string(value)?)
+}
+
+/// A JSON column read back; text that is not JSON is a corrupt row.
+pub(super) fn json_value(text: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|err| StoreError::Corrupt(format!("stored JSON: {err}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_columns_round_trip_and_refuse_unknown_text() {
+        for status in [
+            CallStatus::Auto,
+            CallStatus::Held,
+            CallStatus::Approved,
+            CallStatus::Rejected,
+            CallStatus::Canceled,
+            CallStatus::Started,
+            CallStatus::Finished,
+        ] {
+            assert_eq!(CallStatus::parse(status.as_str()).unwrap(), status);
+        }
+        for state in [
+            BatchState::Pending,
+            BatchState::Decided,
+            BatchState::Canceled,
+        ] {
+            assert_eq!(BatchState::parse(state.as_str()).unwrap(), state);
+        }
+        for verdict in [Verdict::Approve, Verdict::Deny, Verdict::Cancel] {
+            assert_eq!(Verdict::parse(verdict.as_str()).unwrap(), verdict);
+        }
+        for channel in [Channel::A2a, Channel::Text, Channel::Rest, Channel::Cancel] {
+            assert_eq!(Channel::parse(channel.as_str()).unwrap(), channel);
+        }
+        for state in [
+            TaskState::Submitted,
+            TaskState::Working,
+            TaskState::InputRequired,
+            TaskState::Completed,
+            TaskState::Failed,
+            TaskState::Canceled,
+        ] {
+            assert_eq!(parse_task_state(task_state_text(state)).unwrap(), state);
+        }
+        let err = CallStatus::parse("exploded").unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt(_)));
+        assert_eq!(
+            err.to_string(),
+            "corrupt row: unknown call status \"exploded\""
+        );
+        assert!(matches!(
+            parse_task_state("paused"),
+            Err(StoreError::Corrupt(_))
+        ));
+        assert!(matches!(json_value("{"), Err(StoreError::Corrupt(_))));
+    }
+}

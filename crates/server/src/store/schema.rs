@@ -1,0 +1,49 @@
+//! The schema and its migrations, applied in order at open. The database records how far it
+//! is in `PRAGMA user_version`.
+
+use rusqlite::Connection;
+
+use super::Result;
+
+/// Every migration, oldest first; a new one is appended, never edited.
+const MIGRATIONS: [&str; 1] = [include_str!("../../migrations/0001_init.sql")];
+
+/// Brings the database up to the last migration, each in its own transaction.
+pub(super) fn migrate(connection: &Connection) -> Result<()> {
+    let mut applied: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    // Databases made before the version was kept in `user_version` recorded their migrations in
+    // sqlx's table; they are that far.
+    if applied == 0 && table_exists(connection, "_sqlx_migrations")? {
+        applied = connection.query_row("SELECT COUNT(*) FROM _sqlx_migrations", [], |row| {
+            row.get(0)
+        })?;
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate() {
+        let version = index as i64 + 1;
+        if version <= applied {
+            continue;
+        }
+        connection.execute_batch(&format!(
+            "BEGIN IMMEDIATE; {sql}; PRAGMA user_version = {version}; COMMIT;"
+        ))?;
+    }
+    if applied > MIGRATIONS.len() as i64 {
+        tracing::warn!(
+            applied,
+            known = MIGRATIONS.len(),
+            "the database is newer than this binary"
+        );
+    } else if applied < MIGRATIONS.len() as i64 {
+        connection.execute_batch(&format!("PRAGMA user_version = {}", MIGRATIONS.len()))?;
+    }
+    Ok(())
+}
+
+fn table_exists(connection: &Connection, name: &str) -> Result<bool> {
+    let count: i64 = connection.query_row(
+        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [name],
+        |row| row.get(0),
+    )?;
+    Ok(count > 0)
+}

@@ -1,0 +1,292 @@
+//! Tasks and their event logs, and [`Store::commit`]: one task's step (events, state,
+//! transcript, call records, a new batch) written all or nothing.
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use signoff_protocol::TaskState;
+
+use super::rows::{json_text, json_value};
+use super::{
+    now, parse_task_state, task_state_text, CallStatus, CallUpdate, Commit, EventRow, Guard,
+    NewEvent, Result, Store, StoreError, TaskRow,
+};
+
+const TASK_SELECT: &str = "SELECT id, context_id, user_id, agent, state, transcript, last_seq,
+                                  created_at, updated_at FROM tasks";
+
+fn task_from_row(row: &Row<'_>) -> Result<TaskRow> {
+    let state: String = row.get(4)?;
+    let transcript: String = row.get(5)?;
+    Ok(TaskRow {
+        id: row.get(0)?,
+        context_id: row.get(1)?,
+        user_id: row.get(2)?,
+        agent: row.get(3)?,
+        state: parse_task_state(&state)?,
+        transcript: json_value(&transcript)?,
+        last_seq: row.get(6)?,
+        created_at: row.get(7)?,
+        updated_at: row.get(8)?,
+    })
+}
+
+/// Every row of a statement, mapped with a mapping that may find a corrupt row.
+pub(super) fn collect<T>(
+    mut rows: rusqlite::Rows<'_>,
+    map: impl Fn(&Row<'_>) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(map(row)?);
+    }
+    Ok(out)
+}
+
+/// Appends `events` after `last_seq`; returns the new last sequence number.
+pub(super) fn append_events(
+    connection: &Connection,
+    task_id: &str,
+    last_seq: i64,
+    events: &[NewEvent],
+    now: &str,
+) -> Result<i64> {
+    let mut insert = connection.prepare_cached(
+        "INSERT INTO task_events (task_id, seq, event, is_final, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    let mut seq = last_seq;
+    for event in events {
+        seq += 1;
+        insert.execute(params![task_id, seq, event.event, event.is_final, now])?;
+    }
+    Ok(seq)
+}
+
+/// The task's state and last event number, read inside a write.
+pub(super) fn task_head(connection: &Connection, task_id: &str) -> Result<(TaskState, i64)> {
+    let (state, last_seq): (String, i64) = connection
+        .prepare_cached("SELECT state, last_seq FROM tasks WHERE id = ?1")?
+        .query_row([task_id], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?
+        .ok_or(StoreError::NotFound)?;
+    Ok((parse_task_state(&state)?, last_seq))
+}
+
+fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Result<i64> {
+    let (state, last_seq) = task_head(connection, task_id)?;
+    match commit.guard {
+        Some(Guard::NotTerminal) if state.is_terminal() => {
+            return Err(StoreError::Conflict("the task has ended"));
+        }
+        Some(Guard::NotTerminal) | None => {}
+    }
+    let now = now();
+    let last = append_events(connection, task_id, last_seq, &commit.events, &now)?;
+    let transcript = commit.transcript.as_ref().map(json_text).transpose()?;
+    connection
+        .prepare_cached(
+            "UPDATE tasks SET last_seq = ?1, state = COALESCE(?2, state),
+                              transcript = COALESCE(?3, transcript), updated_at = ?4
+             WHERE id = ?5",
+        )?
+        .execute(params![
+            last,
+            commit.state.map(task_state_text),
+            transcript,
+            now,
+            task_id
+        ])?;
+    if !commit.new_calls.is_empty() {
+        let position: i64 = connection
+            .prepare_cached("SELECT COALESCE(MAX(position), 0) FROM calls WHERE task_id = ?1")?
+            .query_row([task_id], |row| row.get(0))?;
+        let mut insert = connection.prepare_cached(
+            "INSERT INTO calls (task_id, call_id, position, name, source, args, args_sha256,
+                                status)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?;
+        for (index, call) in commit.new_calls.iter().enumerate() {
+            let status = if call.held {
+                CallStatus::Held
+            } else {
+                CallStatus::Auto
+            };
+            insert.execute(params![
+                task_id,
+                call.call_id,
+                position + 1 + index as i64,
+                call.name,
+                call.source,
+                json_text(&call.args)?,
+                call.args_sha256,
+                status.as_str()
+            ])?;
+        }
+    }
+    for update in &commit.call_updates {
+        match update {
+            CallUpdate::Started {
+                call_id,
+                run_args,
+                run_args_sha256,
+            } => {
+                connection
+                    .prepare_cached(
+                        "UPDATE calls SET status = ?1, started_at = ?2, run_args = ?3,
+                                          run_args_sha256 = ?4
+                         WHERE task_id = ?5 AND call_id = ?6",
+                    )?
+                    .execute(params![
+                        CallStatus::Started.as_str(),
+                        now,
+                        json_text(run_args)?,
+                        run_args_sha256,
+                        task_id,
+                        call_id
+                    ])?;
+            }
+            CallUpdate::Finished { call_id, result } => {
+                connection
+                    .prepare_cached(
+                        "UPDATE calls SET status = ?1, finished_at = ?2, result = ?3
+                         WHERE task_id = ?4 AND call_id = ?5",
+                    )?
+                    .execute(params![
+                        CallStatus::Finished.as_str(),
+                        now,
+                        json_text(result)?,
+                        task_id,
+                        call_id
+                    ])?;
+            }
+        }
+    }
+    if let Some(requests) = &commit.new_batch {
+        super::batches::open_batch(connection, task_id, requests, &now)?;
+    }
+    Ok(last)
+}
+
+impl Store {
+    /// Creates a task in an existing session and writes its first events.
+    pub async fn create_task(&self, task: &TaskRow, events: Vec<NewEvent>) -> Result<i64> {
+        let task = task.clone();
+        let transcript = json_text(&task.transcript)?;
+        self.write(move |connection| {
+            connection
+                .prepare_cached(
+                    "INSERT INTO tasks (id, context_id, user_id, agent, state, transcript,
+                                        last_seq, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, ?8)",
+                )?
+                .execute(params![
+                    task.id,
+                    task.context_id,
+                    task.user_id,
+                    task.agent,
+                    task_state_text(task.state),
+                    transcript,
+                    task.created_at,
+                    task.updated_at
+                ])?;
+            connection
+                .prepare_cached("UPDATE sessions SET updated_at = ?1 WHERE id = ?2")?
+                .execute(params![task.updated_at, task.context_id])?;
+            let last = append_events(connection, &task.id, 0, &events, &task.updated_at)?;
+            connection
+                .prepare_cached("UPDATE tasks SET last_seq = ?1 WHERE id = ?2")?
+                .execute(params![last, task.id])?;
+            Ok(last)
+        })
+        .await
+    }
+
+    pub async fn task(&self, id: &str) -> Result<Option<TaskRow>> {
+        self.read(|connection| {
+            let mut statement =
+                connection.prepare_cached(&format!("{TASK_SELECT} WHERE id = ?1"))?;
+            let rows = statement.query([id])?;
+            Ok(collect(rows, task_from_row)?.pop())
+        })
+    }
+
+    /// The tasks of a session, in the order they were created.
+    pub async fn session_tasks(&self, context_id: &str) -> Result<Vec<TaskRow>> {
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(&format!(
+                "{TASK_SELECT} WHERE context_id = ?1 ORDER BY seq_no"
+            ))?;
+            let rows = statement.query([context_id])?;
+            collect(rows, task_from_row)
+        })
+    }
+
+    /// A page of a user's tasks, newest first, optionally one session's or one state's.
+    pub async fn list_tasks(
+        &self,
+        user_id: &str,
+        context_id: Option<&str>,
+        state: Option<TaskState>,
+        offset: i64,
+        limit: i64,
+    ) -> Result<(Vec<TaskRow>, i64)> {
+        let filter =
+            "WHERE user_id = ?1 AND (?2 IS NULL OR context_id = ?2) AND (?3 IS NULL OR state = ?3)";
+        let state = state.map(task_state_text);
+        self.read(|connection| {
+            let total: i64 = connection
+                .prepare_cached(&format!("SELECT COUNT(*) FROM tasks {filter}"))?
+                .query_row(params![user_id, context_id, state], |row| row.get(0))?;
+            let mut statement = connection.prepare_cached(&format!(
+                "{TASK_SELECT} {filter} ORDER BY seq_no DESC LIMIT ?4 OFFSET ?5"
+            ))?;
+            let rows = statement.query(params![user_id, context_id, state, limit, offset])?;
+            Ok((collect(rows, task_from_row)?, total))
+        })
+    }
+
+    /// Tasks left running or submitted by a previous process (to resume at start).
+    pub async fn unfinished_tasks(&self) -> Result<Vec<TaskRow>> {
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(&format!(
+                "{TASK_SELECT} WHERE state IN (?1, ?2) ORDER BY seq_no"
+            ))?;
+            let rows = statement.query([
+                task_state_text(TaskState::Submitted),
+                task_state_text(TaskState::Working),
+            ])?;
+            collect(rows, task_from_row)
+        })
+    }
+
+    /// The events of a task with `after < seq <= upto`, in order, at most `limit`.
+    pub async fn events(
+        &self,
+        task_id: &str,
+        after: i64,
+        upto: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<EventRow>> {
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT seq, event, is_final FROM task_events
+                 WHERE task_id = ?1 AND seq > ?2 AND (?3 IS NULL OR seq <= ?3)
+                 ORDER BY seq LIMIT ?4",
+            )?;
+            let rows = statement.query(params![task_id, after, upto, limit])?;
+            collect(rows, |row| {
+                Ok(EventRow {
+                    seq: row.get(0)?,
+                    event: row.get(1)?,
+                    is_final: row.get(2)?,
+                })
+            })
+        })
+    }
+
+    /// Applies one [`Commit`] atomically; returns the task's last event sequence number.
+    pub async fn commit(&self, task_id: &str, commit: Commit) -> Result<i64> {
+        let task_id = task_id.to_owned();
+        self.write(move |connection| apply_commit(connection, &task_id, &commit))
+            .await
+    }
+}
