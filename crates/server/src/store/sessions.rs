@@ -1,8 +1,8 @@
 //! Sessions: one A2A contextId, talking to one agent, owned by one user.
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{Connection, OptionalExtension, Row};
 
-use super::{now, Result, SessionRow, Store, StoreError};
+use super::{Result, SessionRow, Store};
 
 const SESSION_SELECT: &str =
     "SELECT id, user_id, agent, title, created_at, updated_at FROM sessions";
@@ -26,33 +26,6 @@ fn session_on(connection: &Connection, id: &str) -> Result<Option<SessionRow>> {
 }
 
 impl Store {
-    /// Returns the session `id`, creating it for `user_id` and `agent` if it does not exist.
-    pub async fn ensure_session(
-        &self,
-        id: &str,
-        user_id: &str,
-        agent: &str,
-        title: &str,
-    ) -> Result<SessionRow> {
-        let (id, user_id, agent, title) = (
-            id.to_owned(),
-            user_id.to_owned(),
-            agent.to_owned(),
-            title.to_owned(),
-        );
-        self.write(move |connection| {
-            let now = now();
-            connection
-                .prepare_cached(
-                    "INSERT INTO sessions (id, user_id, agent, title, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (id) DO NOTHING",
-                )?
-                .execute(params![id, user_id, agent, title, now])?;
-            session_on(connection, &id)?.ok_or(StoreError::NotFound)
-        })
-        .await
-    }
-
     pub async fn session(&self, id: &str) -> Result<Option<SessionRow>> {
         self.read(|connection| session_on(connection, id))
     }

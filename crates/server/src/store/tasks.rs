@@ -167,11 +167,39 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
 }
 
 impl Store {
-    /// Creates a task in an existing session and writes its first events.
-    pub async fn create_task(&self, task: &TaskRow, events: Vec<NewEvent>) -> Result<i64> {
+    /// Creates a task and writes its first events, creating its session (titled `title`) if
+    /// this is the session's first task. A session that exists must be the same user's and
+    /// agent's, else [`StoreError::Conflict`].
+    pub async fn create_task(
+        &self,
+        task: &TaskRow,
+        title: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<i64> {
         let task = task.clone();
+        let title = title.to_owned();
         let transcript = json_text(&task.transcript)?;
         self.write(move |connection| {
+            connection
+                .prepare_cached(
+                    "INSERT INTO sessions (id, user_id, agent, title, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (id) DO NOTHING",
+                )?
+                .execute(params![
+                    task.context_id,
+                    task.user_id,
+                    task.agent,
+                    title,
+                    task.created_at
+                ])?;
+            let (owner, agent): (String, String) = connection
+                .prepare_cached("SELECT user_id, agent FROM sessions WHERE id = ?1")?
+                .query_row([&task.context_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            if owner != task.user_id || agent != task.agent {
+                return Err(StoreError::Conflict(
+                    "the session belongs to another user or agent",
+                ));
+            }
             connection
                 .prepare_cached(
                     "INSERT INTO tasks (id, context_id, user_id, agent, state, transcript,

@@ -72,12 +72,7 @@ impl Runtime {
                     agent.key()
                 )));
             }
-            Some(_) => {}
-            None => {
-                self.store
-                    .ensure_session(&context_id, user, &agent.key(), &title)
-                    .await?;
-            }
+            Some(_) | None => {}
         }
         let task_id = view::new_id();
         let mut message = message;
@@ -93,21 +88,32 @@ impl Runtime {
             Some(message),
             None,
         );
+        // Written with the task, so the runner starts on a working task without a commit of
+        // its own (one round trip less before the first answer).
+        let working = view::status_event(&task_id, &context_id, TaskState::Working, None, None);
         let now = crate::store::now();
         let row = TaskRow {
             id: task_id.clone(),
             context_id,
             user_id: user.to_owned(),
             agent: agent.key(),
-            state: TaskState::Submitted,
+            state: TaskState::Working,
             transcript: transcript_value(&transcript)?,
             last_seq: 0,
             created_at: now.clone(),
             updated_at: now,
         };
-        self.store
-            .create_task(&row, vec![Self::encode(&submitted)])
-            .await?;
+        let events = vec![Self::encode(&submitted), Self::encode(&working)];
+        match self.store.create_task(&row, &title, events).await {
+            Ok(_) => {}
+            // A first message of another user or agent took this new session id a moment ago.
+            Err(StoreError::Conflict(why)) => {
+                return Err(AgentError::InvalidParams(format!(
+                    "params.message.contextId: {why}; omit it to start a new session"
+                )))
+            }
+            Err(err) => return Err(err.into()),
+        }
         self.spawn_runner(&task_id);
         Ok(Accepted {
             task_id,
@@ -269,7 +275,7 @@ impl Runtime {
             }
             Err(err) => return Err(err.into()),
         };
-        self.notify(&row.id, seq);
+        self.notify(&row.id, seq, std::slice::from_ref(&working));
         tracing::info!(task = %row.id, user, channel = channel.as_str(), decision = %decision.summary(), "batch decided");
         self.spawn_runner(&row.id);
         Ok(Accepted {
@@ -373,7 +379,7 @@ impl Runtime {
             };
             match self.store.decide(task_id, write).await {
                 Ok(seq) => {
-                    self.notify(task_id, seq);
+                    self.notify(task_id, seq, std::slice::from_ref(&canceled));
                     done = true;
                 }
                 // Decided a moment ago: the task is running now; cancel it as such.

@@ -13,7 +13,64 @@ use tokio_stream::wrappers::ReceiverStream;
 use crate::agent::view;
 use crate::store::{Commit, NewEvent, EVENT_LOG_VERSION};
 
-use super::{AgentError, Result, Runtime, DELETED};
+use super::{AgentError, Result, Runtime};
+
+/// How many events a follower reads from the log at once.
+const PAGE: i64 = 500;
+
+/// What a commit tells the task's followers: the events it wrote, numbered, so a follower that
+/// has everything before them sends them on without reading the log. (A watch channel keeps
+/// only the latest announcement; a follower that missed one reads the log instead.)
+#[derive(Debug, Default)]
+pub(super) struct Announcement {
+    /// The number of the first event, and the events with whether each is final.
+    first: i64,
+    events: Vec<(StreamEvent, bool)>,
+    deleted: bool,
+}
+
+impl Announcement {
+    fn committed(last: i64, events: &[StreamEvent]) -> Announcement {
+        Announcement {
+            first: last - events.len() as i64 + 1,
+            events: events
+                .iter()
+                .map(|event| (event.clone(), event_is_final(event)))
+                .collect(),
+            deleted: false,
+        }
+    }
+
+    fn deleted() -> Announcement {
+        Announcement {
+            deleted: true,
+            ..Announcement::default()
+        }
+    }
+
+    /// The announced events after `seq`, if they follow on from it without a gap.
+    fn after(&self, seq: i64) -> Option<Vec<(i64, Result<StreamEvent>, bool)>> {
+        if self.events.is_empty() || seq + 1 < self.first {
+            return None; // nothing announced, or a gap: read the log
+        }
+        Some(
+            self.events
+                .iter()
+                .enumerate()
+                .map(|(index, (event, is_final))| (self.first + index as i64, event, *is_final))
+                .filter(|(number, _, _)| *number > seq)
+                .map(|(number, event, is_final)| (number, Ok(event.clone()), is_final))
+                .collect(),
+        )
+    }
+}
+
+fn event_is_final(event: &StreamEvent) -> bool {
+    match event {
+        StreamEvent::StatusUpdate(update) => update.is_final,
+        StreamEvent::Task(_) | StreamEvent::Message(_) | StreamEvent::ArtifactUpdate(_) => false,
+    }
+}
 
 /// An event of the log, as announced.
 fn decode_stored(text: &str) -> Result<StreamEvent> {
@@ -27,15 +84,9 @@ impl Runtime {
     // ---- the event log ---------------------------------------------------------------------
 
     pub(super) fn encode(event: &StreamEvent) -> NewEvent {
-        let is_final = match event {
-            StreamEvent::StatusUpdate(update) => update.is_final,
-            StreamEvent::Task(_) | StreamEvent::Message(_) | StreamEvent::ArtifactUpdate(_) => {
-                false
-            }
-        };
         NewEvent {
             event: codec::encode_event(EVENT_LOG_VERSION, event).to_string(),
-            is_final,
+            is_final: event_is_final(event),
         }
     }
 
@@ -49,14 +100,25 @@ impl Runtime {
     ) -> Result<i64> {
         commit.events = events.iter().map(Self::encode).collect();
         let seq = self.store.commit(task_id, commit).await?;
-        self.notify(task_id, seq);
+        self.notify(task_id, seq, events);
         Ok(seq)
     }
 
-    pub(super) fn notify(&self, task_id: &str, seq: i64) {
+    /// Wakes the task's followers with the events just committed (`last` is the number of the
+    /// last of them), so they need not read them back from the store.
+    pub(super) fn notify(&self, task_id: &str, last: i64, events: &[StreamEvent]) {
+        self.announce(task_id, Announcement::committed(last, events));
+    }
+
+    /// Tells the task's followers it was deleted.
+    pub(super) fn notify_deleted(&self, task_id: &str) {
+        self.announce(task_id, Announcement::deleted());
+    }
+
+    fn announce(&self, task_id: &str, announcement: Announcement) {
         if let Ok(mut hub) = self.hub.lock() {
             if let Some(sender) = hub.get(task_id) {
-                sender.send_replace(seq);
+                sender.send_replace(Arc::new(announcement));
                 if sender.receiver_count() == 0 {
                     hub.remove(task_id);
                 }
@@ -64,14 +126,15 @@ impl Runtime {
         }
     }
 
-    pub(super) fn watch(&self, task_id: &str) -> watch::Receiver<i64> {
+    fn watch(&self, task_id: &str) -> watch::Receiver<Arc<Announcement>> {
+        let quiet = || watch::channel(Arc::new(Announcement::default()));
         match self.hub.lock() {
             Ok(mut hub) => hub
                 .entry(task_id.to_owned())
-                .or_insert_with(|| watch::channel(0).0)
+                .or_insert_with(|| quiet().0)
                 .subscribe(),
             // A poisoned hub only loses wake-ups; followers also poll.
-            Err(_) => watch::channel(0).1,
+            Err(_) => quiet().1,
         }
     }
 
@@ -115,29 +178,48 @@ impl Runtime {
         tokio::spawn(async move {
             let mut wake = runtime.watch(&task_id);
             let mut seq = after;
+            // The first read is from the log; later ones from the announcement that woke us,
+            // when it follows on from what was sent (else from the log again).
+            let mut woken = false;
             loop {
-                let events = match runtime.store.events(&task_id, seq, None, 500).await {
-                    Ok(events) => events,
-                    Err(err) => {
-                        let _ = sender.send(Err(err.into())).await;
-                        return;
-                    }
+                let announced = wake.borrow_and_update().clone();
+                if announced.deleted {
+                    let _ = sender
+                        .send(Err(AgentError::TaskDeleted(task_id.clone())))
+                        .await;
+                    return;
+                }
+                let (events, more) = match woken.then(|| announced.after(seq)).flatten() {
+                    Some(events) => (events, false),
+                    None => match runtime.store.events(&task_id, seq, None, PAGE).await {
+                        Ok(rows) => {
+                            let more = rows.len() as i64 == PAGE;
+                            let events = rows
+                                .into_iter()
+                                .map(|row| {
+                                    let event = decode_stored(&row.event);
+                                    (row.seq, event, row.is_final)
+                                })
+                                .collect();
+                            (events, more)
+                        }
+                        Err(err) => {
+                            let _ = sender.send(Err(err.into())).await;
+                            return;
+                        }
+                    },
                 };
-                let full_page = events.len() == 500;
-                for event in events {
-                    seq = event.seq;
-                    let decoded = decode_stored(&event.event);
-                    if sender.send(decoded).await.is_err() {
-                        return;
-                    }
-                    if event.is_final {
+                for (event_seq, event, is_final) in events {
+                    seq = event_seq;
+                    if sender.send(event).await.is_err() || is_final {
                         return;
                     }
                 }
-                if full_page {
+                if more {
+                    woken = false;
                     continue;
                 }
-                let woken = tokio::select! {
+                woken = tokio::select! {
                     _ = runtime.shutdown.cancelled() => return,
                     _ = sender.closed() => return,
                     // Polling as well as waking: a write from another process still arrives.
@@ -145,11 +227,9 @@ impl Runtime {
                         matches!(changed, Ok(Ok(())))
                     }
                 };
-                // Deleted with its session: nothing more will come, so say so and end. (A poll
-                // checks too: another process may have deleted it.)
-                let deleted = *wake.borrow() == DELETED
-                    || (!woken && matches!(runtime.store.task(&task_id).await, Ok(None)));
-                if deleted {
+                // A poll also checks that the task is still there: another process may have
+                // deleted it, and nothing more would ever come.
+                if !woken && matches!(runtime.store.task(&task_id).await, Ok(None)) {
                     let _ = sender
                         .send(Err(AgentError::TaskDeleted(task_id.clone())))
                         .await;
@@ -167,5 +247,44 @@ impl Runtime {
             event?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use signoff_protocol::{Part, TaskState};
+
+    use super::*;
+
+    fn event(text: &str, state: TaskState, is_final: bool) -> StreamEvent {
+        let message = view::agent_message("t", "c", vec![Part::text(text)]);
+        let mut event = view::status_event("t", "c", state, Some(message), None);
+        if let StreamEvent::StatusUpdate(update) = &mut event {
+            update.is_final = is_final;
+        }
+        event
+    }
+
+    fn numbers(events: Option<Vec<(i64, Result<StreamEvent>, bool)>>) -> Option<Vec<i64>> {
+        events.map(|events| events.into_iter().map(|(number, _, _)| number).collect())
+    }
+
+    #[test]
+    fn an_announcement_serves_only_followers_without_a_gap() {
+        let events = [
+            event("a", TaskState::Working, false),
+            event("b", TaskState::Working, false),
+            event("c", TaskState::Completed, true),
+        ];
+        // Events 5, 6 and 7.
+        let announced = Announcement::committed(7, &events);
+        assert_eq!(numbers(announced.after(4)), Some(vec![5, 6, 7]));
+        assert_eq!(numbers(announced.after(5)), Some(vec![6, 7]));
+        assert_eq!(numbers(announced.after(7)), Some(vec![]));
+        assert_eq!(numbers(announced.after(3)), None, "event 4 was missed");
+        assert_eq!(numbers(Announcement::default().after(0)), None);
+        let last = announced.after(6).unwrap().pop().unwrap();
+        assert!(last.2, "the final flag travels with the event");
+        assert!(Announcement::deleted().deleted);
     }
 }

@@ -83,9 +83,6 @@ impl From<StoreError> for AgentError {
 
 pub type Result<T, E = AgentError> = std::result::Result<T, E>;
 
-/// The wake-up value that tells a task's followers it was deleted.
-const DELETED: i64 = i64::MIN;
-
 /// One agent the server runs.
 pub struct Agent {
     pub namespace: String,
@@ -150,7 +147,7 @@ pub struct Runtime {
     agents: Vec<Arc<Agent>>,
     limits: Limits,
     /// Latest event sequence number of each followed task: wakes followers after a commit.
-    hub: Mutex<HashMap<String, watch::Sender<i64>>>,
+    hub: Mutex<HashMap<String, watch::Sender<Arc<log::Announcement>>>>,
     /// The cancel token of each task's current runner (a user's cancel stops it at once).
     running: Mutex<HashMap<String, CancellationToken>>,
     /// One runner per task at a time: a runner spawned while another finishes waits for it.

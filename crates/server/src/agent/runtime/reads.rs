@@ -5,7 +5,7 @@ use signoff_protocol::{ListTasksParams, ListTasksResult, Task};
 use crate::agent::view::{self};
 use crate::store::TaskRow;
 
-use super::{AgentError, Result, Runtime, DELETED};
+use super::{AgentError, Result, Runtime};
 
 /// A session as the API lists it: the REST contract's type (docs/rest.md, Sessions).
 pub use signoff_protocol::rest::Session;
@@ -142,7 +142,7 @@ impl Runtime {
         self.store.delete_session(id).await?;
         // Ends the streams and blocking requests that follow these tasks.
         for task in &tasks {
-            self.notify(&task.id, DELETED);
+            self.notify_deleted(&task.id);
         }
         Ok(())
     }
