@@ -148,3 +148,66 @@ async fn a_call_interrupted_by_a_crash_is_reported_not_rerun() {
     assert!(text.contains("I deleted old.txt."), "{text}");
     kill(child);
 }
+
+#[tokio::test]
+async fn a_decision_acknowledged_before_a_sigkill_is_kept() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let (child, base) = start(data_dir.path()).await;
+    let app = TestApp::external(base, data_dir);
+    let (task, context) = pause(&app, None).await;
+    // Non-blocking: the answer comes once the decision is committed, not once the calls ran.
+    let params = json!({
+        "message": decision(&task, &context, json!({"decision_type": "deny", "reason": "no"})),
+        "configuration": {"blocking": false},
+    });
+    let acknowledged = app.rpc(None, request("message/send", params)).await;
+    assert!(acknowledged.get("error").is_none(), "{acknowledged}");
+    kill(child);
+
+    let data_dir = app.into_data_dir();
+    let (child, base) = start(data_dir.path()).await;
+    let app = TestApp::external(base, data_dir);
+    let (_, pending) = app.get("/api/approvals").await;
+    assert_eq!(pending["approvals"], json!([]), "{pending}");
+    let (_, decided) = app.get("/api/approvals?state=decided").await;
+    let decisions = decided["decisions"].as_array().unwrap();
+    assert_eq!(decisions.len(), 1, "{decided}");
+    assert_eq!(decisions[0]["taskId"], task);
+    assert_eq!(decisions[0]["decision"]["decision_type"], "deny");
+    wait_for_state(&app, &task, "completed").await;
+    assert!(
+        app.sandbox().join("old.txt").exists(),
+        "the rejected delete never ran"
+    );
+    kill(child);
+}
+
+#[tokio::test]
+async fn a_corrupt_row_fails_its_task_visibly() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let (child, base) = start(data_dir.path()).await;
+    let app = TestApp::external(base, data_dir);
+    let (task, _) = pause(&app, None).await;
+    kill(child);
+    // A status this version does not know, on a task that resumes at start.
+    let db = rusqlite::Connection::open(app.data_dir.path().join("signoff.db")).unwrap();
+    db.execute(
+        "UPDATE calls SET status = 'exploded' WHERE call_id = 'call_1'",
+        [],
+    )
+    .unwrap();
+    db.execute("UPDATE tasks SET state = 'working'", [])
+        .unwrap();
+    drop(db);
+
+    let data_dir = app.into_data_dir();
+    let (child, base) = start(data_dir.path()).await;
+    let app = TestApp::external(base, data_dir);
+    let failed = wait_for_state(&app, &task, "failed").await;
+    let said = failed["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(said.contains("internal error"), "{failed}");
+    assert!(!app.sandbox().join("notes.txt").exists());
+    kill(child);
+}
