@@ -204,6 +204,19 @@ impl Response {
         })
     }
 
+    /// A success response as JSON text whose `result` is `raw_result`, already JSON (for
+    /// results stored encoded, which need not be parsed and encoded again).
+    pub fn success_json_with_raw_result(id: &Id, raw_result: &str) -> String {
+        let id = serde_json::to_string(id).unwrap_or_else(|_| "null".to_owned());
+        let mut out = String::with_capacity(raw_result.len() + id.len() + 40);
+        out.push_str(r#"{"jsonrpc":"2.0","id":"#);
+        out.push_str(&id);
+        out.push_str(r#","result":"#);
+        out.push_str(raw_result);
+        out.push('}');
+        out
+    }
+
     fn wire(&self) -> WireResponse {
         let (result, error) = match &self.outcome {
             Ok(result) => (Some(result.clone()), None),
@@ -340,6 +353,20 @@ mod tests {
         assert_eq!(request_id(br#"{"id":[1]}"#), None);
         assert_eq!(request_id(b"[1]"), None);
         assert_eq!(request_id(br#"{"method":"m"}"#), None);
+    }
+
+    #[test]
+    fn a_raw_result_is_spliced_in_as_is() {
+        let text = Response::success_json_with_raw_result(
+            &Id::OtherNumber("1.5".into()),
+            r#"{"kind":"task"}"#,
+        );
+        assert_eq!(
+            text,
+            r#"{"jsonrpc":"2.0","id":1.5,"result":{"kind":"task"}}"#
+        );
+        let parsed = Response::from_value(serde_json::from_str(&text).unwrap()).unwrap();
+        assert_eq!(parsed.outcome, Ok(json!({"kind": "task"})));
     }
 
     #[test]

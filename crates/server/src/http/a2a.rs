@@ -20,6 +20,7 @@ use signoff_protocol::{json_keys, ProtocolVersion, StreamEvent};
 
 use super::{AppState, User};
 use crate::agent::{Agent, AgentError, Runtime};
+use crate::store::EVENT_LOG_VERSION;
 
 /// The request's A2A version: the `A2A-Version` header, or the `A2A-Version` query parameter;
 /// neither means 0.3. `Err` holds a value we do not speak.
@@ -261,8 +262,8 @@ pub async fn handle(
 }
 
 /// SSE: each item is one complete JSON-RPC response; idle streams get `: keep-alive`.
-fn sse(items: BoxStream<'static, RpcResponse>) -> Response {
-    let events = items.map(|item| Ok::<Event, Infallible>(Event::default().data(item.to_json())));
+fn sse(items: BoxStream<'static, String>) -> Response {
+    let events = items.map(|item| Ok::<Event, Infallible>(Event::default().data(item)));
     Sse::new(events)
         .keep_alive(
             KeepAlive::new()
@@ -345,17 +346,17 @@ async fn unary_call(call: Call) -> RpcResponse {
 }
 
 /// The items of a streaming call: events as JSON-RPC responses, or one error item.
-async fn stream_call(call: Call) -> BoxStream<'static, RpcResponse> {
+async fn stream_call(call: Call) -> BoxStream<'static, String> {
     let runtime = call.runtime.clone();
     let (task_id, snapshot_upto, follow_after, close_if_final) = match call.method {
         Method::SendStreamingMessage => {
             let params = match codec::decode_send_params(call.version, &call.params) {
                 Ok(params) => params,
-                Err(err) => return stream::iter([call.decode_error(&err)]).boxed(),
+                Err(err) => return stream::iter([call.decode_error(&err).to_json()]).boxed(),
             };
             let accepted = match runtime.send(&call.user, &call.agent, params.message).await {
                 Ok(accepted) => accepted,
-                Err(err) => return stream::iter([call.agent_error(&err)]).boxed(),
+                Err(err) => return stream::iter([call.agent_error(&err).to_json()]).boxed(),
             };
             match call.version {
                 // v0.3 replays the turn's events as written, `submitted` (or `working`) first.
@@ -372,15 +373,17 @@ async fn stream_call(call: Call) -> BoxStream<'static, RpcResponse> {
         Method::SubscribeToTask => {
             let params = match codec::decode_task_id_params(call.version, &call.params) {
                 Ok(params) => params,
-                Err(err) => return stream::iter([call.decode_error(&err)]).boxed(),
+                Err(err) => return stream::iter([call.decode_error(&err).to_json()]).boxed(),
             };
             (params.id, Some(-1), 0, true)
         }
         Method::SendMessage | Method::GetTask | Method::CancelTask | Method::ListTasks => {
-            return stream::iter([call.error(
-                ErrorCode::InternalError,
-                "a unary method reached the streaming path",
-            )])
+            return stream::iter([call
+                .error(
+                    ErrorCode::InternalError,
+                    "a unary method reached the streaming path",
+                )
+                .to_json()])
             .boxed()
         }
     };
@@ -396,29 +399,44 @@ async fn stream_call(call: Call) -> BoxStream<'static, RpcResponse> {
         let (task, seq) = match snapshot {
             Ok(snapshot) => snapshot,
             Err(AgentError::Forbidden(id)) => {
-                return stream::iter([call.agent_error(&AgentError::TaskNotFound(id))]).boxed()
+                return stream::iter([call.agent_error(&AgentError::TaskNotFound(id)).to_json()])
+                    .boxed()
             }
-            Err(err) => return stream::iter([call.agent_error(&err)]).boxed(),
+            Err(err) => return stream::iter([call.agent_error(&err).to_json()]).boxed(),
         };
         if upto < 0 {
             follow_after = seq;
         }
         let ended = task.status.state.ends_stream();
-        first.push(call.success(codec::encode_event(call.version, &StreamEvent::Task(task))));
+        first.push(
+            call.success(codec::encode_event(call.version, &StreamEvent::Task(task)))
+                .to_json(),
+        );
         if close_if_final && ended {
             return stream::iter(first).boxed();
         }
     }
     let version = call.version;
     let id = call.id.clone();
-    let events = runtime
-        .follow(&task_id, follow_after)
-        .map(move |item| match item {
-            Ok(event) => RpcResponse::success(id.clone(), codec::encode_event(version, &event)),
+    let events = runtime.follow(&task_id, follow_after).map(move |item| {
+        let event = match item {
+            // Stored in this very version: sent on as stored, not decoded and encoded again.
+            Ok(logged) if version == EVENT_LOG_VERSION => {
+                return RpcResponse::success_json_with_raw_result(&id, &logged.stored)
+            }
+            Ok(logged) => logged.event(),
+            Err(err) => Err(err),
+        };
+        match event {
+            Ok(event) => {
+                RpcResponse::success(id.clone(), codec::encode_event(version, &event)).to_json()
+            }
             Err(err) => {
                 let (code, message) = rpc_error(&err);
                 RpcResponse::error(id.clone(), codec::error_object(version, code, message))
+                    .to_json()
             }
-        });
+        }
+    });
     stream::iter(first).chain(events).boxed()
 }

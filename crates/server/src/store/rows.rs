@@ -115,7 +115,8 @@ pub struct TaskRow {
     pub user_id: String,
     pub agent: String,
     pub state: TaskState,
-    pub transcript: Value,
+    /// The conversation as the model sees it: JSON the runtime reads and writes, kept as text.
+    pub transcript: String,
     pub last_seq: i64,
     pub created_at: String,
     pub updated_at: String,
@@ -212,7 +213,8 @@ pub enum Guard {
 pub struct Commit {
     pub events: Vec<NewEvent>,
     pub state: Option<TaskState>,
-    pub transcript: Option<Value>,
+    /// The new transcript (JSON text), if it changed.
+    pub transcript: Option<String>,
     pub new_calls: Vec<NewCall>,
     pub call_updates: Vec<CallUpdate>,
     /// Opens a pending batch with these action requests; every held call without a batch joins it.

@@ -4,7 +4,7 @@
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use signoff_protocol::TaskState;
 
-use super::rows::{json_text, json_value};
+use super::rows::json_text;
 use super::{
     now, parse_task_state, task_state_text, CallStatus, CallUpdate, Commit, EventRow, Guard,
     NewEvent, Result, Store, StoreError, TaskRow,
@@ -15,14 +15,13 @@ const TASK_SELECT: &str = "SELECT id, context_id, user_id, agent, state, transcr
 
 fn task_from_row(row: &Row<'_>) -> Result<TaskRow> {
     let state: String = row.get(4)?;
-    let transcript: String = row.get(5)?;
     Ok(TaskRow {
         id: row.get(0)?,
         context_id: row.get(1)?,
         user_id: row.get(2)?,
         agent: row.get(3)?,
         state: parse_task_state(&state)?,
-        transcript: json_value(&transcript)?,
+        transcript: row.get(5)?,
         last_seq: row.get(6)?,
         created_at: row.get(7)?,
         updated_at: row.get(8)?,
@@ -81,7 +80,6 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
     }
     let now = now();
     let last = append_events(connection, task_id, last_seq, &commit.events, &now)?;
-    let transcript = commit.transcript.as_ref().map(json_text).transpose()?;
     connection
         .prepare_cached(
             "UPDATE tasks SET last_seq = ?1, state = COALESCE(?2, state),
@@ -91,7 +89,7 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
         .execute(params![
             last,
             commit.state.map(task_state_text),
-            transcript,
+            commit.transcript,
             now,
             task_id
         ])?;
@@ -178,7 +176,6 @@ impl Store {
     ) -> Result<i64> {
         let task = task.clone();
         let title = title.to_owned();
-        let transcript = json_text(&task.transcript)?;
         self.write(move |connection| {
             connection
                 .prepare_cached(
@@ -212,7 +209,7 @@ impl Store {
                     task.user_id,
                     task.agent,
                     task_state_text(task.state),
-                    transcript,
+                    task.transcript,
                     task.created_at,
                     task.updated_at
                 ])?;

@@ -129,7 +129,7 @@ async fn a_panicking_runner_fails_its_task_and_is_not_resumed_again() {
     let mut events = runtime.follow(&left.task_id, 0);
     within("the task to be working", async {
         while let Some(event) = events.next().await {
-            if let StreamEvent::StatusUpdate(update) = event.unwrap() {
+            if let StreamEvent::StatusUpdate(update) = event.unwrap().event().unwrap() {
                 if update.status.state == TaskState::Working {
                     return;
                 }

@@ -253,6 +253,7 @@ impl Runtime {
             })
             .collect();
         let working = view::status_event(&row.id, &row.context_id, TaskState::Working, echo, None);
+        let stored_working = [Self::encode(&working)];
         let write = DecisionWrite {
             batch_id: batch.id,
             user_id: user.to_owned(),
@@ -262,7 +263,7 @@ impl Runtime {
             verdicts,
             batch_state: BatchState::Decided,
             task_state: TaskState::Working,
-            events: vec![Self::encode(&working)],
+            events: stored_working.to_vec(),
         };
         let after_seq = row.last_seq;
         let seq = match self.store.decide(&row.id, write).await {
@@ -275,7 +276,12 @@ impl Runtime {
             }
             Err(err) => return Err(err.into()),
         };
-        self.notify(&row.id, seq, std::slice::from_ref(&working));
+        self.notify(
+            &row.id,
+            seq,
+            std::slice::from_ref(&working),
+            &stored_working,
+        );
         tracing::info!(task = %row.id, user, channel = channel.as_str(), decision = %decision.summary(), "batch decided");
         self.spawn_runner(&row.id);
         Ok(Accepted {
@@ -349,6 +355,7 @@ impl Runtime {
             Some(message),
             None,
         );
+        let stored_canceled = [Self::encode(&canceled)];
         let mut done = false;
         if let Some(batch) = self.store.pending_batch(task_id).await? {
             let verdicts = self
@@ -375,11 +382,16 @@ impl Runtime {
                 verdicts,
                 batch_state: BatchState::Canceled,
                 task_state: TaskState::Canceled,
-                events: vec![Self::encode(&canceled)],
+                events: stored_canceled.to_vec(),
             };
             match self.store.decide(task_id, write).await {
                 Ok(seq) => {
-                    self.notify(task_id, seq, std::slice::from_ref(&canceled));
+                    self.notify(
+                        task_id,
+                        seq,
+                        std::slice::from_ref(&canceled),
+                        &stored_canceled,
+                    );
                     done = true;
                 }
                 // Decided a moment ago: the task is running now; cancel it as such.

@@ -18,24 +18,50 @@ use super::{AgentError, Result, Runtime};
 /// How many events a follower reads from the log at once.
 const PAGE: i64 = 500;
 
+/// One event of a task's log as followers get it: its number, its text as stored (JSON in
+/// [`EVENT_LOG_VERSION`], which a follower in that version sends on as is), and the event
+/// itself when the writer had it at hand (else it is decoded from the text on demand).
+#[derive(Debug, Clone)]
+pub struct LoggedEvent {
+    pub seq: i64,
+    pub stored: Arc<str>,
+    pub is_final: bool,
+    decoded: Option<Arc<StreamEvent>>,
+}
+
+impl LoggedEvent {
+    /// The event, decoded from its stored text if it did not come with it.
+    pub fn event(&self) -> Result<StreamEvent> {
+        match &self.decoded {
+            Some(event) => Ok(event.as_ref().clone()),
+            None => decode_stored(&self.stored),
+        }
+    }
+}
+
 /// What a commit tells the task's followers: the events it wrote, numbered, so a follower that
 /// has everything before them sends them on without reading the log. (A watch channel keeps
 /// only the latest announcement; a follower that missed one reads the log instead.)
 #[derive(Debug, Default)]
 pub(super) struct Announcement {
-    /// The number of the first event, and the events with whether each is final.
-    first: i64,
-    events: Vec<(StreamEvent, bool)>,
+    events: Vec<LoggedEvent>,
     deleted: bool,
 }
 
 impl Announcement {
-    fn committed(last: i64, events: &[StreamEvent]) -> Announcement {
+    fn committed(last: i64, events: &[StreamEvent], stored: &[NewEvent]) -> Announcement {
+        let first = last - events.len() as i64 + 1;
         Announcement {
-            first: last - events.len() as i64 + 1,
             events: events
                 .iter()
-                .map(|event| (event.clone(), event_is_final(event)))
+                .zip(stored)
+                .enumerate()
+                .map(|(index, (event, stored))| LoggedEvent {
+                    seq: first + index as i64,
+                    stored: Arc::from(stored.event.as_str()),
+                    is_final: stored.is_final,
+                    decoded: Some(Arc::new(event.clone())),
+                })
                 .collect(),
             deleted: false,
         }
@@ -49,17 +75,16 @@ impl Announcement {
     }
 
     /// The announced events after `seq`, if they follow on from it without a gap.
-    fn after(&self, seq: i64) -> Option<Vec<(i64, Result<StreamEvent>, bool)>> {
-        if self.events.is_empty() || seq + 1 < self.first {
-            return None; // nothing announced, or a gap: read the log
+    fn after(&self, seq: i64) -> Option<Vec<LoggedEvent>> {
+        let first = self.events.first()?.seq;
+        if seq + 1 < first {
+            return None; // a gap: read the log
         }
         Some(
             self.events
                 .iter()
-                .enumerate()
-                .map(|(index, (event, is_final))| (self.first + index as i64, event, *is_final))
-                .filter(|(number, _, _)| *number > seq)
-                .map(|(number, event, is_final)| (number, Ok(event.clone()), is_final))
+                .filter(|event| event.seq > seq)
+                .cloned()
                 .collect(),
         )
     }
@@ -98,16 +123,23 @@ impl Runtime {
         events: &[StreamEvent],
         mut commit: Commit,
     ) -> Result<i64> {
-        commit.events = events.iter().map(Self::encode).collect();
+        let stored: Vec<NewEvent> = events.iter().map(Self::encode).collect();
+        commit.events = stored.clone();
         let seq = self.store.commit(task_id, commit).await?;
-        self.notify(task_id, seq, events);
+        self.notify(task_id, seq, events, &stored);
         Ok(seq)
     }
 
     /// Wakes the task's followers with the events just committed (`last` is the number of the
     /// last of them), so they need not read them back from the store.
-    pub(super) fn notify(&self, task_id: &str, last: i64, events: &[StreamEvent]) {
-        self.announce(task_id, Announcement::committed(last, events));
+    pub(super) fn notify(
+        &self,
+        task_id: &str,
+        last: i64,
+        events: &[StreamEvent],
+        stored: &[NewEvent],
+    ) {
+        self.announce(task_id, Announcement::committed(last, events, stored));
     }
 
     /// Tells the task's followers it was deleted.
@@ -171,7 +203,7 @@ impl Runtime {
         self: &Arc<Self>,
         task_id: &str,
         after: i64,
-    ) -> ReceiverStream<Result<StreamEvent>> {
+    ) -> ReceiverStream<Result<LoggedEvent>> {
         let (sender, receiver) = tokio::sync::mpsc::channel(64);
         let runtime = self.clone();
         let task_id = task_id.to_owned();
@@ -196,9 +228,11 @@ impl Runtime {
                             let more = rows.len() as i64 == PAGE;
                             let events = rows
                                 .into_iter()
-                                .map(|row| {
-                                    let event = decode_stored(&row.event);
-                                    (row.seq, event, row.is_final)
+                                .map(|row| LoggedEvent {
+                                    seq: row.seq,
+                                    stored: Arc::from(row.event),
+                                    is_final: row.is_final,
+                                    decoded: None,
                                 })
                                 .collect();
                             (events, more)
@@ -209,9 +243,10 @@ impl Runtime {
                         }
                     },
                 };
-                for (event_seq, event, is_final) in events {
-                    seq = event_seq;
-                    if sender.send(event).await.is_err() || is_final {
+                for event in events {
+                    seq = event.seq;
+                    let is_final = event.is_final;
+                    if sender.send(Ok(event)).await.is_err() || is_final {
                         return;
                     }
                 }
@@ -265,8 +300,8 @@ mod tests {
         event
     }
 
-    fn numbers(events: Option<Vec<(i64, Result<StreamEvent>, bool)>>) -> Option<Vec<i64>> {
-        events.map(|events| events.into_iter().map(|(number, _, _)| number).collect())
+    fn numbers(events: Option<Vec<LoggedEvent>>) -> Option<Vec<i64>> {
+        events.map(|events| events.into_iter().map(|event| event.seq).collect())
     }
 
     #[test]
@@ -277,14 +312,17 @@ mod tests {
             event("c", TaskState::Completed, true),
         ];
         // Events 5, 6 and 7.
-        let announced = Announcement::committed(7, &events);
+        let stored: Vec<NewEvent> = events.iter().map(Runtime::encode).collect();
+        let announced = Announcement::committed(7, &events, &stored);
         assert_eq!(numbers(announced.after(4)), Some(vec![5, 6, 7]));
         assert_eq!(numbers(announced.after(5)), Some(vec![6, 7]));
         assert_eq!(numbers(announced.after(7)), Some(vec![]));
         assert_eq!(numbers(announced.after(3)), None, "event 4 was missed");
         assert_eq!(numbers(Announcement::default().after(0)), None);
         let last = announced.after(6).unwrap().pop().unwrap();
-        assert!(last.2, "the final flag travels with the event");
+        assert!(last.is_final, "the final flag travels with the event");
+        assert_eq!(last.event().unwrap(), events[2]);
+        assert_eq!(decode_stored(&last.stored).unwrap(), events[2]);
         assert!(Announcement::deleted().deleted);
     }
 }

@@ -16,6 +16,7 @@ mod transcript;
 
 pub use crate::store::Channel;
 pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
+pub use log::LoggedEvent;
 pub use reads::Session;
 
 use std::collections::HashMap;

@@ -12,12 +12,12 @@ use super::{AgentError, Result};
 
 /// Reads a transcript back; a corrupt one is an internal error, not a panic.
 pub(super) fn transcript_of(row: &TaskRow) -> Result<Vec<ChatMessage>> {
-    serde_json::from_value(row.transcript.clone())
+    serde_json::from_str(&row.transcript)
         .map_err(|err| AgentError::Internal(format!("transcript of {}: {err}", row.id)))
 }
 
-pub(super) fn transcript_value(transcript: &[ChatMessage]) -> Result<Value> {
-    serde_json::to_value(transcript).map_err(|err| AgentError::Internal(err.to_string()))
+pub(super) fn transcript_value(transcript: &[ChatMessage]) -> Result<String> {
+    serde_json::to_string(transcript).map_err(|err| AgentError::Internal(err.to_string()))
 }
 
 /// The calls of the last assistant turn that have no result yet.
@@ -171,7 +171,7 @@ mod tests {
             updated_at: String::new(),
         };
         assert_eq!(transcript_of(&row).unwrap(), transcript);
-        row.transcript = json!([{"role": "nobody"}]);
+        row.transcript = json!([{"role": "nobody"}]).to_string();
         let err = transcript_of(&row).unwrap_err();
         assert!(err.to_string().contains("transcript of t"), "{err}");
     }
