@@ -6,13 +6,12 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, BoxStream};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use serde_json::Value;
 use signoff_protocol::codec::{self, Method};
 use signoff_protocol::jsonrpc::{self, ErrorCode, ErrorObject, Id, Response as RpcResponse};
@@ -261,16 +260,48 @@ pub async fn handle(
     }
 }
 
-/// SSE: each item is one complete JSON-RPC response; idle streams get `: keep-alive`.
+/// How long an idle stream waits before a `: keep-alive` comment.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// The most events one write carries.
+const EVENTS_PER_WRITE: usize = 64;
+
+/// SSE: each item is one complete JSON-RPC response, one `data:` event. Events that are ready
+/// together (a commit's worth) go out in one write rather than one system call each; an idle
+/// stream gets `: keep-alive` comments.
 fn sse(items: BoxStream<'static, String>) -> Response {
-    let events = items.map(|item| Ok::<Event, Infallible>(Event::default().data(item)));
-    Sse::new(events)
-        .keep_alive(
-            KeepAlive::new()
-                .interval(Duration::from_secs(15))
-                .text(" keep-alive"),
-        )
+    let frames = stream::unfold(items, |mut items| async move {
+        let first = match tokio::time::timeout(KEEP_ALIVE, items.next()).await {
+            Ok(Some(first)) => first,
+            Ok(None) => return None,
+            Err(_idle) => return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), items)),
+        };
+        let mut frame = String::with_capacity(first.len() + 8);
+        push_event(&mut frame, &first);
+        for _ in 1..EVENTS_PER_WRITE {
+            match items.next().now_or_never() {
+                Some(Some(next)) => push_event(&mut frame, &next),
+                Some(None) | None => break,
+            }
+        }
+        Some((Ok::<Bytes, Infallible>(Bytes::from(frame)), items))
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(frames),
+    )
         .into_response()
+}
+
+/// One SSE event whose data is `json` (serde_json never writes a raw line break, so one
+/// `data:` line holds it).
+fn push_event(frame: &mut String, json: &str) {
+    frame.push_str("data: ");
+    frame.push_str(json);
+    frame.push_str("\n\n");
 }
 
 async fn unary_call(call: Call) -> RpcResponse {

@@ -5,8 +5,9 @@
 //! It knows rows, typed columns and JSON values, nothing of HTTP and nothing of A2A versions:
 //! the agent layer hands it events already encoded.
 //!
-//! Writes go to one thread that owns the write connection and commits concurrent writes in
-//! groups (`writer`); SQLite allows one writer at a time anyway. Reads run on their own
+//! Writes share one connection and commit in groups (`writer`): concurrent writes share a
+//! transaction, a lone write runs at once on its caller's thread; SQLite allows one writer at a
+//! time anyway. Reads run on their own
 //! connections (WAL lets them run beside the writer) and are quick enough to run in place.
 //! Statements are prepared once per connection and cached.
 
@@ -32,8 +33,6 @@ use writer::Writer;
 pub enum StoreError {
     #[error("database error: {0}")]
     Db(#[from] rusqlite::Error),
-    #[error("cannot open the database: {0}")]
-    Open(String),
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
     /// A row holds what this version cannot read (a state it does not know, JSON that is not).
@@ -111,7 +110,7 @@ impl Store {
             )?;
             readers.push(Mutex::new(reader));
         }
-        let writer = Writer::start(writer).map_err(|err| StoreError::Open(err.to_string()))?;
+        let writer = Writer::new(writer);
         Ok(Store {
             inner: Arc::new(Inner { writer, readers }),
         })
@@ -119,9 +118,7 @@ impl Store {
 
     /// Finishes the queued writes and closes the writer (later writes get [`StoreError::Closed`]).
     pub async fn close(&self) {
-        let inner = self.inner.clone();
-        // Joining the writer thread blocks; keep it off the async threads.
-        let _ = tokio::task::spawn_blocking(move || inner.writer.close()).await;
+        self.inner.writer.close();
     }
 
     /// Runs `work` in the next group commit (see `writer`).

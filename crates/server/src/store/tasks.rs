@@ -70,29 +70,58 @@ pub(super) fn task_head(connection: &Connection, task_id: &str) -> Result<(TaskS
     Ok((parse_task_state(&state)?, last_seq))
 }
 
+/// The stored text of the states a `NotTerminal` guard refuses.
+const TERMINAL: [TaskState; 4] = [
+    TaskState::Completed,
+    TaskState::Failed,
+    TaskState::Canceled,
+    TaskState::Rejected,
+];
+
 fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Result<i64> {
-    let (state, last_seq) = task_head(connection, task_id)?;
-    match commit.guard {
-        Some(Guard::NotTerminal) if state.is_terminal() => {
-            return Err(StoreError::Conflict("the task has ended"));
-        }
-        Some(Guard::NotTerminal) | None => {}
-    }
     let now = now();
-    let last = append_events(connection, task_id, last_seq, &commit.events, &now)?;
-    connection
+    let guarded = match commit.guard {
+        Some(Guard::NotTerminal) => true,
+        None => false,
+    };
+    // One statement moves the task on and says where its log ends, or refuses (guarded and
+    // ended, or gone).
+    let last: Option<i64> = connection
         .prepare_cached(
-            "UPDATE tasks SET last_seq = ?1, state = COALESCE(?2, state),
+            "UPDATE tasks SET last_seq = last_seq + ?1, state = COALESCE(?2, state),
                               transcript = COALESCE(?3, transcript), updated_at = ?4
-             WHERE id = ?5",
+             WHERE id = ?5 AND NOT (?6 AND state IN (?7, ?8, ?9, ?10))
+             RETURNING last_seq",
         )?
-        .execute(params![
-            last,
-            commit.state.map(task_state_text),
-            commit.transcript,
-            now,
-            task_id
-        ])?;
+        .query_row(
+            params![
+                commit.events.len() as i64,
+                commit.state.map(task_state_text),
+                commit.transcript,
+                now,
+                task_id,
+                guarded,
+                task_state_text(TERMINAL[0]),
+                task_state_text(TERMINAL[1]),
+                task_state_text(TERMINAL[2]),
+                task_state_text(TERMINAL[3]),
+            ],
+            |row| row.get(0),
+        )
+        .optional()?;
+    let Some(last) = last else {
+        return Err(match task_head(connection, task_id) {
+            Ok(_) => StoreError::Conflict("the task has ended"),
+            Err(err) => err,
+        });
+    };
+    append_events(
+        connection,
+        task_id,
+        last - commit.events.len() as i64,
+        &commit.events,
+        &now,
+    )?;
     if !commit.new_calls.is_empty() {
         let position: i64 = connection
             .prepare_cached("SELECT COALESCE(MAX(position), 0) FROM calls WHERE task_id = ?1")?
@@ -313,5 +342,26 @@ impl Store {
         let task_id = task_id.to_owned();
         self.write(move |connection| apply_commit(connection, &task_id, &commit))
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guard_refuses_exactly_the_terminal_states() {
+        for state in [
+            TaskState::Submitted,
+            TaskState::Working,
+            TaskState::InputRequired,
+            TaskState::AuthRequired,
+            TaskState::Completed,
+            TaskState::Failed,
+            TaskState::Canceled,
+            TaskState::Rejected,
+        ] {
+            assert_eq!(TERMINAL.contains(&state), state.is_terminal(), "{state:?}");
+        }
     }
 }

@@ -1,41 +1,41 @@
-//! The one writer: a thread that owns the write connection and commits concurrent writes in
-//! groups. Every write is a job run inside its own SAVEPOINT of a shared transaction, so a job
-//! that fails (a lost compare-and-set) rolls back alone; the group commits once; and only then
-//! does each job's caller get its answer. Nothing is announced before its commit is durable,
-//! yet a thousand tasks stepping at once share one transaction instead of a thousand.
+//! The one writer: the write connection and a queue of writes, committed in groups. A caller
+//! queues its write and, when no one else is writing, becomes the leader: it runs every queued
+//! write, each inside its own SAVEPOINT of one shared transaction (so a write that fails, a lost
+//! compare-and-set, rolls back alone), commits once, and only then answers each caller. Writes
+//! queued while a leader works wait for it to take them in its next group.
+//!
+//! So nothing is announced before its commit is in the log, a thousand tasks stepping at once
+//! share a few transactions instead of a thousand, and a lone write runs at once on its
+//! caller's thread, without waking another.
 
-use std::sync::mpsc;
-use std::sync::Mutex;
-use std::thread::JoinHandle;
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::{Result, StoreError};
 
-/// Hands a job's answer to its caller once the group's commit is known.
+/// Hands a write's answer to its caller once its group's commit is known.
 type Deliver = Box<dyn FnOnce(std::result::Result<(), String>) + Send>;
-/// A job: runs on the writer's connection, returns how to deliver its answer.
+/// A queued write: runs on the connection, returns how to deliver its answer.
 type Job = Box<dyn FnOnce(&Connection) -> Deliver + Send>;
 
-/// The most jobs one transaction takes, so one group never holds the others up for long.
+/// The most writes one transaction takes, so one group never holds the others up for long.
 const MAX_GROUP: usize = 256;
 
 pub(super) struct Writer {
-    jobs: Mutex<Option<mpsc::Sender<Job>>>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    /// `None` once closed.
+    connection: Mutex<Option<Connection>>,
+    queue: Mutex<VecDeque<Job>>,
 }
 
 impl Writer {
-    pub(super) fn start(connection: Connection) -> std::io::Result<Writer> {
-        let (sender, receiver) = mpsc::channel::<Job>();
-        let thread = std::thread::Builder::new()
-            .name("signoff-store-writer".into())
-            .spawn(move || run(&connection, &receiver))?;
-        Ok(Writer {
-            jobs: Mutex::new(Some(sender)),
-            thread: Mutex::new(Some(thread)),
-        })
+    pub(super) fn new(connection: Connection) -> Writer {
+        Writer {
+            connection: Mutex::new(Some(connection)),
+            queue: Mutex::new(VecDeque::new()),
+        }
     }
 
     /// Runs `work` in the next group and answers once that group has committed.
@@ -55,84 +55,114 @@ impl Writer {
                 let _ = answer.send(outcome);
             })
         });
-        let sent = match self.jobs.lock() {
-            Ok(jobs) => jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok()),
-            Err(_) => false,
-        };
-        if !sent {
-            return Err(StoreError::Closed);
-        }
+        lock(&self.queue).push_back(job);
+        self.lead();
         answered.await.map_err(|_| StoreError::Closed)?
     }
 
-    /// Stops taking jobs, lets the thread finish the queued ones, and waits for it.
-    pub(super) fn close(&self) {
-        if let Ok(mut jobs) = self.jobs.lock() {
-            jobs.take();
-        }
-        let thread = self.thread.lock().ok().and_then(|mut thread| thread.take());
-        if let Some(thread) = thread {
-            if thread.join().is_err() {
-                tracing::error!("the store's writer thread panicked");
+    /// Commits queued writes until the queue is empty, unless another caller is already doing
+    /// so (it will take ours too).
+    fn lead(&self) {
+        loop {
+            let connection = match self.connection.try_lock() {
+                Ok(connection) => connection,
+                Err(TryLockError::WouldBlock) => return,
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            };
+            match connection.as_ref() {
+                Some(connection) => loop {
+                    let group: Vec<Job> = {
+                        let mut queue = lock(&self.queue);
+                        let take = queue.len().min(MAX_GROUP);
+                        queue.drain(..take).collect()
+                    };
+                    if group.is_empty() {
+                        break;
+                    }
+                    commit_group(connection, group);
+                },
+                // Closed: queued writes are dropped, so their callers get `Closed`.
+                None => lock(&self.queue).clear(),
+            }
+            drop(connection);
+            // A write queued after our last look, while we still held the connection, found
+            // it busy and left it to us.
+            if lock(&self.queue).is_empty() {
+                return;
             }
         }
     }
+
+    /// Commits what is queued and closes the connection; later writes get `Closed`.
+    pub(super) fn close(&self) {
+        self.lead();
+        let mut connection = lock(&self.connection);
+        if let Some(connection) = connection.take() {
+            if let Err((_, err)) = connection.close() {
+                tracing::warn!(error = %err, "closing the database");
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Runs one of the statements that frame a write (prepared once, like every other).
+fn run(connection: &Connection, sql: &str) -> rusqlite::Result<()> {
+    connection.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
 fn in_savepoint<T>(
     connection: &Connection,
     work: impl FnOnce(&Connection) -> Result<T>,
 ) -> Result<T> {
-    connection.execute_batch("SAVEPOINT job")?;
+    run(connection, "SAVEPOINT job")?;
     match work(connection) {
         Ok(value) => {
-            connection.execute_batch("RELEASE job")?;
+            run(connection, "RELEASE job")?;
             Ok(value)
         }
         Err(err) => {
-            connection.execute_batch("ROLLBACK TO job; RELEASE job")?;
+            run(connection, "ROLLBACK TO job")?;
+            run(connection, "RELEASE job")?;
             Err(err)
         }
     }
 }
 
-fn run(connection: &Connection, jobs: &mpsc::Receiver<Job>) {
-    while let Ok(first) = jobs.recv() {
-        let mut group = vec![first];
-        while group.len() < MAX_GROUP {
-            match jobs.try_recv() {
-                Ok(job) => group.push(job),
-                Err(_) => break,
+fn commit_group(connection: &Connection, group: Vec<Job>) {
+    // Without the shared transaction each SAVEPOINT is a transaction of its own: slower, still
+    // correct.
+    let shared = run(connection, "BEGIN IMMEDIATE").is_ok();
+    let mut deliveries: Vec<Deliver> = Vec::with_capacity(group.len());
+    for job in group {
+        // A bug in one write must not stop the others: its caller gets `Closed` (its answer
+        // went down with it) and its changes are rolled back.
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(connection))) {
+            Ok(deliver) => deliveries.push(deliver),
+            Err(_) => {
+                tracing::error!("a store write panicked; its changes are rolled back");
+                let _ = run(connection, "ROLLBACK TO job")
+                    .and_then(|()| run(connection, "RELEASE job"));
             }
         }
-        // Without the shared transaction each SAVEPOINT is a transaction of its own: slower,
-        // still correct.
-        let shared = connection.execute_batch("BEGIN IMMEDIATE").is_ok();
-        let mut deliveries: Vec<Deliver> = Vec::with_capacity(group.len());
-        for job in group {
-            // A bug in one job must not stop the writer for everyone: its caller gets `Closed`
-            // (its answer went down with the job) and its changes are rolled back.
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(connection))) {
-                Ok(deliver) => deliveries.push(deliver),
-                Err(_) => {
-                    tracing::error!("a store write panicked; its changes are rolled back");
-                    let _ = connection.execute_batch("ROLLBACK TO job; RELEASE job");
-                }
-            }
-        }
-        let committed = if shared {
-            connection.execute_batch("COMMIT").map_err(|err| {
-                let _ = connection.execute_batch("ROLLBACK");
-                err.to_string()
-            })
-        } else {
-            Ok(())
-        };
-        if let Err(err) = &committed {
-            tracing::error!(error = %err, "a group of store writes failed to commit");
-        }
-        for deliver in deliveries {
-            deliver(committed.clone());
-        }
+    }
+    let committed = if shared {
+        run(connection, "COMMIT").map_err(|err| {
+            let _ = run(connection, "ROLLBACK");
+            err.to_string()
+        })
+    } else {
+        Ok(())
+    };
+    if let Err(err) = &committed {
+        tracing::error!(error = %err, "a group of store writes failed to commit");
+    }
+    for deliver in deliveries {
+        deliver(committed.clone());
     }
 }

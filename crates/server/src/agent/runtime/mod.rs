@@ -72,7 +72,6 @@ impl From<StoreError> for AgentError {
         match err {
             StoreError::Conflict(_) => AgentError::TaskEnded,
             StoreError::Db(_)
-            | StoreError::Open(_)
             | StoreError::Json(_)
             | StoreError::Corrupt(_)
             | StoreError::NotFound

@@ -51,6 +51,9 @@ impl Runtime {
             Err(_) => Arc::new(tokio::sync::Mutex::new(())),
         };
         self.tracker.spawn(async move {
+            // Let the request that started us answer first (the stream's first event shows the
+            // person their message or decision was taken) before the runner's own writes.
+            tokio::task::yield_now().await;
             let _turn = lock.lock().await;
             let cancel = CancellationToken::new();
             if let Ok(mut running) = runtime.running.lock() {
