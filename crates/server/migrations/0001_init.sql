@@ -1,5 +1,5 @@
 -- Signoff's store. Every task transition is written here before it is announced
--- (design.md invariant 4); streams are read back from `task_events`.
+-- (ARCHITECTURE.md, invariant 4); streams are read back from `task_events`.
 
 -- A session is one A2A contextId, talking to one agent, owned by one user.
 CREATE TABLE sessions (

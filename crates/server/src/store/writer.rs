@@ -166,3 +166,72 @@ fn commit_group(connection: &Connection, group: Vec<Job>) {
         deliver(committed.clone());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn writer() -> (tempfile::TempDir, Arc<Writer>) {
+        let dir = tempfile::tempdir().unwrap();
+        let connection = Connection::open(dir.path().join("w.db")).unwrap();
+        connection
+            .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (n INTEGER PRIMARY KEY);")
+            .unwrap();
+        (dir, Arc::new(Writer::new(connection)))
+    }
+
+    fn count(dir: &tempfile::TempDir) -> i64 {
+        let reader = Connection::open(dir.path().join("w.db")).unwrap();
+        reader
+            .query_row("SELECT COUNT(*) FROM t", [], |row| row.get(0))
+            .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_writes_commit_and_a_failing_one_rolls_back_alone() {
+        let (dir, writer) = writer();
+        let mut handles = Vec::new();
+        for n in 0..200i64 {
+            let writer = writer.clone();
+            handles.push(tokio::spawn(async move {
+                writer
+                    .write(move |connection| {
+                        connection.execute("INSERT INTO t (n) VALUES (?1)", [n])?;
+                        if n == 7 {
+                            return Err(StoreError::Conflict("seven is refused"));
+                        }
+                        Ok(n)
+                    })
+                    .await
+            }));
+        }
+        let mut refused = 0;
+        for handle in handles {
+            match handle.await.unwrap() {
+                Ok(_) => {}
+                Err(StoreError::Conflict(_)) => refused += 1,
+                Err(other) => panic!("{other}"),
+            }
+        }
+        assert_eq!(refused, 1);
+        // Every answer came after its commit: a new connection sees all the others.
+        assert_eq!(count(&dir), 199);
+    }
+
+    #[tokio::test]
+    async fn writes_after_close_are_refused() {
+        let (dir, writer) = writer();
+        writer
+            .write(|connection| Ok(connection.execute("INSERT INTO t (n) VALUES (1)", [])?))
+            .await
+            .unwrap();
+        writer.close();
+        let refused = writer
+            .write(|connection| Ok(connection.execute("INSERT INTO t (n) VALUES (2)", [])?))
+            .await;
+        assert!(matches!(refused, Err(StoreError::Closed)), "{refused:?}");
+        assert_eq!(count(&dir), 1);
+    }
+}

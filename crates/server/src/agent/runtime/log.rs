@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use signoff_protocol::codec;
+use signoff_protocol::{codec, hitl};
 use signoff_protocol::{StreamEvent, Task};
 use tokio::sync::watch;
 use tokio_stream::wrappers::ReceiverStream;
@@ -191,7 +191,7 @@ impl Runtime {
         if !audit.is_empty() {
             let audit = serde_json::to_value(&audit)
                 .map_err(|err| AgentError::Internal(err.to_string()))?;
-            task.metadata = Some(view::metadata_with("signoff_audit", audit));
+            task.metadata = Some(view::metadata_with(hitl::keys::SIGNOFF_AUDIT, audit));
         }
         Ok((task, seq))
     }
