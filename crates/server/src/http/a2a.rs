@@ -379,6 +379,8 @@ async fn unary_call(call: Call) -> RpcResponse {
 /// The items of a streaming call: events as JSON-RPC responses, or one error item.
 async fn stream_call(call: Call) -> BoxStream<'static, String> {
     let runtime = call.runtime.clone();
+    // Events the call itself committed, sent before the follower's.
+    let mut committed = Vec::new();
     let (task_id, snapshot_upto, follow_after, close_if_final) = match call.method {
         Method::SendStreamingMessage => {
             let params = match codec::decode_send_params(call.version, &call.params) {
@@ -390,8 +392,13 @@ async fn stream_call(call: Call) -> BoxStream<'static, String> {
                 Err(err) => return stream::iter([call.agent_error(&err).to_json()]).boxed(),
             };
             match call.version {
-                // v0.3 replays the turn's events as written, `submitted` (or `working`) first.
-                ProtocolVersion::V0_3 => (accepted.task_id, None, accepted.after_seq, false),
+                // v0.3 replays the turn's events as written, `submitted` (or `working`) first:
+                // those the acceptance committed at once, then the follower's.
+                ProtocolVersion::V0_3 => {
+                    let after = accepted.after_seq + accepted.committed.len() as i64;
+                    committed = accepted.committed;
+                    (accepted.task_id, None, after, false)
+                }
                 // v1.0 opens with a task snapshot that includes the first event.
                 ProtocolVersion::V1_0 => (
                     accepted.task_id,
@@ -449,25 +456,27 @@ async fn stream_call(call: Call) -> BoxStream<'static, String> {
     }
     let version = call.version;
     let id = call.id.clone();
-    let events = runtime.follow(&task_id, follow_after).map(move |item| {
-        let event = match item {
-            // Stored in this very version: sent on as stored, not decoded and encoded again.
-            Ok(logged) if version == EVENT_LOG_VERSION => {
-                return RpcResponse::success_json_with_raw_result(&id, &logged.stored)
+    let events = stream::iter(committed.into_iter().map(Ok))
+        .chain(runtime.follow(&task_id, follow_after))
+        .map(move |item| {
+            let event = match item {
+                // Stored in this very version: sent on as stored, not decoded and encoded again.
+                Ok(logged) if version == EVENT_LOG_VERSION => {
+                    return RpcResponse::success_json_with_raw_result(&id, &logged.stored)
+                }
+                Ok(logged) => logged.event(),
+                Err(err) => Err(err),
+            };
+            match event {
+                Ok(event) => {
+                    RpcResponse::success(id.clone(), codec::encode_event(version, &event)).to_json()
+                }
+                Err(err) => {
+                    let (code, message) = rpc_error(&err);
+                    RpcResponse::error(id.clone(), codec::error_object(version, code, message))
+                        .to_json()
+                }
             }
-            Ok(logged) => logged.event(),
-            Err(err) => Err(err),
-        };
-        match event {
-            Ok(event) => {
-                RpcResponse::success(id.clone(), codec::encode_event(version, &event)).to_json()
-            }
-            Err(err) => {
-                let (code, message) = rpc_error(&err);
-                RpcResponse::error(id.clone(), codec::error_object(version, code, message))
-                    .to_json()
-            }
-        }
-    });
+        });
     stream::iter(first).chain(events).boxed()
 }

@@ -18,7 +18,7 @@ use crate::store::{
 
 use super::audit::args_sha256;
 use super::transcript::*;
-use super::{Accepted, Agent, AgentError, Result, Runtime};
+use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
 
 impl Runtime {
     // ---- messages --------------------------------------------------------------------------
@@ -104,6 +104,10 @@ impl Runtime {
             updated_at: now,
         };
         let events = vec![Self::encode(&submitted), Self::encode(&working)];
+        let committed = vec![
+            LoggedEvent::committed(1, &submitted, &events[0]),
+            LoggedEvent::committed(2, &working, &events[1]),
+        ];
         match self.store.create_task(&row, &title, events).await {
             Ok(_) => {}
             // A first message of another user or agent took this new session id a moment ago.
@@ -118,6 +122,7 @@ impl Runtime {
         Ok(Accepted {
             task_id,
             after_seq: 0,
+            committed,
         })
     }
 
@@ -287,6 +292,7 @@ impl Runtime {
         Ok(Accepted {
             task_id: row.id.clone(),
             after_seq,
+            committed: vec![LoggedEvent::committed(seq, &working, &stored_working[0])],
         })
     }
 

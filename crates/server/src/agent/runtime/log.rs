@@ -30,6 +30,16 @@ pub struct LoggedEvent {
 }
 
 impl LoggedEvent {
+    /// Event number `seq`, as stored and as the writer had it.
+    pub(super) fn committed(seq: i64, event: &StreamEvent, stored: &NewEvent) -> LoggedEvent {
+        LoggedEvent {
+            seq,
+            stored: Arc::from(stored.event.as_str()),
+            is_final: stored.is_final,
+            decoded: Some(Arc::new(event.clone())),
+        }
+    }
+
     /// The event, decoded from its stored text if it did not come with it.
     pub fn event(&self) -> Result<StreamEvent> {
         match &self.decoded {
@@ -56,11 +66,8 @@ impl Announcement {
                 .iter()
                 .zip(stored)
                 .enumerate()
-                .map(|(index, (event, stored))| LoggedEvent {
-                    seq: first + index as i64,
-                    stored: Arc::from(stored.event.as_str()),
-                    is_final: stored.is_final,
-                    decoded: Some(Arc::new(event.clone())),
+                .map(|(index, (event, stored))| {
+                    LoggedEvent::committed(first + index as i64, event, stored)
                 })
                 .collect(),
             deleted: false,

@@ -136,10 +136,13 @@ impl Default for Limits {
 }
 
 /// A message accepted for a task: stream its events after `after_seq`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Accepted {
     pub task_id: String,
     pub after_seq: i64,
+    /// The events the acceptance itself committed (numbered from `after_seq + 1`), so a stream
+    /// can send them at once instead of waiting for a follower to read them back.
+    pub committed: Vec<LoggedEvent>,
 }
 
 pub struct Runtime {
