@@ -165,6 +165,19 @@ impl Runtime {
         }
     }
 
+    /// Forgets the task's watch once no follower holds it, so a paused task keeps nothing in
+    /// memory (its next commit makes a new one if someone follows again).
+    fn release_watch(&self, task_id: &str) {
+        if let Ok(mut hub) = self.hub.lock() {
+            if hub
+                .get(task_id)
+                .is_some_and(|sender| sender.receiver_count() == 0)
+            {
+                hub.remove(task_id);
+            }
+        }
+    }
+
     fn watch(&self, task_id: &str) -> watch::Receiver<Arc<Announcement>> {
         let quiet = || watch::channel(Arc::new(Announcement::default()));
         match self.hub.lock() {
@@ -216,68 +229,74 @@ impl Runtime {
         let task_id = task_id.to_owned();
         tokio::spawn(async move {
             let mut wake = runtime.watch(&task_id);
-            let mut seq = after;
-            // The first read is from the log; later ones from the announcement that woke us,
-            // when it follows on from what was sent (else from the log again).
-            let mut woken = false;
-            loop {
-                let announced = wake.borrow_and_update().clone();
-                if announced.deleted {
-                    let _ = sender
-                        .send(Err(AgentError::TaskDeleted(task_id.clone())))
-                        .await;
-                    return;
-                }
-                let (events, more) = match woken.then(|| announced.after(seq)).flatten() {
-                    Some(events) => (events, false),
-                    None => match runtime.store.events(&task_id, seq, None, PAGE).await {
-                        Ok(rows) => {
-                            let more = rows.len() as i64 == PAGE;
-                            let events = rows
-                                .into_iter()
-                                .map(|row| LoggedEvent {
-                                    seq: row.seq,
-                                    stored: Arc::from(row.event),
-                                    is_final: row.is_final,
-                                    decoded: None,
-                                })
-                                .collect();
-                            (events, more)
-                        }
-                        Err(err) => {
-                            let _ = sender.send(Err(err.into())).await;
+            // The loop returns when the stream ends; then the task's watch is let go.
+            async {
+                let mut seq = after;
+                // The first read is from the log; later ones from the announcement that woke us,
+                // when it follows on from what was sent (else from the log again).
+                let mut woken = false;
+                loop {
+                    let announced = wake.borrow_and_update().clone();
+                    if announced.deleted {
+                        let _ = sender
+                            .send(Err(AgentError::TaskDeleted(task_id.clone())))
+                            .await;
+                        return;
+                    }
+                    let (events, more) = match woken.then(|| announced.after(seq)).flatten() {
+                        Some(events) => (events, false),
+                        None => match runtime.store.events(&task_id, seq, None, PAGE).await {
+                            Ok(rows) => {
+                                let more = rows.len() as i64 == PAGE;
+                                let events = rows
+                                    .into_iter()
+                                    .map(|row| LoggedEvent {
+                                        seq: row.seq,
+                                        stored: Arc::from(row.event),
+                                        is_final: row.is_final,
+                                        decoded: None,
+                                    })
+                                    .collect();
+                                (events, more)
+                            }
+                            Err(err) => {
+                                let _ = sender.send(Err(err.into())).await;
+                                return;
+                            }
+                        },
+                    };
+                    for event in events {
+                        seq = event.seq;
+                        let is_final = event.is_final;
+                        if sender.send(Ok(event)).await.is_err() || is_final {
                             return;
                         }
-                    },
-                };
-                for event in events {
-                    seq = event.seq;
-                    let is_final = event.is_final;
-                    if sender.send(Ok(event)).await.is_err() || is_final {
+                    }
+                    if more {
+                        woken = false;
+                        continue;
+                    }
+                    woken = tokio::select! {
+                        _ = runtime.shutdown.cancelled() => return,
+                        _ = sender.closed() => return,
+                        // Polling as well as waking: a write from another process still arrives.
+                        changed = tokio::time::timeout(Duration::from_secs(2), wake.changed()) => {
+                            matches!(changed, Ok(Ok(())))
+                        }
+                    };
+                    // A poll also checks that the task is still there: another process may have
+                    // deleted it, and nothing more would ever come.
+                    if !woken && matches!(runtime.store.task(&task_id).await, Ok(None)) {
+                        let _ = sender
+                            .send(Err(AgentError::TaskDeleted(task_id.clone())))
+                            .await;
                         return;
                     }
                 }
-                if more {
-                    woken = false;
-                    continue;
-                }
-                woken = tokio::select! {
-                    _ = runtime.shutdown.cancelled() => return,
-                    _ = sender.closed() => return,
-                    // Polling as well as waking: a write from another process still arrives.
-                    changed = tokio::time::timeout(Duration::from_secs(2), wake.changed()) => {
-                        matches!(changed, Ok(Ok(())))
-                    }
-                };
-                // A poll also checks that the task is still there: another process may have
-                // deleted it, and nothing more would ever come.
-                if !woken && matches!(runtime.store.task(&task_id).await, Ok(None)) {
-                    let _ = sender
-                        .send(Err(AgentError::TaskDeleted(task_id.clone())))
-                        .await;
-                    return;
-                }
             }
+            .await;
+            drop(wake);
+            runtime.release_watch(&task_id);
         });
         ReceiverStream::new(receiver)
     }
