@@ -9,7 +9,7 @@ use crate::hitl::pause;
 use crate::support::*;
 
 /// The `signoff` binary on port 0 with `data_dir`; returns it with its base URL.
-async fn start(data_dir: &std::path::Path) -> (Child, String) {
+async fn start(data_dir: &std::path::Path) -> (Server, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_signoff"))
         .args(["--addr", "127.0.0.1:0", "--data-dir"])
         .arg(data_dir)
@@ -41,13 +41,22 @@ async fn start(data_dir: &std::path::Path) -> (Child, String) {
     })
     .await
     .unwrap();
-    (child, base)
+    (Server(child), base)
 }
 
-fn kill(mut child: Child) {
-    // std's kill() is SIGKILL on Unix: no graceful shutdown, no last writes.
-    child.kill().unwrap();
-    child.wait().unwrap();
+/// The running binary; killed when dropped, so a failing test leaves no server behind.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // std's kill() is SIGKILL on Unix: no graceful shutdown, no last writes.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn kill(server: Server) {
+    drop(server);
 }
 
 #[tokio::test]
