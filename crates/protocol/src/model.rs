@@ -30,6 +30,18 @@ pub enum TaskState {
 }
 
 impl TaskState {
+    /// Every state, in lifecycle order.
+    pub const ALL: [TaskState; 8] = [
+        TaskState::Submitted,
+        TaskState::Working,
+        TaskState::InputRequired,
+        TaskState::AuthRequired,
+        TaskState::Completed,
+        TaskState::Failed,
+        TaskState::Canceled,
+        TaskState::Rejected,
+    ];
+
     /// A terminal state never changes again.
     pub fn is_terminal(self) -> bool {
         match self {

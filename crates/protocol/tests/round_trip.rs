@@ -168,16 +168,7 @@ fn every_kind_of_event_round_trips() {
         artifacts: vec![artifact.clone()],
         metadata: metadata(json!({"owner": "ada"})),
     }));
-    for state in [
-        TaskState::Submitted,
-        TaskState::Working,
-        TaskState::InputRequired,
-        TaskState::AuthRequired,
-        TaskState::Completed,
-        TaskState::Failed,
-        TaskState::Canceled,
-        TaskState::Rejected,
-    ] {
+    for state in TaskState::ALL {
         check_event(&StreamEvent::StatusUpdate(TaskStatusUpdateEvent {
             task_id: "t-1".to_owned(),
             context_id: "s-1".to_owned(),

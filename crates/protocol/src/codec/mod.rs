@@ -372,16 +372,7 @@ mod tests {
             state_name(V1_0, TaskState::InputRequired),
             "TASK_STATE_INPUT_REQUIRED"
         );
-        for state in [
-            TaskState::Submitted,
-            TaskState::Working,
-            TaskState::InputRequired,
-            TaskState::AuthRequired,
-            TaskState::Completed,
-            TaskState::Failed,
-            TaskState::Canceled,
-            TaskState::Rejected,
-        ] {
+        for state in TaskState::ALL {
             for version in [V0_3, V1_0] {
                 assert_eq!(
                     parse_state(version, state_name(version, state)),

@@ -48,17 +48,6 @@ fn decode_role(name: &str, path: &str) -> Result<Role, DecodeError> {
     }
 }
 
-const STATES: [TaskState; 8] = [
-    TaskState::Submitted,
-    TaskState::Working,
-    TaskState::InputRequired,
-    TaskState::AuthRequired,
-    TaskState::Completed,
-    TaskState::Failed,
-    TaskState::Canceled,
-    TaskState::Rejected,
-];
-
 pub(super) fn state_name(state: TaskState) -> &'static str {
     match state {
         TaskState::Submitted => "TASK_STATE_SUBMITTED",
@@ -73,7 +62,7 @@ pub(super) fn state_name(state: TaskState) -> &'static str {
 }
 
 pub(super) fn decode_state(name: &str, path: &str) -> Result<TaskState, DecodeError> {
-    STATES
+    TaskState::ALL
         .into_iter()
         .find(|state| state_name(*state) == name)
         .ok_or_else(|| DecodeError::new(path, format!("unknown task state \"{name}\"")))

@@ -202,16 +202,7 @@ impl Dialect {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn request(id: &str, name: &str, args: Value) -> ActionRequest {
-        ActionRequest {
-            id: id.to_owned(),
-            name: name.to_owned(),
-            args,
-            description: None,
-            server: None,
-        }
-    }
+    use crate::hitl::test_request as request;
 
     #[test]
     fn interrupt_text_names_each_call_by_what_it_touches() {

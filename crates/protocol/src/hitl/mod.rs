@@ -20,3 +20,15 @@ pub use keys::{
     FUNCTION_CALL, FUNCTION_RESPONSE, INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, TOOL_APPROVAL,
 };
 pub use rules::{resolve, ResolvedCall};
+
+/// A pending call for the tests of this module's parts.
+#[cfg(test)]
+pub(crate) fn test_request(id: &str, name: &str, args: serde_json::Value) -> ActionRequest {
+    ActionRequest {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        args,
+        description: None,
+        server: None,
+    }
+}

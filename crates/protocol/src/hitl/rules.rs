@@ -101,17 +101,8 @@ impl ResolvedCall {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hitl::test_request as request;
     use serde_json::json;
-
-    fn request(id: &str, name: &str, args: Value) -> ActionRequest {
-        ActionRequest {
-            id: id.to_owned(),
-            name: name.to_owned(),
-            args,
-            description: None,
-            server: None,
-        }
-    }
 
     #[test]
     fn resolve_applies_a_batch_in_pending_order() {

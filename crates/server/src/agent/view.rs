@@ -2,21 +2,11 @@
 //! the runtime uses, so replay and live streams agree (ARCHITECTURE.md, invariant 3).
 
 use serde_json::Value;
-use signoff_protocol::codec;
 use signoff_protocol::hitl::kagent::TokenUsage;
 use signoff_protocol::{
-    Artifact, Message, Metadata, Part, ProtocolVersion, Role, StreamEvent, Task,
-    TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
+    Artifact, Message, Metadata, Part, Role, StreamEvent, Task, TaskArtifactUpdateEvent, TaskState,
+    TaskStatus, TaskStatusUpdateEvent,
 };
-
-/// The v0.3 spelling of a state: how the store keeps it.
-pub fn state_name(state: TaskState) -> &'static str {
-    codec::state_name(ProtocolVersion::V0_3, state)
-}
-
-pub fn parse_state(name: &str) -> Option<TaskState> {
-    codec::parse_state(ProtocolVersion::V0_3, name)
-}
 
 /// An empty task, before its first event.
 pub fn empty_task(id: &str, context_id: &str) -> Task {

@@ -300,14 +300,7 @@ mod tests {
         for channel in [Channel::A2a, Channel::Text, Channel::Rest, Channel::Cancel] {
             assert_eq!(Channel::parse(channel.as_str()).unwrap(), channel);
         }
-        for state in [
-            TaskState::Submitted,
-            TaskState::Working,
-            TaskState::InputRequired,
-            TaskState::Completed,
-            TaskState::Failed,
-            TaskState::Canceled,
-        ] {
+        for state in TaskState::ALL {
             assert_eq!(parse_task_state(task_state_text(state)).unwrap(), state);
         }
         let err = CallStatus::parse("exploded").unwrap_err();

@@ -351,16 +351,7 @@ mod tests {
 
     #[test]
     fn the_guard_refuses_exactly_the_terminal_states() {
-        for state in [
-            TaskState::Submitted,
-            TaskState::Working,
-            TaskState::InputRequired,
-            TaskState::AuthRequired,
-            TaskState::Completed,
-            TaskState::Failed,
-            TaskState::Canceled,
-            TaskState::Rejected,
-        ] {
+        for state in TaskState::ALL {
             assert_eq!(TERMINAL.contains(&state), state.is_terminal(), "{state:?}");
         }
     }

@@ -103,12 +103,16 @@ impl Runtime {
         let Some(row) = self.store.task(task_id).await? else {
             return Ok(None);
         };
-        Ok(self
-            .audit(&row)
+        let decision = self
+            .store
+            .task_decisions(task_id)
             .await?
             .into_iter()
-            .zip(self.store.task_decisions(task_id).await?)
-            .find(|(_, decision)| decision.batch_id == batch_id)
-            .map(|(entry, _)| entry))
+            .find(|decision| decision.batch_id == batch_id);
+        let Some(decision) = decision else {
+            return Ok(None);
+        };
+        let calls = self.store.calls(task_id).await?;
+        Ok(Some(Self::audit_entry(&row, decision, &calls)))
     }
 }

@@ -12,8 +12,8 @@ use signoff_protocol::{Message, Part, Role, Task, TaskState};
 use crate::agent::model::ChatMessage;
 use crate::agent::view::{self};
 use crate::store::{
-    task_state_text, BatchState, CallStatus, CallVerdict, Channel, Commit, DecisionWrite, Guard,
-    StoreError, TaskRow, Verdict as StoredVerdict,
+    task_state_text, BatchRow, BatchState, CallStatus, CallVerdict, Channel, Commit, DecisionWrite,
+    Guard, StoreError, TaskRow, Verdict as StoredVerdict,
 };
 
 use super::audit::args_sha256;
@@ -178,7 +178,13 @@ impl Runtime {
             };
         let mut message = message;
         message.context_id = Some(row.context_id.clone());
-        self.apply_decision(user, &row, &decision, channel, Some(message))
+        let batch = self.store.pending_batch(&row.id).await?.ok_or_else(|| {
+            AgentError::NotPaused(format!(
+                "task {} has no pending batch: it was already decided",
+                row.id
+            ))
+        })?;
+        self.apply_decision(user, &row, batch, &decision, channel, Some(message))
             .await
     }
 
@@ -201,28 +207,24 @@ impl Runtime {
                 task_state_text(row.state)
             ))
         })?;
+        let batch_id = batch.id;
         let accepted = self
-            .apply_decision(user, &row, &decision, Channel::Rest, Some(message))
+            .apply_decision(user, &row, batch, &decision, Channel::Rest, Some(message))
             .await?;
-        Ok((accepted, batch.id))
+        Ok((accepted, batch_id))
     }
 
-    /// The decision rules (docs/wire.md, Decision rules), then ONE compare-and-set transaction;
-    /// only the winner runs the calls.
+    /// The decision rules (docs/wire.md, Decision rules) on the task's pending `batch`, then ONE
+    /// compare-and-set transaction; only the winner runs the calls.
     pub(super) async fn apply_decision(
         self: &Arc<Self>,
         user: &str,
         row: &TaskRow,
+        batch: BatchRow,
         decision: &Decision,
         channel: Channel,
         echo: Option<Message>,
     ) -> Result<Accepted> {
-        let batch = self.store.pending_batch(&row.id).await?.ok_or_else(|| {
-            AgentError::NotPaused(format!(
-                "task {} has no pending batch: it was already decided",
-                row.id
-            ))
-        })?;
         let requests: Vec<ActionRequest> = batch
             .requests
             .as_array()
