@@ -45,9 +45,21 @@ impl Store {
     pub async fn delete_session(&self, id: &str) -> Result<bool> {
         let id = id.to_owned();
         self.write(move |connection| {
+            // Children first (foreign keys are not enforced, see `connect`).
+            for child in ["decisions", "calls", "task_events", "batches"] {
+                connection
+                    .prepare_cached(&format!(
+                        "DELETE FROM {child}
+                         WHERE task_id IN (SELECT id FROM tasks WHERE context_id = ?1)"
+                    ))?
+                    .execute([&id])?;
+            }
+            connection
+                .prepare_cached("DELETE FROM tasks WHERE context_id = ?1")?
+                .execute([&id])?;
             let deleted = connection
                 .prepare_cached("DELETE FROM sessions WHERE id = ?1")?
-                .execute([id])?;
+                .execute([&id])?;
             Ok(deleted > 0)
         })
         .await

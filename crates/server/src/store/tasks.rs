@@ -85,30 +85,56 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
         None => false,
     };
     // One statement moves the task on and says where its log ends, or refuses (guarded and
-    // ended, or gone).
-    let last: Option<i64> = connection
-        .prepare_cached(
-            "UPDATE tasks SET last_seq = last_seq + ?1, state = COALESCE(?2, state),
-                              transcript = COALESCE(?3, transcript), updated_at = ?4
-             WHERE id = ?5 AND NOT (?6 AND state IN (?7, ?8, ?9, ?10))
-             RETURNING last_seq",
-        )?
-        .query_row(
-            params![
-                commit.events.len() as i64,
-                commit.state.map(task_state_text),
-                commit.transcript,
-                now,
-                task_id,
-                guarded,
-                task_state_text(TERMINAL[0]),
-                task_state_text(TERMINAL[1]),
-                task_state_text(TERMINAL[2]),
-                task_state_text(TERMINAL[3]),
-            ],
-            |row| row.get(0),
-        )
-        .optional()?;
+    // ended, or gone). Most commits keep the state: their statement does not assign it, so the
+    // state index is left alone.
+    let [ended_1, ended_2, ended_3, ended_4] = TERMINAL.map(task_state_text);
+    let last: Option<i64> = match commit.state {
+        Some(state) => connection
+            .prepare_cached(
+                "UPDATE tasks SET last_seq = last_seq + ?1, state = ?2,
+                                  transcript = COALESCE(?3, transcript), updated_at = ?4
+                 WHERE id = ?5 AND NOT (?6 AND state IN (?7, ?8, ?9, ?10))
+                 RETURNING last_seq",
+            )?
+            .query_row(
+                params![
+                    commit.events.len() as i64,
+                    task_state_text(state),
+                    commit.transcript,
+                    now,
+                    task_id,
+                    guarded,
+                    ended_1,
+                    ended_2,
+                    ended_3,
+                    ended_4,
+                ],
+                |row| row.get(0),
+            )
+            .optional()?,
+        None => connection
+            .prepare_cached(
+                "UPDATE tasks SET last_seq = last_seq + ?1,
+                                  transcript = COALESCE(?2, transcript), updated_at = ?3
+                 WHERE id = ?4 AND NOT (?5 AND state IN (?6, ?7, ?8, ?9))
+                 RETURNING last_seq",
+            )?
+            .query_row(
+                params![
+                    commit.events.len() as i64,
+                    commit.transcript,
+                    now,
+                    task_id,
+                    guarded,
+                    ended_1,
+                    ended_2,
+                    ended_3,
+                    ended_4,
+                ],
+                |row| row.get(0),
+            )
+            .optional()?,
+    };
     let Some(last) = last else {
         return Err(match task_head(connection, task_id) {
             Ok(_) => StoreError::Conflict("the task has ended"),
@@ -206,7 +232,7 @@ impl Store {
         let task = task.clone();
         let title = title.to_owned();
         self.write(move |connection| {
-            connection
+            let created = connection
                 .prepare_cached(
                     "INSERT INTO sessions (id, user_id, agent, title, created_at, updated_at)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (id) DO NOTHING",
@@ -218,19 +244,25 @@ impl Store {
                     title,
                     task.created_at
                 ])?;
-            let (owner, agent): (String, String) = connection
-                .prepare_cached("SELECT user_id, agent FROM sessions WHERE id = ?1")?
-                .query_row([&task.context_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
-            if owner != task.user_id || agent != task.agent {
-                return Err(StoreError::Conflict(
-                    "the session belongs to another user or agent",
-                ));
+            if created == 0 {
+                let (owner, agent): (String, String) = connection
+                    .prepare_cached("SELECT user_id, agent FROM sessions WHERE id = ?1")?
+                    .query_row([&task.context_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+                if owner != task.user_id || agent != task.agent {
+                    return Err(StoreError::Conflict(
+                        "the session belongs to another user or agent",
+                    ));
+                }
+                connection
+                    .prepare_cached("UPDATE sessions SET updated_at = ?1 WHERE id = ?2")?
+                    .execute(params![task.updated_at, task.context_id])?;
             }
+            let last = events.len() as i64;
             connection
                 .prepare_cached(
                     "INSERT INTO tasks (id, context_id, user_id, agent, state, transcript,
                                         last_seq, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, ?8)",
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 )?
                 .execute(params![
                     task.id,
@@ -239,17 +271,11 @@ impl Store {
                     task.agent,
                     task_state_text(task.state),
                     task.transcript,
+                    last,
                     task.created_at,
                     task.updated_at
                 ])?;
-            connection
-                .prepare_cached("UPDATE sessions SET updated_at = ?1 WHERE id = ?2")?
-                .execute(params![task.updated_at, task.context_id])?;
-            let last = append_events(connection, &task.id, 0, &events, &task.updated_at)?;
-            connection
-                .prepare_cached("UPDATE tasks SET last_seq = ?1 WHERE id = ?2")?
-                .execute(params![last, task.id])?;
-            Ok(last)
+            append_events(connection, &task.id, 0, &events, &task.updated_at)
         })
         .await
     }

@@ -1,14 +1,20 @@
 //! The one writer: the write connection and a queue of writes, committed in groups. A caller
 //! queues its write and, when no one else is writing, becomes the leader: it runs every queued
-//! write, each inside its own SAVEPOINT of one shared transaction (so a write that fails, a lost
-//! compare-and-set, rolls back alone), commits once, and only then answers each caller. Writes
+//! write in one shared transaction, commits once, and only then answers each caller. Writes
 //! queued while a leader works wait for it to take them in its next group.
+//!
+//! A write that fails (a lost compare-and-set) must roll back alone. Savepoints around every
+//! write would do that, but they copy each page a write touches, for the rare failure; so a
+//! group runs without them first, and only when one of its writes fails is the whole group
+//! rolled back and replayed with a savepoint around each write. That is why a write can run
+//! twice: it is `FnMut`, and it must not change anything outside the database.
 //!
 //! So nothing is announced before its commit is in the log, a thousand tasks stepping at once
 //! share a few transactions instead of a thousand, and a lone write runs at once on its
 //! caller's thread, without waking another.
 
 use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use rusqlite::Connection;
@@ -16,18 +22,55 @@ use tokio::sync::oneshot;
 
 use super::{Result, StoreError};
 
-/// Hands a write's answer to its caller once its group's commit is known.
-type Deliver = Box<dyn FnOnce(std::result::Result<(), String>) + Send>;
-/// A queued write: runs on the connection, returns how to deliver its answer.
-type Job = Box<dyn FnOnce(&Connection) -> Deliver + Send>;
-
 /// The most writes one transaction takes, so one group never holds the others up for long.
 const MAX_GROUP: usize = 256;
+
+/// A queued write, type-erased so writes of any result type share the queue.
+trait Job: Send {
+    /// Runs the write on the connection (again, when its group is replayed); whether it
+    /// succeeded.
+    fn run(&mut self, connection: &Connection) -> bool;
+    /// Answers the caller once the group's commit is known.
+    fn deliver(self: Box<Self>, committed: std::result::Result<(), String>);
+}
+
+struct Write<T, F> {
+    work: F,
+    outcome: Option<Result<T>>,
+    answer: oneshot::Sender<Result<T>>,
+}
+
+impl<T, F> Job for Write<T, F>
+where
+    T: Send,
+    F: FnMut(&Connection) -> Result<T> + Send,
+{
+    fn run(&mut self, connection: &Connection) -> bool {
+        // A bug in one write must not stop the others: it fails alone.
+        let outcome =
+            catch_unwind(AssertUnwindSafe(|| (self.work)(connection))).unwrap_or_else(|_| {
+                tracing::error!("a store write panicked; its changes are rolled back");
+                Err(StoreError::Commit("the write panicked".into()))
+            });
+        let succeeded = outcome.is_ok();
+        self.outcome = Some(outcome);
+        succeeded
+    }
+
+    fn deliver(self: Box<Self>, committed: std::result::Result<(), String>) {
+        let outcome = match (committed, self.outcome) {
+            (Ok(()), Some(outcome)) => outcome,
+            (Ok(()), None) => Err(StoreError::Closed),
+            (Err(err), _) => Err(StoreError::Commit(err)),
+        };
+        let _ = self.answer.send(outcome);
+    }
+}
 
 pub(super) struct Writer {
     /// `None` once closed.
     connection: Mutex<Option<Connection>>,
-    queue: Mutex<VecDeque<Job>>,
+    queue: Mutex<VecDeque<Box<dyn Job>>>,
 }
 
 impl Writer {
@@ -38,22 +81,18 @@ impl Writer {
         }
     }
 
-    /// Runs `work` in the next group and answers once that group has committed.
+    /// Runs `work` in the next group and answers once that group has committed. `work` may run
+    /// twice (see the module's note), so it must only change the database.
     pub(super) async fn write<T, F>(&self, work: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+        F: FnMut(&Connection) -> Result<T> + Send + 'static,
     {
         let (answer, answered) = oneshot::channel();
-        let job: Job = Box::new(move |connection| {
-            let outcome = in_savepoint(connection, work);
-            Box::new(move |committed| {
-                let outcome = match committed {
-                    Ok(()) => outcome,
-                    Err(err) => Err(StoreError::Commit(err)),
-                };
-                let _ = answer.send(outcome);
-            })
+        let job: Box<dyn Job> = Box::new(Write {
+            work,
+            outcome: None,
+            answer,
         });
         lock(&self.queue).push_back(job);
         self.lead();
@@ -71,7 +110,7 @@ impl Writer {
             };
             match connection.as_ref() {
                 Some(connection) => loop {
-                    let group: Vec<Job> = {
+                    let group: Vec<Box<dyn Job>> = {
                         let mut queue = lock(&self.queue);
                         let take = queue.len().min(MAX_GROUP);
                         queue.drain(..take).collect()
@@ -116,55 +155,45 @@ fn run(connection: &Connection, sql: &str) -> rusqlite::Result<()> {
     connection.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
-fn in_savepoint<T>(
-    connection: &Connection,
-    work: impl FnOnce(&Connection) -> Result<T>,
-) -> Result<T> {
-    run(connection, "SAVEPOINT job")?;
-    match work(connection) {
-        Ok(value) => {
-            run(connection, "RELEASE job")?;
-            Ok(value)
+/// Runs the group in one transaction: first every write as is; if one fails, the whole group
+/// again with a savepoint around each write, so the failed one rolls back alone.
+fn commit_group(connection: &Connection, mut group: Vec<Box<dyn Job>>) {
+    if run(connection, "BEGIN IMMEDIATE").is_ok() {
+        if group.iter_mut().all(|job| job.run(connection)) {
+            let committed = commit(connection);
+            for job in group {
+                job.deliver(committed.clone());
+            }
+            return;
         }
-        Err(err) => {
-            run(connection, "ROLLBACK TO job")?;
-            run(connection, "RELEASE job")?;
-            Err(err)
+        if let Err(err) = run(connection, "ROLLBACK") {
+            tracing::error!(error = %err, "rolling back a group of store writes");
         }
     }
-}
-
-fn commit_group(connection: &Connection, group: Vec<Job>) {
     // Without the shared transaction each SAVEPOINT is a transaction of its own: slower, still
     // correct.
     let shared = run(connection, "BEGIN IMMEDIATE").is_ok();
-    let mut deliveries: Vec<Deliver> = Vec::with_capacity(group.len());
-    for job in group {
-        // A bug in one write must not stop the others: its caller gets `Closed` (its answer
-        // went down with it) and its changes are rolled back.
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(connection))) {
-            Ok(deliver) => deliveries.push(deliver),
-            Err(_) => {
-                tracing::error!("a store write panicked; its changes are rolled back");
-                let _ = run(connection, "ROLLBACK TO job")
-                    .and_then(|()| run(connection, "RELEASE job"));
-            }
+    for job in group.iter_mut() {
+        if let Err(err) = run(connection, "SAVEPOINT job") {
+            tracing::error!(error = %err, "opening a savepoint");
         }
+        if !job.run(connection) {
+            let _ = run(connection, "ROLLBACK TO job");
+        }
+        let _ = run(connection, "RELEASE job");
     }
-    let committed = if shared {
-        run(connection, "COMMIT").map_err(|err| {
-            let _ = run(connection, "ROLLBACK");
-            err.to_string()
-        })
-    } else {
-        Ok(())
-    };
-    if let Err(err) = &committed {
+    let committed = if shared { commit(connection) } else { Ok(()) };
+    for job in group {
+        job.deliver(committed.clone());
+    }
+}
+
+fn commit(connection: &Connection) -> std::result::Result<(), String> {
+    run(connection, "COMMIT").map_err(|err| {
+        let _ = run(connection, "ROLLBACK");
         tracing::error!(error = %err, "a group of store writes failed to commit");
-    }
-    for deliver in deliveries {
-        deliver(committed.clone());
-    }
+        err.to_string()
+    })
 }
 
 #[cfg(test)]

@@ -98,6 +98,48 @@ async fn sessions_list_show_in_order_and_delete() {
 }
 
 #[tokio::test]
+async fn deleting_a_session_leaves_no_row_of_it_behind() {
+    let app = spawn_app().await;
+    // One chat with every kind of row: events, calls, a decided batch and its audit entry.
+    let paused = say(&app, "write notes.txt: hi and read readme.txt").await;
+    let (task, context) = (task_id(&paused), context_id(&paused));
+    decide(&app, &task, &context, json!({"decision_type": "approve"})).await;
+    // And a second chat that must survive.
+    let other = say(&app, "list files").await;
+    let other_context = context_id(&other);
+
+    assert_eq!(app.delete(&format!("/api/sessions/{context}")).await, 204);
+
+    let db = rusqlite::Connection::open(app.data_dir.path().join("signoff.db")).unwrap();
+    let count = |sql: &str, id: &str| -> i64 { db.query_row(sql, [id], |row| row.get(0)).unwrap() };
+    for table in ["task_events", "calls", "batches", "decisions"] {
+        let sql = format!("SELECT COUNT(*) FROM {table} WHERE task_id = ?1");
+        assert_eq!(
+            count(&sql, &task),
+            0,
+            "{table} keeps rows of the deleted chat"
+        );
+    }
+    assert_eq!(
+        count("SELECT COUNT(*) FROM tasks WHERE context_id = ?1", &context),
+        0
+    );
+    assert_eq!(
+        count("SELECT COUNT(*) FROM sessions WHERE id = ?1", &context),
+        0
+    );
+    assert_eq!(
+        count(
+            "SELECT COUNT(*) FROM tasks WHERE context_id = ?1",
+            &other_context
+        ),
+        1
+    );
+    let (status, _) = app.get(&format!("/api/sessions/{other_context}")).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
 async fn graceful_shutdown_ends_open_streams() {
     let app = spawn_app().await;
     let mut stream = say_live(&app, "count to 10000").await;
