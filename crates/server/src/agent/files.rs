@@ -1,6 +1,10 @@
 //! The built-in file tools (`list_directory`, `read_file`, `write_file`, `delete_file`) over one
 //! sandbox folder. Every path is checked to stay inside the sandbox: no `..`, no absolute path,
 //! and no symlink that leads out.
+//!
+//! The file work runs in place on the caller's thread, like `resolve`'s checks: the sandbox is a
+//! local folder, reads are capped at 1 MiB and writes at the message size limit, and a hop to
+//! tokio's blocking pool and back costs more than such a file operation.
 
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
@@ -135,17 +139,12 @@ impl FileTools {
             "list_directory" => {
                 let raw = optional_str(&args, "path")?.unwrap_or(".");
                 let dir = self.resolve(raw)?;
-                let mut entries = tokio::fs::read_dir(&dir)
-                    .await
-                    .map_err(|err| io_error("list", raw, &err))?;
+                let entries = std::fs::read_dir(&dir).map_err(|err| io_error("list", raw, &err))?;
                 let mut names = Vec::new();
-                while let Some(entry) = entries
-                    .next_entry()
-                    .await
-                    .map_err(|err| io_error("list", raw, &err))?
-                {
+                for entry in entries {
+                    let entry = entry.map_err(|err| io_error("list", raw, &err))?;
                     let mut name = entry.file_name().to_string_lossy().into_owned();
-                    if entry.file_type().await.is_ok_and(|kind| kind.is_dir()) {
+                    if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
                         name.push('/');
                     }
                     names.push(name);
@@ -162,7 +161,7 @@ impl FileTools {
             "read_file" => {
                 let raw = required_str(&args, "path", tool)?;
                 let path = self.resolve(raw)?;
-                let bytes = read_no_links(path, raw).await?;
+                let bytes = read_no_links(&path, raw)?;
                 let text = String::from_utf8(bytes)
                     .map_err(|_| ToolError::Failed(format!("{raw} is not a UTF-8 text file")))?;
                 Ok(text_result(text))
@@ -175,11 +174,9 @@ impl FileTools {
                     return Err(ToolError::Failed("write_file needs a file name".to_owned()));
                 }
                 if let Some(parent) = path.parent() {
-                    tokio::fs::create_dir_all(parent)
-                        .await
-                        .map_err(|err| io_error("write", raw, &err))?;
+                    std::fs::create_dir_all(parent).map_err(|err| io_error("write", raw, &err))?;
                 }
-                write_no_links(path, raw, content.as_bytes().to_vec()).await?;
+                write_no_links(&path, raw, content.as_bytes())?;
                 Ok(text_result(format!(
                     "Wrote {} bytes to {raw}",
                     content.len()
@@ -188,17 +185,14 @@ impl FileTools {
             "delete_file" => {
                 let raw = required_str(&args, "path", tool)?;
                 let path = self.resolve(raw)?;
-                let meta = tokio::fs::symlink_metadata(&path)
-                    .await
+                let meta = std::fs::symlink_metadata(&path)
                     .map_err(|err| io_error("delete", raw, &err))?;
                 if meta.is_dir() {
                     return Err(ToolError::Failed(format!(
                         "{raw} is a folder; delete_file deletes files only"
                     )));
                 }
-                tokio::fs::remove_file(&path)
-                    .await
-                    .map_err(|err| io_error("delete", raw, &err))?;
+                std::fs::remove_file(&path).map_err(|err| io_error("delete", raw, &err))?;
                 Ok(text_result(format!("Deleted {raw}")))
             }
             other => Err(ToolError::Unknown(other.to_owned())),
@@ -244,53 +238,37 @@ fn open_no_links(
     Ok(file)
 }
 
-async fn read_no_links(path: PathBuf, raw: &str) -> Result<Vec<u8>, ToolError> {
-    let raw = raw.to_owned();
-    blocking(move || {
-        use std::io::Read;
-        let file = open_no_links(&path, &raw, "read", std::fs::OpenOptions::new().read(true))?;
-        let len = file
-            .metadata()
-            .map_err(|err| io_error("read", &raw, &err))?
-            .len();
-        if len > MAX_READ_BYTES {
-            return Err(ToolError::Failed(format!(
-                "{raw} is larger than {MAX_READ_BYTES} bytes"
-            )));
-        }
-        let mut bytes = Vec::new();
-        file.take(MAX_READ_BYTES)
-            .read_to_end(&mut bytes)
-            .map_err(|err| io_error("read", &raw, &err))?;
-        Ok(bytes)
-    })
-    .await
+fn read_no_links(path: &Path, raw: &str) -> Result<Vec<u8>, ToolError> {
+    use std::io::Read;
+    let file = open_no_links(path, raw, "read", std::fs::OpenOptions::new().read(true))?;
+    let len = file
+        .metadata()
+        .map_err(|err| io_error("read", raw, &err))?
+        .len();
+    if len > MAX_READ_BYTES {
+        return Err(ToolError::Failed(format!(
+            "{raw} is larger than {MAX_READ_BYTES} bytes"
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_READ_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(|err| io_error("read", raw, &err))?;
+    Ok(bytes)
 }
 
-async fn write_no_links(path: PathBuf, raw: &str, content: Vec<u8>) -> Result<(), ToolError> {
-    let raw = raw.to_owned();
-    blocking(move || {
-        use std::io::Write;
-        // No truncate on open: the link checks run before the old content is touched.
-        let mut file = open_no_links(
-            &path,
-            &raw,
-            "write",
-            std::fs::OpenOptions::new().write(true).create(true),
-        )?;
-        file.set_len(0)
-            .and_then(|()| file.write_all(&content))
-            .map_err(|err| io_error("write", &raw, &err))
-    })
-    .await
-}
-
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
-) -> Result<T, ToolError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|err| ToolError::Failed(format!("file tool stopped: {err}")))?
+fn write_no_links(path: &Path, raw: &str, content: &[u8]) -> Result<(), ToolError> {
+    use std::io::Write;
+    // No truncate on open: the link checks run before the old content is touched.
+    let mut file = open_no_links(
+        path,
+        raw,
+        "write",
+        std::fs::OpenOptions::new().write(true).create(true),
+    )?;
+    file.set_len(0)
+        .and_then(|()| file.write_all(content))
+        .map_err(|err| io_error("write", raw, &err))
 }
 
 fn optional_str<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, ToolError> {

@@ -60,6 +60,15 @@ fn call_from_row(row: &Row<'_>) -> Result<CallRow> {
     })
 }
 
+/// The calls of a task, in the order the model asked for them.
+pub(super) fn task_calls(connection: &Connection, task_id: &str) -> Result<Vec<CallRow>> {
+    let mut statement = connection.prepare_cached(&format!(
+        "{CALL_SELECT} WHERE task_id = ?1 ORDER BY position"
+    ))?;
+    let rows = statement.query([task_id])?;
+    collect(rows, call_from_row)
+}
+
 fn decision_from_row(row: &Row<'_>) -> Result<DecisionRow> {
     let channel: String = row.get(4)?;
     Ok(DecisionRow {
@@ -216,13 +225,7 @@ impl Store {
 
     /// The calls of a task, in the order the model asked for them.
     pub async fn calls(&self, task_id: &str) -> Result<Vec<CallRow>> {
-        self.read(|connection| {
-            let mut statement = connection.prepare_cached(&format!(
-                "{CALL_SELECT} WHERE task_id = ?1 ORDER BY position"
-            ))?;
-            let rows = statement.query([task_id])?;
-            collect(rows, call_from_row)
-        })
+        self.read(|connection| task_calls(connection, task_id))
     }
 
     /// The audit rows of one task, oldest first.

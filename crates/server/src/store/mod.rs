@@ -149,4 +149,16 @@ impl Store {
             Err(poisoned) => work(&poisoned.into_inner()),
         }
     }
+
+    /// Runs several reads in one read transaction: they see one moment of the database, and
+    /// pay for taking the snapshot once.
+    fn read_together<T>(&self, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        self.read(|connection| {
+            connection.prepare_cached("BEGIN")?.execute([])?;
+            let outcome = work(connection);
+            // A read-only transaction has nothing to keep: ending it either way is the same.
+            connection.prepare_cached("ROLLBACK")?.execute([])?;
+            outcome
+        })
+    }
 }

@@ -133,7 +133,8 @@ pub struct EventRow {
 /// An event to append to a task's log, already encoded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewEvent {
-    pub event: String,
+    /// Shared with the announcement of the commit, so the text is made once.
+    pub event: std::sync::Arc<str>,
     pub is_final: bool,
 }
 
@@ -186,6 +187,41 @@ pub struct NewCall {
     pub held: bool,
 }
 
+impl NewCall {
+    /// The status a new call is recorded with: held for a decision, or free to run.
+    pub fn status(&self) -> CallStatus {
+        if self.held {
+            CallStatus::Held
+        } else {
+            CallStatus::Auto
+        }
+    }
+}
+
+impl CallRow {
+    /// The record a commit writes for `call`, the `position`th of its task.
+    pub fn proposed(task_id: &str, position: i64, call: &NewCall) -> CallRow {
+        CallRow {
+            task_id: task_id.to_owned(),
+            call_id: call.call_id.clone(),
+            position,
+            name: call.name.clone(),
+            source: call.source.clone(),
+            args: call.args.clone(),
+            args_sha256: call.args_sha256.clone(),
+            batch_id: None,
+            status: call.status(),
+            verdict: None,
+            reason: None,
+            run_args: None,
+            run_args_sha256: None,
+            result: None,
+            started_at: None,
+            finished_at: None,
+        }
+    }
+}
+
 /// A change to a call's execution record.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallUpdate {
@@ -220,6 +256,35 @@ pub struct Commit {
     /// Opens a pending batch with these action requests; every held call without a batch joins it.
     pub new_batch: Option<Value>,
     pub guard: Option<Guard>,
+}
+
+impl Commit {
+    /// This step followed by `next`, as one commit: the events and call records of both, in
+    /// order; where both set the state, the transcript or the batch, `next` wins; guarded if
+    /// either is.
+    pub fn then(mut self, next: Commit) -> Commit {
+        self.events.extend(next.events);
+        self.new_calls.extend(next.new_calls);
+        self.call_updates.extend(next.call_updates);
+        Commit {
+            events: self.events,
+            state: next.state.or(self.state),
+            transcript: next.transcript.or(self.transcript),
+            new_calls: self.new_calls,
+            call_updates: self.call_updates,
+            new_batch: next.new_batch.or(self.new_batch),
+            guard: next.guard.or(self.guard),
+        }
+    }
+}
+
+/// What a runner reads when it takes a stored task up: the task, the tasks before it in its
+/// session (the conversation so far) and its tool calls, as of one moment.
+#[derive(Debug, Clone)]
+pub struct RunnerView {
+    pub task: TaskRow,
+    pub earlier: Vec<TaskRow>,
+    pub calls: Vec<CallRow>,
 }
 
 /// A verdict on one call of a batch, as written by a decision.
@@ -273,6 +338,48 @@ pub(super) fn json_value(text: &str) -> Result<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn event(text: &str) -> NewEvent {
+        NewEvent {
+            event: text.into(),
+            is_final: false,
+        }
+    }
+
+    #[test]
+    fn two_steps_as_one_commit_keep_both_in_order_and_the_later_wins() {
+        let finished = Commit {
+            events: vec![event("result of a")],
+            transcript: Some("[a]".into()),
+            call_updates: vec![CallUpdate::Finished {
+                call_id: "a".into(),
+                result: serde_json::json!("done"),
+            }],
+            guard: Some(Guard::NotTerminal),
+            ..Commit::default()
+        };
+        let pause = Commit {
+            events: vec![event("paused")],
+            state: Some(TaskState::InputRequired),
+            new_batch: Some(serde_json::json!([{"id": "b"}])),
+            ..Commit::default()
+        };
+        let both = finished.clone().then(pause);
+        assert_eq!(both.events, vec![event("result of a"), event("paused")]);
+        assert_eq!(both.state, Some(TaskState::InputRequired));
+        assert_eq!(both.transcript.as_deref(), Some("[a]"));
+        assert_eq!(both.call_updates, finished.call_updates);
+        assert!(both.new_batch.is_some());
+        assert_eq!(both.guard, Some(Guard::NotTerminal));
+        let later_transcript = Commit {
+            transcript: Some("[a, b]".into()),
+            ..Commit::default()
+        };
+        assert_eq!(
+            finished.then(later_transcript).transcript.as_deref(),
+            Some("[a, b]")
+        );
+    }
 
     #[test]
     fn typed_columns_round_trip_and_refuse_unknown_text() {

@@ -7,7 +7,7 @@ use signoff_protocol::TaskState;
 use super::rows::json_text;
 use super::{
     now, parse_task_state, task_state_text, CallStatus, CallUpdate, Commit, EventRow, Guard,
-    NewEvent, Result, Store, StoreError, TaskRow,
+    NewEvent, Result, RunnerView, Store, StoreError, TaskRow,
 };
 
 const TASK_SELECT: &str = "SELECT id, context_id, user_id, agent, state, transcript, last_seq,
@@ -158,11 +158,6 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
         for (index, call) in commit.new_calls.iter().enumerate() {
-            let status = if call.held {
-                CallStatus::Held
-            } else {
-                CallStatus::Auto
-            };
             insert.execute(params![
                 task_id,
                 call.call_id,
@@ -171,7 +166,7 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
                 call.source,
                 json_text(&call.args)?,
                 call.args_sha256,
-                status.as_str()
+                call.status().as_str()
             ])?;
         }
     }
@@ -221,14 +216,14 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
 
 impl Store {
     /// Creates a task and writes its first events, creating its session (titled `title`) if
-    /// this is the session's first task. A session that exists must be the same user's and
-    /// agent's, else [`StoreError::Conflict`].
+    /// this is the session's first task; says whether it did. A session that exists must be
+    /// the same user's and agent's, else [`StoreError::Conflict`].
     pub async fn create_task(
         &self,
         task: &TaskRow,
         title: &str,
         events: Vec<NewEvent>,
-    ) -> Result<i64> {
+    ) -> Result<bool> {
         let task = task.clone();
         let title = title.to_owned();
         self.write(move |connection| {
@@ -275,7 +270,8 @@ impl Store {
                     task.created_at,
                     task.updated_at
                 ])?;
-            append_events(connection, &task.id, 0, &events, &task.updated_at)
+            append_events(connection, &task.id, 0, &events, &task.updated_at)?;
+            Ok(created == 1)
         })
         .await
     }
@@ -286,6 +282,28 @@ impl Store {
                 connection.prepare_cached(&format!("{TASK_SELECT} WHERE id = ?1"))?;
             let rows = statement.query([id])?;
             Ok(collect(rows, task_from_row)?.pop())
+        })
+    }
+
+    /// A stored task as its runner takes it up (see [`RunnerView`]), or `None` if it is gone.
+    pub async fn runner_view(&self, id: &str) -> Result<Option<RunnerView>> {
+        self.read_together(|connection| {
+            let mut statement =
+                connection.prepare_cached(&format!("{TASK_SELECT} WHERE id = ?1"))?;
+            let Some(task) = collect(statement.query([id])?, task_from_row)?.pop() else {
+                return Ok(None);
+            };
+            let mut statement = connection.prepare_cached(&format!(
+                "{TASK_SELECT} WHERE context_id = ?1 AND seq_no < (SELECT seq_no FROM tasks WHERE id = ?2)
+                 ORDER BY seq_no"
+            ))?;
+            let earlier = collect(statement.query([&task.context_id, &task.id])?, task_from_row)?;
+            let calls = super::batches::task_calls(connection, id)?;
+            Ok(Some(RunnerView {
+                task,
+                earlier,
+                calls,
+            }))
         })
     }
 

@@ -17,6 +17,7 @@ use crate::store::{
 };
 
 use super::audit::args_sha256;
+use super::runner::RunnerStart;
 use super::transcript::*;
 use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
 
@@ -108,8 +109,8 @@ impl Runtime {
             LoggedEvent::committed(1, &submitted, &events[0]),
             LoggedEvent::committed(2, &working, &events[1]),
         ];
-        match self.store.create_task(&row, &title, events).await {
-            Ok(_) => {}
+        let new_session = match self.store.create_task(&row, &title, events).await {
+            Ok(new_session) => new_session,
             // A first message of another user or agent took this new session id a moment ago.
             Err(StoreError::Conflict(why)) => {
                 return Err(AgentError::InvalidParams(format!(
@@ -117,8 +118,8 @@ impl Runtime {
                 )))
             }
             Err(err) => return Err(err.into()),
-        }
-        self.spawn_runner(&task_id);
+        };
+        self.spawn_runner(&task_id, RunnerStart::New { row, new_session });
         Ok(Accepted {
             task_id,
             after_seq: 0,
@@ -290,7 +291,7 @@ impl Runtime {
             &stored_working,
         );
         tracing::info!(task = %row.id, user, channel = channel.as_str(), decision = %decision.summary(), "batch decided");
-        self.spawn_runner(&row.id);
+        self.spawn_runner(&row.id, RunnerStart::Stored);
         Ok(Accepted {
             task_id: row.id.clone(),
             after_seq,

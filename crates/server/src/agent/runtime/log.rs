@@ -34,7 +34,7 @@ impl LoggedEvent {
     pub(super) fn committed(seq: i64, event: &StreamEvent, stored: &NewEvent) -> LoggedEvent {
         LoggedEvent {
             seq,
-            stored: Arc::from(stored.event.as_str()),
+            stored: stored.event.clone(),
             is_final: stored.is_final,
             decoded: Some(Arc::new(event.clone())),
         }
@@ -117,7 +117,7 @@ impl Runtime {
 
     pub(super) fn encode(event: &StreamEvent) -> NewEvent {
         NewEvent {
-            event: codec::encode_event(EVENT_LOG_VERSION, event).to_string(),
+            event: Arc::from(codec::encode_event(EVENT_LOG_VERSION, event).to_string()),
             is_final: event_is_final(event),
         }
     }

@@ -13,20 +13,46 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::model::{ChatMessage, ModelError, ModelEvent, ModelRequest, ModelToolCall};
 use crate::agent::tools::error_result;
 use crate::agent::view::{self};
-use crate::store::{CallStatus, CallUpdate, Commit, Guard, NewCall};
+use crate::store::{CallRow, CallStatus, CallUpdate, Commit, Guard, NewCall, TaskRow};
 
 use super::audit::args_sha256;
 use super::transcript::*;
 use super::{Agent, AgentError, Result, Runtime};
 
 /// One runner's view of its task: which it is, the agent that runs it, the person's cancel,
-/// and the tokens used so far (the turn's final event reports them).
+/// the tokens used so far (the turn's final event reports them), and the task's call records
+/// as this runner wrote them (read once when it starts, then kept in step with its commits).
 struct TaskRun<'a> {
     agent: Arc<Agent>,
     task_id: String,
     context_id: String,
     cancel: &'a CancellationToken,
     usage: (u64, u64),
+    calls: HashMap<String, CallRow>,
+}
+
+/// What a runner knows of its task when it starts, so it reads only what it lacks.
+pub(super) enum RunnerStart {
+    /// A task `send` has just created: its row, and whether its session is new (then no
+    /// conversation came before it).
+    New { row: TaskRow, new_session: bool },
+    /// A task taken up from the store: after a decision, or left running by a previous process.
+    Stored,
+}
+
+/// A step written with the next one (a call's result with the next call's start, or with the
+/// pause), so a batch of calls costs fewer commits. It is never held across a wait for anyone
+/// but our own next write.
+type Deferred = Option<(Vec<StreamEvent>, Commit)>;
+
+fn defer(deferred: &mut Deferred, events: Vec<StreamEvent>, commit: Commit) {
+    *deferred = Some(match deferred.take() {
+        Some((mut earlier_events, earlier)) => {
+            earlier_events.extend(events);
+            (earlier_events, earlier.then(commit))
+        }
+        None => (events, commit),
+    });
 }
 
 impl Runtime {
@@ -38,12 +64,12 @@ impl Runtime {
         let tasks = self.store.unfinished_tasks().await?;
         for task in &tasks {
             tracing::info!(task = %task.id, "resuming a task left running by the previous process");
-            self.spawn_runner(&task.id);
+            self.spawn_runner(&task.id, RunnerStart::Stored);
         }
         Ok(tasks.len())
     }
 
-    pub(super) fn spawn_runner(self: &Arc<Self>, task_id: &str) {
+    pub(super) fn spawn_runner(self: &Arc<Self>, task_id: &str, start: RunnerStart) {
         let runtime = self.clone();
         let task_id = task_id.to_owned();
         let lock = match self.locks.lock() {
@@ -63,7 +89,7 @@ impl Runtime {
             let id = task_id.clone();
             let token = cancel.clone();
             // A panic inside the runner ends the task `failed`, never the process.
-            let outcome = tokio::spawn(async move { inner.drive(&id, &token).await }).await;
+            let outcome = tokio::spawn(async move { inner.drive(&id, start, &token).await }).await;
             if let Ok(mut running) = runtime.running.lock() {
                 running.remove(&task_id);
             }
@@ -120,13 +146,31 @@ impl Runtime {
     pub(super) async fn drive(
         self: Arc<Self>,
         task_id: &str,
+        start: RunnerStart,
         cancel: &CancellationToken,
     ) -> Result<()> {
-        let row = self
-            .store
-            .task(task_id)
-            .await?
-            .ok_or_else(|| AgentError::TaskNotFound(task_id.to_owned()))?;
+        let (row, earlier_rows, calls) = match start {
+            RunnerStart::New { row, new_session } => {
+                let earlier = if new_session {
+                    Vec::new()
+                } else {
+                    let tasks = self.store.session_tasks(&row.context_id).await?;
+                    tasks
+                        .into_iter()
+                        .take_while(|other| other.id != row.id)
+                        .collect()
+                };
+                (row, earlier, Vec::new())
+            }
+            RunnerStart::Stored => {
+                let view = self
+                    .store
+                    .runner_view(task_id)
+                    .await?
+                    .ok_or_else(|| AgentError::TaskNotFound(task_id.to_owned()))?;
+                (view.task, view.earlier, view.calls)
+            }
+        };
         let state = row.state;
         if !matches!(state, TaskState::Submitted | TaskState::Working) {
             return Ok(());
@@ -155,11 +199,8 @@ impl Runtime {
         let mut transcript = transcript_of(&row)?;
         // The conversation before this task, in the same session.
         let mut earlier = Vec::new();
-        for other in self.store.session_tasks(&context_id).await? {
-            if other.id == task_id {
-                break;
-            }
-            earlier.extend(closed(transcript_of(&other)?));
+        for other in &earlier_rows {
+            earlier.extend(closed(transcript_of(other)?));
         }
         let mut run = TaskRun {
             agent: agent.clone(),
@@ -167,6 +208,10 @@ impl Runtime {
             context_id: context_id.clone(),
             cancel,
             usage: (0, 0),
+            calls: calls
+                .into_iter()
+                .map(|call| (call.call_id.clone(), call))
+                .collect(),
         };
         loop {
             if cancel.is_cancelled() || self.shutdown.is_cancelled() {
@@ -174,7 +219,7 @@ impl Runtime {
             }
             let open = open_calls(&transcript);
             if !open.is_empty() {
-                let paused = self.settle_calls(&run, &open, &mut transcript).await?;
+                let paused = self.settle_calls(&mut run, &open, &mut transcript).await?;
                 if paused {
                     return Ok(());
                 }
@@ -212,13 +257,7 @@ impl Runtime {
                 return Ok(());
             }
             // Every call of the turn is announced and recorded before any of them runs.
-            let mut used: HashSet<String> = self
-                .store
-                .calls(&task_id)
-                .await?
-                .into_iter()
-                .map(|call| call.call_id)
-                .collect();
+            let mut used: HashSet<String> = run.calls.keys().cloned().collect();
             let mut tool_calls = Vec::new();
             for mut call in calls {
                 let base = call.id.clone();
@@ -249,7 +288,7 @@ impl Runtime {
                     )
                 })
                 .collect();
-            let new_calls = tool_calls
+            let new_calls: Vec<NewCall> = tool_calls
                 .iter()
                 .map(|call| NewCall {
                     call_id: call.id.clone(),
@@ -264,6 +303,11 @@ impl Runtime {
                     held: agent.tools.requires_approval(&call.name),
                 })
                 .collect();
+            let first_position = run.calls.len() as i64 + 1;
+            for (index, call) in new_calls.iter().enumerate() {
+                let record = CallRow::proposed(&task_id, first_position + index as i64, call);
+                run.calls.insert(record.call_id.clone(), record);
+            }
             transcript.push(ChatMessage::Assistant { text, tool_calls });
             let commit = Commit {
                 transcript: Some(transcript_value(&transcript)?),
@@ -378,31 +422,30 @@ impl Runtime {
     /// Settles the open calls of the last turn in order: runs auto and approved ones, answers
     /// rejected ones, reports calls interrupted by a crash, and pauses the task with ONE batch
     /// for those still held. Returns whether the task paused (or ended).
+    ///
+    /// A call's start is committed before it runs; its result is written with the next step
+    /// (the next call's start, or the pause), or alone when nothing follows.
     async fn settle_calls(
         &self,
-        run: &TaskRun<'_>,
+        run: &mut TaskRun<'_>,
         open: &[ModelToolCall],
         transcript: &mut Vec<ChatMessage>,
     ) -> Result<bool> {
         let (agent, task_id, context_id, cancel) = (
-            &run.agent,
-            run.task_id.as_str(),
-            run.context_id.as_str(),
+            run.agent.clone(),
+            run.task_id.clone(),
+            run.context_id.clone(),
             run.cancel,
         );
-        let records: HashMap<String, crate::store::CallRow> = self
-            .store
-            .calls(task_id)
-            .await?
-            .into_iter()
-            .map(|call| (call.call_id.clone(), call))
-            .collect();
+        let (task_id, context_id) = (task_id.as_str(), context_id.as_str());
+        let mut deferred: Deferred = None;
         let mut held = Vec::new();
         for call in open {
             if cancel.is_cancelled() {
+                self.write_deferred(task_id, deferred).await?;
                 return Ok(true);
             }
-            let Some(record) = records.get(&call.id) else {
+            let Some(record) = run.calls.get(&call.id).cloned() else {
                 return Err(AgentError::Internal(format!(
                     "call {} has no record",
                     call.id
@@ -410,10 +453,13 @@ impl Runtime {
             };
             let (response, edited_from, started) = match record.status {
                 CallStatus::Held => {
-                    held.push(record.clone());
+                    held.push(record);
                     continue;
                 }
-                CallStatus::Canceled => return Ok(true),
+                CallStatus::Canceled => {
+                    self.write_deferred(task_id, deferred).await?;
+                    return Ok(true);
+                }
                 CallStatus::Finished => {
                     // Finished but missing from the transcript cannot happen (one transaction
                     // writes both); take the recorded result if it ever does.
@@ -438,17 +484,21 @@ impl Runtime {
                         .clone()
                         .unwrap_or_else(|| record.args.clone());
                     let edited = (run_args != record.args).then(|| record.args.clone());
-                    let started = CallUpdate::Started {
-                        call_id: call.id.clone(),
-                        run_args_sha256: args_sha256(&run_args),
-                        run_args: run_args.clone(),
-                    };
-                    let commit = Commit {
-                        call_updates: vec![started],
+                    let started = Commit {
+                        call_updates: vec![CallUpdate::Started {
+                            call_id: call.id.clone(),
+                            run_args_sha256: args_sha256(&run_args),
+                            run_args: run_args.clone(),
+                        }],
                         guard: Some(Guard::NotTerminal),
                         ..Commit::default()
                     };
-                    self.commit(task_id, &[], commit).await?;
+                    defer(&mut deferred, Vec::new(), started);
+                    self.write_deferred(task_id, deferred.take()).await?;
+                    if let Some(record) = run.calls.get_mut(&call.id) {
+                        record.status = CallStatus::Started;
+                        record.run_args = Some(run_args.clone());
+                    }
                     // A tool call is not abandoned at shutdown (it would be reported as
                     // interrupted); only the user's cancel stops waiting for it.
                     let response = tokio::select! {
@@ -478,7 +528,11 @@ impl Runtime {
             let message = view::agent_message(task_id, context_id, vec![part]);
             let event =
                 view::status_event(task_id, context_id, TaskState::Working, Some(message), None);
-            let commit = Commit {
+            if let Some(record) = run.calls.get_mut(&call.id) {
+                record.status = CallStatus::Finished;
+                record.result = Some(response.clone());
+            }
+            let finished = Commit {
                 transcript: Some(transcript_value(transcript)?),
                 call_updates: vec![CallUpdate::Finished {
                     call_id: call.id.clone(),
@@ -487,13 +541,12 @@ impl Runtime {
                 guard: Some(Guard::NotTerminal),
                 ..Commit::default()
             };
-            self.commit(task_id, &[event], commit).await?;
+            defer(&mut deferred, vec![event], finished);
         }
-        if held.is_empty() {
-            return Ok(false);
-        }
-        if self.store.pending_batch(task_id).await?.is_some() {
-            return Ok(true);
+        // Held calls that already have a batch wait in it (a runner taken up after a restart).
+        if held.is_empty() || held.iter().any(|record| record.batch_id.is_some()) {
+            self.write_deferred(task_id, deferred).await?;
+            return Ok(!held.is_empty());
         }
         let requests: Vec<ActionRequest> = held
             .iter()
@@ -520,7 +573,7 @@ impl Runtime {
             Some(message),
             Some(metadata),
         );
-        let commit = Commit {
+        let pause = Commit {
             state: Some(TaskState::InputRequired),
             new_batch: Some(Value::Array(
                 requests.iter().map(ActionRequest::to_value).collect(),
@@ -528,9 +581,18 @@ impl Runtime {
             guard: Some(Guard::NotTerminal),
             ..Commit::default()
         };
-        self.commit(task_id, &[event], commit).await?;
+        defer(&mut deferred, vec![event], pause);
+        self.write_deferred(task_id, deferred).await?;
         tracing::info!(task = %task_id, calls = requests.len(), "paused for approval");
         Ok(true)
+    }
+
+    /// Writes a deferred step, if there is one.
+    async fn write_deferred(&self, task_id: &str, deferred: Deferred) -> Result<()> {
+        if let Some((events, commit)) = deferred {
+            self.commit(task_id, &events, commit).await?;
+        }
+        Ok(())
     }
 }
 
