@@ -252,6 +252,8 @@ pub enum ErrorCode {
     InternalError,
     TaskNotFound,
     TaskNotCancelable,
+    /// Push-notification config methods: this server sends no push notifications.
+    PushNotificationNotSupported,
     UnsupportedOperation,
     VersionNotSupported,
 }
@@ -266,6 +268,7 @@ impl ErrorCode {
             ErrorCode::InternalError => -32603,
             ErrorCode::TaskNotFound => -32001,
             ErrorCode::TaskNotCancelable => -32002,
+            ErrorCode::PushNotificationNotSupported => -32003,
             ErrorCode::UnsupportedOperation => -32004,
             ErrorCode::VersionNotSupported => -32009,
         }
@@ -280,6 +283,7 @@ impl ErrorCode {
             ErrorCode::InternalError,
             ErrorCode::TaskNotFound,
             ErrorCode::TaskNotCancelable,
+            ErrorCode::PushNotificationNotSupported,
             ErrorCode::UnsupportedOperation,
             ErrorCode::VersionNotSupported,
         ]
@@ -297,6 +301,7 @@ impl ErrorCode {
             ErrorCode::InternalError => "INTERNAL_ERROR",
             ErrorCode::TaskNotFound => "TASK_NOT_FOUND",
             ErrorCode::TaskNotCancelable => "TASK_NOT_CANCELABLE",
+            ErrorCode::PushNotificationNotSupported => "PUSH_NOTIFICATION_NOT_SUPPORTED",
             ErrorCode::UnsupportedOperation => "UNSUPPORTED_OPERATION",
             ErrorCode::VersionNotSupported => "VERSION_NOT_SUPPORTED",
         }

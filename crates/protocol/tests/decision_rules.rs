@@ -244,13 +244,17 @@ fn plain_text_decides_only_when_it_is_clear() {
     ] {
         check_text(text, Ok(&format!("Rejected: {text}")));
     }
+    // Any other text is a reply the model reads: it rejects, with itself as the reason.
     for text in [
         "maybe later",
         "yes but delete only old.txt",
         "yes... no",
-        "",
-        "ok",
+        "write it to drafts/notes.txt instead",
     ] {
+        check_text(text, Ok(&format!("Rejected: {text}")));
+    }
+    // Blank, or only polite words: no decision; the person is asked again.
+    for text in ["", "  ", "ok", "sure, go ahead", "thanks!"] {
         check_text(text, Err("no decision: say approve or reject"));
     }
 }

@@ -635,12 +635,16 @@ mod decision {
     }
 
     proptest! {
-        /// Any text: a decision or none, never a panic; from a message, the same as from its text.
+        /// Any text: a decision or none, never a panic; from a message, the same as from its text
+        /// read as a reply; a reply decides at least whenever the text decision does, the same way.
         #[test]
         fn arbitrary_text_never_panics(text in text_with(DECISION_WORDS)) {
-            let decided = Decision::from_text(&text);
+            let decided = Decision::from_reply(&text);
             let from_message = Decision::from_message_or_text(&text_message(vec![Part::text(&text)]));
-            prop_assert_eq!(from_message, decided.ok_or(DecisionError::NoDecision));
+            prop_assert_eq!(from_message, decided.clone().ok_or(DecisionError::NoDecision));
+            if let Some(decision) = Decision::from_text(&text) {
+                prop_assert_eq!(decided, Some(decision));
+            }
         }
 
         /// Approve and polite words in any case, between any non-word characters, approve.
@@ -724,7 +728,7 @@ mod decision {
             let message = text_message(parts);
             prop_assert_eq!(
                 Decision::from_message_or_text(&message),
-                Decision::from_text(&text).ok_or(DecisionError::NoDecision)
+                Decision::from_reply(&text).ok_or(DecisionError::NoDecision)
             );
         }
 

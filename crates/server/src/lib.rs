@@ -173,6 +173,8 @@ pub async fn run(
         body_limit: config.body_limit,
         remotes: remotes.clone(),
         trust_proxy: config.trust_proxy,
+        cards_since: chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp(), 0)
+            .unwrap_or_default(),
     };
     let app = router(state);
     let stopping = runtime.clone();

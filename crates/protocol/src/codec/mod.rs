@@ -438,22 +438,18 @@ mod tests {
         check(
             V1_0,
             json!({"message": message}),
-            "params.message.kind: A2A v1.0 has no kind (is this a v0.3 payload?)",
-        );
-        let error = decode_send_params(
-            V1_0,
-            &json!({"message": {"messageId":"m","role":"ROLE_USER","parts":[{"text":"a"}],"final":1}}),
-        )
-        .unwrap_err();
-        assert_eq!(error.path, "params.message");
-        assert!(
-            error.problem.starts_with("unknown field `final`"),
-            "{error}"
+            "params.message.role: unknown role \"user\" (expected \"ROLE_USER\" or \"ROLE_AGENT\") \
+             (A2A v1.0 has no kind: is this a v0.3 payload?)",
         );
         check(
             V1_0,
             json!({"message": {"messageId":"m","role":"user","parts":[{"text":"a"}]}}),
             "params.message.role: unknown role \"user\" (expected \"ROLE_USER\" or \"ROLE_AGENT\")",
+        );
+        check(
+            V1_0,
+            json!({"message": {"messageId":"m","message_id":"n","role":"ROLE_USER","parts":[{"text":"a"}]}}),
+            "params.message: duplicate field `messageId`",
         );
         for v in [V0_3, V1_0] {
             let error = decode_task_query(v, &json!({"id": "t-1", "historyLength": -2}));
@@ -468,6 +464,51 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok.message.text(), "a");
+    }
+
+    #[test]
+    fn v1_requests_are_read_as_protojson_parsers_read_them() {
+        // Unknown fields at every level are ignored, a v0.3 `kind` among them.
+        let camel = decode_send_params(
+            ProtocolVersion::V1_0,
+            &json!({"message": {"messageId": "m", "role": "ROLE_USER", "contextId": "c",
+                                "parts": [{"text": "a", "kind": "text", "tckPart": 1}],
+                                "tckUnknownField": "ignored"},
+                    "configuration": {"historyLength": 2, "returnImmediately": true, "x": {}},
+                    "tckExtraParam": 42}),
+        )
+        .unwrap();
+        // The proto field names read the same.
+        let snake = decode_send_params(
+            ProtocolVersion::V1_0,
+            &json!({"message": {"message_id": "m", "role": "ROLE_USER", "context_id": "c",
+                                "parts": [{"text": "a"}]},
+                    "configuration": {"history_length": 2, "return_immediately": true}}),
+        )
+        .unwrap();
+        assert_eq!(camel, snake);
+        assert_eq!(snake.message.context_id.as_deref(), Some("c"));
+        let configuration = snake.configuration.unwrap();
+        assert_eq!(configuration.history_length, Some(2));
+        assert_eq!(configuration.blocking, Some(false));
+        let query = decode_task_query(
+            ProtocolVersion::V1_0,
+            &json!({"id": "t", "history_length": 3, "tenant": "x", "extra": true}),
+        )
+        .unwrap();
+        assert_eq!(query.history_length, Some(3));
+        let list = decode_list_tasks_params(
+            &json!({"context_id": "c", "page_size": 5, "include_artifacts": true, "extra": 1}),
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                list.context_id.as_deref(),
+                list.page_size,
+                list.include_artifacts
+            ),
+            (Some("c"), Some(5), Some(true))
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! A2A v1.0 wire shapes (ProtoJSON of `lf.a2a.v1`): no `kind`, a part holds one of `text`,
 //! `raw`, `url`, `data`; enums are `ROLE_*` / `TASK_STATE_*`; stream events are one-key wrappers
-//! and status updates have no `final`. Strict both ways (docs/wire.md, Versions): every wire struct
-//! refuses unknown fields, so a v0.3 payload sent as v1.0 fails with the field it should not have.
+//! and status updates have no `final`. Read as ProtoJSON parsers read (docs/wire.md, Versions):
+//! unknown fields are ignored and proto (snake_case) field names are accepted; what is written
+//! holds JSON names and no v0.3 field.
 
 use serde_json::Value;
 
@@ -16,16 +17,20 @@ mod wire;
 
 use wire::*;
 
-/// Deserializes one level of a v1.0 payload. A `kind` is named first: it is the sign of a v0.3
-/// payload sent with the wrong version, and serde would name some other field.
+/// Deserializes one level of a v1.0 payload; unknown fields (a v0.3 `kind` among them) are
+/// ignored, but a level that fails to decode and has a `kind` says it looks like v0.3.
 fn parse_v1<T: serde::de::DeserializeOwned>(value: &Value, path: &str) -> Result<T, DecodeError> {
+    parse(value, path).map_err(|err| v03_hint(value, err))
+}
+
+/// Adds "is this a v0.3 payload?" to the error of an object with a `kind`: the sign of a v0.3
+/// payload sent with the wrong version, which would otherwise fail with a puzzling message.
+fn v03_hint(value: &Value, mut err: DecodeError) -> DecodeError {
     if value.get("kind").is_some() {
-        return Err(DecodeError::new(
-            &field(path, "kind"),
-            "A2A v1.0 has no kind (is this a v0.3 payload?)",
-        ));
+        err.problem
+            .push_str(" (A2A v1.0 has no kind: is this a v0.3 payload?)");
     }
-    parse(value, path)
+    err
 }
 
 // ---- enums (ProtoJSON names) ----
@@ -99,9 +104,12 @@ fn decode_part(value: &Value, path: &str) -> Result<Part, DecodeError> {
             } else {
                 present.join(", ")
             };
-            return Err(DecodeError::new(
-                path,
-                format!("a part holds exactly one of text, raw, url and data (found: {found})"),
+            return Err(v03_hint(
+                value,
+                DecodeError::new(
+                    path,
+                    format!("a part holds exactly one of text, raw, url and data (found: {found})"),
+                ),
             ));
         }
     };
@@ -142,7 +150,7 @@ fn decode_parts(parts: &[Value], path: &str) -> Result<Vec<Part>, DecodeError> {
 
 pub(super) fn decode_message(value: &Value, path: &str) -> Result<Message, DecodeError> {
     let wire: WireMessage = parse_v1(value, path)?;
-    let role = decode_role(&wire.role, &field(path, "role"))?;
+    let role = decode_role(&wire.role, &field(path, "role")).map_err(|err| v03_hint(value, err))?;
     let parts_path = field(path, "parts");
     if wire.parts.is_empty() {
         return Err(DecodeError::new(&parts_path, "must not be empty"));
@@ -290,9 +298,12 @@ pub(super) fn decode_event(value: &Value, path: &str) -> Result<StreamEvent, Dec
                 metadata: wire.metadata,
             }))
         }
-        (_, _, _, _) => Err(DecodeError::new(
-            path,
-            "needs exactly one of task, message, statusUpdate and artifactUpdate",
+        (_, _, _, _) => Err(v03_hint(
+            value,
+            DecodeError::new(
+                path,
+                "needs exactly one of task, message, statusUpdate and artifactUpdate",
+            ),
         )),
     }
 }

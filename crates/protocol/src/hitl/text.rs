@@ -1,5 +1,6 @@
 //! Text decisions (docs/wire.md, Text decisions): when a paused task gets plain text instead
-//! of a decision DataPart, only a clear approval approves and a reject word rejects.
+//! of a decision DataPart, only a clear approval approves, and other text rejects with itself as
+//! the reason, so the model reads what the person said instead.
 
 use super::{Decision, DecisionError};
 use crate::model::Message;
@@ -40,11 +41,32 @@ impl Decision {
         }
     }
 
-    /// The message's decision: its DataPart, else its text; an error when neither decides.
+    /// A person's reply to a paused task: a text decision when [`Decision::from_text`] finds
+    /// one; else any other text ("write it to drafts/notes.txt instead", "yes but only the
+    /// first") rejects every pending call with the text as the reason, so the model reads it
+    /// and goes on. `None` (ask again) for a blank text, and for one of only polite words ("ok",
+    /// "sure, go ahead"), which leans toward approval without saying it: rejecting it would do
+    /// the opposite of what the person likely meant.
+    pub fn from_reply(text: &str) -> Option<Decision> {
+        if let Some(decision) = Decision::from_text(text) {
+            return Some(decision);
+        }
+        let only_polite = text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|word| !word.is_empty())
+            .all(|word| POLITE_WORDS.contains(&word.to_lowercase().as_str()));
+        if only_polite {
+            return None;
+        }
+        Some(Decision::deny_all(Some(text.trim().to_owned())))
+    }
+
+    /// The message's decision: its DataPart, else its text read as a reply
+    /// ([`Decision::from_reply`]); an error when neither decides.
     pub fn from_message_or_text(message: &Message) -> Result<Decision, DecisionError> {
         match Decision::from_message(message)? {
             Some(decision) => Ok(decision),
-            None => Decision::from_text(&message.text()).ok_or(DecisionError::NoDecision),
+            None => Decision::from_reply(&message.text()).ok_or(DecisionError::NoDecision),
         }
     }
 }

@@ -44,23 +44,32 @@ pub fn request_version(
     }
 }
 
-/// A2A methods (of either version) this server knows of but does not offer: `-32004`.
-const UNSUPPORTED: [&str; 10] = [
+/// The push-notification config methods of either version: this server sends no push
+/// notifications (its cards say `pushNotifications: false`), so each is `-32003`.
+const PUSH_METHODS: [&str; 8] = [
     "tasks/pushNotificationConfig/set",
     "tasks/pushNotificationConfig/get",
     "tasks/pushNotificationConfig/list",
     "tasks/pushNotificationConfig/delete",
-    "agent/getAuthenticatedExtendedCard",
     "CreateTaskPushNotificationConfig",
     "GetTaskPushNotificationConfig",
     "ListTaskPushNotificationConfig",
     "DeleteTaskPushNotificationConfig",
-    "GetExtendedAgentCard",
 ];
 
-/// A JSON-RPC error code and message for a runtime error; internals are logged, not sent.
-fn rpc_error(err: &AgentError) -> (ErrorCode, String) {
+/// The extended agent card methods of either version: known, not offered, `-32004`.
+const UNSUPPORTED: [&str; 2] = ["agent/getAuthenticatedExtendedCard", "GetExtendedAgentCard"];
+
+/// A JSON-RPC error code and message for a runtime error in the request's version; internals
+/// are logged, not sent.
+fn rpc_error(version: ProtocolVersion, err: &AgentError) -> (ErrorCode, String) {
     match err {
+        // v1.0 names a message to an ended task an unsupported operation; v0.3 has no such
+        // rule, and its SDKs answer invalid params.
+        AgentError::Terminal(_) => match version {
+            ProtocolVersion::V0_3 => (ErrorCode::InvalidParams, err.to_string()),
+            ProtocolVersion::V1_0 => (ErrorCode::UnsupportedOperation, err.to_string()),
+        },
         AgentError::TaskNotFound(id) | AgentError::Forbidden(id) => {
             (ErrorCode::TaskNotFound, format!("task {id} not found"))
         }
@@ -101,7 +110,7 @@ impl Call {
     }
 
     fn agent_error(&self, err: &AgentError) -> RpcResponse {
-        let (code, message) = rpc_error(err);
+        let (code, message) = rpc_error(self.version, err);
         self.error(code, message)
     }
 
@@ -223,12 +232,20 @@ pub async fn handle(
             "method must be a string",
         );
     };
+    if PUSH_METHODS.contains(&method_name) {
+        return plain_error(
+            id,
+            version,
+            ErrorCode::PushNotificationNotSupported,
+            &format!("{method_name}: push notifications are not supported by this server"),
+        );
+    }
     if UNSUPPORTED.contains(&method_name) {
         return plain_error(
             id,
             version,
             ErrorCode::UnsupportedOperation,
-            &format!("{method_name}: push notifications and extended cards are not supported by this server"),
+            &format!("{method_name}: extended agent cards are not supported by this server"),
         );
     }
     let Some(method) = Method::from_name(version, method_name) else {
@@ -399,13 +416,12 @@ async fn stream_call(call: Call) -> BoxStream<'static, String> {
                     committed = accepted.committed;
                     (accepted.task_id, None, after, false)
                 }
-                // v1.0 opens with a task snapshot that includes the first event.
-                ProtocolVersion::V1_0 => (
-                    accepted.task_id,
-                    Some(accepted.after_seq + 1),
-                    accepted.after_seq + 1,
-                    false,
-                ),
+                // v1.0 opens with a task snapshot that includes the first event the acceptance
+                // committed (a message queued for a working task commits none).
+                ProtocolVersion::V1_0 => {
+                    let upto = accepted.after_seq + accepted.committed.len().min(1) as i64;
+                    (accepted.task_id, Some(upto), upto, false)
+                }
             }
         }
         Method::SubscribeToTask => {
@@ -446,6 +462,18 @@ async fn stream_call(call: Call) -> BoxStream<'static, String> {
             follow_after = seq;
         }
         let ended = task.status.state.ends_stream();
+        // v1.0: subscribing to a task that has ended is an unsupported operation; v0.3 sends the
+        // task and closes.
+        if close_if_final
+            && task.status.state.is_terminal()
+            && call.version == ProtocolVersion::V1_0
+        {
+            let err = AgentError::Terminal(format!(
+                "task {task_id} is {} and has nothing more to stream; read it with GetTask",
+                codec::state_name(ProtocolVersion::V0_3, task.status.state)
+            ));
+            return stream::iter([call.agent_error(&err).to_json()]).boxed();
+        }
         first.push(
             call.success(codec::encode_event(call.version, &StreamEvent::Task(task)))
                 .to_json(),
@@ -472,7 +500,7 @@ async fn stream_call(call: Call) -> BoxStream<'static, String> {
                     RpcResponse::success(id.clone(), codec::encode_event(version, &event)).to_json()
                 }
                 Err(err) => {
-                    let (code, message) = rpc_error(&err);
+                    let (code, message) = rpc_error(version, &err);
                     RpcResponse::error(id.clone(), codec::error_object(version, code, message))
                         .to_json()
                 }

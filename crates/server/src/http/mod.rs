@@ -2,6 +2,7 @@
 //! runtime calls and runtime results into JSON-RPC, SSE and REST answers.
 
 mod a2a;
+mod card;
 pub mod relay;
 mod rest;
 
@@ -47,6 +48,9 @@ pub struct AppState {
     /// Whether `X-Forwarded-Host` and `X-Forwarded-Proto` come from a proxy we trust
     /// (`--trust-proxy`); otherwise anyone could choose the URLs our agent cards advertise.
     pub trust_proxy: bool,
+    /// When the agents' cards last changed: the start of this process, which read the agents
+    /// file (to the second, as HTTP dates go). Their `Last-Modified`.
+    pub cards_since: chrono::DateTime<chrono::Utc>,
 }
 
 /// `scheme://host` as the caller reached us, for absolute URLs in agent cards. The forwarded
@@ -143,9 +147,10 @@ impl From<AgentError> for HttpError {
             | AgentError::SessionNotFound(_)
             | AgentError::TaskDeleted(_) => HttpError::NotFound(err.to_string()),
             AgentError::Forbidden(_) => HttpError::Forbidden(err.to_string()),
-            AgentError::NotPaused(_) | AgentError::TaskEnded | AgentError::NotCancelable { .. } => {
-                HttpError::Conflict(err.to_string())
-            }
+            AgentError::NotPaused(_)
+            | AgentError::TaskEnded
+            | AgentError::Terminal(_)
+            | AgentError::NotCancelable { .. } => HttpError::Conflict(err.to_string()),
             AgentError::InvalidParams(_) | AgentError::Decision(_) => {
                 HttpError::BadRequest(err.to_string())
             }
@@ -207,7 +212,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route(
             "/.well-known/agent-card.json",
-            get(rest::default_agent_card),
+            get(card::default_agent_card),
         )
         .route("/api/agents", get(relay::agents))
         .route("/api/sessions", get(rest::sessions))

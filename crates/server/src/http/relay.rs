@@ -24,7 +24,7 @@ use signoff_protocol::ProtocolVersion;
 use tokio_util::sync::CancellationToken;
 
 use super::a2a::request_version;
-use super::{a2a, origin, rest, AppState, User};
+use super::{a2a, card, origin, rest, AppState, User};
 use crate::agent::{AgentsFile, ConfigError};
 
 /// The header that tells the remote who is asking (kagent scopes sessions by it).
@@ -206,7 +206,7 @@ pub async fn agent_card(
     headers: HeaderMap,
 ) -> Response {
     let Some(remote) = state.remotes.get(&namespace, &name) else {
-        return rest::agent_card(State(state), Path((namespace, name)), Query(query), headers)
+        return card::agent_card(State(state), Path((namespace, name)), Query(query), headers)
             .await;
     };
     let version = headers.get("a2a-version").cloned().or_else(|| {

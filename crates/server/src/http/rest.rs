@@ -1,4 +1,5 @@
-//! The REST surfaces: agent cards, the agents list, sessions and approvals (docs/rest.md).
+//! The REST surfaces: the agents list, sessions and approvals (docs/rest.md); the cards are in
+//! `card`.
 
 use std::collections::HashMap;
 
@@ -7,99 +8,19 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::Value;
-use signoff_protocol::codec::{self, CardFlavor, Method};
+use signoff_protocol::codec::{self, Method};
 use signoff_protocol::rest::{
     AgentEntry, AgentList, DecideResponse, DecidedApprovals, Follow, FollowParams,
     PendingApprovals, SessionDetail, SessionList, ToolEntry, UnavailableSource,
 };
-use signoff_protocol::{
-    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, ProtocolVersion, StreamEvent,
-};
+use signoff_protocol::{ProtocolVersion, StreamEvent};
 
 use super::a2a::request_version;
-use super::{origin, AppState, HttpError, User};
+use super::{AppState, HttpError, User};
 use crate::agent::Agent;
 
-fn endpoint(agent: &Agent) -> String {
+pub(super) fn endpoint(agent: &Agent) -> String {
     format!("/api/a2a/{}/{}", agent.namespace, agent.name)
-}
-
-fn card(agent: &Agent, origin: &str) -> AgentCard {
-    let url = format!("{origin}{}", endpoint(agent));
-    AgentCard {
-        name: agent.name.clone(),
-        description: agent.description.clone(),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        interfaces: vec![
-            AgentInterface {
-                url: url.clone(),
-                version: ProtocolVersion::V1_0,
-            },
-            AgentInterface {
-                url,
-                version: ProtocolVersion::V0_3,
-            },
-        ],
-        capabilities: AgentCapabilities {
-            streaming: true,
-            push_notifications: false,
-            state_transition_history: false,
-        },
-        default_input_modes: vec!["text".to_owned()],
-        default_output_modes: vec!["text".to_owned()],
-        skills: vec![AgentSkill {
-            id: agent.name.clone(),
-            name: agent.name.clone(),
-            description: agent.description.clone(),
-            tags: agent
-                .tools
-                .tools()
-                .iter()
-                .map(|tool| tool.spec.name.clone())
-                .collect(),
-        }],
-    }
-}
-
-fn card_response(
-    state: &AppState,
-    agent: &Agent,
-    headers: &HeaderMap,
-    query: &HashMap<String, String>,
-) -> Response {
-    let flavor = match request_version(headers, query) {
-        Ok(ProtocolVersion::V1_0) => CardFlavor::StrictV1,
-        Ok(ProtocolVersion::V0_3) | Err(_) => CardFlavor::Lenient,
-    };
-    Json(codec::encode_agent_card(
-        &card(agent, &origin(headers, state.trust_proxy)),
-        flavor,
-    ))
-    .into_response()
-}
-
-pub async fn agent_card(
-    State(state): State<AppState>,
-    Path((namespace, name)): Path<(String, String)>,
-    Query(query): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-) -> Response {
-    match state.runtime.agent(&namespace, &name) {
-        Some(agent) => card_response(&state, &agent, &headers, &query),
-        None => HttpError::NotFound(format!("no agent {namespace}/{name}")).into_response(),
-    }
-}
-
-/// The first agent's card at the origin (A2A's one-agent-per-origin convention).
-pub async fn default_agent_card(
-    State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-) -> Response {
-    match state.runtime.agents().first() {
-        Some(agent) => card_response(&state, agent, &headers, &query),
-        None => HttpError::NotFound("no agents".to_owned()).into_response(),
-    }
 }
 
 pub async fn agents(State(state): State<AppState>, _user: User) -> Json<AgentList> {

@@ -241,15 +241,13 @@ async fn resubscribe_replays_nothing_twice_and_misses_nothing() {
     assert_eq!(text, expected.join(", "));
     assert_eq!(states(&results).last().unwrap(), "completed");
 
-    // On a finished task, resubscribe yields the task and closes (v1.0 too).
+    // On a finished task, v0.3's resubscribe yields the task and closes; v1.0 refuses with
+    // -32004 (see conformance.rs).
     let events = app
-        .stream(Some("1.0"), request("SubscribeToTask", json!({"id": id})))
+        .stream(None, request("tasks/resubscribe", json!({"id": id})))
         .await;
     assert_eq!(events.len(), 1);
-    assert_eq!(
-        events[0]["result"]["task"]["status"]["state"],
-        "TASK_STATE_COMPLETED"
-    );
+    assert_eq!(events[0]["result"]["status"]["state"], "completed");
 }
 
 #[tokio::test]
@@ -391,8 +389,13 @@ async fn every_error_code() {
         ),
         (
             request("tasks/pushNotificationConfig/set", json!({})),
-            -32004,
+            -32003,
             "push notifications",
+        ),
+        (
+            request("agent/getAuthenticatedExtendedCard", json!({})),
+            -32004,
+            "extended agent cards",
         ),
     ];
     for (body, code, contains) in refused {

@@ -9,7 +9,9 @@
 mod support;
 
 mod a2a;
+mod conformance;
 mod hitl;
 mod hostile;
+mod live;
 mod rest;
 mod restart;

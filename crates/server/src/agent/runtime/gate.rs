@@ -152,33 +152,41 @@ impl Runtime {
             }
         }
         let state = row.state;
-        if state != TaskState::InputRequired {
-            return Err(AgentError::InvalidParams(if state.is_terminal() {
-                format!(
-                    "task {task_id} is {} and takes no more messages; send a message without taskId to start a new task",
-                    task_state_text(row.state)
-                )
-            } else {
-                format!(
-                    "task {task_id} is {} and is not waiting for input",
-                    task_state_text(row.state)
-                )
-            }));
+        if state.is_terminal() {
+            return Err(AgentError::Terminal(format!(
+                "task {task_id} is {} and takes no more messages; send a message without taskId to start a new task",
+                task_state_text(row.state)
+            )));
         }
-        let (decision, channel) =
-            match Decision::from_message(&message)? {
-                Some(decision) => (decision, Channel::A2a),
-                None => match Decision::from_text(&message.text()) {
-                    Some(decision) => (decision, Channel::Text),
-                    None => return Err(AgentError::InvalidParams(
-                        "the task waits for a decision on its tool calls: say approve or reject \
-                         (or send a decision DataPart)"
-                            .into(),
-                    )),
-                },
-            };
         let mut message = message;
         message.context_id = Some(row.context_id.clone());
+        let data_decision = Decision::from_message(&message)?;
+        // A working task takes text before its next model turn; a decision DataPart is late
+        // (another decision won a moment ago) and refused, so a batch is decided once.
+        if matches!(state, TaskState::Submitted | TaskState::Working) && data_decision.is_none() {
+            return self.queue_message(&row.id, row.last_seq, message);
+        }
+        if state != TaskState::InputRequired {
+            return Err(AgentError::InvalidParams(format!(
+                "task {task_id} is {} and is not waiting for a decision",
+                task_state_text(row.state)
+            )));
+        }
+        // A paused task reads a decision from a DataPart, else from the text; any other text
+        // rejects the pending calls with the text as the reason, which the model reads.
+        let text_decision = || {
+            Decision::from_reply(&message.text()).ok_or_else(|| {
+                AgentError::InvalidParams(
+                    "the task waits for a decision on its tool calls: say approve or reject \
+                     (or send a decision DataPart)"
+                        .into(),
+                )
+            })
+        };
+        let (decision, channel) = match data_decision {
+            Some(decision) => (decision, Channel::A2a),
+            None => (text_decision()?, Channel::Text),
+        };
         let batch = self.store.pending_batch(&row.id).await?.ok_or_else(|| {
             AgentError::NotPaused(format!(
                 "task {} has no pending batch: it was already decided",
@@ -433,6 +441,7 @@ impl Runtime {
             }
         }
         self.stop_runner(task_id);
+        self.drop_inbox(task_id);
         tracing::info!(task = %task_id, user, "task canceled");
         Ok(self.snapshot(task_id, None).await?.0)
     }

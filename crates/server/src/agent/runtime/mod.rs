@@ -9,6 +9,7 @@
 
 mod audit;
 mod gate;
+mod inbox;
 mod log;
 mod reads;
 mod runner;
@@ -49,6 +50,9 @@ pub enum AgentError {
     /// The task is not waiting for a decision, or its batch was already decided.
     #[error("{0}")]
     NotPaused(String),
+    /// A message to a task that has ended (A2A v1.0 answers it as an unsupported operation).
+    #[error("{0}")]
+    Terminal(String),
     #[error("task {id} is {state} and cannot be canceled")]
     NotCancelable { id: String, state: String },
     #[error("{0}")]
@@ -151,6 +155,8 @@ pub struct Runtime {
     limits: Limits,
     /// Latest event sequence number of each followed task: wakes followers after a commit.
     hub: Mutex<HashMap<String, watch::Sender<Arc<log::Announcement>>>>,
+    /// Messages to working tasks, waiting for their runner's next model turn.
+    inbox: Mutex<HashMap<String, inbox::Inbox>>,
     /// The cancel token of each task's current runner (a user's cancel stops it at once).
     running: Mutex<HashMap<String, CancellationToken>>,
     /// One runner per task at a time: a runner spawned while another finishes waits for it.
@@ -168,6 +174,7 @@ impl Runtime {
             agents,
             limits,
             hub: Mutex::new(HashMap::new()),
+            inbox: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
             locks: Mutex::new(HashMap::new()),
             shutdown: CancellationToken::new(),

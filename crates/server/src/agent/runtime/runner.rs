@@ -140,6 +140,7 @@ impl Runtime {
         if let Err(err) = self.commit(task_id, &[event], commit).await {
             tracing::warn!(task = %task_id, error = %err, "could not mark the task failed");
         }
+        self.drop_inbox(task_id);
     }
 
     /// Takes the task's next steps until it completes, fails, pauses or is canceled.
@@ -225,6 +226,8 @@ impl Runtime {
                 }
                 continue;
             }
+            self.deliver_queued(&task_id, &context_id, &mut transcript)
+                .await?;
             let request = ModelRequest {
                 instruction: agent.instruction.clone(),
                 messages: earlier.iter().chain(transcript.iter()).cloned().collect(),
@@ -239,6 +242,10 @@ impl Runtime {
                     text,
                     tool_calls: Vec::new(),
                 });
+                // A message that came during the turn gets a turn of its own first.
+                if !self.close_inbox(&task_id) {
+                    continue;
+                }
                 let metadata = view::usage_metadata(run.usage.0, run.usage.1);
                 let done = view::status_event(
                     &task_id,
@@ -253,7 +260,9 @@ impl Runtime {
                     guard: Some(Guard::NotTerminal),
                     ..Commit::default()
                 };
-                self.commit(&task_id, &[done], commit).await?;
+                let completed = self.commit(&task_id, &[done], commit).await;
+                self.drop_inbox(&task_id);
+                completed?;
                 return Ok(());
             }
             // Every call of the turn is announced and recorded before any of them runs.
