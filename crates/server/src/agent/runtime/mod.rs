@@ -8,6 +8,7 @@
 //! decision, and picks it up after a restart.
 
 mod audit;
+mod decide;
 mod gate;
 mod inbox;
 mod log;
