@@ -284,17 +284,13 @@ impl Runtime {
             stored,
             ..
         } = decided;
-        self.notify(
-            &task_id,
-            seq,
-            std::slice::from_ref(&working),
-            std::slice::from_ref(&stored),
-        );
+        let logged = LoggedEvent::committed(seq, working, &stored);
+        self.notify(&task_id, vec![logged.clone()]);
         tracing::info!(task = %task_id, user, channel = channel.as_str(), decision = %summary, "batch decided");
         self.spawn_runner(&task_id, RunnerStart::Stored);
         Accepted {
             after_seq: seq - 1,
-            committed: vec![LoggedEvent::committed(seq, &working, &stored)],
+            committed: vec![logged],
             task_id,
         }
     }

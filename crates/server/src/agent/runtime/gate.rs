@@ -104,8 +104,8 @@ impl Runtime {
         };
         let events = vec![Self::encode(&submitted), Self::encode(&working)];
         let committed = vec![
-            LoggedEvent::committed(1, &submitted, &events[0]),
-            LoggedEvent::committed(2, &working, &events[1]),
+            LoggedEvent::committed(1, submitted, &events[0]),
+            LoggedEvent::committed(2, working, &events[1]),
         ];
         let new_session = match self.store.create_task(&row, &title, events).await {
             Ok(new_session) => new_session,
@@ -183,12 +183,8 @@ impl Runtime {
             };
             match self.store.decide(task_id, write).await {
                 Ok(seq) => {
-                    self.notify(
-                        task_id,
-                        seq,
-                        std::slice::from_ref(&canceled),
-                        &stored_canceled,
-                    );
+                    let logged = LoggedEvent::committed(seq, canceled.clone(), &stored_canceled[0]);
+                    self.notify(task_id, vec![logged]);
                     done = true;
                 }
                 // Decided a moment ago: the task is running now; cancel it as such.
@@ -202,7 +198,7 @@ impl Runtime {
                 guard: Some(Guard::NotTerminal),
                 ..Commit::default()
             };
-            match self.commit(task_id, &[canceled], commit).await {
+            match self.commit(task_id, vec![canceled], commit).await {
                 Ok(_) => {}
                 Err(AgentError::TaskEnded) => {
                     let current = self

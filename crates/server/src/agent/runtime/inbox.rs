@@ -83,7 +83,7 @@ impl Runtime {
             guard: Some(crate::store::Guard::NotTerminal),
             ..Commit::default()
         };
-        self.commit(task_id, &events, commit).await?;
+        self.commit(task_id, events, commit).await?;
         Ok(())
     }
 

@@ -31,13 +31,30 @@ pub struct LoggedEvent {
 
 impl LoggedEvent {
     /// Event number `seq`, as stored and as the writer had it.
-    pub(super) fn committed(seq: i64, event: &StreamEvent, stored: &NewEvent) -> LoggedEvent {
+    pub(super) fn committed(seq: i64, event: StreamEvent, stored: &NewEvent) -> LoggedEvent {
         LoggedEvent {
             seq,
             stored: stored.event.clone(),
             is_final: stored.is_final,
-            decoded: Some(Arc::new(event.clone())),
+            decoded: Some(Arc::new(event)),
         }
+    }
+
+    /// `events`, stored as `stored`, the last of them numbered `last`.
+    pub(super) fn numbered(
+        last: i64,
+        events: Vec<StreamEvent>,
+        stored: &[NewEvent],
+    ) -> Vec<LoggedEvent> {
+        let first = last - events.len() as i64 + 1;
+        events
+            .into_iter()
+            .zip(stored)
+            .enumerate()
+            .map(|(index, (event, stored))| {
+                LoggedEvent::committed(first + index as i64, event, stored)
+            })
+            .collect()
     }
 
     /// The event, decoded from its stored text if it did not come with it.
@@ -59,17 +76,9 @@ pub(super) struct Announcement {
 }
 
 impl Announcement {
-    fn committed(last: i64, events: &[StreamEvent], stored: &[NewEvent]) -> Announcement {
-        let first = last - events.len() as i64 + 1;
+    fn committed(events: Vec<LoggedEvent>) -> Announcement {
         Announcement {
-            events: events
-                .iter()
-                .zip(stored)
-                .enumerate()
-                .map(|(index, (event, stored))| {
-                    LoggedEvent::committed(first + index as i64, event, stored)
-                })
-                .collect(),
+            events,
             deleted: false,
         }
     }
@@ -127,26 +136,20 @@ impl Runtime {
     pub(super) async fn commit(
         &self,
         task_id: &str,
-        events: &[StreamEvent],
+        events: Vec<StreamEvent>,
         mut commit: Commit,
     ) -> Result<i64> {
         let stored: Vec<NewEvent> = events.iter().map(Self::encode).collect();
         commit.events = stored.clone();
         let seq = self.store.commit(task_id, commit).await?;
-        self.notify(task_id, seq, events, &stored);
+        self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
         Ok(seq)
     }
 
-    /// Wakes the task's followers with the events just committed (`last` is the number of the
-    /// last of them), so they need not read them back from the store.
-    pub(super) fn notify(
-        &self,
-        task_id: &str,
-        last: i64,
-        events: &[StreamEvent],
-        stored: &[NewEvent],
-    ) {
-        self.announce(task_id, Announcement::committed(last, events, stored));
+    /// Wakes the task's followers with the events just committed, so they need not read them
+    /// back from the store.
+    pub(super) fn notify(&self, task_id: &str, events: Vec<LoggedEvent>) {
+        self.announce(task_id, Announcement::committed(events));
     }
 
     /// Tells the task's followers it was deleted.
@@ -339,7 +342,7 @@ mod tests {
         ];
         // Events 5, 6 and 7.
         let stored: Vec<NewEvent> = events.iter().map(Runtime::encode).collect();
-        let announced = Announcement::committed(7, &events, &stored);
+        let announced = Announcement::committed(LoggedEvent::numbered(7, events.to_vec(), &stored));
         assert_eq!(numbers(announced.after(4)), Some(vec![5, 6, 7]));
         assert_eq!(numbers(announced.after(5)), Some(vec![6, 7]));
         assert_eq!(numbers(announced.after(7)), Some(vec![]));

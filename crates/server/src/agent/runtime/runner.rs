@@ -137,7 +137,7 @@ impl Runtime {
             guard: Some(Guard::NotTerminal),
             ..Commit::default()
         };
-        if let Err(err) = self.commit(task_id, &[event], commit).await {
+        if let Err(err) = self.commit(task_id, vec![event], commit).await {
             tracing::warn!(task = %task_id, error = %err, "could not mark the task failed");
         }
         self.drop_inbox(task_id);
@@ -195,7 +195,7 @@ impl Runtime {
                 guard: Some(Guard::NotTerminal),
                 ..Commit::default()
             };
-            self.commit(&task_id, &[working], commit).await?;
+            self.commit(&task_id, vec![working], commit).await?;
         }
         let mut transcript = transcript_of(&row)?;
         // The conversation before this task, in the same session.
@@ -260,7 +260,7 @@ impl Runtime {
                     guard: Some(Guard::NotTerminal),
                     ..Commit::default()
                 };
-                let completed = self.commit(&task_id, &[done], commit).await;
+                let completed = self.commit(&task_id, vec![done], commit).await;
                 self.drop_inbox(&task_id);
                 completed?;
                 return Ok(());
@@ -324,7 +324,7 @@ impl Runtime {
                 guard: Some(Guard::NotTerminal),
                 ..Commit::default()
             };
-            self.commit(&task_id, &events, commit).await?;
+            self.commit(&task_id, events, commit).await?;
         }
     }
 
@@ -392,7 +392,7 @@ impl Runtime {
                             guard: Some(Guard::NotTerminal),
                             ..Commit::default()
                         };
-                        self.commit(task_id, &[event], commit).await?;
+                        self.commit(task_id, vec![event], commit).await?;
                     }
                 }
                 ModelEvent::ToolCall(call) => {
@@ -423,7 +423,7 @@ impl Runtime {
                 guard: Some(Guard::NotTerminal),
                 ..Commit::default()
             };
-            self.commit(task_id, &[event], commit).await?;
+            self.commit(task_id, vec![event], commit).await?;
         }
         Ok(Some((text, calls)))
     }
@@ -599,7 +599,7 @@ impl Runtime {
     /// Writes a deferred step, if there is one.
     async fn write_deferred(&self, task_id: &str, deferred: Deferred) -> Result<()> {
         if let Some((events, commit)) = deferred {
-            self.commit(task_id, &events, commit).await?;
+            self.commit(task_id, events, commit).await?;
         }
         Ok(())
     }
