@@ -287,11 +287,13 @@ impl Runtime {
         let logged = LoggedEvent::committed(seq, working, &stored);
         self.notify(&task_id, vec![logged.clone()]);
         tracing::info!(task = %task_id, user, channel = channel.as_str(), decision = %summary, "batch decided");
+        let watch = Some(self.watch_early(&task_id));
         self.spawn_runner(&task_id, RunnerStart::Stored);
         Accepted {
             after_seq: seq - 1,
             committed: vec![logged],
             task_id,
+            watch,
         }
     }
 

@@ -117,11 +117,13 @@ impl Runtime {
             }
             Err(err) => return Err(err.into()),
         };
+        let watch = Some(self.watch_early(&task_id));
         self.spawn_runner(&task_id, RunnerStart::New { row, new_session });
         Ok(Accepted {
             task_id,
             after_seq: 0,
             committed,
+            watch,
         })
     }
 

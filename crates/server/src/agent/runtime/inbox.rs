@@ -48,6 +48,7 @@ impl Runtime {
             task_id: task_id.to_owned(),
             after_seq: last_seq,
             committed: Vec::new(),
+            watch: None,
         })
     }
 
