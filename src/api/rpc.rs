@@ -65,10 +65,9 @@ pub async fn endpoint(namespace: &str, agent: &str) -> Endpoint {
     let Ok(body) = http::get_json(&card_url).await else {
         return fallback;
     };
-    let Ok(card) = codec::decode_agent_card(&body) else {
-        return fallback;
-    };
-    match card.best_interface() {
+    // The interfaces only: the whole card's decoding would be 7 KB of the download.
+    let interfaces = codec::decode_card_interfaces(&body);
+    match interfaces.iter().max_by_key(|interface| interface.version) {
         Some(interface) if same_origin(&interface.url) => Endpoint {
             url: interface.url.clone(),
             version: interface.version,

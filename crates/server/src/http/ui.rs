@@ -51,8 +51,9 @@ async fn cache_headers(request: Request, next: Next) -> Response {
     response
 }
 
-/// Whether `path` names one of trunk's content-hashed files: `name-<16 hex>.js`,
-/// `name-<16 hex>_bg.wasm`, `main-<16 hex>.css`.
+/// Whether `path` names one of trunk's content-hashed files: `name-<hash>.js`,
+/// `name-<hash>_bg.wasm`, `main-<hash>.css`. trunk writes the 64-bit hash in hex without leading
+/// zeros (up to 16 digits); fewer than 8 digits is taken for an ordinary name.
 fn is_hashed_asset(path: &str) -> bool {
     let file = path.rsplit('/').next().unwrap_or(path);
     let Some((stem, extension)) = file.rsplit_once('.') else {
@@ -63,7 +64,9 @@ fn is_hashed_asset(path: &str) -> bool {
     }
     let stem = stem.strip_suffix("_bg").unwrap_or(stem);
     stem.rsplit_once('-').is_some_and(|(name, hash)| {
-        !name.is_empty() && hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit())
+        !name.is_empty()
+            && (8..=16).contains(&hash.len())
+            && hash.bytes().all(|b| b.is_ascii_hexdigit())
     })
 }
 
@@ -76,11 +79,13 @@ mod tests {
         assert!(is_hashed_asset("/signoff-ui-64712e61f0b672b8_bg.wasm"));
         assert!(is_hashed_asset("/signoff-ui-64712e61f0b672b8.js"));
         assert!(is_hashed_asset("/main-a46b4f6a929dfbc9.css"));
+        assert!(is_hashed_asset("/signoff-ui-e6ee9a71cba5ad5_bg.wasm"));
         assert!(!is_hashed_asset("/index.html"));
         assert!(!is_hashed_asset("/"));
         assert!(!is_hashed_asset("/main.css"));
         assert!(!is_hashed_asset("/signoff-ui-64712e61f0b672b8.html"));
-        assert!(!is_hashed_asset("/app-64712e61f0b672.js"));
+        assert!(!is_hashed_asset("/app-64712e6.js"));
+        assert!(!is_hashed_asset("/app-64712e61f0b672b8a.js"));
         assert!(!is_hashed_asset("/app-64712e61f0b672zz.js"));
         assert!(!is_hashed_asset("/agents/default/demo/chat/s-1"));
     }
