@@ -178,6 +178,7 @@ impl BatchDraft {
         Ok(Decision {
             kind,
             modified_args: self.modified_args(approved),
+            answers: Vec::new(),
         })
     }
 
@@ -187,6 +188,7 @@ impl BatchDraft {
             kind: DecisionKind::ApproveAll,
             modified_args: self
                 .modified_args(|id| batch.requests.iter().any(|request| request.id == id)),
+            answers: Vec::new(),
         }
     }
 }
@@ -198,6 +200,7 @@ pub fn reject_all(reason: Option<&str>) -> Decision {
             reason: clean_reason(reason),
         },
         modified_args: BTreeMap::new(),
+        answers: Vec::new(),
     }
 }
 
