@@ -75,6 +75,8 @@ pub enum DecisionError {
     ModifiedArgsForUnknownCall(String),
     #[error("modified_args for {0}, which is not approved")]
     ModifiedArgsForUnapprovedCall(String),
+    #[error("modified_args for {0}, which is a question: answer it with ask_user_answers")]
+    ModifiedArgsForQuestion(String),
     #[error("modified_args for {0} must be an object")]
     ModifiedArgsNotAnObject(String),
     #[error("no decision: say approve or reject")]

@@ -75,6 +75,10 @@ pub fn resolve(
         if !args.is_object() {
             return Err(DecisionError::ModifiedArgsNotAnObject(id.clone()));
         }
+        // A question is answered, not edited.
+        if pending[index].questions().is_some() {
+            return Err(DecisionError::ModifiedArgsForQuestion(id.clone()));
+        }
     }
     let mut answers = answers_by_call(pending, &verdicts, decision)?.into_iter();
     Ok(pending
