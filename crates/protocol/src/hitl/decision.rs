@@ -287,6 +287,16 @@ impl Decision {
                 format!("Batch decision: {approved} approved, {rejected} rejected")
             }
         };
+        let verdict = match &self.kind {
+            DecisionKind::DenyAll { .. } | DecisionKind::Batch { .. }
+                if !self.answers.is_empty() =>
+            {
+                format!("{verdict}; questions answered")
+            }
+            DecisionKind::ApproveAll
+            | DecisionKind::DenyAll { .. }
+            | DecisionKind::Batch { .. } => verdict,
+        };
         if self.modified_args.is_empty() {
             verdict
         } else {
