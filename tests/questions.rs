@@ -193,6 +193,9 @@ async fn a_kagent_question_beside_a_write_says_the_write_runs_and_sends_kagents_
         "Question answered and write handled",
     )
     .await;
+    // kagent's reply quotes the tool results its model saw: the answer is among them.
+    let reply = app.texts("[data-testid=message-agent]").await.join("\n");
+    assert!(reply.contains("hello"), "{reply}");
     wait_answers(&app, &["hello"]).await;
 
     let received = received.lock().map(|seen| seen.clone()).unwrap_or_default();
