@@ -7,13 +7,13 @@
 
 #[path = "support/harness.rs"]
 mod harness;
+#[path = "support/kagent.rs"]
+mod kagent;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
 use harness::{App, Options};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const PENDING_CARD: &str = "[data-testid=tool-card][data-status=pending]";
 
@@ -385,94 +385,9 @@ async fn hostile_arguments_are_shown_as_text() {
     app.finish().await;
 }
 
-/// A stand-in for a kagent 0.10.4 agent: serves its recorded card, answers the first message
-/// with the recorded interrupt (e1) and a decision with the recorded resume (e2), and keeps
-/// every request body it got.
-async fn fake_kagent() -> (String, Arc<Mutex<Vec<Value>>>) {
-    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("crates/protocol/tests/fixtures/kagent-0.10.4");
-    let load = |name: &str| {
-        std::fs::read(fixtures.join(name)).unwrap_or_else(|err| panic!("fixture {name}: {err}"))
-    };
-    let (card, interrupt, resume) = (
-        load("agent_card.json"),
-        load("e1_interrupt.sse"),
-        load("e2_resume.sse"),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    let received = Arc::new(Mutex::new(Vec::new()));
-    let seen = received.clone();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let (card, interrupt, resume, seen) = (
-                card.clone(),
-                interrupt.clone(),
-                resume.clone(),
-                seen.clone(),
-            );
-            tokio::spawn(async move {
-                let mut buffer = Vec::new();
-                let mut chunk = [0u8; 4096];
-                let (head_end, length) = loop {
-                    let read = socket.read(&mut chunk).await.unwrap_or(0);
-                    if read == 0 {
-                        return;
-                    }
-                    buffer.extend_from_slice(&chunk[..read]);
-                    if let Some(end) = buffer.windows(4).position(|window| window == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&buffer[..end]).to_lowercase();
-                        let length = head
-                            .lines()
-                            .find_map(|line| line.strip_prefix("content-length:"))
-                            .and_then(|value| value.trim().parse::<usize>().ok())
-                            .unwrap_or(0);
-                        break (end + 4, length);
-                    }
-                };
-                while buffer.len() < head_end + length {
-                    let read = socket.read(&mut chunk).await.unwrap_or(0);
-                    if read == 0 {
-                        break;
-                    }
-                    buffer.extend_from_slice(&chunk[..read]);
-                }
-                let (content_type, body) = if buffer.starts_with(b"GET") {
-                    ("application/json", card)
-                } else {
-                    let request: Value =
-                        serde_json::from_slice(&buffer[head_end..]).unwrap_or(Value::Null);
-                    let is_decision = request["params"]["message"]["parts"]
-                        .as_array()
-                        .is_some_and(|parts| {
-                            parts
-                                .iter()
-                                .any(|part| part["data"]["decision_type"].is_string())
-                        });
-                    if let Ok(mut seen) = seen.lock() {
-                        seen.push(request);
-                    }
-                    (
-                        "text/event-stream",
-                        if is_decision { resume } else { interrupt },
-                    )
-                };
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = socket.write_all(head.as_bytes()).await;
-                let _ = socket.write_all(&body).await;
-                let _ = socket.shutdown().await;
-            });
-        }
-    });
-    (url, received)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kagent_agent_gets_the_same_cards_and_decisions_in_its_terms() {
-    let (url, received) = fake_kagent().await;
+    let (url, received) = kagent::fake_kagent("e1_interrupt.sse", "e2_resume.sse").await;
     let agents = format!("[[agents]]\nname = \"k8s-agent\"\nnamespace = \"kagent\"\nremote = {{ url = \"{url}\" }}\n");
     let app = App::start_with(
         "kagent",

@@ -1,11 +1,12 @@
 //! The person's choices on a pending batch before they are sent, and the decision they make
 //! (docs/wire.md, Decision message): uniform approve -> `approve`, uniform reject -> `deny`,
-//! else `batch`.
+//! else `batch`; the answers to the batch's questions go with it (`ask_user_answers`).
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use signoff_protocol::hitl::{Decision, DecisionKind, Verdict};
+use signoff_protocol::hitl::question::{self, Answer};
+use signoff_protocol::hitl::{ActionRequest, Decision, DecisionKind, Verdict};
 use signoff_protocol::{Message, Role};
 
 use super::view::PendingBatch;
@@ -28,6 +29,8 @@ pub struct BatchDraft {
     pub edited_args: BTreeMap<String, Value>,
     /// The server's refusal of the last decision, by the call it named (shown on that card).
     pub refused: BTreeMap<String, String>,
+    /// Answers by question call id: one per question, in order (empty until picked or typed).
+    pub answers: BTreeMap<String, Vec<Answer>>,
 }
 
 /// Why a draft cannot be sent yet.
@@ -39,6 +42,8 @@ pub enum DraftError {
     NotAnObject,
     #[error("the arguments are not valid JSON: {0}")]
     InvalidJson(String),
+    #[error("{0}")]
+    Answer(String),
 }
 
 /// Reads edited arguments: JSON text that must hold an object.
@@ -86,6 +91,87 @@ impl BatchDraft {
             .insert(id.to_owned(), Choice { verdict, reason });
     }
 
+    /// Picks or unpicks `option` of question `at` (of `count`) of call `id`: a single-choice
+    /// question keeps only the latest pick.
+    pub fn pick(
+        &mut self,
+        id: &str,
+        at: usize,
+        count: usize,
+        option: &str,
+        multiple: bool,
+        on: bool,
+    ) {
+        let answer = self.answer_mut(id, at, count);
+        answer.retain(|picked| picked != option && multiple);
+        if on {
+            answer.push(option.to_owned());
+        }
+    }
+
+    /// Sets the free text of question `at` (of `count`) of call `id`.
+    pub fn write(&mut self, id: &str, at: usize, count: usize, text: &str) {
+        *self.answer_mut(id, at, count) = vec![text.to_owned()];
+    }
+
+    fn answer_mut(&mut self, id: &str, at: usize, count: usize) -> &mut Answer {
+        let answers = self.answers.entry(id.to_owned()).or_default();
+        if answers.len() < count {
+            answers.resize(count, Vec::new());
+        }
+        self.refused.remove(id);
+        &mut answers[at]
+    }
+
+    /// The answer given so far to question `at` of call `id`.
+    pub fn answer(&self, id: &str, at: usize) -> Answer {
+        self.answers
+            .get(id)
+            .and_then(|answers| answers.get(at))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The answers to every question of the batch, in order, checked as the server will.
+    fn batch_answers(&self, batch: &PendingBatch) -> Result<Vec<Answer>, DraftError> {
+        let mut asked = Vec::new();
+        let mut given = Vec::new();
+        for request in &batch.requests {
+            let Some(questions) = request.questions() else {
+                continue;
+            };
+            let answers = self.answers.get(&request.id);
+            for at in 0..questions.len() {
+                given.push(
+                    answers
+                        .and_then(|answers| answers.get(at))
+                        .cloned()
+                        .unwrap_or_default(),
+                );
+            }
+            asked.extend(questions);
+        }
+        if asked.is_empty() {
+            return Ok(Vec::new());
+        }
+        question::check_answers(&asked, &given)
+            .map_err(|err| DraftError::Answer(err.to_string()))?;
+        Ok(question::clean_answers(&given))
+    }
+
+    /// The decision of a batch that holds questions: the answers, and for each other call its
+    /// choice. Against a peer whose answers approve every call (kagent 0.10), the only decision
+    /// with answers is "answer and approve everything" (docs/wire.md, Questions).
+    pub fn submit(&self, batch: &PendingBatch) -> Result<Decision, DraftError> {
+        let answers = self.batch_answers(batch)?;
+        if batch.dialect.answers_approve_every_call() {
+            return Ok(Decision::answer(answers));
+        }
+        let mut decision = self.decision(batch)?;
+        decision.answers = answers;
+        Ok(decision)
+    }
+
     pub fn undo(&mut self, id: &str) {
         self.choices.remove(id);
     }
@@ -113,12 +199,12 @@ impl BatchDraft {
         Some(id)
     }
 
-    /// Every call of the batch has a choice.
+    /// Every call of the batch has a choice (a question call is answered instead).
     pub fn is_complete(&self, batch: &PendingBatch) -> bool {
         batch
             .requests
             .iter()
-            .all(|request| self.choices.contains_key(&request.id))
+            .all(|request| is_question(request) || self.choices.contains_key(&request.id))
     }
 
     /// Edited arguments of the approved calls only (docs/wire.md, Decision rules: `modified_args`
@@ -131,14 +217,20 @@ impl BatchDraft {
             .collect()
     }
 
-    /// The decision these choices make, once every call has one.
+    /// The decision these choices make, once every call has one. A question call is approved:
+    /// its answers go with [`BatchDraft::submit`].
     pub fn decision(&self, batch: &PendingBatch) -> Result<Decision, DraftError> {
+        let answered = Choice {
+            verdict: Verdict::Approve,
+            reason: None,
+        };
         let mut verdicts = Vec::new();
         for request in &batch.requests {
-            let choice = self
-                .choices
-                .get(&request.id)
-                .ok_or_else(|| DraftError::Undecided(request.name.clone()))?;
+            let choice = match self.choices.get(&request.id) {
+                Some(choice) => choice,
+                None if is_question(request) => &answered,
+                None => return Err(DraftError::Undecided(request.name.clone())),
+            };
             verdicts.push((request.id.clone(), choice));
         }
         let all_approve = verdicts
@@ -171,13 +263,14 @@ impl BatchDraft {
             }
         };
         let approved = |id: &str| {
-            self.choices
-                .get(id)
-                .is_some_and(|choice| choice.verdict == Verdict::Approve)
+            verdicts
+                .iter()
+                .any(|(call, choice)| call == id && choice.verdict == Verdict::Approve)
         };
         Ok(Decision {
             kind,
             modified_args: self.modified_args(approved),
+            answers: Vec::new(),
         })
     }
 
@@ -187,8 +280,13 @@ impl BatchDraft {
             kind: DecisionKind::ApproveAll,
             modified_args: self
                 .modified_args(|id| batch.requests.iter().any(|request| request.id == id)),
+            answers: Vec::new(),
         }
     }
+}
+
+fn is_question(request: &ActionRequest) -> bool {
+    request.questions().is_some()
 }
 
 /// "Reject all" with one optional reason.
@@ -198,6 +296,7 @@ pub fn reject_all(reason: Option<&str>) -> Decision {
             reason: clean_reason(reason),
         },
         modified_args: BTreeMap::new(),
+        answers: Vec::new(),
     }
 }
 
@@ -293,6 +392,64 @@ mod tests {
         assert_eq!(message.task_id.as_deref(), Some("t-1"));
         assert_eq!(message.context_id.as_deref(), Some("s-1"));
         assert_eq!(Decision::from_message(&message).unwrap(), Some(decision));
+    }
+
+    /// A question and a gated call waiting together, in `dialect`.
+    fn question_batch(dialect: Dialect) -> PendingBatch {
+        let mut batch = batch();
+        batch.dialect = dialect;
+        batch.requests[0] = ActionRequest {
+            id: "call_ask".to_owned(),
+            name: "ask_user".to_owned(),
+            args: json!({"questions": [
+                {"question": "Which database?", "choices": ["PostgreSQL", "SQLite"]},
+                {"question": "Which features?", "choices": ["metrics", "tracing"], "multiple": true},
+                {"question": "Anything else?"}]}),
+            description: None,
+            server: None,
+        };
+        batch
+    }
+
+    #[test]
+    fn answers_go_with_the_decision_on_the_other_calls() {
+        let batch = question_batch(Dialect::Native);
+        let mut draft = BatchDraft::new("t-1");
+        draft.pick("call_ask", 0, 3, "PostgreSQL", false, true);
+        draft.pick("call_ask", 0, 3, "SQLite", false, true);
+        draft.pick("call_ask", 1, 3, "metrics", true, true);
+        draft.pick("call_ask", 1, 3, "tracing", true, true);
+        draft.pick("call_ask", 1, 3, "metrics", true, false);
+        assert_eq!(
+            draft.submit(&batch),
+            Err(DraftError::Answer(
+                "no answer to the question \"Anything else?\"".to_owned()
+            ))
+        );
+        draft.write("call_ask", 2, 3, " keep it small ");
+        assert!(matches!(
+            draft.submit(&batch),
+            Err(DraftError::Undecided(name)) if name == "delete_file"
+        ));
+        draft.choose("call_2", Verdict::Deny, Some("not now"));
+        assert!(draft.is_complete(&batch));
+        assert_eq!(
+            data(&draft.submit(&batch).unwrap(), Dialect::Native),
+            json!({"decision_type": "batch",
+                   "decisions": {"call_ask": "approve", "call_2": "deny"},
+                   "rejection_reasons": {"call_2": "not now"},
+                   "ask_user_answers": [{"answer": ["SQLite"]}, {"answer": ["tracing"]},
+                                        {"answer": ["keep it small"]}]})
+        );
+
+        // kagent 0.10 runs every call of a message with answers: only that is offered.
+        let kagent = question_batch(Dialect::Kagent);
+        assert_eq!(
+            data(&draft.submit(&kagent).unwrap(), Dialect::Kagent),
+            json!({"decision_type": "approve",
+                   "ask_user_answers": [{"answer": ["SQLite"]}, {"answer": ["tracing"]},
+                                        {"answer": ["keep it small"]}]})
+        );
     }
 
     #[test]

@@ -13,6 +13,8 @@ pub mod view;
 pub use reduce::{apply, replay};
 
 #[cfg(test)]
+mod question_tests;
+#[cfg(test)]
 mod tests;
 pub use view::{
     ChatStatus, ChatView, Item, ItemKind, PendingBatch, ToolCallView, ToolStatus, Usage,

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use expect_test::{expect_file, ExpectFile};
 use serde_json::Value;
 use signoff_protocol::codec;
-use signoff_protocol::hitl::Dialect;
+use signoff_protocol::hitl::question::answers_from_result;
+use signoff_protocol::hitl::{Dialect, Question, ASK_USER};
 use signoff_protocol::sse::{SseFrame, SseParser};
 use signoff_protocol::{ProtocolVersion, StreamEvent, Task};
 
@@ -16,11 +17,11 @@ use super::view::{ChatView, ItemKind};
 use super::{replay, ToolStatus};
 
 /// kagent 0.10.4's recorded traffic: one copy, in the protocol crate.
-fn kagent_dir() -> PathBuf {
+pub(super) fn kagent_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/protocol/tests/fixtures/kagent-0.10.4")
 }
 
-fn read(path: PathBuf) -> String {
+pub(super) fn read(path: PathBuf) -> String {
     match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(err) => panic!("cannot read fixture {}: {err}", path.display()),
@@ -28,7 +29,7 @@ fn read(path: PathBuf) -> String {
 }
 
 /// Decodes a recorded SSE answer with the same parser and codec the browser uses.
-fn events_from_sse(text: &str, version: ProtocolVersion) -> Vec<StreamEvent> {
+pub(super) fn events_from_sse(text: &str, version: ProtocolVersion) -> Vec<StreamEvent> {
     let mut parser = SseParser::new(1 << 22);
     let mut frames = parser.feed(text.as_bytes()).unwrap();
     frames.extend(parser.finish().unwrap());
@@ -46,7 +47,7 @@ fn events_from_sse(text: &str, version: ProtocolVersion) -> Vec<StreamEvent> {
         .collect()
 }
 
-fn kagent_stream(name: &str) -> Vec<StreamEvent> {
+pub(super) fn kagent_stream(name: &str) -> Vec<StreamEvent> {
     events_from_sse(
         &read(kagent_dir().join(format!("{name}.sse"))),
         ProtocolVersion::V0_3,
@@ -54,20 +55,20 @@ fn kagent_stream(name: &str) -> Vec<StreamEvent> {
 }
 
 /// The user message a recorded request sent (the decision, for `*_resume`).
-fn kagent_request_message(name: &str) -> StreamEvent {
+pub(super) fn kagent_request_message(name: &str) -> StreamEvent {
     let body: Value =
         serde_json::from_str(&read(kagent_dir().join(format!("{name}.request.json")))).unwrap();
     let params = codec::decode_send_params(ProtocolVersion::V0_3, &body["params"]).unwrap();
     StreamEvent::Message(params.message)
 }
 
-fn kagent_task(name: &str) -> Task {
+pub(super) fn kagent_task(name: &str) -> Task {
     let body: Value =
         serde_json::from_str(&read(kagent_dir().join(format!("{name}.response.json")))).unwrap();
     codec::decode_task(ProtocolVersion::V0_3, &body["result"]).unwrap()
 }
 
-fn run(events: &[StreamEvent]) -> ChatView {
+pub(super) fn run(events: &[StreamEvent]) -> ChatView {
     let mut view = ChatView::default();
     for event in events {
         view.apply(event);
@@ -85,7 +86,7 @@ fn short(text: &str) -> String {
 }
 
 /// The whole view model as stable text (ids of tasks shortened to their first 8 characters).
-fn describe(view: &ChatView) -> String {
+pub(super) fn describe(view: &ChatView) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "status: {:?}", view.status);
     let _ = writeln!(out, "task state: {:?}", view.task_state());
@@ -119,6 +120,20 @@ fn describe(view: &ChatView) -> String {
                 tool.id,
                 short(&tool.args.to_string())
             );
+            if let Some(questions) = Question::list_from_args(&tool.args) {
+                for question in questions.iter().filter(|_| tool.name == ASK_USER) {
+                    let _ = writeln!(
+                        out,
+                        "    asks {:?} choices={:?} multiple={}",
+                        question.question, question.choices, question.multiple
+                    );
+                }
+            }
+            if let Some(answers) = tool.result.as_ref().and_then(answers_from_result) {
+                for (question, answer) in answers {
+                    let _ = writeln!(out, "    answered {question:?} {answer:?}");
+                }
+            }
             if let Some(edited) = &tool.edited_args {
                 let _ = writeln!(out, "    edited={edited}");
             }
@@ -138,12 +153,12 @@ fn describe(view: &ChatView) -> String {
     out
 }
 
-fn check(view: &ChatView, expect: ExpectFile) {
+pub(super) fn check(view: &ChatView, expect: ExpectFile) {
     expect.assert_eq(&describe(view));
 }
 
 /// Every card appears under exactly one item, and every item key is unique.
-fn assert_consistent(view: &ChatView) {
+pub(super) fn assert_consistent(view: &ChatView) {
     let mut keys: Vec<&str> = view.items.iter().map(|item| item.key.as_str()).collect();
     keys.sort_unstable();
     keys.dedup();

@@ -498,7 +498,12 @@ impl ToolLog {
         }
         let failed = matches!(
             self.task(&card.task_id).and_then(|task| task.ended),
-            Some(TaskState::Canceled | TaskState::Failed | TaskState::Rejected)
+            Some(
+                TaskState::Canceled
+                    | TaskState::Failed
+                    | TaskState::Rejected
+                    | TaskState::Completed
+            )
         );
         if failed && card.status == ToolStatus::PendingApproval {
             card.status = ToolStatus::NotRun;

@@ -45,7 +45,8 @@ pub enum ToolStatus {
     Executing,
     Completed,
     Failed,
-    /// Pending when its task was canceled or failed: it never ran.
+    /// Pending when its task ended without a decision (canceled, failed, or completed as kagent
+    /// does when a question is answered without one): it never ran.
     NotRun,
 }
 

@@ -101,6 +101,7 @@ fn decisions() -> Vec<(&'static str, Decision)> {
             Decision {
                 kind: batch,
                 modified_args: BTreeMap::new(),
+                answers: Vec::new(),
             },
         ),
         (
@@ -111,7 +112,12 @@ fn decisions() -> Vec<(&'static str, Decision)> {
                     "call_1".to_owned(),
                     json!({"path": "safe.txt", "content": "hi"}),
                 )]),
+                answers: Vec::new(),
             },
+        ),
+        (
+            "decision_answers",
+            Decision::answer(vec![vec!["SQLite".to_owned()]]),
         ),
     ]
 }

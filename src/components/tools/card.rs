@@ -1,11 +1,13 @@
 //! One tool call's card (kagent's ToolDisplay): name, call id, source, status badge,
-//! arguments, result; and while its call waits, Approve / Reject (with reason) / Edit.
+//! arguments, result; and while its call waits, Approve / Reject (with reason) / Edit, or for a
+//! question call the questions to answer (`question`).
 
 use leptos::html::Div;
 use leptos::prelude::*;
-use signoff_protocol::hitl::Verdict;
+use signoff_protocol::hitl::{Question, Verdict, ASK_USER};
 
 use super::pretty;
+use super::question::{Answers, QuestionForm};
 use crate::components::chat::controller::ChatCtl;
 use crate::components::util::{copy_to_clipboard, typing_in_field};
 use crate::state::draft::{parse_args, reject_all};
@@ -81,6 +83,29 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
                 .flatten()
         })
     });
+    // A question call is answered, not approved.
+    let questions = Memo::new(move |_| {
+        card.with(|card| {
+            card.as_ref()
+                .filter(|card| card.name == ASK_USER)
+                .and_then(|card| Question::list_from_args(&card.args))
+        })
+    });
+    let is_question = move || questions.with(Option::is_some);
+    // A call that waits with a question at a peer whose answers approve every call (kagent
+    // 0.10): it cannot be rejected alone, so it offers no choice of its own.
+    let runs_with_answers = move || {
+        !is_question()
+            && batch.with(|batch| {
+                batch.as_ref().is_some_and(|batch| {
+                    batch.dialect.answers_approve_every_call()
+                        && batch
+                            .requests
+                            .iter()
+                            .any(|request| request.questions().is_some())
+                })
+            })
+    };
     let panel = RwSignal::new(Panel::None);
     // The boxes' text lives apart from `panel`, so typing never re-renders the box.
     let reason_text = RwSignal::new(String::new());
@@ -197,6 +222,8 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
     let on_keydown = move |event: web_sys::KeyboardEvent| {
         if typing_in_field(&event)
             || !waiting()
+            || is_question()
+            || runs_with_answers()
             || event.ctrl_key()
             || event.meta_key()
             || event.alt_key()
@@ -253,11 +280,21 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
                     data-testid="tool-status"
                 >
                     <span aria-hidden="true">{move || shown().map(badge_icon)}</span>
-                    {move || shown().map(ToolStatus::label)}
+                    {move || match shown() {
+                        Some(ToolStatus::PendingApproval) if is_question() => Some("Waiting for your answer"),
+                        status => status.map(ToolStatus::label),
+                    }}
                 </span>
             </div>
-            {move || card.get().map(|card| view! { <CardBody card=card draft_args=draft_args pending=batch.with(Option::is_some) /> })}
-            <Show when=waiting>
+            {move || card.get().map(|card| view! { <CardBody card=card draft_args=draft_args pending=batch.with(Option::is_some) question=is_question() /> })}
+            {move || {
+                let questions = questions.get()?;
+                batch.with(Option::is_some).then(|| view! { <QuestionForm call_id=call_id() questions=questions batch=batch /> })
+            }}
+            <Show when=move || waiting() && runs_with_answers()>
+                <p class="hint" data-testid="runs-with-answers">"Runs when the question is answered (this agent cannot reject it alone); Reject all stops it."</p>
+            </Show>
+            <Show when=move || waiting() && !is_question() && !runs_with_answers()>
                 <div class="tool-actions">
                     <button
                         type="button"
@@ -379,8 +416,11 @@ fn CardBody(
     card: ToolCallView,
     draft_args: Memo<Option<serde_json::Value>>,
     pending: bool,
+    question: bool,
 ) -> impl IntoView {
-    let args_open = pending || card.status == ToolStatus::PendingApproval;
+    // A question's arguments are its questions, shown as the form or the answers instead.
+    let args_open = !question && (pending || card.status == ToolStatus::PendingApproval);
+    let answers = card.result.clone().filter(|_| question);
     let result = card.result.clone();
     let result_title = if card.is_error { "Error" } else { "Result" };
     let edited = card.edited_args.clone();
@@ -402,6 +442,7 @@ fn CardBody(
                 <pre class="json">{pretty(&args)}</pre>
             </div>
         })}
+        {answers.map(|result| view! { <Answers result=result /> })}
         {reason.map(|reason| view! {
             <blockquote class="tool-reason" data-testid="tool-reason">{format!("Reason: {reason}")}</blockquote>
         })}

@@ -3,6 +3,7 @@
 
 mod batch;
 mod card;
+mod question;
 
 use leptos::prelude::*;
 
@@ -27,11 +28,16 @@ pub fn ToolList(owners: Memo<Vec<String>>) -> impl IntoView {
             })
         })
     });
-    // The batch bar shows above the cards of the item that holds the batch's first call.
+    // The batch bar shows above the cards of the item that holds the batch's first call; a
+    // batch with a question is decided from the question card's one Submit instead.
     let batch_here = Memo::new(move |_| {
         ctl.view.with(|view| {
             view.pending.as_ref().is_some_and(|batch| {
                 batch.keys.len() >= 2
+                    && batch
+                        .requests
+                        .iter()
+                        .all(|request| request.questions().is_none())
                     && batch
                         .keys
                         .first()

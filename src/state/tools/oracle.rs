@@ -202,7 +202,10 @@ fn pass_completion(log: &[LogEntry], cards: &mut Cards) {
             LogEntry::End { task, state } => {
                 if matches!(
                     state,
-                    TaskState::Canceled | TaskState::Failed | TaskState::Rejected
+                    TaskState::Canceled
+                        | TaskState::Failed
+                        | TaskState::Rejected
+                        | TaskState::Completed
                 ) {
                     for card in cards.cards.iter_mut().filter(|card| &card.task_id == task) {
                         if card.status == ToolStatus::PendingApproval {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
+use super::question::{self, Answer};
 use super::Dialect;
 use crate::model::{Message, Part};
 
@@ -35,6 +36,9 @@ pub struct Decision {
     pub kind: DecisionKind,
     /// Edited arguments by call id; each must belong to an approved call.
     pub modified_args: BTreeMap<String, Value>,
+    /// Answers to the pending questions (`ask_user_answers`), one per question in order; empty
+    /// when the decision answers none.
+    pub answers: Vec<Answer>,
 }
 
 /// Why a decision was refused. Each message names the problem; the server sends it as the
@@ -71,10 +75,24 @@ pub enum DecisionError {
     ModifiedArgsForUnknownCall(String),
     #[error("modified_args for {0}, which is not approved")]
     ModifiedArgsForUnapprovedCall(String),
+    #[error("modified_args for {0}, which is a question: answer it with ask_user_answers")]
+    ModifiedArgsForQuestion(String),
     #[error("modified_args for {0} must be an object")]
     ModifiedArgsNotAnObject(String),
     #[error("no decision: say approve or reject")]
     NoDecision,
+    #[error("ask_user_answers must be a list of {{\"answer\": [strings]}}, one per question")]
+    BadAnswers,
+    #[error("ask_user_answers given, but no pending question is approved to take them")]
+    AnswersWithoutQuestion,
+    #[error("{answers} answers given, but only {questions} questions were asked")]
+    AnswerToQuestionNotAsked { answers: usize, questions: usize },
+    #[error("no answer to the question \"{0}\"")]
+    MissingAnswer(String),
+    #[error("the question \"{0}\" takes one answer")]
+    OneAnswerOnly(String),
+    #[error("\"{option}\" is not an option of the question \"{question}\"")]
+    UnknownOption { question: String, option: String },
 }
 
 const DECISION_TYPE: &str = "decision_type";
@@ -109,6 +127,15 @@ impl Decision {
         Decision {
             kind: DecisionKind::ApproveAll,
             modified_args: BTreeMap::new(),
+            answers: Vec::new(),
+        }
+    }
+
+    /// Approves every pending call and answers the pending questions.
+    pub fn answer(answers: Vec<Answer>) -> Decision {
+        Decision {
+            answers,
+            ..Decision::approve_all()
         }
     }
 
@@ -116,6 +143,7 @@ impl Decision {
         Decision {
             kind: DecisionKind::DenyAll { reason },
             modified_args: BTreeMap::new(),
+            answers: Vec::new(),
         }
     }
 
@@ -169,9 +197,14 @@ impl Decision {
             Some(Value::Object(args)) => args.clone().into_iter().collect(),
             Some(_) => return Err(DecisionError::BadModifiedArgs),
         };
+        let answers = match object.get(question::ANSWERS) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(value) => question::answers_from_value(value)?,
+        };
         Ok(Decision {
             kind,
             modified_args,
+            answers,
         })
     }
 
@@ -226,12 +259,20 @@ impl Decision {
         if !self.modified_args.is_empty() {
             data.insert("modified_args".to_owned(), json!(self.modified_args));
         }
+        if !self.answers.is_empty() {
+            data.insert(
+                question::ANSWERS.to_owned(),
+                question::answers_to_value(&self.answers),
+            );
+        }
         Value::Object(data)
     }
 
     /// The decision in words, for the TextPart beside the DataPart, and for logs.
     pub fn summary(&self) -> String {
         let verdict = match &self.kind {
+            // kagent's own UI says this beside answers; its model never reads it.
+            DecisionKind::ApproveAll if !self.answers.is_empty() => "Answered questions".to_owned(),
             DecisionKind::ApproveAll => "Approved".to_owned(),
             DecisionKind::DenyAll {
                 reason: Some(reason),
@@ -245,6 +286,16 @@ impl Decision {
                 let rejected = decisions.len() - approved;
                 format!("Batch decision: {approved} approved, {rejected} rejected")
             }
+        };
+        let verdict = match &self.kind {
+            DecisionKind::DenyAll { .. } | DecisionKind::Batch { .. }
+                if !self.answers.is_empty() =>
+            {
+                format!("{verdict}; questions answered")
+            }
+            DecisionKind::ApproveAll
+            | DecisionKind::DenyAll { .. }
+            | DecisionKind::Batch { .. } => verdict,
         };
         if self.modified_args.is_empty() {
             verdict

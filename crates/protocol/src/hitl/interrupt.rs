@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 
 use super::kagent;
 use super::keys::{INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, TOOL_APPROVAL};
+use super::question::{Question, ASK_USER};
 use crate::model::{Message, Metadata, Part, TaskState, TaskStatus};
 
 /// One held call in an approval interrupt.
@@ -59,10 +60,26 @@ const IDENTIFYING_ARGS: [&str; 9] = [
     "name",
 ];
 
+/// The `kind` of a native action request that asks the person questions (docs/wire.md,
+/// Questions); a request without `kind` is a tool call to approve.
+pub const QUESTION_KIND: &str = "question";
+
 impl ActionRequest {
+    /// The questions this request asks, when it is an `ask_user` call (either dialect):
+    /// answered rather than approved.
+    pub fn questions(&self) -> Option<Vec<Question>> {
+        if self.name != ASK_USER {
+            return None;
+        }
+        Question::list_from_args(&self.args)
+    }
+
     pub fn to_value(&self) -> Value {
         let mut value = json!({"id": self.id, "name": self.name, "args": self.args});
         if let Some(object) = value.as_object_mut() {
+            if self.questions().is_some() {
+                object.insert("kind".to_owned(), json!(QUESTION_KIND));
+            }
             if let Some(description) = &self.description {
                 object.insert("description".to_owned(), json!(description));
             }
@@ -85,8 +102,22 @@ impl ActionRequest {
         })
     }
 
-    /// One line of the interrupt's text: "- `write_file` (path: notes.txt)".
+    /// One line of the interrupt's text: "- `write_file` (path: notes.txt)", or for a question
+    /// call each question with its choices.
     fn summary_line(&self) -> String {
+        if let Some(questions) = self.questions() {
+            let lines: Vec<String> = questions
+                .iter()
+                .map(|question| {
+                    if question.is_free_text() {
+                        format!("- {}", question.question)
+                    } else {
+                        format!("- {} ({})", question.question, question.choices.join(" / "))
+                    }
+                })
+                .collect();
+            return lines.join("\n");
+        }
         let shown: Vec<String> = IDENTIFYING_ARGS
             .iter()
             .filter_map(|key| {
@@ -132,7 +163,16 @@ impl ApprovalInterrupt {
             .iter()
             .map(ActionRequest::summary_line)
             .collect();
-        format!("**Approval Required**\n\n{}", lines.join("\n"))
+        let title = if self
+            .action_requests
+            .iter()
+            .all(|request| request.questions().is_some())
+        {
+            "**Question**"
+        } else {
+            "**Approval Required**"
+        };
+        format!("{title}\n\n{}", lines.join("\n"))
     }
 
     /// The parts of the interrupt message (docs/wire.md, Approval interrupt): the text, then the
@@ -195,6 +235,18 @@ impl Dialect {
         match self {
             Dialect::Native => true,
             Dialect::Kagent => false,
+        }
+    }
+
+    /// kagent 0.10.4 resolves every pending call with the one message that carries answers:
+    /// `ask_user_answers` approves every call of the task, even over a `batch` rejection in the
+    /// same message, and it cannot answer a question and reject a call at once. A client must
+    /// then offer only "answer and run everything" or "reject everything" (docs/wire.md,
+    /// Questions), and say so.
+    pub fn answers_approve_every_call(self) -> bool {
+        match self {
+            Dialect::Native => false,
+            Dialect::Kagent => true,
         }
     }
 }

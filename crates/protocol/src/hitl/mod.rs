@@ -3,13 +3,15 @@
 //! Decision message, Decision rules).
 //!
 //! kagent's `adk_request_confirmation` dialect (docs/wire.md, kagent dialect) is read into the
-//! same types by [`kagent`]; nothing outside it depends on which dialect the peer speaks.
+//! same types by [`kagent`]; nothing outside it depends on which dialect the peer speaks. The
+//! `ask_user` questions and their answers, the same in both dialects, are in [`question`].
 
 mod call;
 mod decision;
 mod interrupt;
 pub mod kagent;
 pub mod keys;
+pub mod question;
 mod rules;
 mod text;
 
@@ -19,6 +21,7 @@ pub use interrupt::{interrupt_event_metadata, ActionRequest, ApprovalInterrupt, 
 pub use keys::{
     FUNCTION_CALL, FUNCTION_RESPONSE, INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, TOOL_APPROVAL,
 };
+pub use question::{Answer, Question, ASK_USER};
 pub use rules::{resolve, ResolvedCall};
 
 /// A pending call for the tests of this module's parts.

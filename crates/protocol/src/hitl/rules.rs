@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::question::{self, Answer};
 use super::{ActionRequest, Decision, DecisionError, DecisionKind, Verdict};
 
 /// A validated decision: one resolved verdict per pending call, in the batch's order.
@@ -14,6 +15,8 @@ pub struct ResolvedCall {
     pub reason: Option<String>,
     /// For an approved call with edited arguments: what will run instead of `request.args`.
     pub modified_args: Option<Value>,
+    /// For an approved question call: its answers, one per question (checked, trimmed).
+    pub answers: Option<Vec<Answer>>,
 }
 
 /// The decision rules (docs/wire.md, Decision rules) as a pure function: one [`ResolvedCall`]
@@ -72,11 +75,17 @@ pub fn resolve(
         if !args.is_object() {
             return Err(DecisionError::ModifiedArgsNotAnObject(id.clone()));
         }
+        // A question is answered, not edited.
+        if pending[index].questions().is_some() {
+            return Err(DecisionError::ModifiedArgsForQuestion(id.clone()));
+        }
     }
+    let mut answers = answers_by_call(pending, &verdicts, decision)?.into_iter();
     Ok(pending
         .iter()
         .zip(verdicts)
         .map(|(request, (verdict, reason))| ResolvedCall {
+            answers: answers.next().flatten(),
             request: request.clone(),
             verdict,
             reason: match verdict {
@@ -87,6 +96,41 @@ pub fn resolve(
                 Verdict::Approve => decision.modified_args.get(&request.id).cloned(),
                 Verdict::Deny => None,
             },
+        })
+        .collect())
+}
+
+/// The answers of each pending call, in order: `Some` for an approved question call. The
+/// questions of all approved question calls are answered in turn by the decision's answers
+/// (docs/wire.md, Questions); a question call may not run without them.
+fn answers_by_call(
+    pending: &[ActionRequest],
+    verdicts: &[(Verdict, Option<String>)],
+    decision: &Decision,
+) -> Result<Vec<Option<Vec<Answer>>>, DecisionError> {
+    let asked: Vec<Option<Vec<question::Question>>> = pending
+        .iter()
+        .zip(verdicts)
+        .map(|(request, (verdict, _))| match verdict {
+            Verdict::Approve => request.questions(),
+            Verdict::Deny => None,
+        })
+        .collect();
+    let all: Vec<question::Question> = asked.iter().flatten().flatten().cloned().collect();
+    if all.is_empty() {
+        return match decision.answers.is_empty() {
+            true => Ok(pending.iter().map(|_| None).collect()),
+            false => Err(DecisionError::AnswersWithoutQuestion),
+        };
+    }
+    question::check_answers(&all, &decision.answers)?;
+    let mut given = question::clean_answers(&decision.answers).into_iter();
+    Ok(asked
+        .iter()
+        .map(|questions| {
+            questions
+                .as_ref()
+                .map(|questions| given.by_ref().take(questions.len()).collect())
         })
         .collect())
 }
@@ -122,5 +166,41 @@ mod tests {
         assert_eq!(resolved[0].effective_args(), &json!({"path": "safe"}));
         assert_eq!(resolved[1].verdict, Verdict::Deny);
         assert_eq!(resolved[1].reason.as_deref(), Some("keep it"));
+    }
+
+    #[test]
+    fn answers_go_to_the_approved_question_calls_in_order() {
+        let pending = [
+            request(
+                "call_ask",
+                "ask_user",
+                json!({"questions": [{"question": "Which database?", "choices": ["PostgreSQL", "SQLite"]}]}),
+            ),
+            request("call_1", "write_file", json!({"path": "a"})),
+        ];
+        let decide =
+            |data: serde_json::Value| resolve(&pending, &Decision::from_data(&data).unwrap());
+        let resolved = decide(
+            json!({"decision_type": "approve", "ask_user_answers": [{"answer": [" SQLite "]}]}),
+        )
+        .unwrap();
+        assert_eq!(resolved[0].answers, Some(vec![vec!["SQLite".to_owned()]]));
+        assert_eq!(resolved[1].answers, None);
+        assert_eq!(
+            decide(json!({"decision_type": "approve"})),
+            Err(DecisionError::MissingAnswer("Which database?".to_owned()))
+        );
+        // A rejected question takes no answers; a question with a gated call can be answered
+        // while the call is rejected.
+        assert_eq!(
+            decide(json!({"decision_type": "deny", "ask_user_answers": [{"answer": ["SQLite"]}]})),
+            Err(DecisionError::AnswersWithoutQuestion)
+        );
+        let mixed = decide(json!({"decision_type": "batch",
+            "decisions": {"call_ask": "approve", "call_1": "deny"},
+            "ask_user_answers": [{"answer": ["SQLite"]}]}))
+        .unwrap();
+        assert_eq!(mixed[1].verdict, Verdict::Deny);
+        assert!(mixed[0].answers.is_some());
     }
 }

@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use super::ask::AskUser;
 use super::config::{AgentsFile, ConfigError, ModelSpec, ToolSourceSpec};
 use super::files::FileTools;
 use super::mcp;
@@ -95,6 +96,15 @@ pub async fn build_agents(
                     mcp::attach(source, &toolbox).await?;
                 }
             }
+        }
+        if spec.ask_user {
+            // Its calls always wait: the person's answers are the decision.
+            toolbox
+                .add_all(vec![(AskUser::spec(), true)], Arc::new(AskUser))
+                .map_err(|message| ConfigError::Invalid {
+                    path: format!("agents[{index}].ask_user"),
+                    message,
+                })?;
         }
         agents.push(Arc::new(Agent {
             namespace: spec.namespace.clone(),

@@ -9,6 +9,9 @@ use serde_json::{json, Value};
 use super::model::{
     ChatMessage, Model, ModelEvent, ModelRequest, ModelStream, ModelToolCall, Usage,
 };
+use signoff_protocol::hitl::question::{answers_from_result, questions_to_args};
+use signoff_protocol::hitl::{Question, ASK_USER};
+
 use super::tools::result_text;
 
 /// The highest N that `count to N` accepts.
@@ -39,6 +42,8 @@ enum Clause {
     Read(String),
     Write(String, String),
     Delete(String),
+    /// `ask` clauses of one round, asked in one `ask_user` call.
+    Ask(Vec<Question>),
 }
 
 impl Clause {
@@ -48,6 +53,7 @@ impl Clause {
             Clause::Read(_) => "read_file",
             Clause::Write(_, _) => "write_file",
             Clause::Delete(_) => "delete_file",
+            Clause::Ask(_) => ASK_USER,
         }
     }
 
@@ -56,6 +62,7 @@ impl Clause {
             Clause::List => json!({"path": "."}),
             Clause::Read(path) | Clause::Delete(path) => json!({"path": path}),
             Clause::Write(path, content) => json!({"path": path, "content": content}),
+            Clause::Ask(questions) => questions_to_args(questions),
         }
     }
 }
@@ -71,7 +78,8 @@ enum Plan {
 
 const HELP: &str = "I'm the scripted demo model, so I understand only a few commands: \
 `list files`, `read PATH`, `write PATH: CONTENT` and `delete PATH` (join several with \"and\", \
-commas or new lines to make one batch), and `count to N`. Try: write notes.txt: hi and delete \
+commas or new lines to make one batch), `ask QUESTION? A / B` (`A + B` to pick several, nothing \
+for free text), and `count to N`. Try: write notes.txt: hi and delete \
 old.txt and read readme.txt";
 
 /// `text` without a leading `prefix`, compared ASCII-case-insensitively. The grammar's words
@@ -107,6 +115,9 @@ fn parse_clause(raw: &str) -> Option<Clause> {
     if let Some(path) = rest_after("delete ") {
         return (!path.is_empty()).then(|| Clause::Delete(path.to_owned()));
     }
+    if let Some(rest) = rest_after("ask ") {
+        return parse_question(rest).map(|question| Clause::Ask(vec![question]));
+    }
     if let Some(rest) = rest_after("write ") {
         let (path, content) = rest.split_once(':')?;
         let path = path.trim();
@@ -114,6 +125,28 @@ fn parse_clause(raw: &str) -> Option<Clause> {
             .then(|| Clause::Write(path.to_owned(), content.trim_start().to_owned()));
     }
     None
+}
+
+/// `Which database? PostgreSQL / SQLite`: the question up to its `?`, then its choices split at
+/// `/` (pick one) or `+` (pick several); no choices asks for free text.
+fn parse_question(text: &str) -> Option<Question> {
+    let (question, choices) = text.split_once('?')?;
+    let question = format!("{}?", question.trim());
+    if question.len() < 2 {
+        return None;
+    }
+    let multiple = choices.contains('+');
+    let choices: Vec<String> = choices
+        .split(if multiple { '+' } else { '/' })
+        .map(str::trim)
+        .filter(|choice| !choice.is_empty())
+        .map(str::to_owned)
+        .collect();
+    Some(Question {
+        question,
+        choices,
+        multiple,
+    })
 }
 
 /// Splits a message into clauses: new lines, commas, and the word "and".
@@ -158,6 +191,18 @@ fn plan(text: &str) -> Plan {
         let mut parsed = Vec::new();
         for piece in &pieces {
             match parse_clause(piece) {
+                // The questions of one round go in one call, as a model asks them.
+                Some(Clause::Ask(questions)) => {
+                    match parsed.iter_mut().find_map(|clause| match clause {
+                        Clause::Ask(asked) => Some(asked),
+                        Clause::List | Clause::Read(_) | Clause::Write(..) | Clause::Delete(_) => {
+                            None
+                        }
+                    }) {
+                        Some(asked) => asked.extend(questions),
+                        None => parsed.push(Clause::Ask(questions)),
+                    }
+                }
                 Some(clause) => parsed.push(clause),
                 None if pieces.len() == 1 && rounds.is_empty() => {
                     return Plan::Say(format!("Hi! {HELP}"))
@@ -211,6 +256,7 @@ fn describe(name: &str, args: &Value) -> String {
         "read_file" => format!("reading {path}"),
         "write_file" => format!("writing {path}"),
         "delete_file" => format!("deleting {path}"),
+        ASK_USER => "my question".to_owned(),
         other => format!("calling {other}"),
     }
 }
@@ -248,6 +294,16 @@ fn report(name: &str, args: &Value, response: &Value, edited: bool) -> String {
             "read_file" => format!("{path} says: {}", text.trim_end()),
             "write_file" => format!("I wrote {path}."),
             "delete_file" => format!("I deleted {path}."),
+            ASK_USER => match answers_from_result(response) {
+                Some(pairs) => pairs
+                    .iter()
+                    .map(|(question, answer)| {
+                        format!("You answered \"{question}\": {}.", answer.join(", "))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                None => format!("{ASK_USER} returned: {}", text.trim_end()),
+            },
             other => format!("{other} returned: {}", text.trim_end()),
         }
     };

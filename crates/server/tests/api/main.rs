@@ -13,5 +13,6 @@ mod conformance;
 mod hitl;
 mod hostile;
 mod live;
+mod questions;
 mod rest;
 mod restart;

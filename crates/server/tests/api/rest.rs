@@ -15,7 +15,7 @@ async fn lists_the_demo_agent_with_its_approval_rules() {
     assert_eq!(agent["url"], "/api/a2a/default/demo");
     assert_eq!(
         agent["requireApproval"],
-        json!(["write_file", "delete_file"])
+        json!(["write_file", "delete_file", "ask_user"])
     );
     let tools: Vec<&str> = agent["tools"]
         .as_array()
@@ -25,7 +25,13 @@ async fn lists_the_demo_agent_with_its_approval_rules() {
         .collect();
     assert_eq!(
         tools,
-        ["list_directory", "read_file", "write_file", "delete_file"]
+        [
+            "list_directory",
+            "read_file",
+            "write_file",
+            "delete_file",
+            "ask_user"
+        ]
     );
 }
 

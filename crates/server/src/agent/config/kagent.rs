@@ -99,6 +99,7 @@ pub fn parse(text: &str, namespace: &str, name: &str) -> Result<AgentsFile, Conf
             model: model(config)?,
             tools,
             remote: None,
+            ask_user: false,
         }],
     };
     file.validate()?;

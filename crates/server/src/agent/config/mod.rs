@@ -83,6 +83,9 @@ pub struct AgentSpec {
     /// A remote A2A agent to relay to instead of running one here (`http::relay`).
     #[serde(default)]
     pub remote: Option<RemoteSpec>,
+    /// The built-in `ask_user` tool: the model may ask the person questions (`agent::ask`).
+    #[serde(default)]
+    pub ask_user: bool,
 }
 
 fn default_namespace() -> String {
@@ -185,7 +188,8 @@ impl AgentsFile {
                 name: "demo".to_owned(),
                 namespace: "default".to_owned(),
                 description: "A demo agent that lists, reads, writes and deletes files in a \
-                              sandbox folder; writing and deleting wait for your approval."
+                              sandbox folder; writing and deleting wait for your approval, and it \
+                              can ask you questions."
                     .to_owned(),
                 instruction: "You help the user with files in the sandbox.".to_owned(),
                 model: ModelSpec::Scripted,
@@ -196,6 +200,8 @@ impl AgentsFile {
                     require_approval: vec!["write_file".to_owned(), "delete_file".to_owned()],
                 }],
                 remote: None,
+                // The scripted model's `ask` shows questions offline.
+                ask_user: true,
             }],
         }
     }

@@ -226,10 +226,14 @@ impl Runtime {
             .iter()
             .map(|call| match call.verdict {
                 Verdict::Approve => {
-                    let run_args = call
-                        .modified_args
-                        .clone()
-                        .unwrap_or_else(|| call.request.args.clone());
+                    // A question call keeps its answers with it: they are what it returns.
+                    let run_args = match (&call.answers, &call.modified_args) {
+                        (Some(answers), _) => {
+                            hitl::question::args_with_answers(&call.request.args, answers)
+                        }
+                        (None, Some(args)) => args.clone(),
+                        (None, None) => call.request.args.clone(),
+                    };
                     CallVerdict {
                         call_id: call.request.id.clone(),
                         status: CallStatus::Approved,

@@ -492,7 +492,10 @@ impl Runtime {
                         .run_args
                         .clone()
                         .unwrap_or_else(|| record.args.clone());
-                    let edited = (run_args != record.args).then(|| record.args.clone());
+                    // A question call runs with its answers added to its arguments: no edit.
+                    let answered = hitl::question::answers_from_args(&run_args).is_some();
+                    let edited =
+                        (run_args != record.args && !answered).then(|| record.args.clone());
                     let started = Commit {
                         call_updates: vec![CallUpdate::Started {
                             call_id: call.id.clone(),

@@ -156,6 +156,14 @@ proptest::proptest! {
                             proptest::prop_assert!(text.contains(path.as_str()));
                             proptest::prop_assert!(text.contains(content.as_str()));
                         }
+                        Clause::Ask(questions) => {
+                            for question in questions {
+                                proptest::prop_assert!(text.contains(question.question.as_str()));
+                                for choice in &question.choices {
+                                    proptest::prop_assert!(text.contains(choice.as_str()));
+                                }
+                            }
+                        }
                     }
                 }
             }
@@ -170,4 +178,27 @@ proptest::proptest! {
         proptest::prop_assert!(pieces.len() <= MAX_CHUNKS.max(1) + 1);
         proptest::prop_assert_eq!(pieces.concat(), text);
     }
+}
+
+#[test]
+fn ask_clauses_of_a_round_make_one_question_call() {
+    let Plan::Call(rounds) = plan(
+        "ask Which database? PostgreSQL / SQLite / other, ask Which features? metrics + tracing \
+         and ask Anything else? and write notes.txt: hi",
+    ) else {
+        panic!("not a call");
+    };
+    assert_eq!(rounds.len(), 1);
+    let Clause::Ask(questions) = &rounds[0][0] else {
+        panic!("not a question: {:?}", rounds[0][0]);
+    };
+    assert_eq!(
+        questions_to_args(questions),
+        json!({"questions": [
+            {"question": "Which database?", "choices": ["PostgreSQL", "SQLite", "other"]},
+            {"question": "Which features?", "choices": ["metrics", "tracing"], "multiple": true},
+            {"question": "Anything else?"}]})
+    );
+    assert_eq!(rounds[0][1].tool(), "write_file");
+    assert!(matches!(plan("ask nothing"), Plan::Say(_)));
 }

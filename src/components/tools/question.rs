@@ -1,0 +1,194 @@
+//! A question card's body (kagent's `ask_user`, and Signoff's own): each question with its
+//! choices as radio buttons or checkboxes, a text box where it takes free text, and one Submit
+//! for the whole pause; once answered, the answers as the result gives them.
+
+use leptos::prelude::*;
+use signoff_protocol::hitl::question::{answers_from_result, Question};
+
+use crate::components::chat::controller::ChatCtl;
+use crate::state::draft::{reject_all, BatchDraft};
+use crate::state::PendingBatch;
+
+/// What a person must know before Submit when a question waits with calls to approve.
+pub(super) fn gated_notice(batch: &PendingBatch) -> Option<String> {
+    let gated: Vec<&str> = batch
+        .requests
+        .iter()
+        .filter(|request| request.questions().is_none())
+        .map(|request| request.name.as_str())
+        .collect();
+    if gated.is_empty() || gated.len() == batch.requests.len() {
+        return None;
+    }
+    let names = gated.join(", ");
+    Some(if batch.dialect.answers_approve_every_call() {
+        format!(
+            "Submit also runs {names}: this agent (kagent) takes answers as approval of every \
+             waiting call and cannot reject one while answering. To stop {names}, use Reject all \
+             (the question is then cancelled)."
+        )
+    } else {
+        format!("Decide {names} on its card; Submit sends the answers and the decisions together.")
+    })
+}
+
+/// The questions of a waiting call, as inputs bound to the batch's draft.
+#[component]
+pub(super) fn QuestionForm(
+    call_id: String,
+    questions: Vec<Question>,
+    batch: Memo<Option<PendingBatch>>,
+) -> impl IntoView {
+    let ctl = expect_context::<ChatCtl>();
+    let count = questions.len();
+    let error = RwSignal::new(None::<String>);
+    // The draft belongs to this batch's task; a stale one is replaced before the first answer.
+    let update = move |change: &dyn Fn(&mut BatchDraft)| {
+        let Some(task) = batch.with_untracked(|batch| batch.as_ref().map(|b| b.task_id.clone()))
+        else {
+            return;
+        };
+        ctl.draft.update(|draft| {
+            if draft.task_id != task {
+                *draft = BatchDraft::new(&task);
+            }
+            change(draft);
+        });
+        error.set(None);
+    };
+    let submit = move || {
+        let Some(batch) = batch.get_untracked() else {
+            return;
+        };
+        let decision = ctl.draft.with_untracked(|draft| {
+            if draft.task_id == batch.task_id {
+                draft.submit(&batch)
+            } else {
+                BatchDraft::new(&batch.task_id).submit(&batch)
+            }
+        });
+        match decision {
+            Ok(decision) => ctl.decide(batch, decision),
+            Err(err) => error.set(Some(err.to_string())),
+        }
+    };
+    let reject = move || {
+        if let Some(batch) = batch.get_untracked() {
+            ctl.decide(batch, reject_all(None));
+        }
+    };
+    let notice = move || batch.with(|batch| batch.as_ref().and_then(gated_notice));
+    let disabled = move || ctl.deciding.get();
+    let fields = questions
+        .into_iter()
+        .enumerate()
+        .map(|(at, question)| {
+            let id = call_id.clone();
+            let group = format!("q-{id}-{at}");
+            let input = if question.is_free_text() {
+                let current = {
+                    let id = id.clone();
+                    move || {
+                        ctl.draft.with(|draft| {
+                            draft.answer(&id, at).first().cloned().unwrap_or_default()
+                        })
+                    }
+                };
+                view! {
+                    <textarea
+                        id=group.clone()
+                        class="question-text"
+                        data-testid="question-text"
+                        rows="2"
+                        prop:value=current
+                        on:input=move |event| {
+                            let text = event_target_value(&event);
+                            update(&|draft: &mut BatchDraft| draft.write(&id, at, count, &text));
+                        }
+                    ></textarea>
+                }
+                .into_any()
+            } else {
+                let multiple = question.multiple;
+                let kind = if multiple { "checkbox" } else { "radio" };
+                question
+                    .choices
+                    .into_iter()
+                    .map(|choice| {
+                        let (id, group) = (id.clone(), group.clone());
+                        let (check_id, value) = (id.clone(), choice.clone());
+                        let checked = move || {
+                            ctl.draft
+                                .with(|draft| draft.answer(&check_id, at).contains(&value))
+                        };
+                        let option = choice.clone();
+                        view! {
+                            <label class="question-choice">
+                                <input
+                                    type=kind
+                                    name=group
+                                    value=choice.clone()
+                                    data-testid="question-choice"
+                                    prop:checked=checked
+                                    on:change=move |event| {
+                                        let on = event_target_checked(&event);
+                                        update(&|draft: &mut BatchDraft| {
+                                            draft.pick(&id, at, count, &option, multiple, on)
+                                        });
+                                    }
+                                />
+                                <span>{choice}</span>
+                            </label>
+                        }
+                    })
+                    .collect_view()
+                    .into_any()
+            };
+            let hint = if question.multiple { " (pick any)" } else { "" };
+            view! {
+                <fieldset class="question" data-testid="question">
+                    <legend class="field-label">{question.question}{hint}</legend>
+                    {input}
+                </fieldset>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="question-form" data-testid="question-form">
+            {fields}
+            {move || notice().map(|notice| view! { <p class="question-notice" data-testid="question-notice">{notice}</p> })}
+            {move || error.get().map(|error| view! { <p class="field-error" role="alert" data-testid="question-error">{error}</p> })}
+            <div class="tool-actions">
+                <button type="button" class="button primary" data-testid="question-submit"
+                    disabled=disabled on:click=move |_| submit()>
+                    "Submit"
+                </button>
+                <button type="button" class="button danger-outline" data-testid="question-reject"
+                    disabled=disabled on:click=move |_| reject()>
+                    "Reject all"
+                </button>
+            </div>
+        </div>
+    }
+}
+
+/// The answers a question call's result gives, each under its question.
+#[component]
+pub(super) fn Answers(result: serde_json::Value) -> impl IntoView {
+    answers_from_result(&result).map(|pairs| {
+        view! {
+            <dl class="answers" data-testid="answers">
+                {pairs
+                    .into_iter()
+                    .map(|(question, answer)| {
+                        let shown = if answer.is_empty() { "(no answer)".to_owned() } else { answer.join(", ") };
+                        view! {
+                            <dt>{question}</dt>
+                            <dd data-testid="answer">{shown}</dd>
+                        }
+                    })
+                    .collect_view()}
+            </dl>
+        }
+    })
+}
