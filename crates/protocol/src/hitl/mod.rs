@@ -10,6 +10,7 @@ mod decision;
 mod interrupt;
 pub mod kagent;
 pub mod keys;
+mod outcome;
 mod rules;
 mod text;
 
@@ -19,6 +20,7 @@ pub use interrupt::{interrupt_event_metadata, ActionRequest, ApprovalInterrupt, 
 pub use keys::{
     FUNCTION_CALL, FUNCTION_RESPONSE, INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, TOOL_APPROVAL,
 };
+pub use outcome::DecidedBy;
 pub use rules::{resolve, ResolvedCall};
 
 /// A pending call for the tests of this module's parts.

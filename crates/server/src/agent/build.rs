@@ -9,6 +9,7 @@ use super::files::FileTools;
 use super::mcp;
 use super::model::Model;
 use super::openai::OpenAiModel;
+use super::policy::AgentApprovals;
 use super::runtime::Agent;
 use super::scripted::ScriptedModel;
 use super::tools::{ToolSource, Toolbox};
@@ -32,6 +33,7 @@ pub async fn build_agents(
                 &format!("agents[{index}].model"),
             )?),
         };
+        let approvals = AgentApprovals::from_spec(&format!("agents[{index}]"), spec)?;
         let toolbox = Toolbox::new();
         for (source_index, source) in spec.tools.iter().enumerate() {
             let at = format!("agents[{index}].tools[{source_index}]");
@@ -96,6 +98,7 @@ pub async fn build_agents(
                 }
             }
         }
+        approvals.check_tools(&format!("agents[{index}]"), spec, &toolbox)?;
         agents.push(Arc::new(Agent {
             namespace: spec.namespace.clone(),
             name: spec.name.clone(),
@@ -103,6 +106,7 @@ pub async fn build_agents(
             instruction: spec.instruction.clone(),
             model,
             tools: toolbox,
+            approvals,
         }));
     }
     Ok(agents)

@@ -10,8 +10,11 @@ mod support;
 
 mod a2a;
 mod conformance;
+mod expiry;
 mod hitl;
 mod hostile;
 mod live;
+mod policies;
 mod rest;
 mod restart;
+mod rules;

@@ -99,6 +99,9 @@ pub fn parse(text: &str, namespace: &str, name: &str) -> Result<AgentsFile, Conf
             model: model(config)?,
             tools,
             remote: None,
+            rules: Vec::new(),
+            approval_timeout: None,
+            on_timeout: super::OnTimeout::Reject,
         }],
     };
     file.validate()?;

@@ -153,10 +153,11 @@ impl Runtime {
         }
         let state = row.state;
         if state.is_terminal() {
-            return Err(AgentError::Terminal(format!(
+            let ended = AgentError::Terminal(format!(
                 "task {task_id} is {} and takes no more messages; send a message without taskId to start a new task",
                 task_state_text(row.state)
-            )));
+            ));
+            return Err(self.late_decision(task_id, ended).await);
         }
         let mut message = message;
         message.context_id = Some(row.context_id.clone());
@@ -167,10 +168,11 @@ impl Runtime {
             return self.queue_message(&row.id, row.last_seq, message);
         }
         if state != TaskState::InputRequired {
-            return Err(AgentError::InvalidParams(format!(
+            let late = AgentError::InvalidParams(format!(
                 "task {task_id} is {} and is not waiting for a decision",
                 task_state_text(row.state)
-            )));
+            ));
+            return Err(self.late_decision(task_id, late).await);
         }
         // A paused task reads a decision from a DataPart, else from the text; any other text
         // rejects the pending calls with the text as the reason, which the model reads.
@@ -187,12 +189,13 @@ impl Runtime {
             Some(decision) => (decision, Channel::A2a),
             None => (text_decision()?, Channel::Text),
         };
-        let batch = self.store.pending_batch(&row.id).await?.ok_or_else(|| {
-            AgentError::NotPaused(format!(
+        let Some(batch) = self.store.pending_batch(&row.id).await? else {
+            let decided = AgentError::NotPaused(format!(
                 "task {} has no pending batch: it was already decided",
                 row.id
-            ))
-        })?;
+            ));
+            return Err(self.late_decision(&row.id, decided).await);
+        };
         self.apply_decision(user, &row, batch, &decision, channel, Some(message))
             .await
     }
@@ -210,12 +213,13 @@ impl Runtime {
         let mut message = Message::new(view::new_id(), Role::User, parts);
         message.task_id = Some(row.id.clone());
         message.context_id = Some(row.context_id.clone());
-        let batch = self.store.pending_batch(task_id).await?.ok_or_else(|| {
-            AgentError::NotPaused(format!(
+        let Some(batch) = self.store.pending_batch(task_id).await? else {
+            let waits_not = AgentError::NotPaused(format!(
                 "task {task_id} is {} and waits for no decision",
                 task_state_text(row.state)
-            ))
-        })?;
+            ));
+            return Err(self.late_decision(task_id, waits_not).await);
+        };
         let batch_id = batch.id;
         let accepted = self
             .apply_decision(user, &row, batch, &decision, Channel::Rest, Some(message))
@@ -285,10 +289,11 @@ impl Runtime {
         let seq = match self.store.decide(&row.id, write).await {
             Ok(seq) => seq,
             Err(StoreError::Conflict(_)) => {
-                return Err(AgentError::NotPaused(format!(
+                let lost = AgentError::NotPaused(format!(
                     "the pending batch of task {} was already decided",
                     row.id
-                )))
+                ));
+                return Err(self.late_decision(&row.id, lost).await);
             }
             Err(err) => return Err(err.into()),
         };
