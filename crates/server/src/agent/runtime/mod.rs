@@ -12,6 +12,7 @@ mod expiry;
 mod gate;
 mod inbox;
 mod log;
+mod pause;
 mod policies;
 mod reads;
 mod runner;

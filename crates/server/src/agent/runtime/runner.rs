@@ -6,9 +6,7 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 use serde_json::Value;
-use signoff_protocol::hitl::{
-    self, ActionRequest, ApprovalInterrupt, DecidedBy, ToolCall, ToolResult,
-};
+use signoff_protocol::hitl::{DecidedBy, ToolCall, ToolResult};
 use signoff_protocol::{Part, StreamEvent, TaskState};
 use tokio_util::sync::CancellationToken;
 
@@ -608,47 +606,14 @@ impl Runtime {
             self.write_deferred(task_id, deferred).await?;
             return Ok(!held.is_empty());
         }
-        let requests: Vec<ActionRequest> = held
-            .iter()
-            .map(|record| {
-                let tool = agent.tools.get(&record.name);
-                ActionRequest {
-                    id: record.call_id.clone(),
-                    name: record.name.clone(),
-                    args: record.args.clone(),
-                    description: tool.as_ref().map(|tool| tool.spec.description.clone()),
-                    server: tool.as_ref().map(|tool| tool.spec.source.clone()),
-                }
-            })
-            .collect();
-        let deadline = Self::deadline_for(&agent);
-        let interrupt = ApprovalInterrupt::new(requests.clone()).expiring_at(deadline.clone());
-        let message = view::agent_message(task_id, context_id, interrupt.to_parts());
-        // The pause ends the turn's stream: it carries the usage like any final event.
-        let mut metadata = hitl::interrupt_event_metadata();
-        metadata.extend(view::usage_metadata(run.usage.0, run.usage.1));
-        let event = view::status_event(
-            task_id,
-            context_id,
-            TaskState::InputRequired,
-            Some(message),
-            Some(metadata),
-        );
-        let pause = Commit {
-            state: Some(TaskState::InputRequired),
-            new_batch: Some(Value::Array(
-                requests.iter().map(ActionRequest::to_value).collect(),
-            )),
-            batch_deadline: deadline.clone(),
-            guard: Some(Guard::NotTerminal),
-            ..Commit::default()
-        };
+        let (event, pause, deadline) =
+            Self::pause_step(&agent, task_id, context_id, &held, run.usage);
         defer(&mut deferred, vec![event], pause);
         self.write_deferred(task_id, deferred).await?;
         if let Some(deadline) = &deadline {
             self.watch_deadline(task_id, deadline);
         }
-        tracing::info!(task = %task_id, calls = requests.len(), "paused for approval");
+        tracing::info!(task = %task_id, calls = held.len(), "paused for approval");
         Ok(true)
     }
 
