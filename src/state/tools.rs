@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use signoff_protocol::hitl::{self, ApprovalInterrupt, Decision, ToolCall, ToolResult, Verdict};
+use signoff_protocol::hitl::{
+    self, ApprovalInterrupt, DecidedBy, Decision, ToolCall, ToolResult, Verdict,
+};
 use signoff_protocol::TaskState;
 
 use super::view::{ToolCallView, ToolStatus};
@@ -18,6 +20,8 @@ pub(crate) enum LogEntry {
         task: String,
         item: String,
         call: ToolCall,
+        /// The policy or rule that decided it without asking.
+        decided_by: Option<DecidedBy>,
     },
     /// A batch of held calls; `slots` follow `interrupt.action_requests`.
     Interrupt {
@@ -35,6 +39,7 @@ pub(crate) enum LogEntry {
         task: String,
         item: String,
         result: ToolResult,
+        decided_by: Option<DecidedBy>,
     },
     /// The turn moved on (agent text came): earlier results are complete.
     Progress {
@@ -164,6 +169,7 @@ fn new_card(
         result: None,
         is_error: false,
         reason: None,
+        decided_by: None,
         owner: item.to_owned(),
     }
 }
@@ -199,10 +205,14 @@ fn pass_requests(log: &[LogEntry], cards: &mut Cards) {
                 task,
                 item,
                 call,
+                decided_by,
             } => {
-                cards.get_or_insert(slot, || {
+                let card = cards.get_or_insert(slot, || {
                     new_card(slot, task, item, &call.id, &call.name, &call.args)
                 });
+                if decided_by.is_some() {
+                    card.decided_by = decided_by.clone();
+                }
             }
             LogEntry::Interrupt {
                 task,
@@ -264,6 +274,7 @@ fn pass_results(log: &[LogEntry], cards: &mut Cards) {
             task,
             item,
             result,
+            decided_by,
         } = entry
         else {
             continue;
@@ -273,9 +284,23 @@ fn pass_results(log: &[LogEntry], cards: &mut Cards) {
         });
         card.result = Some(result.response.clone());
         card.is_error = result.is_error();
+        if decided_by.is_some() {
+            card.decided_by = decided_by.clone();
+        }
+        // Denied and expired calls never ran: their result is the last word.
+        if result.is_denied() {
+            card.status = ToolStatus::Denied;
+            card.reason = result.denied_rule().map(str::to_owned);
+            continue;
+        }
+        if result.is_expired() {
+            card.status = ToolStatus::Expired;
+            continue;
+        }
         let rejected = is_rejected(result);
         card.status = match card.status {
             ToolStatus::Approved | ToolStatus::Rejected => card.status,
+            ToolStatus::Denied | ToolStatus::Expired => card.status,
             ToolStatus::PendingApproval if rejected => ToolStatus::Rejected,
             ToolStatus::PendingApproval => ToolStatus::Approved,
             ToolStatus::Requested
