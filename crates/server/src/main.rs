@@ -40,9 +40,10 @@ async fn shutdown_signal() {
     }
 }
 
-/// Threads for blocking work (the file tools' disk I/O). Tokio's default of 512 lets a burst of
-/// a thousand approved calls start hundreds of short-lived threads, and creating a thread costs
-/// far more than the few microseconds of I/O it then does.
+/// Threads for the blocking work tokio does itself (resolving the host names of upstream model
+/// servers and remote agents). Tokio's default of 512 lets a burst start hundreds of
+/// short-lived threads, and creating a thread costs far more than the work it then does. (The
+/// file tools run in place: see `agent::files`.)
 const BLOCKING_THREADS: usize = 4;
 
 fn main() -> anyhow::Result<()> {

@@ -398,6 +398,9 @@ async fn stream_call(call: Call) -> BoxStream<'static, String> {
     let runtime = call.runtime.clone();
     // Events the call itself committed, sent before the follower's.
     let mut committed = Vec::new();
+    // Subscribed before the runner started; good for following on from everything the call
+    // committed, not from an earlier point.
+    let mut early_watch = None;
     let (task_id, snapshot_upto, follow_after, close_if_final) = match call.method {
         Method::SendStreamingMessage => {
             let params = match codec::decode_send_params(call.version, &call.params) {
@@ -414,6 +417,7 @@ async fn stream_call(call: Call) -> BoxStream<'static, String> {
                 ProtocolVersion::V0_3 => {
                     let after = accepted.after_seq + accepted.committed.len() as i64;
                     committed = accepted.committed;
+                    early_watch = accepted.watch;
                     (accepted.task_id, None, after, false)
                 }
                 // v1.0 opens with a task snapshot that includes the first event the acceptance
@@ -485,7 +489,7 @@ async fn stream_call(call: Call) -> BoxStream<'static, String> {
     let version = call.version;
     let id = call.id.clone();
     let events = stream::iter(committed.into_iter().map(Ok))
-        .chain(runtime.follow(&task_id, follow_after))
+        .chain(runtime.follow_from(&task_id, follow_after, early_watch))
         .map(move |item| {
             let event = match item {
                 // Stored in this very version: sent on as stored, not decoded and encoded again.

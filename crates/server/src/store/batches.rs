@@ -8,7 +8,7 @@ use super::rows::{json_text, json_value};
 use super::tasks::{append_events, collect, task_head};
 use super::{
     now, task_state_text, BatchRow, BatchState, CallRow, CallStatus, Channel, DecisionRow,
-    DecisionWrite, PendingBatchRow, Result, Store, StoreError, Verdict,
+    DecisionWrite, PendingBatchRow, Result, Store, StoreError, TaskRow, Verdict,
 };
 
 const BATCH_SELECT: &str =
@@ -181,15 +181,61 @@ fn apply_decision(connection: &Connection, task_id: &str, decision: &DecisionWri
     Ok(last)
 }
 
+/// The task's pending batch, if it has one.
+fn pending_batch_of(connection: &Connection, task_id: &str) -> Result<Option<BatchRow>> {
+    let mut statement =
+        connection.prepare_cached(&format!("{BATCH_SELECT} WHERE task_id = ?1 AND state = ?2"))?;
+    let rows = statement.query([task_id, BatchState::Pending.as_str()])?;
+    Ok(collect(rows, batch_from_row)?.pop())
+}
+
 impl Store {
     /// The task's pending batch, if it has one.
     pub async fn pending_batch(&self, task_id: &str) -> Result<Option<BatchRow>> {
-        self.read(|connection| {
-            let mut statement = connection
-                .prepare_cached(&format!("{BATCH_SELECT} WHERE task_id = ?1 AND state = ?2"))?;
-            let rows = statement.query([task_id, BatchState::Pending.as_str()])?;
-            Ok(collect(rows, batch_from_row)?.pop())
+        self.read(|connection| pending_batch_of(connection, task_id))
+    }
+
+    /// A decision made inside the write that applies it: `plan` gets the task (if it exists)
+    /// and its pending batch (if any) as the writer sees them, and returns what to write (or
+    /// nothing) and what the caller wants back, or why the message is refused. What it returns
+    /// is then applied as [`Store::decide`] does. So the checks and the compare-and-set see the
+    /// same moment, and a decision pays for no read of its own (the writer's connection has
+    /// these pages at hand; a reader's cache is emptied by every commit).
+    ///
+    /// `plan` may run twice (see `writer`): it must only compute. The outer result is the
+    /// store's, the inner one `plan`'s refusal; the sequence number is the last event written.
+    pub async fn decide_planned<X, E, P>(
+        &self,
+        task_id: &str,
+        mut plan: P,
+    ) -> Result<std::result::Result<(Option<i64>, X), E>>
+    where
+        X: Send + 'static,
+        E: Send + 'static,
+        P: FnMut(
+                Option<&TaskRow>,
+                Option<&BatchRow>,
+            ) -> std::result::Result<(Option<DecisionWrite>, X), E>
+            + Send
+            + 'static,
+    {
+        let task_id = task_id.to_owned();
+        self.write(move |connection| {
+            let task = super::tasks::task_row(connection, &task_id)?;
+            let batch = match &task {
+                Some(_) => pending_batch_of(connection, &task_id)?,
+                None => None,
+            };
+            match plan(task.as_ref(), batch.as_ref()) {
+                Err(refused) => Ok(Err(refused)),
+                Ok((None, back)) => Ok(Ok((None, back))),
+                Ok((Some(write), back)) => {
+                    let seq = apply_decision(connection, &task_id, &write)?;
+                    Ok(Ok((Some(seq), back)))
+                }
+            }
         })
+        .await
     }
 
     /// Every pending batch of a user's tasks, oldest first, in one query (a team may have

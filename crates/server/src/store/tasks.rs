@@ -40,6 +40,13 @@ pub(super) fn collect<T>(
     Ok(out)
 }
 
+/// The task `id`, if it exists.
+pub(super) fn task_row(connection: &Connection, id: &str) -> Result<Option<TaskRow>> {
+    let mut statement = connection.prepare_cached(&format!("{TASK_SELECT} WHERE id = ?1"))?;
+    let rows = statement.query([id])?;
+    Ok(collect(rows, task_from_row)?.pop())
+}
+
 /// Appends `events` after `last_seq`; returns the new last sequence number.
 pub(super) fn append_events(
     connection: &Connection,
@@ -279,20 +286,13 @@ impl Store {
     }
 
     pub async fn task(&self, id: &str) -> Result<Option<TaskRow>> {
-        self.read(|connection| {
-            let mut statement =
-                connection.prepare_cached(&format!("{TASK_SELECT} WHERE id = ?1"))?;
-            let rows = statement.query([id])?;
-            Ok(collect(rows, task_from_row)?.pop())
-        })
+        self.read(|connection| task_row(connection, id))
     }
 
     /// A stored task as its runner takes it up (see [`RunnerView`]), or `None` if it is gone.
     pub async fn runner_view(&self, id: &str) -> Result<Option<RunnerView>> {
         self.read_together(|connection| {
-            let mut statement =
-                connection.prepare_cached(&format!("{TASK_SELECT} WHERE id = ?1"))?;
-            let Some(task) = collect(statement.query([id])?, task_from_row)?.pop() else {
+            let Some(task) = task_row(connection, id)? else {
                 return Ok(None);
             };
             let mut statement = connection.prepare_cached(&format!(

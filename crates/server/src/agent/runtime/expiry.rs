@@ -16,7 +16,7 @@ use crate::store::{
 };
 
 use super::runner::RunnerStart;
-use super::{Agent, AgentError, Result, Runtime};
+use super::{Agent, AgentError, LoggedEvent, Result, Runtime};
 
 /// How a person reads a timeout when the agent that set it is gone.
 const SOME_TIMEOUT: &str = "its approval timeout";
@@ -167,7 +167,7 @@ impl Runtime {
         };
         match self.store.decide(task_id, write).await {
             Ok(seq) => {
-                self.notify(task_id, seq, &events, &stored);
+                self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
                 tracing::info!(task = %task_id, after, "approval expired unanswered");
                 match on_timeout {
                     OnTimeout::Reject => self.spawn_runner(task_id, RunnerStart::Stored),
@@ -181,9 +181,20 @@ impl Runtime {
         }
     }
 
+    /// A decision's outcome, with a "no batch waits" error (the task ended, or works, or its
+    /// batch is gone) told as an expiry when the task's last batch expired.
+    pub(super) async fn or_expired<T>(&self, task_id: &str, outcome: Result<T>) -> Result<T> {
+        match outcome {
+            Err(err @ (AgentError::Terminal(_) | AgentError::NotPaused(_))) => {
+                Err(self.late_decision(task_id, err).await)
+            }
+            other => other,
+        }
+    }
+
     /// The error for a decision that found no pending batch: if the task's last batch expired,
     /// one that says so (REST answers it 409, A2A -32602); else `otherwise`.
-    pub(super) async fn late_decision(&self, task_id: &str, otherwise: AgentError) -> AgentError {
+    async fn late_decision(&self, task_id: &str, otherwise: AgentError) -> AgentError {
         match self.store.last_batch(task_id).await {
             Ok(Some((BatchState::Expired, expires_at))) => AgentError::NotPaused(format!(
                 "the approval request of task {task_id} expired unanswered at {}; it takes \

@@ -1,22 +1,20 @@
-//! The approval gate: new messages, decisions on a paused batch (A2A data part, text, REST),
-//! the checks that come before the compare-and-set, cancel, and waiting for a decided batch.
+//! The approval gate: new messages (a message to an existing task goes to `decide`), cancel,
+//! and waiting for a decided batch.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use serde_json::{json, Value};
-use signoff_protocol::hitl::{self, ActionRequest, Decision, Dialect, Verdict};
+use serde_json::json;
 use signoff_protocol::{Message, Part, Role, Task, TaskState};
 
 use crate::agent::model::ChatMessage;
 use crate::agent::view::{self};
 use crate::store::{
-    task_state_text, BatchRow, BatchState, CallStatus, CallVerdict, Channel, Commit, DecisionWrite,
-    Guard, StoreError, TaskRow, Verdict as StoredVerdict,
+    task_state_text, BatchState, CallStatus, CallVerdict, Channel, Commit, DecisionWrite, Guard,
+    StoreError, TaskRow, Verdict as StoredVerdict,
 };
 
-use super::audit::args_sha256;
 use super::runner::RunnerStart;
 use super::transcript::*;
 use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
@@ -106,8 +104,8 @@ impl Runtime {
         };
         let events = vec![Self::encode(&submitted), Self::encode(&working)];
         let committed = vec![
-            LoggedEvent::committed(1, &submitted, &events[0]),
-            LoggedEvent::committed(2, &working, &events[1]),
+            LoggedEvent::committed(1, submitted, &events[0]),
+            LoggedEvent::committed(2, working, &events[1]),
         ];
         let new_session = match self.store.create_task(&row, &title, events).await {
             Ok(new_session) => new_session,
@@ -119,235 +117,14 @@ impl Runtime {
             }
             Err(err) => return Err(err.into()),
         };
+        let watch = Some(self.watch_early(&task_id));
         self.spawn_runner(&task_id, RunnerStart::New { row, new_session });
         Ok(Accepted {
             task_id,
             after_seq: 0,
             committed,
+            watch,
         })
-    }
-
-    pub(super) async fn continue_task(
-        self: &Arc<Self>,
-        user: &str,
-        agent: &Arc<Agent>,
-        task_id: &str,
-        message: Message,
-    ) -> Result<Accepted> {
-        let row = match self.owned_task(user, task_id).await {
-            Ok(row) => row,
-            // Over A2A, another user's task does not exist.
-            Err(AgentError::Forbidden(id)) => return Err(AgentError::TaskNotFound(id)),
-            Err(err) => return Err(err),
-        };
-        if row.agent != agent.key() {
-            return Err(AgentError::TaskNotFound(task_id.to_owned()));
-        }
-        if let Some(context_id) = &message.context_id {
-            if *context_id != row.context_id {
-                return Err(AgentError::InvalidParams(format!(
-                    "params.message.contextId: task {task_id} belongs to context {}, not {context_id}",
-                    row.context_id
-                )));
-            }
-        }
-        let state = row.state;
-        if state.is_terminal() {
-            let ended = AgentError::Terminal(format!(
-                "task {task_id} is {} and takes no more messages; send a message without taskId to start a new task",
-                task_state_text(row.state)
-            ));
-            return Err(self.late_decision(task_id, ended).await);
-        }
-        let mut message = message;
-        message.context_id = Some(row.context_id.clone());
-        let data_decision = Decision::from_message(&message)?;
-        // A working task takes text before its next model turn; a decision DataPart is late
-        // (another decision won a moment ago) and refused, so a batch is decided once.
-        if matches!(state, TaskState::Submitted | TaskState::Working) && data_decision.is_none() {
-            return self.queue_message(&row.id, row.last_seq, message);
-        }
-        if state != TaskState::InputRequired {
-            let late = AgentError::InvalidParams(format!(
-                "task {task_id} is {} and is not waiting for a decision",
-                task_state_text(row.state)
-            ));
-            return Err(self.late_decision(task_id, late).await);
-        }
-        // A paused task reads a decision from a DataPart, else from the text; any other text
-        // rejects the pending calls with the text as the reason, which the model reads.
-        let text_decision = || {
-            Decision::from_reply(&message.text()).ok_or_else(|| {
-                AgentError::InvalidParams(
-                    "the task waits for a decision on its tool calls: say approve or reject \
-                     (or send a decision DataPart)"
-                        .into(),
-                )
-            })
-        };
-        let (decision, channel) = match data_decision {
-            Some(decision) => (decision, Channel::A2a),
-            None => (text_decision()?, Channel::Text),
-        };
-        let Some(batch) = self.store.pending_batch(&row.id).await? else {
-            let decided = AgentError::NotPaused(format!(
-                "task {} has no pending batch: it was already decided",
-                row.id
-            ));
-            return Err(self.late_decision(&row.id, decided).await);
-        };
-        self.apply_decision(user, &row, batch, &decision, channel, Some(message))
-            .await
-    }
-
-    /// Decides a paused task's batch through the REST API (`POST /api/approvals/{task}`).
-    pub async fn decide_rest(
-        self: &Arc<Self>,
-        user: &str,
-        task_id: &str,
-        data: &Value,
-    ) -> Result<(Accepted, i64)> {
-        let row = self.owned_task(user, task_id).await?;
-        let decision = Decision::from_data(data)?;
-        let parts = decision.to_parts(Dialect::Native);
-        let mut message = Message::new(view::new_id(), Role::User, parts);
-        message.task_id = Some(row.id.clone());
-        message.context_id = Some(row.context_id.clone());
-        let Some(batch) = self.store.pending_batch(task_id).await? else {
-            let waits_not = AgentError::NotPaused(format!(
-                "task {task_id} is {} and waits for no decision",
-                task_state_text(row.state)
-            ));
-            return Err(self.late_decision(task_id, waits_not).await);
-        };
-        let batch_id = batch.id;
-        let accepted = self
-            .apply_decision(user, &row, batch, &decision, Channel::Rest, Some(message))
-            .await?;
-        Ok((accepted, batch_id))
-    }
-
-    /// The decision rules (docs/wire.md, Decision rules) on the task's pending `batch`, then ONE
-    /// compare-and-set transaction; only the winner runs the calls.
-    pub(super) async fn apply_decision(
-        self: &Arc<Self>,
-        user: &str,
-        row: &TaskRow,
-        batch: BatchRow,
-        decision: &Decision,
-        channel: Channel,
-        echo: Option<Message>,
-    ) -> Result<Accepted> {
-        let requests: Vec<ActionRequest> = batch
-            .requests
-            .as_array()
-            .map(|items| items.iter().filter_map(ActionRequest::from_value).collect())
-            .unwrap_or_default();
-        let resolved = hitl::resolve(&requests, decision)?;
-        self.check_decided_calls(row, &resolved)?;
-        let verdicts = resolved
-            .iter()
-            .map(|call| match call.verdict {
-                Verdict::Approve => {
-                    let run_args = call
-                        .modified_args
-                        .clone()
-                        .unwrap_or_else(|| call.request.args.clone());
-                    CallVerdict {
-                        call_id: call.request.id.clone(),
-                        status: CallStatus::Approved,
-                        verdict: StoredVerdict::Approve,
-                        reason: None,
-                        run_args_sha256: Some(args_sha256(&run_args)),
-                        run_args: Some(run_args),
-                    }
-                }
-                Verdict::Deny => CallVerdict {
-                    call_id: call.request.id.clone(),
-                    status: CallStatus::Rejected,
-                    verdict: StoredVerdict::Deny,
-                    reason: call.reason.clone(),
-                    run_args: None,
-                    run_args_sha256: None,
-                },
-            })
-            .collect();
-        let working = view::status_event(&row.id, &row.context_id, TaskState::Working, echo, None);
-        let stored_working = [Self::encode(&working)];
-        let write = DecisionWrite {
-            batch_id: batch.id,
-            user_id: user.to_owned(),
-            channel,
-            decision: decision.to_data(Dialect::Native),
-            summary: decision.summary(),
-            verdicts,
-            batch_state: BatchState::Decided,
-            task_state: TaskState::Working,
-            events: stored_working.to_vec(),
-        };
-        let after_seq = row.last_seq;
-        let seq = match self.store.decide(&row.id, write).await {
-            Ok(seq) => seq,
-            Err(StoreError::Conflict(_)) => {
-                let lost = AgentError::NotPaused(format!(
-                    "the pending batch of task {} was already decided",
-                    row.id
-                ));
-                return Err(self.late_decision(&row.id, lost).await);
-            }
-            Err(err) => return Err(err.into()),
-        };
-        self.notify(
-            &row.id,
-            seq,
-            std::slice::from_ref(&working),
-            &stored_working,
-        );
-        tracing::info!(task = %row.id, user, channel = channel.as_str(), decision = %decision.summary(), "batch decided");
-        self.spawn_runner(&row.id, RunnerStart::Stored);
-        Ok(Accepted {
-            task_id: row.id.clone(),
-            after_seq,
-            committed: vec![LoggedEvent::committed(seq, &working, &stored_working[0])],
-        })
-    }
-
-    /// What `resolve` cannot know: reasons within the size limit, and edited arguments that fit
-    /// the tool's input schema (an unknown key, a wrong type). Refused before anything is stored.
-    pub(super) fn check_decided_calls(
-        &self,
-        row: &TaskRow,
-        resolved: &[hitl::ResolvedCall],
-    ) -> Result<()> {
-        let agent = self.agent_by_key(&row.agent);
-        for call in resolved {
-            let id = &call.request.id;
-            if let Some(reason) = &call.reason {
-                if reason.len() > self.limits.max_reason_bytes {
-                    return Err(AgentError::InvalidParams(format!(
-                        "the rejection reason for {id} is {} bytes; the limit is {} bytes",
-                        reason.len(),
-                        self.limits.max_reason_bytes
-                    )));
-                }
-            }
-            let (Some(args), Some(agent)) = (&call.modified_args, &agent) else {
-                continue;
-            };
-            if let Some(tool) = agent.tools.get(&call.request.name) {
-                crate::agent::schema::check(&tool.spec.input_schema, args).map_err(|error| {
-                    AgentError::InvalidParams(format!(
-                        "modified_args for {id} ({}) do not fit the tool's input schema: {}",
-                        call.request.name,
-                        error
-                            .strip_prefix("arguments: ")
-                            .map(str::to_owned)
-                            .unwrap_or_else(|| error.replacen("arguments", "modified_args", 1))
-                    ))
-                })?;
-            }
-        }
-        Ok(())
     }
 
     /// Cancels a task in any non-terminal state; a paused one's calls are dropped unrun and the
@@ -408,12 +185,8 @@ impl Runtime {
             };
             match self.store.decide(task_id, write).await {
                 Ok(seq) => {
-                    self.notify(
-                        task_id,
-                        seq,
-                        std::slice::from_ref(&canceled),
-                        &stored_canceled,
-                    );
+                    let logged = LoggedEvent::committed(seq, canceled.clone(), &stored_canceled[0]);
+                    self.notify(task_id, vec![logged]);
                     done = true;
                 }
                 // Decided a moment ago: the task is running now; cancel it as such.
@@ -427,7 +200,7 @@ impl Runtime {
                 guard: Some(Guard::NotTerminal),
                 ..Commit::default()
             };
-            match self.commit(task_id, &[canceled], commit).await {
+            match self.commit(task_id, vec![canceled], commit).await {
                 Ok(_) => {}
                 Err(AgentError::TaskEnded) => {
                     let current = self

@@ -48,6 +48,7 @@ impl Runtime {
             task_id: task_id.to_owned(),
             after_seq: last_seq,
             committed: Vec::new(),
+            watch: None,
         })
     }
 
@@ -83,7 +84,7 @@ impl Runtime {
             guard: Some(crate::store::Guard::NotTerminal),
             ..Commit::default()
         };
-        self.commit(task_id, &events, commit).await?;
+        self.commit(task_id, events, commit).await?;
         Ok(())
     }
 

@@ -18,6 +18,14 @@ use super::{AgentError, Result, Runtime};
 /// How many events a follower reads from the log at once.
 const PAGE: i64 = 500;
 
+/// How many recent events a task's announcement keeps for followers that fell behind.
+const RECENT: usize = 64;
+
+/// A subscription to a task's announcements taken before its runner started (see
+/// [`Runtime::follow_from`]).
+#[derive(Debug)]
+pub struct EarlyWatch(watch::Receiver<Arc<Announcement>>);
+
 /// One event of a task's log as followers get it: its number, its text as stored (JSON in
 /// [`EVENT_LOG_VERSION`], which a follower in that version sends on as is), and the event
 /// itself when the writer had it at hand (else it is decoded from the text on demand).
@@ -31,13 +39,30 @@ pub struct LoggedEvent {
 
 impl LoggedEvent {
     /// Event number `seq`, as stored and as the writer had it.
-    pub(super) fn committed(seq: i64, event: &StreamEvent, stored: &NewEvent) -> LoggedEvent {
+    pub(super) fn committed(seq: i64, event: StreamEvent, stored: &NewEvent) -> LoggedEvent {
         LoggedEvent {
             seq,
             stored: stored.event.clone(),
             is_final: stored.is_final,
-            decoded: Some(Arc::new(event.clone())),
+            decoded: Some(Arc::new(event)),
         }
+    }
+
+    /// `events`, stored as `stored`, the last of them numbered `last`.
+    pub(super) fn numbered(
+        last: i64,
+        events: Vec<StreamEvent>,
+        stored: &[NewEvent],
+    ) -> Vec<LoggedEvent> {
+        let first = last - events.len() as i64 + 1;
+        events
+            .into_iter()
+            .zip(stored)
+            .enumerate()
+            .map(|(index, (event, stored))| {
+                LoggedEvent::committed(first + index as i64, event, stored)
+            })
+            .collect()
     }
 
     /// The event, decoded from its stored text if it did not come with it.
@@ -59,19 +84,29 @@ pub(super) struct Announcement {
 }
 
 impl Announcement {
-    fn committed(last: i64, events: &[StreamEvent], stored: &[NewEvent]) -> Announcement {
-        let first = last - events.len() as i64 + 1;
+    fn committed(events: Vec<LoggedEvent>) -> Announcement {
         Announcement {
-            events: events
-                .iter()
-                .zip(stored)
-                .enumerate()
-                .map(|(index, (event, stored))| {
-                    LoggedEvent::committed(first + index as i64, event, stored)
-                })
-                .collect(),
+            events,
             deleted: false,
         }
+    }
+
+    /// This announcement with the recent events of `previous` before it, when they follow on
+    /// without a gap (at most [`RECENT`] events in all): a follower that missed an
+    /// announcement or two still finds what it lacks here instead of in the store.
+    fn after_recent(mut self, previous: &Announcement) -> Announcement {
+        let (Some(first), Some(last_before)) = (self.events.first(), previous.events.last()) else {
+            return self;
+        };
+        if self.deleted || previous.deleted || last_before.seq + 1 != first.seq {
+            return self;
+        }
+        let room = RECENT.saturating_sub(self.events.len());
+        let keep = previous.events.len().min(room);
+        let mut events = previous.events[previous.events.len() - keep..].to_vec();
+        events.append(&mut self.events);
+        self.events = events;
+        self
     }
 
     fn deleted() -> Announcement {
@@ -127,26 +162,20 @@ impl Runtime {
     pub(super) async fn commit(
         &self,
         task_id: &str,
-        events: &[StreamEvent],
+        events: Vec<StreamEvent>,
         mut commit: Commit,
     ) -> Result<i64> {
         let stored: Vec<NewEvent> = events.iter().map(Self::encode).collect();
         commit.events = stored.clone();
         let seq = self.store.commit(task_id, commit).await?;
-        self.notify(task_id, seq, events, &stored);
+        self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
         Ok(seq)
     }
 
-    /// Wakes the task's followers with the events just committed (`last` is the number of the
-    /// last of them), so they need not read them back from the store.
-    pub(super) fn notify(
-        &self,
-        task_id: &str,
-        last: i64,
-        events: &[StreamEvent],
-        stored: &[NewEvent],
-    ) {
-        self.announce(task_id, Announcement::committed(last, events, stored));
+    /// Wakes the task's followers with the events just committed, so they need not read them
+    /// back from the store.
+    pub(super) fn notify(&self, task_id: &str, events: Vec<LoggedEvent>) {
+        self.announce(task_id, Announcement::committed(events));
     }
 
     /// Tells the task's followers it was deleted.
@@ -157,6 +186,7 @@ impl Runtime {
     fn announce(&self, task_id: &str, announcement: Announcement) {
         if let Ok(mut hub) = self.hub.lock() {
             if let Some(sender) = hub.get(task_id) {
+                let announcement = announcement.after_recent(&sender.borrow());
                 sender.send_replace(Arc::new(announcement));
                 if sender.receiver_count() == 0 {
                     hub.remove(task_id);
@@ -216,6 +246,12 @@ impl Runtime {
         Ok((task, seq))
     }
 
+    /// Subscribes to the task's announcements before its runner starts, so the stream of the
+    /// request that started it need not read the log first (see [`Runtime::follow_from`]).
+    pub(super) fn watch_early(&self, task_id: &str) -> EarlyWatch {
+        EarlyWatch(self.watch(task_id))
+    }
+
     /// Streams a task's events after `after`, from the store, until a final event (or
     /// shutdown). Reading the log rather than a channel means nothing is sent twice or missed,
     /// whoever wrote the events.
@@ -224,26 +260,53 @@ impl Runtime {
         task_id: &str,
         after: i64,
     ) -> ReceiverStream<Result<LoggedEvent>> {
+        self.follow_from(task_id, after, None)
+    }
+
+    /// [`Runtime::follow`] for the request that committed everything up to `after` and
+    /// subscribed with `early` before anything else could commit: an announcement with no
+    /// events then means nothing came since, and the first read of the log is skipped.
+    pub fn follow_from(
+        self: &Arc<Self>,
+        task_id: &str,
+        after: i64,
+        early: Option<EarlyWatch>,
+    ) -> ReceiverStream<Result<LoggedEvent>> {
         let (sender, receiver) = tokio::sync::mpsc::channel(64);
         let runtime = self.clone();
         let task_id = task_id.to_owned();
         tokio::spawn(async move {
-            let mut wake = runtime.watch(&task_id);
+            let subscribed_early = early.is_some();
+            let mut wake = match early {
+                Some(EarlyWatch(wake)) => wake,
+                None => runtime.watch(&task_id),
+            };
             // The loop returns when the stream ends; then the task's watch is let go.
             async {
                 let mut seq = after;
-                // The first read is from the log; later ones from the announcement that woke us,
-                // when it follows on from what was sent (else from the log again).
-                let mut woken = false;
+                // The first read is from the log (unless subscribed early); later ones from the
+                // announcement that woke us, when it follows on from what was sent (else from
+                // the log again).
+                let mut woken = subscribed_early;
+                let mut first = true;
                 loop {
                     let announced = wake.borrow_and_update().clone();
+                    // Subscribed before anything after `after` could commit, and no commit
+                    // announced since: nothing to send yet.
+                    let quiet = first && subscribed_early && announced.events.is_empty();
+                    first = false;
                     if announced.deleted {
                         let _ = sender
                             .send(Err(AgentError::TaskDeleted(task_id.clone())))
                             .await;
                         return;
                     }
-                    let (events, more) = match woken.then(|| announced.after(seq)).flatten() {
+                    let from_announcement = if quiet {
+                        Some(Vec::new())
+                    } else {
+                        woken.then(|| announced.after(seq)).flatten()
+                    };
+                    let (events, more) = match from_announcement {
                         Some(events) => (events, false),
                         None => match runtime.store.events(&task_id, seq, None, PAGE).await {
                             Ok(rows) => {
@@ -339,7 +402,7 @@ mod tests {
         ];
         // Events 5, 6 and 7.
         let stored: Vec<NewEvent> = events.iter().map(Runtime::encode).collect();
-        let announced = Announcement::committed(7, &events, &stored);
+        let announced = Announcement::committed(LoggedEvent::numbered(7, events.to_vec(), &stored));
         assert_eq!(numbers(announced.after(4)), Some(vec![5, 6, 7]));
         assert_eq!(numbers(announced.after(5)), Some(vec![6, 7]));
         assert_eq!(numbers(announced.after(7)), Some(vec![]));
@@ -350,5 +413,32 @@ mod tests {
         assert_eq!(last.event().unwrap(), events[2]);
         assert_eq!(decode_stored(&last.stored).unwrap(), events[2]);
         assert!(Announcement::deleted().deleted);
+    }
+
+    #[test]
+    fn an_announcement_keeps_the_recent_events_that_lead_up_to_it() {
+        let events: Vec<StreamEvent> = (0..RECENT + 2)
+            .map(|n| event(&format!("e{n}"), TaskState::Working, false))
+            .collect();
+        let stored: Vec<NewEvent> = events.iter().map(Runtime::encode).collect();
+        let announce = |last: i64, range: std::ops::Range<usize>| {
+            Announcement::committed(LoggedEvent::numbered(
+                last,
+                events[range.clone()].to_vec(),
+                &stored[range],
+            ))
+        };
+        // Events 1-3, then 4-5: a follower at 1 finds 2-5 in the second announcement.
+        let merged = announce(5, 3..5).after_recent(&announce(3, 0..3));
+        assert_eq!(numbers(merged.after(1)), Some(vec![2, 3, 4, 5]));
+        // After a gap (events 1-3, then 6-7) only the new ones are kept.
+        let gapped = announce(7, 5..7).after_recent(&announce(3, 0..3));
+        assert_eq!(numbers(gapped.after(5)), Some(vec![6, 7]));
+        assert_eq!(numbers(gapped.after(3)), None);
+        // At most RECENT events are kept.
+        let long = announce(RECENT as i64 + 2, RECENT..RECENT + 2)
+            .after_recent(&announce(RECENT as i64, 0..RECENT));
+        assert_eq!(long.events.len(), RECENT);
+        assert_eq!(long.events.first().unwrap().seq, 3);
     }
 }

@@ -8,6 +8,7 @@
 //! decision, and picks it up after a restart.
 
 mod audit;
+mod decide;
 mod expiry;
 mod gate;
 mod inbox;
@@ -20,7 +21,7 @@ mod transcript;
 
 pub use crate::store::Channel;
 pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
-pub use log::LoggedEvent;
+pub use log::{EarlyWatch, LoggedEvent};
 pub use reads::Session;
 
 use std::collections::HashMap;
@@ -149,13 +150,17 @@ impl Default for Limits {
 }
 
 /// A message accepted for a task: stream its events after `after_seq`.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Accepted {
     pub task_id: String,
     pub after_seq: i64,
     /// The events the acceptance itself committed (numbered from `after_seq + 1`), so a stream
     /// can send them at once instead of waiting for a follower to read them back.
     pub committed: Vec<LoggedEvent>,
+    /// The task's announcements, subscribed before its runner started: a stream that sends
+    /// every event up to `after_seq + committed.len()` itself follows on from there with it
+    /// (see [`Runtime::follow_from`]).
+    pub watch: Option<EarlyWatch>,
 }
 
 pub struct Runtime {

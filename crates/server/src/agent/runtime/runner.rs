@@ -145,7 +145,7 @@ impl Runtime {
             guard: Some(Guard::NotTerminal),
             ..Commit::default()
         };
-        if let Err(err) = self.commit(task_id, &[event], commit).await {
+        if let Err(err) = self.commit(task_id, vec![event], commit).await {
             tracing::warn!(task = %task_id, error = %err, "could not mark the task failed");
         }
         self.drop_inbox(task_id);
@@ -203,7 +203,7 @@ impl Runtime {
                 guard: Some(Guard::NotTerminal),
                 ..Commit::default()
             };
-            self.commit(&task_id, &[working], commit).await?;
+            self.commit(&task_id, vec![working], commit).await?;
         }
         let mut transcript = transcript_of(&row)?;
         // The conversation before this task, in the same session.
@@ -270,7 +270,7 @@ impl Runtime {
                     guard: Some(Guard::NotTerminal),
                     ..Commit::default()
                 };
-                let completed = self.commit(&task_id, &[done], commit).await;
+                let completed = self.commit(&task_id, vec![done], commit).await;
                 self.drop_inbox(&task_id);
                 completed?;
                 return Ok(());
@@ -353,7 +353,7 @@ impl Runtime {
                 guard: Some(Guard::NotTerminal),
                 ..Commit::default()
             };
-            self.commit(&task_id, &events, commit).await?;
+            self.commit(&task_id, events, commit).await?;
         }
     }
 
@@ -421,7 +421,7 @@ impl Runtime {
                             guard: Some(Guard::NotTerminal),
                             ..Commit::default()
                         };
-                        self.commit(task_id, &[event], commit).await?;
+                        self.commit(task_id, vec![event], commit).await?;
                     }
                 }
                 ModelEvent::ToolCall(call) => {
@@ -452,7 +452,7 @@ impl Runtime {
                 guard: Some(Guard::NotTerminal),
                 ..Commit::default()
             };
-            self.commit(task_id, &[event], commit).await?;
+            self.commit(task_id, vec![event], commit).await?;
         }
         Ok(Some((text, calls)))
     }
@@ -620,7 +620,7 @@ impl Runtime {
     /// Writes a deferred step, if there is one.
     async fn write_deferred(&self, task_id: &str, deferred: Deferred) -> Result<()> {
         if let Some((events, commit)) = deferred {
-            self.commit(task_id, &events, commit).await?;
+            self.commit(task_id, events, commit).await?;
         }
         Ok(())
     }

@@ -1,0 +1,343 @@
+//! Decisions on a paused batch (an A2A message, text, or REST): each is admitted, checked and
+//! applied in ONE store write that reads the task and its pending batch on the writer's
+//! connection, so the checks and the compare-and-set see the same moment and the decision pays
+//! for no read of its own. Only the winner of the compare-and-set runs the calls.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use signoff_protocol::hitl::{self, ActionRequest, Decision, Dialect, Verdict};
+use signoff_protocol::{Message, Role, StreamEvent, TaskState};
+
+use crate::agent::view;
+use crate::store::{
+    task_state_text, BatchRow, BatchState, CallStatus, CallVerdict, Channel, DecisionWrite,
+    NewEvent, StoreError, TaskRow, Verdict as StoredVerdict,
+};
+
+use super::audit::args_sha256;
+use super::runner::RunnerStart;
+use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
+
+/// A decision as planned inside the write: what the caller needs once it has committed.
+pub(super) struct Decided {
+    task_id: String,
+    batch_id: i64,
+    channel: Channel,
+    summary: String,
+    working: StreamEvent,
+    stored: NewEvent,
+}
+
+/// What a message to an existing task turns into.
+enum Continuation {
+    Decided(Box<Decided>),
+    /// Text for a working task, taken before its next model turn; its log ended at `last_seq`.
+    Queued {
+        message: Message,
+        last_seq: i64,
+    },
+}
+
+impl Runtime {
+    /// A message to task `task_id` of `agent`: a decision on its pending batch, or text for it
+    /// while it works.
+    pub(super) async fn continue_task(
+        self: &Arc<Self>,
+        user: &str,
+        agent: &Arc<Agent>,
+        task_id: &str,
+        message: Message,
+    ) -> Result<Accepted> {
+        let runtime = self.clone();
+        let (user_id, agent_key, id) = (user.to_owned(), agent.key(), task_id.to_owned());
+        let planned = self
+            .store
+            .decide_planned(task_id, move |row, batch| {
+                // Over A2A, another user's or agent's task does not exist.
+                let row = row
+                    .filter(|row| row.user_id == user_id && row.agent == agent_key)
+                    .ok_or_else(|| AgentError::TaskNotFound(id.clone()))?;
+                if let Some(context_id) = &message.context_id {
+                    if *context_id != row.context_id {
+                        return Err(AgentError::InvalidParams(format!(
+                            "params.message.contextId: task {id} belongs to context {}, not {context_id}",
+                            row.context_id
+                        )));
+                    }
+                }
+                let state = row.state;
+                if state.is_terminal() {
+                    return Err(AgentError::Terminal(format!(
+                        "task {id} is {} and takes no more messages; send a message without taskId to start a new task",
+                        task_state_text(state)
+                    )));
+                }
+                let mut message = message.clone();
+                message.context_id = Some(row.context_id.clone());
+                let data_decision = Decision::from_message(&message)?;
+                // A working task takes text before its next model turn; a decision DataPart is
+                // late (another decision won a moment ago) and refused, so a batch is decided
+                // once.
+                if matches!(state, TaskState::Submitted | TaskState::Working)
+                    && data_decision.is_none()
+                {
+                    let last_seq = row.last_seq;
+                    return Ok((None, Continuation::Queued { message, last_seq }));
+                }
+                if state != TaskState::InputRequired {
+                    return Err(AgentError::NotPaused(format!(
+                        "task {id} is {} and is not waiting for a decision",
+                        task_state_text(state)
+                    )));
+                }
+                // A paused task reads a decision from a DataPart, else from the text; any other
+                // text rejects the pending calls with the text as the reason, which the model
+                // reads.
+                let (decision, channel) = match data_decision {
+                    Some(decision) => (decision, Channel::A2a),
+                    None => match Decision::from_reply(&message.text()) {
+                        Some(decision) => (decision, Channel::Text),
+                        None => {
+                            return Err(AgentError::InvalidParams(
+                                "the task waits for a decision on its tool calls: say approve \
+                                 or reject (or send a decision DataPart)"
+                                    .into(),
+                            ))
+                        }
+                    },
+                };
+                let batch = batch.ok_or_else(|| {
+                    AgentError::NotPaused(format!(
+                        "task {id} has no pending batch: it was already decided"
+                    ))
+                })?;
+                let (write, decided) = runtime.plan_decision(
+                    &user_id,
+                    row,
+                    batch,
+                    &decision,
+                    channel,
+                    Some(message),
+                )?;
+                Ok((Some(write), Continuation::Decided(Box::new(decided))))
+            })
+            .await;
+        match self
+            .or_expired(task_id, Self::committed(task_id, planned))
+            .await?
+        {
+            (Some(seq), Continuation::Decided(decided)) => Ok(self.decided(user, seq, *decided)),
+            (_, Continuation::Queued { message, last_seq }) => {
+                self.queue_message(task_id, last_seq, message)
+            }
+            (None, Continuation::Decided(_)) => Err(AgentError::Internal(
+                "a planned decision was not written".into(),
+            )),
+        }
+    }
+
+    /// Decides a paused task's batch through the REST API (`POST /api/approvals/{task}`);
+    /// returns the batch decided too.
+    pub async fn decide_rest(
+        self: &Arc<Self>,
+        user: &str,
+        task_id: &str,
+        data: &Value,
+    ) -> Result<(Accepted, i64)> {
+        let runtime = self.clone();
+        let (user_id, id, data) = (user.to_owned(), task_id.to_owned(), data.clone());
+        let planned = self
+            .store
+            .decide_planned(task_id, move |row, batch| {
+                let row = row.ok_or_else(|| AgentError::TaskNotFound(id.clone()))?;
+                if row.user_id != user_id {
+                    return Err(AgentError::Forbidden(id.clone()));
+                }
+                let decision = Decision::from_data(&data)?;
+                let mut message = Message::new(
+                    view::new_id(),
+                    Role::User,
+                    decision.to_parts(Dialect::Native),
+                );
+                message.task_id = Some(row.id.clone());
+                message.context_id = Some(row.context_id.clone());
+                let batch = batch.ok_or_else(|| {
+                    AgentError::NotPaused(format!(
+                        "task {id} is {} and waits for no decision",
+                        task_state_text(row.state)
+                    ))
+                })?;
+                let (write, decided) = runtime.plan_decision(
+                    &user_id,
+                    row,
+                    batch,
+                    &decision,
+                    Channel::Rest,
+                    Some(message),
+                )?;
+                Ok((Some(write), decided))
+            })
+            .await;
+        match self
+            .or_expired(task_id, Self::committed(task_id, planned))
+            .await?
+        {
+            (Some(seq), decided) => {
+                let batch_id = decided.batch_id;
+                Ok((self.decided(user, seq, decided), batch_id))
+            }
+            (None, _) => Err(AgentError::Internal(
+                "a planned decision was not written".into(),
+            )),
+        }
+    }
+
+    /// The store's answer to a planned decision, as the runtime's error.
+    fn committed<X>(
+        task_id: &str,
+        planned: crate::store::Result<Result<(Option<i64>, X)>>,
+    ) -> Result<(Option<i64>, X)> {
+        match planned {
+            Ok(outcome) => outcome,
+            // Cannot happen (the plan saw the batch pending in the same transaction); kept so a
+            // lost compare-and-set never runs anything.
+            Err(StoreError::Conflict(_)) => Err(AgentError::NotPaused(format!(
+                "the pending batch of task {task_id} was already decided"
+            ))),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// The decision rules (docs/wire.md, Decision rules) on the task's pending `batch`: the
+    /// write that decides it, and what to announce once it has committed. Pure: it runs inside
+    /// the store's write, perhaps twice.
+    fn plan_decision(
+        &self,
+        user: &str,
+        row: &TaskRow,
+        batch: &BatchRow,
+        decision: &Decision,
+        channel: Channel,
+        echo: Option<Message>,
+    ) -> Result<(DecisionWrite, Decided)> {
+        let requests: Vec<ActionRequest> = batch
+            .requests
+            .as_array()
+            .map(|items| items.iter().filter_map(ActionRequest::from_value).collect())
+            .unwrap_or_default();
+        let resolved = hitl::resolve(&requests, decision)?;
+        self.check_decided_calls(row, &resolved)?;
+        let verdicts = resolved
+            .iter()
+            .map(|call| match call.verdict {
+                Verdict::Approve => {
+                    let run_args = call
+                        .modified_args
+                        .clone()
+                        .unwrap_or_else(|| call.request.args.clone());
+                    CallVerdict {
+                        call_id: call.request.id.clone(),
+                        status: CallStatus::Approved,
+                        verdict: StoredVerdict::Approve,
+                        reason: None,
+                        run_args_sha256: Some(args_sha256(&run_args)),
+                        run_args: Some(run_args),
+                    }
+                }
+                Verdict::Deny => CallVerdict {
+                    call_id: call.request.id.clone(),
+                    status: CallStatus::Rejected,
+                    verdict: StoredVerdict::Deny,
+                    reason: call.reason.clone(),
+                    run_args: None,
+                    run_args_sha256: None,
+                },
+            })
+            .collect();
+        let working = view::status_event(&row.id, &row.context_id, TaskState::Working, echo, None);
+        let stored = Self::encode(&working);
+        let summary = decision.summary();
+        let write = DecisionWrite {
+            batch_id: batch.id,
+            user_id: user.to_owned(),
+            channel,
+            decision: decision.to_data(Dialect::Native),
+            summary: summary.clone(),
+            verdicts,
+            batch_state: BatchState::Decided,
+            task_state: TaskState::Working,
+            events: vec![stored.clone()],
+        };
+        let decided = Decided {
+            task_id: row.id.clone(),
+            batch_id: batch.id,
+            channel,
+            summary,
+            working,
+            stored,
+        };
+        Ok((write, decided))
+    }
+
+    /// After a decision's commit: announce it, start the runner, answer with the event.
+    fn decided(self: &Arc<Self>, user: &str, seq: i64, decided: Decided) -> Accepted {
+        let Decided {
+            task_id,
+            channel,
+            summary,
+            working,
+            stored,
+            ..
+        } = decided;
+        let logged = LoggedEvent::committed(seq, working, &stored);
+        self.notify(&task_id, vec![logged.clone()]);
+        tracing::info!(task = %task_id, user, channel = channel.as_str(), decision = %summary, "batch decided");
+        let watch = Some(self.watch_early(&task_id));
+        self.spawn_runner(&task_id, RunnerStart::Stored);
+        Accepted {
+            after_seq: seq - 1,
+            committed: vec![logged],
+            task_id,
+            watch,
+        }
+    }
+
+    /// What `resolve` cannot know: reasons within the size limit, and edited arguments that fit
+    /// the tool's input schema (an unknown key, a wrong type). Refused before anything is stored.
+    pub(super) fn check_decided_calls(
+        &self,
+        row: &TaskRow,
+        resolved: &[hitl::ResolvedCall],
+    ) -> Result<()> {
+        let agent = self.agent_by_key(&row.agent);
+        for call in resolved {
+            let id = &call.request.id;
+            if let Some(reason) = &call.reason {
+                if reason.len() > self.limits.max_reason_bytes {
+                    return Err(AgentError::InvalidParams(format!(
+                        "the rejection reason for {id} is {} bytes; the limit is {} bytes",
+                        reason.len(),
+                        self.limits.max_reason_bytes
+                    )));
+                }
+            }
+            let (Some(args), Some(agent)) = (&call.modified_args, &agent) else {
+                continue;
+            };
+            if let Some(tool) = agent.tools.get(&call.request.name) {
+                crate::agent::schema::check(&tool.spec.input_schema, args).map_err(|error| {
+                    AgentError::InvalidParams(format!(
+                        "modified_args for {id} ({}) do not fit the tool's input schema: {}",
+                        call.request.name,
+                        error
+                            .strip_prefix("arguments: ")
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| error.replacen("arguments", "modified_args", 1))
+                    ))
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
