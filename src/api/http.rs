@@ -1,18 +1,22 @@
-//! `fetch` with web-sys: requests, JSON bodies, error bodies, and abort handles.
+//! The browser's HTTP through gloo-net: requests, JSON bodies, error bodies, streamed response
+//! bodies (wasm-streams), and abort handles.
 
-use js_sys::{Array, Promise, Uint8Array};
+use futures_util::future::{select, Either};
+use futures_util::StreamExt;
+use gloo_net::http::{Request, RequestBuilder, Response};
+use gloo_timers::future::TimeoutFuture;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::JsFuture;
-use web_sys::{
-    AbortController, AbortSignal, Headers, ReadableStreamDefaultReader, RequestInit, Response,
-};
+use wasm_streams::readable::IntoStream;
+use wasm_streams::ReadableStream;
+use web_sys::{AbortController, AbortSignal};
 
 use super::ApiError;
 
 /// Aborts its request when dropped, so a component that goes away stops its stream. Clones
-/// share one controller: dropping any of them aborts.
+/// share one controller: dropping any of them aborts. (gloo-net takes a signal but has no
+/// controller of its own.)
 #[derive(Clone)]
 pub struct Abort {
     controller: Option<AbortController>,
@@ -48,72 +52,42 @@ impl Drop for Abort {
     }
 }
 
-fn describe(err: &JsValue) -> String {
-    if let Some(error) = err.dyn_ref::<js_sys::Error>() {
-        return String::from(error.message());
-    }
-    err.as_string().unwrap_or_else(|| format!("{err:?}"))
-}
-
-fn is_abort(err: &JsValue) -> bool {
-    err.dyn_ref::<js_sys::Error>()
-        .is_some_and(|error| error.name() == "AbortError")
-}
-
-pub(super) fn network(err: JsValue) -> ApiError {
-    if is_abort(&err) {
-        ApiError::Aborted
-    } else {
-        ApiError::Network(describe(&err))
+/// gloo-net's error as the person reads it; an aborted fetch is no failure of the server.
+fn from_gloo(err: gloo_net::Error) -> ApiError {
+    match err {
+        gloo_net::Error::JsError(js) if js.name == "AbortError" => ApiError::Aborted,
+        gloo_net::Error::JsError(js) => ApiError::Network(js.message),
+        gloo_net::Error::SerdeError(err) => ApiError::Decode(err.to_string()),
+        gloo_net::Error::GlooError(message) => ApiError::Network(message),
     }
 }
 
-/// Sends one request; `body` is JSON text.
+/// Sends `request` with a JSON body (`body` is JSON text) when there is one.
 pub(super) async fn send(
-    method: &str,
-    url: &str,
-    body: Option<&str>,
-    headers: &[(&str, &str)],
-    signal: Option<&AbortSignal>,
+    request: RequestBuilder,
+    body: Option<String>,
 ) -> Result<Response, ApiError> {
-    let window = web_sys::window().ok_or_else(|| ApiError::Network("no window".to_owned()))?;
-    let init = RequestInit::new();
-    init.set_method(method);
-    let header_map = Headers::new().map_err(network)?;
-    for (name, value) in headers {
-        header_map.set(name, value).map_err(network)?;
-    }
-    if let Some(body) = body {
-        header_map
-            .set("content-type", "application/json")
-            .map_err(network)?;
-        init.set_body(&JsValue::from_str(body));
-    }
-    init.set_headers(&header_map);
-    if let Some(signal) = signal {
-        init.set_signal(Some(signal));
-    }
-    let answer = JsFuture::from(window.fetch_with_str_and_init(url, &init))
-        .await
-        .map_err(network)?;
-    answer
-        .dyn_into::<Response>()
-        .map_err(|_| ApiError::Network("fetch gave no response".to_owned()))
-}
-
-pub(super) async fn text(response: &Response) -> Result<String, ApiError> {
-    let promise = response.text().map_err(network)?;
-    let text = JsFuture::from(promise).await.map_err(network)?;
-    Ok(text.as_string().unwrap_or_default())
+    let response = match body {
+        Some(body) => {
+            request
+                .header("content-type", "application/json")
+                .body(body)
+                .map_err(from_gloo)?
+                .send()
+                .await
+        }
+        None => request.send().await,
+    };
+    check(response.map_err(from_gloo)?).await
 }
 
 /// Turns a non-2xx answer into an error carrying the server's own message when it sent one.
-pub(super) async fn check(response: Response) -> Result<Response, ApiError> {
+async fn check(response: Response) -> Result<Response, ApiError> {
     if response.ok() {
         return Ok(response);
     }
     let status = response.status();
-    let body = text(&response).await.unwrap_or_default();
+    let body = response.text().await.unwrap_or_default();
     let from_json = serde_json::from_str::<Value>(&body).ok().and_then(|value| {
         ["error", "message"]
             .iter()
@@ -132,8 +106,9 @@ pub(super) async fn check(response: Response) -> Result<Response, ApiError> {
     Err(ApiError::Http { status, message })
 }
 
+/// The body as JSON; an empty body is `null`.
 pub(super) async fn json(response: &Response) -> Result<Value, ApiError> {
-    let body = text(response).await?;
+    let body = response.text().await.map_err(from_gloo)?;
     if body.trim().is_empty() {
         return Ok(Value::Null);
     }
@@ -141,14 +116,20 @@ pub(super) async fn json(response: &Response) -> Result<Value, ApiError> {
 }
 
 pub(super) async fn get_json(url: &str) -> Result<Value, ApiError> {
-    let response = check(send("GET", url, None, &[], None).await?).await?;
-    json(&response).await
+    json(&send(Request::get(url), None).await?).await
 }
 
 /// GETs one of the server's REST answers as its type from `signoff_protocol::rest`.
 pub(super) async fn get<T: DeserializeOwned>(url: &str) -> Result<T, ApiError> {
-    let response = check(send("GET", url, None, &[], None).await?).await?;
-    decode(url, &text(&response).await?)
+    let response = send(Request::get(url), None).await?;
+    decode(url, &response.text().await.map_err(from_gloo)?)
+}
+
+/// POSTs a JSON body (`body` is JSON text) and reads the answer as its type from
+/// `signoff_protocol::rest`.
+pub(super) async fn post<T: DeserializeOwned>(url: &str, body: String) -> Result<T, ApiError> {
+    let response = send(Request::post(url), Some(body)).await?;
+    decode(url, &response.text().await.map_err(from_gloo)?)
 }
 
 /// Reads a REST answer; an answer that does not fit its type is an error naming the URL and
@@ -159,23 +140,15 @@ pub(super) fn decode<T: DeserializeOwned>(url: &str, body: &str) -> Result<T, Ap
 }
 
 pub(super) async fn delete(url: &str) -> Result<(), ApiError> {
-    check(send("DELETE", url, None, &[], None).await?).await?;
+    send(Request::delete(url), None).await?;
     Ok(())
 }
 
-fn sleep(ms: i32) -> Promise {
-    Promise::new(&mut |resolve, _reject| {
-        if let Some(window) = web_sys::window() {
-            // The timer is never cleared: resolving an already settled race does nothing.
-            let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
-        }
-    })
-}
-
 /// Reads a body stream chunk by chunk; `Ok(None)` at the end. A chunk that takes longer than
-/// `idle_secs` to come cancels the stream with [`ApiError::Timeout`].
+/// `idle_secs` to come ends the read with [`ApiError::Timeout`]; dropping the reader cancels
+/// the stream.
 pub(super) struct BodyReader {
-    reader: ReadableStreamDefaultReader,
+    chunks: IntoStream<'static>,
     idle_secs: u32,
 }
 
@@ -184,30 +157,35 @@ impl BodyReader {
         let body = response
             .body()
             .ok_or_else(|| ApiError::Decode("the stream has no body".to_owned()))?;
-        let reader = body
-            .get_reader()
-            .dyn_into::<ReadableStreamDefaultReader>()
-            .map_err(|_| ApiError::Decode("the stream cannot be read".to_owned()))?;
-        Ok(BodyReader { reader, idle_secs })
+        Ok(BodyReader {
+            chunks: ReadableStream::from_raw(body).into_stream(),
+            idle_secs,
+        })
     }
 
     pub(super) async fn next(&mut self) -> Result<Option<Vec<u8>>, ApiError> {
-        let millis = i32::try_from(self.idle_secs.saturating_mul(1000)).unwrap_or(i32::MAX);
-        let race = Promise::race(&Array::of2(&self.reader.read(), &sleep(millis)));
-        let result = JsFuture::from(race).await.map_err(network)?;
-        if result.is_undefined() {
-            let _ = self.reader.cancel();
-            return Err(ApiError::Timeout(self.idle_secs));
+        let idle = TimeoutFuture::new(self.idle_secs.saturating_mul(1000));
+        let chunk = match select(self.chunks.next(), idle).await {
+            Either::Left((chunk, _)) => chunk,
+            Either::Right(((), _)) => return Err(ApiError::Timeout(self.idle_secs)),
+        };
+        match chunk {
+            None => Ok(None),
+            Some(Ok(chunk)) => Ok(Some(js_sys::Uint8Array::new(&chunk).to_vec())),
+            Some(Err(err)) => Err(stream_error(&err)),
         }
-        let done = js_sys::Reflect::get(&result, &JsValue::from_str("done"))
-            .map_err(network)?
-            .as_bool()
-            .unwrap_or(true);
-        if done {
-            return Ok(None);
-        }
-        let value = js_sys::Reflect::get(&result, &JsValue::from_str("value")).map_err(network)?;
-        Ok(Some(Uint8Array::new(&value).to_vec()))
+    }
+}
+
+/// Why a body read failed: the fetch's own error, `AbortError` when the request was aborted.
+fn stream_error(err: &JsValue) -> ApiError {
+    match err.dyn_ref::<js_sys::Error>() {
+        Some(error) if error.name() == "AbortError" => ApiError::Aborted,
+        Some(error) => ApiError::Network(String::from(error.message())),
+        None => ApiError::Network(
+            err.as_string()
+                .unwrap_or_else(|| "the stream broke off".to_owned()),
+        ),
     }
 }
 

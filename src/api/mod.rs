@@ -1,6 +1,6 @@
-//! The only code that talks to the server: REST reads, JSON-RPC calls over `fetch`, and SSE
-//! streams read from the response body. Components call these and feed what comes back to the
-//! reducer in [`crate::state`]; nothing else fetches.
+//! The only code that talks to the server: REST reads, JSON-RPC calls over gloo-net (the
+//! browser's `fetch`), and SSE streams read from the response body. Components call these and
+//! feed what comes back to the reducer in [`crate::state`]; nothing else fetches.
 
 mod http;
 pub mod policies;

@@ -16,8 +16,7 @@ pub async fn list() -> Result<Vec<Policy>, ApiError> {
 pub async fn create(policy: &NewPolicy) -> Result<Policy, ApiError> {
     let url = "/api/policies";
     let body = serde_json::to_string(policy).map_err(|err| ApiError::Decode(err.to_string()))?;
-    let response = http::check(http::send("POST", url, Some(&body), &[], None).await?).await?;
-    http::decode(url, &http::text(&response).await?)
+    http::post(url, body).await
 }
 
 /// `DELETE /api/policies/{id}`.

@@ -1,4 +1,4 @@
-//! A2A JSON-RPC over `fetch`: the agent card picks the protocol version, streaming methods
+//! A2A JSON-RPC over gloo-net: the agent card picks the protocol version, streaming methods
 //! read SSE from the response body through `signoff-protocol`'s parser.
 
 use std::cell::Cell;
@@ -65,10 +65,9 @@ pub async fn endpoint(namespace: &str, agent: &str) -> Endpoint {
     let Ok(body) = http::get_json(&card_url).await else {
         return fallback;
     };
-    let Ok(card) = codec::decode_agent_card(&body) else {
-        return fallback;
-    };
-    match card.best_interface() {
+    // The interfaces only: the whole card's decoding would be 7 KB of the download.
+    let interfaces = codec::decode_card_interfaces(&body);
+    match interfaces.iter().max_by_key(|interface| interface.version) {
         Some(interface) if same_origin(&interface.url) => Endpoint {
             url: interface.url.clone(),
             version: interface.version,
@@ -81,31 +80,20 @@ pub async fn endpoint(namespace: &str, agent: &str) -> Endpoint {
     }
 }
 
-fn version_header(endpoint: &Endpoint) -> [(&'static str, &'static str); 2] {
-    [
-        ("A2A-Version", endpoint.version.as_str()),
-        ("Accept", "text/event-stream, application/json"),
-    ]
-}
-
 async fn post(
     endpoint: &Endpoint,
     method: Method,
     params: Value,
     abort: Option<&Abort>,
-) -> Result<web_sys::Response, ApiError> {
+) -> Result<gloo_net::http::Response, ApiError> {
     let request = Request::new(next_id(), method.name(endpoint.version), params);
     let body = serde_json::to_string(&request).map_err(|err| ApiError::Decode(err.to_string()))?;
     let signal = abort.and_then(Abort::signal);
-    let response = http::send(
-        "POST",
-        &endpoint.url,
-        Some(&body),
-        &version_header(endpoint),
-        signal.as_ref(),
-    )
-    .await?;
-    http::check(response).await
+    let request = gloo_net::http::Request::post(&endpoint.url)
+        .header("A2A-Version", endpoint.version.as_str())
+        .header("Accept", "text/event-stream, application/json")
+        .abort_signal(signal.as_ref());
+    http::send(request, Some(body)).await
 }
 
 fn rpc_error(error: signoff_protocol::jsonrpc::ErrorObject) -> ApiError {
@@ -133,12 +121,7 @@ async fn stream(
     on_event: &mut dyn FnMut(StreamEvent),
 ) -> Result<(), ApiError> {
     let response = post(endpoint, method, params, Some(abort)).await?;
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let content_type = response.headers().get("content-type").unwrap_or_default();
     if !content_type.contains("text/event-stream") {
         // A server may answer a streaming method with one JSON-RPC response (an error, mostly).
         let body = http::json(&response).await?;

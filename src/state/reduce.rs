@@ -8,7 +8,7 @@ use signoff_protocol::{
     TaskStatus, TaskStatusUpdateEvent,
 };
 
-use super::tools::{self, LogEntry};
+use super::tools::LogEntry;
 use super::view::{ChatStatus, ChatView, Item, ItemKind, PendingBatch, ToolStatus, Usage};
 
 /// Applies one event to the view: the reducer of ARCHITECTURE.md, invariant 2.
@@ -144,12 +144,8 @@ fn apply_status(view: &mut ChatView, task: &str, status: &TaskStatus, metadata: 
         }
     };
     if status.state.is_terminal() {
-        let already = view
-            .log
-            .iter()
-            .any(|entry| matches!(entry, LogEntry::End { task: ended, .. } if ended == task));
-        if !already {
-            view.log.push(LogEntry::End {
+        if !view.tool_log.has_ended(task) {
+            view.tool_log.push(LogEntry::End {
                 task: task.to_owned(),
                 state: status.state,
             });
@@ -169,7 +165,7 @@ fn push_notice(view: &mut ChatView, task: &str, kind: ItemKind, text: &str) {
     if view.item(&key).is_some() {
         return;
     }
-    view.items.push(Item {
+    view.push_item(Item {
         key,
         task_id: Some(task.to_owned()),
         kind,
@@ -200,7 +196,7 @@ fn apply_user_message(view: &mut ChatView, message: &Message, task: Option<&str>
     let decision = Decision::from_message(message).ok().flatten();
     let kind = match (&decision, task) {
         (Some(decision), Some(task)) => {
-            view.log.push(LogEntry::Decision {
+            view.tool_log.push(LogEntry::Decision {
                 task: task.to_owned(),
                 decision: decision.clone(),
             });
@@ -213,7 +209,7 @@ fn apply_user_message(view: &mut ChatView, message: &Message, task: Option<&str>
     if let (ItemKind::Decision, true, Some(decision)) = (kind, text.trim().is_empty(), &decision) {
         text = decision.summary();
     }
-    view.items.push(Item {
+    view.push_item(Item {
         key: message.message_id.clone(),
         task_id: task.map(str::to_owned),
         kind,
@@ -243,7 +239,7 @@ fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str
             Some(index) => view.items[index].text.push_str(&text),
             None if !text.is_empty() => {
                 let key = format!("{stream_prefix}{}", view.items.len());
-                view.items.push(agent_item(key, task, text, true));
+                view.push_item(agent_item(key, task, text, true));
             }
             None => {}
         }
@@ -264,8 +260,8 @@ fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str
     for part in &message.parts {
         if let Some(call) = ToolCall::from_part(part) {
             tool_parts = true;
-            let slot = tools::slot_for(&view.log, task_key, &call.id, true);
-            view.log.push(LogEntry::Request {
+            let slot = view.tool_log.slot_for(task_key, &call.id, true);
+            view.tool_log.push(LogEntry::Request {
                 slot,
                 task: task_key.to_owned(),
                 item: item_key.clone(),
@@ -274,8 +270,8 @@ fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str
             });
         } else if let Some(result) = ToolResult::from_part(part) {
             tool_parts = true;
-            let slot = tools::slot_for(&view.log, task_key, &result.id, false);
-            view.log.push(LogEntry::Result {
+            let slot = view.tool_log.slot_for(task_key, &result.id, false);
+            view.tool_log.push(LogEntry::Result {
                 slot,
                 task: task_key.to_owned(),
                 item: item_key.clone(),
@@ -289,9 +285,9 @@ fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str
         let slots = interrupt
             .action_requests
             .iter()
-            .map(|request| tools::slot_for(&view.log, task_key, &request.id, false))
+            .map(|request| view.tool_log.slot_for(task_key, &request.id, false))
             .collect();
-        view.log.push(LogEntry::Interrupt {
+        view.tool_log.push(LogEntry::Interrupt {
             task: task_key.to_owned(),
             item: item_key.clone(),
             interrupt,
@@ -299,7 +295,7 @@ fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str
         });
     }
     if !text.is_empty() {
-        view.log.push(LogEntry::Progress {
+        view.tool_log.push(LogEntry::Progress {
             task: task_key.to_owned(),
         });
     }
@@ -309,7 +305,7 @@ fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str
             view.items[index].streaming = false;
         }
         None if text.is_empty() && !tool_parts => {}
-        None => view.items.push(agent_item(item_key, task, text, false)),
+        None => view.push_item(agent_item(item_key, task, text, false)),
     }
 }
 
@@ -357,7 +353,7 @@ fn apply_artifact(
         .filter_map(|part| part.as_text())
         .collect();
     let key = format!("artifact:{}", artifact.artifact_id);
-    if let Some(item) = view.items.iter_mut().find(|item| item.key == key) {
+    if let Some(item) = view.item_mut(&key) {
         if append {
             item.text.push_str(&text);
         } else {
@@ -381,28 +377,45 @@ fn apply_artifact(
                 return;
             }
         }
-        view.items
-            .push(agent_item(key, Some(task), text, !last_chunk));
+        view.push_item(agent_item(key, Some(task), text, !last_chunk));
     }
-    view.log.push(LogEntry::Progress {
+    view.tool_log.push(LogEntry::Progress {
         task: task.to_owned(),
     });
 }
 
-/// Re-derives the cards, the pending batch and the status that depends on them.
+/// Derives the cards the event touched, the pending batch and the status that depends on them.
 fn refresh(view: &mut ChatView) {
-    view.tools = tools::derive(&view.log);
-    for item in &mut view.items {
-        item.tool_keys.clear();
-    }
-    for tool in &view.tools {
-        if let Some(item) = view.items.iter_mut().find(|item| item.key == tool.owner) {
-            item.tool_keys.push(tool.key.clone());
+    let settled = view.tool_log.settle(&mut view.tools);
+    if settled.reordered {
+        for item in &mut view.items {
+            item.tool_keys.clear();
+        }
+        let owners: Vec<(String, String)> = view
+            .tools
+            .iter()
+            .map(|tool| (tool.owner.clone(), tool.key.clone()))
+            .collect();
+        for (owner, key) in owners {
+            if let Some(item) = view.item_mut(&owner) {
+                item.tool_keys.push(key);
+            }
+        }
+    } else {
+        // New cards come last in the card list, so they come last under their item too.
+        for slot in settled.new {
+            let Some(tool) = view.tool(&slot) else {
+                continue;
+            };
+            let owner = tool.owner.clone();
+            if let Some(item) = view.item_mut(&owner) {
+                item.tool_keys.push(slot);
+            }
         }
     }
     // A message that only carried results or repeated known calls shows nothing of its own.
     // Card owners never change once derived, so such an item stays empty for good.
-    view.items.retain(|item| {
+    view.retain_items(|item| {
         item.kind != ItemKind::Agent
             || !item.text.is_empty()
             || !item.tool_keys.is_empty()
@@ -414,6 +427,12 @@ fn refresh(view: &mut ChatView) {
     } else if view.status == ChatStatus::AwaitingApproval {
         view.status = ChatStatus::Ready;
     }
+    #[cfg(test)]
+    assert_eq!(
+        view.tools,
+        view.tool_log.reference_cards(),
+        "the incremental cards disagree with the whole-log passes"
+    );
 }
 
 fn pending_batch(view: &ChatView) -> Option<PendingBatch> {
@@ -421,20 +440,7 @@ fn pending_batch(view: &ChatView) -> Option<PendingBatch> {
     if view.task_states.get(task) != Some(&TaskState::InputRequired) {
         return None;
     }
-    let (interrupt, slots) = view.log.iter().rev().find_map(|entry| match entry {
-        LogEntry::Interrupt {
-            task: entry_task,
-            interrupt,
-            slots,
-            ..
-        } if entry_task == task => Some((interrupt, slots)),
-        LogEntry::Interrupt { .. }
-        | LogEntry::Request { .. }
-        | LogEntry::Decision { .. }
-        | LogEntry::Result { .. }
-        | LogEntry::Progress { .. }
-        | LogEntry::End { .. } => None,
-    })?;
+    let (interrupt, slots) = view.tool_log.last_interrupt(task)?;
     let all_pending = slots.iter().all(|slot| {
         view.tool(slot)
             .is_some_and(|tool| tool.status == ToolStatus::PendingApproval)
@@ -444,7 +450,7 @@ fn pending_batch(view: &ChatView) -> Option<PendingBatch> {
         context_id: view.context_id.clone(),
         dialect: interrupt.dialect,
         requests: interrupt.action_requests.clone(),
-        keys: slots.clone(),
+        keys: slots.to_vec(),
         expires_at: interrupt.expires_at.clone(),
     })
 }

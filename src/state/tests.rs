@@ -15,6 +15,8 @@ use signoff_protocol::{ProtocolVersion, StreamEvent, Task};
 use super::view::{ChatView, ItemKind};
 use super::{replay, ToolStatus};
 
+mod cards;
+
 /// kagent 0.10.4's recorded traffic: one copy, in the protocol crate.
 fn kagent_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/protocol/tests/fixtures/kagent-0.10.4")
@@ -468,86 +470,4 @@ fn a_batch_decided_elsewhere_shows_decided_after_a_resubscribe() {
     };
     assert_eq!(status("write_file"), Some(ToolStatus::Approved));
     assert_eq!(status("delete_file"), Some(ToolStatus::Rejected));
-}
-
-/// A v0.3 `working` (or other) status update from this server, holding `parts`.
-fn status_with(state: &str, parts: Value, is_final: bool) -> StreamEvent {
-    let event = serde_json::json!({
-        "kind": "status-update", "taskId": "t-9", "contextId": "s-9", "final": is_final,
-        "status": {"state": state, "message": {"kind": "message", "role": "agent",
-            "messageId": format!("m-{}", parts), "parts": parts}}});
-    codec::decode_event(ProtocolVersion::V0_3, &event).unwrap()
-}
-
-#[test]
-fn policy_allowed_denied_and_expired_calls_show_who_decided() {
-    use serde_json::json;
-    use signoff_protocol::hitl::DecidedBy;
-    let policy = json!({"by": "policy", "policyId": "p-1", "summary": "write_file with any arguments, in this chat"});
-    let rule = json!({"by": "rule", "rule": "#1 (write_file when path glob \".git/**\")", "action": "deny"});
-    let call = |id: &str, path: &str, decided: &Value| {
-        let mut part = json!({"kind": "data", "metadata": {"kagent_type": "function_call"},
-                              "data": {"id": id, "name": "write_file", "args": {"path": path}}});
-        if !decided.is_null() {
-            part["metadata"]["signoff_decided_by"] = decided.clone();
-        }
-        part
-    };
-    let result = |id: &str, response: Value| {
-        json!({"kind": "data", "metadata": {"kagent_type": "function_response"},
-               "data": {"id": id, "name": "write_file", "response": response}})
-    };
-    let interrupt = json!([{"kind": "text", "text": "**Approval Required**"},
-        {"kind": "data", "metadata": {"kagent_type": "interrupt_data"},
-         "data": {"interrupt_type": "tool_approval", "expires_at": "2026-11-21T10:30:00.000Z",
-                  "action_requests": [{"id": "c3", "name": "write_file", "args": {"path": "z"}}]}}]);
-    let mut view = run(&[
-        status_with("working", json!([call("c1", "a", &policy)]), false),
-        status_with("working", json!([call("c2", ".git/x", &rule)]), false),
-        status_with("working", json!([call("c3", "z", &Value::Null)]), false),
-        status_with(
-            "working",
-            json!([result("c1", json!({"content": [], "isError": false}))]),
-            false,
-        ),
-        status_with(
-            "working",
-            json!([result(
-                "c2",
-                json!({"status": "denied", "rule": "#1 (write_file when path glob \".git/**\")", "message": "Denied"})
-            )]),
-            false,
-        ),
-        status_with("input-required", interrupt, true),
-    ]);
-    let pending = view.pending.clone().unwrap();
-    assert_eq!(
-        pending.expires_at.as_deref(),
-        Some("2026-11-21T10:30:00.000Z")
-    );
-    assert_eq!(
-        view.tool("t-9:c1").unwrap().decided_by,
-        Some(DecidedBy::Policy {
-            id: "p-1".into(),
-            summary: "write_file with any arguments, in this chat".into()
-        })
-    );
-    let denied = view.tool("t-9:c2").unwrap();
-    assert_eq!(denied.status, ToolStatus::Denied);
-    assert_eq!(
-        denied.reason.as_deref(),
-        Some("#1 (write_file when path glob \".git/**\")")
-    );
-    view.apply(&status_with(
-        "working",
-        json!([result("c3", json!({"status": "expired", "message": "…"}))]),
-        false,
-    ));
-    let expired = view.tool("t-9:c3").unwrap();
-    assert_eq!(
-        expired.status,
-        ToolStatus::Expired,
-        "not rejected: nobody refused it"
-    );
-    assert!(view.pending.is_none());
 }

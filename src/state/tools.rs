@@ -1,6 +1,10 @@
 //! Tool-call status, derived from the event log in kagent's three passes (ARCHITECTURE.md,
 //! invariant 3): requests, then results, then completion. Live streams and stored tasks append
 //! the same entries in the same order, so both give the same cards.
+//!
+//! The passes run per card, over the facts the log holds about that card, and only for the cards
+//! an appended entry touches: an event costs the same whether the chat has 50 cards or 200. The
+//! whole-log passes they replace stay in `oracle` as the reference the tests hold them to.
 
 use std::collections::BTreeMap;
 
@@ -11,6 +15,9 @@ use signoff_protocol::hitl::{
 use signoff_protocol::TaskState;
 
 use super::view::{ToolCallView, ToolStatus};
+
+#[cfg(test)]
+pub(crate) mod oracle;
 
 /// One tool-related event, with the card (slot) it concerns resolved when it was appended.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,51 +59,487 @@ pub(crate) enum LogEntry {
     },
 }
 
-impl LogEntry {
-    fn task(&self) -> &str {
-        match self {
-            LogEntry::Request { task, .. }
-            | LogEntry::Interrupt { task, .. }
-            | LogEntry::Decision { task, .. }
-            | LogEntry::Result { task, .. }
-            | LogEntry::Progress { task }
-            | LogEntry::End { task, .. } => task,
-        }
-    }
+/// What one log entry says about one card, in log order.
+#[derive(Debug, Clone, PartialEq)]
+enum Fact {
+    /// The request at this log position.
+    Request(usize),
+    /// The card is request `index` of the interrupt at log position `at`.
+    Held { at: usize, index: usize },
+    /// A decision on the card's batch that the rules accepted, resolved for this card: the
+    /// verdict, with the edited arguments of an approval or the reason of a rejection.
+    Decided {
+        verdict: Verdict,
+        modified_args: Option<Value>,
+        reason: Option<String>,
+    },
+    /// The result at this log position.
+    Result(usize),
 }
 
-/// The slot (card key) a new entry about call `id` of `task` belongs to. A call id seen again
-/// after its call got a result is a new call (models reuse ids across turns).
-pub(crate) fn slot_for(log: &[LogEntry], task: &str, id: &str, new_request: bool) -> String {
-    let base = format!("{task}:{id}");
-    let mut current: Option<&str> = None;
-    let mut count = 0usize;
-    let mut has_result = false;
-    for entry in log {
-        let slots: Vec<&str> = match entry {
-            LogEntry::Request { slot, .. } | LogEntry::Result { slot, .. } => vec![slot],
-            LogEntry::Interrupt { slots, .. } => slots.iter().map(String::as_str).collect(),
-            LogEntry::Decision { .. } | LogEntry::Progress { .. } | LogEntry::End { .. } => {
-                Vec::new()
+/// Where a card sits: requests and interrupts first, by log position (and place in their
+/// batch), then cards that only ever got a result, by the result's position.
+type Order = (u8, usize, usize);
+
+/// A slot, or a `<task>:<call id>` that slots are counted under (most names are both).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Name {
+    name: String,
+    /// As a slot: what the log says about it.
+    facts: Vec<Fact>,
+    /// As a slot: where its card is in the card list.
+    card: Option<usize>,
+    /// As a slot: its card is pending approval.
+    pending: bool,
+    /// As a slot: its card must be derived again.
+    dirty: bool,
+    /// As `<task>:<call id>`: the id of the slot last named, if any was.
+    current: Option<usize>,
+    /// How many different slots were named in turn.
+    count: usize,
+    /// The current slot has its result.
+    has_result: bool,
+}
+
+/// What the derivation needs to know of one task.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct TaskLog {
+    /// The position of its latest interrupt (the batch a decision answers).
+    last_interrupt: Option<usize>,
+    /// The position of its latest text, request, interrupt or end: results before it are
+    /// complete.
+    last_move: Option<usize>,
+    /// The terminal state it reached.
+    ended: Option<TaskState>,
+    /// Slots with a result that nothing has followed yet.
+    unsettled: Vec<usize>,
+    /// Slots whose cards were pending approval (they never run if the task fails); the
+    /// slot's own `pending` says whether it still is.
+    pending: Vec<usize>,
+}
+
+/// The tool-related log and what it takes to keep the cards up to date entry by entry. Names
+/// and tasks are numbered once, so that the per-event work is index lookups (and the wasm
+/// carries one map type instead of one per kind of fact).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ToolLog {
+    entries: Vec<LogEntry>,
+    name_ids: BTreeMap<String, usize>,
+    names: Vec<Name>,
+    task_ids: BTreeMap<String, usize>,
+    tasks: Vec<TaskLog>,
+    /// Names whose card must be derived again.
+    dirty: Vec<usize>,
+    /// The [`Order`] of each card in the card list.
+    order: Vec<Order>,
+}
+
+/// What [`ToolLog::settle`] changed in the card list.
+#[derive(Debug, Default)]
+pub(crate) struct Settled {
+    /// Slots of new cards, in card order (all at the end of the list unless `reordered`).
+    pub new: Vec<String>,
+    /// A card went somewhere other than the end: every item's card keys must be rebuilt.
+    pub reordered: bool,
+}
+
+impl ToolLog {
+    /// The slot (card key) a new entry about call `id` of `task` belongs to. A call id seen
+    /// again after its call got a result is a new call (models reuse ids across turns).
+    pub(crate) fn slot_for(&self, task: &str, id: &str, new_request: bool) -> String {
+        let base = format!("{task}:{id}");
+        let counted = self.name_ids.get(&base).map(|at| &self.names[*at]);
+        let slot = match counted.and_then(|name| Some((name, name.current?))) {
+            Some((name, current)) if !(new_request && name.has_result) => {
+                self.names[current].name.clone()
             }
+            Some((name, _)) => format!("{base}#{}", name.count + 1),
+            None => base,
         };
-        for slot in slots {
-            if slot == base || slot.starts_with(&format!("{base}#")) {
-                if current != Some(slot) {
-                    count += 1;
-                    has_result = false;
+        #[cfg(test)]
+        assert_eq!(
+            slot,
+            oracle::slot_for(&self.entries, task, id, new_request),
+            "slot_for disagrees with the whole-log reference"
+        );
+        slot
+    }
+
+    fn task(&self, task: &str) -> Option<&TaskLog> {
+        self.tasks.get(*self.task_ids.get(task)?)
+    }
+
+    fn task_mut(&mut self, task: &str) -> &mut TaskLog {
+        let next = self.tasks.len();
+        let at = *self.task_ids.entry(task.to_owned()).or_insert(next);
+        if at == next {
+            self.tasks.push(TaskLog::default());
+        }
+        &mut self.tasks[at]
+    }
+
+    fn name_id(&mut self, name: &str) -> usize {
+        let next = self.names.len();
+        let at = *self.name_ids.entry(name.to_owned()).or_insert(next);
+        if at == next {
+            self.names.push(Name {
+                name: name.to_owned(),
+                ..Name::default()
+            });
+        }
+        at
+    }
+
+    /// Whether `task` has reached a terminal state.
+    pub(crate) fn has_ended(&self, task: &str) -> bool {
+        self.task(task).is_some_and(|task| task.ended.is_some())
+    }
+
+    /// The latest interrupt of `task`, with its slots.
+    pub(crate) fn last_interrupt(&self, task: &str) -> Option<(&ApprovalInterrupt, &[String])> {
+        match self.entries.get(self.task(task)?.last_interrupt?)? {
+            LogEntry::Interrupt {
+                interrupt, slots, ..
+            } => Some((interrupt, slots.as_slice())),
+            LogEntry::Request { .. }
+            | LogEntry::Decision { .. }
+            | LogEntry::Result { .. }
+            | LogEntry::Progress { .. }
+            | LogEntry::End { .. } => None,
+        }
+    }
+
+    /// Where the card of `slot` is in the card list.
+    pub(crate) fn position(&self, slot: &str) -> Option<usize> {
+        self.names.get(*self.name_ids.get(slot)?)?.card
+    }
+
+    /// Appends an entry and notes the cards it touches.
+    pub(crate) fn push(&mut self, entry: LogEntry) {
+        let at = self.entries.len();
+        match &entry {
+            LogEntry::Request { slot, task, .. } => {
+                self.mention(slot, false);
+                self.add_fact(slot, Fact::Request(at));
+                self.moved(task, at);
+            }
+            LogEntry::Interrupt {
+                task,
+                interrupt,
+                slots,
+                ..
+            } => {
+                let held = slots.iter().take(interrupt.action_requests.len());
+                for (index, slot) in held.enumerate() {
+                    self.mention(slot, false);
+                    self.add_fact(slot, Fact::Held { at, index });
                 }
-                current = Some(slot);
-                if matches!(entry, LogEntry::Result { .. }) {
-                    has_result = true;
+                self.task_mut(task).last_interrupt = Some(at);
+                self.moved(task, at);
+            }
+            LogEntry::Decision { task, decision } => {
+                let resolved = self.last_interrupt(task).and_then(|(interrupt, slots)| {
+                    // A decision the rules refuse changed nothing on the server either.
+                    let calls = hitl::resolve(&interrupt.action_requests, decision).ok()?;
+                    Some((calls, slots.to_vec()))
+                });
+                if let Some((calls, slots)) = resolved {
+                    for (call, slot) in calls.into_iter().zip(&slots) {
+                        let fact = Fact::Decided {
+                            verdict: call.verdict,
+                            modified_args: call.modified_args,
+                            reason: call.reason,
+                        };
+                        self.add_fact(slot, fact);
+                    }
                 }
+            }
+            LogEntry::Result { slot, task, .. } => {
+                self.mention(slot, true);
+                self.add_fact(slot, Fact::Result(at));
+                let id = self.name_id(slot);
+                self.task_mut(task).unsettled.push(id);
+            }
+            LogEntry::Progress { task } => self.moved(task, at),
+            LogEntry::End { task, state } => {
+                let log = self.task_mut(task);
+                log.ended.get_or_insert(*state);
+                let pending = log.pending.clone();
+                for id in pending {
+                    if self.names[id].pending {
+                        self.mark(id);
+                    }
+                }
+                self.moved(task, at);
+            }
+        }
+        self.entries.push(entry);
+    }
+
+    /// `slot` was named: every `<task>:<call id>` it can belong to remembers it (a slot
+    /// `t:a#2` belongs to `t:a`, and to a call whose id is really `a#2`).
+    fn mention(&mut self, slot: &str, is_result: bool) {
+        let id = self.name_id(slot);
+        let bases: Vec<String> = slot
+            .match_indices('#')
+            .map(|(at, _)| slot[..at].to_owned())
+            .chain([slot.to_owned()])
+            .collect();
+        for base in bases {
+            let base = self.name_id(&base);
+            let name = &mut self.names[base];
+            if name.current != Some(id) {
+                name.count += 1;
+                name.has_result = false;
+                name.current = Some(id);
+            }
+            if is_result {
+                name.has_result = true;
             }
         }
     }
-    match current {
-        Some(slot) if !(new_request && has_result) => slot.to_owned(),
-        Some(_) => format!("{base}#{}", count + 1),
-        None => base,
+
+    fn mark(&mut self, id: usize) {
+        if !self.names[id].dirty {
+            self.names[id].dirty = true;
+            self.dirty.push(id);
+        }
+    }
+
+    fn add_fact(&mut self, slot: &str, fact: Fact) {
+        let id = self.name_id(slot);
+        self.names[id].facts.push(fact);
+        self.mark(id);
+    }
+
+    /// The turn of `task` moved on at `at`: its results so far are complete.
+    fn moved(&mut self, task: &str, at: usize) {
+        let log = self.task_mut(task);
+        log.last_move = Some(at);
+        let unsettled = std::mem::take(&mut log.unsettled);
+        for id in unsettled {
+            self.mark(id);
+        }
+    }
+
+    /// Derives the touched cards again and puts them in `cards` (the list this log keeps).
+    pub(crate) fn settle(&mut self, cards: &mut Vec<ToolCallView>) -> Settled {
+        // In card order, so that new cards go to the end one after the other.
+        let mut derived: Vec<(Order, usize, ToolCallView)> = Vec::new();
+        for id in std::mem::take(&mut self.dirty) {
+            self.names[id].dirty = false;
+            if let Some((order, card)) = self.derive(id) {
+                let at = derived.partition_point(|(other, _, _)| *other < order);
+                derived.insert(at, (order, id, card));
+            }
+        }
+        let mut settled = Settled::default();
+        for (order, id, card) in derived {
+            let pending = card.status == ToolStatus::PendingApproval;
+            if pending && !self.names[id].pending {
+                self.task_mut(&card.task_id).pending.push(id);
+            }
+            self.names[id].pending = pending;
+            match self.names[id].card {
+                Some(at) if self.order[at] == order => {
+                    if cards[at] != card {
+                        cards[at] = card;
+                    }
+                }
+                Some(at) => {
+                    // A card that only had a result got its request: it moves up (rare).
+                    cards.remove(at);
+                    self.order.remove(at);
+                    self.insert(cards, order, card);
+                    settled.reordered = true;
+                }
+                None if self.order.last().is_some_and(|last| *last > order) => {
+                    settled.new.push(card.key.clone());
+                    self.insert(cards, order, card);
+                    settled.reordered = true;
+                }
+                None => {
+                    settled.new.push(card.key.clone());
+                    self.names[id].card = Some(cards.len());
+                    cards.push(card);
+                    self.order.push(order);
+                }
+            }
+        }
+        settled
+    }
+
+    /// Puts `card` at its place in the list and numbers every card's place again.
+    fn insert(&mut self, cards: &mut Vec<ToolCallView>, order: Order, card: ToolCallView) {
+        let at = self.order.partition_point(|other| *other < order);
+        cards.insert(at, card);
+        self.order.insert(at, order);
+        for (at, card) in cards.iter().enumerate() {
+            if let Some(id) = self.name_ids.get(&card.key) {
+                self.names[*id].card = Some(at);
+            }
+        }
+    }
+
+    /// The three passes for one card, over the facts about it.
+    fn derive(&self, id: usize) -> Option<(Order, ToolCallView)> {
+        let Name {
+            name: slot, facts, ..
+        } = self.names.get(id)?;
+        let mut card: Option<(Order, ToolCallView)> = None;
+        // Pass 1: requests set requested / pending approval, decisions approved / rejected.
+        for fact in facts {
+            match fact {
+                Fact::Request(at) => {
+                    if let Some(LogEntry::Request {
+                        task,
+                        item,
+                        call,
+                        decided_by,
+                        ..
+                    }) = self.entries.get(*at)
+                    {
+                        let (_, card) = card.get_or_insert_with(|| {
+                            let new = new_card(slot, task, item, &call.id, &call.name, &call.args);
+                            ((0, *at, 0), new)
+                        });
+                        if decided_by.is_some() {
+                            card.decided_by = decided_by.clone();
+                        }
+                    }
+                }
+                Fact::Held { at, index } => {
+                    let Some(LogEntry::Interrupt {
+                        task,
+                        item,
+                        interrupt,
+                        ..
+                    }) = self.entries.get(*at)
+                    else {
+                        continue;
+                    };
+                    let Some(request) = interrupt.action_requests.get(*index) else {
+                        continue;
+                    };
+                    let (_, card) = card.get_or_insert_with(|| {
+                        let new =
+                            new_card(slot, task, item, &request.id, &request.name, &request.args);
+                        ((0, *at, *index), new)
+                    });
+                    card.status = ToolStatus::PendingApproval;
+                    card.args = request.args.clone();
+                    if request.description.is_some() {
+                        card.description = request.description.clone();
+                    }
+                    if request.server.is_some() {
+                        card.server = request.server.clone();
+                    }
+                }
+                Fact::Decided {
+                    verdict,
+                    modified_args,
+                    reason,
+                } => {
+                    let Some((_, card)) = card.as_mut() else {
+                        continue;
+                    };
+                    if card.status != ToolStatus::PendingApproval {
+                        continue;
+                    }
+                    match verdict {
+                        Verdict::Approve => {
+                            card.status = ToolStatus::Approved;
+                            card.edited_args = modified_args.clone();
+                        }
+                        Verdict::Deny => {
+                            card.status = ToolStatus::Rejected;
+                            card.reason = reason.clone();
+                        }
+                    }
+                }
+                Fact::Result(_) => {}
+            }
+        }
+        // Pass 2: results attach, and set executing unless the call was approved or rejected.
+        // A result for a call still pending means it was decided elsewhere (another tab, REST).
+        let results = facts.iter().filter_map(|fact| match fact {
+            Fact::Result(at) => match self.entries.get(*at) {
+                Some(LogEntry::Result {
+                    task,
+                    item,
+                    result,
+                    decided_by,
+                    ..
+                }) => Some((*at, task, item, result, decided_by)),
+                Some(_) | None => None,
+            },
+            Fact::Request(_) | Fact::Held { .. } | Fact::Decided { .. } => None,
+        });
+        for (at, task, item, result, decided_by) in results.clone() {
+            let (_, card) = card.get_or_insert_with(|| {
+                let new = new_card(slot, task, item, &result.id, &result.name, &Value::Null);
+                ((1, at, 0), new)
+            });
+            card.result = Some(result.response.clone());
+            card.is_error = result.is_error();
+            if decided_by.is_some() {
+                card.decided_by = decided_by.clone();
+            }
+            // Denied and expired calls never ran: their result is the last word.
+            if result.is_denied() {
+                card.status = ToolStatus::Denied;
+                card.reason = result.denied_rule().map(str::to_owned);
+                continue;
+            }
+            if result.is_expired() {
+                card.status = ToolStatus::Expired;
+                continue;
+            }
+            let rejected = is_rejected(result);
+            card.status = match card.status {
+                ToolStatus::Approved | ToolStatus::Rejected => card.status,
+                ToolStatus::Denied | ToolStatus::Expired => card.status,
+                ToolStatus::PendingApproval if rejected => ToolStatus::Rejected,
+                ToolStatus::PendingApproval => ToolStatus::Approved,
+                ToolStatus::Requested
+                | ToolStatus::Executing
+                | ToolStatus::Completed
+                | ToolStatus::Failed
+                | ToolStatus::NotRun => ToolStatus::Executing,
+            };
+            if card.status == ToolStatus::Rejected && card.reason.is_none() {
+                card.reason = rejection_reason(result);
+            }
+        }
+        let (order, mut card) = card?;
+        // Pass 3: a result followed by more of its turn (text, another call, the end) is
+        // complete, or failed when it reported an error. Calls still pending when their task
+        // ended badly never ran.
+        for (at, task, _, _, _) in results {
+            let last_move = self.task(task).and_then(|task| task.last_move);
+            let moved_on = last_move.is_some_and(|last| last > at);
+            if moved_on && card.status == ToolStatus::Executing {
+                card.status = if card.is_error {
+                    ToolStatus::Failed
+                } else {
+                    ToolStatus::Completed
+                };
+            }
+        }
+        let failed = matches!(
+            self.task(&card.task_id).and_then(|task| task.ended),
+            Some(TaskState::Canceled | TaskState::Failed | TaskState::Rejected)
+        );
+        if failed && card.status == ToolStatus::PendingApproval {
+            card.status = ToolStatus::NotRun;
+        }
+        Some((order, card))
+    }
+
+    /// The whole-log reference: the cards as the three passes over every entry give them.
+    #[cfg(test)]
+    pub(crate) fn reference_cards(&self) -> Vec<ToolCallView> {
+        oracle::derive(&self.entries)
     }
 }
 
@@ -111,7 +554,7 @@ pub(crate) fn is_rejected(result: &ToolResult) -> bool {
             .is_some_and(|text| text.starts_with("Tool call was rejected"))
 }
 
-fn rejection_reason(result: &ToolResult) -> Option<String> {
+pub(super) fn rejection_reason(result: &ToolResult) -> Option<String> {
     if let Some(reason) = result.response.get("reason").and_then(Value::as_str) {
         return Some(reason.to_owned());
     }
@@ -120,35 +563,7 @@ fn rejection_reason(result: &ToolResult) -> Option<String> {
         .map(|(_, reason)| reason.trim().to_owned())
 }
 
-struct Cards {
-    cards: Vec<ToolCallView>,
-    index: BTreeMap<String, usize>,
-}
-
-impl Cards {
-    fn get_or_insert(
-        &mut self,
-        slot: &str,
-        make: impl FnOnce() -> ToolCallView,
-    ) -> &mut ToolCallView {
-        let position = match self.index.get(slot) {
-            Some(position) => *position,
-            None => {
-                self.cards.push(make());
-                self.index.insert(slot.to_owned(), self.cards.len() - 1);
-                self.cards.len() - 1
-            }
-        };
-        &mut self.cards[position]
-    }
-
-    fn get_mut(&mut self, slot: &str) -> Option<&mut ToolCallView> {
-        let position = *self.index.get(slot)?;
-        self.cards.get_mut(position)
-    }
-}
-
-fn new_card(
+pub(super) fn new_card(
     slot: &str,
     task: &str,
     item: &str,
@@ -172,203 +587,4 @@ fn new_card(
         decided_by: None,
         owner: item.to_owned(),
     }
-}
-
-/// The latest interrupt of `task` before position `before`, with its slots.
-fn interrupt_before<'a>(
-    log: &'a [LogEntry],
-    task: &str,
-    before: usize,
-) -> Option<(&'a ApprovalInterrupt, &'a [String])> {
-    log[..before].iter().rev().find_map(|entry| match entry {
-        LogEntry::Interrupt {
-            task: entry_task,
-            interrupt,
-            slots,
-            ..
-        } if entry_task == task => Some((interrupt, slots.as_slice())),
-        LogEntry::Interrupt { .. }
-        | LogEntry::Request { .. }
-        | LogEntry::Decision { .. }
-        | LogEntry::Result { .. }
-        | LogEntry::Progress { .. }
-        | LogEntry::End { .. } => None,
-    })
-}
-
-/// Pass 1: requests set requested / pending approval, and decisions set approved / rejected.
-fn pass_requests(log: &[LogEntry], cards: &mut Cards) {
-    for (position, entry) in log.iter().enumerate() {
-        match entry {
-            LogEntry::Request {
-                slot,
-                task,
-                item,
-                call,
-                decided_by,
-            } => {
-                let card = cards.get_or_insert(slot, || {
-                    new_card(slot, task, item, &call.id, &call.name, &call.args)
-                });
-                if decided_by.is_some() {
-                    card.decided_by = decided_by.clone();
-                }
-            }
-            LogEntry::Interrupt {
-                task,
-                item,
-                interrupt,
-                slots,
-            } => {
-                for (request, slot) in interrupt.action_requests.iter().zip(slots) {
-                    let card = cards.get_or_insert(slot, || {
-                        new_card(slot, task, item, &request.id, &request.name, &request.args)
-                    });
-                    card.status = ToolStatus::PendingApproval;
-                    card.args = request.args.clone();
-                    if request.description.is_some() {
-                        card.description = request.description.clone();
-                    }
-                    if request.server.is_some() {
-                        card.server = request.server.clone();
-                    }
-                }
-            }
-            LogEntry::Decision { task, decision } => {
-                let Some((interrupt, slots)) = interrupt_before(log, task, position) else {
-                    continue;
-                };
-                // A decision the rules refuse changed nothing on the server either.
-                let Ok(resolved) = hitl::resolve(&interrupt.action_requests, decision) else {
-                    continue;
-                };
-                for (call, slot) in resolved.iter().zip(slots) {
-                    if let Some(card) = cards.get_mut(slot) {
-                        if card.status != ToolStatus::PendingApproval {
-                            continue;
-                        }
-                        match call.verdict {
-                            Verdict::Approve => {
-                                card.status = ToolStatus::Approved;
-                                card.edited_args = call.modified_args.clone();
-                            }
-                            Verdict::Deny => {
-                                card.status = ToolStatus::Rejected;
-                                card.reason = call.reason.clone();
-                            }
-                        }
-                    }
-                }
-            }
-            LogEntry::Result { .. } | LogEntry::Progress { .. } | LogEntry::End { .. } => {}
-        }
-    }
-}
-
-/// Pass 2: results attach, and set executing unless the call was approved or rejected. A
-/// result for a call still pending means it was decided elsewhere (another tab, the REST API).
-fn pass_results(log: &[LogEntry], cards: &mut Cards) {
-    for entry in log {
-        let LogEntry::Result {
-            slot,
-            task,
-            item,
-            result,
-            decided_by,
-        } = entry
-        else {
-            continue;
-        };
-        let card = cards.get_or_insert(slot, || {
-            new_card(slot, task, item, &result.id, &result.name, &Value::Null)
-        });
-        card.result = Some(result.response.clone());
-        card.is_error = result.is_error();
-        if decided_by.is_some() {
-            card.decided_by = decided_by.clone();
-        }
-        // Denied and expired calls never ran: their result is the last word.
-        if result.is_denied() {
-            card.status = ToolStatus::Denied;
-            card.reason = result.denied_rule().map(str::to_owned);
-            continue;
-        }
-        if result.is_expired() {
-            card.status = ToolStatus::Expired;
-            continue;
-        }
-        let rejected = is_rejected(result);
-        card.status = match card.status {
-            ToolStatus::Approved | ToolStatus::Rejected => card.status,
-            ToolStatus::Denied | ToolStatus::Expired => card.status,
-            ToolStatus::PendingApproval if rejected => ToolStatus::Rejected,
-            ToolStatus::PendingApproval => ToolStatus::Approved,
-            ToolStatus::Requested
-            | ToolStatus::Executing
-            | ToolStatus::Completed
-            | ToolStatus::Failed
-            | ToolStatus::NotRun => ToolStatus::Executing,
-        };
-        if card.status == ToolStatus::Rejected && card.reason.is_none() {
-            card.reason = rejection_reason(result);
-        }
-    }
-}
-
-/// Pass 3: a result followed by more of its turn (text, another call, the end) is complete,
-/// or failed when it reported an error. Calls still pending when their task ended never ran.
-fn pass_completion(log: &[LogEntry], cards: &mut Cards) {
-    for (position, entry) in log.iter().enumerate() {
-        match entry {
-            LogEntry::Result { slot, task, .. } => {
-                let moved_on = log[position + 1..].iter().any(|later| {
-                    later.task() == task
-                        && matches!(
-                            later,
-                            LogEntry::Progress { .. }
-                                | LogEntry::End { .. }
-                                | LogEntry::Request { .. }
-                                | LogEntry::Interrupt { .. }
-                        )
-                });
-                if let Some(card) = cards.get_mut(slot) {
-                    if moved_on && card.status == ToolStatus::Executing {
-                        card.status = if card.is_error {
-                            ToolStatus::Failed
-                        } else {
-                            ToolStatus::Completed
-                        };
-                    }
-                }
-            }
-            LogEntry::End { task, state } => {
-                if matches!(
-                    state,
-                    TaskState::Canceled | TaskState::Failed | TaskState::Rejected
-                ) {
-                    for card in cards.cards.iter_mut().filter(|card| &card.task_id == task) {
-                        if card.status == ToolStatus::PendingApproval {
-                            card.status = ToolStatus::NotRun;
-                        }
-                    }
-                }
-            }
-            LogEntry::Request { .. }
-            | LogEntry::Interrupt { .. }
-            | LogEntry::Decision { .. }
-            | LogEntry::Progress { .. } => {}
-        }
-    }
-}
-
-/// All cards, in the order their calls first appeared.
-pub(crate) fn derive(log: &[LogEntry]) -> Vec<ToolCallView> {
-    let mut cards = Cards {
-        cards: Vec::new(),
-        index: BTreeMap::new(),
-    };
-    pass_requests(log, &mut cards);
-    pass_results(log, &mut cards);
-    pass_completion(log, &mut cards);
-    cards.cards
 }

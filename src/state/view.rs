@@ -6,7 +6,7 @@ use serde_json::Value;
 use signoff_protocol::hitl::{ActionRequest, DecidedBy, Dialect};
 use signoff_protocol::TaskState;
 
-use super::tools::LogEntry;
+use super::tools::ToolLog;
 
 /// Who or what a chat item comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,14 +209,17 @@ pub struct ChatView {
     pub pending: Option<PendingBatch>,
     pub status: ChatStatus,
     pub usage: Option<Usage>,
-    /// The tool-related events, in order: the input of the three-pass derivation.
-    pub(super) log: Vec<LogEntry>,
+    /// The tool-related events, in order: the input of the three-pass derivation of `tools`.
+    pub(super) tool_log: ToolLog,
     pub(super) task_states: BTreeMap<String, TaskState>,
     /// Message ids already applied (a stored task repeats them; the server echoes ours).
     pub(super) seen_messages: BTreeSet<String>,
     /// Artifacts whose text duplicates an earlier message (kagent sends both): artifact id ->
     /// the item that already shows it.
     pub(super) artifact_aliases: BTreeMap<String, String>,
+    /// Item key -> its position in `items` (the first, should a key repeat), so a lookup does
+    /// not walk the transcript.
+    pub(super) item_index: BTreeMap<String, usize>,
 }
 
 impl Default for ChatView {
@@ -229,21 +232,45 @@ impl Default for ChatView {
             pending: None,
             status: ChatStatus::Ready,
             usage: None,
-            log: Vec::new(),
+            tool_log: ToolLog::default(),
             task_states: BTreeMap::new(),
             seen_messages: BTreeSet::new(),
             artifact_aliases: BTreeMap::new(),
+            item_index: BTreeMap::new(),
         }
     }
 }
 
 impl ChatView {
     pub fn item(&self, key: &str) -> Option<&Item> {
-        self.items.iter().find(|item| item.key == key)
+        self.items.get(*self.item_index.get(key)?)
+    }
+
+    pub(super) fn item_mut(&mut self, key: &str) -> Option<&mut Item> {
+        self.items.get_mut(*self.item_index.get(key)?)
+    }
+
+    pub(super) fn push_item(&mut self, item: Item) {
+        self.item_index
+            .entry(item.key.clone())
+            .or_insert(self.items.len());
+        self.items.push(item);
+    }
+
+    /// Keeps the items `keep` says to keep, in order.
+    pub(super) fn retain_items(&mut self, keep: impl FnMut(&Item) -> bool) {
+        let before = self.items.len();
+        self.items.retain(keep);
+        if self.items.len() != before {
+            self.item_index.clear();
+            for (at, item) in self.items.iter().enumerate() {
+                self.item_index.entry(item.key.clone()).or_insert(at);
+            }
+        }
     }
 
     pub fn tool(&self, key: &str) -> Option<&ToolCallView> {
-        self.tools.iter().find(|tool| tool.key == key)
+        self.tools.get(self.tool_log.position(key)?)
     }
 
     /// The state of the latest task, if any.

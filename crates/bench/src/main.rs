@@ -124,6 +124,9 @@ async fn run(args: Args) -> Result<()> {
 
     if phases.contains(&Phase::UiSize) {
         figures.extend(ui_size::figures(args.ui_size.as_deref()));
+        figures.extend(
+            ui_size::wire_figures(&args.server, &args.work_dir, args.dist.as_deref()).await,
+        );
     }
 
     // Latency, load and throughput share one server, in that order: load runs before

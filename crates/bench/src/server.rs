@@ -31,6 +31,24 @@ impl ServerProcess {
         data_dir: &Path,
         agents_toml: Option<&str>,
     ) -> Result<ServerProcess> {
+        Self::start_with(binary, data_dir, agents_toml, None).await
+    }
+
+    /// Like [`ServerProcess::start`], serving the built UI in `ui_dir` (trunk's dist/).
+    pub async fn start_with_ui(
+        binary: &Path,
+        data_dir: &Path,
+        ui_dir: &Path,
+    ) -> Result<ServerProcess> {
+        Self::start_with(binary, data_dir, None, Some(ui_dir)).await
+    }
+
+    async fn start_with(
+        binary: &Path,
+        data_dir: &Path,
+        agents_toml: Option<&str>,
+        ui_dir: Option<&Path>,
+    ) -> Result<ServerProcess> {
         if data_dir.exists() {
             return Err(BenchError::Server(format!(
                 "{} exists; every server gets a fresh data folder",
@@ -54,6 +72,9 @@ impl ServerProcess {
             let path = data_dir.join("agents.toml");
             std::fs::write(&path, toml).map_err(|err| BenchError::io(&path, err))?;
             command.arg("--agents").arg(&path);
+        }
+        if let Some(ui_dir) = ui_dir {
+            command.arg("--ui-dir").arg(ui_dir);
         }
         let child = command
             .stdin(Stdio::null())

@@ -74,6 +74,10 @@ fn every_recorded_request_decodes_by_its_method() {
 #[test]
 fn the_recorded_agent_card_reads_as_a_v03_jsonrpc_agent() {
     let card = codec::decode_agent_card(&fixture_json("agent_card.json")).unwrap();
+    assert_eq!(
+        codec::decode_card_interfaces(&fixture_json("agent_card.json")),
+        card.interfaces
+    );
     assert_eq!(card.name, "hitl_harness");
     assert_eq!(card.version, "0.10.4");
     assert!(card.capabilities.streaming);

@@ -433,6 +433,7 @@ fn the_agent_card_comes_in_two_flavors() {
         json!({"url": card.interfaces[0].url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"})
     );
     assert_eq!(codec::decode_agent_card(&lenient).unwrap(), card);
+    assert_eq!(codec::decode_card_interfaces(&lenient), card.interfaces);
 
     let strict = codec::encode_agent_card(&card, CardFlavor::StrictV1);
     let mut strict_keys = keys(&strict);
@@ -454,6 +455,7 @@ fn the_agent_card_comes_in_two_flavors() {
     capability_keys.sort_unstable();
     assert_eq!(capability_keys, ["pushNotifications", "streaming"]);
     let read = codec::decode_agent_card(&strict).unwrap();
+    assert_eq!(codec::decode_card_interfaces(&strict), read.interfaces);
     assert_eq!(
         read,
         AgentCard {

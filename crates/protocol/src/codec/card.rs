@@ -147,6 +147,56 @@ pub fn encode_agent_card(card: &AgentCard, flavor: CardFlavor) -> Value {
     })
 }
 
+/// The JSON-RPC interfaces of a card of either version, by the same rules as
+/// [`decode_agent_card`], read without the rest of the card: all a client needs to pick a version
+/// and a URL. An interface it cannot read is left out rather than failing the card. (The browser
+/// UI reads cards with this: the whole card's typed decoding was 7 KB of its gzip download.)
+pub fn decode_card_interfaces(card: &Value) -> Vec<AgentInterface> {
+    let text = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+    let list = |key: &str| {
+        card.get(key)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    };
+    let mut interfaces: Vec<AgentInterface> = Vec::new();
+    let mut add = |url: Option<String>, version: Option<ProtocolVersion>| {
+        if let (Some(url), Some(version)) = (url, version) {
+            let interface = AgentInterface { url, version };
+            if !interfaces.contains(&interface) {
+                interfaces.push(interface);
+            }
+        }
+    };
+    for interface in list("supportedInterfaces") {
+        if text(interface, "protocolBinding").as_deref() == Some(JSONRPC) {
+            let version = text(interface, "protocolVersion");
+            add(
+                text(interface, "url"),
+                version.as_deref().and_then(ProtocolVersion::from_header),
+            );
+        }
+    }
+    let main_version = text(card, "protocolVersion");
+    let main_version = main_version
+        .as_deref()
+        .and_then(ProtocolVersion::from_header);
+    if main_version.is_some() {
+        let transport = text(card, "preferredTransport");
+        if transport.as_deref().unwrap_or(JSONRPC) == JSONRPC {
+            add(text(card, "url"), main_version);
+        }
+        if text(card, "url").is_some() {
+            for interface in list("additionalInterfaces") {
+                if text(interface, "transport").as_deref() == Some(JSONRPC) {
+                    add(text(interface, "url"), main_version);
+                }
+            }
+        }
+    }
+    interfaces
+}
+
 /// Reads a card of either version. Interfaces come from `supportedInterfaces` (v1.0), then the
 /// v0.3 `url` and `additionalInterfaces`; only JSON-RPC interfaces of a version we speak count.
 pub fn decode_agent_card(value: &Value) -> Result<AgentCard, DecodeError> {

@@ -5,6 +5,7 @@ mod a2a;
 mod card;
 pub mod relay;
 mod rest;
+mod ui;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -18,7 +19,6 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::services::{ServeDir, ServeFile};
 
 use crate::agent::{AgentError, Runtime};
 
@@ -233,10 +233,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/{*rest}", axum::routing::any(api_not_found));
     let router = match &state.ui_dir {
-        Some(dir) => {
-            let index = ServeFile::new(dir.join("index.html"));
-            a2a_routes.fallback_service(ServeDir::new(dir).fallback(index))
-        }
+        Some(dir) => a2a_routes.merge(ui::routes(dir)),
         None => a2a_routes.fallback(no_ui),
     };
     let limit = state.body_limit;
