@@ -125,6 +125,13 @@ pub(super) async fn get<T: DeserializeOwned>(url: &str) -> Result<T, ApiError> {
     decode(url, &response.text().await.map_err(from_gloo)?)
 }
 
+/// POSTs a JSON body (`body` is JSON text) and reads the answer as its type from
+/// `signoff_protocol::rest`.
+pub(super) async fn post<T: DeserializeOwned>(url: &str, body: String) -> Result<T, ApiError> {
+    let response = send(Request::post(url), Some(body)).await?;
+    decode(url, &response.text().await.map_err(from_gloo)?)
+}
+
 /// Reads a REST answer; an answer that does not fit its type is an error naming the URL and
 /// the field ("/api/agents: missing field `cardUrl` at line 1 column 230"), so the person sees
 /// what broke instead of an empty list.

@@ -1,5 +1,6 @@
 //! The right-hand panel: the current agent's details and tools, with a "requires approval"
-//! badge on every gated tool. Collapsible.
+//! badge on every gated tool, and the person's "always allow" policies for it, each with
+//! Revoke. Collapsible.
 
 use leptos::prelude::*;
 
@@ -9,6 +10,16 @@ use super::app::AppCtx;
 pub fn AgentPanel() -> impl IntoView {
     let ctx = expect_context::<AppCtx>();
     let agent = Memo::new(move |_| ctx.current_agent());
+    let policies = Memo::new(move |_| {
+        let reference = agent.with(|agent| agent.as_ref().map(|agent| agent.reference()));
+        ctx.policies.with(|policies| {
+            policies
+                .iter()
+                .filter(|policy| Some(&policy.agent) == reference.as_ref())
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+    });
     view! {
         <aside class="details" aria-label="Agent details" data-testid="agent-details">
             {move || agent.get().map(|agent| view! {
@@ -37,6 +48,22 @@ pub fn AgentPanel() -> impl IntoView {
                             {tool.server.clone().map(|server| view! { <p class="hint">{format!("Source: {server}")}</p> })}
                         </li>
                     }).collect_view()}
+                </ul>
+                <h3 class="side-heading">"Your policies"</h3>
+                <ul class="policy-list" data-testid="policies-panel">
+                    // A short list, redrawn whole when it changes (cheaper to ship than a keyed list).
+                    {move || policies.get().into_iter().map(|policy| view! {
+                        <li class="policy" data-testid="policy">
+                            <span>{format!("Always allow {}", policy.summary)}</span>
+                            <button type="button" class="button small" data-testid="policy-revoke"
+                                on:click=move |_| ctx.revoke_policy(policy.id.clone())>
+                                "Revoke"
+                            </button>
+                        </li>
+                    }).collect_view()}
+                    {move || policies.with(Vec::is_empty).then(|| view! {
+                        <li class="hint" data-testid="no-policies">"None: every gated call asks."</li>
+                    })}
                 </ul>
             })}
         </aside>

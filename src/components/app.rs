@@ -12,6 +12,7 @@ use crate::api;
 use crate::state::agents::AgentInfo;
 use crate::state::route::Route;
 use crate::state::sessions::SessionInfo;
+use signoff_protocol::rest::Policy;
 
 /// Which chat is on screen. It changes when the person navigates, not when a new chat's URL
 /// catches up with the session its first message created (the chat must not restart then).
@@ -39,6 +40,8 @@ pub struct AppCtx {
     /// `None` while loading; `Err` holds the message to show.
     pub agents: RwSignal<Option<Result<Vec<AgentInfo>, String>>>,
     pub sessions: RwSignal<Vec<SessionInfo>>,
+    /// The person's "always allow" policies (docs/rest.md, Policies).
+    pub policies: RwSignal<Vec<Policy>>,
     pub toasts: RwSignal<Vec<Toast>>,
     /// The right-hand agent details panel.
     pub details_open: RwSignal<bool>,
@@ -132,6 +135,25 @@ impl AppCtx {
         });
     }
 
+    pub fn reload_policies(self) {
+        spawn_local(async move {
+            match api::policies::list().await {
+                Ok(list) => self.policies.set(list),
+                Err(err) => self.toast(format!("Could not load your policies: {err}")),
+            }
+        });
+    }
+
+    /// Revokes a policy; the next call it would have allowed asks again.
+    pub fn revoke_policy(self, id: String) {
+        spawn_local(async move {
+            match api::policies::revoke(&id).await {
+                Ok(()) => self.reload_policies(),
+                Err(err) => self.toast(format!("Could not revoke the policy: {err}")),
+            }
+        });
+    }
+
     /// The agent of the chat on screen.
     pub fn current_agent(self) -> Option<AgentInfo> {
         let key = self.chat.get()?;
@@ -153,6 +175,7 @@ pub fn App() -> impl IntoView {
         chat: RwSignal::new(None),
         agents: RwSignal::new(None),
         sessions: RwSignal::new(Vec::new()),
+        policies: RwSignal::new(Vec::new()),
         toasts: RwSignal::new(Vec::new()),
         details_open: RwSignal::new(true),
         sidebar_open: RwSignal::new(false),
@@ -173,6 +196,7 @@ pub fn App() -> impl IntoView {
         ctx.open(ctx.route.get_untracked());
     });
     ctx.reload_sessions();
+    ctx.reload_policies();
 
     // Remount the chat only when the person opens another one: a new chat adopting its session
     // id changes `ctx.chat` too, and must keep its stream.

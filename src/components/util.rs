@@ -39,6 +39,16 @@ pub fn after(ms: i32, f: impl FnOnce() + 'static) {
         window.set_timeout_with_callback_and_timeout_and_arguments_0(callback.unchecked_ref(), ms);
 }
 
+/// Resolves after `ms` milliseconds (a timer, for looking again later).
+pub async fn wait_ms(ms: i32) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(window) = web_sys::window() {
+            let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
 /// Whether a keyboard event comes from a text field (shortcuts must not fire there).
 pub fn typing_in_field(event: &web_sys::KeyboardEvent) -> bool {
     event

@@ -331,6 +331,7 @@ mod tests {
                 request("call_2", "delete_file"),
             ],
             keys: vec!["t-1:call_1".to_owned(), "t-1:call_2".to_owned()],
+            expires_at: None,
         }
     }
 

@@ -13,9 +13,12 @@ pub enum Segment {
 /// Nothing more will change on this card.
 pub fn is_finished(tool: &ToolCallView) -> bool {
     match tool.status {
-        ToolStatus::Completed | ToolStatus::Failed | ToolStatus::Rejected | ToolStatus::NotRun => {
-            true
-        }
+        ToolStatus::Completed
+        | ToolStatus::Failed
+        | ToolStatus::Rejected
+        | ToolStatus::NotRun
+        | ToolStatus::Denied
+        | ToolStatus::Expired => true,
         ToolStatus::Approved => tool.result.is_some(),
         ToolStatus::Requested | ToolStatus::PendingApproval | ToolStatus::Executing => false,
     }
@@ -32,11 +35,15 @@ fn label(tools: &[&ToolCallView]) -> String {
     });
     let rejected = count(&|tool| tool.status == ToolStatus::Rejected);
     let not_run = count(&|tool| tool.status == ToolStatus::NotRun);
+    let denied = count(&|tool| tool.status == ToolStatus::Denied);
+    let expired = count(&|tool| tool.status == ToolStatus::Expired);
     let mut text = format!("{} tool calls, {passed} passed", tools.len());
     for (number, word) in [
         (failed, "failed"),
         (rejected, "rejected"),
         (not_run, "not run"),
+        (denied, "denied"),
+        (expired, "expired"),
     ] {
         if number > 0 {
             text.push_str(&format!(", {number} {word}"));

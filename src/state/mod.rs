@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod draft;
 pub mod group;
+pub mod policy;
 mod reduce;
 pub mod route;
 pub mod sessions;

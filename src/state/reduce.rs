@@ -2,7 +2,7 @@
 //! The same code replays stored tasks after a reload and follows live streams.
 
 use signoff_protocol::hitl::kagent::{self, TokenUsage};
-use signoff_protocol::hitl::{ApprovalInterrupt, Decision, ToolCall, ToolResult};
+use signoff_protocol::hitl::{ApprovalInterrupt, DecidedBy, Decision, ToolCall, ToolResult};
 use signoff_protocol::{
     Artifact, Message, Metadata, Role, StreamEvent, Task, TaskArtifactUpdateEvent, TaskState,
     TaskStatus, TaskStatusUpdateEvent,
@@ -266,6 +266,7 @@ fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str
                 task: task_key.to_owned(),
                 item: item_key.clone(),
                 call,
+                decided_by: DecidedBy::from_part(part),
             });
         } else if let Some(result) = ToolResult::from_part(part) {
             tool_parts = true;
@@ -275,6 +276,7 @@ fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str
                 task: task_key.to_owned(),
                 item: item_key.clone(),
                 result,
+                decided_by: DecidedBy::from_part(part),
             });
         }
     }
@@ -449,5 +451,6 @@ fn pending_batch(view: &ChatView) -> Option<PendingBatch> {
         dialect: interrupt.dialect,
         requests: interrupt.action_requests.clone(),
         keys: slots.to_vec(),
+        expires_at: interrupt.expires_at.clone(),
     })
 }

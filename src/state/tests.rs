@@ -16,6 +16,8 @@ use signoff_protocol::{ProtocolVersion, StreamEvent, Task};
 use super::view::{ChatView, ItemKind};
 use super::{replay, ToolStatus};
 
+mod cards;
+
 /// kagent 0.10.4's recorded traffic: one copy, in the protocol crate.
 pub(super) fn kagent_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/protocol/tests/fixtures/kagent-0.10.4")
@@ -483,89 +485,4 @@ fn a_batch_decided_elsewhere_shows_decided_after_a_resubscribe() {
     };
     assert_eq!(status("write_file"), Some(ToolStatus::Approved));
     assert_eq!(status("delete_file"), Some(ToolStatus::Rejected));
-}
-
-/// A working-state update of task `t` carrying an agent message with `parts`.
-fn agent_update(id: &str, parts: Vec<signoff_protocol::Part>) -> StreamEvent {
-    use signoff_protocol::{Message, Role, TaskState, TaskStatus, TaskStatusUpdateEvent};
-    StreamEvent::StatusUpdate(TaskStatusUpdateEvent {
-        task_id: "t".to_owned(),
-        context_id: "c".to_owned(),
-        status: TaskStatus {
-            state: TaskState::Working,
-            message: Some(Message::new(id, Role::Agent, parts)),
-            timestamp: None,
-        },
-        is_final: false,
-        metadata: None,
-    })
-}
-
-#[test]
-fn cards_that_arrive_out_of_order_match_the_whole_log_passes() {
-    use signoff_protocol::hitl::{ActionRequest, ApprovalInterrupt, ToolCall, ToolResult};
-    use signoff_protocol::Part;
-    let call = |id: &str| {
-        ToolCall {
-            id: id.to_owned(),
-            name: "read_file".to_owned(),
-            args: serde_json::json!({"path": id}),
-        }
-        .to_part()
-    };
-    let held = |id: &str| ActionRequest {
-        id: id.to_owned(),
-        name: "write_file".to_owned(),
-        args: serde_json::json!({"path": id}),
-        description: None,
-        server: None,
-    };
-    let result = |id: &str| {
-        ToolResult {
-            id: id.to_owned(),
-            name: "read_file".to_owned(),
-            response: serde_json::json!({"result": id}),
-        }
-        .to_part()
-    };
-    let events = [
-        // A result whose call was never seen: its card comes after every requested one.
-        agent_update("m1", vec![result("a")]),
-        agent_update("m2", vec![Part::text("looking"), call("b")]),
-        // The id `a` again after its result: a new call with a card of its own.
-        agent_update("m3", vec![call("a")]),
-        agent_update("m4", vec![result("b"), result("a")]),
-        agent_update("m5", vec![Part::text("done")]),
-        // A batch holding `a` again, and `z` whose result came before any request: `z`'s card
-        // moves up among the requested ones, before the result-only `t:a`.
-        agent_update("m6", vec![result("z")]),
-        agent_update(
-            "m7",
-            ApprovalInterrupt::new(vec![held("a"), held("z"), held("y")]).to_parts(),
-        ),
-    ];
-    // `apply` checks the cards against the whole-log passes after every event (cfg(test)).
-    let view = run(&events);
-    assert_consistent(&view);
-    let cards: Vec<(&str, ToolStatus)> = view
-        .tools
-        .iter()
-        .map(|tool| (tool.key.as_str(), tool.status))
-        .collect();
-    assert_eq!(
-        cards,
-        [
-            ("t:b", ToolStatus::Completed),
-            // An interrupt names a call, it does not make one: it holds the latest `a`, which
-            // already had its result (so it counts as approved elsewhere).
-            ("t:a#2", ToolStatus::Approved),
-            ("t:z", ToolStatus::Approved),
-            ("t:y", ToolStatus::PendingApproval),
-            ("t:a", ToolStatus::Completed),
-        ]
-    );
-    assert_eq!(
-        view.tool("t:a#2").map(|tool| tool.owner.as_str()),
-        Some("m3")
-    );
 }

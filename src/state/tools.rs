@@ -9,7 +9,9 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use signoff_protocol::hitl::{self, ApprovalInterrupt, Decision, ToolCall, ToolResult, Verdict};
+use signoff_protocol::hitl::{
+    self, ApprovalInterrupt, DecidedBy, Decision, ToolCall, ToolResult, Verdict,
+};
 use signoff_protocol::TaskState;
 
 use super::view::{ToolCallView, ToolStatus};
@@ -25,6 +27,8 @@ pub(crate) enum LogEntry {
         task: String,
         item: String,
         call: ToolCall,
+        /// The policy or rule that decided it without asking.
+        decided_by: Option<DecidedBy>,
     },
     /// A batch of held calls; `slots` follow `interrupt.action_requests`.
     Interrupt {
@@ -42,6 +46,7 @@ pub(crate) enum LogEntry {
         task: String,
         item: String,
         result: ToolResult,
+        decided_by: Option<DecidedBy>,
     },
     /// The turn moved on (agent text came): earlier results are complete.
     Progress {
@@ -387,13 +392,20 @@ impl ToolLog {
             match fact {
                 Fact::Request(at) => {
                     if let Some(LogEntry::Request {
-                        task, item, call, ..
+                        task,
+                        item,
+                        call,
+                        decided_by,
+                        ..
                     }) = self.entries.get(*at)
                     {
-                        card.get_or_insert_with(|| {
+                        let (_, card) = card.get_or_insert_with(|| {
                             let new = new_card(slot, task, item, &call.id, &call.name, &call.args);
                             ((0, *at, 0), new)
                         });
+                        if decided_by.is_some() {
+                            card.decided_by = decided_by.clone();
+                        }
                     }
                 }
                 Fact::Held { at, index } => {
@@ -453,22 +465,40 @@ impl ToolLog {
         let results = facts.iter().filter_map(|fact| match fact {
             Fact::Result(at) => match self.entries.get(*at) {
                 Some(LogEntry::Result {
-                    task, item, result, ..
-                }) => Some((*at, task, item, result)),
+                    task,
+                    item,
+                    result,
+                    decided_by,
+                    ..
+                }) => Some((*at, task, item, result, decided_by)),
                 Some(_) | None => None,
             },
             Fact::Request(_) | Fact::Held { .. } | Fact::Decided { .. } => None,
         });
-        for (at, task, item, result) in results.clone() {
+        for (at, task, item, result, decided_by) in results.clone() {
             let (_, card) = card.get_or_insert_with(|| {
                 let new = new_card(slot, task, item, &result.id, &result.name, &Value::Null);
                 ((1, at, 0), new)
             });
             card.result = Some(result.response.clone());
             card.is_error = result.is_error();
+            if decided_by.is_some() {
+                card.decided_by = decided_by.clone();
+            }
+            // Denied and expired calls never ran: their result is the last word.
+            if result.is_denied() {
+                card.status = ToolStatus::Denied;
+                card.reason = result.denied_rule().map(str::to_owned);
+                continue;
+            }
+            if result.is_expired() {
+                card.status = ToolStatus::Expired;
+                continue;
+            }
             let rejected = is_rejected(result);
             card.status = match card.status {
                 ToolStatus::Approved | ToolStatus::Rejected => card.status,
+                ToolStatus::Denied | ToolStatus::Expired => card.status,
                 ToolStatus::PendingApproval if rejected => ToolStatus::Rejected,
                 ToolStatus::PendingApproval => ToolStatus::Approved,
                 ToolStatus::Requested
@@ -485,7 +515,7 @@ impl ToolLog {
         // Pass 3: a result followed by more of its turn (text, another call, the end) is
         // complete, or failed when it reported an error. Calls still pending when their task
         // ended badly never ran.
-        for (at, task, _, _) in results {
+        for (at, task, _, _, _) in results {
             let last_move = self.task(task).and_then(|task| task.last_move);
             let moved_on = last_move.is_some_and(|last| last > at);
             if moved_on && card.status == ToolStatus::Executing {
@@ -559,6 +589,7 @@ pub(super) fn new_card(
         result: None,
         is_error: false,
         reason: None,
+        decided_by: None,
         owner: item.to_owned(),
     }
 }

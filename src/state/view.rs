@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
-use signoff_protocol::hitl::{ActionRequest, Dialect};
+use signoff_protocol::hitl::{ActionRequest, DecidedBy, Dialect};
 use signoff_protocol::TaskState;
 
 use super::tools::ToolLog;
@@ -48,6 +48,10 @@ pub enum ToolStatus {
     /// Pending when its task ended without a decision (canceled, failed, or completed as kagent
     /// does when a question is answered without one): it never ran.
     NotRun,
+    /// Refused by an argument rule of the agents file without asking anyone.
+    Denied,
+    /// Nobody decided before the batch's deadline; it never ran.
+    Expired,
 }
 
 impl ToolStatus {
@@ -62,6 +66,8 @@ impl ToolStatus {
             ToolStatus::Completed => "Completed",
             ToolStatus::Failed => "Failed",
             ToolStatus::NotRun => "Not run",
+            ToolStatus::Denied => "Denied by rule",
+            ToolStatus::Expired => "Expired",
         }
     }
 
@@ -76,6 +82,8 @@ impl ToolStatus {
             ToolStatus::Completed => "completed",
             ToolStatus::Failed => "failed",
             ToolStatus::NotRun => "not-run",
+            ToolStatus::Denied => "denied",
+            ToolStatus::Expired => "expired",
         }
     }
 
@@ -85,7 +93,9 @@ impl ToolStatus {
             ToolStatus::Completed
             | ToolStatus::Failed
             | ToolStatus::Rejected
-            | ToolStatus::NotRun => true,
+            | ToolStatus::NotRun
+            | ToolStatus::Denied
+            | ToolStatus::Expired => true,
             ToolStatus::Requested
             | ToolStatus::PendingApproval
             | ToolStatus::Approved
@@ -112,8 +122,11 @@ pub struct ToolCallView {
     /// The tool's `response` object, once it came.
     pub result: Option<Value>,
     pub is_error: bool,
-    /// The person's reason, for a rejected call.
+    /// The person's reason, for a rejected call; the rule, for a denied one.
     pub reason: Option<String>,
+    /// The policy or rule that decided the call without asking (docs/wire.md, Rules and
+    /// policies).
+    pub decided_by: Option<DecidedBy>,
     /// The item that first introduced the call id: the card shows under it.
     pub owner: String,
 }
@@ -127,6 +140,8 @@ pub struct PendingBatch {
     pub requests: Vec<ActionRequest>,
     /// The card keys of the requests, in the same order.
     pub keys: Vec<String>,
+    /// When it expires unanswered (RFC 3339), if the agent has an approval timeout.
+    pub expires_at: Option<String>,
 }
 
 /// What the chat is doing, for the status line and the composer.

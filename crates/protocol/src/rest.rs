@@ -6,6 +6,8 @@
 //! `null` is read with [`nullable`], not defaulted). Tasks stay raw JSON: they are A2A tasks in
 //! the caller's version, read with [`crate::codec::decode_task`].
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
@@ -109,6 +111,9 @@ pub struct PendingApproval {
     /// The action requests of the task's approval interrupt, as the interrupt's DataPart holds
     /// them; [`crate::hitl::ActionRequest::from_value`] reads each.
     pub calls: Vec<Value>,
+    /// When the batch expires unanswered (RFC 3339), if its agent has an approval timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
 }
 
 /// `GET /api/approvals?state=decided`: the caller's decisions, newest first.
@@ -127,8 +132,12 @@ pub struct AuditEntry {
     pub agent: String,
     pub decided_by: String,
     pub decided_at: String,
-    /// How the decision came: `a2a`, `text`, `rest` or `cancel`.
+    /// How the decision came: `a2a`, `text`, `rest`, `cancel`, `policy` (a person's "always
+    /// allow" policy), `rule` (an argument rule denied it) or `expiry` (nobody decided in time).
     pub channel: String,
+    /// Channel `policy`: the policy that approved the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_id: Option<String>,
     pub summary: String,
     /// The decision object as stored, in native terms.
     pub decision: Value,
@@ -141,7 +150,7 @@ pub struct AuditEntry {
 pub struct AuditCall {
     pub id: String,
     pub name: String,
-    /// `approve`, `deny` or `cancel`.
+    /// `approve`, `deny`, `cancel` or `expire`.
     pub verdict: String,
     /// For a rejection: the person's reason, if any.
     #[serde(deserialize_with = "nullable")]
@@ -189,6 +198,75 @@ pub struct Follow {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FollowParams {
     pub id: String,
+}
+
+/// Where an "always allow" policy applies: one chat, or every chat of the agent for its owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyScope {
+    Chat,
+    Agent,
+}
+
+/// One argument's matcher (docs/rest.md, Policies; the agents file's rules use the same
+/// language): exactly one of `glob`, `equals`, `regex`, `min`/`max` and `any`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgMatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glob: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equals: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub any: Option<bool>,
+}
+
+/// `POST /api/policies`: approve, from now on, the calls of `tool` that match `args` (every
+/// call of it without `args`) in `scope`. Keys as the request spells them (snake_case).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewPolicy {
+    /// `namespace/name`.
+    pub agent: String,
+    pub tool: String,
+    pub scope: PolicyScope,
+    /// The chat (A2A `contextId`) of a `chat` policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<BTreeMap<String, ArgMatch>>,
+}
+
+/// A policy as `POST` answers it and `GET /api/policies` lists it: the request's keys plus
+/// who made it, when, and how a person reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    pub id: String,
+    pub agent: String,
+    pub tool: String,
+    pub scope: PolicyScope,
+    #[serde(deserialize_with = "nullable")]
+    pub context_id: Option<String>,
+    #[serde(deserialize_with = "nullable")]
+    pub args: Option<BTreeMap<String, ArgMatch>>,
+    pub created_by: String,
+    pub created_at: String,
+    /// "write_file under notes/, in this chat".
+    pub summary: String,
+}
+
+/// `GET /api/policies`: the caller's policies, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyList {
+    pub policies: Vec<Policy>,
 }
 
 /// Reads a key that is always sent but may be `null`. A plain `Option` field would read a

@@ -30,6 +30,8 @@ pub struct ChatCtl {
     endpoint: RwSignal<Option<Endpoint>>,
     /// The open stream; dropping it aborts the request (on cleanup, or when replaced).
     stream: StoredValue<Option<Abort>, LocalStorage>,
+    /// The task whose batch passed its deadline and is being looked at (once per task).
+    expiring: StoredValue<Option<String>>,
     app: AppCtx,
 }
 
@@ -44,6 +46,7 @@ impl ChatCtl {
             key: StoredValue::new(key),
             endpoint: RwSignal::new(None),
             stream: StoredValue::new_local(None),
+            expiring: StoredValue::new(None),
             app,
         };
         on_cleanup(move || ctl.stream.set_value(None));
@@ -124,6 +127,37 @@ impl ChatCtl {
             })
             .await;
             self.finish_stream(result, None);
+        });
+    }
+
+    /// The pending batch of `task_id` passed its deadline: the server expires it then, but a
+    /// paused task has no open stream, so look at the task (a resubscribe, which also follows
+    /// the turn the expiry starts) until the batch is no longer pending here. Bounded: after
+    /// half a minute the card keeps saying "Expiring…" and a reload shows the rest.
+    pub fn watch_expiry(self, task_id: String) {
+        if self.expiring.get_value().as_ref() == Some(&task_id) {
+            return;
+        }
+        self.expiring.set_value(Some(task_id.clone()));
+        spawn_local(async move {
+            let endpoint = self.endpoint().await;
+            for _ in 0..30 {
+                let abort = self.new_abort();
+                let result = rpc::resubscribe(&endpoint, &task_id, &abort, &mut |event| {
+                    self.on_event(&event)
+                })
+                .await;
+                let waiting = self.view.with_untracked(|view| {
+                    view.pending
+                        .as_ref()
+                        .is_some_and(|batch| batch.task_id == task_id)
+                });
+                if !waiting || result.is_err() {
+                    self.finish_stream(result, None);
+                    return;
+                }
+                crate::components::util::wait_ms(1000).await;
+            }
         });
     }
 

@@ -4,8 +4,9 @@
 
 use leptos::html::Div;
 use leptos::prelude::*;
-use signoff_protocol::hitl::{Question, Verdict, ASK_USER};
+use signoff_protocol::hitl::{DecidedBy, Question, Verdict, ASK_USER};
 
+use super::allow::{AlwaysAllow, Countdown, DecidedByLine};
 use super::pretty;
 use super::question::{Answers, QuestionForm};
 use crate::components::chat::controller::ChatCtl;
@@ -19,6 +20,8 @@ enum Panel {
     None,
     Reject,
     Edit,
+    /// "Always allow…": the policy's scope and matcher, before it takes effect.
+    Always,
 }
 
 fn badge_icon(status: ToolStatus) -> &'static str {
@@ -31,6 +34,8 @@ fn badge_icon(status: ToolStatus) -> &'static str {
         ToolStatus::Completed => "✓",
         ToolStatus::Failed => "!",
         ToolStatus::NotRun => "–",
+        ToolStatus::Denied => "⊘",
+        ToolStatus::Expired => "⌛",
     }
 }
 
@@ -245,6 +250,22 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
         }
     };
     let disabled = move || ctl.deciding.get();
+    // Policies live on this server: offered for its own agents' calls, not for a kagent peer.
+    let can_allow = move || {
+        let tool = card.with(|card| card.as_ref().map(|card| card.name.clone()));
+        batch.with(|batch| {
+            batch
+                .as_ref()
+                .is_some_and(|batch| batch.dialect == signoff_protocol::hitl::Dialect::Native)
+        }) && ctl.app().current_agent().is_some_and(|agent| {
+            agent
+                .tools
+                .iter()
+                .any(|known| Some(&known.name) == tool.as_ref())
+        })
+    };
+    let expires_at =
+        move || batch.with(|batch| batch.as_ref().and_then(|batch| batch.expires_at.clone()));
     let name = move || {
         card.with(|card| {
             card.as_ref()
@@ -275,6 +296,10 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
                     card.with(|card| card.as_ref().and_then(|card| card.server.clone()))
                         .map(|server| view! { <span class="tool-server">{server}</span> })
                 }}
+                {move || expires_at().map(|at| {
+                    let task = batch.with_untracked(|batch| batch.as_ref().map(|batch| batch.task_id.clone())).unwrap_or_default();
+                    view! { <Countdown expires_at=at on_due=Callback::new(move |()| ctl.watch_expiry(task.clone())) /> }
+                })}
                 <span
                     class="badge"
                     data-testid="tool-status"
@@ -316,6 +341,18 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
                     >
                         "Reject"
                     </button>
+                    <Show when=can_allow>
+                        <button
+                            type="button"
+                            class="button"
+                            data-testid="always-allow-button"
+                            aria-label=move || format!("Approve {} and always allow such calls", name())
+                            disabled=disabled
+                            on:click=move |_| panel.set(Panel::Always)
+                        >
+                            "Always allow…"
+                        </button>
+                    </Show>
                     <button
                         type="button"
                         class="button"
@@ -374,6 +411,29 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
                     </div>
                 }
                 .into_any(),
+                Panel::Always => {
+                    let key = ctl.key();
+                    let (tool, args) = card.with_untracked(|card| {
+                        card.as_ref()
+                            .map(|card| (card.name.clone(), card.args.clone()))
+                            .unwrap_or_default()
+                    });
+                    view! {
+                        <AlwaysAllow
+                            agent=format!("{}/{}", key.namespace, key.agent)
+                            tool=tool
+                            args=args
+                            context_id=ctl.view.with_untracked(|view| view.context_id.clone())
+                            on_allowed=Callback::new(move |()| {
+                                panel.set(Panel::None);
+                                approve();
+                            })
+                            on_close=Callback::new(move |()| panel.set(Panel::None))
+                            disabled=Signal::derive(disabled)
+                        />
+                    }
+                    .into_any()
+                }
                 Panel::Edit => view! {
                     <div class="panel edit-panel">
                         <label class="field-label" for=move || format!("args-{}", call_id())>
@@ -424,7 +484,17 @@ fn CardBody(
     let result = card.result.clone();
     let result_title = if card.is_error { "Error" } else { "Result" };
     let edited = card.edited_args.clone();
-    let reason = card.reason.clone();
+    let decided_by = card.decided_by.clone().or_else(|| {
+        (card.status == ToolStatus::Denied).then(|| DecidedBy::Rule {
+            rule: card.reason.clone().unwrap_or_default(),
+            allowed: false,
+        })
+    });
+    // A denied call's reason is its rule, which the line above says.
+    let reason = card
+        .reason
+        .clone()
+        .filter(|_| card.status != ToolStatus::Denied);
     view! {
         <details class="tool-section" open=args_open data-testid="tool-args">
             <summary>{if edited.is_some() { "Original arguments" } else { "Arguments" }}</summary>
@@ -443,6 +513,10 @@ fn CardBody(
             </div>
         })}
         {answers.map(|result| view! { <Answers result=result /> })}
+        {decided_by.map(|decided_by| view! { <DecidedByLine decided_by=decided_by /> })}
+        {(card.status == ToolStatus::Expired).then(|| view! {
+            <p class="decided-by expired-note" data-testid="expired-note">"Nobody decided in time; it did not run."</p>
+        })}
         {reason.map(|reason| view! {
             <blockquote class="tool-reason" data-testid="tool-reason">{format!("Reason: {reason}")}</blockquote>
         })}

@@ -1,6 +1,7 @@
 //! Tool calls in the transcript (a port of kagent's ToolCallDisplay): the cards an item
 //! introduced, folded into groups when finished, with the batch bar above a pending batch.
 
+mod allow;
 mod batch;
 mod card;
 mod question;

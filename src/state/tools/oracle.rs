@@ -82,10 +82,14 @@ fn pass_requests(log: &[LogEntry], cards: &mut Cards) {
                 task,
                 item,
                 call,
+                decided_by,
             } => {
-                cards.get_or_insert(slot, || {
+                let card = cards.get_or_insert(slot, || {
                     new_card(slot, task, item, &call.id, &call.name, &call.args)
                 });
+                if decided_by.is_some() {
+                    card.decided_by = decided_by.clone();
+                }
             }
             LogEntry::Interrupt {
                 task,
@@ -147,6 +151,7 @@ fn pass_results(log: &[LogEntry], cards: &mut Cards) {
             task,
             item,
             result,
+            decided_by,
         } = entry
         else {
             continue;
@@ -156,9 +161,23 @@ fn pass_results(log: &[LogEntry], cards: &mut Cards) {
         });
         card.result = Some(result.response.clone());
         card.is_error = result.is_error();
+        if decided_by.is_some() {
+            card.decided_by = decided_by.clone();
+        }
+        // Denied and expired calls never ran: their result is the last word.
+        if result.is_denied() {
+            card.status = ToolStatus::Denied;
+            card.reason = result.denied_rule().map(str::to_owned);
+            continue;
+        }
+        if result.is_expired() {
+            card.status = ToolStatus::Expired;
+            continue;
+        }
         let rejected = is_rejected(result);
         card.status = match card.status {
             ToolStatus::Approved | ToolStatus::Rejected => card.status,
+            ToolStatus::Denied | ToolStatus::Expired => card.status,
             ToolStatus::PendingApproval if rejected => ToolStatus::Rejected,
             ToolStatus::PendingApproval => ToolStatus::Approved,
             ToolStatus::Requested

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::kagent;
-use super::keys::{INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, TOOL_APPROVAL};
+use super::keys::{EXPIRES_AT, INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, TOOL_APPROVAL};
 use super::question::{Question, ASK_USER};
 use crate::model::{Message, Metadata, Part, TaskState, TaskStatus};
 
@@ -37,6 +37,9 @@ pub enum Dialect {
 pub struct ApprovalInterrupt {
     pub action_requests: Vec<ActionRequest>,
     pub dialect: Dialect,
+    /// When the batch expires unanswered (RFC 3339), if its agent has an approval timeout
+    /// (native `expires_at`; docs/wire.md, Expiry).
+    pub expires_at: Option<String>,
 }
 
 /// The metadata of the final `input-required` event that carries an interrupt.
@@ -145,15 +148,26 @@ impl ApprovalInterrupt {
         ApprovalInterrupt {
             action_requests,
             dialect: Dialect::Native,
+            expires_at: None,
         }
+    }
+
+    /// The same interrupt with a deadline.
+    pub fn expiring_at(mut self, expires_at: Option<String>) -> Self {
+        self.expires_at = expires_at;
+        self
     }
 
     /// The native `interrupt_data` payload: `{"interrupt_type":"tool_approval","action_requests":[…]}`.
     pub fn to_data(&self) -> Value {
-        json!({
+        let mut data = json!({
             INTERRUPT_TYPE: TOOL_APPROVAL,
             "action_requests": self.action_requests.iter().map(ActionRequest::to_value).collect::<Vec<_>>(),
-        })
+        });
+        if let (Some(expires_at), Some(object)) = (&self.expires_at, data.as_object_mut()) {
+            object.insert(EXPIRES_AT.to_owned(), json!(expires_at));
+        }
+        data
     }
 
     /// The human-readable text of the interrupt message.
@@ -196,12 +210,16 @@ impl ApprovalInterrupt {
         match native {
             Some(data) => {
                 let requests = data.get("action_requests")?.as_array()?;
-                Some(ApprovalInterrupt::new(
-                    requests
-                        .iter()
-                        .filter_map(ActionRequest::from_value)
-                        .collect(),
-                ))
+                let expires_at = data.get(EXPIRES_AT).and_then(Value::as_str);
+                Some(
+                    ApprovalInterrupt::new(
+                        requests
+                            .iter()
+                            .filter_map(ActionRequest::from_value)
+                            .collect(),
+                    )
+                    .expiring_at(expires_at.map(str::to_owned)),
+                )
             }
             None => kagent::interrupt_from_message(message),
         }
@@ -271,6 +289,13 @@ mod tests {
             "**Approval Required**\n\n- `write_file` (path: notes.txt)\n- `delete_file` (path: old.txt)"
         );
         let message = Message::new("m", crate::model::Role::Agent, interrupt.to_parts());
-        assert_eq!(ApprovalInterrupt::from_message(&message), Some(interrupt));
+        assert_eq!(
+            ApprovalInterrupt::from_message(&message),
+            Some(interrupt.clone())
+        );
+        let expiring = interrupt.expiring_at(Some("2026-11-21T10:30:00.000Z".into()));
+        assert_eq!(expiring.to_data()["expires_at"], "2026-11-21T10:30:00.000Z");
+        let message = Message::new("m", crate::model::Role::Agent, expiring.to_parts());
+        assert_eq!(ApprovalInterrupt::from_message(&message), Some(expiring));
     }
 }

@@ -70,6 +70,7 @@ pub fn interrupt_from_message(message: &Message) -> Option<ApprovalInterrupt> {
     Some(ApprovalInterrupt {
         action_requests,
         dialect: Dialect::Kagent,
+        expires_at: None,
     })
 }
 

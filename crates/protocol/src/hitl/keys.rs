@@ -23,3 +23,10 @@ pub const IS_LONG_RUNNING: &str = "kagent_is_long_running";
 pub const PARTIAL: &str = "kagent_adk_partial";
 /// Event metadata with a turn's token counts (see [`super::kagent::TokenUsage`]).
 pub const USAGE_METADATA: &str = "kagent_usage_metadata";
+
+/// Native `interrupt_data` key: when the batch expires unanswered (RFC 3339; docs/wire.md,
+/// Expiry). Absent when the agent has no approval timeout.
+pub const EXPIRES_AT: &str = "expires_at";
+/// Part metadata on a `function_call` and its `function_response` that no person was asked
+/// about: who decided instead (docs/wire.md, Rules and policies), as [`super::DecidedBy`].
+pub const SIGNOFF_DECIDED_BY: &str = "signoff_decided_by";

@@ -11,6 +11,7 @@ mod decision;
 mod interrupt;
 pub mod kagent;
 pub mod keys;
+mod outcome;
 pub mod question;
 mod rules;
 mod text;
@@ -21,6 +22,7 @@ pub use interrupt::{interrupt_event_metadata, ActionRequest, ApprovalInterrupt, 
 pub use keys::{
     FUNCTION_CALL, FUNCTION_RESPONSE, INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, TOOL_APPROVAL,
 };
+pub use outcome::DecidedBy;
 pub use question::{Answer, Question, ASK_USER};
 pub use rules::{resolve, ResolvedCall};
 

@@ -10,6 +10,7 @@ use super::files::FileTools;
 use super::mcp;
 use super::model::Model;
 use super::openai::OpenAiModel;
+use super::policy::AgentApprovals;
 use super::runtime::Agent;
 use super::scripted::ScriptedModel;
 use super::tools::{ToolSource, Toolbox};
@@ -33,6 +34,7 @@ pub async fn build_agents(
                 &format!("agents[{index}].model"),
             )?),
         };
+        let approvals = AgentApprovals::from_spec(&format!("agents[{index}]"), spec)?;
         let toolbox = Toolbox::new();
         for (source_index, source) in spec.tools.iter().enumerate() {
             let at = format!("agents[{index}].tools[{source_index}]");
@@ -106,6 +108,7 @@ pub async fn build_agents(
                     message,
                 })?;
         }
+        approvals.check_tools(&format!("agents[{index}]"), spec, &toolbox)?;
         agents.push(Arc::new(Agent {
             namespace: spec.namespace.clone(),
             name: spec.name.clone(),
@@ -113,6 +116,7 @@ pub async fn build_agents(
             instruction: spec.instruction.clone(),
             model,
             tools: toolbox,
+            approvals,
         }));
     }
     Ok(agents)

@@ -8,6 +8,7 @@ pub mod files;
 pub mod mcp;
 pub mod model;
 pub mod openai;
+pub mod policy;
 pub mod runtime;
 pub mod schema;
 pub mod scripted;

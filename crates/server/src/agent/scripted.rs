@@ -272,7 +272,16 @@ fn capitalize(text: &str) -> String {
 /// The sentence that reports one tool result.
 fn report(name: &str, args: &Value, response: &Value, edited: bool) -> String {
     let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
-    let mut line = if response.get("status").and_then(Value::as_str) == Some("rejected") {
+    let status = response.get("status").and_then(Value::as_str);
+    let mut line = if status == Some("denied") {
+        let rule = response.get("rule").and_then(Value::as_str).unwrap_or("?");
+        format!("A rule refused {} (rule {rule}).", describe(name, args))
+    } else if status == Some("expired") {
+        format!(
+            "Nobody answered in time, so {} did not happen (the approval expired).",
+            describe(name, args)
+        )
+    } else if status == Some("rejected") {
         match response.get("reason").and_then(Value::as_str) {
             Some(reason) if !reason.trim().is_empty() => {
                 format!("You rejected {}: \"{reason}\".", describe(name, args))

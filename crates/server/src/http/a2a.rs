@@ -74,9 +74,9 @@ fn rpc_error(version: ProtocolVersion, err: &AgentError) -> (ErrorCode, String) 
             (ErrorCode::TaskNotFound, format!("task {id} not found"))
         }
         AgentError::TaskDeleted(_) => (ErrorCode::TaskNotFound, err.to_string()),
-        AgentError::AgentNotFound(_) | AgentError::SessionNotFound(_) => {
-            (ErrorCode::InvalidParams, err.to_string())
-        }
+        AgentError::AgentNotFound(_)
+        | AgentError::SessionNotFound(_)
+        | AgentError::PolicyNotFound(_) => (ErrorCode::InvalidParams, err.to_string()),
         AgentError::InvalidParams(_)
         | AgentError::NotPaused(_)
         | AgentError::Decision(_)

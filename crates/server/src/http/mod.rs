@@ -145,6 +145,7 @@ impl From<AgentError> for HttpError {
             AgentError::AgentNotFound(_)
             | AgentError::TaskNotFound(_)
             | AgentError::SessionNotFound(_)
+            | AgentError::PolicyNotFound(_)
             | AgentError::TaskDeleted(_) => HttpError::NotFound(err.to_string()),
             AgentError::Forbidden(_) => HttpError::Forbidden(err.to_string()),
             AgentError::NotPaused(_)
@@ -222,6 +223,14 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/approvals", get(rest::approvals))
         .route("/api/approvals/{task_id}", post(rest::decide))
+        .route(
+            "/api/policies",
+            get(rest::policies).post(rest::create_policy),
+        )
+        .route(
+            "/api/policies/{id}",
+            axum::routing::delete(rest::revoke_policy),
+        )
         .route("/api/{*rest}", axum::routing::any(api_not_found));
     let router = match &state.ui_dir {
         Some(dir) => a2a_routes.merge(ui::routes(dir)),

@@ -1,5 +1,5 @@
-//! The REST surfaces: the agents list, sessions and approvals (docs/rest.md); the cards are in
-//! `card`.
+//! The REST surfaces: the agents list, sessions, approvals and policies (docs/rest.md); the
+//! cards are in `card`.
 
 use std::collections::HashMap;
 
@@ -10,8 +10,8 @@ use axum::Json;
 use serde_json::Value;
 use signoff_protocol::codec::{self, Method};
 use signoff_protocol::rest::{
-    AgentEntry, AgentList, DecideResponse, DecidedApprovals, Follow, FollowParams,
-    PendingApprovals, SessionDetail, SessionList, ToolEntry, UnavailableSource,
+    AgentEntry, AgentList, DecideResponse, DecidedApprovals, Follow, FollowParams, NewPolicy,
+    PendingApprovals, Policy, PolicyList, SessionDetail, SessionList, ToolEntry, UnavailableSource,
 };
 use signoff_protocol::{ProtocolVersion, StreamEvent};
 
@@ -167,4 +167,45 @@ pub async fn decide(
         },
         task: codec::encode_send_result(ProtocolVersion::V0_3, &StreamEvent::Task(task)),
     }))
+}
+
+/// The caller's "always allow" policies in force.
+pub async fn policies(
+    State(state): State<AppState>,
+    user: User,
+) -> Result<Json<PolicyList>, HttpError> {
+    let policies = state.runtime.policies(&user.0).await?;
+    Ok(Json(PolicyList { policies }))
+}
+
+/// Makes a policy of the caller's: `201` with it, its `id` included.
+pub async fn create_policy(
+    State(state): State<AppState>,
+    user: User,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, Json<Policy>), HttpError> {
+    signoff_protocol::json_keys::reject_duplicate_keys(&body)
+        .map_err(|err| HttpError::BadRequest(err.to_string()))?;
+    let mut reader = serde_json::Deserializer::from_slice(&body);
+    let new: NewPolicy = serde_path_to_error::deserialize(&mut reader).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        if path == "." {
+            HttpError::BadRequest(format!("invalid policy: {inner}"))
+        } else {
+            HttpError::BadRequest(format!("invalid policy: {path}: {inner}"))
+        }
+    })?;
+    let policy = state.runtime.create_policy(&user.0, new).await?;
+    Ok((StatusCode::CREATED, Json(policy)))
+}
+
+/// Revokes one of the caller's policies: `204`; the next call is screened without it.
+pub async fn revoke_policy(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    user: User,
+) -> Result<StatusCode, HttpError> {
+    state.runtime.revoke_policy(&user.0, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -1,5 +1,6 @@
-//! The store: sessions, tasks, each task's event log, pending batches, decisions (the audit
-//! trail) and tool-call execution records, in SQLite. All SQL lives in this folder; the runtime
+//! The store: sessions, tasks, each task's event log, pending batches with their deadlines,
+//! decisions (the audit trail), tool-call execution records and people's "always allow"
+//! policies, in SQLite. All SQL lives in this folder; the runtime
 //! talks to [`Store`] only, so a second backend can take its place without the runtime knowing.
 //!
 //! It knows rows, typed columns and JSON values, nothing of HTTP and nothing of A2A versions:
@@ -12,6 +13,8 @@
 //! Statements are prepared once per connection and cached.
 
 mod batches;
+mod deadlines;
+mod policies;
 mod rows;
 mod schema;
 mod sessions;
@@ -24,6 +27,8 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+pub use deadlines::Deadline;
+pub use policies::{PolicyRow, PolicyScope};
 pub use rows::*;
 
 use writer::Writer;

@@ -55,6 +55,8 @@ column!(
         Decided => "decided",
         /// Its task was canceled while it waited.
         Canceled => "canceled",
+        /// Nobody decided before its deadline (`expires_at`).
+        Expired => "expired",
     }
 );
 
@@ -69,6 +71,10 @@ column!(
         Rejected => "rejected",
         /// Dropped because its paused task was canceled.
         Canceled => "canceled",
+        /// Refused by an argument rule without asking; answered with the rule.
+        Denied => "denied",
+        /// Held until its batch expired unanswered; answered as expired, never run.
+        Expired => "expired",
         /// Began to run; if no `Finished` follows, a crash interrupted it.
         Started => "started",
         Finished => "finished",
@@ -82,6 +88,8 @@ column!(
         Deny => "deny",
         /// Its task was canceled before anyone decided.
         Cancel => "cancel",
+        /// Nobody decided before the batch's deadline.
+        Expire => "expire",
     }
 );
 
@@ -95,6 +103,12 @@ column!(
         Rest => "rest",
         /// The task was canceled while its batch waited.
         Cancel => "cancel",
+        /// A person's "always allow" policy approved the call (no one was asked).
+        Policy => "policy",
+        /// An argument rule of the agents file denied the call.
+        Rule => "rule",
+        /// The batch's approval timeout passed unanswered.
+        Expiry => "expiry",
     }
 );
 
@@ -185,15 +199,35 @@ pub struct NewCall {
     pub args: Value,
     pub args_sha256: String,
     pub held: bool,
+    /// Decided without asking (a policy approved it or a rule denied it): recorded with the
+    /// call as a decided batch of its own and an audit row.
+    pub auto: Option<AutoDecision>,
+}
+
+/// A decision no person was asked for, written with the call it decides.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AutoDecision {
+    /// The task's owner, for whom the policy or rule decided.
+    pub user_id: String,
+    /// `Policy` or `Rule`.
+    pub channel: Channel,
+    pub verdict: Verdict,
+    /// The rule that denied it, as the model and the person read it.
+    pub reason: Option<String>,
+    /// The decision as audited (`{"decision_type":"approve","policy_id":…}`).
+    pub decision: Value,
+    pub summary: String,
 }
 
 impl NewCall {
-    /// The status a new call is recorded with: held for a decision, or free to run.
+    /// The status a new call is recorded with: held for a decision, denied by a rule, or free
+    /// to run.
     pub fn status(&self) -> CallStatus {
-        if self.held {
-            CallStatus::Held
-        } else {
-            CallStatus::Auto
+        match &self.auto {
+            Some(auto) if auto.verdict == Verdict::Deny => CallStatus::Denied,
+            Some(_) => CallStatus::Auto,
+            None if self.held => CallStatus::Held,
+            None => CallStatus::Auto,
         }
     }
 }
@@ -211,8 +245,8 @@ impl CallRow {
             args_sha256: call.args_sha256.clone(),
             batch_id: None,
             status: call.status(),
-            verdict: None,
-            reason: None,
+            verdict: call.auto.as_ref().map(|auto| auto.verdict),
+            reason: call.auto.as_ref().and_then(|auto| auto.reason.clone()),
             run_args: None,
             run_args_sha256: None,
             result: None,
@@ -255,6 +289,8 @@ pub struct Commit {
     pub call_updates: Vec<CallUpdate>,
     /// Opens a pending batch with these action requests; every held call without a batch joins it.
     pub new_batch: Option<Value>,
+    /// When the new batch expires unanswered (RFC 3339), if its agent has a timeout.
+    pub batch_deadline: Option<String>,
     pub guard: Option<Guard>,
 }
 
@@ -273,6 +309,7 @@ impl Commit {
             new_calls: self.new_calls,
             call_updates: self.call_updates,
             new_batch: next.new_batch.or(self.new_batch),
+            batch_deadline: next.batch_deadline.or(self.batch_deadline),
             guard: next.guard.or(self.guard),
         }
     }
@@ -391,6 +428,8 @@ mod tests {
             CallStatus::Canceled,
             CallStatus::Started,
             CallStatus::Finished,
+            CallStatus::Denied,
+            CallStatus::Expired,
         ] {
             assert_eq!(CallStatus::parse(status.as_str()).unwrap(), status);
         }
@@ -398,13 +437,27 @@ mod tests {
             BatchState::Pending,
             BatchState::Decided,
             BatchState::Canceled,
+            BatchState::Expired,
         ] {
             assert_eq!(BatchState::parse(state.as_str()).unwrap(), state);
         }
-        for verdict in [Verdict::Approve, Verdict::Deny, Verdict::Cancel] {
+        for verdict in [
+            Verdict::Approve,
+            Verdict::Deny,
+            Verdict::Cancel,
+            Verdict::Expire,
+        ] {
             assert_eq!(Verdict::parse(verdict.as_str()).unwrap(), verdict);
         }
-        for channel in [Channel::A2a, Channel::Text, Channel::Rest, Channel::Cancel] {
+        for channel in [
+            Channel::A2a,
+            Channel::Text,
+            Channel::Rest,
+            Channel::Cancel,
+            Channel::Policy,
+            Channel::Rule,
+            Channel::Expiry,
+        ] {
             assert_eq!(Channel::parse(channel.as_str()).unwrap(), channel);
         }
         for state in TaskState::ALL {

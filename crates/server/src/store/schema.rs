@@ -6,7 +6,10 @@ use rusqlite::Connection;
 use super::Result;
 
 /// Every migration, oldest first; a new one is appended, never edited.
-const MIGRATIONS: [&str; 1] = [include_str!("../../migrations/0001_init.sql")];
+const MIGRATIONS: [&str; 2] = [
+    include_str!("../../migrations/0001_init.sql"),
+    include_str!("../../migrations/0002_policies_and_deadlines.sql"),
+];
 
 /// Brings the database up to the last migration, each in its own transaction.
 pub(super) fn migrate(connection: &Connection) -> Result<()> {

@@ -176,6 +176,7 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
                 call.status().as_str()
             ])?;
         }
+        super::policies::record_auto_decisions(connection, task_id, &commit.new_calls, &now)?;
     }
     for update in &commit.call_updates {
         match update {
@@ -216,7 +217,8 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
         }
     }
     if let Some(requests) = &commit.new_batch {
-        super::batches::open_batch(connection, task_id, requests, &now)?;
+        let batch_id = super::batches::open_batch(connection, task_id, requests, &now)?;
+        super::deadlines::set_deadline(connection, batch_id, commit.batch_deadline.as_deref())?;
     }
     Ok(last)
 }

@@ -82,6 +82,7 @@ fn agent(model: Arc<dyn Model>) -> Arc<Agent> {
         instruction: String::new(),
         model,
         tools: Toolbox::new(),
+        approvals: Default::default(),
     })
 }
 

@@ -10,9 +10,12 @@ mod support;
 
 mod a2a;
 mod conformance;
+mod expiry;
 mod hitl;
 mod hostile;
 mod live;
+mod policies;
 mod questions;
 mod rest;
 mod restart;
+mod rules;

@@ -212,8 +212,13 @@ impl TestApp {
 
     /// A DELETE; its status.
     pub async fn delete(&self, path: &str) -> u16 {
-        let response = self.client.delete(self.url(path)).send().await.unwrap();
-        response.status().as_u16()
+        self.delete_as(path, None).await
+    }
+
+    /// A DELETE as the user of `token`; its status.
+    pub async fn delete_as(&self, path: &str, token: Option<&str>) -> u16 {
+        let request = with_token(self.client.delete(self.url(path)), token);
+        request.send().await.unwrap().status().as_u16()
     }
 }
 

@@ -100,6 +100,9 @@ pub fn parse(text: &str, namespace: &str, name: &str) -> Result<AgentsFile, Conf
             tools,
             remote: None,
             ask_user: false,
+            rules: Vec::new(),
+            approval_timeout: None,
+            on_timeout: super::OnTimeout::Reject,
         }],
     };
     file.validate()?;

@@ -24,6 +24,7 @@
 mod kagent;
 mod mcp;
 mod openai;
+mod rules;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -32,6 +33,7 @@ use serde::Deserialize;
 
 pub use mcp::{check_approval, Endpoint, HttpTransport, McpHttpSpec, McpSourceSpec, McpStdioSpec};
 pub use openai::OpenAiSpec;
+pub use rules::{check_rules, parse_timeout, MatchSpec, Matcher, OnTimeout, RuleAction, RuleSpec};
 
 /// The names of the built-in file tools, in the order they are listed (`agent::files` serves
 /// them; the agents file may name only these).
@@ -86,6 +88,15 @@ pub struct AgentSpec {
     /// The built-in `ask_user` tool: the model may ask the person questions (`agent::ask`).
     #[serde(default)]
     pub ask_user: bool,
+    /// Argument rules, tried in order (`rules`).
+    #[serde(default)]
+    pub rules: Vec<RuleSpec>,
+    /// How long a batch waits for a decision (humantime, `30m`); none by default.
+    #[serde(default)]
+    pub approval_timeout: Option<String>,
+    /// What an expired batch does to its task.
+    #[serde(default)]
+    pub on_timeout: OnTimeout,
 }
 
 fn default_namespace() -> String {
@@ -202,6 +213,9 @@ impl AgentsFile {
                 remote: None,
                 // The scripted model's `ask` shows questions offline.
                 ask_user: true,
+                rules: Vec::new(),
+                approval_timeout: None,
+                on_timeout: OnTimeout::Reject,
             }],
         }
     }
@@ -242,6 +256,14 @@ impl AgentsFile {
                         "a remote agent brings its own tools; remove `tools`".into(),
                     ));
                 }
+                if !agent.rules.is_empty() || agent.approval_timeout.is_some() {
+                    return Err(invalid(
+                        format!("{at}.rules"),
+                        "a remote agent asks for approval itself; remove `rules` and \
+                         `approval_timeout`"
+                            .into(),
+                    ));
+                }
                 for (field, url) in [
                     ("url", Some(&remote.url)),
                     ("card_url", remote.card_url.as_ref()),
@@ -255,6 +277,12 @@ impl AgentsFile {
                     }
                 }
             }
+            if let Some(timeout) = &agent.approval_timeout {
+                parse_timeout(&format!("{at}.approval_timeout"), timeout)?;
+            }
+            // Only built-in sources are known before they are built; MCP tools are checked
+            // again once their servers list them (`agent::build`).
+            let mut exposed_tools: Option<Vec<&str>> = Some(Vec::new());
             for (source_index, source) in agent.tools.iter().enumerate() {
                 let at = format!("{at}.tools[{source_index}]");
                 match source {
@@ -281,15 +309,21 @@ impl AgentsFile {
                             None => FILE_TOOLS.to_vec(),
                         };
                         check_require_approval(&at, &exposed, require_approval)?;
+                        if let Some(known) = exposed_tools.as_mut() {
+                            known.extend(exposed);
+                        }
                     }
                     ToolSourceSpec::McpStdio(spec) => {
                         spec.check(&at, Path::new(""))?;
+                        exposed_tools = None;
                     }
                     ToolSourceSpec::McpHttp(spec) => {
                         spec.check(&at)?;
+                        exposed_tools = None;
                     }
                 }
             }
+            check_rules(&at, &agent.rules, exposed_tools.as_deref())?;
         }
         Ok(())
     }

@@ -4,7 +4,7 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::store::TaskRow;
+use crate::store::{Channel, TaskRow};
 
 use super::{Result, Runtime};
 
@@ -22,12 +22,19 @@ impl Runtime {
     // ---- approvals -------------------------------------------------------------------------
 
     pub async fn pending_approvals(&self, user: &str) -> Result<Vec<PendingApproval>> {
-        Ok(self
-            .store
-            .pending_batches(user)
-            .await?
+        let batches = self.store.pending_batches(user).await?;
+        let task_ids: Vec<String> = batches
+            .iter()
+            .map(|row| row.batch.task_id.clone())
+            .collect();
+        let deadlines = self.store.pending_deadlines_of(&task_ids).await?;
+        Ok(batches
             .into_iter()
             .map(|row| PendingApproval {
+                expires_at: deadlines
+                    .iter()
+                    .find(|deadline| deadline.batch_id == row.batch.id)
+                    .map(|deadline| deadline.expires_at.clone()),
                 task_id: row.batch.task_id,
                 context_id: row.context_id,
                 agent: row.agent,
@@ -73,6 +80,15 @@ impl Runtime {
             decided_by: decision.user_id,
             decided_at: decision.decided_at,
             channel: decision.channel.as_str().to_owned(),
+            policy_id: (decision.channel == Channel::Policy)
+                .then(|| {
+                    decision
+                        .decision
+                        .get("policy_id")?
+                        .as_str()
+                        .map(str::to_owned)
+                })
+                .flatten(),
             summary: decision.summary,
             decision: decision.decision,
             calls: calls

@@ -86,7 +86,7 @@ impl Runtime {
                     return Ok((None, Continuation::Queued { message, last_seq }));
                 }
                 if state != TaskState::InputRequired {
-                    return Err(AgentError::InvalidParams(format!(
+                    return Err(AgentError::NotPaused(format!(
                         "task {id} is {} and is not waiting for a decision",
                         task_state_text(state)
                     )));
@@ -123,7 +123,10 @@ impl Runtime {
                 Ok((Some(write), Continuation::Decided(Box::new(decided))))
             })
             .await;
-        match Self::committed(task_id, planned)? {
+        match self
+            .or_expired(task_id, Self::committed(task_id, planned))
+            .await?
+        {
             (Some(seq), Continuation::Decided(decided)) => Ok(self.decided(user, seq, *decided)),
             (_, Continuation::Queued { message, last_seq }) => {
                 self.queue_message(task_id, last_seq, message)
@@ -176,7 +179,10 @@ impl Runtime {
                 Ok((Some(write), decided))
             })
             .await;
-        match Self::committed(task_id, planned)? {
+        match self
+            .or_expired(task_id, Self::committed(task_id, planned))
+            .await?
+        {
             (Some(seq), decided) => {
                 let batch_id = decided.batch_id;
                 Ok((self.decided(user, seq, decided), batch_id))

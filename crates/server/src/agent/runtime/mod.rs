@@ -9,9 +9,12 @@
 
 mod audit;
 mod decide;
+mod expiry;
 mod gate;
 mod inbox;
 mod log;
+mod pause;
+mod policies;
 mod reads;
 mod runner;
 mod transcript;
@@ -31,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::model::Model;
+use super::policy::AgentApprovals;
 use super::tools::Toolbox;
 use crate::store::{Store, StoreError};
 
@@ -46,6 +50,9 @@ pub enum AgentError {
     Forbidden(String),
     #[error("session {0} not found")]
     SessionNotFound(String),
+    /// No policy of the caller's has that id (another user's does not exist for them).
+    #[error("policy {0} not found")]
+    PolicyNotFound(String),
     #[error("{0}")]
     InvalidParams(String),
     /// The task is not waiting for a decision, or its batch was already decided.
@@ -96,6 +103,8 @@ pub struct Agent {
     pub instruction: String,
     pub model: Arc<dyn Model>,
     pub tools: Toolbox,
+    /// Argument rules and the approval timeout (`agent::policy`).
+    pub approvals: AgentApprovals,
 }
 
 impl Agent {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 use serde_json::Value;
-use signoff_protocol::hitl::{self, ActionRequest, ApprovalInterrupt, ToolCall, ToolResult};
+use signoff_protocol::hitl::{self, DecidedBy, ToolCall, ToolResult};
 use signoff_protocol::{Part, StreamEvent, TaskState};
 use tokio_util::sync::CancellationToken;
 
@@ -26,9 +26,13 @@ struct TaskRun<'a> {
     agent: Arc<Agent>,
     task_id: String,
     context_id: String,
+    /// The task's owner, whose policies may approve its calls.
+    user_id: String,
     cancel: &'a CancellationToken,
     usage: (u64, u64),
     calls: HashMap<String, CallRow>,
+    /// Who decided the calls no person was asked about, for their result parts.
+    decided_by: HashMap<String, DecidedBy>,
 }
 
 /// What a runner knows of its task when it starts, so it reads only what it lacks.
@@ -61,6 +65,10 @@ impl Runtime {
     /// Resumes tasks a previous process left running (see `drive` for how their calls are
     /// settled).
     pub async fn resume_unfinished(self: &Arc<Self>) -> Result<usize> {
+        let watched = self.watch_stored_deadlines().await?;
+        if watched > 0 {
+            tracing::info!(watched, "watching the deadlines of paused batches");
+        }
         let tasks = self.store.unfinished_tasks().await?;
         for task in &tasks {
             tracing::info!(task = %task.id, "resuming a task left running by the previous process");
@@ -207,12 +215,14 @@ impl Runtime {
             agent: agent.clone(),
             task_id: task_id.clone(),
             context_id: context_id.clone(),
+            user_id: row.user_id.clone(),
             cancel,
             usage: (0, 0),
             calls: calls
                 .into_iter()
                 .map(|call| (call.call_id.clone(), call))
                 .collect(),
+            decided_by: HashMap::new(),
         };
         loop {
             if cancel.is_cancelled() || self.shutdown.is_cancelled() {
@@ -278,15 +288,27 @@ impl Runtime {
                 used.insert(call.id.clone());
                 tool_calls.push(call);
             }
+            let screened = self
+                .screen_calls(&agent, &run.user_id, &context_id, &tool_calls)
+                .await?;
+            let decided_by: Vec<Option<DecidedBy>> = screened
+                .iter()
+                .map(|screened| screened.decided_by.clone())
+                .collect();
             let events: Vec<StreamEvent> = tool_calls
                 .iter()
-                .map(|call| {
+                .zip(&screened)
+                .map(|(call, screened)| {
                     let part = ToolCall {
                         id: call.id.clone(),
                         name: call.name.clone(),
                         args: call.args.clone(),
                     }
                     .to_part();
+                    let part = match &screened.decided_by {
+                        Some(decided_by) => decided_by.mark(part),
+                        None => part,
+                    };
                     let message = view::agent_message(&task_id, &context_id, vec![part]);
                     view::status_event(
                         &task_id,
@@ -299,7 +321,8 @@ impl Runtime {
                 .collect();
             let new_calls: Vec<NewCall> = tool_calls
                 .iter()
-                .map(|call| NewCall {
+                .zip(screened)
+                .map(|(call, screened)| NewCall {
                     call_id: call.id.clone(),
                     name: call.name.clone(),
                     source: agent
@@ -309,9 +332,15 @@ impl Runtime {
                         .unwrap_or_default(),
                     args: call.args.clone(),
                     args_sha256: args_sha256(&call.args),
-                    held: agent.tools.requires_approval(&call.name),
+                    held: screened.held,
+                    auto: screened.auto,
                 })
                 .collect();
+            for (call, decided_by) in tool_calls.iter().zip(decided_by) {
+                if let Some(decided_by) = decided_by {
+                    run.decided_by.insert(call.id.clone(), decided_by);
+                }
+            }
             let first_position = run.calls.len() as i64 + 1;
             for (index, call) in new_calls.iter().enumerate() {
                 let record = CallRow::proposed(&task_id, first_position + index as i64, call);
@@ -435,7 +464,7 @@ impl Runtime {
     /// A call's start is committed before it runs; its result is written with the next step
     /// (the next call's start, or the pause), or alone when nothing follows.
     async fn settle_calls(
-        &self,
+        self: &Arc<Self>,
         run: &mut TaskRun<'_>,
         open: &[ModelToolCall],
         transcript: &mut Vec<ChatMessage>,
@@ -487,6 +516,22 @@ impl Runtime {
                         ToolResult::rejected(&call.id, &call.name, record.reason.as_deref());
                     (rejected.response, None, None)
                 }
+                CallStatus::Denied => {
+                    let rule = record.reason.as_deref().unwrap_or("of the agents file");
+                    (
+                        ToolResult::denied(&call.id, &call.name, rule).response,
+                        None,
+                        None,
+                    )
+                }
+                CallStatus::Expired => {
+                    let after = Self::expired_after(&agent);
+                    (
+                        ToolResult::expired(&call.id, &call.name, &after).response,
+                        None,
+                        None,
+                    )
+                }
                 CallStatus::Auto | CallStatus::Approved => {
                     let run_args = record
                         .run_args
@@ -537,6 +582,10 @@ impl Runtime {
                 response: response.clone(),
             }
             .to_part();
+            let part = match run.decided_by.get(&call.id) {
+                Some(decided_by) => decided_by.mark(part),
+                None => part,
+            };
             let message = view::agent_message(task_id, context_id, vec![part]);
             let event =
                 view::status_event(task_id, context_id, TaskState::Working, Some(message), None);
@@ -560,42 +609,14 @@ impl Runtime {
             self.write_deferred(task_id, deferred).await?;
             return Ok(!held.is_empty());
         }
-        let requests: Vec<ActionRequest> = held
-            .iter()
-            .map(|record| {
-                let tool = agent.tools.get(&record.name);
-                ActionRequest {
-                    id: record.call_id.clone(),
-                    name: record.name.clone(),
-                    args: record.args.clone(),
-                    description: tool.as_ref().map(|tool| tool.spec.description.clone()),
-                    server: tool.as_ref().map(|tool| tool.spec.source.clone()),
-                }
-            })
-            .collect();
-        let interrupt = ApprovalInterrupt::new(requests.clone());
-        let message = view::agent_message(task_id, context_id, interrupt.to_parts());
-        // The pause ends the turn's stream: it carries the usage like any final event.
-        let mut metadata = hitl::interrupt_event_metadata();
-        metadata.extend(view::usage_metadata(run.usage.0, run.usage.1));
-        let event = view::status_event(
-            task_id,
-            context_id,
-            TaskState::InputRequired,
-            Some(message),
-            Some(metadata),
-        );
-        let pause = Commit {
-            state: Some(TaskState::InputRequired),
-            new_batch: Some(Value::Array(
-                requests.iter().map(ActionRequest::to_value).collect(),
-            )),
-            guard: Some(Guard::NotTerminal),
-            ..Commit::default()
-        };
+        let (event, pause, deadline) =
+            Self::pause_step(&agent, task_id, context_id, &held, run.usage);
         defer(&mut deferred, vec![event], pause);
         self.write_deferred(task_id, deferred).await?;
-        tracing::info!(task = %task_id, calls = requests.len(), "paused for approval");
+        if let Some(deadline) = &deadline {
+            self.watch_deadline(task_id, deadline);
+        }
+        tracing::info!(task = %task_id, calls = held.len(), "paused for approval");
         Ok(true)
     }
 

@@ -1,0 +1,325 @@
+//! Who decides a tool call before anyone is asked: the agent's argument rules (from the agents
+//! file) and a person's "always allow" policies (from the store), compiled into matchers. The
+//! runtime asks [`AgentApprovals::rule_for`] first (a `deny` rule wins over any policy), then
+//! the policies, then falls back to the tool's `require_approval` (crates/server/README.md,
+//! Argument rules; docs/rest.md, Policies).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::Value;
+use signoff_protocol::rest::{ArgMatch, Policy, PolicyScope as WireScope};
+
+use super::config::{check_rules, parse_timeout, AgentSpec, ConfigError, MatchSpec, Matcher};
+use super::config::{OnTimeout, RuleAction};
+use super::tools::Toolbox;
+use crate::store::{PolicyRow, PolicyScope};
+
+/// One compiled argument rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// How the model and the person read it: `#2 (write_file when path glob "notes/**")`.
+    pub label: String,
+    pub tool: String,
+    pub action: RuleAction,
+    when: Vec<(String, Matcher)>,
+}
+
+/// An agent's rules and approval timeout.
+#[derive(Debug, Clone, Default)]
+pub struct AgentApprovals {
+    pub rules: Vec<Rule>,
+    /// How long a batch waits, and that duration as the agents file wrote it (`30m`).
+    pub timeout: Option<(Duration, String)>,
+    pub on_timeout: OnTimeout,
+}
+
+/// Every matcher of `when` passes on `args`.
+fn all_match(when: &[(String, Matcher)], args: &Value) -> bool {
+    when.iter()
+        .all(|(name, matcher)| matcher.matches(args.get(name)))
+}
+
+/// `path glob "notes/**" and mode = 1`.
+fn describe(when: &[(String, Matcher)]) -> String {
+    when.iter()
+        .map(|(name, matcher)| format!("{name} {}", matcher.describe()))
+        .collect::<Vec<_>>()
+        .join(" and ")
+}
+
+/// Compiles a matcher map; the error names the argument.
+fn compile_all(
+    specs: &BTreeMap<String, MatchSpec>,
+) -> Result<Vec<(String, Matcher)>, (String, String)> {
+    specs
+        .iter()
+        .map(|(name, spec)| {
+            spec.compile()
+                .map(|matcher| (name.clone(), matcher))
+                .map_err(|message| (name.clone(), message))
+        })
+        .collect()
+}
+
+/// The argument names a tool's input schema declares, if it declares them.
+fn schema_args(schema: &Value) -> Option<Vec<&str>> {
+    let properties = schema.get("properties")?.as_object()?;
+    Some(properties.keys().map(String::as_str).collect())
+}
+
+impl AgentApprovals {
+    /// Compiles an agent's (checked) rules and timeout; `at` is its path (`agents[0]`).
+    pub fn from_spec(at: &str, spec: &AgentSpec) -> Result<AgentApprovals, ConfigError> {
+        let mut rules = Vec::new();
+        for (index, rule) in spec.rules.iter().enumerate() {
+            let when = match &rule.when {
+                Some(specs) => compile_all(specs).map_err(|(name, message)| {
+                    ConfigError::invalid(format!("{at}.rules[{index}].when.{name}"), message)
+                })?,
+                None => Vec::new(),
+            };
+            let what = if when.is_empty() {
+                format!("{}, any arguments", rule.tool)
+            } else {
+                format!("{} when {}", rule.tool, describe(&when))
+            };
+            rules.push(Rule {
+                label: format!("#{} ({what})", index + 1),
+                tool: rule.tool.clone(),
+                action: rule.action,
+                when,
+            });
+        }
+        let timeout = match &spec.approval_timeout {
+            Some(text) => Some((
+                parse_timeout(&format!("{at}.approval_timeout"), text)?,
+                text.trim().to_owned(),
+            )),
+            None => None,
+        };
+        Ok(AgentApprovals {
+            rules,
+            timeout,
+            on_timeout: spec.on_timeout,
+        })
+    }
+
+    /// Checks the rules against the tools the agent really has: a rule's tool must be exposed
+    /// (once every source has listed its tools), and `when` may name only arguments of the
+    /// tool's input schema.
+    pub fn check_tools(
+        &self,
+        at: &str,
+        spec: &AgentSpec,
+        toolbox: &Toolbox,
+    ) -> Result<(), ConfigError> {
+        let tools = toolbox.tools();
+        if toolbox.unavailable().is_empty() {
+            let names: Vec<&str> = tools.iter().map(|tool| tool.spec.name.as_str()).collect();
+            check_rules(at, &spec.rules, Some(&names))?;
+        }
+        for (index, rule) in spec.rules.iter().enumerate() {
+            let Some(tool) = tools.iter().find(|tool| tool.spec.name == rule.tool) else {
+                continue;
+            };
+            let Some(known) = schema_args(&tool.spec.input_schema) else {
+                continue;
+            };
+            for name in rule.when.iter().flat_map(BTreeMap::keys) {
+                if !known.contains(&name.as_str()) {
+                    return Err(ConfigError::invalid(
+                        format!("{at}.rules[{index}].when.{name}"),
+                        format!(
+                            "{} has no argument {name:?} (its arguments: {})",
+                            rule.tool,
+                            known.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The first rule that matches a call, if any.
+    pub fn rule_for(&self, tool: &str, args: &Value) -> Option<&Rule> {
+        self.rules
+            .iter()
+            .find(|rule| rule.tool == tool && all_match(&rule.when, args))
+    }
+}
+
+/// A person's policy, compiled.
+#[derive(Debug, Clone)]
+pub struct UserPolicy {
+    pub row: PolicyRow,
+    args: Vec<(String, Matcher)>,
+}
+
+impl UserPolicy {
+    /// Compiles a stored or new policy; the error names the argument.
+    pub fn compile(row: PolicyRow) -> Result<UserPolicy, String> {
+        let args = match &row.args {
+            Some(value) => {
+                let specs: BTreeMap<String, MatchSpec> =
+                    serde_json::from_value(value.clone()).map_err(|err| format!("args: {err}"))?;
+                compile_all(&specs).map_err(|(name, message)| format!("args.{name}: {message}"))?
+            }
+            None => Vec::new(),
+        };
+        Ok(UserPolicy { row, args })
+    }
+
+    /// Whether it approves a call of `tool` with `args` (its scope was checked by the query).
+    pub fn approves(&self, tool: &str, args: &Value) -> bool {
+        self.row.tool == tool && all_match(&self.args, args)
+    }
+
+    /// "write_file under notes/, in this chat".
+    pub fn summary(&self) -> String {
+        let what = match self.args.as_slice() {
+            [] => format!("{} with any arguments", self.row.tool),
+            [(name, Matcher::Glob(glob, _))] if glob.ends_with("/**") => format!(
+                "{} with {name} under {}",
+                self.row.tool,
+                glob.trim_end_matches('*')
+            ),
+            args => format!("{} when {}", self.row.tool, describe(args)),
+        };
+        match self.row.scope {
+            PolicyScope::Chat => format!("{what}, in this chat"),
+            PolicyScope::Agent => format!("{what}, in every chat with {}", self.row.agent),
+        }
+    }
+
+    /// The policy as the REST API shows it.
+    pub fn to_rest(&self) -> Policy {
+        Policy {
+            id: self.row.id.clone(),
+            agent: self.row.agent.clone(),
+            tool: self.row.tool.clone(),
+            scope: match self.row.scope {
+                PolicyScope::Chat => WireScope::Chat,
+                PolicyScope::Agent => WireScope::Agent,
+            },
+            context_id: self.row.context_id.clone(),
+            args: self.row.args.as_ref().and_then(|value| {
+                serde_json::from_value::<BTreeMap<String, ArgMatch>>(value.clone()).ok()
+            }),
+            created_by: self.row.created_by.clone(),
+            created_at: self.row.created_at.clone(),
+            summary: self.summary(),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::agent::config::AgentsFile;
+
+    fn approvals(rules: &str) -> AgentApprovals {
+        let file = AgentsFile::parse(&format!(
+            "[[agents]]\nname = \"a\"\napproval_timeout = \"90s\"\n\
+             [[agents.tools]]\nkind = \"builtin_files\"\n{rules}"
+        ))
+        .unwrap();
+        AgentApprovals::from_spec("agents[0]", &file.agents[0]).unwrap()
+    }
+
+    #[test]
+    fn the_first_matching_rule_decides() {
+        let approvals = approvals(
+            r#"
+            [[agents.rules]]
+            tool = "write_file"
+            action = "deny"
+            when = { path = { glob = ".git/**" } }
+            [[agents.rules]]
+            tool = "write_file"
+            action = "allow"
+            when = { path = { glob = "notes/**" } }
+            [[agents.rules]]
+            tool = "write_file"
+            action = "ask"
+            [[agents.rules]]
+            tool = "write_file"
+            action = "allow"
+            "#,
+        );
+        let action = |path: &str| {
+            approvals
+                .rule_for("write_file", &json!({"path": path, "content": "x"}))
+                .map(|rule| (rule.action, rule.label.clone()))
+        };
+        assert_eq!(
+            action(".git/config"),
+            Some((
+                RuleAction::Deny,
+                "#1 (write_file when path glob \".git/**\")".into()
+            ))
+        );
+        assert_eq!(action("notes/a.txt").unwrap().0, RuleAction::Allow);
+        assert_eq!(
+            action("other.txt"),
+            Some((RuleAction::Ask, "#3 (write_file, any arguments)".into())),
+            "the later catch-all allow never gets a say"
+        );
+        assert!(approvals
+            .rule_for("read_file", &json!({"path": "x"}))
+            .is_none());
+        assert_eq!(
+            approvals.timeout.as_ref().unwrap().0,
+            Duration::from_secs(90)
+        );
+    }
+
+    #[test]
+    fn a_policy_reads_as_what_it_allows_and_where() {
+        let row = |scope, args: Option<Value>| PolicyRow {
+            id: "p".into(),
+            user_id: "u".into(),
+            agent: "default/demo".into(),
+            tool: "write_file".into(),
+            scope,
+            context_id: None,
+            args,
+            created_by: "u".into(),
+            created_at: "t".into(),
+            revoked_at: None,
+        };
+        let folder = UserPolicy::compile(row(
+            PolicyScope::Chat,
+            Some(json!({"path": {"glob": "notes/**"}})),
+        ))
+        .unwrap();
+        assert_eq!(
+            folder.summary(),
+            "write_file with path under notes/, in this chat"
+        );
+        assert!(folder.approves("write_file", &json!({"path": "notes/a"})));
+        assert!(!folder.approves("write_file", &json!({"path": "a"})));
+        assert!(!folder.approves("delete_file", &json!({"path": "notes/a"})));
+        let any = UserPolicy::compile(row(PolicyScope::Agent, None)).unwrap();
+        assert_eq!(
+            any.summary(),
+            "write_file with any arguments, in every chat with default/demo"
+        );
+        let exact = UserPolicy::compile(row(
+            PolicyScope::Chat,
+            Some(json!({"path": {"equals": "a.txt"}})),
+        ))
+        .unwrap();
+        assert!(exact.approves("write_file", &json!({"path": "a.txt", "content": "1"})));
+        assert!(!exact.approves("write_file", &json!({"path": "b.txt"})));
+        let bad = UserPolicy::compile(row(PolicyScope::Chat, Some(json!({"path": {"glob": "["}}))));
+        assert_eq!(
+            bad.unwrap_err(),
+            "args.path: glob \"[\" has a [ without its ]"
+        );
+    }
+}

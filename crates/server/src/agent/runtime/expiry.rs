@@ -1,0 +1,217 @@
+//! Approvals that expire: a batch of an agent with an `approval_timeout` gets a deadline when
+//! it pauses; a watch per deadline expires it then (or at once, after a restart that finds it
+//! passed), through the same compare-and-set as a decision, so it happens once and a decision
+//! that comes later is told the batch expired (docs/wire.md, Expiry).
+
+use std::sync::Arc;
+
+use serde_json::json;
+use signoff_protocol::hitl::ToolResult;
+use signoff_protocol::{Part, TaskState};
+
+use crate::agent::config::OnTimeout;
+use crate::agent::view;
+use crate::store::{
+    BatchState, CallStatus, CallVerdict, Channel, DecisionWrite, StoreError, Verdict,
+};
+
+use super::runner::RunnerStart;
+use super::{Agent, AgentError, LoggedEvent, Result, Runtime};
+
+/// How a person reads a timeout when the agent that set it is gone.
+const SOME_TIMEOUT: &str = "its approval timeout";
+
+impl Runtime {
+    /// The deadline of a batch `agent` opens now (RFC 3339), if it has a timeout.
+    pub(super) fn deadline_for(agent: &Agent) -> Option<String> {
+        let (timeout, _) = agent.approvals.timeout.as_ref()?;
+        let timeout = chrono::Duration::from_std(*timeout).ok()?;
+        let at = chrono::Utc::now().checked_add_signed(timeout)?;
+        Some(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+    }
+
+    /// Watches the stored deadlines of pending batches (at start: a previous process set them).
+    pub(super) async fn watch_stored_deadlines(self: &Arc<Self>) -> Result<usize> {
+        let deadlines = self.store.pending_deadlines().await?;
+        for deadline in &deadlines {
+            self.watch_deadline(&deadline.task_id, &deadline.expires_at);
+        }
+        Ok(deadlines.len())
+    }
+
+    /// Expires the task's pending batch at `expires_at`, unless it was decided first. The
+    /// deadline text identifies the batch: a later batch of the same task has its own.
+    pub(super) fn watch_deadline(self: &Arc<Self>, task_id: &str, expires_at: &str) {
+        let Ok(at) = chrono::DateTime::parse_from_rfc3339(expires_at) else {
+            tracing::warn!(task = %task_id, expires_at, "a batch deadline that is not a time");
+            return;
+        };
+        let wait = (at.with_timezone(&chrono::Utc) - chrono::Utc::now())
+            .to_std()
+            .unwrap_or_default();
+        let runtime = self.clone();
+        let (task_id, expires_at) = (task_id.to_owned(), expires_at.to_owned());
+        self.tracker.spawn(async move {
+            tokio::select! {
+                // The next start watches it again.
+                _ = runtime.shutdown.cancelled() => return,
+                _ = tokio::time::sleep(wait) => {}
+            }
+            if let Err(err) = runtime.expire(&task_id, &expires_at).await {
+                tracing::warn!(task = %task_id, error = %err, "could not expire a batch");
+            }
+        });
+    }
+
+    /// Ends the task's pending batch as expired if it is still the one due at `expires_at`:
+    /// every held call is answered "expired" (not rejected: nobody refused it), then the task
+    /// goes on (`on_timeout = "reject"`) or ends canceled (`"cancel"`).
+    async fn expire(self: &Arc<Self>, task_id: &str, expires_at: &str) -> Result<()> {
+        let Some(deadline) = self.store.pending_deadline(task_id).await? else {
+            return Ok(()); // decided (or canceled) in time
+        };
+        if deadline.expires_at != expires_at {
+            return Ok(());
+        }
+        let Some(row) = self.store.task(task_id).await? else {
+            return Ok(());
+        };
+        let agent = self.agent_by_key(&row.agent);
+        let (after, on_timeout) = match &agent {
+            Some(agent) => (
+                agent
+                    .approvals
+                    .timeout
+                    .as_ref()
+                    .map_or(SOME_TIMEOUT.to_owned(), |(_, text)| text.clone()),
+                agent.approvals.on_timeout,
+            ),
+            None => (SOME_TIMEOUT.to_owned(), OnTimeout::Reject),
+        };
+        let held: Vec<_> = self
+            .store
+            .calls(task_id)
+            .await?
+            .into_iter()
+            .filter(|call| {
+                call.batch_id == Some(deadline.batch_id) && call.status == CallStatus::Held
+            })
+            .collect();
+        let verdicts = held
+            .iter()
+            .map(|call| CallVerdict {
+                call_id: call.call_id.clone(),
+                status: CallStatus::Expired,
+                verdict: Verdict::Expire,
+                reason: None,
+                run_args: None,
+                run_args_sha256: None,
+            })
+            .collect();
+        let (context_id, summary) = (&row.context_id, format!("Expired unanswered after {after}"));
+        let events = match on_timeout {
+            // The runner answers each call "expired" and the model goes on.
+            OnTimeout::Reject => vec![view::status_event(
+                task_id,
+                context_id,
+                TaskState::Working,
+                None,
+                None,
+            )],
+            // Nothing runs again: the results and the end are written here.
+            OnTimeout::Cancel => {
+                let results = held
+                    .iter()
+                    .map(|call| ToolResult::expired(&call.call_id, &call.name, &after).to_part())
+                    .collect();
+                let results = view::agent_message(task_id, context_id, results);
+                let reason = view::agent_message(
+                    task_id,
+                    context_id,
+                    vec![Part::text(format!(
+                        "Canceled: the approval request expired unanswered after {after}."
+                    ))],
+                );
+                vec![
+                    view::status_event(
+                        task_id,
+                        context_id,
+                        TaskState::Working,
+                        Some(results),
+                        None,
+                    ),
+                    view::status_event(
+                        task_id,
+                        context_id,
+                        TaskState::Canceled,
+                        Some(reason),
+                        None,
+                    ),
+                ]
+            }
+        };
+        let stored: Vec<_> = events.iter().map(Self::encode).collect();
+        let write = DecisionWrite {
+            batch_id: deadline.batch_id,
+            user_id: row.user_id.clone(),
+            channel: Channel::Expiry,
+            decision: json!({"decision_type": "expire", "after": after}),
+            summary,
+            verdicts,
+            batch_state: BatchState::Expired,
+            task_state: match on_timeout {
+                OnTimeout::Reject => TaskState::Working,
+                OnTimeout::Cancel => TaskState::Canceled,
+            },
+            events: stored.clone(),
+        };
+        match self.store.decide(task_id, write).await {
+            Ok(seq) => {
+                self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
+                tracing::info!(task = %task_id, after, "approval expired unanswered");
+                match on_timeout {
+                    OnTimeout::Reject => self.spawn_runner(task_id, RunnerStart::Stored),
+                    OnTimeout::Cancel => self.drop_inbox(task_id),
+                }
+                Ok(())
+            }
+            // A decision won the race: nothing expired.
+            Err(StoreError::Conflict(_)) => Ok(()),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// A decision's outcome, with a "no batch waits" error (the task ended, or works, or its
+    /// batch is gone) told as an expiry when the task's last batch expired.
+    pub(super) async fn or_expired<T>(&self, task_id: &str, outcome: Result<T>) -> Result<T> {
+        match outcome {
+            Err(err @ (AgentError::Terminal(_) | AgentError::NotPaused(_))) => {
+                Err(self.late_decision(task_id, err).await)
+            }
+            other => other,
+        }
+    }
+
+    /// The error for a decision that found no pending batch: if the task's last batch expired,
+    /// one that says so (REST answers it 409, A2A -32602); else `otherwise`.
+    async fn late_decision(&self, task_id: &str, otherwise: AgentError) -> AgentError {
+        match self.store.last_batch(task_id).await {
+            Ok(Some((BatchState::Expired, expires_at))) => AgentError::NotPaused(format!(
+                "the approval request of task {task_id} expired unanswered at {}; it takes \
+                 no decision any more",
+                expires_at.as_deref().unwrap_or("its deadline")
+            )),
+            Ok(Some(_) | None) => otherwise,
+            Err(err) => err.into(),
+        }
+    }
+
+    /// What an expired call's result says, for the runner (`after` as the agent wrote it).
+    pub(super) fn expired_after(agent: &Agent) -> String {
+        agent
+            .approvals
+            .timeout
+            .as_ref()
+            .map_or(SOME_TIMEOUT.to_owned(), |(_, text)| text.clone())
+    }
+}

@@ -1,0 +1,61 @@
+//! The pause that ends a turn with held calls: ONE batch of action requests, the
+//! `input-required` event that carries it (with its deadline, if the agent has an approval
+//! timeout), and the commit that opens it (docs/wire.md, Approval interrupt).
+
+use serde_json::Value;
+use signoff_protocol::hitl::{self, ActionRequest, ApprovalInterrupt};
+use signoff_protocol::{StreamEvent, TaskState};
+
+use crate::agent::view;
+use crate::store::{CallRow, Commit, Guard};
+
+use super::{Agent, Runtime};
+
+impl Runtime {
+    /// The pause event and commit for `held`, and the batch's deadline (to watch once the
+    /// commit is written). `usage` is the turn's tokens: the pause ends the turn's stream and
+    /// carries them like any final event.
+    pub(super) fn pause_step(
+        agent: &Agent,
+        task_id: &str,
+        context_id: &str,
+        held: &[CallRow],
+        usage: (u64, u64),
+    ) -> (StreamEvent, Commit, Option<String>) {
+        let requests: Vec<ActionRequest> = held
+            .iter()
+            .map(|record| {
+                let tool = agent.tools.get(&record.name);
+                ActionRequest {
+                    id: record.call_id.clone(),
+                    name: record.name.clone(),
+                    args: record.args.clone(),
+                    description: tool.as_ref().map(|tool| tool.spec.description.clone()),
+                    server: tool.as_ref().map(|tool| tool.spec.source.clone()),
+                }
+            })
+            .collect();
+        let deadline = Self::deadline_for(agent);
+        let interrupt = ApprovalInterrupt::new(requests.clone()).expiring_at(deadline.clone());
+        let message = view::agent_message(task_id, context_id, interrupt.to_parts());
+        let mut metadata = hitl::interrupt_event_metadata();
+        metadata.extend(view::usage_metadata(usage.0, usage.1));
+        let event = view::status_event(
+            task_id,
+            context_id,
+            TaskState::InputRequired,
+            Some(message),
+            Some(metadata),
+        );
+        let pause = Commit {
+            state: Some(TaskState::InputRequired),
+            new_batch: Some(Value::Array(
+                requests.iter().map(ActionRequest::to_value).collect(),
+            )),
+            batch_deadline: deadline.clone(),
+            guard: Some(Guard::NotTerminal),
+            ..Commit::default()
+        };
+        (event, pause, deadline)
+    }
+}

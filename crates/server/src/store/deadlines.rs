@@ -1,0 +1,101 @@
+//! Approval deadlines: when a pending batch expires unanswered. The deadline is stored with the
+//! batch (written by the commit that opens it), so a restart finds every one; expiring is the
+//! decision compare-and-set (`Store::decide`), so it happens at most once.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::tasks::collect;
+use super::{BatchState, Result, Store};
+
+/// Sets the deadline of the batch just opened; runs inside the commit that opens it.
+pub(super) fn set_deadline(
+    connection: &Connection,
+    batch_id: i64,
+    expires_at: Option<&str>,
+) -> Result<()> {
+    if let Some(expires_at) = expires_at {
+        connection
+            .prepare_cached("UPDATE batches SET expires_at = ?1 WHERE id = ?2")?
+            .execute(params![expires_at, batch_id])?;
+    }
+    Ok(())
+}
+
+/// A pending batch with a deadline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deadline {
+    pub task_id: String,
+    pub batch_id: i64,
+    pub expires_at: String,
+}
+
+impl Store {
+    /// Every pending batch with a deadline (to watch them again after a restart).
+    pub async fn pending_deadlines(&self) -> Result<Vec<Deadline>> {
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT task_id, id, expires_at FROM batches
+                 WHERE state = ?1 AND expires_at IS NOT NULL ORDER BY expires_at",
+            )?;
+            let rows = statement.query([BatchState::Pending.as_str()])?;
+            let deadlines = collect(rows, |row| {
+                Ok(Deadline {
+                    task_id: row.get(0)?,
+                    batch_id: row.get(1)?,
+                    expires_at: row.get(2)?,
+                })
+            })?;
+            Ok(deadlines)
+        })
+    }
+
+    /// The deadline of a task's pending batch, if it has one.
+    pub async fn pending_deadline(&self, task_id: &str) -> Result<Option<Deadline>> {
+        Ok(self
+            .pending_deadlines_of(&[task_id.to_owned()])
+            .await?
+            .into_iter()
+            .next())
+    }
+
+    /// The deadlines of these tasks' pending batches.
+    pub async fn pending_deadlines_of(&self, task_ids: &[String]) -> Result<Vec<Deadline>> {
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT task_id, id, expires_at FROM batches
+                 WHERE task_id = ?1 AND state = ?2 AND expires_at IS NOT NULL",
+            )?;
+            let mut out = Vec::new();
+            for task_id in task_ids {
+                let found = statement
+                    .query_row(params![task_id, BatchState::Pending.as_str()], |row| {
+                        Ok(Deadline {
+                            task_id: row.get(0)?,
+                            batch_id: row.get(1)?,
+                            expires_at: row.get(2)?,
+                        })
+                    })
+                    .optional()?;
+                out.extend(found);
+            }
+            Ok(out)
+        })
+    }
+
+    /// The state and deadline of a task's latest batch, to tell a late decision why it came
+    /// too late.
+    pub async fn last_batch(&self, task_id: &str) -> Result<Option<(BatchState, Option<String>)>> {
+        self.read(|connection| {
+            let found: Option<(String, Option<String>)> = connection
+                .prepare_cached(
+                    "SELECT state, expires_at FROM batches WHERE task_id = ?1
+                     ORDER BY id DESC LIMIT 1",
+                )?
+                .query_row([task_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()?;
+            found
+                .map(|(state, expires_at)| Ok((BatchState::parse(&state)?, expires_at)))
+                .transpose()
+        })
+    }
+}

@@ -1,0 +1,210 @@
+//! "Always allow" policies (a person's standing approvals), and the audit of calls decided
+//! without asking: a call a policy approved or a rule denied is written with a decided batch of
+//! its own and a decision row, so the audit trail lists it like any other decision.
+
+use rusqlite::{params, Connection, Row};
+use serde_json::Value;
+
+use super::rows::{json_text, json_value};
+use super::tasks::collect;
+use super::{BatchState, NewCall, Result, Store, StoreError};
+
+/// Where a policy applies; stored as `chat` or `agent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyScope {
+    /// One chat (session) of its owner.
+    Chat,
+    /// Every chat of its owner with the agent.
+    Agent,
+}
+
+impl PolicyScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicyScope::Chat => "chat",
+            PolicyScope::Agent => "agent",
+        }
+    }
+
+    fn parse(text: &str) -> Result<PolicyScope> {
+        match text {
+            "chat" => Ok(PolicyScope::Chat),
+            "agent" => Ok(PolicyScope::Agent),
+            other => Err(StoreError::Corrupt(format!(
+                "unknown policy scope {other:?}"
+            ))),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyRow {
+    pub id: String,
+    pub user_id: String,
+    pub agent: String,
+    pub tool: String,
+    pub scope: PolicyScope,
+    pub context_id: Option<String>,
+    /// Argument name -> matcher (the agents file's matcher language); `None`: any arguments.
+    pub args: Option<Value>,
+    pub created_by: String,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
+const POLICY_SELECT: &str = "SELECT id, user_id, agent, tool, scope, context_id, args, created_by,
+                                    created_at, revoked_at FROM policies";
+
+fn policy_from_row(row: &Row<'_>) -> Result<PolicyRow> {
+    let scope: String = row.get(4)?;
+    let args: Option<String> = row.get(6)?;
+    Ok(PolicyRow {
+        id: row.get(0)?,
+        user_id: row.get(1)?,
+        agent: row.get(2)?,
+        tool: row.get(3)?,
+        scope: PolicyScope::parse(&scope)?,
+        context_id: row.get(5)?,
+        args: args.as_deref().map(json_value).transpose()?,
+        created_by: row.get(7)?,
+        created_at: row.get(8)?,
+        revoked_at: row.get(9)?,
+    })
+}
+
+/// Writes the decided batch and audit row of each call of `calls` that was decided without
+/// asking; runs inside the commit that records the calls.
+pub(super) fn record_auto_decisions(
+    connection: &Connection,
+    task_id: &str,
+    calls: &[NewCall],
+    now: &str,
+) -> Result<()> {
+    for call in calls {
+        let Some(auto) = &call.auto else { continue };
+        let request =
+            serde_json::json!([{"id": call.call_id, "name": call.name, "args": call.args}]);
+        let batch_id: i64 = connection
+            .prepare_cached(
+                "INSERT INTO batches (task_id, state, requests, created_at, decided_at)
+                 VALUES (?1, ?2, ?3, ?4, ?4) RETURNING id",
+            )?
+            .query_row(
+                params![
+                    task_id,
+                    BatchState::Decided.as_str(),
+                    json_text(&request)?,
+                    now
+                ],
+                |row| row.get(0),
+            )?;
+        connection
+            .prepare_cached(
+                "UPDATE calls SET batch_id = ?1, verdict = ?2, reason = ?3
+                 WHERE task_id = ?4 AND call_id = ?5",
+            )?
+            .execute(params![
+                batch_id,
+                auto.verdict.as_str(),
+                auto.reason,
+                task_id,
+                call.call_id
+            ])?;
+        connection
+            .prepare_cached(
+                "INSERT INTO decisions (batch_id, task_id, user_id, channel, decision, summary,
+                                        decided_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                batch_id,
+                task_id,
+                auto.user_id,
+                auto.channel.as_str(),
+                json_text(&auto.decision)?,
+                auto.summary,
+                now
+            ])?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Stores a new policy.
+    pub async fn insert_policy(&self, policy: PolicyRow) -> Result<()> {
+        self.write(move |connection| {
+            connection
+                .prepare_cached(
+                    "INSERT INTO policies (id, user_id, agent, tool, scope, context_id, args,
+                                           created_by, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                )?
+                .execute(params![
+                    policy.id,
+                    policy.user_id,
+                    policy.agent,
+                    policy.tool,
+                    policy.scope.as_str(),
+                    policy.context_id,
+                    policy.args.as_ref().map(json_text).transpose()?,
+                    policy.created_by,
+                    policy.created_at
+                ])?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// A user's policies in force, oldest first.
+    pub async fn policies(&self, user_id: &str) -> Result<Vec<PolicyRow>> {
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(&format!(
+                "{POLICY_SELECT} WHERE user_id = ?1 AND revoked_at IS NULL ORDER BY created_at, id"
+            ))?;
+            let rows = statement.query([user_id])?;
+            let policies = collect(rows, policy_from_row)?;
+            Ok(policies)
+        })
+    }
+
+    /// The policies in force that may approve a call of `agent` in chat `context_id` for
+    /// `user_id`: the agent's, and the chat's. Read for every call, so a revoke counts at once.
+    pub async fn applicable_policies(
+        &self,
+        user_id: &str,
+        agent: &str,
+        context_id: &str,
+    ) -> Result<Vec<PolicyRow>> {
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(&format!(
+                "{POLICY_SELECT} WHERE user_id = ?1 AND agent = ?2 AND revoked_at IS NULL
+                   AND (scope = ?3 OR (scope = ?4 AND context_id = ?5))
+                 ORDER BY created_at, id"
+            ))?;
+            let rows = statement.query(params![
+                user_id,
+                agent,
+                PolicyScope::Agent.as_str(),
+                PolicyScope::Chat.as_str(),
+                context_id
+            ])?;
+            let policies = collect(rows, policy_from_row)?;
+            Ok(policies)
+        })
+    }
+
+    /// Revokes `user_id`'s policy `id`; whether it was in force.
+    pub async fn revoke_policy(&self, user_id: &str, id: &str, now: &str) -> Result<bool> {
+        let (user_id, id, now) = (user_id.to_owned(), id.to_owned(), now.to_owned());
+        self.write(move |connection| {
+            let changed = connection
+                .prepare_cached(
+                    "UPDATE policies SET revoked_at = ?1
+                     WHERE id = ?2 AND user_id = ?3 AND revoked_at IS NULL",
+                )?
+                .execute(params![now, id, user_id])?;
+            Ok(changed == 1)
+        })
+        .await
+    }
+}
