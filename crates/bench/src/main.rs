@@ -10,6 +10,7 @@ mod server;
 mod server_bench;
 mod stats;
 mod stub;
+mod ui_ready;
 mod ui_render;
 mod ui_size;
 mod ui_stream;
@@ -38,6 +39,7 @@ enum Phase {
     Endpoints,
     UiSize,
     UiRender,
+    UiReady,
 }
 
 #[derive(Debug, Parser)]
@@ -109,6 +111,7 @@ async fn run(args: Args) -> Result<()> {
             Phase::Footprint,
             Phase::Endpoints,
             Phase::UiRender,
+            Phase::UiReady,
         ]
     } else {
         args.phases.clone()
@@ -173,6 +176,18 @@ async fn run(args: Args) -> Result<()> {
                 args.dist.as_deref(),
                 &args.work_dir,
                 &ui_render::UiCounts::scaled(args.scale),
+            )
+            .await,
+        );
+    }
+
+    if phases.contains(&Phase::UiReady) {
+        figures.extend(
+            ui_ready::figures(
+                &args.server,
+                args.dist.as_deref(),
+                &args.work_dir,
+                ui_ready::loads(args.scale),
             )
             .await,
         );

@@ -84,8 +84,9 @@ fn run_limit(canned: Canned) -> Duration {
     }
 }
 
-struct Browser {
-    driver: WebDriver,
+/// Chromium driven through chromedriver; also used by [`crate::ui_ready`].
+pub struct Browser {
+    pub driver: WebDriver,
     /// Killed on drop.
     _chromedriver: Child,
 }
@@ -94,12 +95,12 @@ fn tool(env: &str, default: &str) -> PathBuf {
     std::env::var_os(env).map_or_else(|| PathBuf::from(default), PathBuf::from)
 }
 
-fn browser_error(err: WebDriverError) -> BenchError {
+pub fn browser_error(err: WebDriverError) -> BenchError {
     BenchError::Browser(err.to_string())
 }
 
 impl Browser {
-    async fn start(profile: &Path) -> Result<Browser> {
+    pub async fn start(profile: &Path) -> Result<Browser> {
         let chromedriver = tool("CHROMEDRIVER", "/usr/bin/chromedriver");
         let chromium = tool("CHROMIUM", "/usr/bin/chromium");
         let port = std::net::TcpListener::bind(("127.0.0.1", 0))
@@ -151,7 +152,7 @@ impl Browser {
         })
     }
 
-    async fn js(&self, script: &str, args: Vec<Value>) -> Result<Value> {
+    pub async fn js(&self, script: &str, args: Vec<Value>) -> Result<Value> {
         let ret = self
             .driver
             .execute(script, args)
@@ -179,7 +180,7 @@ impl Browser {
     }
 
     /// Runs `script` every `every` until it returns something other than null or false.
-    async fn wait_for(
+    pub async fn wait_for(
         &self,
         what: &str,
         script: &str,
