@@ -22,7 +22,7 @@ use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 use signoff_protocol::codec;
 use signoff_protocol::jsonrpc::{Id, Response as RpcResponse};
-use signoff_protocol::rest::{AgentEntry, AgentList, SessionList, ToolEntry};
+use signoff_protocol::rest::{AgentEntry, AgentList, PolicyList, SessionList, ToolEntry};
 use signoff_protocol::{
     Artifact, Message, Part, ProtocolVersion, Role, StreamEvent, TaskArtifactUpdateEvent,
     TaskState, TaskStatus, TaskStatusUpdateEvent,
@@ -72,6 +72,15 @@ impl StreamServer {
                 get(|| async {
                     axum::Json(SessionList {
                         sessions: Vec::new(),
+                    })
+                }),
+            )
+            // The chat page lists the person's policies beside the chat; none here.
+            .route(
+                "/api/policies",
+                get(|| async {
+                    axum::Json(PolicyList {
+                        policies: Vec::new(),
                     })
                 }),
             )

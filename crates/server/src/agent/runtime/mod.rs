@@ -17,6 +17,7 @@ mod pause;
 mod policies;
 mod reads;
 mod runner;
+mod settle;
 mod transcript;
 
 pub use crate::store::Channel;

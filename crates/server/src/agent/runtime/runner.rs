@@ -5,15 +5,13 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use futures_util::StreamExt;
-use serde_json::Value;
-use signoff_protocol::hitl::{self, DecidedBy, ToolCall, ToolResult};
+use signoff_protocol::hitl::{DecidedBy, ToolCall};
 use signoff_protocol::{Part, StreamEvent, TaskState};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::model::{ChatMessage, ModelError, ModelEvent, ModelRequest, ModelToolCall};
-use crate::agent::tools::error_result;
 use crate::agent::view::{self};
-use crate::store::{CallRow, CallStatus, CallUpdate, Commit, Guard, NewCall, TaskRow};
+use crate::store::{CallRow, Commit, Guard, NewCall, TaskRow};
 
 use super::audit::args_sha256;
 use super::transcript::*;
@@ -22,17 +20,17 @@ use super::{Agent, AgentError, Result, Runtime};
 /// One runner's view of its task: which it is, the agent that runs it, the person's cancel,
 /// the tokens used so far (the turn's final event reports them), and the task's call records
 /// as this runner wrote them (read once when it starts, then kept in step with its commits).
-struct TaskRun<'a> {
-    agent: Arc<Agent>,
-    task_id: String,
-    context_id: String,
+pub(super) struct TaskRun<'a> {
+    pub(super) agent: Arc<Agent>,
+    pub(super) task_id: String,
+    pub(super) context_id: String,
     /// The task's owner, whose policies may approve its calls.
-    user_id: String,
-    cancel: &'a CancellationToken,
-    usage: (u64, u64),
-    calls: HashMap<String, CallRow>,
+    pub(super) user_id: String,
+    pub(super) cancel: &'a CancellationToken,
+    pub(super) usage: (u64, u64),
+    pub(super) calls: HashMap<String, CallRow>,
     /// Who decided the calls no person was asked about, for their result parts.
-    decided_by: HashMap<String, DecidedBy>,
+    pub(super) decided_by: HashMap<String, DecidedBy>,
 }
 
 /// What a runner knows of its task when it starts, so it reads only what it lacks.
@@ -42,21 +40,6 @@ pub(super) enum RunnerStart {
     New { row: TaskRow, new_session: bool },
     /// A task taken up from the store: after a decision, or left running by a previous process.
     Stored,
-}
-
-/// A step written with the next one (a call's result with the next call's start, or with the
-/// pause), so a batch of calls costs fewer commits. It is never held across a wait for anyone
-/// but our own next write.
-type Deferred = Option<(Vec<StreamEvent>, Commit)>;
-
-fn defer(deferred: &mut Deferred, events: Vec<StreamEvent>, commit: Commit) {
-    *deferred = Some(match deferred.take() {
-        Some((mut earlier_events, earlier)) => {
-            earlier_events.extend(events);
-            (earlier_events, earlier.then(commit))
-        }
-        None => (events, commit),
-    });
 }
 
 impl Runtime {
@@ -455,177 +438,6 @@ impl Runtime {
             self.commit(task_id, vec![event], commit).await?;
         }
         Ok(Some((text, calls)))
-    }
-
-    /// Settles the open calls of the last turn in order: runs auto and approved ones, answers
-    /// rejected ones, reports calls interrupted by a crash, and pauses the task with ONE batch
-    /// for those still held. Returns whether the task paused (or ended).
-    ///
-    /// A call's start is committed before it runs; its result is written with the next step
-    /// (the next call's start, or the pause), or alone when nothing follows.
-    async fn settle_calls(
-        self: &Arc<Self>,
-        run: &mut TaskRun<'_>,
-        open: &[ModelToolCall],
-        transcript: &mut Vec<ChatMessage>,
-    ) -> Result<bool> {
-        let (agent, task_id, context_id, cancel) = (
-            run.agent.clone(),
-            run.task_id.clone(),
-            run.context_id.clone(),
-            run.cancel,
-        );
-        let (task_id, context_id) = (task_id.as_str(), context_id.as_str());
-        let mut deferred: Deferred = None;
-        let mut held = Vec::new();
-        for call in open {
-            if cancel.is_cancelled() {
-                self.write_deferred(task_id, deferred).await?;
-                return Ok(true);
-            }
-            let Some(record) = run.calls.get(&call.id).cloned() else {
-                return Err(AgentError::Internal(format!(
-                    "call {} has no record",
-                    call.id
-                )));
-            };
-            let (response, edited_from, started) = match record.status {
-                CallStatus::Held => {
-                    held.push(record);
-                    continue;
-                }
-                CallStatus::Canceled => {
-                    self.write_deferred(task_id, deferred).await?;
-                    return Ok(true);
-                }
-                CallStatus::Finished => {
-                    // Finished but missing from the transcript cannot happen (one transaction
-                    // writes both); take the recorded result if it ever does.
-                    (record.result.clone().unwrap_or(Value::Null), None, None)
-                }
-                CallStatus::Started => (
-                    error_result(
-                        "interrupted by a restart: this call may or may not have run, and it \
-                         was not run again",
-                    ),
-                    None,
-                    None,
-                ),
-                CallStatus::Rejected => {
-                    let rejected =
-                        ToolResult::rejected(&call.id, &call.name, record.reason.as_deref());
-                    (rejected.response, None, None)
-                }
-                CallStatus::Denied => {
-                    let rule = record.reason.as_deref().unwrap_or("of the agents file");
-                    (
-                        ToolResult::denied(&call.id, &call.name, rule).response,
-                        None,
-                        None,
-                    )
-                }
-                CallStatus::Expired => {
-                    let after = Self::expired_after(&agent);
-                    (
-                        ToolResult::expired(&call.id, &call.name, &after).response,
-                        None,
-                        None,
-                    )
-                }
-                CallStatus::Auto | CallStatus::Approved => {
-                    let run_args = record
-                        .run_args
-                        .clone()
-                        .unwrap_or_else(|| record.args.clone());
-                    // A question call runs with its answers added to its arguments: no edit.
-                    let answered = hitl::question::answers_from_args(&run_args).is_some();
-                    let edited =
-                        (run_args != record.args && !answered).then(|| record.args.clone());
-                    let started = Commit {
-                        call_updates: vec![CallUpdate::Started {
-                            call_id: call.id.clone(),
-                            run_args_sha256: args_sha256(&run_args),
-                            run_args: run_args.clone(),
-                        }],
-                        guard: Some(Guard::NotTerminal),
-                        ..Commit::default()
-                    };
-                    defer(&mut deferred, Vec::new(), started);
-                    self.write_deferred(task_id, deferred.take()).await?;
-                    if let Some(record) = run.calls.get_mut(&call.id) {
-                        record.status = CallStatus::Started;
-                        record.run_args = Some(run_args.clone());
-                    }
-                    // A tool call is not abandoned at shutdown (it would be reported as
-                    // interrupted); only the user's cancel stops waiting for it.
-                    let response = tokio::select! {
-                        _ = cancel.cancelled() => return Ok(true),
-                        response = agent.tools.call(&call.name, run_args.clone(), self.limits.tool_timeout) => response,
-                    };
-                    (response, edited, Some(run_args))
-                }
-            };
-            if let Some(run_args) = &started {
-                if edited_from.is_some() {
-                    set_call_args(transcript, &call.id, run_args);
-                }
-            }
-            transcript.push(ChatMessage::Tool {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                response: response.clone(),
-                edited_from,
-            });
-            let part = ToolResult {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                response: response.clone(),
-            }
-            .to_part();
-            let part = match run.decided_by.get(&call.id) {
-                Some(decided_by) => decided_by.mark(part),
-                None => part,
-            };
-            let message = view::agent_message(task_id, context_id, vec![part]);
-            let event =
-                view::status_event(task_id, context_id, TaskState::Working, Some(message), None);
-            if let Some(record) = run.calls.get_mut(&call.id) {
-                record.status = CallStatus::Finished;
-                record.result = Some(response.clone());
-            }
-            let finished = Commit {
-                transcript: Some(transcript_value(transcript)?),
-                call_updates: vec![CallUpdate::Finished {
-                    call_id: call.id.clone(),
-                    result: response,
-                }],
-                guard: Some(Guard::NotTerminal),
-                ..Commit::default()
-            };
-            defer(&mut deferred, vec![event], finished);
-        }
-        // Held calls that already have a batch wait in it (a runner taken up after a restart).
-        if held.is_empty() || held.iter().any(|record| record.batch_id.is_some()) {
-            self.write_deferred(task_id, deferred).await?;
-            return Ok(!held.is_empty());
-        }
-        let (event, pause, deadline) =
-            Self::pause_step(&agent, task_id, context_id, &held, run.usage);
-        defer(&mut deferred, vec![event], pause);
-        self.write_deferred(task_id, deferred).await?;
-        if let Some(deadline) = &deadline {
-            self.watch_deadline(task_id, deadline);
-        }
-        tracing::info!(task = %task_id, calls = held.len(), "paused for approval");
-        Ok(true)
-    }
-
-    /// Writes a deferred step, if there is one.
-    async fn write_deferred(&self, task_id: &str, deferred: Deferred) -> Result<()> {
-        if let Some((events, commit)) = deferred {
-            self.commit(task_id, events, commit).await?;
-        }
-        Ok(())
     }
 }
 
