@@ -241,7 +241,15 @@ async fn the_layout_fits_a_phone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_message_shows_the_servers_words_and_gives_the_text_back() {
-    let app = App::start("refused").await;
+    // A laptop-sized window, where the composer reaches the right edge under any toast.
+    let app = App::start_with(
+        "refused",
+        harness::Options {
+            size: (900, 700),
+            ..harness::Options::default()
+        },
+    )
+    .await;
     // An agent the server does not run: the send is refused.
     app.open("/agents/default/nobody/chat").await;
     app.send("hello?").await;
@@ -254,6 +262,19 @@ async fn a_refused_message_shows_the_servers_words_and_gives_the_text_back() {
         Some("hello?")
     );
     assert!(app.find_all("[data-testid=message-user]").await.is_empty());
+    // The toast leaves the composer's Send button free to press again.
+    let overlap = app
+        .js(
+            "const a = document.querySelector('[data-testid=toast]').getBoundingClientRect();\
+             const b = document.querySelector('[data-testid=send-button]').getBoundingClientRect();\
+             return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;",
+        )
+        .await;
+    assert_eq!(
+        overlap,
+        serde_json::json!(false),
+        "the toast covers the Send button"
+    );
     app.shot("toast-refused").await;
     app.finish().await;
 }
