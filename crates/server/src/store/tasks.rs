@@ -1,7 +1,7 @@
 //! Tasks and their event logs, and [`Store::commit`]: one task's step (events, state,
 //! transcript, call records, a new batch) written all or nothing.
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OptionalExtension, Row, ToSql};
 use signoff_protocol::TaskState;
 
 use super::rows::json_text;
@@ -95,53 +95,35 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
     // ended, or gone). Most commits keep the state: their statement does not assign it, so the
     // state index is left alone.
     let [ended_1, ended_2, ended_3, ended_4] = TERMINAL.map(task_state_text);
-    let last: Option<i64> = match commit.state {
-        Some(state) => connection
-            .prepare_cached(
-                "UPDATE tasks SET last_seq = last_seq + ?1, state = ?2,
-                                  transcript = COALESCE(?3, transcript), updated_at = ?4
-                 WHERE id = ?5 AND NOT (?6 AND state IN (?7, ?8, ?9, ?10))
-                 RETURNING last_seq",
-            )?
-            .query_row(
-                params![
-                    commit.events.len() as i64,
-                    task_state_text(state),
-                    commit.transcript,
-                    now,
-                    task_id,
-                    guarded,
-                    ended_1,
-                    ended_2,
-                    ended_3,
-                    ended_4,
-                ],
-                |row| row.get(0),
-            )
-            .optional()?,
-        None => connection
-            .prepare_cached(
-                "UPDATE tasks SET last_seq = last_seq + ?1,
-                                  transcript = COALESCE(?2, transcript), updated_at = ?3
-                 WHERE id = ?4 AND NOT (?5 AND state IN (?6, ?7, ?8, ?9))
-                 RETURNING last_seq",
-            )?
-            .query_row(
-                params![
-                    commit.events.len() as i64,
-                    commit.transcript,
-                    now,
-                    task_id,
-                    guarded,
-                    ended_1,
-                    ended_2,
-                    ended_3,
-                    ended_4,
-                ],
-                |row| row.get(0),
-            )
-            .optional()?,
+    let events = commit.events.len() as i64;
+    let state = commit.state.map(task_state_text);
+    let mut values: Vec<(&str, &dyn ToSql)> = vec![
+        (":events", &events),
+        (":transcript", &commit.transcript),
+        (":now", &now),
+        (":id", &task_id),
+        (":guarded", &guarded),
+        (":ended_1", &ended_1),
+        (":ended_2", &ended_2),
+        (":ended_3", &ended_3),
+        (":ended_4", &ended_4),
+    ];
+    let set_state = match &state {
+        Some(state) => {
+            values.push((":state", state));
+            "state = :state,"
+        }
+        None => "",
     };
+    let last: Option<i64> = connection
+        .prepare_cached(&format!(
+            "UPDATE tasks SET last_seq = last_seq + :events, {set_state}
+                              transcript = COALESCE(:transcript, transcript), updated_at = :now
+             WHERE id = :id AND NOT (:guarded AND state IN (:ended_1, :ended_2, :ended_3, :ended_4))
+             RETURNING last_seq"
+        ))?
+        .query_row(values.as_slice(), |row| row.get(0))
+        .optional()?;
     let Some(last) = last else {
         return Err(match task_head(connection, task_id) {
             Ok(_) => StoreError::Conflict("the task has ended"),
