@@ -340,15 +340,7 @@ async fn a_double_click_on_approve_runs_the_tool_once() {
         app.find_all("[data-testid=toast]").await.is_empty(),
         "a second decision went out"
     );
-    let decided: Value = app
-        .http
-        .get(format!("{}/api/approvals?state=decided", app.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let decided = app.get_json("/api/approvals?state=decided").await;
     assert_eq!(
         decided["decisions"].as_array().map(Vec::len),
         Some(1),

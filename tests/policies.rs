@@ -51,15 +51,7 @@ fn read(app: &App, file: &str) -> Option<String> {
 
 /// The audit entries of the server's decided approvals.
 async fn decided(app: &App) -> Vec<Value> {
-    let body: Value = app
-        .http
-        .get(format!("{}/api/approvals?state=decided", app.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body = app.get_json("/api/approvals?state=decided").await;
     body["decisions"].as_array().cloned().unwrap_or_default()
 }
 

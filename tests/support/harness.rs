@@ -407,17 +407,21 @@ impl App {
             .to_owned()
     }
 
-    /// `GET /api/sessions/{id}`: the stored tasks.
-    pub async fn stored_tasks(&self, session: &str) -> Vec<Value> {
-        let body: Value = self
-            .http
-            .get(format!("{}/api/sessions/{session}", self.base))
+    /// `GET {path}` on the server, as JSON.
+    pub async fn get_json(&self, path: &str) -> Value {
+        self.http
+            .get(format!("{}{path}", self.base))
             .send()
             .await
             .unwrap()
             .json()
             .await
-            .unwrap();
+            .unwrap()
+    }
+
+    /// `GET /api/sessions/{id}`: the stored tasks.
+    pub async fn stored_tasks(&self, session: &str) -> Vec<Value> {
+        let body = self.get_json(&format!("/api/sessions/{session}")).await;
         body["tasks"].as_array().cloned().unwrap_or_default()
     }
 
