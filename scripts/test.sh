@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs every check Signoff has: formatting, lints, native tests (protocol, server, UI reducer),
 # the wasm32 builds, the release UI with its size budget, the browser tests in headless
-# Chromium, and the interop tests with third-party A2A clients. Exits non-zero on the first failure.
+# Chromium, the server's tests a second time on PostgreSQL, and the interop tests with third-party A2A clients. Exits non-zero on the first failure.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$ROOT/scripts/postgres.sh"
 cd "$ROOT"
+trap postgres_stop EXIT
 START=$SECONDS
 LOG="$CARGO_TARGET_DIR/signoff-test.log"
 mkdir -p "$CARGO_TARGET_DIR"
@@ -35,6 +37,10 @@ step "MCP servers for the server's tests (npm, PyPI)"
 step "cargo test (protocol, server, UI reducer, browser tests in headless Chromium)"
 export SIGNOFF_UI_DIR="$ROOT/dist"
 cargo test --locked --workspace 2>&1 | tee -a "$LOG"
+
+step "The server's tests again on PostgreSQL (store, HITL, restart, MCP, upstream)"
+postgres_for_tests
+SIGNOFF_TEST_BACKEND=postgres cargo test --locked -p signoff-server --test api --test mcp --test upstream 2>&1 | tee -a "$LOG"
 
 if [ -x "$ROOT/tests/interop/run.sh" ]; then
   step "Interop with third-party A2A clients (a2a-sdk from PyPI, @a2a-js/sdk from npm)"

@@ -40,6 +40,10 @@ pub struct Config {
     /// Folder for the database (signoff.db) and the demo sandbox; created if missing.
     #[arg(long, env = "SIGNOFF_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,
+    /// The database: a PostgreSQL URL (`postgres://user:password@host/db`) for replicas that
+    /// share one; without it, SQLite in the data folder.
+    #[arg(long = "database", env = "SIGNOFF_DATABASE_URL")]
+    pub database_url: Option<String>,
     /// Agents file (TOML). Without it, the demo agent default/demo is served.
     #[arg(long = "agents", env = "SIGNOFF_AGENTS")]
     pub agents_file: Option<PathBuf>,
@@ -81,6 +85,7 @@ impl Config {
         Config {
             addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
             data_dir: data_dir.into(),
+            database_url: None,
             agents_file: None,
             ui_dir: None,
             body_limit: 1024 * 1024,
@@ -150,7 +155,8 @@ pub async fn run(
         Some(path) => agent::AgentsFile::load(path)?,
         None => agent::AgentsFile::demo(),
     };
-    let store = store::Store::open(&config.data_dir).await?;
+    let database = store::Database::from_url(config.database_url.as_deref(), &config.data_dir)?;
+    let store = store::Store::open(&database).await?;
     let agents = agent::build_agents(&agents_file, &config.data_dir).await?;
     let limits = agent::Limits {
         model_timeout: Duration::from_secs(config.model_timeout_secs.max(1)),

@@ -1,43 +1,37 @@
 //! The store: sessions, tasks, each task's event log, pending batches with their deadlines,
 //! decisions (the audit trail), tool-call execution records and people's "always allow"
-//! policies, in SQLite. All SQL lives in this folder; the runtime
-//! talks to [`Store`] only, so a second backend can take its place without the runtime knowing.
+//! policies. All SQL lives in this folder; the runtime talks to [`Store`] only, and does not
+//! know which backend answers.
+//!
+//! Two backends, one behaviour: `sqlite` (the embedded default, a file in the data folder) and
+//! `postgres` (a server that several replicas share). Each speaks its own dialect; the rows and
+//! typed columns they read and write (`rows`) are shared, and the integration tests run against
+//! both.
 //!
 //! It knows rows, typed columns and JSON values, nothing of HTTP and nothing of A2A versions:
 //! the agent layer hands it events already encoded.
-//!
-//! Writes share one connection and commit in groups (`writer`): concurrent writes share a
-//! transaction, a lone write runs at once on its caller's thread; SQLite allows one writer at a
-//! time anyway. Reads run on their own
-//! connections (WAL lets them run beside the writer) and are quick enough to run in place.
-//! Statements are prepared once per connection and cached.
 
-mod batches;
-mod deadlines;
-mod policies;
+mod postgres;
 mod rows;
-mod schema;
-mod sessions;
-mod tasks;
-mod writer;
+mod sqlite;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, TryLockError};
-use std::time::Duration;
+use std::sync::Arc;
 
-use rusqlite::{Connection, OpenFlags};
+use signoff_protocol::TaskState;
 
-pub use deadlines::Deadline;
-pub use policies::{PolicyRow, PolicyScope};
 pub use rows::*;
 
-use writer::Writer;
+use postgres::Postgres;
+use sqlite::Sqlite;
 
 /// What can go wrong in the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database error: {0}")]
     Db(#[from] rusqlite::Error),
+    #[error("database error: {0}")]
+    Postgres(#[from] sqlx::Error),
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
     /// A row holds what this version cannot read (a state it does not know, JSON that is not).
@@ -53,6 +47,9 @@ pub enum StoreError {
     Commit(String),
     #[error("the store is closed")]
     Closed,
+    /// The database URL names no backend this build knows.
+    #[error("unsupported database URL {0:?} (expected postgres://… or postgresql://…)")]
+    UnsupportedUrl(String),
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -62,17 +59,50 @@ pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// How many read connections serve the runtime at once.
-const READERS: usize = 4;
+/// Where the data lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Database {
+    /// `signoff.db` in this folder.
+    Sqlite(std::path::PathBuf),
+    /// A PostgreSQL server (`postgres://user:password@host:port/database`).
+    Postgres(String),
+}
+
+impl Database {
+    /// The database a URL names (`postgres://…`), or SQLite in `data_dir` when there is none.
+    pub fn from_url(url: Option<&str>, data_dir: &Path) -> Result<Database> {
+        match url.map(str::trim).filter(|url| !url.is_empty()) {
+            None => Ok(Database::Sqlite(data_dir.to_owned())),
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Ok(Database::Postgres(url.to_owned()))
+            }
+            Some(url) => Err(StoreError::UnsupportedUrl(redact(url))),
+        }
+    }
+}
+
+/// A URL with its password (if any) replaced, for errors and logs.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
 
 #[derive(Clone)]
 pub struct Store {
-    inner: Arc<Inner>,
+    backend: Arc<Backend>,
 }
 
-struct Inner {
-    writer: Writer,
-    readers: Vec<Mutex<Connection>>,
+enum Backend {
+    Sqlite(Sqlite),
+    Postgres(Postgres),
 }
 
 impl std::fmt::Debug for Store {
@@ -81,94 +111,261 @@ impl std::fmt::Debug for Store {
     }
 }
 
-fn connect(path: &Path, flags: OpenFlags) -> Result<Connection> {
-    let connection = Connection::open_with_flags(path, flags)?;
-    connection.busy_timeout(Duration::from_secs(10))?;
-    connection.set_prepared_statement_cache_capacity(64);
-    // WAL (set once by the writer, kept in the file) lets reads run beside the writer. With
-    // WAL, NORMAL survives a process crash (SIGKILL): a commit is in the log before it returns;
-    // only a power loss may drop the last commits.
-    if !flags.contains(OpenFlags::SQLITE_OPEN_READ_ONLY) {
-        connection.execute_batch("PRAGMA journal_mode = WAL")?;
-        // A checkpoint copies every page changed since the last one into the database file.
-        // Busy pages (a task's row, the tails of the event log and of the indexes) change many
-        // times between checkpoints, so checkpointing every 16 MiB of log instead of SQLite's
-        // 4 MiB copies each of them once where it would copy it four times.
-        connection.execute_batch("PRAGMA wal_autocheckpoint = 4000")?;
-    }
-    // Foreign keys stay declared in the schema but are not enforced: every write already checks
-    // its parent (a commit updates its task row first and fails if it is gone), the checks cost
-    // an index lookup per inserted event, and deleting a session deletes its children itself.
-    connection.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;")?;
-    Ok(connection)
+/// Calls the same method of whichever backend this store has.
+macro_rules! on_backend {
+    ($store:expr, $backend:ident => $call:expr) => {
+        match &*$store.backend {
+            Backend::Sqlite($backend) => $call,
+            Backend::Postgres($backend) => $call,
+        }
+    };
 }
 
 impl Store {
-    /// Opens (creating if needed) `signoff.db` in `data_dir` and runs the migrations, so a new
-    /// binary upgrades an old database at start and nobody runs a separate migration step.
-    pub async fn open(data_dir: &Path) -> Result<Store> {
-        let path = data_dir.join("signoff.db");
-        let writer = connect(
-            &path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        schema::migrate(&writer)?;
-        let mut readers = Vec::with_capacity(READERS);
-        for _ in 0..READERS {
-            let reader = connect(
-                &path,
-                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-            )?;
-            readers.push(Mutex::new(reader));
-        }
-        let writer = Writer::new(writer);
+    /// Opens the database (creating the SQLite file if needed) and runs the migrations, so a
+    /// new binary upgrades an old database at start and nobody runs a separate migration step.
+    pub async fn open(database: &Database) -> Result<Store> {
+        let backend = match database {
+            Database::Sqlite(data_dir) => Backend::Sqlite(Sqlite::open(data_dir).await?),
+            Database::Postgres(url) => Backend::Postgres(Postgres::open(url).await?),
+        };
         Ok(Store {
-            inner: Arc::new(Inner { writer, readers }),
+            backend: Arc::new(backend),
         })
     }
 
-    /// Finishes the queued writes and closes the writer (later writes get [`StoreError::Closed`]).
+    /// Finishes the queued writes and closes the store (later writes get [`StoreError::Closed`]).
     pub async fn close(&self) {
-        self.inner.writer.close();
+        on_backend!(self, backend => backend.close().await)
     }
 
-    /// Runs `work` in the next group commit (see `writer`).
-    async fn write<T, F>(&self, work: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: FnMut(&Connection) -> Result<T> + Send + 'static,
-    {
-        self.inner.writer.write(work).await
+    /// Whether this store's backend is shared with other processes (PostgreSQL).
+    pub fn is_shared(&self) -> bool {
+        matches!(&*self.backend, Backend::Postgres(_))
     }
 
-    /// Runs `work` on a free read connection. Reads are short (indexed lookups and small pages),
-    /// so they run in place rather than paying a hop to another thread.
-    fn read<T>(&self, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        for reader in &self.inner.readers {
-            match reader.try_lock() {
-                Ok(connection) => return work(&connection),
-                Err(TryLockError::WouldBlock) => continue,
-                Err(TryLockError::Poisoned(poisoned)) => return work(&poisoned.into_inner()),
-            }
-        }
-        // All busy: wait for the first (its holder never awaits while holding it).
-        match self.inner.readers[0].lock() {
-            Ok(connection) => work(&connection),
-            Err(poisoned) => work(&poisoned.into_inner()),
-        }
+    // Sessions.
+
+    pub async fn session(&self, id: &str) -> Result<Option<SessionRow>> {
+        on_backend!(self, backend => backend.session(id).await)
     }
 
-    /// Runs several reads in one read transaction: they see one moment of the database, and
-    /// pay for taking the snapshot once.
-    fn read_together<T>(&self, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        self.read(|connection| {
-            connection.prepare_cached("BEGIN")?.execute([])?;
-            let outcome = work(connection);
-            // A read-only transaction has nothing to keep: ending it either way is the same.
-            connection.prepare_cached("ROLLBACK")?.execute([])?;
-            outcome
+    /// The user's sessions, most recently active first.
+    pub async fn sessions(&self, user_id: &str) -> Result<Vec<SessionRow>> {
+        on_backend!(self, backend => backend.sessions(user_id).await)
+    }
+
+    /// Deletes a session with its tasks, events, batches and records.
+    pub async fn delete_session(&self, id: &str) -> Result<bool> {
+        on_backend!(self, backend => backend.delete_session(id).await)
+    }
+
+    // Tasks and their event logs.
+
+    /// Creates a task and writes its first events, creating its session (titled `title`) if
+    /// this is the session's first task; says whether it did. A session that exists must be
+    /// the same user's and agent's, else [`StoreError::Conflict`].
+    pub async fn create_task(
+        &self,
+        task: &TaskRow,
+        title: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<bool> {
+        on_backend!(self, backend => backend.create_task(task, title, events).await)
+    }
+
+    pub async fn task(&self, id: &str) -> Result<Option<TaskRow>> {
+        on_backend!(self, backend => backend.task(id).await)
+    }
+
+    /// A stored task as its runner takes it up (see [`RunnerView`]), or `None` if it is gone.
+    pub async fn runner_view(&self, id: &str) -> Result<Option<RunnerView>> {
+        on_backend!(self, backend => backend.runner_view(id).await)
+    }
+
+    /// The tasks of a session, in the order they were created.
+    pub async fn session_tasks(&self, context_id: &str) -> Result<Vec<TaskRow>> {
+        on_backend!(self, backend => backend.session_tasks(context_id).await)
+    }
+
+    /// A page of a user's tasks, newest first, optionally one session's or one state's; and
+    /// how many there are in all.
+    pub async fn list_tasks(
+        &self,
+        user_id: &str,
+        context_id: Option<&str>,
+        state: Option<TaskState>,
+        offset: i64,
+        limit: i64,
+    ) -> Result<(Vec<TaskRow>, i64)> {
+        on_backend!(self, backend => {
+            backend.list_tasks(user_id, context_id, state, offset, limit).await
         })
+    }
+
+    /// Tasks left running or submitted by a previous process (to resume at start).
+    pub async fn unfinished_tasks(&self) -> Result<Vec<TaskRow>> {
+        on_backend!(self, backend => backend.unfinished_tasks().await)
+    }
+
+    /// The events of a task with `after < seq <= upto`, in order, at most `limit`.
+    pub async fn events(
+        &self,
+        task_id: &str,
+        after: i64,
+        upto: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<EventRow>> {
+        on_backend!(self, backend => backend.events(task_id, after, upto, limit).await)
+    }
+
+    /// Applies one [`Commit`] atomically; returns the task's last event sequence number.
+    pub async fn commit(&self, task_id: &str, commit: Commit) -> Result<i64> {
+        on_backend!(self, backend => backend.commit(task_id, commit).await)
+    }
+
+    // Batches, decisions and call records.
+
+    /// The task's pending batch, if it has one.
+    pub async fn pending_batch(&self, task_id: &str) -> Result<Option<BatchRow>> {
+        on_backend!(self, backend => backend.pending_batch(task_id).await)
+    }
+
+    /// A decision made inside the write that applies it: `plan` gets the task (if it exists)
+    /// and its pending batch (if any) as the write sees them, and returns what to write (or
+    /// nothing) and what the caller wants back, or why the message is refused. What it returns
+    /// is then applied as [`Store::decide`] does. So the checks and the compare-and-set see the
+    /// same moment.
+    ///
+    /// `plan` may run twice (a replayed group commit): it must only compute. The outer result
+    /// is the store's, the inner one `plan`'s refusal; the sequence number is the last event
+    /// written.
+    pub async fn decide_planned<X, E, P>(
+        &self,
+        task_id: &str,
+        plan: P,
+    ) -> Result<std::result::Result<(Option<i64>, X), E>>
+    where
+        X: Send + 'static,
+        E: Send + 'static,
+        P: FnMut(
+                Option<&TaskRow>,
+                Option<&BatchRow>,
+            ) -> std::result::Result<(Option<DecisionWrite>, X), E>
+            + Send
+            + 'static,
+    {
+        on_backend!(self, backend => backend.decide_planned(task_id, plan).await)
+    }
+
+    /// Every pending batch of a user's tasks, oldest first, in one query (a team may have
+    /// thousands paused).
+    pub async fn pending_batches(&self, user_id: &str) -> Result<Vec<PendingBatchRow>> {
+        on_backend!(self, backend => backend.pending_batches(user_id).await)
+    }
+
+    /// Decides (or cancels) a pending batch: ONE transaction that moves it from pending to
+    /// `batch_state` only if it is still pending, records every call's verdict and the audit
+    /// row, sets the task's state and appends the events. The loser of a race gets
+    /// [`StoreError::Conflict`] and nothing changes.
+    pub async fn decide(&self, task_id: &str, decision: DecisionWrite) -> Result<i64> {
+        on_backend!(self, backend => backend.decide(task_id, decision).await)
+    }
+
+    /// The calls of a task, in the order the model asked for them.
+    pub async fn calls(&self, task_id: &str) -> Result<Vec<CallRow>> {
+        on_backend!(self, backend => backend.calls(task_id).await)
+    }
+
+    /// The audit rows of one task, oldest first.
+    pub async fn task_decisions(&self, task_id: &str) -> Result<Vec<DecisionRow>> {
+        on_backend!(self, backend => backend.task_decisions(task_id).await)
+    }
+
+    /// A user's most recent decisions, newest first.
+    pub async fn recent_decisions(&self, user_id: &str, limit: i64) -> Result<Vec<DecisionRow>> {
+        on_backend!(self, backend => backend.recent_decisions(user_id, limit).await)
+    }
+
+    // Deadlines.
+
+    /// Every pending batch with a deadline (to watch them again after a restart).
+    pub async fn pending_deadlines(&self) -> Result<Vec<Deadline>> {
+        on_backend!(self, backend => backend.pending_deadlines().await)
+    }
+
+    /// The deadline of a task's pending batch, if it has one.
+    pub async fn pending_deadline(&self, task_id: &str) -> Result<Option<Deadline>> {
+        Ok(self
+            .pending_deadlines_of(&[task_id.to_owned()])
+            .await?
+            .into_iter()
+            .next())
+    }
+
+    /// The deadlines of these tasks' pending batches.
+    pub async fn pending_deadlines_of(&self, task_ids: &[String]) -> Result<Vec<Deadline>> {
+        on_backend!(self, backend => backend.pending_deadlines_of(task_ids).await)
+    }
+
+    /// The state and deadline of a task's latest batch, to tell a late decision why it came
+    /// too late.
+    pub async fn last_batch(&self, task_id: &str) -> Result<Option<(BatchState, Option<String>)>> {
+        on_backend!(self, backend => backend.last_batch(task_id).await)
+    }
+
+    // Policies.
+
+    /// Stores a new policy.
+    pub async fn insert_policy(&self, policy: PolicyRow) -> Result<()> {
+        on_backend!(self, backend => backend.insert_policy(policy).await)
+    }
+
+    /// A user's policies in force, oldest first.
+    pub async fn policies(&self, user_id: &str) -> Result<Vec<PolicyRow>> {
+        on_backend!(self, backend => backend.policies(user_id).await)
+    }
+
+    /// The policies in force that may approve a call of `agent` in chat `context_id` for
+    /// `user_id`: the agent's, and the chat's. Read for every call, so a revoke counts at once.
+    pub async fn applicable_policies(
+        &self,
+        user_id: &str,
+        agent: &str,
+        context_id: &str,
+    ) -> Result<Vec<PolicyRow>> {
+        on_backend!(self, backend => backend.applicable_policies(user_id, agent, context_id).await)
+    }
+
+    /// Revokes `user_id`'s policy `id`; whether it was in force.
+    pub async fn revoke_policy(&self, user_id: &str, id: &str, now: &str) -> Result<bool> {
+        on_backend!(self, backend => backend.revoke_policy(user_id, id, now).await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_url_picks_the_backend_and_hides_its_password_in_errors() {
+        let dir = Path::new("/data");
+        assert_eq!(
+            Database::from_url(None, dir).unwrap(),
+            Database::Sqlite(dir.to_owned())
+        );
+        assert_eq!(
+            Database::from_url(Some(" "), dir).unwrap(),
+            Database::Sqlite(dir.to_owned())
+        );
+        assert_eq!(
+            Database::from_url(Some("postgresql://u@h/db"), dir).unwrap(),
+            Database::Postgres("postgresql://u@h/db".into())
+        );
+        let err = Database::from_url(Some("mysql://me:secret@host/db"), dir).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unsupported database URL \"mysql://me:***@host/db\" (expected postgres://… or postgresql://…)"
+        );
     }
 }

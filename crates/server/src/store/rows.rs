@@ -372,6 +372,57 @@ pub(super) fn json_value(text: &str) -> Result<Value> {
     serde_json::from_str(text).map_err(|err| StoreError::Corrupt(format!("stored JSON: {err}")))
 }
 
+/// A pending batch with a deadline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deadline {
+    pub task_id: String,
+    pub batch_id: i64,
+    pub expires_at: String,
+}
+
+/// Where a policy applies; stored as `chat` or `agent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyScope {
+    /// One chat (session) of its owner.
+    Chat,
+    /// Every chat of its owner with the agent.
+    Agent,
+}
+
+impl PolicyScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicyScope::Chat => "chat",
+            PolicyScope::Agent => "agent",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<PolicyScope> {
+        match text {
+            "chat" => Ok(PolicyScope::Chat),
+            "agent" => Ok(PolicyScope::Agent),
+            other => Err(StoreError::Corrupt(format!(
+                "unknown policy scope {other:?}"
+            ))),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyRow {
+    pub id: String,
+    pub user_id: String,
+    pub agent: String,
+    pub tool: String,
+    pub scope: PolicyScope,
+    pub context_id: Option<String>,
+    /// Argument name -> matcher (the agents file's matcher language); `None`: any arguments.
+    pub args: Option<Value>,
+    pub created_by: String,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

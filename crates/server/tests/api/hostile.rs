@@ -108,7 +108,7 @@ async fn a_panicking_runner_fails_its_task_and_is_not_resumed_again() {
     };
 
     // A panic while running: that task fails, the runtime takes the next one.
-    let store = Store::open(dir.path()).await.unwrap();
+    let store = Store::open(&test_database(dir.path()).await).await.unwrap();
     let broken = agent(Arc::new(PanickingModel));
     let runtime = Runtime::new(store.clone(), vec![broken.clone()], Limits::default());
     let first = runtime.send("local", &broken, message()).await.unwrap();
@@ -123,7 +123,7 @@ async fn a_panicking_runner_fails_its_task_and_is_not_resumed_again() {
 
     // A task left working by a process that stopped, whose runner panics when resumed: it is
     // failed once, and the next start does not resume it again.
-    let store = Store::open(dir.path()).await.unwrap();
+    let store = Store::open(&test_database(dir.path()).await).await.unwrap();
     let silent = agent(Arc::new(SilentModel));
     let runtime = Runtime::new(store.clone(), vec![silent.clone()], Limits::default());
     let left = runtime.send("local", &silent, message()).await.unwrap();
@@ -143,7 +143,7 @@ async fn a_panicking_runner_fails_its_task_and_is_not_resumed_again() {
     runtime.shutdown(Duration::from_secs(5)).await;
     store.close().await;
 
-    let store = Store::open(dir.path()).await.unwrap();
+    let store = Store::open(&test_database(dir.path()).await).await.unwrap();
     let runtime = Runtime::new(store.clone(), vec![broken.clone()], Limits::default());
     assert_eq!(runtime.resume_unfinished().await.unwrap(), 1);
     runtime.wait_final(&left.task_id, 0).await.unwrap();
@@ -151,7 +151,7 @@ async fn a_panicking_runner_fails_its_task_and_is_not_resumed_again() {
     runtime.shutdown(Duration::from_secs(5)).await;
     store.close().await;
 
-    let store = Store::open(dir.path()).await.unwrap();
+    let store = Store::open(&test_database(dir.path()).await).await.unwrap();
     let runtime = Runtime::new(store.clone(), vec![broken], Limits::default());
     assert_eq!(runtime.resume_unfinished().await.unwrap(), 0);
     runtime.shutdown(Duration::from_secs(5)).await;

@@ -116,29 +116,40 @@ async fn deleting_a_session_leaves_no_row_of_it_behind() {
 
     assert_eq!(app.delete(&format!("/api/sessions/{context}")).await, 204);
 
-    let db = rusqlite::Connection::open(app.data_dir.path().join("signoff.db")).unwrap();
-    let count = |sql: &str, id: &str| -> i64 { db.query_row(sql, [id], |row| row.get(0)).unwrap() };
+    let count = |sql: String, id: String| {
+        let dir = app.data_dir.path().to_owned();
+        async move { sql_count(&dir, &sql, &id).await }
+    };
     for table in ["task_events", "calls", "batches", "decisions"] {
         let sql = format!("SELECT COUNT(*) FROM {table} WHERE task_id = ?1");
         assert_eq!(
-            count(&sql, &task),
+            count(sql, task.clone()).await,
             0,
             "{table} keeps rows of the deleted chat"
         );
     }
     assert_eq!(
-        count("SELECT COUNT(*) FROM tasks WHERE context_id = ?1", &context),
-        0
-    );
-    assert_eq!(
-        count("SELECT COUNT(*) FROM sessions WHERE id = ?1", &context),
+        count(
+            "SELECT COUNT(*) FROM tasks WHERE context_id = ?1".into(),
+            context.clone()
+        )
+        .await,
         0
     );
     assert_eq!(
         count(
-            "SELECT COUNT(*) FROM tasks WHERE context_id = ?1",
-            &other_context
-        ),
+            "SELECT COUNT(*) FROM sessions WHERE id = ?1".into(),
+            context.clone()
+        )
+        .await,
+        0
+    );
+    assert_eq!(
+        count(
+            "SELECT COUNT(*) FROM tasks WHERE context_id = ?1".into(),
+            other_context.clone()
+        )
+        .await,
         1
     );
     let (status, _) = app.get(&format!("/api/sessions/{other_context}")).await;

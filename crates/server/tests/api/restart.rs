@@ -10,7 +10,11 @@ use crate::support::*;
 
 /// The `signoff` binary on port 0 with `data_dir`; returns it with its base URL.
 async fn start(data_dir: &std::path::Path) -> (Server, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_signoff"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_signoff"));
+    if let Some(url) = database_url(data_dir).await {
+        command.env("SIGNOFF_DATABASE_URL", url);
+    }
+    let mut child = command
         .args(["--addr", "127.0.0.1:0", "--data-dir"])
         .arg(data_dir)
         .env("RUST_LOG", "info")
@@ -115,21 +119,20 @@ async fn a_call_interrupted_by_a_crash_is_reported_not_rerun() {
     kill(child);
     // Make the database look like a crash after the decision: the batch decided, call_1 (the
     // write) started but not finished, call_2 (the delete) approved but not started.
-    let db = app.data_dir.path().join("signoff.db");
-    let db = rusqlite::Connection::open(&db).unwrap();
-    for statement in [
-        "UPDATE batches SET state = 'decided', decided_at = '2026-01-01T00:00:00.000Z'",
-        "UPDATE calls SET status = 'started', verdict = 'approve', run_args = args,
+    sql_execute(
+        app.data_dir.path(),
+        &[
+            "UPDATE batches SET state = 'decided', decided_at = '2026-01-01T00:00:00.000Z'",
+            "UPDATE calls SET status = 'started', verdict = 'approve', run_args = args,
                           run_args_sha256 = args_sha256, started_at = '2026-01-01T00:00:00.000Z'
          WHERE call_id = 'call_1'",
-        "UPDATE calls SET status = 'approved', verdict = 'approve', run_args = args,
+            "UPDATE calls SET status = 'approved', verdict = 'approve', run_args = args,
                           run_args_sha256 = args_sha256
          WHERE call_id = 'call_2'",
-        "UPDATE tasks SET state = 'working'",
-    ] {
-        db.execute(statement, []).unwrap();
-    }
-    drop(db);
+            "UPDATE tasks SET state = 'working'",
+        ],
+    )
+    .await;
 
     let data_dir = app.into_data_dir();
     let (child, base) = start(data_dir.path()).await;
@@ -199,15 +202,14 @@ async fn a_corrupt_row_fails_its_task_visibly() {
     let (task, _) = pause(&app, None).await;
     kill(child);
     // A status this version does not know, on a task that resumes at start.
-    let db = rusqlite::Connection::open(app.data_dir.path().join("signoff.db")).unwrap();
-    db.execute(
-        "UPDATE calls SET status = 'exploded' WHERE call_id = 'call_1'",
-        [],
+    sql_execute(
+        app.data_dir.path(),
+        &[
+            "UPDATE calls SET status = 'exploded' WHERE call_id = 'call_1'",
+            "UPDATE tasks SET state = 'working'",
+        ],
     )
-    .unwrap();
-    db.execute("UPDATE tasks SET state = 'working'", [])
-        .unwrap();
-    drop(db);
+    .await;
 
     let data_dir = app.into_data_dir();
     let (child, base) = start(data_dir.path()).await;

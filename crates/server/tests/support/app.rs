@@ -8,6 +8,7 @@ use signoff_server::Config;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use super::database::database_url;
 use super::sse::SseStream;
 use super::wait::within;
 
@@ -55,6 +56,7 @@ pub async fn spawn_in(data_dir: tempfile::TempDir, configure: impl FnOnce(&mut C
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let mut config = Config::new(data_dir.path());
+    config.database_url = database_url(data_dir.path()).await;
     configure(&mut config);
     let (sender, receiver) = oneshot::channel::<()>();
     let server = tokio::spawn(signoff_server::run(listener, config, async move {

@@ -5,10 +5,12 @@
 
 pub mod a2a;
 pub mod app;
+pub mod database;
 pub mod sse;
 pub mod wait;
 
 pub use a2a::*;
 pub use app::*;
+pub use database::*;
 pub use sse::*;
 pub use wait::*;

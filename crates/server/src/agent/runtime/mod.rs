@@ -85,6 +85,8 @@ impl From<StoreError> for AgentError {
         match err {
             StoreError::Conflict(_) => AgentError::TaskEnded,
             StoreError::Db(_)
+            | StoreError::Postgres(_)
+            | StoreError::UnsupportedUrl(_)
             | StoreError::Json(_)
             | StoreError::Corrupt(_)
             | StoreError::NotFound

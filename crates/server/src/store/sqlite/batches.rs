@@ -8,7 +8,7 @@ use super::rows::{json_text, json_value};
 use super::tasks::{append_events, collect, task_head};
 use super::{
     now, task_state_text, BatchRow, BatchState, CallRow, CallStatus, Channel, DecisionRow,
-    DecisionWrite, PendingBatchRow, Result, Store, StoreError, TaskRow, Verdict,
+    DecisionWrite, PendingBatchRow, Result, Sqlite, StoreError, TaskRow, Verdict,
 };
 
 const BATCH_SELECT: &str =
@@ -189,7 +189,7 @@ fn pending_batch_of(connection: &Connection, task_id: &str) -> Result<Option<Bat
     Ok(collect(rows, batch_from_row)?.pop())
 }
 
-impl Store {
+impl Sqlite {
     /// The task's pending batch, if it has one.
     pub async fn pending_batch(&self, task_id: &str) -> Result<Option<BatchRow>> {
         self.read(|connection| pending_batch_of(connection, task_id))

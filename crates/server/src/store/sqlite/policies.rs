@@ -3,54 +3,10 @@
 //! its own and a decision row, so the audit trail lists it like any other decision.
 
 use rusqlite::{params, Connection, Row};
-use serde_json::Value;
 
 use super::rows::{json_text, json_value};
 use super::tasks::collect;
-use super::{BatchState, NewCall, Result, Store, StoreError};
-
-/// Where a policy applies; stored as `chat` or `agent`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PolicyScope {
-    /// One chat (session) of its owner.
-    Chat,
-    /// Every chat of its owner with the agent.
-    Agent,
-}
-
-impl PolicyScope {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PolicyScope::Chat => "chat",
-            PolicyScope::Agent => "agent",
-        }
-    }
-
-    fn parse(text: &str) -> Result<PolicyScope> {
-        match text {
-            "chat" => Ok(PolicyScope::Chat),
-            "agent" => Ok(PolicyScope::Agent),
-            other => Err(StoreError::Corrupt(format!(
-                "unknown policy scope {other:?}"
-            ))),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct PolicyRow {
-    pub id: String,
-    pub user_id: String,
-    pub agent: String,
-    pub tool: String,
-    pub scope: PolicyScope,
-    pub context_id: Option<String>,
-    /// Argument name -> matcher (the agents file's matcher language); `None`: any arguments.
-    pub args: Option<Value>,
-    pub created_by: String,
-    pub created_at: String,
-    pub revoked_at: Option<String>,
-}
+use super::{BatchState, NewCall, PolicyRow, PolicyScope, Result, Sqlite};
 
 const POLICY_SELECT: &str = "SELECT id, user_id, agent, tool, scope, context_id, args, created_by,
                                     created_at, revoked_at FROM policies";
@@ -129,7 +85,7 @@ pub(super) fn record_auto_decisions(
     Ok(())
 }
 
-impl Store {
+impl Sqlite {
     /// Stores a new policy.
     pub async fn insert_policy(&self, policy: PolicyRow) -> Result<()> {
         self.write(move |connection| {

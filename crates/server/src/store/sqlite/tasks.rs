@@ -7,7 +7,7 @@ use signoff_protocol::TaskState;
 use super::rows::json_text;
 use super::{
     now, parse_task_state, task_state_text, CallStatus, CallUpdate, Commit, EventRow, Guard,
-    NewEvent, Result, RunnerView, Store, StoreError, TaskRow,
+    NewEvent, Result, RunnerView, Sqlite, StoreError, TaskRow,
 };
 
 const TASK_SELECT: &str = "SELECT id, context_id, user_id, agent, state, transcript, last_seq,
@@ -205,7 +205,7 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
     Ok(last)
 }
 
-impl Store {
+impl Sqlite {
     /// Creates a task and writes its first events, creating its session (titled `title`) if
     /// this is the session's first task; says whether it did. A session that exists must be
     /// the same user's and agent's, else [`StoreError::Conflict`].

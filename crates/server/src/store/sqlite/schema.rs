@@ -7,8 +7,8 @@ use super::Result;
 
 /// Every migration, oldest first; a new one is appended, never edited.
 const MIGRATIONS: [&str; 2] = [
-    include_str!("../../migrations/0001_init.sql"),
-    include_str!("../../migrations/0002_policies_and_deadlines.sql"),
+    include_str!("../../../migrations/sqlite/0001_init.sql"),
+    include_str!("../../../migrations/sqlite/0002_policies_and_deadlines.sql"),
 ];
 
 /// Brings the database up to the last migration, each in its own transaction.

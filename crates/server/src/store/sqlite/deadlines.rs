@@ -5,7 +5,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::tasks::collect;
-use super::{BatchState, Result, Store};
+use super::{BatchState, Deadline, Result, Sqlite};
 
 /// Sets the deadline of the batch just opened; runs inside the commit that opens it.
 pub(super) fn set_deadline(
@@ -21,15 +21,7 @@ pub(super) fn set_deadline(
     Ok(())
 }
 
-/// A pending batch with a deadline.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Deadline {
-    pub task_id: String,
-    pub batch_id: i64,
-    pub expires_at: String,
-}
-
-impl Store {
+impl Sqlite {
     /// Every pending batch with a deadline (to watch them again after a restart).
     pub async fn pending_deadlines(&self) -> Result<Vec<Deadline>> {
         self.read(|connection| {
@@ -47,15 +39,6 @@ impl Store {
             })?;
             Ok(deadlines)
         })
-    }
-
-    /// The deadline of a task's pending batch, if it has one.
-    pub async fn pending_deadline(&self, task_id: &str) -> Result<Option<Deadline>> {
-        Ok(self
-            .pending_deadlines_of(&[task_id.to_owned()])
-            .await?
-            .into_iter()
-            .next())
     }
 
     /// The deadlines of these tasks' pending batches.

@@ -2,7 +2,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Row};
 
-use super::{Result, SessionRow, Store};
+use super::{Result, SessionRow, Sqlite};
 
 const SESSION_SELECT: &str =
     "SELECT id, user_id, agent, title, created_at, updated_at FROM sessions";
@@ -25,7 +25,7 @@ fn session_on(connection: &Connection, id: &str) -> Result<Option<SessionRow>> {
         .optional()?)
 }
 
-impl Store {
+impl Sqlite {
     pub async fn session(&self, id: &str) -> Result<Option<SessionRow>> {
         self.read(|connection| session_on(connection, id))
     }

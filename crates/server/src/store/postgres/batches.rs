@@ -1,0 +1,297 @@
+//! Batches of held calls, the compare-and-set that decides them, the audit trail of decisions,
+//! and each call's execution record.
+
+use serde_json::Value;
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row};
+
+use super::json_column;
+use super::rows::json_text;
+use super::tasks::{append_events, map_rows, task_row};
+use super::{
+    now, task_state_text, BatchRow, BatchState, CallRow, CallStatus, Channel, DecisionRow,
+    DecisionWrite, PendingBatchRow, Postgres, Result, StoreError, TaskRow, Verdict,
+};
+
+const BATCH_SELECT: &str =
+    "SELECT id, task_id, state, requests, created_at, decided_at FROM batches";
+const DECISION_SELECT: &str = "SELECT id, batch_id, task_id, user_id, channel, decision, summary,
+                                      decided_at FROM decisions";
+const CALL_SELECT: &str = "SELECT task_id, call_id, position, name, source, args, args_sha256,
+                                  batch_id, status, verdict, reason, run_args, run_args_sha256,
+                                  result, started_at, finished_at FROM calls";
+
+fn batch_from_row(row: &PgRow) -> Result<BatchRow> {
+    let state: String = row.try_get(2)?;
+    Ok(BatchRow {
+        id: row.try_get(0)?,
+        task_id: row.try_get(1)?,
+        state: BatchState::parse(&state)?,
+        requests: json_column(row, 3)?.unwrap_or(Value::Null),
+        created_at: row.try_get(4)?,
+        decided_at: row.try_get(5)?,
+    })
+}
+
+fn call_from_row(row: &PgRow) -> Result<CallRow> {
+    let status: String = row.try_get(8)?;
+    let verdict: Option<String> = row.try_get(9)?;
+    Ok(CallRow {
+        task_id: row.try_get(0)?,
+        call_id: row.try_get(1)?,
+        position: row.try_get(2)?,
+        name: row.try_get(3)?,
+        source: row.try_get(4)?,
+        args: json_column(row, 5)?.unwrap_or(Value::Null),
+        args_sha256: row.try_get(6)?,
+        batch_id: row.try_get(7)?,
+        status: CallStatus::parse(&status)?,
+        verdict: verdict.as_deref().map(Verdict::parse).transpose()?,
+        reason: row.try_get(10)?,
+        run_args: json_column(row, 11)?,
+        run_args_sha256: row.try_get(12)?,
+        result: json_column(row, 13)?,
+        started_at: row.try_get(14)?,
+        finished_at: row.try_get(15)?,
+    })
+}
+
+fn decision_from_row(row: &PgRow) -> Result<DecisionRow> {
+    let channel: String = row.try_get(4)?;
+    Ok(DecisionRow {
+        id: row.try_get(0)?,
+        batch_id: row.try_get(1)?,
+        task_id: row.try_get(2)?,
+        user_id: row.try_get(3)?,
+        channel: Channel::parse(&channel)?,
+        decision: json_column(row, 5)?.unwrap_or(Value::Null),
+        summary: row.try_get(6)?,
+        decided_at: row.try_get(7)?,
+    })
+}
+
+/// The calls of a task, in the order the model asked for them.
+pub(super) async fn task_calls(
+    connection: &mut PgConnection,
+    task_id: &str,
+) -> Result<Vec<CallRow>> {
+    let rows = sqlx::query(&format!(
+        "{CALL_SELECT} WHERE task_id = $1 ORDER BY position"
+    ))
+    .bind(task_id)
+    .fetch_all(&mut *connection)
+    .await?;
+    map_rows(rows, call_from_row)
+}
+
+/// Opens a pending batch of `requests`; every held call of the task without a batch joins it.
+pub(super) async fn open_batch(
+    connection: &mut PgConnection,
+    task_id: &str,
+    requests: &Value,
+    now: &str,
+) -> Result<i64> {
+    let batch_id: i64 = sqlx::query_scalar(
+        "INSERT INTO batches (task_id, state, requests, created_at)
+         VALUES ($1, $2, $3, $4) RETURNING id",
+    )
+    .bind(task_id)
+    .bind(BatchState::Pending.as_str())
+    .bind(json_text(requests)?)
+    .bind(now)
+    .fetch_one(&mut *connection)
+    .await?;
+    sqlx::query(
+        "UPDATE calls SET batch_id = $1 WHERE task_id = $2 AND status = $3 AND batch_id IS NULL",
+    )
+    .bind(batch_id)
+    .bind(task_id)
+    .bind(CallStatus::Held.as_str())
+    .execute(&mut *connection)
+    .await?;
+    Ok(batch_id)
+}
+
+async fn apply_decision(
+    connection: &mut PgConnection,
+    task_id: &str,
+    decision: &DecisionWrite,
+) -> Result<i64> {
+    let now = now();
+    // The compare-and-set: of two replicas deciding at once, the second waits for the first's
+    // row lock, then finds the batch no longer pending.
+    let won = sqlx::query(
+        "UPDATE batches SET state = $1, decided_at = $2
+         WHERE id = $3 AND task_id = $4 AND state = $5",
+    )
+    .bind(decision.batch_state.as_str())
+    .bind(&now)
+    .bind(decision.batch_id)
+    .bind(task_id)
+    .bind(BatchState::Pending.as_str())
+    .execute(&mut *connection)
+    .await?
+    .rows_affected();
+    if won != 1 {
+        return Err(StoreError::Conflict("the batch was already decided"));
+    }
+    for verdict in &decision.verdicts {
+        let done = sqlx::query(
+            "UPDATE calls SET status = $1, verdict = $2, reason = $3, run_args = $4,
+                              run_args_sha256 = $5
+             WHERE task_id = $6 AND call_id = $7 AND batch_id = $8 AND status = $9",
+        )
+        .bind(verdict.status.as_str())
+        .bind(verdict.verdict.as_str())
+        .bind(verdict.reason.as_deref())
+        .bind(verdict.run_args.as_ref().map(json_text).transpose()?)
+        .bind(verdict.run_args_sha256.as_deref())
+        .bind(task_id)
+        .bind(&verdict.call_id)
+        .bind(decision.batch_id)
+        .bind(CallStatus::Held.as_str())
+        .execute(&mut *connection)
+        .await?
+        .rows_affected();
+        if done != 1 {
+            return Err(StoreError::Conflict("a call of the batch is not held"));
+        }
+    }
+    sqlx::query(
+        "INSERT INTO decisions (batch_id, task_id, user_id, channel, decision, summary,
+                                decided_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(decision.batch_id)
+    .bind(task_id)
+    .bind(&decision.user_id)
+    .bind(decision.channel.as_str())
+    .bind(json_text(&decision.decision)?)
+    .bind(&decision.summary)
+    .bind(&now)
+    .execute(&mut *connection)
+    .await?;
+    let events = decision.events.len() as i64;
+    let last: i64 = sqlx::query_scalar(
+        "UPDATE tasks SET state = $1, last_seq = last_seq + $2, updated_at = $3 WHERE id = $4
+         RETURNING last_seq",
+    )
+    .bind(task_state_text(decision.task_state))
+    .bind(events)
+    .bind(&now)
+    .bind(task_id)
+    .fetch_optional(&mut *connection)
+    .await?
+    .ok_or(StoreError::NotFound)?;
+    append_events(
+        connection,
+        task_id,
+        last - events + 1,
+        &decision.events,
+        &now,
+    )
+    .await?;
+    Ok(last)
+}
+
+/// The task's pending batch, if it has one.
+async fn pending_batch_of(
+    connection: &mut PgConnection,
+    task_id: &str,
+) -> Result<Option<BatchRow>> {
+    let row = sqlx::query(&format!("{BATCH_SELECT} WHERE task_id = $1 AND state = $2"))
+        .bind(task_id)
+        .bind(BatchState::Pending.as_str())
+        .fetch_optional(&mut *connection)
+        .await?;
+    row.as_ref().map(batch_from_row).transpose()
+}
+
+impl Postgres {
+    pub async fn pending_batch(&self, task_id: &str) -> Result<Option<BatchRow>> {
+        let mut connection = self.pool.acquire().await?;
+        pending_batch_of(&mut connection, task_id).await
+    }
+
+    pub async fn decide_planned<X, E, P>(
+        &self,
+        task_id: &str,
+        mut plan: P,
+    ) -> Result<std::result::Result<(Option<i64>, X), E>>
+    where
+        P: FnMut(
+            Option<&TaskRow>,
+            Option<&BatchRow>,
+        ) -> std::result::Result<(Option<DecisionWrite>, X), E>,
+    {
+        let mut transaction = self.pool.begin().await?;
+        // The task's row lock: the plan sees the task and its batch as no other replica can
+        // change them until this transaction ends.
+        let task = task_row(&mut transaction, task_id, true).await?;
+        let batch = match &task {
+            Some(_) => pending_batch_of(&mut transaction, task_id).await?,
+            None => None,
+        };
+        let outcome = match plan(task.as_ref(), batch.as_ref()) {
+            Err(refused) => Err(refused),
+            Ok((None, back)) => Ok((None, back)),
+            Ok((Some(write), back)) => {
+                let seq = apply_decision(&mut transaction, task_id, &write).await?;
+                Ok((Some(seq), back))
+            }
+        };
+        transaction.commit().await?;
+        Ok(outcome)
+    }
+
+    pub async fn pending_batches(&self, user_id: &str) -> Result<Vec<PendingBatchRow>> {
+        let rows = sqlx::query(
+            "SELECT b.id, b.task_id, b.state, b.requests, b.created_at, b.decided_at,
+                    t.context_id, t.agent
+             FROM batches b JOIN tasks t ON t.id = b.task_id
+             WHERE b.state = $1 AND t.user_id = $2 ORDER BY b.id",
+        )
+        .bind(BatchState::Pending.as_str())
+        .bind(user_id)
+        .fetch_all(&self.pool)
+        .await?;
+        map_rows(rows, |row| {
+            Ok(PendingBatchRow {
+                batch: batch_from_row(row)?,
+                context_id: row.try_get(6)?,
+                agent: row.try_get(7)?,
+            })
+        })
+    }
+
+    pub async fn decide(&self, task_id: &str, decision: DecisionWrite) -> Result<i64> {
+        let mut transaction = self.pool.begin().await?;
+        let last = apply_decision(&mut transaction, task_id, &decision).await?;
+        transaction.commit().await?;
+        Ok(last)
+    }
+
+    pub async fn calls(&self, task_id: &str) -> Result<Vec<CallRow>> {
+        let mut connection = self.pool.acquire().await?;
+        task_calls(&mut connection, task_id).await
+    }
+
+    pub async fn task_decisions(&self, task_id: &str) -> Result<Vec<DecisionRow>> {
+        let rows = sqlx::query(&format!("{DECISION_SELECT} WHERE task_id = $1 ORDER BY id"))
+            .bind(task_id)
+            .fetch_all(&self.pool)
+            .await?;
+        map_rows(rows, decision_from_row)
+    }
+
+    pub async fn recent_decisions(&self, user_id: &str, limit: i64) -> Result<Vec<DecisionRow>> {
+        let rows = sqlx::query(&format!(
+            "{DECISION_SELECT} WHERE user_id = $1 ORDER BY id DESC LIMIT $2"
+        ))
+        .bind(user_id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        map_rows(rows, decision_from_row)
+    }
+}

@@ -1,0 +1,52 @@
+//! The PostgreSQL backend, for replicas that share one database: a connection pool, each write
+//! one transaction. The server's own group commit is not needed here: PostgreSQL flushes the
+//! commits of concurrent transactions together.
+//!
+//! Its statements are the SQLite backend's in PostgreSQL's dialect (`$1` parameters, arrays for
+//! many rows in one statement, `FOR UPDATE` where a read decides a write). Exactly-once holds
+//! across processes: a decision's compare-and-set is one conditional `UPDATE`, which PostgreSQL
+//! serialises on the row, so of two replicas deciding the same batch one wins.
+
+mod batches;
+mod records;
+mod schema;
+mod tasks;
+
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
+use sqlx::{PgPool, Row};
+
+use super::*;
+
+/// The most connections one process holds; a few replicas stay well under PostgreSQL's
+/// default limit of 100.
+const POOL_SIZE: u32 = 16;
+
+pub(super) struct Postgres {
+    pool: PgPool,
+}
+
+impl Postgres {
+    /// Connects and brings the schema up to date (one replica at a time: see `schema`).
+    pub(super) async fn open(url: &str) -> Result<Postgres> {
+        let options: PgConnectOptions = url.parse()?;
+        let pool = PgPoolOptions::new()
+            .max_connections(POOL_SIZE)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options.application_name("signoff"))
+            .await?;
+        schema::migrate(&pool).await?;
+        Ok(Postgres { pool })
+    }
+
+    pub(super) async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// A text column holding JSON; text that is not JSON is a corrupt row.
+fn json_column(row: &PgRow, index: usize) -> Result<Option<serde_json::Value>> {
+    let text: Option<String> = row.try_get(index)?;
+    text.as_deref().map(rows::json_value).transpose()
+}

@@ -1,0 +1,192 @@
+//! Approval deadlines, people's "always allow" policies, and the audit of calls decided without
+//! asking (a decided batch of their own and a decision row, written with the call).
+
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row};
+
+use super::json_column;
+use super::rows::json_text;
+use super::tasks::map_rows;
+use super::{BatchState, Deadline, NewCall, PolicyRow, PolicyScope, Postgres, Result};
+
+const POLICY_SELECT: &str = "SELECT id, user_id, agent, tool, scope, context_id, args, created_by,
+                                    created_at, revoked_at FROM policies";
+
+fn policy_from_row(row: &PgRow) -> Result<PolicyRow> {
+    let scope: String = row.try_get(4)?;
+    Ok(PolicyRow {
+        id: row.try_get(0)?,
+        user_id: row.try_get(1)?,
+        agent: row.try_get(2)?,
+        tool: row.try_get(3)?,
+        scope: PolicyScope::parse(&scope)?,
+        context_id: row.try_get(5)?,
+        args: json_column(row, 6)?,
+        created_by: row.try_get(7)?,
+        created_at: row.try_get(8)?,
+        revoked_at: row.try_get(9)?,
+    })
+}
+
+fn deadline_from_row(row: &PgRow) -> Result<Deadline> {
+    Ok(Deadline {
+        task_id: row.try_get(0)?,
+        batch_id: row.try_get(1)?,
+        expires_at: row.try_get(2)?,
+    })
+}
+
+/// Writes the decided batch and audit row of each call of `calls` that was decided without
+/// asking; runs inside the commit that records the calls.
+pub(super) async fn record_auto_decisions(
+    connection: &mut PgConnection,
+    task_id: &str,
+    calls: &[NewCall],
+    now: &str,
+) -> Result<()> {
+    for call in calls {
+        let Some(auto) = &call.auto else { continue };
+        let request =
+            serde_json::json!([{"id": call.call_id, "name": call.name, "args": call.args}]);
+        let batch_id: i64 = sqlx::query_scalar(
+            "INSERT INTO batches (task_id, state, requests, created_at, decided_at)
+             VALUES ($1, $2, $3, $4, $4) RETURNING id",
+        )
+        .bind(task_id)
+        .bind(BatchState::Decided.as_str())
+        .bind(json_text(&request)?)
+        .bind(now)
+        .fetch_one(&mut *connection)
+        .await?;
+        sqlx::query(
+            "UPDATE calls SET batch_id = $1, verdict = $2, reason = $3
+             WHERE task_id = $4 AND call_id = $5",
+        )
+        .bind(batch_id)
+        .bind(auto.verdict.as_str())
+        .bind(auto.reason.as_deref())
+        .bind(task_id)
+        .bind(&call.call_id)
+        .execute(&mut *connection)
+        .await?;
+        sqlx::query(
+            "INSERT INTO decisions (batch_id, task_id, user_id, channel, decision, summary,
+                                    decided_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(batch_id)
+        .bind(task_id)
+        .bind(&auto.user_id)
+        .bind(auto.channel.as_str())
+        .bind(json_text(&auto.decision)?)
+        .bind(&auto.summary)
+        .bind(now)
+        .execute(&mut *connection)
+        .await?;
+    }
+    Ok(())
+}
+
+impl Postgres {
+    pub async fn pending_deadlines(&self) -> Result<Vec<Deadline>> {
+        let rows = sqlx::query(
+            "SELECT task_id, id, expires_at FROM batches
+             WHERE state = $1 AND expires_at IS NOT NULL ORDER BY expires_at",
+        )
+        .bind(BatchState::Pending.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        map_rows(rows, deadline_from_row)
+    }
+
+    pub async fn pending_deadlines_of(&self, task_ids: &[String]) -> Result<Vec<Deadline>> {
+        let rows = sqlx::query(
+            "SELECT task_id, id, expires_at FROM batches
+             WHERE task_id = ANY($1) AND state = $2 AND expires_at IS NOT NULL",
+        )
+        .bind(task_ids)
+        .bind(BatchState::Pending.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        map_rows(rows, deadline_from_row)
+    }
+
+    pub async fn last_batch(&self, task_id: &str) -> Result<Option<(BatchState, Option<String>)>> {
+        let row = sqlx::query(
+            "SELECT state, expires_at FROM batches WHERE task_id = $1 ORDER BY id DESC LIMIT 1",
+        )
+        .bind(task_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| {
+            let state: String = row.try_get(0)?;
+            Ok((BatchState::parse(&state)?, row.try_get(1)?))
+        })
+        .transpose()
+    }
+
+    pub async fn insert_policy(&self, policy: PolicyRow) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO policies (id, user_id, agent, tool, scope, context_id, args, created_by,
+                                   created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(&policy.id)
+        .bind(&policy.user_id)
+        .bind(&policy.agent)
+        .bind(&policy.tool)
+        .bind(policy.scope.as_str())
+        .bind(policy.context_id.as_deref())
+        .bind(policy.args.as_ref().map(json_text).transpose()?)
+        .bind(&policy.created_by)
+        .bind(&policy.created_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn policies(&self, user_id: &str) -> Result<Vec<PolicyRow>> {
+        let rows = sqlx::query(&format!(
+            "{POLICY_SELECT} WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at, id"
+        ))
+        .bind(user_id)
+        .fetch_all(&self.pool)
+        .await?;
+        map_rows(rows, policy_from_row)
+    }
+
+    pub async fn applicable_policies(
+        &self,
+        user_id: &str,
+        agent: &str,
+        context_id: &str,
+    ) -> Result<Vec<PolicyRow>> {
+        let rows = sqlx::query(&format!(
+            "{POLICY_SELECT} WHERE user_id = $1 AND agent = $2 AND revoked_at IS NULL
+               AND (scope = $3 OR (scope = $4 AND context_id = $5))
+             ORDER BY created_at, id"
+        ))
+        .bind(user_id)
+        .bind(agent)
+        .bind(PolicyScope::Agent.as_str())
+        .bind(PolicyScope::Chat.as_str())
+        .bind(context_id)
+        .fetch_all(&self.pool)
+        .await?;
+        map_rows(rows, policy_from_row)
+    }
+
+    pub async fn revoke_policy(&self, user_id: &str, id: &str, now: &str) -> Result<bool> {
+        let changed = sqlx::query(
+            "UPDATE policies SET revoked_at = $1
+             WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL",
+        )
+        .bind(now)
+        .bind(id)
+        .bind(user_id)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(changed == 1)
+    }
+}

@@ -1,0 +1,413 @@
+//! Sessions, tasks and their event logs, and the task commit: one task's step (events, state,
+//! transcript, call records, a new batch) written all or nothing.
+
+use signoff_protocol::TaskState;
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row};
+
+use super::rows::json_text;
+use super::{
+    now, parse_task_state, task_state_text, CallStatus, CallUpdate, Commit, EventRow, Guard,
+    NewEvent, Postgres, Result, RunnerView, SessionRow, StoreError, TaskRow,
+};
+
+const TASK_SELECT: &str = "SELECT id, context_id, user_id, agent, state, transcript, last_seq,
+                                  created_at, updated_at FROM tasks";
+const SESSION_SELECT: &str =
+    "SELECT id, user_id, agent, title, created_at, updated_at FROM sessions";
+
+fn task_from_row(row: &PgRow) -> Result<TaskRow> {
+    let state: String = row.try_get(4)?;
+    Ok(TaskRow {
+        id: row.try_get(0)?,
+        context_id: row.try_get(1)?,
+        user_id: row.try_get(2)?,
+        agent: row.try_get(3)?,
+        state: parse_task_state(&state)?,
+        transcript: row.try_get(5)?,
+        last_seq: row.try_get(6)?,
+        created_at: row.try_get(7)?,
+        updated_at: row.try_get(8)?,
+    })
+}
+
+fn session_from_row(row: &PgRow) -> Result<SessionRow> {
+    Ok(SessionRow {
+        id: row.try_get(0)?,
+        user_id: row.try_get(1)?,
+        agent: row.try_get(2)?,
+        title: row.try_get(3)?,
+        created_at: row.try_get(4)?,
+        updated_at: row.try_get(5)?,
+    })
+}
+
+/// Every row mapped with a mapping that may find a corrupt row.
+pub(super) fn map_rows<T>(rows: Vec<PgRow>, map: impl Fn(&PgRow) -> Result<T>) -> Result<Vec<T>> {
+    rows.iter().map(map).collect()
+}
+
+/// The task `id`, if it exists; `lock` holds its row until the transaction ends, so a
+/// decision and a step of the same task on two replicas take turns.
+pub(super) async fn task_row(
+    connection: &mut PgConnection,
+    id: &str,
+    lock: bool,
+) -> Result<Option<TaskRow>> {
+    let sql = if lock {
+        format!("{TASK_SELECT} WHERE id = $1 FOR UPDATE")
+    } else {
+        format!("{TASK_SELECT} WHERE id = $1")
+    };
+    let row = sqlx::query(&sql)
+        .bind(id)
+        .fetch_optional(&mut *connection)
+        .await?;
+    row.as_ref().map(task_from_row).transpose()
+}
+
+/// Appends `events` as numbers `first_seq`, `first_seq + 1`, … in one statement.
+pub(super) async fn append_events(
+    connection: &mut PgConnection,
+    task_id: &str,
+    first_seq: i64,
+    events: &[NewEvent],
+    now: &str,
+) -> Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let texts: Vec<&str> = events.iter().map(|event| &*event.event).collect();
+    let finals: Vec<bool> = events.iter().map(|event| event.is_final).collect();
+    sqlx::query(
+        "INSERT INTO task_events (task_id, seq, event, is_final, created_at)
+         SELECT $1, $2 + item.ordinality - 1, item.event, item.is_final, $5
+         FROM UNNEST($3::text[], $4::boolean[]) WITH ORDINALITY AS item (event, is_final, ordinality)",
+    )
+    .bind(task_id)
+    .bind(first_seq)
+    .bind(&texts)
+    .bind(&finals)
+    .bind(now)
+    .execute(&mut *connection)
+    .await?;
+    Ok(())
+}
+
+/// The states a `NotTerminal` guard refuses.
+const TERMINAL: [TaskState; 4] = [
+    TaskState::Completed,
+    TaskState::Failed,
+    TaskState::Canceled,
+    TaskState::Rejected,
+];
+
+async fn apply_commit(
+    connection: &mut PgConnection,
+    task_id: &str,
+    commit: &Commit,
+) -> Result<i64> {
+    let now = now();
+    let guarded = commit.guard == Some(Guard::NotTerminal);
+    let terminal: Vec<&str> = TERMINAL.map(task_state_text).to_vec();
+    let events = commit.events.len() as i64;
+    let last: Option<i64> = sqlx::query_scalar(
+        "UPDATE tasks SET last_seq = last_seq + $1, state = COALESCE($2, state),
+                          transcript = COALESCE($3, transcript), updated_at = $4
+         WHERE id = $5 AND NOT ($6 AND state = ANY($7))
+         RETURNING last_seq",
+    )
+    .bind(events)
+    .bind(commit.state.map(task_state_text))
+    .bind(commit.transcript.as_deref())
+    .bind(&now)
+    .bind(task_id)
+    .bind(guarded)
+    .bind(&terminal)
+    .fetch_optional(&mut *connection)
+    .await?;
+    let Some(last) = last else {
+        return Err(match task_row(connection, task_id, false).await? {
+            Some(_) => StoreError::Conflict("the task has ended"),
+            None => StoreError::NotFound,
+        });
+    };
+    append_events(connection, task_id, last - events + 1, &commit.events, &now).await?;
+    if !commit.new_calls.is_empty() {
+        let position: i64 =
+            sqlx::query_scalar("SELECT COALESCE(MAX(position), 0) FROM calls WHERE task_id = $1")
+                .bind(task_id)
+                .fetch_one(&mut *connection)
+                .await?;
+        for (index, call) in commit.new_calls.iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO calls (task_id, call_id, position, name, source, args, args_sha256,
+                                    status)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .bind(task_id)
+            .bind(&call.call_id)
+            .bind(position + 1 + index as i64)
+            .bind(&call.name)
+            .bind(&call.source)
+            .bind(json_text(&call.args)?)
+            .bind(&call.args_sha256)
+            .bind(call.status().as_str())
+            .execute(&mut *connection)
+            .await?;
+        }
+        super::records::record_auto_decisions(connection, task_id, &commit.new_calls, &now).await?;
+    }
+    for update in &commit.call_updates {
+        match update {
+            CallUpdate::Started {
+                call_id,
+                run_args,
+                run_args_sha256,
+            } => {
+                sqlx::query(
+                    "UPDATE calls SET status = $1, started_at = $2, run_args = $3,
+                                      run_args_sha256 = $4
+                     WHERE task_id = $5 AND call_id = $6",
+                )
+                .bind(CallStatus::Started.as_str())
+                .bind(&now)
+                .bind(json_text(run_args)?)
+                .bind(run_args_sha256)
+                .bind(task_id)
+                .bind(call_id)
+                .execute(&mut *connection)
+                .await?;
+            }
+            CallUpdate::Finished { call_id, result } => {
+                sqlx::query(
+                    "UPDATE calls SET status = $1, finished_at = $2, result = $3
+                     WHERE task_id = $4 AND call_id = $5",
+                )
+                .bind(CallStatus::Finished.as_str())
+                .bind(&now)
+                .bind(json_text(result)?)
+                .bind(task_id)
+                .bind(call_id)
+                .execute(&mut *connection)
+                .await?;
+            }
+        }
+    }
+    if let Some(requests) = &commit.new_batch {
+        let batch_id = super::batches::open_batch(connection, task_id, requests, &now).await?;
+        if let Some(expires_at) = &commit.batch_deadline {
+            sqlx::query("UPDATE batches SET expires_at = $1 WHERE id = $2")
+                .bind(expires_at)
+                .bind(batch_id)
+                .execute(&mut *connection)
+                .await?;
+        }
+    }
+    Ok(last)
+}
+
+impl Postgres {
+    pub async fn session(&self, id: &str) -> Result<Option<SessionRow>> {
+        let row = sqlx::query(&format!("{SESSION_SELECT} WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(session_from_row).transpose()
+    }
+
+    pub async fn sessions(&self, user_id: &str) -> Result<Vec<SessionRow>> {
+        let rows = sqlx::query(&format!(
+            "{SESSION_SELECT} WHERE user_id = $1 ORDER BY updated_at DESC, id"
+        ))
+        .bind(user_id)
+        .fetch_all(&self.pool)
+        .await?;
+        map_rows(rows, session_from_row)
+    }
+
+    pub async fn delete_session(&self, id: &str) -> Result<bool> {
+        // The foreign keys cascade from the session to its tasks and from them to the rest.
+        let deleted = sqlx::query("DELETE FROM sessions WHERE id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(deleted.rows_affected() > 0)
+    }
+
+    pub async fn create_task(
+        &self,
+        task: &TaskRow,
+        title: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<bool> {
+        let mut transaction = self.pool.begin().await?;
+        let created = sqlx::query(
+            "INSERT INTO sessions (id, user_id, agent, title, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(&task.context_id)
+        .bind(&task.user_id)
+        .bind(&task.agent)
+        .bind(title)
+        .bind(&task.created_at)
+        .execute(&mut *transaction)
+        .await?
+        .rows_affected();
+        if created == 0 {
+            // Locks the session row: a concurrent delete waits for this task, or wins first.
+            let owner = sqlx::query(
+                "UPDATE sessions SET updated_at = $1 WHERE id = $2 RETURNING user_id, agent",
+            )
+            .bind(&task.updated_at)
+            .bind(&task.context_id)
+            .fetch_optional(&mut *transaction)
+            .await?;
+            let Some(owner) = owner else {
+                return Err(StoreError::Conflict("the session was deleted"));
+            };
+            let (user_id, agent): (String, String) = (owner.try_get(0)?, owner.try_get(1)?);
+            if user_id != task.user_id || agent != task.agent {
+                return Err(StoreError::Conflict(
+                    "the session belongs to another user or agent",
+                ));
+            }
+        }
+        sqlx::query(
+            "INSERT INTO tasks (id, context_id, user_id, agent, state, transcript, last_seq,
+                                created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(&task.id)
+        .bind(&task.context_id)
+        .bind(&task.user_id)
+        .bind(&task.agent)
+        .bind(task_state_text(task.state))
+        .bind(&task.transcript)
+        .bind(events.len() as i64)
+        .bind(&task.created_at)
+        .bind(&task.updated_at)
+        .execute(&mut *transaction)
+        .await?;
+        append_events(&mut transaction, &task.id, 1, &events, &task.updated_at).await?;
+        transaction.commit().await?;
+        Ok(created == 1)
+    }
+
+    pub async fn task(&self, id: &str) -> Result<Option<TaskRow>> {
+        let mut connection = self.pool.acquire().await?;
+        task_row(&mut connection, id, false).await
+    }
+
+    pub async fn runner_view(&self, id: &str) -> Result<Option<RunnerView>> {
+        // One snapshot for the three reads.
+        let mut transaction = self.pool.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *transaction)
+            .await?;
+        let Some(task) = task_row(&mut transaction, id, false).await? else {
+            return Ok(None);
+        };
+        let rows = sqlx::query(&format!(
+            "{TASK_SELECT} WHERE context_id = $1
+               AND seq_no < (SELECT seq_no FROM tasks WHERE id = $2) ORDER BY seq_no"
+        ))
+        .bind(&task.context_id)
+        .bind(&task.id)
+        .fetch_all(&mut *transaction)
+        .await?;
+        let earlier = map_rows(rows, task_from_row)?;
+        let calls = super::batches::task_calls(&mut transaction, id).await?;
+        transaction.commit().await?;
+        Ok(Some(RunnerView {
+            task,
+            earlier,
+            calls,
+        }))
+    }
+
+    pub async fn session_tasks(&self, context_id: &str) -> Result<Vec<TaskRow>> {
+        let rows = sqlx::query(&format!(
+            "{TASK_SELECT} WHERE context_id = $1 ORDER BY seq_no"
+        ))
+        .bind(context_id)
+        .fetch_all(&self.pool)
+        .await?;
+        map_rows(rows, task_from_row)
+    }
+
+    pub async fn list_tasks(
+        &self,
+        user_id: &str,
+        context_id: Option<&str>,
+        state: Option<TaskState>,
+        offset: i64,
+        limit: i64,
+    ) -> Result<(Vec<TaskRow>, i64)> {
+        let filter = "WHERE user_id = $1 AND ($2::text IS NULL OR context_id = $2)
+                        AND ($3::text IS NULL OR state = $3)";
+        let state = state.map(task_state_text);
+        let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM tasks {filter}"))
+            .bind(user_id)
+            .bind(context_id)
+            .bind(state)
+            .fetch_one(&self.pool)
+            .await?;
+        let rows = sqlx::query(&format!(
+            "{TASK_SELECT} {filter} ORDER BY seq_no DESC LIMIT $4 OFFSET $5"
+        ))
+        .bind(user_id)
+        .bind(context_id)
+        .bind(state)
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok((map_rows(rows, task_from_row)?, total))
+    }
+
+    pub async fn unfinished_tasks(&self) -> Result<Vec<TaskRow>> {
+        let rows = sqlx::query(&format!(
+            "{TASK_SELECT} WHERE state IN ($1, $2) ORDER BY seq_no"
+        ))
+        .bind(task_state_text(TaskState::Submitted))
+        .bind(task_state_text(TaskState::Working))
+        .fetch_all(&self.pool)
+        .await?;
+        map_rows(rows, task_from_row)
+    }
+
+    pub async fn events(
+        &self,
+        task_id: &str,
+        after: i64,
+        upto: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<EventRow>> {
+        let rows = sqlx::query(
+            "SELECT seq, event, is_final FROM task_events
+             WHERE task_id = $1 AND seq > $2 AND ($3::bigint IS NULL OR seq <= $3)
+             ORDER BY seq LIMIT $4",
+        )
+        .bind(task_id)
+        .bind(after)
+        .bind(upto)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        map_rows(rows, |row| {
+            Ok(EventRow {
+                seq: row.try_get(0)?,
+                event: row.try_get(1)?,
+                is_final: row.try_get(2)?,
+            })
+        })
+    }
+
+    pub async fn commit(&self, task_id: &str, commit: Commit) -> Result<i64> {
+        let mut transaction = self.pool.begin().await?;
+        let last = apply_commit(&mut transaction, task_id, &commit).await?;
+        transaction.commit().await?;
+        Ok(last)
+    }
+}
