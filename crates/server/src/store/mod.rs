@@ -17,6 +17,7 @@ mod sqlite;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use signoff_protocol::TaskState;
 
@@ -95,6 +96,11 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// Whole seconds, at least one.
+fn seconds(duration: Duration) -> i64 {
+    duration.as_secs().max(1) as i64
+}
+
 #[derive(Clone)]
 pub struct Store {
     backend: Arc<Backend>,
@@ -139,9 +145,58 @@ impl Store {
         on_backend!(self, backend => backend.close().await)
     }
 
-    /// Whether this store's backend is shared with other processes (PostgreSQL).
-    pub fn is_shared(&self) -> bool {
-        matches!(&*self.backend, Backend::Postgres(_))
+    // Replicas: PostgreSQL only. One process owns an SQLite file and drives all its tasks, so
+    // there it holds every lease and hears of no other writer.
+
+    /// This process's name among the replicas that share the database; `None` on SQLite.
+    pub fn replica(&self) -> Option<&str> {
+        match &*self.backend {
+            Backend::Sqlite(_) => None,
+            Backend::Postgres(backend) => Some(backend.replica()),
+        }
+    }
+
+    /// Takes (or keeps) the lease of a task for `ttl`: whether this replica may drive it now.
+    pub async fn acquire_lease(&self, task_id: &str, ttl: Duration) -> Result<bool> {
+        match &*self.backend {
+            Backend::Sqlite(_) => Ok(true),
+            Backend::Postgres(backend) => backend.acquire_lease(task_id, seconds(ttl)).await,
+        }
+    }
+
+    /// Extends this replica's leases by `ttl`; the tasks it still holds.
+    pub async fn renew_leases(&self, ttl: Duration) -> Result<Vec<String>> {
+        match &*self.backend {
+            Backend::Sqlite(_) => Ok(Vec::new()),
+            Backend::Postgres(backend) => backend.renew_leases(seconds(ttl)).await,
+        }
+    }
+
+    /// Gives up the lease of a task this replica no longer drives.
+    pub async fn release_lease(&self, task_id: &str) -> Result<()> {
+        match &*self.backend {
+            Backend::Sqlite(_) => Ok(()),
+            Backend::Postgres(backend) => backend.release_lease(task_id).await,
+        }
+    }
+
+    /// Unfinished tasks no live replica drives (a lapsed lease, or none taken for `grace`).
+    pub async fn orphaned_tasks(&self, grace: Duration) -> Result<Vec<String>> {
+        match &*self.backend {
+            Backend::Sqlite(_) => Ok(Vec::new()),
+            Backend::Postgres(backend) => {
+                let states = [TaskState::Submitted, TaskState::Working].map(task_state_text);
+                backend.orphaned_tasks(&states, seconds(grace)).await
+            }
+        }
+    }
+
+    /// The ids of tasks that other replicas change, as they commit; `None` on SQLite.
+    pub async fn listen(&self) -> Result<Option<tokio::sync::mpsc::Receiver<String>>> {
+        match &*self.backend {
+            Backend::Sqlite(_) => Ok(None),
+            Backend::Postgres(backend) => Ok(Some(backend.listen().await?)),
+        }
     }
 
     // Sessions.

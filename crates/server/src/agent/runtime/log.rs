@@ -178,6 +178,11 @@ impl Runtime {
         self.announce(task_id, Announcement::committed(events));
     }
 
+    /// Wakes the task's followers to read the log: another replica committed to it.
+    pub(super) fn notify_changed(&self, task_id: &str) {
+        self.announce(task_id, Announcement::default());
+    }
+
     /// Tells the task's followers it was deleted.
     pub(super) fn notify_deleted(&self, task_id: &str) {
         self.announce(task_id, Announcement::deleted());

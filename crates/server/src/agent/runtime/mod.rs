@@ -16,6 +16,7 @@ mod log;
 mod pause;
 mod policies;
 mod reads;
+mod replicas;
 mod runner;
 mod settle;
 mod transcript;

@@ -52,6 +52,11 @@ impl Runtime {
         if watched > 0 {
             tracing::info!(watched, "watching the deadlines of paused batches");
         }
+        if self.start_replica().await? {
+            // Other replicas may be driving the unfinished tasks: the sweep takes over those
+            // whose lease lapsed.
+            return Ok(0);
+        }
         let tasks = self.store.unfinished_tasks().await?;
         for task in &tasks {
             tracing::info!(task = %task.id, "resuming a task left running by the previous process");
@@ -72,28 +77,11 @@ impl Runtime {
             // person their message or decision was taken) before the runner's own writes.
             tokio::task::yield_now().await;
             let _turn = lock.lock().await;
-            let cancel = CancellationToken::new();
-            if let Ok(mut running) = runtime.running.lock() {
-                running.insert(task_id.clone(), cancel.clone());
-            }
-            let inner = runtime.clone();
-            let id = task_id.clone();
-            let token = cancel.clone();
-            // A panic inside the runner ends the task `failed`, never the process.
-            let outcome = tokio::spawn(async move { inner.drive(&id, start, &token).await }).await;
-            if let Ok(mut running) = runtime.running.lock() {
-                running.remove(&task_id);
-            }
-            let failure = match outcome {
-                Ok(Ok(())) | Ok(Err(AgentError::TaskEnded)) => None,
-                Ok(Err(err)) => Some(err.to_string()),
-                Err(join) => Some(format!("runner panicked: {join}")),
-            };
-            if let Some(detail) = failure {
-                tracing::error!(task = %task_id, error = %detail, "task runner failed");
-                runtime
-                    .fail(&task_id, "The agent hit an internal error and stopped.")
-                    .await;
+            // On a shared database, only the replica holding the task's lease drives it.
+            if runtime.take_lease(&task_id).await {
+                runtime.run_leased(&task_id, start).await;
+            } else {
+                tracing::debug!(task = %task_id, "another replica drives this task");
             }
             drop(_turn);
             drop(lock);
@@ -108,6 +96,33 @@ impl Runtime {
                 }
             }
         });
+    }
+
+    /// Drives a task this replica holds the lease of, then gives the lease up.
+    async fn run_leased(self: &Arc<Self>, task_id: &str, start: RunnerStart) {
+        let cancel = CancellationToken::new();
+        if let Ok(mut running) = self.running.lock() {
+            running.insert(task_id.to_owned(), cancel.clone());
+        }
+        let inner = self.clone();
+        let id = task_id.to_owned();
+        let token = cancel.clone();
+        // A panic inside the runner ends the task `failed`, never the process.
+        let outcome = tokio::spawn(async move { inner.drive(&id, start, &token).await }).await;
+        if let Ok(mut running) = self.running.lock() {
+            running.remove(task_id);
+        }
+        let failure = match outcome {
+            Ok(Ok(())) | Ok(Err(AgentError::TaskEnded)) => None,
+            Ok(Err(err)) => Some(err.to_string()),
+            Err(join) => Some(format!("runner panicked: {join}")),
+        };
+        if let Some(detail) = failure {
+            tracing::error!(task = %task_id, error = %detail, "task runner failed");
+            self.fail(task_id, "The agent hit an internal error and stopped.")
+                .await;
+        }
+        self.give_up_lease(task_id).await;
     }
 
     /// Ends a task `failed` with a message a person understands.

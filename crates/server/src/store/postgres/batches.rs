@@ -237,6 +237,7 @@ impl Postgres {
             Ok((None, back)) => Ok((None, back)),
             Ok((Some(write), back)) => {
                 let seq = apply_decision(&mut transaction, task_id, &write).await?;
+                super::leases::announce(&mut transaction, &self.replica, task_id).await?;
                 Ok((Some(seq), back))
             }
         };
@@ -267,6 +268,7 @@ impl Postgres {
     pub async fn decide(&self, task_id: &str, decision: DecisionWrite) -> Result<i64> {
         let mut transaction = self.pool.begin().await?;
         let last = apply_decision(&mut transaction, task_id, &decision).await?;
+        super::leases::announce(&mut transaction, &self.replica, task_id).await?;
         transaction.commit().await?;
         Ok(last)
     }

@@ -8,6 +8,7 @@
 //! serialises on the row, so of two replicas deciding the same batch one wins.
 
 mod batches;
+mod leases;
 mod records;
 mod schema;
 mod tasks;
@@ -25,6 +26,8 @@ const POOL_SIZE: u32 = 16;
 
 pub(super) struct Postgres {
     pool: PgPool,
+    /// This process's name among the replicas (a fresh one at every start).
+    replica: String,
 }
 
 impl Postgres {
@@ -37,7 +40,10 @@ impl Postgres {
             .connect_with(options.application_name("signoff"))
             .await?;
         schema::migrate(&pool).await?;
-        Ok(Postgres { pool })
+        Ok(Postgres {
+            pool,
+            replica: uuid::Uuid::new_v4().to_string(),
+        })
     }
 
     pub(super) async fn close(&self) {

@@ -290,6 +290,7 @@ impl Postgres {
         .execute(&mut *transaction)
         .await?;
         append_events(&mut transaction, &task.id, 1, &events, &task.updated_at).await?;
+        super::leases::announce(&mut transaction, &self.replica, &task.id).await?;
         transaction.commit().await?;
         Ok(created == 1)
     }
@@ -407,6 +408,7 @@ impl Postgres {
     pub async fn commit(&self, task_id: &str, commit: Commit) -> Result<i64> {
         let mut transaction = self.pool.begin().await?;
         let last = apply_commit(&mut transaction, task_id, &commit).await?;
+        super::leases::announce(&mut transaction, &self.replica, task_id).await?;
         transaction.commit().await?;
         Ok(last)
     }
