@@ -19,6 +19,8 @@ cargo fmt --all -- --check
 
 step "cargo clippy (native, all targets) -D warnings"
 cargo clippy --locked --workspace --all-targets -- -D warnings
+# Run by name only (it needs PostgreSQL), so --all-targets leaves it out.
+cargo clippy --locked -p signoff-server --test replicas -- -D warnings
 
 step "cargo clippy (UI for wasm32) -D warnings"
 cargo clippy --locked -p signoff-ui --target wasm32-unknown-unknown -- -D warnings
@@ -41,6 +43,9 @@ cargo test --locked --workspace 2>&1 | tee -a "$LOG"
 step "The server's tests again on PostgreSQL (store, HITL, restart, MCP, upstream)"
 postgres_for_tests
 SIGNOFF_TEST_BACKEND=postgres cargo test --locked -p signoff-server --test api --test mcp --test upstream 2>&1 | tee -a "$LOG"
+
+step "Three replicas on one PostgreSQL: 300 chats, one replica killed and restarted"
+cargo test --locked -p signoff-server --test replicas -- --nocapture 2>&1 | tee -a "$LOG"
 
 if [ -x "$ROOT/tests/interop/run.sh" ]; then
   step "Interop with third-party A2A clients (a2a-sdk from PyPI, @a2a-js/sdk from npm)"

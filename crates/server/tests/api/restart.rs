@@ -1,72 +1,14 @@
 //! Restart safety with the real binary: SIGKILL while tasks are paused, start again, decide.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-
 use serde_json::json;
 
 use crate::hitl::pause;
 use crate::support::*;
 
-/// The `signoff` binary on port 0 with `data_dir`; returns it with its base URL.
-async fn start(data_dir: &std::path::Path) -> (Server, String) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_signoff"));
-    if let Some(url) = database_url(data_dir).await {
-        command.env("SIGNOFF_DATABASE_URL", url);
-    }
-    let mut child = command
-        .args(["--addr", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir)
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let base = tokio::task::spawn_blocking(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        let mut base = None;
-        for line in lines.by_ref() {
-            let line = line.unwrap();
-            if let Some(at) = line.find("listening on http://") {
-                let url = line[at + "listening on ".len()..].trim();
-                let url: String = url
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || ":/.".contains(*c))
-                    .collect();
-                base = Some(url);
-                break;
-            }
-        }
-        // Keep draining the log so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        base.expect("the server logs where it listens")
-    })
-    .await
-    .unwrap();
-    (Server(child), base)
-}
-
-/// The running binary; killed when dropped, so a failing test leaves no server behind.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // std's kill() is SIGKILL on Unix: no graceful shutdown, no last writes.
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn kill(server: Server) {
-    drop(server);
-}
-
 #[tokio::test]
 async fn sigkill_while_paused_then_restart_and_decide() {
     let data_dir = tempfile::tempdir().unwrap();
-    let (child, base) = start(data_dir.path()).await;
+    let (child, base) = start_binary(data_dir.path()).await;
     let app = TestApp::external(base, data_dir);
     let (first, first_context) = pause(&app, None).await;
     std::fs::write(app.sandbox().join("old2.txt"), "x").unwrap();
@@ -74,7 +16,7 @@ async fn sigkill_while_paused_then_restart_and_decide() {
     kill(child);
 
     let data_dir = app.into_data_dir();
-    let (child, base) = start(data_dir.path()).await;
+    let (child, base) = start_binary(data_dir.path()).await;
     let app = TestApp::external(base, data_dir);
     // Both tasks are still paused with their batches.
     let (_, body) = app.get("/api/approvals").await;
@@ -113,7 +55,7 @@ async fn sigkill_while_paused_then_restart_and_decide() {
 #[tokio::test]
 async fn a_call_interrupted_by_a_crash_is_reported_not_rerun() {
     let data_dir = tempfile::tempdir().unwrap();
-    let (child, base) = start(data_dir.path()).await;
+    let (child, base) = start_binary(data_dir.path()).await;
     let app = TestApp::external(base, data_dir);
     let (task, _) = pause(&app, None).await;
     kill(child);
@@ -135,7 +77,7 @@ async fn a_call_interrupted_by_a_crash_is_reported_not_rerun() {
     .await;
 
     let data_dir = app.into_data_dir();
-    let (child, base) = start(data_dir.path()).await;
+    let (child, base) = start_binary(data_dir.path()).await;
     let app = TestApp::external(base, data_dir);
     let done = wait_for_state(&app, &task, "completed").await;
     assert!(
@@ -164,7 +106,7 @@ async fn a_call_interrupted_by_a_crash_is_reported_not_rerun() {
 #[tokio::test]
 async fn a_decision_acknowledged_before_a_sigkill_is_kept() {
     let data_dir = tempfile::tempdir().unwrap();
-    let (child, base) = start(data_dir.path()).await;
+    let (child, base) = start_binary(data_dir.path()).await;
     let app = TestApp::external(base, data_dir);
     let (task, context) = pause(&app, None).await;
     // Non-blocking: the answer comes once the decision is committed, not once the calls ran.
@@ -177,7 +119,7 @@ async fn a_decision_acknowledged_before_a_sigkill_is_kept() {
     kill(child);
 
     let data_dir = app.into_data_dir();
-    let (child, base) = start(data_dir.path()).await;
+    let (child, base) = start_binary(data_dir.path()).await;
     let app = TestApp::external(base, data_dir);
     let (_, pending) = app.get("/api/approvals").await;
     assert_eq!(pending["approvals"], json!([]), "{pending}");
@@ -197,7 +139,7 @@ async fn a_decision_acknowledged_before_a_sigkill_is_kept() {
 #[tokio::test]
 async fn a_corrupt_row_fails_its_task_visibly() {
     let data_dir = tempfile::tempdir().unwrap();
-    let (child, base) = start(data_dir.path()).await;
+    let (child, base) = start_binary(data_dir.path()).await;
     let app = TestApp::external(base, data_dir);
     let (task, _) = pause(&app, None).await;
     kill(child);
@@ -212,7 +154,7 @@ async fn a_corrupt_row_fails_its_task_visibly() {
     .await;
 
     let data_dir = app.into_data_dir();
-    let (child, base) = start(data_dir.path()).await;
+    let (child, base) = start_binary(data_dir.path()).await;
     let app = TestApp::external(base, data_dir);
     let failed = wait_for_state(&app, &task, "failed").await;
     let said = failed["status"]["message"]["parts"][0]["text"]

@@ -26,8 +26,16 @@ pub async fn database_url(data_dir: &Path) -> Option<String> {
     if let Ok(url) = std::fs::read_to_string(&file) {
         return Some(url);
     }
-    let admin = std::env::var("SIGNOFF_TEST_POSTGRES_URL")
-        .expect("SIGNOFF_TEST_BACKEND=postgres needs SIGNOFF_TEST_POSTGRES_URL");
+    let url = create_database().await;
+    std::fs::write(&file, &url).unwrap();
+    Some(url)
+}
+
+/// A fresh database on the server at `SIGNOFF_TEST_POSTGRES_URL`; its URL.
+pub async fn create_database() -> String {
+    let admin = std::env::var("SIGNOFF_TEST_POSTGRES_URL").expect(
+        "SIGNOFF_TEST_POSTGRES_URL names the PostgreSQL the tests use (scripts/test.sh starts one)",
+    );
     let name = format!("signoff_test_{}", uuid::Uuid::new_v4().simple());
     let mut connection = sqlx::PgConnection::connect(&admin).await.unwrap();
     connection
@@ -35,9 +43,7 @@ pub async fn database_url(data_dir: &Path) -> Option<String> {
         .await
         .unwrap();
     let (server, _) = admin.split('?').next().unwrap().rsplit_once('/').unwrap();
-    let url = format!("{server}/{name}");
-    std::fs::write(&file, &url).unwrap();
-    Some(url)
+    format!("{server}/{name}")
 }
 
 /// `sql` with SQLite's `?N` parameters written as PostgreSQL's `$N`.

@@ -6,11 +6,13 @@
 pub mod a2a;
 pub mod app;
 pub mod database;
+pub mod process;
 pub mod sse;
 pub mod wait;
 
 pub use a2a::*;
 pub use app::*;
 pub use database::*;
+pub use process::*;
 pub use sse::*;
 pub use wait::*;

@@ -49,12 +49,12 @@ impl Postgres {
         Ok(taken == 1)
     }
 
-    /// Extends every lease this replica holds; returns the tasks it still holds (a lease that
-    /// lapsed and was taken over is not among them).
+    /// Extends every lease this replica holds; returns the tasks it still holds. A lease that
+    /// lapsed (given up, or taken over) is not renewed: another replica may be taking it.
     pub async fn renew_leases(&self, ttl_secs: i64) -> Result<Vec<String>> {
         Ok(sqlx::query_scalar(
             "UPDATE tasks SET lease_until = now() + make_interval(secs => $2)
-             WHERE lease_owner = $1 RETURNING id",
+             WHERE lease_owner = $1 AND lease_until >= now() RETURNING id",
         )
         .bind(&self.replica)
         .bind(ttl_secs as f64)
