@@ -43,6 +43,10 @@ pub enum StoreError {
     Conflict(&'static str),
     #[error("not found")]
     NotFound,
+    /// A step that would complete its task found messages waiting for it (see
+    /// [`Commit::unless_queued`]); nothing was written.
+    #[error("messages wait for the task")]
+    MessagesWaiting,
     /// A group of writes did not commit; nothing of it was kept.
     #[error("commit failed: {0}")]
     Commit(String),
@@ -277,6 +281,17 @@ impl Store {
     /// Applies one [`Commit`] atomically; returns the task's last event sequence number.
     pub async fn commit(&self, task_id: &str, commit: Commit) -> Result<i64> {
         on_backend!(self, backend => backend.commit(task_id, commit).await)
+    }
+
+    /// Queues `message` (JSON) for the working task `task_id`; `false` when the task is not
+    /// working (it ended, or waits for a decision), and nothing is queued.
+    pub async fn queue_message(&self, task_id: &str, message: String) -> Result<bool> {
+        on_backend!(self, backend => backend.queue_message(task_id, message).await)
+    }
+
+    /// The messages waiting in a task's queue, oldest first.
+    pub async fn queued_messages(&self, task_id: &str) -> Result<Vec<QueuedMessage>> {
+        on_backend!(self, backend => backend.queued_messages(task_id).await)
     }
 
     // Batches, decisions and call records.

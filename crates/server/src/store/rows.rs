@@ -292,6 +292,11 @@ pub struct Commit {
     /// When the new batch expires unanswered (RFC 3339), if its agent has a timeout.
     pub batch_deadline: Option<String>,
     pub guard: Option<Guard>,
+    /// Queued messages this step delivers (their ids): they leave the queue with it.
+    pub delivered: Vec<i64>,
+    /// Refuse with [`StoreError::MessagesWaiting`] if messages wait in the task's queue (a task
+    /// about to complete takes another turn for them instead).
+    pub unless_queued: bool,
 }
 
 impl Commit {
@@ -302,6 +307,7 @@ impl Commit {
         self.events.extend(next.events);
         self.new_calls.extend(next.new_calls);
         self.call_updates.extend(next.call_updates);
+        self.delivered.extend(next.delivered);
         Commit {
             events: self.events,
             state: next.state.or(self.state),
@@ -311,6 +317,8 @@ impl Commit {
             new_batch: next.new_batch.or(self.new_batch),
             batch_deadline: next.batch_deadline.or(self.batch_deadline),
             guard: next.guard.or(self.guard),
+            delivered: self.delivered,
+            unless_queued: self.unless_queued || next.unless_queued,
         }
     }
 }
@@ -370,6 +378,14 @@ pub(super) fn json_text(value: &Value) -> Result<String> {
 /// A JSON column read back; text that is not JSON is a corrupt row.
 pub(super) fn json_value(text: &str) -> Result<Value> {
     serde_json::from_str(text).map_err(|err| StoreError::Corrupt(format!("stored JSON: {err}")))
+}
+
+/// A message waiting in a working task's queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueuedMessage {
+    pub id: i64,
+    /// The A2A message, JSON in [`EVENT_LOG_VERSION`].
+    pub message: String,
 }
 
 /// A pending batch with a deadline.

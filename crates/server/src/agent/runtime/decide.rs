@@ -129,7 +129,7 @@ impl Runtime {
         {
             (Some(seq), Continuation::Decided(decided)) => Ok(self.decided(user, seq, *decided)),
             (_, Continuation::Queued { message, last_seq }) => {
-                self.queue_message(task_id, last_seq, message)
+                self.queue_message(task_id, last_seq, message).await
             }
             (None, Continuation::Decided(_)) => Err(AgentError::Internal(
                 "a planned decision was not written".into(),

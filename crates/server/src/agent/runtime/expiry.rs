@@ -169,9 +169,8 @@ impl Runtime {
             Ok(seq) => {
                 self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
                 tracing::info!(task = %task_id, after, "approval expired unanswered");
-                match on_timeout {
-                    OnTimeout::Reject => self.spawn_runner(task_id, RunnerStart::Stored),
-                    OnTimeout::Cancel => self.drop_inbox(task_id),
+                if on_timeout == OnTimeout::Reject {
+                    self.spawn_runner(task_id, RunnerStart::Stored);
                 }
                 Ok(())
             }

@@ -219,7 +219,6 @@ impl Runtime {
             }
         }
         self.stop_runner(task_id);
-        self.drop_inbox(task_id);
         tracing::info!(task = %task_id, user, "task canceled");
         Ok(self.snapshot(task_id, None).await?.0)
     }

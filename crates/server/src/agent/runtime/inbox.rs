@@ -1,49 +1,37 @@
-//! Messages to a task that is still working (docs/wire.md, Methods): accepted at once, held
-//! here, and delivered by the task's runner before its next model turn, when they join the
-//! transcript and the event log in one commit (so the log shows each where the model read it).
-//! A task about to complete closes its inbox first; a message that finds it closed is refused
-//! like a message to an ended task, and a message that arrives before the close gets a turn
-//! of its own before the task completes.
+//! Messages to a task that is still working (docs/wire.md, Methods): accepted at once, kept in
+//! the store's queue (so a restart, or the replica that drives the task, delivers them), and
+//! delivered by the task's runner before its next model turn, when they join the transcript
+//! and the event log in the commit that takes them off the queue (so the log shows each where
+//! the model read it). A step that would complete the task is refused while messages wait, and
+//! the runner takes another turn for them; a message that comes after the completion is
+//! refused like a message to an ended task.
 
-use signoff_protocol::{Message, TaskState};
+use signoff_protocol::{codec, Message, TaskState};
 
 use crate::agent::model::ChatMessage;
 use crate::agent::view;
-use crate::store::Commit;
+use crate::store::{Commit, EVENT_LOG_VERSION};
 
 use super::transcript::transcript_value;
 use super::{Accepted, AgentError, Result, Runtime};
 
-/// One working task's messages not yet delivered to its model.
-#[derive(Debug, Default)]
-pub(super) struct Inbox {
-    messages: Vec<Message>,
-    /// The task is completing: nothing more is taken.
-    closed: bool,
-}
-
 impl Runtime {
     /// Queues `message` (already checked: the caller's, this agent's, the task's context) for
-    /// the working task `task_id`, whose log ends at `last_seq`.
-    pub(super) fn queue_message(
+    /// the working task `task_id`, whose log ended at `last_seq`.
+    pub(super) async fn queue_message(
         &self,
         task_id: &str,
         last_seq: i64,
         message: Message,
     ) -> Result<Accepted> {
-        let mut inboxes = self
-            .inbox
-            .lock()
-            .map_err(|_| AgentError::Internal("the inbox lock is poisoned".into()))?;
-        let inbox = inboxes.entry(task_id.to_owned()).or_default();
-        if inbox.closed {
+        let stored = codec::encode_message(EVENT_LOG_VERSION, &message).to_string();
+        if !self.store.queue_message(task_id, stored).await? {
             return Err(AgentError::Terminal(format!(
-                "task {task_id} is completing and takes no more messages; send a message without \
-                 taskId to start a new task"
+                "task {task_id} has finished working and takes no more messages; send a \
+                 message without taskId to start a new task"
             )));
         }
-        inbox.messages.push(message);
-        tracing::info!(task = %task_id, queued = inbox.messages.len(), "message queued for a working task");
+        tracing::info!(task = %task_id, "message queued for a working task");
         Ok(Accepted {
             task_id: task_id.to_owned(),
             after_seq: last_seq,
@@ -52,62 +40,44 @@ impl Runtime {
         })
     }
 
-    /// Moves the task's queued messages into `transcript` and the log (one commit); the runner
-    /// calls it before each model turn.
+    /// Moves the task's queued messages into `transcript` and the log (one commit, which takes
+    /// them off the queue); the runner calls it before each model turn.
     pub(super) async fn deliver_queued(
         &self,
         task_id: &str,
         context_id: &str,
         transcript: &mut Vec<ChatMessage>,
     ) -> Result<()> {
-        let messages = match self.inbox.lock() {
-            Ok(mut inboxes) => inboxes
-                .get_mut(task_id)
-                .map(|inbox| std::mem::take(&mut inbox.messages))
-                .unwrap_or_default(),
-            Err(_) => return Err(AgentError::Internal("the inbox lock is poisoned".into())),
-        };
-        if messages.is_empty() {
+        let queued = self.store.queued_messages(task_id).await?;
+        if queued.is_empty() {
             return Ok(());
         }
-        let events: Vec<_> = messages
-            .into_iter()
-            .map(|message| {
-                transcript.push(ChatMessage::User {
-                    text: message.text(),
-                });
-                view::status_event(task_id, context_id, TaskState::Working, Some(message), None)
-            })
-            .collect();
+        let mut events = Vec::with_capacity(queued.len());
+        for entry in &queued {
+            let message = serde_json::from_str(&entry.message)
+                .ok()
+                .and_then(|value| codec::decode_message(EVENT_LOG_VERSION, &value).ok())
+                .ok_or_else(|| {
+                    AgentError::Internal(format!("queued message {} is not a message", entry.id))
+                })?;
+            transcript.push(ChatMessage::User {
+                text: message.text(),
+            });
+            events.push(view::status_event(
+                task_id,
+                context_id,
+                TaskState::Working,
+                Some(message),
+                None,
+            ));
+        }
         let commit = Commit {
             transcript: Some(transcript_value(transcript)?),
             guard: Some(crate::store::Guard::NotTerminal),
+            delivered: queued.iter().map(|entry| entry.id).collect(),
             ..Commit::default()
         };
         self.commit(task_id, events, commit).await?;
         Ok(())
-    }
-
-    /// Closes the task's inbox before it completes; `false` when messages wait (the runner then
-    /// takes another turn instead of completing).
-    pub(super) fn close_inbox(&self, task_id: &str) -> bool {
-        match self.inbox.lock() {
-            Ok(mut inboxes) => {
-                let inbox = inboxes.entry(task_id.to_owned()).or_default();
-                if !inbox.messages.is_empty() {
-                    return false;
-                }
-                inbox.closed = true;
-                true
-            }
-            Err(_) => true,
-        }
-    }
-
-    /// Forgets the inbox of a task that completed, failed or was canceled.
-    pub(super) fn drop_inbox(&self, task_id: &str) {
-        if let Ok(mut inboxes) = self.inbox.lock() {
-            inboxes.remove(task_id);
-        }
     }
 }

@@ -86,6 +86,7 @@ impl From<StoreError> for AgentError {
         match err {
             StoreError::Conflict(_) => AgentError::TaskEnded,
             StoreError::Db(_)
+            | StoreError::MessagesWaiting
             | StoreError::Postgres(_)
             | StoreError::UnsupportedUrl(_)
             | StoreError::Json(_)
@@ -173,8 +174,6 @@ pub struct Runtime {
     limits: Limits,
     /// Latest event sequence number of each followed task: wakes followers after a commit.
     hub: Mutex<HashMap<String, watch::Sender<Arc<log::Announcement>>>>,
-    /// Messages to working tasks, waiting for their runner's next model turn.
-    inbox: Mutex<HashMap<String, inbox::Inbox>>,
     /// The cancel token of each task's current runner (a user's cancel stops it at once).
     running: Mutex<HashMap<String, CancellationToken>>,
     /// One runner per task at a time: a runner spawned while another finishes waits for it.
@@ -192,7 +191,6 @@ impl Runtime {
             agents,
             limits,
             hub: Mutex::new(HashMap::new()),
-            inbox: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
             locks: Mutex::new(HashMap::new()),
             shutdown: CancellationToken::new(),

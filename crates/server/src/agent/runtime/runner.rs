@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::model::{ChatMessage, ModelError, ModelEvent, ModelRequest, ModelToolCall};
 use crate::agent::view::{self};
-use crate::store::{CallRow, Commit, Guard, NewCall, TaskRow};
+use crate::store::{CallRow, Commit, Guard, NewCall, StoreError, TaskRow};
 
 use super::audit::args_sha256;
 use super::transcript::*;
@@ -146,7 +146,6 @@ impl Runtime {
         if let Err(err) = self.commit(task_id, vec![event], commit).await {
             tracing::warn!(task = %task_id, error = %err, "could not mark the task failed");
         }
-        self.drop_inbox(task_id);
     }
 
     /// Takes the task's next steps until it completes, fails, pauses or is canceled.
@@ -250,10 +249,6 @@ impl Runtime {
                     text,
                     tool_calls: Vec::new(),
                 });
-                // A message that came during the turn gets a turn of its own first.
-                if !self.close_inbox(&task_id) {
-                    continue;
-                }
                 let metadata = view::usage_metadata(run.usage.0, run.usage.1);
                 let done = view::status_event(
                     &task_id,
@@ -266,12 +261,17 @@ impl Runtime {
                     state: Some(TaskState::Completed),
                     transcript: Some(transcript_value(&transcript)?),
                     guard: Some(Guard::NotTerminal),
+                    unless_queued: true,
                     ..Commit::default()
                 };
-                let completed = self.commit(&task_id, vec![done], commit).await;
-                self.drop_inbox(&task_id);
-                completed?;
-                return Ok(());
+                match self.commit(&task_id, vec![done], commit).await {
+                    // A message that came during the turn gets a turn of its own first.
+                    Err(AgentError::Store(StoreError::MessagesWaiting)) => continue,
+                    completed => {
+                        completed?;
+                        return Ok(());
+                    }
+                }
             }
             // Every call of the turn is announced and recorded before any of them runs.
             let mut used: HashSet<String> = run.calls.keys().cloned().collect();

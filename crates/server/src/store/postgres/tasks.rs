@@ -8,7 +8,7 @@ use sqlx::{PgConnection, Row};
 use super::rows::json_text;
 use super::{
     now, parse_task_state, task_state_text, CallStatus, CallUpdate, Commit, EventRow, Guard,
-    NewEvent, Postgres, Result, RunnerView, SessionRow, StoreError, TaskRow,
+    NewEvent, Postgres, QueuedMessage, Result, RunnerView, SessionRow, StoreError, TaskRow,
 };
 
 const TASK_SELECT: &str = "SELECT id, context_id, user_id, agent, state, transcript, last_seq,
@@ -132,6 +132,24 @@ async fn apply_commit(
             None => StoreError::NotFound,
         });
     };
+    // The UPDATE above holds the task's row lock, and queueing a message takes it first, so
+    // no message can join the queue between this check and the commit.
+    if commit.unless_queued {
+        let waiting: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM queued_messages WHERE task_id = $1 LIMIT 1")
+                .bind(task_id)
+                .fetch_optional(&mut *connection)
+                .await?;
+        if waiting.is_some() {
+            return Err(StoreError::MessagesWaiting);
+        }
+    }
+    if !commit.delivered.is_empty() {
+        sqlx::query("DELETE FROM queued_messages WHERE id = ANY($1)")
+            .bind(&commit.delivered)
+            .execute(&mut *connection)
+            .await?;
+    }
     append_events(connection, task_id, last - events + 1, &commit.events, &now).await?;
     if !commit.new_calls.is_empty() {
         let position: i64 =
@@ -401,6 +419,42 @@ impl Postgres {
                 seq: row.try_get(0)?,
                 event: row.try_get(1)?,
                 is_final: row.try_get(2)?,
+            })
+        })
+    }
+
+    pub async fn queue_message(&self, task_id: &str, message: String) -> Result<bool> {
+        let mut transaction = self.pool.begin().await?;
+        // The task's row lock orders this against a step that completes the task.
+        let Some(task) = task_row(&mut transaction, task_id, true).await? else {
+            return Err(StoreError::NotFound);
+        };
+        if !matches!(task.state, TaskState::Submitted | TaskState::Working) {
+            return Ok(false);
+        }
+        sqlx::query(
+            "INSERT INTO queued_messages (task_id, message, created_at) VALUES ($1, $2, $3)",
+        )
+        .bind(task_id)
+        .bind(&message)
+        .bind(now())
+        .execute(&mut *transaction)
+        .await?;
+        super::leases::announce(&mut transaction, &self.replica, task_id).await?;
+        transaction.commit().await?;
+        Ok(true)
+    }
+
+    pub async fn queued_messages(&self, task_id: &str) -> Result<Vec<QueuedMessage>> {
+        let rows =
+            sqlx::query("SELECT id, message FROM queued_messages WHERE task_id = $1 ORDER BY id")
+                .bind(task_id)
+                .fetch_all(&self.pool)
+                .await?;
+        map_rows(rows, |row| {
+            Ok(QueuedMessage {
+                id: row.try_get(0)?,
+                message: row.try_get(1)?,
             })
         })
     }

@@ -6,10 +6,11 @@ use rusqlite::Connection;
 use super::Result;
 
 /// Every migration, oldest first; a new one is appended, never edited.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     include_str!("../../../migrations/sqlite/0001_init.sql"),
     include_str!("../../../migrations/sqlite/0002_policies_and_deadlines.sql"),
     include_str!("../../../migrations/sqlite/0003_leases.sql"),
+    include_str!("../../../migrations/sqlite/0004_queued_messages.sql"),
 ];
 
 /// Brings the database up to the last migration, each in its own transaction.

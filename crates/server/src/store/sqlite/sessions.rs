@@ -46,7 +46,13 @@ impl Sqlite {
         let id = id.to_owned();
         self.write(move |connection| {
             // Children first (foreign keys are not enforced, see `connect`).
-            for child in ["decisions", "calls", "task_events", "batches"] {
+            for child in [
+                "decisions",
+                "calls",
+                "task_events",
+                "batches",
+                "queued_messages",
+            ] {
                 connection
                     .prepare_cached(&format!(
                         "DELETE FROM {child}

@@ -7,7 +7,7 @@ use signoff_protocol::TaskState;
 use super::rows::json_text;
 use super::{
     now, parse_task_state, task_state_text, CallStatus, CallUpdate, Commit, EventRow, Guard,
-    NewEvent, Result, RunnerView, Sqlite, StoreError, TaskRow,
+    NewEvent, QueuedMessage, Result, RunnerView, Sqlite, StoreError, TaskRow,
 };
 
 const TASK_SELECT: &str = "SELECT id, context_id, user_id, agent, state, transcript, last_seq,
@@ -130,6 +130,15 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
             Err(err) => err,
         });
     };
+    // The writer runs one write at a time, so no message can join the queue between this
+    // check and the commit.
+    if commit.unless_queued && has_queued(connection, task_id)? {
+        return Err(StoreError::MessagesWaiting);
+    }
+    let mut take = connection.prepare_cached("DELETE FROM queued_messages WHERE id = ?1")?;
+    for id in &commit.delivered {
+        take.execute([id])?;
+    }
     append_events(
         connection,
         task_id,
@@ -203,6 +212,14 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
         super::deadlines::set_deadline(connection, batch_id, commit.batch_deadline.as_deref())?;
     }
     Ok(last)
+}
+
+fn has_queued(connection: &Connection, task_id: &str) -> Result<bool> {
+    Ok(connection
+        .prepare_cached("SELECT 1 FROM queued_messages WHERE task_id = ?1 LIMIT 1")?
+        .query_row([task_id], |_| Ok(()))
+        .optional()?
+        .is_some())
 }
 
 impl Sqlite {
@@ -360,6 +377,38 @@ impl Sqlite {
                     seq: row.get(0)?,
                     event: row.get(1)?,
                     is_final: row.get(2)?,
+                })
+            })
+        })
+    }
+
+    pub async fn queue_message(&self, task_id: &str, message: String) -> Result<bool> {
+        let task_id = task_id.to_owned();
+        self.write(move |connection| {
+            let (state, _) = task_head(connection, &task_id)?;
+            if !matches!(state, TaskState::Submitted | TaskState::Working) {
+                return Ok(false);
+            }
+            connection
+                .prepare_cached(
+                    "INSERT INTO queued_messages (task_id, message, created_at) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![task_id, message, now()])?;
+            Ok(true)
+        })
+        .await
+    }
+
+    pub async fn queued_messages(&self, task_id: &str) -> Result<Vec<QueuedMessage>> {
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT id, message FROM queued_messages WHERE task_id = ?1 ORDER BY id",
+            )?;
+            let rows = statement.query([task_id])?;
+            collect(rows, |row| {
+                Ok(QueuedMessage {
+                    id: row.get(0)?,
+                    message: row.get(1)?,
                 })
             })
         })
