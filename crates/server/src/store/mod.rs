@@ -53,6 +53,10 @@ pub enum StoreError {
     Commit(String),
     #[error("the store is closed")]
     Closed,
+    /// The database is not at this binary's schema version (migrations missing, or a newer
+    /// binary migrated it further).
+    #[error("the database schema is at version {applied}; this binary needs {latest}")]
+    Schema { applied: i64, latest: i64 },
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -132,6 +136,21 @@ impl Store {
     /// Finishes the queued writes and closes the writer (later writes get [`StoreError::Closed`]).
     pub async fn close(&self) {
         self.inner.writer.close();
+    }
+
+    /// Whether the store can serve: a read answers, and the schema is at this binary's version.
+    /// For readiness checks (`GET /readyz`): cheap enough to run on every probe.
+    pub async fn check_ready(&self) -> Result<()> {
+        let applied: i64 = self.read(|connection| {
+            Ok(connection.query_row("PRAGMA user_version", [], |row| row.get(0))?)
+        })?;
+        if applied != schema::LATEST {
+            return Err(StoreError::Schema {
+                applied,
+                latest: schema::LATEST,
+            });
+        }
+        Ok(())
     }
 
     /// Runs `work` in the next group commit (see `writer`).

@@ -11,6 +11,9 @@ const MIGRATIONS: [&str; 2] = [
     include_str!("../../migrations/0002_policies_and_deadlines.sql"),
 ];
 
+/// The schema version of a database with every migration of this binary applied.
+pub(super) const LATEST: i64 = MIGRATIONS.len() as i64;
+
 /// Brings the database up to the last migration, each in its own transaction.
 pub(super) fn migrate(connection: &Connection) -> Result<()> {
     let mut applied: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0))?;
