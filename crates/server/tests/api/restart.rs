@@ -1,62 +1,19 @@
 //! Restart safety with the real binary: SIGKILL while tasks are paused, start again, decide.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-
 use serde_json::json;
 
 use crate::hitl::pause;
 use crate::support::*;
 
 /// The `signoff` binary on port 0 with `data_dir`; returns it with its base URL.
-async fn start(data_dir: &std::path::Path) -> (Server, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_signoff"))
-        .args(["--addr", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir)
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let base = tokio::task::spawn_blocking(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        let mut base = None;
-        for line in lines.by_ref() {
-            let line = line.unwrap();
-            if let Some(at) = line.find("listening on http://") {
-                let url = line[at + "listening on ".len()..].trim();
-                let url: String = url
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || ":/.".contains(*c))
-                    .collect();
-                base = Some(url);
-                break;
-            }
-        }
-        // Keep draining the log so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        base.expect("the server logs where it listens")
-    })
-    .await
-    .unwrap();
-    (Server(child), base)
+async fn start(data_dir: &std::path::Path) -> (Binary, String) {
+    let binary = start_binary(data_dir, &[], &[]).await;
+    let base = binary.base.clone();
+    (binary, base)
 }
 
-/// The running binary; killed when dropped, so a failing test leaves no server behind.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // std's kill() is SIGKILL on Unix: no graceful shutdown, no last writes.
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn kill(server: Server) {
-    drop(server);
+fn kill(server: Binary) {
+    server.kill();
 }
 
 #[tokio::test]

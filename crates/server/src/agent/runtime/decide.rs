@@ -304,12 +304,12 @@ impl Runtime {
             paused_at,
             ..
         } = decided;
-        let logged = LoggedEvent::committed(seq, working, &stored);
-        self.notify(&task_id, vec![logged.clone()]);
         tracing::Span::current().record("channel", channel.as_str());
         self.metrics
             .decided(channel, verdicts, waited_since(&paused_at));
         self.metrics.task_entered(TaskState::Working);
+        let logged = LoggedEvent::committed(seq, working, &stored);
+        self.notify(&task_id, vec![logged.clone()]);
         tracing::info!(task = %task_id, user, channel = channel.as_str(), decision = %summary, "batch decided");
         let watch = Some(self.watch_early(&task_id));
         self.spawn_runner(&task_id, RunnerStart::Stored);

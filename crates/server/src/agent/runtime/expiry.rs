@@ -170,13 +170,13 @@ impl Runtime {
         };
         match self.store.decide(task_id, write).await {
             Ok(seq) => {
-                self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
                 self.metrics.decided(
                     Channel::Expiry,
                     std::iter::repeat_n(Verdict::Expire, expired_calls),
                     None,
                 );
                 self.metrics.task_entered(task_state);
+                self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
                 tracing::info!(task = %task_id, after, "approval expired unanswered");
                 match on_timeout {
                     OnTimeout::Reject => self.spawn_runner(task_id, RunnerStart::Stored),

@@ -197,14 +197,14 @@ impl Runtime {
             };
             match self.store.decide(task_id, write).await {
                 Ok(seq) => {
-                    let logged = LoggedEvent::committed(seq, canceled.clone(), &stored_canceled[0]);
-                    self.notify(task_id, vec![logged]);
                     self.metrics.decided(
                         Channel::Cancel,
                         std::iter::repeat_n(StoredVerdict::Cancel, canceled_calls),
                         None,
                     );
                     self.metrics.task_entered(TaskState::Canceled);
+                    let logged = LoggedEvent::committed(seq, canceled.clone(), &stored_canceled[0]);
+                    self.notify(task_id, vec![logged]);
                     done = true;
                 }
                 // Decided a moment ago: the task is running now; cancel it as such.

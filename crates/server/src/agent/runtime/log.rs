@@ -169,10 +169,11 @@ impl Runtime {
         commit.events = stored.clone();
         let entered = commit.state;
         let seq = self.store.commit(task_id, commit).await?;
-        self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
+        // Counted before it is announced, so whoever sees the event sees it counted.
         if let Some(state) = entered {
             self.metrics.task_entered(state);
         }
+        self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
         Ok(seq)
     }
 
