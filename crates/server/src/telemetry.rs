@@ -28,11 +28,11 @@ pub enum LogFormat {
     Json,
 }
 
-/// The variables that switch trace export on; the exporter reads them itself (the first takes
-/// `/v1/traces` appended, the second is the full URL).
+/// The variables that switch trace export on, in the exporter's order of preference (it reads
+/// them itself: the first is the full URL, the second gets `/v1/traces` appended).
 const ENDPOINT_VARIABLES: [&str; 2] = [
-    "OTEL_EXPORTER_OTLP_ENDPOINT",
     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
 ];
 
 /// The service name in the traces' resource, unless `OTEL_SERVICE_NAME` gives another.
@@ -43,6 +43,11 @@ const SERVICE_NAME: &str = "signoff";
 pub enum TelemetryError {
     #[error("the OTLP trace exporter: {0}")]
     Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
+    /// The exporter is built without TLS (no second TLS stack in the binary).
+    #[error(
+        "{0} is https; traces go out over plain http only (run a collector beside the server)"
+    )]
+    Https(String),
     #[error("logging was set up twice: {0}")]
     Subscriber(#[from] tracing_subscriber::util::TryInitError),
 }
@@ -79,7 +84,10 @@ pub fn init(format: LogFormat) -> Result<Telemetry, TelemetryError> {
     .with_filter(filter);
     let endpoint = otlp_endpoint();
     let traces = match &endpoint {
-        Some(_) => Some(tracer_provider()?),
+        Some(url) => {
+            refuse_https(url)?;
+            Some(tracer_provider()?)
+        }
         None => None,
     };
     let spans = traces.as_ref().map(|provider| {
@@ -95,6 +103,14 @@ pub fn init(format: LogFormat) -> Result<Telemetry, TelemetryError> {
         tracing::info!(endpoint, "exporting traces over OTLP/HTTP");
     }
     Ok(Telemetry { traces })
+}
+
+/// An https endpoint is refused at start rather than failing every export unseen.
+fn refuse_https(url: &str) -> Result<(), TelemetryError> {
+    if url.trim_start().to_ascii_lowercase().starts_with("https:") {
+        return Err(TelemetryError::Https(url.to_owned()));
+    }
+    Ok(())
 }
 
 /// Spans batched and sent over OTLP/HTTP with protobuf, to the endpoint the environment names.
@@ -122,5 +138,21 @@ impl Telemetry {
                 tracing::warn!(error = %err, "could not flush the last traces");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_https_collector_is_refused_with_a_reason() {
+        assert!(refuse_https("http://127.0.0.1:4318").is_ok());
+        let refused = refuse_https("HTTPS://collector:4318").unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "HTTPS://collector:4318 is https; traces go out over plain http only (run a \
+             collector beside the server)"
+        );
     }
 }

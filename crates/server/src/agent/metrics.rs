@@ -130,74 +130,82 @@ impl std::fmt::Debug for Metrics {
 impl Metrics {
     /// Every metric, registered under its name (counters get `_total` in the text).
     pub fn new() -> Metrics {
-        let metrics = Metrics {
-            registry: Registry::default(),
-            pending_approvals: Gauge::default(),
-            decisions: Family::default(),
-            decision_wait: Family::new_with_constructor(decision_histogram),
-            time_to_pause: step_histogram(),
-            task_transitions: Family::default(),
-            model_turns: Family::new_with_constructor(step_histogram),
-            model_errors: Family::default(),
-            tool_calls: Family::new_with_constructor(step_histogram),
-            tool_errors: Family::default(),
-            open_streams: Gauge::default(),
-        };
         let mut registry = Registry::default();
+        let pending_approvals = Gauge::default();
         registry.register(
             "signoff_pending_approvals",
             "Batches of tool calls waiting for a person's decision (read from the store)",
-            metrics.pending_approvals.clone(),
+            pending_approvals.clone(),
         );
+        let decisions = Family::default();
         registry.register(
             "signoff_decisions",
             "Decided tool calls, by verdict (approve, deny, cancel, expire) and channel \
              (a2a, text, rest, cancel, policy, rule, expiry)",
-            metrics.decisions.clone(),
+            decisions.clone(),
         );
+        let decision_wait: HistogramFamily<ChannelLabels> =
+            Family::new_with_constructor(decision_histogram);
         registry.register(
             "signoff_decision_wait_seconds",
             "Time from a pause to a person's decision on its batch, by channel",
-            metrics.decision_wait.clone(),
+            decision_wait.clone(),
         );
+        let time_to_pause = step_histogram();
         registry.register(
             "signoff_time_to_pause_seconds",
             "Time from a runner taking a task up (a message, a decision) to its pause",
-            metrics.time_to_pause.clone(),
+            time_to_pause.clone(),
         );
+        let task_transitions = Family::default();
         registry.register(
             "signoff_task_transitions",
             "Tasks that entered each state",
-            metrics.task_transitions.clone(),
+            task_transitions.clone(),
         );
+        let model_turns: HistogramFamily<AgentLabels> =
+            Family::new_with_constructor(step_histogram);
         registry.register(
             "signoff_model_turn_seconds",
             "Duration of model turns, by agent (failed turns too)",
-            metrics.model_turns.clone(),
+            model_turns.clone(),
         );
+        let model_errors = Family::default();
         registry.register(
             "signoff_model_turn_errors",
             "Model turns that failed, by agent and kind (error, timeout, too_many_calls)",
-            metrics.model_errors.clone(),
+            model_errors.clone(),
         );
+        let tool_calls: HistogramFamily<ToolLabels> = Family::new_with_constructor(step_histogram);
         registry.register(
             "signoff_tool_call_seconds",
             "Duration of tool calls, by tool",
-            metrics.tool_calls.clone(),
+            tool_calls.clone(),
         );
+        let tool_errors = Family::default();
         registry.register(
             "signoff_tool_call_errors",
             "Tool calls whose result is an error (isError), by tool",
-            metrics.tool_errors.clone(),
+            tool_errors.clone(),
         );
+        let open_streams = Gauge::default();
         registry.register(
             "signoff_open_streams",
             "Open SSE streams of A2A calls",
-            metrics.open_streams.clone(),
+            open_streams.clone(),
         );
         Metrics {
             registry,
-            ..metrics
+            pending_approvals,
+            decisions,
+            decision_wait,
+            time_to_pause,
+            task_transitions,
+            model_turns,
+            model_errors,
+            tool_calls,
+            tool_errors,
+            open_streams,
         }
     }
 

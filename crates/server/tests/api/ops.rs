@@ -140,6 +140,51 @@ async fn metrics_parse_and_count_a_chat_with_a_decision() {
 }
 
 #[tokio::test]
+async fn a_mixed_rest_decision_and_a_cancel_are_counted_per_call() {
+    let app = spawn_app().await;
+    let (task, _) = pause(&app, None).await;
+    let data = json!({"decision_type": "batch",
+                      "decisions": {"call_1": "approve", "call_2": "deny"}});
+    let (status, body) = decide_rest(&app, None, &task, data).await;
+    assert_eq!(status, 200, "{body}");
+    let second = task_id(&say(&app, "write b.txt: x and delete readme.txt").await);
+    let canceled = app
+        .rpc(None, request("tasks/cancel", json!({"id": second})))
+        .await;
+    assert_eq!(
+        canceled["result"]["status"]["state"], "canceled",
+        "{canceled}"
+    );
+    let counted = scrape(&app).await;
+    let decided = |verdict: &str, channel: &str| {
+        counted.count(
+            "signoff_decisions_total",
+            &[("verdict", verdict), ("channel", channel)],
+        )
+    };
+    assert_eq!(decided("approve", "rest"), 1.0);
+    assert_eq!(decided("deny", "rest"), 1.0);
+    assert_eq!(decided("cancel", "cancel"), 2.0, "both held calls dropped");
+    assert_eq!(decided("approve", "a2a"), 0.0);
+    assert_eq!(
+        counted.count(
+            "signoff_decision_wait_seconds_count",
+            &[("channel", "rest")]
+        ),
+        1.0
+    );
+    // A cancel is not a person's answer to the batch: no wait is timed for it.
+    assert_eq!(
+        counted.count(
+            "signoff_decision_wait_seconds_count",
+            &[("channel", "cancel")]
+        ),
+        0.0
+    );
+    assert_eq!(counted.value("signoff_pending_approvals", &[]), Some(0.0));
+}
+
+#[tokio::test]
 async fn an_open_stream_is_counted_until_it_ends() {
     let app = spawn_app().await;
     let mut live = say_live(&app, "count to 10000").await;
