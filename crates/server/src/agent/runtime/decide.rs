@@ -44,8 +44,12 @@ enum Continuation {
 
 impl Runtime {
     /// A message to task `task_id` of `agent`: a decision on its pending batch, or text for it
-    /// while it works. Its span (under the message's) is the parent of the resumed runner's.
-    #[tracing::instrument(name = "decision", skip_all, fields(task.id = task_id, channel = "a2a"))]
+    /// while it works. Its span (under the message's) is the parent of the resumed runner's;
+    /// its `channel` (a2a or text) is recorded once the message turns out to be a decision.
+    #[tracing::instrument(name = "decision", skip_all, fields(
+        task.id = task_id,
+        channel = tracing::field::Empty,
+    ))]
     pub(super) async fn continue_task(
         self: &Arc<Self>,
         user: &str,
