@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod http;
 pub mod store; // SHIM
+pub mod telemetry;
 
 use axum::serve::ListenerExt;
 use std::collections::HashMap;
@@ -77,6 +78,9 @@ pub struct Config {
     /// Trust `X-Forwarded-Host` and `X-Forwarded-Proto` (only behind a proxy that sets them).
     #[arg(long, env = "SIGNOFF_TRUST_PROXY")]
     pub trust_proxy: bool,
+    /// Log lines as text or as JSON objects (one per line).
+    #[arg(long, env = "SIGNOFF_LOG_FORMAT", value_enum, default_value_t = telemetry::LogFormat::Text)]
+    pub log_format: telemetry::LogFormat,
 }
 
 impl Config {
@@ -97,6 +101,7 @@ impl Config {
             max_reason_bytes: agent::Limits::DEFAULT_REASON_BYTES,
             max_tool_calls_per_turn: agent::Limits::DEFAULT_TOOL_CALLS_PER_TURN,
             trust_proxy: false,
+            log_format: telemetry::LogFormat::Text,
         }
     }
 

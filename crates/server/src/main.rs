@@ -11,7 +11,6 @@ use clap::Parser;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use signoff_server::Config;
-use tracing_subscriber::EnvFilter;
 
 async fn shutdown_signal() {
     let ctrl_c = async {
@@ -47,24 +46,21 @@ async fn shutdown_signal() {
 const BLOCKING_THREADS: usize = 4;
 
 fn main() -> anyhow::Result<()> {
-    tokio::runtime::Builder::new_multi_thread()
+    let config = Config::parse();
+    // Before the async runtime: the trace exporter (when on) runs on a thread of its own.
+    let telemetry = signoff_server::telemetry::init(config.log_format)?;
+    let served = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(BLOCKING_THREADS)
-        .build()?
-        .block_on(serve())
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|runtime| runtime.block_on(serve(config)));
+    // The server has stopped: its last spans are in, and go out now.
+    telemetry.shutdown();
+    served
 }
 
-async fn serve() -> anyhow::Result<()> {
-    let config = Config::parse();
-    // Colors only on a terminal (and never with NO_COLOR), so logs piped to files stay plain.
-    let color = std::io::IsTerminal::is_terminal(&std::io::stdout())
-        && std::env::var_os("NO_COLOR").is_none();
-    tracing_subscriber::fmt()
-        .with_ansi(color)
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .init();
+async fn serve(config: Config) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.addr).await?;
     let addr = listener.local_addr()?;
     tracing::info!("listening on http://{addr}");

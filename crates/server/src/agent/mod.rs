@@ -6,6 +6,7 @@ mod build;
 pub mod config;
 pub mod files;
 pub mod mcp;
+pub mod metrics;
 pub mod model;
 pub mod openai;
 pub mod policy;
@@ -17,4 +18,4 @@ pub mod view;
 
 pub use build::build_agents;
 pub use config::{AgentsFile, ConfigError};
-pub use runtime::{Agent, AgentError, Limits, Runtime};
+pub use runtime::{Agent, AgentError, Limits, NotReady, Runtime};

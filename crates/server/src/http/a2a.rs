@@ -18,6 +18,7 @@ use signoff_protocol::jsonrpc::{self, ErrorCode, ErrorObject, Id, Response as Rp
 use signoff_protocol::{json_keys, ProtocolVersion, StreamEvent};
 
 use super::{AppState, User};
+use crate::agent::metrics::OpenStream;
 use crate::agent::{Agent, AgentError, Runtime};
 use crate::store::EVENT_LOG_VERSION;
 
@@ -271,7 +272,8 @@ pub async fn handle(
     };
     tracing::debug!(method = method_name, version = version.as_str(), "a2a call");
     if method.is_streaming() {
-        sse(stream_call(call).await)
+        let open = state.runtime.metrics().stream_opened();
+        sse(stream_call(call).await, open)
     } else {
         json_response(&unary_call(call).await)
     }
@@ -285,13 +287,15 @@ const EVENTS_PER_WRITE: usize = 64;
 
 /// SSE: each item is one complete JSON-RPC response, one `data:` event. Events that are ready
 /// together (a commit's worth) go out in one write rather than one system call each; an idle
-/// stream gets `: keep-alive` comments.
-fn sse(items: BoxStream<'static, String>) -> Response {
-    let frames = stream::unfold(items, |mut items| async move {
+/// stream gets `: keep-alive` comments. `open` counts the stream while its body lives.
+fn sse(items: BoxStream<'static, String>, open: OpenStream) -> Response {
+    let frames = stream::unfold((items, open), |(mut items, open)| async move {
         let first = match tokio::time::timeout(KEEP_ALIVE, items.next()).await {
             Ok(Some(first)) => first,
             Ok(None) => return None,
-            Err(_idle) => return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), items)),
+            Err(_idle) => {
+                return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), (items, open)))
+            }
         };
         let mut frame = String::with_capacity(first.len() + 8);
         push_event(&mut frame, &first);
@@ -301,7 +305,7 @@ fn sse(items: BoxStream<'static, String>) -> Response {
                 Some(None) | None => break,
             }
         }
-        Some((Ok::<Bytes, Infallible>(Bytes::from(frame)), items))
+        Some((Ok::<Bytes, Infallible>(Bytes::from(frame)), (items, open)))
     });
     (
         [

@@ -3,6 +3,7 @@
 
 mod a2a;
 mod card;
+mod ops;
 pub mod relay;
 mod rest;
 mod ui;
@@ -215,6 +216,9 @@ pub fn router(state: AppState) -> Router {
             "/.well-known/agent-card.json",
             get(card::default_agent_card),
         )
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
         .route("/api/agents", get(relay::agents))
         .route("/api/sessions", get(rest::sessions))
         .route(

@@ -55,6 +55,10 @@ pub enum StoreError {
     /// The database URL names no backend this build knows.
     #[error("unsupported database URL {0:?} (expected postgres://… or postgresql://…)")]
     UnsupportedUrl(String),
+    /// The database is not at this binary's schema version (migrations missing, or a newer
+    /// binary migrated it further).
+    #[error("the database schema is at version {applied}; this binary needs {latest}")]
+    Schema { applied: i64, latest: i64 },
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -147,6 +151,12 @@ impl Store {
     /// Finishes the queued writes and closes the store (later writes get [`StoreError::Closed`]).
     pub async fn close(&self) {
         on_backend!(self, backend => backend.close().await)
+    }
+
+    /// Whether the store can serve: a read answers, and the schema is at this binary's version.
+    /// For readiness checks (`GET /readyz`): cheap enough to run on every probe.
+    pub async fn check_ready(&self) -> Result<()> {
+        on_backend!(self, backend => backend.check_ready().await)
     }
 
     // Replicas: PostgreSQL only. One process owns an SQLite file and drives all its tasks, so
@@ -326,6 +336,11 @@ impl Store {
             + 'static,
     {
         on_backend!(self, backend => backend.decide_planned(task_id, plan).await)
+    }
+
+    /// How many batches wait for a decision, across every user (the pending approvals gauge).
+    pub async fn count_pending_batches(&self) -> Result<i64> {
+        on_backend!(self, backend => backend.count_pending_batches().await)
     }
 
     /// Every pending batch of a user's tasks, oldest first, in one query (a team may have

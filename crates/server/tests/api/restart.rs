@@ -5,10 +5,21 @@ use serde_json::json;
 use crate::hitl::pause;
 use crate::support::*;
 
+/// The `signoff` binary on port 0 with `data_dir`; returns it with its base URL.
+async fn start(data_dir: &std::path::Path) -> (Binary, String) {
+    let binary = start_binary(data_dir, &[], &[]).await;
+    let base = binary.base.clone();
+    (binary, base)
+}
+
+fn kill(server: Binary) {
+    server.kill();
+}
+
 #[tokio::test]
 async fn sigkill_while_paused_then_restart_and_decide() {
     let data_dir = tempfile::tempdir().unwrap();
-    let (child, base) = start_binary(data_dir.path()).await;
+    let (child, base) = start(data_dir.path()).await;
     let app = TestApp::external(base, data_dir);
     let (first, first_context) = pause(&app, None).await;
     std::fs::write(app.sandbox().join("old2.txt"), "x").unwrap();
@@ -16,7 +27,7 @@ async fn sigkill_while_paused_then_restart_and_decide() {
     kill(child);
 
     let data_dir = app.into_data_dir();
-    let (child, base) = start_binary(data_dir.path()).await;
+    let (child, base) = start(data_dir.path()).await;
     let app = TestApp::external(base, data_dir);
     // Both tasks are still paused with their batches.
     let (_, body) = app.get("/api/approvals").await;
@@ -55,7 +66,7 @@ async fn sigkill_while_paused_then_restart_and_decide() {
 #[tokio::test]
 async fn a_call_interrupted_by_a_crash_is_reported_not_rerun() {
     let data_dir = tempfile::tempdir().unwrap();
-    let (child, base) = start_binary(data_dir.path()).await;
+    let (child, base) = start(data_dir.path()).await;
     let app = TestApp::external(base, data_dir);
     let (task, _) = pause(&app, None).await;
     kill(child);
@@ -77,7 +88,7 @@ async fn a_call_interrupted_by_a_crash_is_reported_not_rerun() {
     .await;
 
     let data_dir = app.into_data_dir();
-    let (child, base) = start_binary(data_dir.path()).await;
+    let (child, base) = start(data_dir.path()).await;
     let app = TestApp::external(base, data_dir);
     let done = wait_for_state(&app, &task, "completed").await;
     assert!(
@@ -106,7 +117,7 @@ async fn a_call_interrupted_by_a_crash_is_reported_not_rerun() {
 #[tokio::test]
 async fn a_decision_acknowledged_before_a_sigkill_is_kept() {
     let data_dir = tempfile::tempdir().unwrap();
-    let (child, base) = start_binary(data_dir.path()).await;
+    let (child, base) = start(data_dir.path()).await;
     let app = TestApp::external(base, data_dir);
     let (task, context) = pause(&app, None).await;
     // Non-blocking: the answer comes once the decision is committed, not once the calls ran.
@@ -119,7 +130,7 @@ async fn a_decision_acknowledged_before_a_sigkill_is_kept() {
     kill(child);
 
     let data_dir = app.into_data_dir();
-    let (child, base) = start_binary(data_dir.path()).await;
+    let (child, base) = start(data_dir.path()).await;
     let app = TestApp::external(base, data_dir);
     let (_, pending) = app.get("/api/approvals").await;
     assert_eq!(pending["approvals"], json!([]), "{pending}");
@@ -139,7 +150,7 @@ async fn a_decision_acknowledged_before_a_sigkill_is_kept() {
 #[tokio::test]
 async fn a_corrupt_row_fails_its_task_visibly() {
     let data_dir = tempfile::tempdir().unwrap();
-    let (child, base) = start_binary(data_dir.path()).await;
+    let (child, base) = start(data_dir.path()).await;
     let app = TestApp::external(base, data_dir);
     let (task, _) = pause(&app, None).await;
     kill(child);
@@ -154,7 +165,7 @@ async fn a_corrupt_row_fails_its_task_visibly() {
     .await;
 
     let data_dir = app.into_data_dir();
-    let (child, base) = start_binary(data_dir.path()).await;
+    let (child, base) = start(data_dir.path()).await;
     let app = TestApp::external(base, data_dir);
     let failed = wait_for_state(&app, &task, "failed").await;
     let said = failed["status"]["message"]["parts"][0]["text"]

@@ -41,7 +41,7 @@ const REQUEST_PATIENCE: Duration = Duration::from_secs(90);
 
 struct Replica {
     /// `None` while it is down.
-    server: Option<Server>,
+    server: Option<Binary>,
     base: String,
 }
 
@@ -78,10 +78,10 @@ impl Cluster {
     pub async fn start(count: usize, data_dir: &Path, database: &str) -> Cluster {
         let mut replicas = Vec::new();
         for _ in 0..count {
-            let (server, base) = start_binary_on(data_dir, Some(database)).await;
+            let server = start_binary(data_dir, &[], &[("SIGNOFF_DATABASE_URL", database)]).await;
             replicas.push(Replica {
+                base: server.base.clone(),
                 server: Some(server),
-                base,
             });
         }
         Cluster {
@@ -105,16 +105,25 @@ impl Cluster {
             .unwrap()
             .killed
             .insert(replica.base.clone());
-        kill(replica.server.take().expect("the replica is running"));
+        replica
+            .server
+            .take()
+            .expect("the replica is running")
+            .kill();
     }
 
     /// Starts replica `index` again (on a new port).
     pub async fn restart(&self, index: usize) {
-        let (server, base) = start_binary_on(&self.data_dir, Some(&self.database)).await;
+        let server = start_binary(
+            &self.data_dir,
+            &[],
+            &[("SIGNOFF_DATABASE_URL", &self.database)],
+        )
+        .await;
         let mut replicas = self.replicas.lock().unwrap();
         replicas[index] = Replica {
+            base: server.base.clone(),
             server: Some(server),
-            base,
         };
     }
 

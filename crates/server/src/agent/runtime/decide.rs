@@ -27,6 +27,9 @@ pub(super) struct Decided {
     summary: String,
     working: StreamEvent,
     stored: NewEvent,
+    /// Each decided call's verdict, and when the batch paused (RFC 3339), for the metrics.
+    verdicts: Vec<StoredVerdict>,
+    paused_at: String,
 }
 
 /// What a message to an existing task turns into.
@@ -41,7 +44,12 @@ enum Continuation {
 
 impl Runtime {
     /// A message to task `task_id` of `agent`: a decision on its pending batch, or text for it
-    /// while it works.
+    /// while it works. Its span (under the message's) is the parent of the resumed runner's;
+    /// its `channel` (a2a or text) is recorded once the message turns out to be a decision.
+    #[tracing::instrument(name = "decision", skip_all, fields(
+        task.id = task_id,
+        channel = tracing::field::Empty,
+    ))]
     pub(super) async fn continue_task(
         self: &Arc<Self>,
         user: &str,
@@ -139,6 +147,7 @@ impl Runtime {
 
     /// Decides a paused task's batch through the REST API (`POST /api/approvals/{task}`);
     /// returns the batch decided too.
+    #[tracing::instrument(name = "decision", skip_all, fields(task.id = task_id, channel = "rest"))]
     pub async fn decide_rest(
         self: &Arc<Self>,
         user: &str,
@@ -228,7 +237,7 @@ impl Runtime {
             .unwrap_or_default();
         let resolved = hitl::resolve(&requests, decision)?;
         self.check_decided_calls(row, &resolved)?;
-        let verdicts = resolved
+        let verdicts: Vec<CallVerdict> = resolved
             .iter()
             .map(|call| match call.verdict {
                 Verdict::Approve => {
@@ -259,6 +268,7 @@ impl Runtime {
                 },
             })
             .collect();
+        let decided_verdicts = verdicts.iter().map(|verdict| verdict.verdict).collect();
         let working = view::status_event(&row.id, &row.context_id, TaskState::Working, echo, None);
         let stored = Self::encode(&working);
         let summary = decision.summary();
@@ -280,6 +290,8 @@ impl Runtime {
             summary,
             working,
             stored,
+            verdicts: decided_verdicts,
+            paused_at: batch.created_at.clone(),
         };
         Ok((write, decided))
     }
@@ -292,8 +304,14 @@ impl Runtime {
             summary,
             working,
             stored,
+            verdicts,
+            paused_at,
             ..
         } = decided;
+        tracing::Span::current().record("channel", channel.as_str());
+        self.metrics
+            .decided(channel, verdicts, waited_since(&paused_at));
+        self.metrics.task_entered(TaskState::Working);
         let logged = LoggedEvent::committed(seq, working, &stored);
         self.notify(&task_id, vec![logged.clone()]);
         tracing::info!(task = %task_id, user, channel = channel.as_str(), decision = %summary, "batch decided");
@@ -344,4 +362,12 @@ impl Runtime {
         }
         Ok(())
     }
+}
+
+/// The time since `at` (RFC 3339), if it parses and lies in the past.
+fn waited_since(at: &str) -> Option<std::time::Duration> {
+    let at = chrono::DateTime::parse_from_rfc3339(at).ok()?;
+    (chrono::Utc::now() - at.with_timezone(&chrono::Utc))
+        .to_std()
+        .ok()
 }

@@ -66,6 +66,7 @@ impl Runtime {
     /// Ends the task's pending batch as expired if it is still the one due at `expires_at`:
     /// every held call is answered "expired" (not rejected: nobody refused it), then the task
     /// goes on (`on_timeout = "reject"`) or ends canceled (`"cancel"`).
+    #[tracing::instrument(name = "decision", skip_all, fields(task.id = task_id, channel = "expiry"))]
     async fn expire(self: &Arc<Self>, task_id: &str, expires_at: &str) -> Result<()> {
         let Some(deadline) = self.store.pending_deadline(task_id).await? else {
             return Ok(()); // decided (or canceled) in time
@@ -151,6 +152,11 @@ impl Runtime {
             }
         };
         let stored: Vec<_> = events.iter().map(Self::encode).collect();
+        let expired_calls = held.len();
+        let task_state = match on_timeout {
+            OnTimeout::Reject => TaskState::Working,
+            OnTimeout::Cancel => TaskState::Canceled,
+        };
         let write = DecisionWrite {
             batch_id: deadline.batch_id,
             user_id: row.user_id.clone(),
@@ -159,14 +165,17 @@ impl Runtime {
             summary,
             verdicts,
             batch_state: BatchState::Expired,
-            task_state: match on_timeout {
-                OnTimeout::Reject => TaskState::Working,
-                OnTimeout::Cancel => TaskState::Canceled,
-            },
+            task_state,
             events: stored.clone(),
         };
         match self.store.decide(task_id, write).await {
             Ok(seq) => {
+                self.metrics.decided(
+                    Channel::Expiry,
+                    std::iter::repeat_n(Verdict::Expire, expired_calls),
+                    None,
+                );
+                self.metrics.task_entered(task_state);
                 self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
                 tracing::info!(task = %task_id, after, "approval expired unanswered");
                 if on_timeout == OnTimeout::Reject {

@@ -22,7 +22,13 @@ use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
 impl Runtime {
     // ---- messages --------------------------------------------------------------------------
 
-    /// Accepts a user message for `agent`: a new task, or a decision on a paused one.
+    /// Accepts a user message for `agent`: a new task, or a decision on a paused one. Its span
+    /// is the parent of the runner's (and so of the model turns and tool calls) in a trace.
+    #[tracing::instrument(name = "message", skip_all, fields(
+        agent = %agent.key(),
+        task.id = message.task_id.as_deref(),
+        context.id = message.context_id.as_deref(),
+    ))]
     pub async fn send(
         self: &Arc<Self>,
         user: &str,
@@ -117,6 +123,11 @@ impl Runtime {
             }
             Err(err) => return Err(err.into()),
         };
+        let span = tracing::Span::current();
+        span.record("task.id", task_id.as_str());
+        span.record("context.id", row.context_id.as_str());
+        self.metrics.task_entered(TaskState::Submitted);
+        self.metrics.task_entered(TaskState::Working);
         let watch = Some(self.watch_early(&task_id));
         self.spawn_runner(&task_id, RunnerStart::New { row, new_session });
         Ok(Accepted {
@@ -157,7 +168,7 @@ impl Runtime {
         let stored_canceled = [Self::encode(&canceled)];
         let mut done = false;
         if let Some(batch) = self.store.pending_batch(task_id).await? {
-            let verdicts = self
+            let verdicts: Vec<CallVerdict> = self
                 .store
                 .calls(task_id)
                 .await?
@@ -172,6 +183,7 @@ impl Runtime {
                     run_args_sha256: None,
                 })
                 .collect();
+            let canceled_calls = verdicts.len();
             let write = DecisionWrite {
                 batch_id: batch.id,
                 user_id: user.to_owned(),
@@ -185,6 +197,12 @@ impl Runtime {
             };
             match self.store.decide(task_id, write).await {
                 Ok(seq) => {
+                    self.metrics.decided(
+                        Channel::Cancel,
+                        std::iter::repeat_n(StoredVerdict::Cancel, canceled_calls),
+                        None,
+                    );
+                    self.metrics.task_entered(TaskState::Canceled);
                     let logged = LoggedEvent::committed(seq, canceled.clone(), &stored_canceled[0]);
                     self.notify(task_id, vec![logged]);
                     done = true;

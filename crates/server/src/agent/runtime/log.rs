@@ -167,7 +167,12 @@ impl Runtime {
     ) -> Result<i64> {
         let stored: Vec<NewEvent> = events.iter().map(Self::encode).collect();
         commit.events = stored.clone();
+        let entered = commit.state;
         let seq = self.store.commit(task_id, commit).await?;
+        // Counted before it is announced, so whoever sees the event sees it counted.
+        if let Some(state) = entered {
+            self.metrics.task_entered(state);
+        }
         self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
         Ok(seq)
     }

@@ -35,6 +35,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::metrics::Metrics;
 use super::model::Model;
 use super::policy::AgentApprovals;
 use super::tools::Toolbox;
@@ -93,7 +94,8 @@ impl From<StoreError> for AgentError {
             | StoreError::Corrupt(_)
             | StoreError::NotFound
             | StoreError::Commit(_)
-            | StoreError::Closed => AgentError::Store(err),
+            | StoreError::Closed
+            | StoreError::Schema { .. } => AgentError::Store(err),
         }
     }
 }
@@ -182,6 +184,20 @@ pub struct Runtime {
     shutdown: CancellationToken,
     /// The runners, so shutdown can wait for their last writes.
     tracker: TaskTracker,
+    /// What the runtime counts and times, for `GET /metrics`.
+    metrics: Metrics,
+}
+
+/// Why the server cannot take work now (`GET /readyz` answers 503 with it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotReady {
+    #[error("shutting down")]
+    ShuttingDown,
+    #[error("the database is not reachable")]
+    Unreachable,
+    /// Migrations are missing, or a newer binary migrated the database further.
+    #[error("{0}")]
+    Schema(String),
 }
 
 impl Runtime {
@@ -195,7 +211,37 @@ impl Runtime {
             locks: Mutex::new(HashMap::new()),
             shutdown: CancellationToken::new(),
             tracker: TaskTracker::new(),
+            metrics: Metrics::new(),
         })
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The metrics as a scrape reads them, with the pending approvals counted in the store now
+    /// (right after a restart, and across servers that share the database).
+    pub async fn metrics_text(&self) -> Result<String> {
+        let pending = self.store.count_pending_batches().await?;
+        self.metrics
+            .render(pending)
+            .map_err(|err| AgentError::Internal(format!("metrics text: {err}")))
+    }
+
+    /// Whether the server can take work: not shutting down, the database reachable and at this
+    /// binary's schema version.
+    pub async fn check_ready(&self) -> Result<(), NotReady> {
+        if self.shutdown.is_cancelled() {
+            return Err(NotReady::ShuttingDown);
+        }
+        match self.store.check_ready().await {
+            Ok(()) => Ok(()),
+            Err(err @ StoreError::Schema { .. }) => Err(NotReady::Schema(err.to_string())),
+            Err(err) => {
+                tracing::warn!(error = %err, "readiness check: the store did not answer");
+                Err(NotReady::Unreachable)
+            }
+        }
     }
 
     /// Ends open streams (graceful HTTP shutdown would otherwise wait on them forever).

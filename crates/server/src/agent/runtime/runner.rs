@@ -3,12 +3,15 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures_util::StreamExt;
 use signoff_protocol::hitl::{DecidedBy, ToolCall};
 use signoff_protocol::{Part, StreamEvent, TaskState};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
+use crate::agent::metrics::ModelFailure;
 use crate::agent::model::{ChatMessage, ModelError, ModelEvent, ModelRequest, ModelToolCall};
 use crate::agent::view::{self};
 use crate::store::{CallRow, Commit, Guard, NewCall, StoreError, TaskRow};
@@ -31,6 +34,8 @@ pub(super) struct TaskRun<'a> {
     pub(super) calls: HashMap<String, CallRow>,
     /// Who decided the calls no person was asked about, for their result parts.
     pub(super) decided_by: HashMap<String, DecidedBy>,
+    /// When this runner took the task up (the time to pause counts from here).
+    pub(super) taken_up: Instant,
 }
 
 /// What a runner knows of its task when it starts, so it reads only what it lacks.
@@ -65,14 +70,22 @@ impl Runtime {
         Ok(tasks.len())
     }
 
+    /// Starts a runner for the task. Its span is a child of the caller's (the message or the
+    /// decision that started it): `run` for a new task, `resume` for one taken up again.
     pub(super) fn spawn_runner(self: &Arc<Self>, task_id: &str, start: RunnerStart) {
         let runtime = self.clone();
         let task_id = task_id.to_owned();
+        let span = match &start {
+            RunnerStart::New { row, .. } => {
+                tracing::info_span!("run", task.id = %task_id, context.id = %row.context_id)
+            }
+            RunnerStart::Stored => tracing::info_span!("resume", task.id = %task_id),
+        };
         let lock = match self.locks.lock() {
             Ok(mut locks) => locks.entry(task_id.clone()).or_default().clone(),
             Err(_) => Arc::new(tokio::sync::Mutex::new(())),
         };
-        self.tracker.spawn(async move {
+        let runner = async move {
             // Let the request that started us answer first (the stream's first event shows the
             // person their message or decision was taken) before the runner's own writes.
             tokio::task::yield_now().await;
@@ -95,7 +108,8 @@ impl Runtime {
                     locks.remove(&task_id);
                 }
             }
-        });
+        };
+        self.tracker.spawn(runner.instrument(span));
     }
 
     /// Drives a task this replica holds the lease of, then gives the lease up.
@@ -108,7 +122,8 @@ impl Runtime {
         let id = task_id.to_owned();
         let token = cancel.clone();
         // A panic inside the runner ends the task `failed`, never the process.
-        let outcome = tokio::spawn(async move { inner.drive(&id, start, &token).await }).await;
+        let drive = async move { inner.drive(&id, start, &token).await };
+        let outcome = tokio::spawn(drive.in_current_span()).await;
         if let Ok(mut running) = self.running.lock() {
             running.remove(task_id);
         }
@@ -220,6 +235,7 @@ impl Runtime {
                 .map(|call| (call.call_id.clone(), call))
                 .collect(),
             decided_by: HashMap::new(),
+            taken_up: Instant::now(),
         };
         loop {
             if cancel.is_cancelled() || self.shutdown.is_cancelled() {
@@ -334,6 +350,10 @@ impl Runtime {
                     auto: screened.auto,
                 })
                 .collect();
+            let auto_decided: Vec<_> = new_calls
+                .iter()
+                .filter_map(|call| call.auto.as_ref().map(|auto| (auto.channel, auto.verdict)))
+                .collect();
             for (call, decided_by) in tool_calls.iter().zip(decided_by) {
                 if let Some(decided_by) = decided_by {
                     run.decided_by.insert(call.id.clone(), decided_by);
@@ -352,12 +372,20 @@ impl Runtime {
                 ..Commit::default()
             };
             self.commit(&task_id, events, commit).await?;
+            for (channel, verdict) in auto_decided {
+                self.metrics.decided(channel, [verdict], None);
+            }
         }
     }
 
     /// One streamed model turn: text chunks become artifact updates as they arrive (one held
     /// back, so the last can say `lastChunk`); returns the text and tool calls, or `None` when
     /// the task was canceled or failed.
+    #[tracing::instrument(name = "model_turn", skip_all, fields(
+        task.id = %run.task_id,
+        context.id = %run.context_id,
+        agent = %run.agent.key(),
+    ))]
     async fn model_turn(
         &self,
         run: &mut TaskRun<'_>,
@@ -373,6 +401,12 @@ impl Runtime {
         let mut calls = Vec::new();
         let mut held: Option<String> = None;
         let mut sent_any = false;
+        let started = Instant::now();
+        let agent_key = agent.key();
+        let failed = |failure: ModelFailure| {
+            self.metrics
+                .model_turn(&agent_key, started.elapsed(), Some(failure));
+        };
         loop {
             let next = tokio::select! {
                 _ = cancel.cancelled() => return Ok(None),
@@ -381,6 +415,7 @@ impl Runtime {
             };
             let event = match next {
                 Err(_elapsed) => {
+                    failed(ModelFailure::Timeout);
                     let secs = self.limits.model_timeout.as_secs();
                     self.fail(
                         task_id,
@@ -393,6 +428,7 @@ impl Runtime {
                 }
                 Ok(None) => break,
                 Ok(Some(Err(err))) => {
+                    failed(ModelFailure::Error);
                     tracing::warn!(task = %task_id, error = %err, "model turn failed");
                     self.fail(task_id, &model_failure(&err)).await;
                     return Ok(None);
@@ -425,6 +461,7 @@ impl Runtime {
                 ModelEvent::ToolCall(call) => {
                     calls.push(call);
                     if calls.len() > self.limits.max_tool_calls_per_turn {
+                        failed(ModelFailure::TooManyCalls);
                         let limit = self.limits.max_tool_calls_per_turn;
                         tracing::warn!(task = %task_id, limit, "model asked for too many tool calls");
                         self.fail(
@@ -444,6 +481,7 @@ impl Runtime {
                 }
             }
         }
+        self.metrics.model_turn(&agent_key, started.elapsed(), None);
         if let Some(last) = held {
             let event = view::text_chunk(task_id, context_id, &artifact_id, last, sent_any, true);
             let commit = Commit {

@@ -3,15 +3,18 @@
 //! interrupted ones, and pauses the task with one batch for the calls still held.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::Value;
 use signoff_protocol::hitl::{self, ToolResult};
 use signoff_protocol::{StreamEvent, TaskState};
 
+use crate::agent::metrics::UNKNOWN_TOOL;
 use crate::agent::model::{ChatMessage, ModelToolCall};
 use crate::agent::tools::error_result;
 use crate::agent::view::{self};
 use crate::store::{CallStatus, CallUpdate, Commit, Guard};
+use tracing::Instrument;
 
 use super::audit::args_sha256;
 use super::runner::TaskRun;
@@ -133,12 +136,31 @@ impl Runtime {
                         record.status = CallStatus::Started;
                         record.run_args = Some(run_args.clone());
                     }
+                    // Only an exposed tool's name becomes a label (the model chooses the name).
+                    let tool = match agent.tools.get(&call.name) {
+                        Some(_) => call.name.as_str(),
+                        None => UNKNOWN_TOOL,
+                    };
+                    let span = tracing::info_span!(
+                        "tool_call",
+                        task.id = task_id,
+                        context.id = context_id,
+                        tool,
+                        call.id = %call.id,
+                    );
+                    let started = Instant::now();
+                    let running = agent
+                        .tools
+                        .call(&call.name, run_args.clone(), self.limits.tool_timeout)
+                        .instrument(span);
                     // A tool call is not abandoned at shutdown (it would be reported as
                     // interrupted); only the user's cancel stops waiting for it.
                     let response = tokio::select! {
                         _ = cancel.cancelled() => return Ok(true),
-                        response = agent.tools.call(&call.name, run_args.clone(), self.limits.tool_timeout) => response,
+                        response = running => response,
                     };
+                    let failed = response.get("isError") == Some(&Value::Bool(true));
+                    self.metrics.tool_call(tool, started.elapsed(), failed);
                     (response, edited, Some(run_args))
                 }
             };
@@ -189,7 +211,16 @@ impl Runtime {
         let (event, pause, deadline) =
             Self::pause_step(&agent, task_id, context_id, &held, run.usage);
         defer(&mut deferred, vec![event], pause);
-        self.write_deferred(task_id, deferred).await?;
+        let span = tracing::info_span!(
+            "pause",
+            task.id = task_id,
+            context.id = context_id,
+            calls = held.len(),
+        );
+        self.write_deferred(task_id, deferred)
+            .instrument(span)
+            .await?;
+        self.metrics.paused(run.taken_up.elapsed());
         if let Some(deadline) = &deadline {
             self.watch_deadline(task_id, deadline);
         }

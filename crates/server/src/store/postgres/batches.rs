@@ -245,6 +245,15 @@ impl Postgres {
         Ok(outcome)
     }
 
+    pub async fn count_pending_batches(&self) -> Result<i64> {
+        Ok(
+            sqlx::query_scalar("SELECT COUNT(*) FROM batches WHERE state = $1")
+                .bind(BatchState::Pending.as_str())
+                .fetch_one(&self.pool)
+                .await?,
+        )
+    }
+
     pub async fn pending_batches(&self, user_id: &str) -> Result<Vec<PendingBatchRow>> {
         let rows = sqlx::query(
             "SELECT b.id, b.task_id, b.state, b.requests, b.created_at, b.decided_at,

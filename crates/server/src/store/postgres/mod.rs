@@ -46,6 +46,17 @@ impl Postgres {
         })
     }
 
+    pub(super) async fn check_ready(&self) -> Result<()> {
+        let applied = schema::applied(&self.pool).await?;
+        if applied != schema::LATEST {
+            return Err(StoreError::Schema {
+                applied,
+                latest: schema::LATEST,
+            });
+        }
+        Ok(())
+    }
+
     pub(super) async fn close(&self) {
         self.pool.close().await;
     }

@@ -15,6 +15,17 @@ const MIGRATIONS: [&str; 4] = [
     include_str!("../../../migrations/postgres/0004_queued_messages.sql"),
 ];
 
+/// The schema version of a database with every migration of this binary applied.
+pub(super) const LATEST: i64 = MIGRATIONS.len() as i64;
+
+/// The version the database is at.
+pub(super) async fn applied(pool: &PgPool) -> Result<i64> {
+    let applied: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM signoff_schema")
+        .fetch_one(pool)
+        .await?;
+    Ok(applied.unwrap_or(0))
+}
+
 /// The advisory lock the migrating replica holds ("signoff" in ASCII).
 const MIGRATION_LOCK: i64 = 0x0073_6967_6e6f_6666;
 

@@ -259,6 +259,17 @@ impl Sqlite {
         })
     }
 
+    /// How many batches wait for a decision, across all users (the metrics' gauge, read at
+    /// every scrape). The state is spelled out, not bound, so SQLite counts the entries of the
+    /// partial index `one_pending_batch_per_task` instead of scanning every batch ever made.
+    pub async fn count_pending_batches(&self) -> Result<i64> {
+        self.read(|connection| {
+            let mut statement = connection
+                .prepare_cached("SELECT COUNT(*) FROM batches WHERE state = 'pending'")?;
+            Ok(statement.query_row([], |row| row.get(0))?)
+        })
+    }
+
     /// Decides (or cancels) a pending batch: ONE transaction that moves it from pending to
     /// `batch_state` only if it is still pending, records every call's verdict and the audit
     /// row, sets the task's state and appends the events. The loser of a race gets

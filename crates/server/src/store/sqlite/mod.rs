@@ -84,6 +84,19 @@ impl Sqlite {
         self.writer.close();
     }
 
+    pub(super) async fn check_ready(&self) -> Result<()> {
+        let applied: i64 = self.read(|connection| {
+            Ok(connection.query_row("PRAGMA user_version", [], |row| row.get(0))?)
+        })?;
+        if applied != schema::LATEST {
+            return Err(StoreError::Schema {
+                applied,
+                latest: schema::LATEST,
+            });
+        }
+        Ok(())
+    }
+
     /// Runs `work` in the next group commit (see `writer`).
     async fn write<T, F>(&self, work: F) -> Result<T>
     where

@@ -13,6 +13,9 @@ const MIGRATIONS: [&str; 4] = [
     include_str!("../../../migrations/sqlite/0004_queued_messages.sql"),
 ];
 
+/// The schema version of a database with every migration of this binary applied.
+pub(super) const LATEST: i64 = MIGRATIONS.len() as i64;
+
 /// Brings the database up to the last migration, each in its own transaction.
 pub(super) fn migrate(connection: &Connection) -> Result<()> {
     let mut applied: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0))?;
