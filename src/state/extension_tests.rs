@@ -48,7 +48,11 @@ fn status(view: &ChatView, id: &str) -> Option<ToolStatus> {
 }
 
 /// The request stream, the person's decision as the UI sends it, then the resume stream.
-fn decided(request: &str, decide: impl Fn(&ChatView) -> signoff_protocol::Message, resume: &str) -> ChatView {
+fn decided(
+    request: &str,
+    decide: impl Fn(&ChatView) -> signoff_protocol::Message,
+    resume: &str,
+) -> ChatView {
     let mut view = run(&stream(request));
     let message = decide(&view);
     view.send(&message);
@@ -65,7 +69,10 @@ fn two_approvals_wait_on_their_calls_and_go_back_by_approval_id() {
     assert_eq!(paused.status, ChatStatus::AwaitingApproval);
     let batch = paused.pending.as_ref().unwrap();
     assert_eq!(batch.dialect, Dialect::KagentExtension);
-    check(&paused, expect_file!["snapshots/extension_p1_approvals.txt"]);
+    check(
+        &paused,
+        expect_file!["snapshots/extension_p1_approvals.txt"],
+    );
 
     let reason = "The file is still used by the migration job";
     let decide = |view: &ChatView| {
@@ -80,7 +87,11 @@ fn two_approvals_wait_on_their_calls_and_go_back_by_approval_id() {
         sent(decide(&paused)),
         response_params("p2_tool_approval_response.request.json")
     );
-    let view = decided("p1_tool_approval_request.sse", decide, "p2_tool_approval_resume.sse");
+    let view = decided(
+        "p1_tool_approval_request.sse",
+        decide,
+        "p2_tool_approval_resume.sse",
+    );
     assert_consistent(&view);
     assert!(view.pending.is_none());
     assert_eq!(status(&view, "call-delete"), Some(ToolStatus::Rejected));
@@ -117,11 +128,7 @@ fn a_question_shows_on_its_ask_user_call_and_goes_back_by_request_id() {
         response_params("q2_ask_user_response.request.json")
     );
     // A lone question cannot be rejected in the extension: the draft says so, nothing is sent.
-    let rejected = decision_message(
-        batch,
-        &super::draft::reject_all(None),
-        "m".to_owned(),
-    );
+    let rejected = decision_message(batch, &super::draft::reject_all(None), "m".to_owned());
     assert!(rejected.is_err(), "{rejected:?}");
 
     let view = decided("q1_ask_user_request.sse", decide, "q2_ask_user_resume.sse");

@@ -324,7 +324,11 @@ fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str
 /// the question shows on that call's card (the approval id still goes into the answer).
 fn adopt_question_calls(view: &ChatView, task: &str, interrupt: &mut ApprovalInterrupt) {
     for request in &mut interrupt.action_requests {
-        let known = |id: &str| view.tools.iter().any(|tool| tool.task_id == task && tool.id == id);
+        let known = |id: &str| {
+            view.tools
+                .iter()
+                .any(|tool| tool.task_id == task && tool.id == id)
+        };
         if request.questions().is_none() || known(&request.id) {
             continue;
         }
