@@ -89,10 +89,12 @@ fn visible_tools(payload: &Value, hint: Option<&str>) -> Option<Vec<ActionReques
         None => (payload.get("tools")?, None),
     };
     let tools = tools.as_array().filter(|tools| !tools.is_empty())?;
-    tools
-        .iter()
-        .map(|tool| tool_request(tool, hint, source))
-        .collect()
+    // A loop rather than a collect into `Option`: smaller in the browser's wasm.
+    let mut requests = Vec::with_capacity(tools.len());
+    for tool in tools {
+        requests.push(tool_request(tool, hint, source)?);
+    }
+    Some(requests)
 }
 
 /// An `ask_user_request` as one question call. Its answer names `id`, or for a subagent's
@@ -184,24 +186,22 @@ pub fn response_payload(
             "answers": question::answers_to_value(answers),
         }));
     }
-    let approvals = resolved
-        .iter()
-        .map(|call| {
-            if call.answers.is_some() {
-                return Err(DecisionError::AnswersBesideCalls(call.request.id.clone()));
-            }
-            let mut approval = Map::new();
-            approval.insert("id".to_owned(), json!(approval_id(&call.request)?));
-            approval.insert(
-                "approved".to_owned(),
-                json!(call.verdict == Verdict::Approve),
-            );
-            if let Some(reason) = &call.reason {
-                approval.insert("rejection_reason".to_owned(), json!(reason));
-            }
-            Ok(Value::Object(approval))
-        })
-        .collect::<Result<Vec<_>, DecisionError>>()?;
+    let mut approvals = Vec::with_capacity(resolved.len());
+    for call in &resolved {
+        if call.answers.is_some() {
+            return Err(DecisionError::AnswersBesideCalls(call.request.id.clone()));
+        }
+        let mut approval = Map::new();
+        approval.insert("id".to_owned(), json!(approval_id(&call.request)?));
+        approval.insert(
+            "approved".to_owned(),
+            json!(call.verdict == Verdict::Approve),
+        );
+        if let Some(reason) = &call.reason {
+            approval.insert("rejection_reason".to_owned(), json!(reason));
+        }
+        approvals.push(Value::Object(approval));
+    }
     Ok(json!({"type": TOOL_APPROVAL_RESPONSE, "approvals": approvals}))
 }
 
