@@ -100,8 +100,8 @@ fn visible_tools(payload: &Value, hint: Option<&str>) -> Option<Vec<ActionReques
 /// An `ask_user_request` as one question call. Its answer names `id`, or for a subagent's
 /// question the child's id in `nested.tools` (its `ask_user` tool, else the first).
 fn question_request(payload: &Value) -> Option<ActionRequest> {
-    let questions = payload.get("questions")?;
-    Question::list_from_args(&json!({ "questions": questions }))?;
+    let args = json!({ "questions": payload.get("questions")? });
+    Question::list_from_args(&args)?;
     let id = text(payload, "id").filter(|id| !id.is_empty())?;
     let nested = payload.get("nested").filter(|nested| !nested.is_null());
     let (call_id, approval_id, source) = match nested {
@@ -122,7 +122,7 @@ fn question_request(payload: &Value) -> Option<ActionRequest> {
     Some(ActionRequest {
         id: call_id.to_owned(),
         name: ASK_USER.to_owned(),
-        args: json!({ "questions": questions }),
+        args,
         description: None,
         server: source.map(str::to_owned),
         approval_id: Some(approval_id.to_owned()),
