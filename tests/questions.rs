@@ -1,6 +1,8 @@
 //! Browser tests of question cards: the demo agent's own `ask_user` (single choice, several
 //! choices, free text, with a gated call beside it), a reload and an answer from elsewhere, and
-//! a kagent 0.10.4 agent's question through the relay, where answering runs every waiting call.
+//! a kagent 0.10.4 agent's question through the relay, where answering runs every waiting call;
+//! and agents speaking kagent's HITL extension through the relay, approved, rejected and answered
+//! in the extension's shape.
 #![cfg(not(target_arch = "wasm32"))]
 // Tests fail loudly: unwrapping is how they report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -206,6 +208,168 @@ async fn a_kagent_question_beside_a_write_says_the_write_runs_and_sends_kagents_
         json!({"decision_type": "approve", "ask_user_answers": [{"answer": ["hello"]}]})
     );
     assert_eq!(parts[1]["text"], Value::from("Answered questions"));
+    app.assert_no_errors().await;
+    app.finish().await;
+}
+
+/// The documented response a stand-in speaking kagent's HITL extension expects (its
+/// `*.request.json`), as the message fields the UI must send alike.
+fn documented_response(name: &str) -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/protocol/tests/fixtures/kagent-hitl-v1")
+        .join(name);
+    let body: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    body["params"]["message"].clone()
+}
+
+/// The fields of a sent message that the extension reads.
+fn extension_fields(message: &Value) -> Value {
+    json!({
+        "extensions": message["extensions"],
+        "metadata": message["metadata"],
+        "taskId": message["taskId"],
+        "contextId": message["contextId"],
+        "parts": message["parts"],
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kagents_hitl_extension_through_the_relay_approve_reject_and_answer() {
+    let uri = "https://kagent.dev/extensions/hitl/v1";
+    let (k8s_url, k8s_received, k8s_heads) = kagent::fake_kagent_hitl(
+        "p1_tool_approval_request.sse",
+        "p2_tool_approval_resume.sse",
+    )
+    .await;
+    let (db_url, db_received, db_heads) =
+        kagent::fake_kagent_hitl("q1_ask_user_request.sse", "q2_ask_user_resume.sse").await;
+    let agents = format!(
+        "[[agents]]\nname = \"k8s-agent\"\nnamespace = \"kagent\"\nremote = {{ url = \"{k8s_url}\" }}\n\n\
+         [[agents]]\nname = \"db-agent\"\nnamespace = \"kagent\"\nremote = {{ url = \"{db_url}\" }}\n"
+    );
+    let app = App::start_with(
+        "kagent-extension",
+        Options {
+            agents_toml: Some(agents),
+            ..Options::default()
+        },
+    )
+    .await;
+
+    // Two approvals: reject one with a reason, approve the other.
+    app.open_new_chat_of("/agents/kagent/k8s-agent/chat").await;
+    app.send("Clean up /tmp/old and restart the api.").await;
+    app.wait_for("the batch bar shows", "[data-testid=batch-bar]")
+        .await;
+    // The extension carries no edited arguments: no edit is offered.
+    assert!(app
+        .find_all("[data-testid=edit-button]:not([hidden])")
+        .await
+        .is_empty());
+    click(
+        &app,
+        &format!(
+            "{} [data-testid=approve-button]",
+            card("restart_deployment")
+        ),
+    )
+    .await;
+    click(
+        &app,
+        &format!("{} [data-testid=reject-button]", card("delete_file")),
+    )
+    .await;
+    let reason = app
+        .wait_for("the reason box opens", "[data-testid=reject-reason]")
+        .await;
+    reason
+        .send_keys("The file is still used by the migration job")
+        .await
+        .unwrap();
+    click(
+        &app,
+        &format!("{} [data-testid=reject-confirm]", card("delete_file")),
+    )
+    .await;
+    app.shot("kagent-extension-approvals").await;
+    click(&app, "[data-testid=submit-decisions]").await;
+    app.wait_for_text("[data-testid=message-agent]", "Restarted production/api")
+        .await;
+    app.wait_for_status("ready").await;
+    let received = k8s_received.lock().map(|seen| seen.clone()).unwrap();
+    assert_eq!(received.len(), 2, "{received:?}");
+    assert_eq!(
+        extension_fields(&received[1]["params"]["message"]),
+        extension_fields(&documented_response(
+            "p2_tool_approval_response.request.json"
+        ))
+    );
+
+    // A question: answered, with no reject offered (the extension has none for a question).
+    app.open_new_chat_of("/agents/kagent/db-agent/chat").await;
+    app.send("Set up a database for the service.").await;
+    app.wait_for("the question form shows", FORM).await;
+    assert_eq!(app.find_all("[data-testid=question]").await.len(), 3);
+    assert!(app
+        .find_all("[data-testid=question-reject]:not([hidden])")
+        .await
+        .is_empty());
+    click(&app, &choice("PostgreSQL")).await;
+    click(&app, &choice("Authentication")).await;
+    click(&app, &choice("Caching")).await;
+    let text = app.find("[data-testid=question-text]").await.unwrap();
+    text.send_keys("Use the existing backup policy")
+        .await
+        .unwrap();
+    click(&app, "[data-testid=question-submit]").await;
+    app.wait_for_text("[data-testid=message-agent]", "Setting up PostgreSQL")
+        .await;
+    wait_answers(
+        &app,
+        &[
+            "PostgreSQL",
+            "Authentication, Caching",
+            "Use the existing backup policy",
+        ],
+    )
+    .await;
+    let received = db_received.lock().map(|seen| seen.clone()).unwrap();
+    assert_eq!(received.len(), 2, "{received:?}");
+    assert_eq!(
+        extension_fields(&received[1]["params"]["message"]),
+        extension_fields(&documented_response("q2_ask_user_response.request.json"))
+    );
+
+    // Every request through the relay activated the extension, in v1.0's header.
+    for heads in [&k8s_heads, &db_heads] {
+        let heads = heads.lock().map(|seen| seen.clone()).unwrap();
+        assert_eq!(heads.len(), 2);
+        for head in heads {
+            assert!(head.contains(&format!("\na2a-extensions: {uri}")), "{head}");
+            assert!(head.contains("\na2a-version: 1.0"), "{head}");
+        }
+    }
+    // The relay passes the remote's echo of the activated extension back.
+    let echoed = app
+        .http
+        .post(format!("{}/api/a2a/kagent/db-agent", app.base))
+        .header("A2A-Version", "1.0")
+        .header("A2A-Extensions", uri)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+            "params": {"message": {"messageId": "m-echo", "role": "ROLE_USER",
+                                   "parts": [{"text": "hello"}]}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        echoed
+            .headers()
+            .get("a2a-extensions")
+            .and_then(|value| value.to_str().ok()),
+        Some(uri)
+    );
     app.assert_no_errors().await;
     app.finish().await;
 }

@@ -5,6 +5,7 @@ use std::cell::Cell;
 
 use serde_json::Value;
 use signoff_protocol::codec::{self, Method};
+use signoff_protocol::hitl::extension;
 use signoff_protocol::jsonrpc::{Id, Request, Response};
 use signoff_protocol::sse::{SseFrame, SseParser};
 use signoff_protocol::{
@@ -38,6 +39,8 @@ fn next_id() -> Id {
 pub struct Endpoint {
     pub url: String,
     pub version: ProtocolVersion,
+    /// The card declares kagent's HITL extension: every request activates it.
+    pub hitl_extension: bool,
 }
 
 impl Endpoint {
@@ -46,6 +49,7 @@ impl Endpoint {
         Endpoint {
             url: format!("/api/a2a/{}/{}", encode(namespace), encode(agent)),
             version: ProtocolVersion::V0_3,
+            hitl_extension: false,
         }
     }
 }
@@ -67,16 +71,22 @@ pub async fn endpoint(namespace: &str, agent: &str) -> Endpoint {
     };
     // The interfaces only: the whole card's decoding would be 7 KB of the download.
     let interfaces = codec::decode_card_interfaces(&body);
+    let hitl_extension = extension::is_declared(&codec::decode_card_extensions(&body));
     match interfaces.iter().max_by_key(|interface| interface.version) {
         Some(interface) if same_origin(&interface.url) => Endpoint {
             url: interface.url.clone(),
             version: interface.version,
+            hitl_extension,
         },
         Some(interface) => Endpoint {
             url: fallback.url,
             version: interface.version,
+            hitl_extension,
         },
-        None => fallback,
+        None => Endpoint {
+            hitl_extension,
+            ..fallback
+        },
     }
 }
 
@@ -89,10 +99,16 @@ async fn post(
     let request = Request::new(next_id(), method.name(endpoint.version), params);
     let body = serde_json::to_string(&request).map_err(|err| ApiError::Decode(err.to_string()))?;
     let signal = abort.and_then(Abort::signal);
-    let request = gloo_net::http::Request::post(&endpoint.url)
+    let mut request = gloo_net::http::Request::post(&endpoint.url)
         .header("A2A-Version", endpoint.version.as_str())
         .header("Accept", "text/event-stream, application/json")
         .abort_signal(signal.as_ref());
+    if endpoint.hitl_extension {
+        request = request.header(
+            extension::activation_header(endpoint.version),
+            extension::URI,
+        );
+    }
     http::send(request, Some(body)).await
 }
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use signoff_protocol::hitl::question::{self, Answer};
 use signoff_protocol::hitl::{ActionRequest, Decision, DecisionKind, Verdict};
-use signoff_protocol::{Message, Role};
+use signoff_protocol::Message;
 
 use super::view::PendingBatch;
 
@@ -44,6 +44,9 @@ pub enum DraftError {
     InvalidJson(String),
     #[error("{0}")]
     Answer(String),
+    /// The peer's dialect cannot say this decision.
+    #[error("{0}")]
+    NotInDialect(String),
 }
 
 /// Reads edited arguments: JSON text that must hold an object.
@@ -300,12 +303,19 @@ pub fn reject_all(reason: Option<&str>) -> Decision {
     }
 }
 
-/// The message that carries `decision` on the batch's task, in the batch's dialect.
-pub fn decision_message(batch: &PendingBatch, decision: &Decision, message_id: String) -> Message {
-    let mut message = Message::new(message_id, Role::User, decision.to_parts(batch.dialect));
+/// The message that carries `decision` on the batch's task, in the batch's dialect; refused
+/// when the dialect cannot say it (kagent's HITL extension: no edits, no rejected lone question).
+pub fn decision_message(
+    batch: &PendingBatch,
+    decision: &Decision,
+    message_id: String,
+) -> Result<Message, DraftError> {
+    let mut message = decision
+        .to_message(batch.dialect, &batch.requests, message_id)
+        .map_err(|err| DraftError::NotInDialect(err.to_string()))?;
     message.task_id = Some(batch.task_id.clone());
     message.context_id = batch.context_id.clone();
-    message
+    Ok(message)
 }
 
 #[cfg(test)]
@@ -321,6 +331,7 @@ mod tests {
             args: json!({"path": "a.txt"}),
             description: None,
             server: None,
+            approval_id: None,
         };
         PendingBatch {
             task_id: "t-1".to_owned(),
@@ -389,7 +400,7 @@ mod tests {
             data(&decision, Dialect::Kagent)["decision_type"],
             json!("reject")
         );
-        let message = decision_message(&batch(), &decision, "m-1".to_owned());
+        let message = decision_message(&batch(), &decision, "m-1".to_owned()).unwrap();
         assert_eq!(message.task_id.as_deref(), Some("t-1"));
         assert_eq!(message.context_id.as_deref(), Some("s-1"));
         assert_eq!(Decision::from_message(&message).unwrap(), Some(decision));
@@ -408,6 +419,7 @@ mod tests {
                 {"question": "Anything else?"}]}),
             description: None,
             server: None,
+            approval_id: None,
         };
         batch
     }

@@ -14,6 +14,8 @@ pub mod view;
 pub use reduce::{apply, replay};
 
 #[cfg(test)]
+mod extension_tests;
+#[cfg(test)]
 mod question_tests;
 #[cfg(test)]
 mod tests;

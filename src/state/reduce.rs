@@ -2,7 +2,9 @@
 //! The same code replays stored tasks after a reload and follows live streams.
 
 use signoff_protocol::hitl::kagent::{self, TokenUsage};
-use signoff_protocol::hitl::{ApprovalInterrupt, DecidedBy, Decision, ToolCall, ToolResult};
+use signoff_protocol::hitl::{
+    extension, ApprovalInterrupt, DecidedBy, Decision, Dialect, ToolCall, ToolResult,
+};
 use signoff_protocol::{
     Artifact, Message, Metadata, Role, StreamEvent, Task, TaskArtifactUpdateEvent, TaskState,
     TaskStatus, TaskStatusUpdateEvent,
@@ -193,7 +195,12 @@ fn apply_message(
 }
 
 fn apply_user_message(view: &mut ChatView, message: &Message, task: Option<&str>) {
-    let decision = Decision::from_message(message).ok().flatten();
+    // kagent's HITL extension names approval ids, which only the pause it answers can map to
+    // calls.
+    let decision = Decision::from_message(message).ok().flatten().or_else(|| {
+        let (interrupt, _) = view.tool_log.last_interrupt(task?)?;
+        extension::decision_from_message(message, &interrupt.action_requests)
+    });
     let kind = match (&decision, task) {
         (Some(decision), Some(task)) => {
             view.tool_log.push(LogEntry::Decision {
@@ -280,8 +287,11 @@ fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str
             });
         }
     }
-    if let Some(interrupt) = interrupt {
+    if let Some(mut interrupt) = interrupt {
         tool_parts = true;
+        if interrupt.dialect == Dialect::KagentExtension {
+            adopt_question_calls(view, task_key, &mut interrupt);
+        }
         let slots = interrupt
             .action_requests
             .iter()
@@ -306,6 +316,31 @@ fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str
         }
         None if text.is_empty() && !tool_parts => {}
         None => view.push_item(agent_item(item_key, task, text, false)),
+    }
+}
+
+/// kagent's HITL extension gives a lone question no call id, only its approval id: the task's
+/// `ask_user` call that asks the same questions and has no result yet is the call it holds, so
+/// the question shows on that call's card (the approval id still goes into the answer).
+fn adopt_question_calls(view: &ChatView, task: &str, interrupt: &mut ApprovalInterrupt) {
+    for request in &mut interrupt.action_requests {
+        let known = |id: &str| {
+            view.tools
+                .iter()
+                .any(|tool| tool.task_id == task && tool.id == id)
+        };
+        if request.questions().is_none() || known(&request.id) {
+            continue;
+        }
+        let asked = view.tools.iter().rev().find(|tool| {
+            tool.task_id == task
+                && tool.name == request.name
+                && tool.args == request.args
+                && tool.result.is_none()
+        });
+        if let Some(call) = asked {
+            request.id = call.id.clone();
+        }
     }
 }
 

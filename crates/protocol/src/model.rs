@@ -149,6 +149,9 @@ pub struct Message {
     pub context_id: Option<String>,
     pub reference_task_ids: Vec<String>,
     pub metadata: Option<Metadata>,
+    /// The URIs of the A2A extensions whose data the message carries (kagent's HITL extension
+    /// puts its requests and responses in `metadata` under its URI and names it here).
+    pub extensions: Vec<String>,
 }
 
 impl Message {
@@ -161,6 +164,7 @@ impl Message {
             context_id: None,
             reference_task_ids: Vec::new(),
             metadata: None,
+            extensions: Vec::new(),
         }
     }
 
@@ -309,6 +313,8 @@ pub struct AgentCapabilities {
     pub streaming: bool,
     pub push_notifications: bool,
     pub state_transition_history: bool,
+    /// The URIs of the A2A extensions the agent declares (`capabilities.extensions[].uri`).
+    pub extensions: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -28,6 +28,7 @@ fn pending() -> Vec<ActionRequest> {
         args,
         description: None,
         server: None,
+        approval_id: None,
     })
     .collect()
 }

@@ -28,6 +28,7 @@ fn request(id: &str, name: &str, args: serde_json::Value) -> ActionRequest {
         args,
         description: None,
         server: None,
+        approval_id: None,
     }
 }
 

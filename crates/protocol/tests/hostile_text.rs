@@ -432,9 +432,19 @@ mod codec {
             prop::option::of(hostile_text()),
             prop::collection::vec(hostile_text(), 0..3),
             prop::option::of(hostile_object()),
+            prop::collection::vec(hostile_text(), 0..3),
         )
             .prop_map(
-                |(message_id, role, parts, task_id, context_id, reference_task_ids, metadata)| {
+                |(
+                    message_id,
+                    role,
+                    parts,
+                    task_id,
+                    context_id,
+                    reference_task_ids,
+                    metadata,
+                    extensions,
+                )| {
                     Message {
                         message_id,
                         role,
@@ -443,6 +453,7 @@ mod codec {
                         context_id,
                         reference_task_ids,
                         metadata,
+                        extensions,
                     }
                 },
             );

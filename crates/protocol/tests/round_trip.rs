@@ -400,6 +400,7 @@ fn card() -> AgentCard {
             streaming: true,
             push_notifications: false,
             state_transition_history: true,
+            extensions: vec!["https://kagent.dev/extensions/hitl/v1".to_owned()],
         },
         default_input_modes: vec!["text".to_owned()],
         default_output_modes: vec!["text".to_owned()],
@@ -453,9 +454,16 @@ fn the_agent_card_comes_in_two_flavors() {
     );
     let mut capability_keys = keys(&strict["capabilities"]);
     capability_keys.sort_unstable();
-    assert_eq!(capability_keys, ["pushNotifications", "streaming"]);
+    assert_eq!(
+        capability_keys,
+        ["extensions", "pushNotifications", "streaming"]
+    );
     let read = codec::decode_agent_card(&strict).unwrap();
     assert_eq!(codec::decode_card_interfaces(&strict), read.interfaces);
+    assert_eq!(
+        codec::decode_card_extensions(&strict),
+        read.capabilities.extensions
+    );
     assert_eq!(
         read,
         AgentCard {
@@ -559,9 +567,19 @@ fn arb_message() -> impl Strategy<Value = Message> {
         prop::option::of(arb_id()),
         prop::collection::vec(arb_id(), 0..2),
         arb_metadata(),
+        prop::collection::vec(arb_id(), 0..2),
     )
         .prop_map(
-            |(message_id, role, parts, task_id, context_id, reference_task_ids, metadata)| {
+            |(
+                message_id,
+                role,
+                parts,
+                task_id,
+                context_id,
+                reference_task_ids,
+                metadata,
+                extensions,
+            )| {
                 Message {
                     message_id,
                     role,
@@ -570,6 +588,7 @@ fn arb_message() -> impl Strategy<Value = Message> {
                     context_id,
                     reference_task_ids,
                     metadata,
+                    extensions,
                 }
             },
         )

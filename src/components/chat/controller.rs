@@ -241,8 +241,11 @@ impl ChatCtl {
         if self.deciding.get_untracked() {
             return;
         }
+        let message = match draft::decision_message(&batch, &decision, new_id()) {
+            Ok(message) => message,
+            Err(err) => return self.app.toast(err.to_string()),
+        };
         self.deciding.set(true);
-        let message = draft::decision_message(&batch, &decision, new_id());
         spawn_local(async move {
             let endpoint = self.endpoint().await;
             let abort = self.new_abort();

@@ -250,6 +250,14 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
         }
     };
     let disabled = move || ctl.deciding.get();
+    // kagent's peers cannot take edited arguments (docs/wire.md, kagent dialect).
+    let can_edit = move || {
+        batch.with(|batch| {
+            batch
+                .as_ref()
+                .is_some_and(|batch| batch.dialect.supports_modified_args())
+        })
+    };
     // Policies live on this server: offered for its own agents' calls, not for a kagent peer.
     let can_allow = move || {
         let tool = card.with(|card| card.as_ref().map(|card| card.name.clone()));
@@ -357,6 +365,7 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
                         type="button"
                         class="button"
                         data-testid="edit-button"
+                        hidden=move || !can_edit()
                         aria-label=move || format!("Edit the arguments of {}", name())
                         disabled=disabled
                         on:click=move |_| open_editor()

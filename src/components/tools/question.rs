@@ -79,6 +79,14 @@ pub(super) fn QuestionForm(
     };
     let notice = move || batch.with(|batch| batch.as_ref().and_then(gated_notice));
     let disabled = move || ctl.deciding.get();
+    // kagent's HITL extension has no rejection of a lone question.
+    let can_reject = move || {
+        batch.with(|batch| {
+            batch.as_ref().is_some_and(|batch| {
+                batch.dialect.can_reject_a_lone_question() || batch.requests.len() > 1
+            })
+        })
+    };
     let fields = questions
         .into_iter()
         .enumerate()
@@ -164,7 +172,7 @@ pub(super) fn QuestionForm(
                     "Submit"
                 </button>
                 <button type="button" class="button danger-outline" data-testid="question-reject"
-                    disabled=disabled on:click=move |_| reject()>
+                    hidden=move || !can_reject() disabled=disabled on:click=move |_| reject()>
                     "Reject all"
                 </button>
             </div>

@@ -123,6 +123,7 @@ fn cards_that_arrive_out_of_order_match_the_whole_log_passes() {
         args: serde_json::json!({"path": id}),
         description: None,
         server: None,
+        approval_id: None,
     };
     let result = |id: &str| {
         ToolResult {

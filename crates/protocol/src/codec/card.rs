@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{decode_list, field, parse, to_value, DecodeError};
+use super::{decode_list, field, non_empty, parse, to_value, DecodeError};
 use crate::model::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill, ProtocolVersion};
 
 /// Which card to serve.
@@ -62,6 +62,15 @@ struct WireCapabilities {
     /// v0.3 only; the strict v1.0 card leaves it out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     state_transition_history: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    extensions: Option<Vec<Value>>,
+}
+
+/// v0.3 and v1.0 `AgentExtension`: only its `uri` is read (`description`, `required` and
+/// `params` are for people and for the agent's own checks).
+#[derive(Serialize, Deserialize)]
+struct WireExtension {
+    uri: String,
 }
 
 /// v1.0 `AgentInterface`.
@@ -130,6 +139,14 @@ pub fn encode_agent_card(card: &AgentCard, flavor: CardFlavor) -> Value {
             CardFlavor::Lenient => Some(card.capabilities.state_transition_history),
             CardFlavor::StrictV1 => None,
         },
+        extensions: non_empty(
+            &card
+                .capabilities
+                .extensions
+                .iter()
+                .map(|uri| to_value(WireExtension { uri: uri.clone() }))
+                .collect::<Vec<_>>(),
+        ),
     };
     to_value(WireCard {
         name: card.name.clone(),
@@ -197,6 +214,19 @@ pub fn decode_card_interfaces(card: &Value) -> Vec<AgentInterface> {
     interfaces
 }
 
+/// The URIs of the extensions a card of either version declares (`capabilities.extensions`),
+/// read without the rest of the card, as [`decode_card_interfaces`] reads its interfaces; an
+/// entry without a string `uri` is left out.
+pub fn decode_card_extensions(card: &Value) -> Vec<String> {
+    card.pointer("/capabilities/extensions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|extension| extension.get("uri")?.as_str().map(str::to_owned))
+        .collect()
+}
+
 /// Reads a card of either version. Interfaces come from `supportedInterfaces` (v1.0), then the
 /// v0.3 `url` and `additionalInterfaces`; only JSON-RPC interfaces of a version we speak count.
 pub fn decode_agent_card(value: &Value) -> Result<AgentCard, DecodeError> {
@@ -252,6 +282,11 @@ pub fn decode_agent_card(value: &Value) -> Result<AgentCard, DecodeError> {
     } else {
         parse(&wire.capabilities, &field(path, "capabilities"))?
     };
+    let extensions = decode_list(
+        capabilities.extensions.as_deref().unwrap_or_default(),
+        &field(&field(path, "capabilities"), "extensions"),
+        parse::<WireExtension>,
+    )?;
     let skills = decode_list(&wire.skills, &field(path, "skills"), |value, path| {
         parse::<WireSkill>(value, path)
     })?;
@@ -264,6 +299,10 @@ pub fn decode_agent_card(value: &Value) -> Result<AgentCard, DecodeError> {
             streaming: capabilities.streaming.unwrap_or(false),
             push_notifications: capabilities.push_notifications.unwrap_or(false),
             state_transition_history: capabilities.state_transition_history.unwrap_or(false),
+            extensions: extensions
+                .into_iter()
+                .map(|extension| extension.uri)
+                .collect(),
         },
         default_input_modes: wire.default_input_modes,
         default_output_modes: wire.default_output_modes,

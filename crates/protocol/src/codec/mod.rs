@@ -19,7 +19,10 @@ use crate::model::{
     Task, TaskIdParams, TaskQueryParams, TaskState,
 };
 
-pub use card::{decode_agent_card, decode_card_interfaces, encode_agent_card, CardFlavor};
+pub use card::{
+    decode_agent_card, decode_card_extensions, decode_card_interfaces, encode_agent_card,
+    CardFlavor,
+};
 
 /// A payload that does not match its version's schema; the Display names the JSON path.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

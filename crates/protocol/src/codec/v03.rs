@@ -36,6 +36,8 @@ struct WireMessage {
     reference_task_ids: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     metadata: Option<Metadata>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    extensions: Option<Vec<String>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -331,6 +333,7 @@ pub(super) fn decode_message(value: &Value, path: &str) -> Result<Message, Decod
         context_id: wire.context_id,
         reference_task_ids: wire.reference_task_ids.unwrap_or_default(),
         metadata: wire.metadata,
+        extensions: wire.extensions.unwrap_or_default(),
     })
 }
 
@@ -344,6 +347,7 @@ pub(super) fn encode_message(message: &Message) -> Value {
         context_id: message.context_id.clone(),
         reference_task_ids: non_empty(&message.reference_task_ids),
         metadata: message.metadata.clone(),
+        extensions: non_empty(&message.extensions),
     })
 }
 

@@ -163,6 +163,7 @@ pub(super) fn decode_message(value: &Value, path: &str) -> Result<Message, Decod
         context_id: wire.context_id,
         reference_task_ids: wire.reference_task_ids.unwrap_or_default(),
         metadata: wire.metadata,
+        extensions: wire.extensions.unwrap_or_default(),
     })
 }
 
@@ -174,7 +175,7 @@ pub(super) fn encode_message(message: &Message) -> Value {
         role: role_name(message.role).to_owned(),
         parts: message.parts.iter().map(encode_part).collect(),
         metadata: message.metadata.clone(),
-        extensions: None,
+        extensions: non_empty(&message.extensions),
         reference_task_ids: non_empty(&message.reference_task_ids),
     })
 }

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use super::question::{self, Answer};
-use super::Dialect;
-use crate::model::{Message, Part};
+use super::{ActionRequest, Dialect};
+use crate::model::{Message, Part, Role};
 
 /// A verdict on one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -93,6 +93,17 @@ pub enum DecisionError {
     OneAnswerOnly(String),
     #[error("\"{option}\" is not an option of the question \"{question}\"")]
     UnknownOption { question: String, option: String },
+    #[error("modified_args for {0}: kagent's HITL extension cannot carry edited arguments")]
+    EditsNotCarried(String),
+    #[error("the question {0} must be answered: kagent's HITL extension cannot reject it")]
+    QuestionNotAnswered(String),
+    #[error(
+        "answers for {0}: kagent's HITL extension cannot answer a question that waits beside \
+         calls to approve; reject it"
+    )]
+    AnswersBesideCalls(String),
+    #[error("call {0} has no approval id of kagent's HITL extension")]
+    NoApprovalId(String),
 }
 
 const DECISION_TYPE: &str = "decision_type";
@@ -220,10 +231,11 @@ impl Decision {
 
     /// The decision DataPart's `data` in a dialect. kagent's terms: `reject` (it does not know
     /// `deny`), `rejection_reason`, and batch keys that are the ORIGINAL call ids (the ids of
-    /// [`super::ActionRequest`] already are).
+    /// [`super::ActionRequest`] already are). kagent's HITL extension has no decision DataPart
+    /// (its decisions are [`super::extension::decision_message`]); it gets the native terms.
     pub fn to_data(&self, dialect: Dialect) -> Value {
         let (deny, reason_key) = match dialect {
-            Dialect::Native => ("deny", "reason"),
+            Dialect::Native | Dialect::KagentExtension => ("deny", "reason"),
             Dialect::Kagent => ("reject", "rejection_reason"),
         };
         let verdict_name = |verdict: &Verdict| match verdict {
@@ -302,6 +314,25 @@ impl Decision {
         } else {
             let ids: Vec<&str> = self.modified_args.keys().map(String::as_str).collect();
             format!("{verdict} (edited arguments: {})", ids.join(", "))
+        }
+    }
+
+    /// The decision message on the task's pause of `requests`, in its dialect: the decision
+    /// DataPart and its summary, or for kagent's HITL extension its response (refused when the
+    /// extension cannot say it; [`super::extension::response_payload`]).
+    pub fn to_message(
+        &self,
+        dialect: Dialect,
+        requests: &[ActionRequest],
+        message_id: String,
+    ) -> Result<Message, DecisionError> {
+        match dialect {
+            Dialect::KagentExtension => {
+                super::extension::decision_message(requests, self, message_id)
+            }
+            Dialect::Native | Dialect::Kagent => {
+                Ok(Message::new(message_id, Role::User, self.to_parts(dialect)))
+            }
         }
     }
 

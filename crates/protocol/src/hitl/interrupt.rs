@@ -3,9 +3,9 @@
 
 use serde_json::{json, Value};
 
-use super::kagent;
 use super::keys::{EXPIRES_AT, INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, TOOL_APPROVAL};
 use super::question::{Question, ASK_USER};
+use super::{extension, kagent};
 use crate::model::{Message, Metadata, Part, TaskState, TaskStatus};
 
 /// One held call in an approval interrupt.
@@ -17,8 +17,12 @@ pub struct ActionRequest {
     pub args: Value,
     /// The tool's description, for the card.
     pub description: Option<String>,
-    /// The MCP server (tool source) the call goes to.
+    /// The MCP server (tool source) the call goes to; for kagent's HITL extension, the subagent
+    /// that paused.
     pub server: Option<String>,
+    /// kagent's HITL extension only: the opaque approval id the answer must name, which is not
+    /// the call id ([`super::extension`]).
+    pub approval_id: Option<String>,
 }
 
 /// Which approval dialect a peer speaks: how its interrupts look and how decisions must be written.
@@ -30,6 +34,9 @@ pub enum Dialect {
     /// kagent 0.10.x (docs/wire.md, kagent dialect): `adk_request_confirmation` calls, `reject`
     /// instead of `deny`.
     Kagent,
+    /// kagent's HITL extension (docs/wire.md, kagent's HITL extension): requests and responses
+    /// in message metadata under its URI, decisions by opaque approval id.
+    KagentExtension,
 }
 
 /// A pending batch of calls that wait for a person's decision.
@@ -102,6 +109,7 @@ impl ActionRequest {
             args: value.get("args").cloned().unwrap_or_else(|| json!({})),
             description: text("description"),
             server: text("server"),
+            approval_id: None,
         })
     }
 
@@ -199,10 +207,14 @@ impl ApprovalInterrupt {
         ]
     }
 
-    /// Reads an interrupt from a message in either dialect: the native `interrupt_data`
-    /// DataPart, else kagent's `adk_request_confirmation` calls (docs/wire.md, kagent dialect;
-    /// ids are the ORIGINAL call ids). `None` if the message holds no interrupt.
+    /// Reads an interrupt from a message in any dialect: kagent's HITL extension when the message
+    /// uses it, else the native `interrupt_data` DataPart, else kagent's
+    /// `adk_request_confirmation` calls (docs/wire.md, kagent dialect; ids are the ORIGINAL call
+    /// ids). `None` if the message holds no interrupt.
     pub fn from_message(message: &Message) -> Option<ApprovalInterrupt> {
+        if let Some(interrupt) = extension::interrupt_from_message(message) {
+            return Some(interrupt);
+        }
         let native = message.parts.iter().find_map(|part| {
             let data = part.as_data()?;
             (data.get(INTERRUPT_TYPE)?.as_str()? == TOOL_APPROVAL).then_some(data)
@@ -252,7 +264,16 @@ impl Dialect {
     pub fn supports_modified_args(self) -> bool {
         match self {
             Dialect::Native => true,
-            Dialect::Kagent => false,
+            Dialect::Kagent | Dialect::KagentExtension => false,
+        }
+    }
+
+    /// kagent's HITL extension answers a lone question with `ask_user_response`, which has no
+    /// rejection: a client must not offer to reject such a question.
+    pub fn can_reject_a_lone_question(self) -> bool {
+        match self {
+            Dialect::Native | Dialect::Kagent => true,
+            Dialect::KagentExtension => false,
         }
     }
 
@@ -263,7 +284,7 @@ impl Dialect {
     /// Questions), and say so.
     pub fn answers_approve_every_call(self) -> bool {
         match self {
-            Dialect::Native => false,
+            Dialect::Native | Dialect::KagentExtension => false,
             Dialect::Kagent => true,
         }
     }

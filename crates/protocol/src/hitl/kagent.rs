@@ -54,6 +54,7 @@ pub fn action_request_from_part(part: &Part) -> Option<ActionRequest> {
             .get("toolConfirmation")
             .and_then(|confirmation| text(confirmation, "hint")),
         server: None,
+        approval_id: None,
     })
 }
 

@@ -5,9 +5,12 @@
 //! kagent's `adk_request_confirmation` dialect (docs/wire.md, kagent dialect) is read into the
 //! same types by [`kagent`]; nothing outside it depends on which dialect the peer speaks. The
 //! `ask_user` questions and their answers, the same in both dialects, are in [`question`].
+//! kagent's newer HITL extension (`https://kagent.dev/extensions/hitl/v1`, requests and
+//! responses in message metadata) is read and written by [`extension`].
 
 mod call;
 mod decision;
+pub mod extension;
 mod interrupt;
 pub mod kagent;
 pub mod keys;
@@ -35,5 +38,6 @@ pub(crate) fn test_request(id: &str, name: &str, args: serde_json::Value) -> Act
         args,
         description: None,
         server: None,
+        approval_id: None,
     }
 }

@@ -41,6 +41,7 @@ fn card(agent: &Agent, origin: &str) -> AgentCard {
             streaming: true,
             push_notifications: false,
             state_transition_history: false,
+            extensions: Vec::new(),
         },
         default_input_modes: vec!["text".to_owned()],
         default_output_modes: vec!["text".to_owned()],

@@ -30,7 +30,17 @@ use crate::agent::{AgentsFile, ConfigError};
 /// The header that tells the remote who is asking (kagent scopes sessions by it).
 const USER_HEADER: &str = "x-user-id";
 /// Request headers passed on to the remote; everything else (cookies, our bearer token) stays.
-const FORWARDED: [&str; 4] = ["content-type", "accept", "a2a-version", "x-a2a-extensions"];
+/// The extension headers (v1.0 `A2A-Extensions`, v0.3 `X-A2A-Extensions`) activate extensions
+/// such as kagent's HITL extension, and travel back as the remote's echo of what it activated.
+const FORWARDED: [&str; 5] = [
+    "content-type",
+    "accept",
+    "a2a-version",
+    "a2a-extensions",
+    "x-a2a-extensions",
+];
+/// Response headers passed back from the remote: the extensions it activated.
+const ECHOED: [&str; 2] = ["a2a-extensions", "x-a2a-extensions"];
 const DEFAULT_CONNECT_TIMEOUT_SECS: u64 = 5;
 const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 300;
 /// The agents list waits this long for a remote's card, so one slow remote cannot stall it.
@@ -312,6 +322,10 @@ impl RemoteAgent {
             .as_ref()
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.starts_with("text/event-stream"));
+        let echoed: Vec<(&str, HeaderValue)> = ECHOED
+            .into_iter()
+            .filter_map(|name| Some((name, response.headers().get(name)?.clone())))
+            .collect();
         let relayed = RelayedBody {
             response,
             idle_timeout: self.idle_timeout,
@@ -326,6 +340,9 @@ impl RemoteAgent {
             Some((item, relayed))
         }));
         let mut builder = Response::builder().status(status);
+        for (name, value) in echoed {
+            builder = builder.header(name, value);
+        }
         if let Some(content_type) = content_type {
             builder = builder.header(header::CONTENT_TYPE, content_type);
         }

@@ -23,9 +23,9 @@ pub(super) struct WireMessage {
     pub(super) parts: Vec<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) metadata: Option<Metadata>,
-    /// Extension URIs; read past, Signoff implements none.
-    #[serde(default, skip_serializing)]
-    #[allow(dead_code)]
+    /// The URIs of the extensions whose data the message carries (docs/wire.md, kagent's HITL
+    /// extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) extensions: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "reference_task_ids")]

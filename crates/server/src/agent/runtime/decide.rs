@@ -37,7 +37,7 @@ enum Continuation {
     Decided(Box<Decided>),
     /// Text for a working task, taken before its next model turn; its log ended at `last_seq`.
     Queued {
-        message: Message,
+        message: Box<Message>,
         last_seq: i64,
     },
 }
@@ -91,6 +91,7 @@ impl Runtime {
                     && data_decision.is_none()
                 {
                     let last_seq = row.last_seq;
+                    let message = Box::new(message);
                     return Ok((None, Continuation::Queued { message, last_seq }));
                 }
                 if state != TaskState::InputRequired {
@@ -137,7 +138,7 @@ impl Runtime {
         {
             (Some(seq), Continuation::Decided(decided)) => Ok(self.decided(user, seq, *decided)),
             (_, Continuation::Queued { message, last_seq }) => {
-                self.queue_message(task_id, last_seq, message).await
+                self.queue_message(task_id, last_seq, *message).await
             }
             (None, Continuation::Decided(_)) => Err(AgentError::Internal(
                 "a planned decision was not written".into(),

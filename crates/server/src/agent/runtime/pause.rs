@@ -32,6 +32,7 @@ impl Runtime {
                     args: record.args.clone(),
                     description: tool.as_ref().map(|tool| tool.spec.description.clone()),
                     server: tool.as_ref().map(|tool| tool.spec.source.clone()),
+                    approval_id: None,
                 }
             })
             .collect();
