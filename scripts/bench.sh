@@ -10,6 +10,7 @@
 # Arguments are passed to the bench binary (crates/bench; `--help` lists them).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$ROOT/scripts/postgres.sh"
 cd "$ROOT"
 START=$SECONDS
 
@@ -29,12 +30,15 @@ step "UI transfer size"
 
 # Fresh data folders for every server the bench starts, removed at the end.
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/signoff-bench.XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
+trap 'rm -rf "$WORK"; postgres_stop' EXIT
 # 1,000 concurrent chats need a few thousand sockets on each side.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 DIRTY=()
 [ -z "$(git status --porcelain --untracked-files=no)" ] || DIRTY=(--dirty)
+
+step "PostgreSQL for the replicas phase"
+postgres_for_tests
 
 step "Running the bench (the real server on 127.0.0.1, fresh data in $WORK)"
 "$CARGO_TARGET_DIR/release/signoff-bench" \
@@ -45,6 +49,7 @@ step "Running the bench (the real server on 127.0.0.1, fresh data in $WORK)"
   --ui-size "$OUT/ui-size.txt" \
   --mcp-dir "$ROOT/crates/server/tests/mcp" \
   --dist "$ROOT/dist" \
+  --postgres "$SIGNOFF_TEST_POSTGRES_URL" \
   "$@" | tee "$OUT/results.txt"
 
 step "Done in $((SECONDS - START)) s: $OUT/results.json"

@@ -4,6 +4,7 @@
 
 mod client;
 mod error;
+mod replicas;
 mod report;
 mod scenario;
 mod server;
@@ -40,6 +41,7 @@ enum Phase {
     UiSize,
     UiRender,
     UiReady,
+    Replicas,
 }
 
 #[derive(Debug, Parser)]
@@ -72,6 +74,10 @@ struct Args {
     /// crates/server/tests/mcp, where install.sh puts the MCP test servers.
     #[arg(long)]
     mcp_dir: Option<PathBuf>,
+    /// A PostgreSQL admin URL the bench may create databases on, for the replicas phase
+    /// (scripts/bench.sh passes its throwaway server's).
+    #[arg(long)]
+    postgres: Option<String>,
     /// Which parts to run (default: all).
     #[arg(long, value_enum, value_delimiter = ',')]
     phases: Vec<Phase>,
@@ -112,6 +118,7 @@ async fn run(args: Args) -> Result<()> {
             Phase::Endpoints,
             Phase::UiRender,
             Phase::UiReady,
+            Phase::Replicas,
         ]
     } else {
         args.phases.clone()
@@ -188,6 +195,18 @@ async fn run(args: Args) -> Result<()> {
                 args.dist.as_deref(),
                 &args.work_dir,
                 ui_ready::loads(args.scale),
+            )
+            .await,
+        );
+    }
+
+    if phases.contains(&Phase::Replicas) {
+        figures.extend(
+            replicas::figures(
+                &args.server,
+                &args.work_dir,
+                args.postgres.as_deref(),
+                counts.load_large,
             )
             .await,
         );

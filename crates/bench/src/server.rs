@@ -31,7 +31,17 @@ impl ServerProcess {
         data_dir: &Path,
         agents_toml: Option<&str>,
     ) -> Result<ServerProcess> {
-        Self::start_with(binary, data_dir, agents_toml, None).await
+        Self::start_with(binary, data_dir, agents_toml, None, None).await
+    }
+
+    /// One of several replicas sharing `database` (a PostgreSQL URL) and `data_dir` (their
+    /// file sandbox, as a shared volume would be); `data_dir` may exist already.
+    pub async fn start_replica(
+        binary: &Path,
+        data_dir: &Path,
+        database: &str,
+    ) -> Result<ServerProcess> {
+        Self::start_with(binary, data_dir, None, None, Some(database)).await
     }
 
     /// Like [`ServerProcess::start`], serving the built UI in `ui_dir` (trunk's dist/).
@@ -40,7 +50,7 @@ impl ServerProcess {
         data_dir: &Path,
         ui_dir: &Path,
     ) -> Result<ServerProcess> {
-        Self::start_with(binary, data_dir, None, Some(ui_dir)).await
+        Self::start_with(binary, data_dir, None, Some(ui_dir), None).await
     }
 
     async fn start_with(
@@ -48,8 +58,9 @@ impl ServerProcess {
         data_dir: &Path,
         agents_toml: Option<&str>,
         ui_dir: Option<&Path>,
+        database: Option<&str>,
     ) -> Result<ServerProcess> {
-        if data_dir.exists() {
+        if database.is_none() && data_dir.exists() {
             return Err(BenchError::Server(format!(
                 "{} exists; every server gets a fresh data folder",
                 data_dir.display()
@@ -57,7 +68,7 @@ impl ServerProcess {
         }
         std::fs::create_dir_all(data_dir).map_err(|err| BenchError::io(data_dir, err))?;
         let port = free_port()?;
-        let log = data_dir.join("server.log");
+        let log = data_dir.join(format!("server-{port}.log"));
         let log_file = std::fs::File::create(&log).map_err(|err| BenchError::io(&log, err))?;
         let log_err = log_file
             .try_clone()
@@ -75,6 +86,9 @@ impl ServerProcess {
         }
         if let Some(ui_dir) = ui_dir {
             command.arg("--ui-dir").arg(ui_dir);
+        }
+        if let Some(database) = database {
+            command.env("SIGNOFF_DATABASE_URL", database);
         }
         let child = command
             .stdin(Stdio::null())
