@@ -73,6 +73,10 @@ pub struct Config {
     /// Trust `X-Forwarded-Host` and `X-Forwarded-Proto` (only behind a proxy that sets them).
     #[arg(long, env = "SIGNOFF_TRUST_PROXY")]
     pub trust_proxy: bool,
+    /// Also serve the conformance agent default/conformance (for the A2A conformance suite);
+    /// its card is then the one at the origin's /.well-known/agent-card.json.
+    #[arg(long, env = "SIGNOFF_CONFORMANCE_AGENT")]
+    pub conformance_agent: bool,
 }
 
 impl Config {
@@ -92,6 +96,7 @@ impl Config {
             max_reason_bytes: agent::Limits::DEFAULT_REASON_BYTES,
             max_tool_calls_per_turn: agent::Limits::DEFAULT_TOOL_CALLS_PER_TURN,
             trust_proxy: false,
+            conformance_agent: false,
         }
     }
 
@@ -150,6 +155,16 @@ pub async fn run(
         Some(path) => agent::AgentsFile::load(path)?,
         None => agent::AgentsFile::demo(),
     };
+    let agents_file = if config.conformance_agent {
+        agents_file.with_conformance_agent()?
+    } else {
+        agents_file
+    };
+    // The agent whose card the origin's well-known URL serves: the conformance agent when it
+    // is served (a suite starts from the origin), else the first agent.
+    let origin_agent = config
+        .conformance_agent
+        .then(|| format!("default/{}", agent::config::CONFORMANCE_AGENT));
     let store = store::Store::open(&config.data_dir).await?;
     let agents = agent::build_agents(&agents_file, &config.data_dir).await?;
     let limits = agent::Limits {
@@ -173,6 +188,7 @@ pub async fn run(
         body_limit: config.body_limit,
         remotes: remotes.clone(),
         trust_proxy: config.trust_proxy,
+        origin_agent,
         cards_since: chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp(), 0)
             .unwrap_or_default(),
     };

@@ -22,6 +22,10 @@ pub struct ModelToolCall {
 pub enum ChatMessage {
     User {
         text: String,
+        /// The A2A `messageId` the person's client gave the message (absent in transcripts
+        /// stored before it was kept). Models other than the conformance agent ignore it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
     },
     Assistant {
         text: String,

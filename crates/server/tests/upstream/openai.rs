@@ -62,7 +62,10 @@ fn request(messages: Vec<ChatMessage>) -> ModelRequest {
 }
 
 fn user(text: &str) -> ChatMessage {
-    ChatMessage::User { text: text.into() }
+    ChatMessage::User {
+        text: text.into(),
+        message_id: None,
+    }
 }
 
 async fn turn(model: &OpenAiModel, request: ModelRequest) -> Vec<Result<ModelEvent, ModelError>> {

@@ -75,6 +75,7 @@ impl Runtime {
             .map(|message| {
                 transcript.push(ChatMessage::User {
                     text: message.text(),
+                    message_id: Some(message.message_id.clone()),
                 });
                 view::status_event(task_id, context_id, TaskState::Working, Some(message), None)
             })

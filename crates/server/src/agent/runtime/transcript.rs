@@ -105,7 +105,10 @@ mod tests {
     #[test]
     fn open_calls_are_the_last_turns_calls_without_a_result() {
         let transcript = vec![
-            ChatMessage::User { text: "go".into() },
+            ChatMessage::User {
+                text: "go".into(),
+                message_id: None,
+            },
             turn(vec![call("a", "read_file", json!({}))]),
             result("a"),
             turn(vec![
@@ -116,14 +119,21 @@ mod tests {
         ];
         let open: Vec<String> = open_calls(&transcript).into_iter().map(|c| c.id).collect();
         assert_eq!(open, ["c"]);
-        assert!(open_calls(&[ChatMessage::User { text: "hi".into() }]).is_empty());
+        assert!(open_calls(&[ChatMessage::User {
+            text: "hi".into(),
+            message_id: None,
+        }])
+        .is_empty());
         assert!(open_calls(&[]).is_empty());
     }
 
     #[test]
     fn a_closed_transcript_answers_every_open_call() {
         let transcript = vec![
-            ChatMessage::User { text: "go".into() },
+            ChatMessage::User {
+                text: "go".into(),
+                message_id: None,
+            },
             turn(vec![call("a", "write_file", json!({}))]),
         ];
         let closed = closed(transcript);
@@ -154,7 +164,10 @@ mod tests {
     #[test]
     fn transcripts_round_trip_and_a_corrupt_one_is_an_error() {
         let transcript = vec![
-            ChatMessage::User { text: "go".into() },
+            ChatMessage::User {
+                text: "go".into(),
+                message_id: None,
+            },
             turn(vec![call("a", "read_file", json!({"path": "a"}))]),
             result("a"),
         ];

@@ -41,7 +41,10 @@ fn parses_the_readme_prompt_into_one_batch() {
 #[test]
 fn reports_results_and_quotes_rejections() {
     let messages = vec![
-        ChatMessage::User { text: "x".into() },
+        ChatMessage::User {
+            text: "x".into(),
+            message_id: None,
+        },
         ChatMessage::Assistant {
             text: String::new(),
             tool_calls: vec![
