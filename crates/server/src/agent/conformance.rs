@@ -12,7 +12,12 @@ use futures_util::stream::{self, StreamExt};
 use serde_json::json;
 use signoff_protocol::hitl::ASK_USER;
 
-use super::model::{ChatMessage, Model, ModelEvent, ModelRequest, ModelStream, ModelToolCall};
+use base64::Engine as _;
+use signoff_protocol::{FileBody, FileContent, Part, PartContent};
+
+use super::model::{
+    ChatMessage, Model, ModelArtifact, ModelEvent, ModelRequest, ModelStream, ModelToolCall,
+};
 
 /// How long a long-running task works: the suite asks for at least twice its streaming timeout
 /// (2 s by default), with room for a slow machine.
@@ -35,7 +40,7 @@ impl Default for ConformanceModel {
 }
 
 /// What one turn does.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 enum Behaviour {
     /// Answers with these text chunks (none: the task completes without an artifact).
     Answer(Vec<String>),
@@ -43,6 +48,10 @@ enum Behaviour {
     AskForInput,
     /// Works for `long_run`, streaming a chunk now and then, then completes.
     LongRun,
+    /// Completes with one whole artifact of these parts (a file, data).
+    Artifact(Vec<Part>),
+    /// Answers with one message instead of a task.
+    Reply(String),
 }
 
 /// The suite's messageId prefixes with a fixed text answer, longest first where one prefix
@@ -58,8 +67,44 @@ const ANSWERS: &[(&str, &[&str])] = &[
     ("tck-stream-003", &["Stream task lifecycle"]),
 ];
 
+/// The file the suite's file artifacts carry: its name, media type and text.
+const FILE_NAME: &str = "output.txt";
+const FILE_MEDIA_TYPE: &str = "text/plain";
+const FILE_TEXT: &str = "Generated file content";
+/// The link of the suite's file-by-URL artifact.
+const FILE_URL: &str = "https://example.com/output.txt";
+
+/// The suite's messageId prefixes answered with an artifact that is not text.
+fn artifact_for(id: &str) -> Option<Vec<Part>> {
+    let file = |body| FileContent {
+        name: Some(FILE_NAME.to_owned()),
+        media_type: Some(FILE_MEDIA_TYPE.to_owned()),
+        body,
+    };
+    let part = |content| Part {
+        content,
+        metadata: None,
+    };
+    if id.starts_with("tck-artifact-file-url") {
+        return Some(vec![part(PartContent::File(file(FileBody::Uri(
+            FILE_URL.to_owned(),
+        ))))]);
+    }
+    if id.starts_with("tck-artifact-file") || id.starts_with("tck-stream-artifact-file") {
+        let bytes = base64::engine::general_purpose::STANDARD.encode(FILE_TEXT);
+        return Some(vec![part(PartContent::File(file(FileBody::Bytes(bytes))))]);
+    }
+    if id.starts_with("tck-artifact-data") {
+        return Some(vec![Part::data(json!({"key": "value", "count": 42}))]);
+    }
+    None
+}
+
 /// The prefix of a message that asks for a task left open, waiting for input.
 const INPUT_REQUIRED: &str = "tck-input-required";
+
+/// The prefix of a message that asks for a plain message answer.
+const MESSAGE_RESPONSE: &str = "tck-message-response";
 
 /// The prefix of a message that asks for a long-running task.
 const LONG_RUNNING: &str = "test-resubscribe-message-id";
@@ -113,6 +158,12 @@ fn behaviour(messages: &[ChatMessage], can_ask: bool) -> Behaviour {
     if id.starts_with(INPUT_REQUIRED) {
         return ask();
     }
+    if id.starts_with(MESSAGE_RESPONSE) {
+        return Behaviour::Reply("Direct message response".to_owned());
+    }
+    if let Some(parts) = artifact_for(id) {
+        return Behaviour::Artifact(parts);
+    }
     if let Some((_, chunks)) = ANSWERS.iter().find(|(prefix, _)| id.starts_with(prefix)) {
         return Behaviour::Answer(chunks.iter().map(|chunk| (*chunk).to_owned()).collect());
     }
@@ -128,6 +179,14 @@ impl Model for ConformanceModel {
         match behaviour(&request.messages, can_ask) {
             Behaviour::Answer(chunks) => {
                 stream::iter(chunks.into_iter().map(|chunk| Ok(ModelEvent::Text(chunk)))).boxed()
+            }
+            Behaviour::Reply(text) => stream::iter([Ok(ModelEvent::Message(text))]).boxed(),
+            Behaviour::Artifact(parts) => {
+                let artifact = ModelArtifact {
+                    name: FILE_NAME.to_owned(),
+                    parts,
+                };
+                stream::iter([Ok(ModelEvent::Artifact(artifact))]).boxed()
             }
             Behaviour::AskForInput => {
                 // Ids unique within the conversation: count the calls made so far.
@@ -189,6 +248,26 @@ mod tests {
         );
         assert_eq!(answer("tck-stream-002-x"), Behaviour::Answer(Vec::new()));
         assert_eq!(answer("tck-input-required-3"), Behaviour::AskForInput);
+        assert_eq!(
+            answer("tck-message-response-4"),
+            Behaviour::Reply("Direct message response".into())
+        );
+        let Behaviour::Artifact(parts) = answer("tck-artifact-file-url-2") else {
+            panic!("expected an artifact");
+        };
+        assert!(
+            matches!(&parts[0].content, PartContent::File(file) if file.body == FileBody::Uri(FILE_URL.into()))
+        );
+        let Behaviour::Artifact(parts) = answer("tck-artifact-file-2") else {
+            panic!("expected an artifact");
+        };
+        assert!(
+            matches!(&parts[0].content, PartContent::File(file) if file.body == FileBody::Bytes("R2VuZXJhdGVkIGZpbGUgY29udGVudA==".into()))
+        );
+        assert_eq!(
+            answer("tck-artifact-data-2"),
+            Behaviour::Artifact(vec![Part::data(json!({"key": "value", "count": 42}))])
+        );
         assert_eq!(answer("test-resubscribe-message-id-9"), Behaviour::LongRun);
         assert_eq!(
             answer("tck-send-003-1"),

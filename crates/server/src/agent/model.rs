@@ -59,6 +59,13 @@ pub struct Usage {
     pub completion_tokens: u64,
 }
 
+/// An artifact a model produces whole: its name and parts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelArtifact {
+    pub name: String,
+    pub parts: Vec<signoff_protocol::Part>,
+}
+
 /// One piece of a streamed model turn.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelEvent {
@@ -66,6 +73,15 @@ pub enum ModelEvent {
     Text(String),
     /// A complete tool call; all calls of one turn form one batch.
     ToolCall(ModelToolCall),
+    /// The turn's whole answer as one agent message, instead of streamed text: the task
+    /// completes with it as its status message, and a blocking `message/send` / `SendMessage`
+    /// is answered with that Message rather than the task (docs/wire.md, Methods). A turn that
+    /// sends this sends no `Text`.
+    Message(String),
+    /// A whole artifact of its own (a file, structured data), sent as one artifact update
+    /// beside the answer text. It is not kept in the transcript: the model does not read its
+    /// own artifacts back.
+    Artifact(ModelArtifact),
     Usage(Usage),
 }
 

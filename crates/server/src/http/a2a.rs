@@ -15,7 +15,7 @@ use futures_util::{FutureExt, StreamExt};
 use serde_json::Value;
 use signoff_protocol::codec::{self, Method};
 use signoff_protocol::jsonrpc::{self, ErrorCode, ErrorObject, Id, Response as RpcResponse};
-use signoff_protocol::{json_keys, ProtocolVersion, StreamEvent};
+use signoff_protocol::{json_keys, ProtocolVersion, Role, StreamEvent, Task, TaskState};
 
 use super::{AppState, User};
 use crate::agent::runtime::StreamEnd;
@@ -328,6 +328,19 @@ fn push_event(frame: &mut String, json: &str) {
     frame.push_str("\n\n");
 }
 
+/// What a send answers: the task, or the agent's message when the task completed with its whole
+/// answer as one message and nothing else (no artifact: `ModelEvent::Message`).
+fn send_result(task: Task) -> StreamEvent {
+    let answered_by_message =
+        task.status.state == TaskState::Completed && task.artifacts.is_empty();
+    match task.status.message {
+        Some(message) if answered_by_message && message.role == Role::Agent => {
+            StreamEvent::Message(message)
+        }
+        _ => StreamEvent::Task(task),
+    }
+}
+
 async fn unary_call(call: Call) -> RpcResponse {
     let runtime = call.runtime.clone();
     match call.method {
@@ -353,10 +366,9 @@ async fn unary_call(call: Call) -> RpcResponse {
                 .task(&call.user, &accepted.task_id, configuration.history_length)
                 .await
             {
-                Ok(task) => call.success(codec::encode_send_result(
-                    call.version,
-                    &StreamEvent::Task(task),
-                )),
+                Ok(task) => {
+                    call.success(codec::encode_send_result(call.version, &send_result(task)))
+                }
                 Err(err) => call.agent_error(&err),
             }
         }

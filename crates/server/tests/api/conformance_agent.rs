@@ -261,3 +261,58 @@ async fn a_v10_subscription_follows_a_paused_task_until_it_ends() {
     assert_eq!(v03.len(), 1, "{v03:?}");
     assert_eq!(v03[0]["result"]["status"]["state"], "input-required");
 }
+
+#[tokio::test]
+async fn file_and_data_artifacts_and_a_plain_message_answer() {
+    let app = spawn_conformance().await;
+    let part_of = |task: &Value| task["artifacts"][0]["parts"][0].clone();
+    let file = send(&app, "tck-artifact-file", None).await;
+    assert_eq!(file["status"]["state"], "TASK_STATE_COMPLETED", "{file}");
+    let part = part_of(&file);
+    assert_eq!(part["filename"], "output.txt", "{file}");
+    assert_eq!(part["mediaType"], "text/plain", "{file}");
+    assert_eq!(part["raw"], "R2VuZXJhdGVkIGZpbGUgY29udGVudA==", "{file}");
+    let url = send(&app, "tck-artifact-file-url", None).await;
+    assert_eq!(
+        part_of(&url)["url"],
+        "https://example.com/output.txt",
+        "{url}"
+    );
+    let data = send(&app, "tck-artifact-data", None).await;
+    assert_eq!(
+        part_of(&data)["data"],
+        json!({"key": "value", "count": 42}),
+        "{data}"
+    );
+    // The same file in v0.3's shape.
+    let v03 = app
+        .rpc_at(
+            AGENT,
+            None,
+            message_request(
+                "message/send",
+                json!({"kind": "message", "role": "user", "messageId": "tck-artifact-file-9",
+                       "parts": [{"kind": "text", "text": "a file"}]}),
+            ),
+        )
+        .await;
+    let part = &v03["result"]["artifacts"][0]["parts"][0];
+    assert_eq!(part["kind"], "file", "{v03}");
+    assert_eq!(part["file"]["name"], "output.txt", "{v03}");
+
+    // A plain message answer: the result is the agent's Message, not the task.
+    let got = app
+        .rpc_at(
+            AGENT,
+            Some("1.0"),
+            message_request("SendMessage", suite_message("tck-message-response", None)),
+        )
+        .await;
+    let message = &got["result"]["message"];
+    assert_eq!(message["role"], "ROLE_AGENT", "{got}");
+    assert_eq!(
+        message["parts"][0]["text"], "Direct message response",
+        "{got}"
+    );
+    assert!(got["result"].get("task").is_none(), "{got}");
+}

@@ -33,6 +33,14 @@ pub(super) struct TaskRun<'a> {
     pub(super) decided_by: HashMap<String, DecidedBy>,
 }
 
+/// What one model turn gave: its text, its tool calls, and whether the text is one message.
+struct Turn {
+    text: String,
+    calls: Vec<ModelToolCall>,
+    /// The model sent its answer as one message (`ModelEvent::Message`), not streamed text.
+    as_message: bool,
+}
+
 /// What a runner knows of its task when it starts, so it reads only what it lacks.
 pub(super) enum RunnerStart {
     /// A task `send` has just created: its row, and whether its session is new (then no
@@ -229,8 +237,15 @@ impl Runtime {
             let Some(turn) = self.model_turn(&mut run, request).await? else {
                 return Ok(());
             };
-            let (text, calls) = turn;
+            let Turn {
+                text,
+                calls,
+                as_message,
+            } = turn;
             if calls.is_empty() {
+                // An answer given as one message is the completed status's message.
+                let reply = as_message
+                    .then(|| view::agent_message(&task_id, &context_id, vec![Part::text(&text)]));
                 transcript.push(ChatMessage::Assistant {
                     text,
                     tool_calls: Vec::new(),
@@ -244,7 +259,7 @@ impl Runtime {
                     &task_id,
                     &context_id,
                     TaskState::Completed,
-                    None,
+                    reply,
                     Some(metadata),
                 );
                 let commit = Commit {
@@ -347,7 +362,7 @@ impl Runtime {
         &self,
         run: &mut TaskRun<'_>,
         request: ModelRequest,
-    ) -> Result<Option<(String, Vec<ModelToolCall>)>> {
+    ) -> Result<Option<Turn>> {
         let agent = run.agent.clone();
         let (task_id, context_id, cancel) =
             (run.task_id.clone(), run.context_id.clone(), run.cancel);
@@ -358,6 +373,7 @@ impl Runtime {
         let mut calls = Vec::new();
         let mut held: Option<String> = None;
         let mut sent_any = false;
+        let mut as_message = false;
         loop {
             let next = tokio::select! {
                 _ = cancel.cancelled() => return Ok(None),
@@ -423,6 +439,19 @@ impl Runtime {
                         return Ok(None);
                     }
                 }
+                ModelEvent::Message(reply) => {
+                    text.push_str(&reply);
+                    as_message = true;
+                }
+                ModelEvent::Artifact(artifact) => {
+                    let event =
+                        view::whole_artifact(task_id, context_id, &artifact.name, artifact.parts);
+                    let commit = Commit {
+                        guard: Some(Guard::NotTerminal),
+                        ..Commit::default()
+                    };
+                    self.commit(task_id, vec![event], commit).await?;
+                }
                 ModelEvent::Usage(turn) => {
                     run.usage.0 += turn.prompt_tokens;
                     run.usage.1 += turn.completion_tokens;
@@ -437,7 +466,11 @@ impl Runtime {
             };
             self.commit(task_id, vec![event], commit).await?;
         }
-        Ok(Some((text, calls)))
+        Ok(Some(Turn {
+            text,
+            calls,
+            as_message,
+        }))
     }
 }
 
