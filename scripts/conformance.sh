@@ -115,12 +115,14 @@ start_server() {
   die "the server did not start"
 }
 
-# counts REPORT.xml: "P passed, F failed, S skipped" from a JUnit report (an xfail is a skip
-# there; pytest's own summary line, printed above, tells them apart).
+# counts REPORT.xml [PART]: "P passed, F failed, S skipped" from a JUnit report, of the tests
+# whose module or class name holds PART if given (an xfail is a skip there; pytest's own summary
+# line, printed above, tells them apart).
 counts() {
-  "$PYTHON" - "$1" <<'PY'
+  "$PYTHON" - "$1" "${2:-}" <<'PY'
 import sys, xml.etree.ElementTree as ET
-cases = ET.parse(sys.argv[1]).getroot().iter("testcase")
+cases = [case for case in ET.parse(sys.argv[1]).getroot().iter("testcase")
+         if sys.argv[2] in case.get("classname", "")]
 passed = failed = skipped = 0
 for case in cases:
     kinds = {child.tag for child in case}
@@ -149,7 +151,7 @@ for category in mandatory capabilities quality features; do
   step "A2A v0.3 suite ($COMMIT_03): $category"
   (cd "$CACHE/0.3.x" && "$VENV_03/bin/python" -m pytest "$path" \
     "--sut-url=http://127.0.0.1:$PORT/api/a2a/default/conformance" --test-scope=all \
-    --tb=short -q -p no:cacheprovider ${markers[@]+"${markers[@]}"} \
+    --tb=short -q -rs -p no:cacheprovider ${markers[@]+"${markers[@]}"} \
     "--junitxml=$REPORTS/v0.3-$category.xml") || true
   SUMMARY+=("v0.3 $category: $(counts "$REPORTS/v0.3-$category.xml")")
 done
@@ -163,10 +165,11 @@ start_server v1.0
 for level in must should; do
   step "A2A v1.0 suite ($COMMIT_10): $level (JSON-RPC)"
   (cd "$CACHE/1.0-dev" && "$VENV_10/bin/python" -m pytest tests/compatibility/ \
-    "--sut-host=http://127.0.0.1:$PORT" --transport=jsonrpc -m "$level" --tb=short -q \
+    "--sut-host=http://127.0.0.1:$PORT" --transport=jsonrpc -m "$level" --tb=short -q -rs \
     -p no:cacheprovider "--junitxml=$REPORTS/v1.0-$level.xml") || true
   SUMMARY+=("v1.0 $level (JSON-RPC): $(counts "$REPORTS/v1.0-$level.xml")")
 done
+SUMMARY+=("v1.0 should, agent card caching: $(counts "$REPORTS/v1.0-should.xml" caching)")
 stop_server
 
 step "Counts (suite commits: 0.3.x $COMMIT_03, 1.0-dev $COMMIT_10; reports in $REPORTS)"
