@@ -103,7 +103,7 @@ start_server() {
     SERVER_PID=$!
     deadline=$((SECONDS + START_TIMEOUT_S))
     while [ "$SECONDS" -lt "$deadline" ] && kill -0 "$SERVER_PID" 2>/dev/null; do
-      if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/.well-known/agent-card.json"; then
+      if curl -fs -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/.well-known/agent-card.json"; then
         return 0
       fi
       sleep 0.2
