@@ -141,12 +141,18 @@ fn behaviour(messages: &[ChatMessage], can_ask: bool) -> Behaviour {
         }
     };
     // A reply to the question (an answer, or a rejection with the person's text): the v1.0
-    // suite's task completes; an open conversation asks again.
-    if messages[user + 1..]
+    // suite's task completes, unless the reply's own id asks for input again; an open
+    // conversation asks again.
+    let mut replies = messages[user + 1..]
         .iter()
-        .any(|message| matches!(message, ChatMessage::Tool { .. }))
-    {
-        return if id.starts_with(SUITE_V10) {
+        .filter_map(|message| match message {
+            ChatMessage::Tool {
+                reply_message_id, ..
+            } => Some(reply_message_id.as_deref().unwrap_or("")),
+            ChatMessage::User { .. } | ChatMessage::Assistant { .. } => None,
+        });
+    if let Some(reply) = replies.next_back() {
+        return if id.starts_with(SUITE_V10) && !reply.starts_with(INPUT_REQUIRED) {
             Behaviour::Answer(vec![THANKS.to_owned()])
         } else {
             ask()
@@ -278,6 +284,10 @@ mod tests {
     }
 
     fn replied(first_id: &str) -> Vec<ChatMessage> {
+        replied_by(first_id, None)
+    }
+
+    fn replied_by(first_id: &str, reply_id: Option<&str>) -> Vec<ChatMessage> {
         vec![
             user(first_id, "go"),
             ChatMessage::Assistant {
@@ -293,6 +303,7 @@ mod tests {
                 name: ASK_USER.into(),
                 response: json!({"status": "rejected", "reason": "done"}),
                 edited_from: None,
+                reply_message_id: reply_id.map(str::to_owned),
             },
         ]
     }
@@ -306,6 +317,21 @@ mod tests {
         assert_eq!(
             behaviour(&replied("test-state-message-id-1"), true),
             Behaviour::AskForInput
+        );
+        // A reply whose own id asks for input keeps the task open; another completes it.
+        assert_eq!(
+            behaviour(
+                &replied_by("tck-input-required-1", Some("tck-input-required-2")),
+                true
+            ),
+            Behaviour::AskForInput
+        );
+        assert_eq!(
+            behaviour(
+                &replied_by("tck-input-required-1", Some("tck-complete-task-3")),
+                true
+            ),
+            Behaviour::Answer(vec![THANKS.into()])
         );
     }
 

@@ -41,6 +41,10 @@ pub enum ChatMessage {
         /// (the assistant entry then holds the edited ones, which are what ran).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         edited_from: Option<Value>,
+        /// For a call rejected by the person's text reply (the text is the rejection's reason):
+        /// that reply's A2A `messageId`. Models other than the conformance agent ignore it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reply_message_id: Option<String>,
     },
 }
 

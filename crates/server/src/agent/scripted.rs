@@ -340,6 +340,7 @@ fn results_answer(messages: &[ChatMessage]) -> String {
                 name,
                 response,
                 edited_from,
+                ..
             } => {
                 let args = calls
                     .iter()

@@ -316,3 +316,26 @@ async fn file_and_data_artifacts_and_a_plain_message_answer() {
     );
     assert!(got["result"].get("task").is_none(), "{got}");
 }
+
+#[tokio::test]
+async fn each_reply_says_by_its_own_id_whether_the_task_stays_open() {
+    let app = spawn_conformance().await;
+    let open = send(&app, "tck-input-required", None).await;
+    let id = open["id"].as_str().unwrap().to_owned();
+    // A reply whose id asks for input: answered by another question.
+    let again = send(&app, "tck-input-required", Some(&id)).await;
+    assert_eq!(
+        again["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{again}"
+    );
+    // A reply that asks to complete: the task completes, and its history holds both replies.
+    let done = send(&app, "tck-complete-task", Some(&id)).await;
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    let users = done["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "ROLE_USER")
+        .count();
+    assert_eq!(users, 3, "{done}");
+}

@@ -170,7 +170,12 @@ impl Runtime {
                 self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
                 tracing::info!(task = %task_id, after, "approval expired unanswered");
                 match on_timeout {
-                    OnTimeout::Reject => self.spawn_runner(task_id, RunnerStart::Stored),
+                    OnTimeout::Reject => self.spawn_runner(
+                        task_id,
+                        RunnerStart::Stored {
+                            reply_message_id: None,
+                        },
+                    ),
                     OnTimeout::Cancel => self.drop_inbox(task_id),
                 }
                 Ok(())

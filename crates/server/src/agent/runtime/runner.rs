@@ -31,6 +31,8 @@ pub(super) struct TaskRun<'a> {
     pub(super) calls: HashMap<String, CallRow>,
     /// Who decided the calls no person was asked about, for their result parts.
     pub(super) decided_by: HashMap<String, DecidedBy>,
+    /// The messageId of the text reply that decided the batch this runner settles, if any.
+    pub(super) reply_message_id: Option<String>,
 }
 
 /// What one model turn gave: its text, its tool calls, and whether the text is one message.
@@ -47,7 +49,9 @@ pub(super) enum RunnerStart {
     /// conversation came before it).
     New { row: TaskRow, new_session: bool },
     /// A task taken up from the store: after a decision, or left running by a previous process.
-    Stored,
+    /// `reply_message_id`: the messageId of the text reply that decided its batch, if one did
+    /// (for the rejected calls' transcript entries).
+    Stored { reply_message_id: Option<String> },
 }
 
 impl Runtime {
@@ -63,7 +67,12 @@ impl Runtime {
         let tasks = self.store.unfinished_tasks().await?;
         for task in &tasks {
             tracing::info!(task = %task.id, "resuming a task left running by the previous process");
-            self.spawn_runner(&task.id, RunnerStart::Stored);
+            self.spawn_runner(
+                &task.id,
+                RunnerStart::Stored {
+                    reply_message_id: None,
+                },
+            );
         }
         Ok(tasks.len())
     }
@@ -149,6 +158,10 @@ impl Runtime {
         start: RunnerStart,
         cancel: &CancellationToken,
     ) -> Result<()> {
+        let reply_message_id = match &start {
+            RunnerStart::Stored { reply_message_id } => reply_message_id.clone(),
+            RunnerStart::New { .. } => None,
+        };
         let (row, earlier_rows, calls) = match start {
             RunnerStart::New { row, new_session } => {
                 let earlier = if new_session {
@@ -162,7 +175,7 @@ impl Runtime {
                 };
                 (row, earlier, Vec::new())
             }
-            RunnerStart::Stored => {
+            RunnerStart::Stored { .. } => {
                 let view = self
                     .store
                     .runner_view(task_id)
@@ -214,6 +227,7 @@ impl Runtime {
                 .map(|call| (call.call_id.clone(), call))
                 .collect(),
             decided_by: HashMap::new(),
+            reply_message_id,
         };
         loop {
             if cancel.is_cancelled() || self.shutdown.is_cancelled() {

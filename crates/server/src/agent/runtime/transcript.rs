@@ -55,6 +55,7 @@ pub(super) fn closed(mut transcript: Vec<ChatMessage>) -> Vec<ChatMessage> {
             name: call.name,
             response: error_result("not run: the task ended before this call ran"),
             edited_from: None,
+            reply_message_id: None,
         });
     }
     transcript
@@ -92,6 +93,7 @@ mod tests {
             name: "read_file".into(),
             response: json!({"content": []}),
             edited_from: None,
+            reply_message_id: None,
         }
     }
 
