@@ -2,17 +2,17 @@
 //! system under test, keyed on the `messageId` prefixes the suite documents, run through the
 //! real runtime and store like any model (crates/server/README.md, The conformance agent).
 //!
-//! It answers in text (which the runtime streams as a text artifact), leaves a task open with
-//! an `ask_user` question (input-required), or keeps a task working for a while (for the
-//! suite's resubscribe tests). Everything else about the protocol is the server's own.
+//! It answers in text (which the runtime streams as a text artifact), with a file or data
+//! artifact, or with one plain message; leaves a task open with an `ask_user` question
+//! (input-required); or keeps a task working for a while (for the suite's resubscribe tests).
+//! Everything else about the protocol is the server's own.
 
 use std::time::Duration;
 
+use base64::Engine as _;
 use futures_util::stream::{self, StreamExt};
 use serde_json::json;
 use signoff_protocol::hitl::ASK_USER;
-
-use base64::Engine as _;
 use signoff_protocol::{FileBody, FileContent, Part, PartContent};
 
 use super::model::{
