@@ -234,7 +234,7 @@ impl AgentsFile {
             namespace: "default".to_owned(),
             description: "The conformance agent: answers as the A2A conformance suite expects of \
                           a system under test (tasks left open for input, long-running tasks, \
-                          text artifacts)."
+                          artifacts, plain message answers)."
                 .to_owned(),
             instruction: "You answer the A2A conformance suite.".to_owned(),
             model: ModelSpec::Conformance,
@@ -391,6 +391,24 @@ mod tests {
 
     fn error(text: &str) -> String {
         AgentsFile::parse(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_conformance_agent_joins_a_file_unless_the_file_has_its_name() {
+        let file = AgentsFile::demo().with_conformance_agent().unwrap();
+        let names: Vec<&str> = file
+            .agents
+            .iter()
+            .map(|agent| agent.name.as_str())
+            .collect();
+        assert_eq!(names, ["demo", "conformance"]);
+        assert_eq!(file.agents[1].model, ModelSpec::Conformance);
+        let taken = AgentsFile::parse("[[agents]]\nname = \"conformance\"\n").unwrap();
+        let err = taken.with_conformance_agent().unwrap_err().to_string();
+        assert!(
+            err.contains("default/conformance is declared twice"),
+            "{err}"
+        );
     }
 
     #[test]
