@@ -70,9 +70,10 @@ async fn approve_one_call() {
     app.send("write notes.txt: hello there").await;
     wait_card(&app, "write_file", "pending").await;
     app.wait_for_status("approval").await;
-    // A new message waits until the batch is decided, and the composer says why.
+    // The composer stays usable: a message now is a reply that decides the batch, and the
+    // composer says so.
     let composer = app.find("[data-testid=composer-input]").await.unwrap();
-    assert!(!composer.is_enabled().await.unwrap());
+    assert!(composer.is_enabled().await.unwrap());
     let placeholder = composer
         .attr("placeholder")
         .await

@@ -278,3 +278,88 @@ async fn a_refused_message_shows_the_servers_words_and_gives_the_text_back() {
     app.shot("toast-refused").await;
     app.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_sent_while_the_agent_works_is_queued_then_delivered() {
+    let app = App::start("queued").await;
+    app.open_new_chat().await;
+    app.send("count to 400").await;
+    app.wait_for(
+        "the answer streams",
+        "[data-testid=message-agent].streaming",
+    )
+    .await;
+    // The composer stays usable and says what a message does now.
+    let input = app.find("[data-testid=composer-input]").await.unwrap();
+    input.send_keys("list files").await.unwrap();
+    app.wait_for_text("[data-testid=composer-hint]", "waits")
+        .await;
+    input.send_keys(thirtyfour::Key::Enter).await.unwrap();
+    app.wait_for("the message shows queued", "[data-testid=message-queued]")
+        .await;
+    app.shot("chat-queued").await;
+    // The count ends, the message reaches the agent, and the agent answers it in the same task.
+    app.wait_for(
+        "the message shows delivered",
+        "[data-testid=message-delivered]",
+    )
+    .await;
+    app.wait_for_status("ready").await;
+    assert!(app
+        .find_all("[data-testid=message-queued]")
+        .await
+        .is_empty());
+    let session = app.session_id().await;
+    let tasks = app.stored_tasks(&session).await;
+    assert_eq!(
+        tasks.iter().map(state_of).collect::<Vec<_>>(),
+        ["completed"]
+    );
+    let said: Vec<&str> = tasks[0]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "user")
+        .filter_map(|message| message["parts"][0]["text"].as_str())
+        .collect();
+    assert_eq!(said, ["count to 400", "list files"]);
+    let shown = app.texts("[data-testid=message-agent]").await.join(" ");
+    assert!(shown.contains("The folder . holds"), "{shown}");
+    app.assert_no_errors().await;
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_to_a_waiting_batch_says_it_rejects_the_calls_then_does() {
+    let app = App::start("reply").await;
+    app.open_new_chat().await;
+    app.send("write notes.txt: hi and delete old.txt").await;
+    app.wait_for_status("approval").await;
+    let input = app.find("[data-testid=composer-input]").await.unwrap();
+    input
+        .send_keys("write it to drafts/notes.txt instead")
+        .await
+        .unwrap();
+    app.wait_for_text(
+        "[data-testid=composer-hint]",
+        "Sending this will reject the 2 pending calls, with your message as the reason.",
+    )
+    .await;
+    app.shot("chat-reply-hint").await;
+    input.send_keys(thirtyfour::Key::Enter).await.unwrap();
+    app.wait_for_status("ready").await;
+    let shown = app.texts("[data-testid=message-agent]").await.join(" ");
+    assert!(
+        shown.contains("write it to drafts/notes.txt instead"),
+        "the agent read the reason: {shown}"
+    );
+    let session = app.session_id().await;
+    let tasks = app.stored_tasks(&session).await;
+    assert_eq!(
+        tasks.iter().map(state_of).collect::<Vec<_>>(),
+        ["completed"]
+    );
+    assert!(!app.sandbox("notes.txt").exists(), "a rejected call ran");
+    app.assert_no_errors().await;
+    app.finish().await;
+}

@@ -9,7 +9,8 @@ use signoff_protocol::hitl::extension;
 use signoff_protocol::jsonrpc::{Id, Request, Response};
 use signoff_protocol::sse::{SseFrame, SseParser};
 use signoff_protocol::{
-    Message, ProtocolVersion, SendMessageParams, StreamEvent, Task, TaskIdParams, TaskQueryParams,
+    Message, ProtocolVersion, SendConfiguration, SendMessageParams, StreamEvent, Task,
+    TaskIdParams, TaskQueryParams,
 };
 
 use super::http::{self, Abort, BodyReader};
@@ -200,6 +201,24 @@ pub async fn send_streaming(
         on_event,
     )
     .await
+}
+
+/// `message/send` (v1.0 `SendMessage`) of a message for the working task, answered as soon as
+/// the server took it (`blocking: false`): the open stream of the turn shows its delivery.
+pub async fn send_queued(endpoint: &Endpoint, message: &Message) -> Result<(), ApiError> {
+    let params = codec::encode_send_params(
+        endpoint.version,
+        &SendMessageParams {
+            message: message.clone(),
+            configuration: Some(SendConfiguration {
+                blocking: Some(false),
+                ..SendConfiguration::default()
+            }),
+            metadata: None,
+        },
+    );
+    call(endpoint, Method::SendMessage, params).await?;
+    Ok(())
 }
 
 /// `tasks/resubscribe` (v1.0 `SubscribeToTask`): the rest of a running turn.

@@ -2,6 +2,7 @@
 //! natively over recorded streams.
 
 pub mod agents;
+pub mod compose;
 pub mod draft;
 pub mod group;
 pub mod policy;

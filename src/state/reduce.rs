@@ -55,6 +55,22 @@ impl ChatView {
         self.status = ChatStatus::Thinking;
     }
 
+    /// The person sent `message` to the working task: show it at once, marked queued until the
+    /// server's event that delivers it to the agent (a `working` status update carrying it).
+    /// The turn goes on as it was.
+    pub fn queue(&mut self, message: &Message) {
+        let status = self.status.clone();
+        apply(self, &StreamEvent::Message(message.clone()));
+        self.status = status;
+        self.queued.insert(message.message_id.clone());
+    }
+
+    /// The server refused a queued message: its bubble goes.
+    pub fn unqueue(&mut self, message_id: &str) {
+        self.queued.remove(message_id);
+        self.retain_items(|item| item.key != message_id);
+    }
+
     /// The connection failed or the server refused the request.
     pub fn fail(&mut self, reason: &str) {
         self.status = ChatStatus::Error(reason.to_owned());
@@ -184,6 +200,10 @@ fn apply_message(
     event_metadata: Option<&Metadata>,
 ) {
     let task = task.or(message.task_id.as_deref());
+    // The server echoes a queued message when it delivers it to the agent.
+    if message.role == Role::User && view.queued.remove(&message.message_id) {
+        view.delivered.insert(message.message_id.clone());
+    }
     let partial = is_partial(message, event_metadata);
     if !partial && !view.seen_messages.insert(message.message_id.clone()) {
         return;

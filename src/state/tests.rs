@@ -17,6 +17,7 @@ use super::view::{ChatView, ItemKind};
 use super::{replay, ToolStatus};
 
 mod cards;
+mod compose;
 
 /// kagent 0.10.4's recorded traffic: one copy, in the protocol crate.
 pub(super) fn kagent_dir() -> PathBuf {

@@ -170,22 +170,11 @@ impl ChatStatus {
         }
     }
 
-    /// Whether a turn is under way (Stop applies, the composer waits).
+    /// Whether a turn is under way (Stop applies).
     pub fn is_busy(&self) -> bool {
         match self {
             ChatStatus::Thinking | ChatStatus::Working | ChatStatus::ExecutingTools => true,
             ChatStatus::Ready | ChatStatus::AwaitingApproval | ChatStatus::Error(_) => false,
-        }
-    }
-
-    /// Whether the composer may send.
-    pub fn can_send(&self) -> bool {
-        match self {
-            ChatStatus::Ready | ChatStatus::Error(_) => true,
-            ChatStatus::Thinking
-            | ChatStatus::Working
-            | ChatStatus::ExecutingTools
-            | ChatStatus::AwaitingApproval => false,
         }
     }
 }
@@ -215,6 +204,11 @@ pub struct ChatView {
     pub(super) task_states: BTreeMap<String, TaskState>,
     /// Message ids already applied (a stored task repeats them; the server echoes ours).
     pub(super) seen_messages: BTreeSet<String>,
+    /// The person's messages sent to the working task and not yet delivered to the agent
+    /// (docs/wire.md, Methods): their bubbles say "Queued".
+    pub queued: BTreeSet<String>,
+    /// Messages that were queued and have reached the agent: their bubbles say "Delivered".
+    pub delivered: BTreeSet<String>,
     /// Artifacts whose text duplicates an earlier message (kagent sends both): artifact id ->
     /// the item that already shows it.
     pub(super) artifact_aliases: BTreeMap<String, String>,
@@ -236,6 +230,8 @@ impl Default for ChatView {
             tool_log: ToolLog::default(),
             task_states: BTreeMap::new(),
             seen_messages: BTreeSet::new(),
+            queued: BTreeSet::new(),
+            delivered: BTreeSet::new(),
             artifact_aliases: BTreeMap::new(),
             item_index: BTreeMap::new(),
         }

@@ -81,6 +81,10 @@ pub struct Config {
     /// Log lines as text or as JSON objects (one per line).
     #[arg(long, env = "SIGNOFF_LOG_FORMAT", value_enum, default_value_t = telemetry::LogFormat::Text)]
     pub log_format: telemetry::LogFormat,
+    /// Also serve the conformance agent default/conformance (for the A2A conformance suite);
+    /// its card is then the one at the origin's /.well-known/agent-card.json.
+    #[arg(long, env = "SIGNOFF_CONFORMANCE_AGENT")]
+    pub conformance_agent: bool,
 }
 
 impl Config {
@@ -102,6 +106,7 @@ impl Config {
             max_tool_calls_per_turn: agent::Limits::DEFAULT_TOOL_CALLS_PER_TURN,
             trust_proxy: false,
             log_format: telemetry::LogFormat::Text,
+            conformance_agent: false,
         }
     }
 
@@ -160,6 +165,16 @@ pub async fn run(
         Some(path) => agent::AgentsFile::load(path)?,
         None => agent::AgentsFile::demo(),
     };
+    let agents_file = if config.conformance_agent {
+        agents_file.with_conformance_agent()?
+    } else {
+        agents_file
+    };
+    // The agent whose card the origin's well-known URL serves: the conformance agent when it
+    // is served (a suite starts from the origin), else the first agent.
+    let origin_agent = config
+        .conformance_agent
+        .then(|| format!("default/{}", agent::config::CONFORMANCE_AGENT));
     let database = store::Database::from_url(config.database_url.as_deref(), &config.data_dir)?;
     let store = store::Store::open(&database).await?;
     let agents = agent::build_agents(&agents_file, &config.data_dir).await?;
@@ -184,6 +199,7 @@ pub async fn run(
         body_limit: config.body_limit,
         remotes: remotes.clone(),
         trust_proxy: config.trust_proxy,
+        origin_agent,
         cards_since: chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp(), 0)
             .unwrap_or_default(),
     };

@@ -1,9 +1,11 @@
-//! The message box: Enter sends, Shift+Enter breaks the line; disabled unless the chat is
-//! ready, with the reason in its placeholder. Stop cancels the running task.
+//! The message box: Enter sends, Shift+Enter breaks the line. It stays usable while the agent
+//! works (the message is queued for its next step) and while a batch waits (the message is a
+//! reply that decides it), and says which before the person sends. Stop cancels the task.
 
 use leptos::prelude::*;
 
 use super::controller::ChatCtl;
+use crate::state::compose::{self, SendEffect};
 use crate::state::ChatStatus;
 
 #[component]
@@ -11,14 +13,17 @@ pub fn Composer() -> impl IntoView {
     let ctl = expect_context::<ChatCtl>();
     let status = Memo::new(move |_| ctl.view.with(|view| view.status.clone()));
     let loading = ctl.loading;
-    let disabled = move || loading.get() || !status.get().can_send();
+    let effect = Memo::new(move |_| {
+        let text = ctl.composer.get();
+        ctl.view.with(|view| compose::send_effect(view, &text))
+    });
+    let disabled = move || loading.get() || effect.with(|effect| *effect == SendEffect::Wait);
     let placeholder = move || match status.get() {
         _ if loading.get() => "Loading the chat…",
-        ChatStatus::AwaitingApproval => {
-            "Decide the pending tool calls before sending a new message"
-        }
-        ChatStatus::Thinking | ChatStatus::Working | ChatStatus::ExecutingTools => {
-            "The agent is working… (Stop to interrupt)"
+        ChatStatus::AwaitingApproval => "Decide the pending calls above, or say what to do instead",
+        ChatStatus::Thinking => "The agent is starting… (Stop to interrupt)",
+        ChatStatus::Working | ChatStatus::ExecutingTools => {
+            "The agent is working: a message now waits for its next step (Stop to interrupt)"
         }
         ChatStatus::Ready | ChatStatus::Error(_) => {
             "Send a message (Enter sends, Shift+Enter adds a line)"
@@ -55,6 +60,11 @@ pub fn Composer() -> impl IntoView {
                 on:input=move |event| ctl.composer.set(event_target_value(&event))
                 on:keydown=on_keydown
             ></textarea>
+            <Show when=move || effect.with(|effect| effect.hint().is_some())>
+                <p class="composer-hint" data-testid="composer-hint" aria-live="polite">
+                    {move || effect.with(|effect| effect.hint().unwrap_or_default())}
+                </p>
+            </Show>
             <div class="composer-actions">
                 <Show when=stoppable>
                     <button
@@ -72,7 +82,11 @@ pub fn Composer() -> impl IntoView {
                     class="button primary"
                     data-testid="send-button"
                     aria-label="Send message"
-                    disabled=move || disabled() || ctl.composer.with(|text| text.trim().is_empty())
+                    disabled=move || {
+                        disabled()
+                            || !effect.with(SendEffect::can_send)
+                            || ctl.composer.with(|text| text.trim().is_empty())
+                    }
                 >
                     "Send"
                 </button>

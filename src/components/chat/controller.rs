@@ -11,6 +11,7 @@ use crate::api::rpc::{self, Endpoint};
 use crate::api::{self, Abort, ApiError};
 use crate::components::app::{AppCtx, ChatKey};
 use crate::components::util::new_id;
+use crate::state::compose::{self, SendEffect};
 use crate::state::draft::{self, BatchDraft};
 use crate::state::{ChatStatus, ChatView, PendingBatch};
 
@@ -182,19 +183,44 @@ impl ChatCtl {
         self.app.reload_sessions();
     }
 
-    /// Sends the composer's text as a new turn.
+    /// Sends the composer's text: a new turn, a message queued for the working task, or a reply
+    /// to the paused task (which decides its batch), as [`compose::send_effect`] says.
     pub fn send(self) {
         let text = self.composer.get_untracked();
-        if text.trim().is_empty() || !self.view.with_untracked(|view| view.status.can_send()) {
+        if text.trim().is_empty() {
             return;
         }
-        let before = self.view.get_untracked();
-        let mut message = Message::new(new_id(), Role::User, vec![Part::text(text.clone())]);
-        message.context_id = before.context_id.clone();
-        // An agent that asked a question (input-required without a batch) continues its task.
-        if before.task_state() == Some(TaskState::InputRequired) && before.pending.is_none() {
-            message.task_id = before.task_id.clone();
+        let effect = self
+            .view
+            .with_untracked(|view| compose::send_effect(view, &text));
+        if !effect.can_send() {
+            return;
         }
+        match effect {
+            SendEffect::NewTurn => self.send_new_turn(text),
+            SendEffect::Queue { task_id } => self.send_queued(task_id, text),
+            SendEffect::Reply { task_id, .. } => self.send_reply(task_id, text),
+            SendEffect::Wait => {}
+        }
+    }
+
+    /// A user message of the composer's text, in this chat.
+    fn user_message(self, text: &str, task_id: Option<String>) -> Message {
+        let mut message = Message::new(new_id(), Role::User, vec![Part::text(text)]);
+        message.context_id = self.view.with_untracked(|view| view.context_id.clone());
+        message.task_id = task_id;
+        message
+    }
+
+    /// A new turn.
+    fn send_new_turn(self, text: String) {
+        let before = self.view.get_untracked();
+        // An agent that asked a question (input-required without a batch) continues its task.
+        let task_id = (before.task_state() == Some(TaskState::InputRequired)
+            && before.pending.is_none())
+        .then(|| before.task_id.clone())
+        .flatten();
+        let message = self.user_message(&text, task_id);
         self.composer.set(String::new());
         self.view.update(|view| view.send(&message));
         spawn_local(async move {
@@ -207,6 +233,57 @@ impl ChatCtl {
             })
             .await;
             self.finish_stream(result, (!started).then_some((before, text)));
+        });
+    }
+
+    /// A message for the working task: shown as queued at once; the turn's open stream shows
+    /// it delivered. A refusal takes the bubble back and gives the text back.
+    fn send_queued(self, task_id: String, text: String) {
+        let message = self.user_message(&text, Some(task_id));
+        self.composer.set(String::new());
+        self.view.update(|view| view.queue(&message));
+        spawn_local(async move {
+            let endpoint = self.endpoint().await;
+            if let Err(err) = rpc::send_queued(&endpoint, &message).await {
+                self.view.update(|view| view.unqueue(&message.message_id));
+                if self.composer.with_untracked(String::is_empty) {
+                    self.composer.set(text);
+                }
+                self.app.toast(err.to_string());
+            }
+        });
+    }
+
+    /// A reply to the paused task: it decides the pending batch (text that is not a decision
+    /// rejects every pending call with the text as the reason), then the turn goes on.
+    fn send_reply(self, task_id: String, text: String) {
+        if self.deciding.get_untracked() {
+            return;
+        }
+        self.deciding.set(true);
+        let message = self.user_message(&text, Some(task_id));
+        self.composer.set(String::new());
+        spawn_local(async move {
+            let endpoint = self.endpoint().await;
+            let abort = self.new_abort();
+            let mut accepted = false;
+            let result = rpc::send_streaming(&endpoint, &message, &abort, &mut |event| {
+                if !accepted {
+                    accepted = true;
+                    self.view.update(|view| view.send(&message));
+                    self.deciding.set(false);
+                }
+                self.on_event(&event);
+            })
+            .await;
+            self.deciding.set(false);
+            if accepted {
+                self.draft.set(BatchDraft::default());
+                self.finish_stream(result, None);
+            } else if let Err(err) = result {
+                self.composer.set(text);
+                self.app.toast(err.to_string());
+            }
         });
     }
 

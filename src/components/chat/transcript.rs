@@ -107,12 +107,41 @@ fn ItemRow(item_key: String, rows: Memo<Vec<Row>>) -> impl IntoView {
     move || {
         match kind.get() {
         None => ().into_any(),
-        Some(ItemKind::User) => view! {
-            <div class="row row-user">
-                <div class="bubble bubble-user" data-testid="message-user">{text}</div>
-            </div>
+        Some(ItemKind::User) => {
+            let key = item_key.clone();
+            // A message sent while the agent worked: queued, then delivered to it.
+            let delivery = Memo::new(move |_| {
+                ctl.view.with(|view| {
+                    if view.queued.contains(&key) {
+                        Some(("queued", "Queued: the agent reads it before its next step"))
+                    } else if view.delivered.contains(&key) {
+                        Some(("delivered", "Delivered to the agent"))
+                    } else {
+                        None
+                    }
+                })
+            });
+            view! {
+                <div class="row row-user">
+                    <div class="bubble bubble-user" data-testid="message-user">{text}</div>
+                    {move || {
+                        delivery
+                            .get()
+                            .map(|(slug, label)| {
+                                view! {
+                                    <span
+                                        class=format!("delivery delivery-{slug}")
+                                        data-testid=format!("message-{slug}")
+                                    >
+                                        {label}
+                                    </span>
+                                }
+                            })
+                    }}
+                </div>
+            }
+            .into_any()
         }
-        .into_any(),
         Some(ItemKind::Agent) => {
             let row_key = item_key.clone();
             // This row's items: its own, then the tool-only items that joined it.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::ask::AskUser;
 use super::config::{AgentsFile, ConfigError, ModelSpec, ToolSourceSpec};
+use super::conformance::ConformanceModel;
 use super::files::FileTools;
 use super::mcp;
 use super::model::Model;
@@ -29,6 +30,7 @@ pub async fn build_agents(
         }
         let model: Arc<dyn Model> = match &spec.model {
             ModelSpec::Scripted => Arc::new(ScriptedModel::default()),
+            ModelSpec::Conformance => Arc::new(ConformanceModel::default()),
             ModelSpec::OpenAi(openai) => Arc::new(OpenAiModel::from_spec(
                 openai,
                 &format!("agents[{index}].model"),

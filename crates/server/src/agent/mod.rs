@@ -4,6 +4,7 @@
 pub mod ask;
 mod build;
 pub mod config;
+pub mod conformance;
 pub mod files;
 pub mod mcp;
 pub mod metrics;

@@ -22,6 +22,10 @@ pub struct ModelToolCall {
 pub enum ChatMessage {
     User {
         text: String,
+        /// The A2A `messageId` the person's client gave the message (absent in transcripts
+        /// stored before it was kept). Models other than the conformance agent ignore it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
     },
     Assistant {
         text: String,
@@ -37,6 +41,10 @@ pub enum ChatMessage {
         /// (the assistant entry then holds the edited ones, which are what ran).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         edited_from: Option<Value>,
+        /// For a call rejected by the person's text reply (the text is the rejection's reason):
+        /// that reply's A2A `messageId`. Models other than the conformance agent ignore it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reply_message_id: Option<String>,
     },
 }
 
@@ -55,6 +63,13 @@ pub struct Usage {
     pub completion_tokens: u64,
 }
 
+/// An artifact a model produces whole: its name and parts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelArtifact {
+    pub name: String,
+    pub parts: Vec<signoff_protocol::Part>,
+}
+
 /// One piece of a streamed model turn.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelEvent {
@@ -62,6 +77,15 @@ pub enum ModelEvent {
     Text(String),
     /// A complete tool call; all calls of one turn form one batch.
     ToolCall(ModelToolCall),
+    /// The turn's whole answer as one agent message, instead of streamed text: the task
+    /// completes with it as its status message, and a blocking `message/send` / `SendMessage`
+    /// is answered with that Message rather than the task (docs/wire.md, Methods). A turn that
+    /// sends this sends no `Text`.
+    Message(String),
+    /// A whole artifact of its own (a file, structured data), sent as one artifact update
+    /// beside the answer text. It is not kept in the transcript: the model does not read its
+    /// own artifacts back.
+    Artifact(ModelArtifact),
     Usage(Usage),
 }
 

@@ -215,7 +215,7 @@ fn tool(spec: &ToolSpec) -> Value {
 
 fn message(message: &ChatMessage) -> Value {
     match message {
-        ChatMessage::User { text } => json!({"role": "user", "content": text}),
+        ChatMessage::User { text, .. } => json!({"role": "user", "content": text}),
         ChatMessage::Assistant { text, tool_calls } => {
             let mut out = json!({"role": "assistant"});
             // An assistant turn that only calls tools has `content: null` in OpenAI's own

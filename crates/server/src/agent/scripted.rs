@@ -340,6 +340,7 @@ fn results_answer(messages: &[ChatMessage]) -> String {
                 name,
                 response,
                 edited_from,
+                ..
             } => {
                 let args = calls
                     .iter()
@@ -401,7 +402,7 @@ fn word_count(messages: &[ChatMessage]) -> u64 {
     messages
         .iter()
         .map(|message| match message {
-            ChatMessage::User { text } | ChatMessage::Assistant { text, .. } => {
+            ChatMessage::User { text, .. } | ChatMessage::Assistant { text, .. } => {
                 text.split_whitespace().count() as u64
             }
             ChatMessage::Tool { response, .. } => {
@@ -438,7 +439,7 @@ impl Model for ScriptedModel {
         let prompt_tokens = word_count(&request.messages);
         let user = last_user(&request.messages);
         let user_text = match user.map(|index| &request.messages[index]) {
-            Some(ChatMessage::User { text }) => text.clone(),
+            Some(ChatMessage::User { text, .. }) => text.clone(),
             Some(ChatMessage::Assistant { .. } | ChatMessage::Tool { .. }) | None => String::new(),
         };
         // Rounds already called since the user's message (each is one tool-calling turn).

@@ -132,6 +132,29 @@ pub fn text_chunk(
     })
 }
 
+/// A whole artifact of its own (one update, its last chunk).
+pub fn whole_artifact(
+    task_id: &str,
+    context_id: &str,
+    name: &str,
+    parts: Vec<Part>,
+) -> StreamEvent {
+    StreamEvent::ArtifactUpdate(TaskArtifactUpdateEvent {
+        task_id: task_id.to_owned(),
+        context_id: context_id.to_owned(),
+        artifact: Artifact {
+            artifact_id: new_id(),
+            name: Some(name.to_owned()),
+            description: None,
+            parts,
+            metadata: None,
+        },
+        append: false,
+        last_chunk: true,
+        metadata: None,
+    })
+}
+
 /// The token counts for the final event of a turn (docs/wire.md, A turn on the wire).
 pub fn usage_metadata(prompt: u64, completion: u64) -> Metadata {
     TokenUsage::new(prompt, completion).to_metadata()

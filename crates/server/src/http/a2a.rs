@@ -15,10 +15,11 @@ use futures_util::{FutureExt, StreamExt};
 use serde_json::Value;
 use signoff_protocol::codec::{self, Method};
 use signoff_protocol::jsonrpc::{self, ErrorCode, ErrorObject, Id, Response as RpcResponse};
-use signoff_protocol::{json_keys, ProtocolVersion, StreamEvent};
+use signoff_protocol::{json_keys, ProtocolVersion, Role, StreamEvent, Task, TaskState};
 
 use super::{AppState, User};
 use crate::agent::metrics::OpenStream;
+use crate::agent::runtime::StreamEnd;
 use crate::agent::{Agent, AgentError, Runtime};
 use crate::store::EVENT_LOG_VERSION;
 
@@ -273,7 +274,13 @@ pub async fn handle(
     tracing::debug!(method = method_name, version = version.as_str(), "a2a call");
     if method.is_streaming() {
         let open = state.runtime.metrics().stream_opened();
-        sse(stream_call(call).await, open)
+        match stream_call(call).await {
+            Ok(items) => sse(items, open),
+            // v1.0: an error found before the stream opens is the call's one JSON-RPC response,
+            // as for a unary method (a client then need not read a stream to learn of it).
+            Err(response) if version == ProtocolVersion::V1_0 => json_response(&response),
+            Err(response) => sse(stream::iter([response.to_json()]).boxed(), open),
+        }
     } else {
         json_response(&unary_call(call).await)
     }
@@ -325,6 +332,19 @@ fn push_event(frame: &mut String, json: &str) {
     frame.push_str("\n\n");
 }
 
+/// What a send answers: the task, or the agent's message when the task completed with its whole
+/// answer as one message and nothing else (no artifact: `ModelEvent::Message`).
+fn send_result(task: Task) -> StreamEvent {
+    let answered_by_message =
+        task.status.state == TaskState::Completed && task.artifacts.is_empty();
+    match task.status.message {
+        Some(message) if answered_by_message && message.role == Role::Agent => {
+            StreamEvent::Message(message)
+        }
+        _ => StreamEvent::Task(task),
+    }
+}
+
 async fn unary_call(call: Call) -> RpcResponse {
     let runtime = call.runtime.clone();
     match call.method {
@@ -350,10 +370,9 @@ async fn unary_call(call: Call) -> RpcResponse {
                 .task(&call.user, &accepted.task_id, configuration.history_length)
                 .await
             {
-                Ok(task) => call.success(codec::encode_send_result(
-                    call.version,
-                    &StreamEvent::Task(task),
-                )),
+                Ok(task) => {
+                    call.success(codec::encode_send_result(call.version, &send_result(task)))
+                }
                 Err(err) => call.agent_error(&err),
             }
         }
@@ -397,8 +416,9 @@ async fn unary_call(call: Call) -> RpcResponse {
     }
 }
 
-/// The items of a streaming call: events as JSON-RPC responses, or one error item.
-async fn stream_call(call: Call) -> BoxStream<'static, String> {
+/// The items of a streaming call: events as JSON-RPC responses; `Err` for an error found before
+/// the stream opens.
+async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcResponse> {
     let runtime = call.runtime.clone();
     // Events the call itself committed, sent before the follower's.
     let mut committed = Vec::new();
@@ -409,11 +429,11 @@ async fn stream_call(call: Call) -> BoxStream<'static, String> {
         Method::SendStreamingMessage => {
             let params = match codec::decode_send_params(call.version, &call.params) {
                 Ok(params) => params,
-                Err(err) => return stream::iter([call.decode_error(&err).to_json()]).boxed(),
+                Err(err) => return Err(call.decode_error(&err)),
             };
             let accepted = match runtime.send(&call.user, &call.agent, params.message).await {
                 Ok(accepted) => accepted,
-                Err(err) => return stream::iter([call.agent_error(&err).to_json()]).boxed(),
+                Err(err) => return Err(call.agent_error(&err)),
             };
             match call.version {
                 // v0.3 replays the turn's events as written, `submitted` (or `working`) first:
@@ -435,18 +455,15 @@ async fn stream_call(call: Call) -> BoxStream<'static, String> {
         Method::SubscribeToTask => {
             let params = match codec::decode_task_id_params(call.version, &call.params) {
                 Ok(params) => params,
-                Err(err) => return stream::iter([call.decode_error(&err).to_json()]).boxed(),
+                Err(err) => return Err(call.decode_error(&err)),
             };
             (params.id, Some(-1), 0, true)
         }
         Method::SendMessage | Method::GetTask | Method::CancelTask | Method::ListTasks => {
-            return stream::iter([call
-                .error(
-                    ErrorCode::InternalError,
-                    "a unary method reached the streaming path",
-                )
-                .to_json()])
-            .boxed()
+            return Err(call.error(
+                ErrorCode::InternalError,
+                "a unary method reached the streaming path",
+            ))
         }
     };
     let mut first = Vec::new();
@@ -461,10 +478,9 @@ async fn stream_call(call: Call) -> BoxStream<'static, String> {
         let (task, seq) = match snapshot {
             Ok(snapshot) => snapshot,
             Err(AgentError::Forbidden(id)) => {
-                return stream::iter([call.agent_error(&AgentError::TaskNotFound(id)).to_json()])
-                    .boxed()
+                return Err(call.agent_error(&AgentError::TaskNotFound(id)))
             }
-            Err(err) => return stream::iter([call.agent_error(&err).to_json()]).boxed(),
+            Err(err) => return Err(call.agent_error(&err)),
         };
         if upto < 0 {
             follow_after = seq;
@@ -480,20 +496,27 @@ async fn stream_call(call: Call) -> BoxStream<'static, String> {
                 "task {task_id} is {} and has nothing more to stream; read it with GetTask",
                 codec::state_name(ProtocolVersion::V0_3, task.status.state)
             ));
-            return stream::iter([call.agent_error(&err).to_json()]).boxed();
+            return Err(call.agent_error(&err));
         }
         first.push(
             call.success(codec::encode_event(call.version, &StreamEvent::Task(task)))
                 .to_json(),
         );
-        if close_if_final && ended {
-            return stream::iter(first).boxed();
+        // v0.3's resubscribe ends with a paused task's snapshot; v1.0's follows the task on
+        // through its pauses until it ends.
+        if close_if_final && ended && call.version == ProtocolVersion::V0_3 {
+            return Ok(stream::iter(first).boxed());
         }
     }
     let version = call.version;
     let id = call.id.clone();
+    let end = if close_if_final && version == ProtocolVersion::V1_0 {
+        StreamEnd::Terminal
+    } else {
+        StreamEnd::Final
+    };
     let events = stream::iter(committed.into_iter().map(Ok))
-        .chain(runtime.follow_from(&task_id, follow_after, early_watch))
+        .chain(runtime.follow_from(&task_id, follow_after, early_watch, end))
         .map(move |item| {
             let event = match item {
                 // Stored in this very version: sent on as stored, not decoded and encoded again.
@@ -514,5 +537,5 @@ async fn stream_call(call: Call) -> BoxStream<'static, String> {
                 }
             }
         });
-    stream::iter(first).chain(events).boxed()
+    Ok(stream::iter(first).chain(events).boxed())
 }

@@ -135,13 +135,19 @@ pub async fn agent_card(
     }
 }
 
-/// The first agent's card at the origin (A2A's one-agent-per-origin convention).
+/// One agent's card at the origin (A2A's one-agent-per-origin convention): the one
+/// `origin_agent` names, else the first agent.
 pub async fn default_agent_card(
     State(state): State<AppState>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Response {
-    match state.runtime.agents().first() {
+    let agents = state.runtime.agents();
+    let chosen = match &state.origin_agent {
+        Some(key) => agents.iter().find(|agent| &agent.key() == key),
+        None => agents.first(),
+    };
+    match chosen {
         Some(agent) => card_response(&state, agent, &headers, &query),
         None => HttpError::NotFound("no agents".to_owned()).into_response(),
     }

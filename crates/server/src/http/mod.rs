@@ -49,6 +49,9 @@ pub struct AppState {
     /// Whether `X-Forwarded-Host` and `X-Forwarded-Proto` come from a proxy we trust
     /// (`--trust-proxy`); otherwise anyone could choose the URLs our agent cards advertise.
     pub trust_proxy: bool,
+    /// The agent (`namespace/name`) whose card is at the origin's
+    /// `/.well-known/agent-card.json`; none: the first agent.
+    pub origin_agent: Option<String>,
     /// When the agents' cards last changed: the start of this process, which read the agents
     /// file (to the second, as HTTP dates go). Their `Last-Modified`.
     pub cards_since: chrono::DateTime<chrono::Utc>,

@@ -82,8 +82,9 @@ async fn a_message_to_an_ended_task_is_an_unsupported_operation_in_v10_only() {
             .contains("is completed and takes no more messages"),
         "{v10}"
     );
+    // The streaming method answers the same error as plain JSON, before any stream opens.
     let streamed = app
-        .stream(
+        .rpc(
             Some("1.0"),
             message_request(
                 "SendStreamingMessage",
@@ -91,8 +92,7 @@ async fn a_message_to_an_ended_task_is_an_unsupported_operation_in_v10_only() {
             ),
         )
         .await;
-    assert_eq!(streamed.len(), 1, "the error is the stream's only event");
-    assert_error(&streamed[0], -32004, Some("UNSUPPORTED_OPERATION"));
+    assert_error(&streamed, -32004, Some("UNSUPPORTED_OPERATION"));
     // v0.3 keeps invalid params, as its SDKs answer.
     let v03 = app
         .rpc(
@@ -117,11 +117,11 @@ async fn a_message_to_an_ended_task_is_an_unsupported_operation_in_v10_only() {
 async fn subscribing_to_an_ended_task_is_an_unsupported_operation_in_v10_only() {
     let app = spawn_app().await;
     let id = finished_task(&app).await;
+    // v1.0 answers plain JSON: no stream opens.
     let v10 = app
-        .stream(Some("1.0"), request("SubscribeToTask", json!({"id": id})))
+        .rpc(Some("1.0"), request("SubscribeToTask", json!({"id": id})))
         .await;
-    assert_eq!(v10.len(), 1, "{v10:?}");
-    assert_error(&v10[0], -32004, Some("UNSUPPORTED_OPERATION"));
+    assert_error(&v10, -32004, Some("UNSUPPORTED_OPERATION"));
     // v0.3 sends the task and closes.
     let v03 = app
         .stream(None, request("tasks/resubscribe", json!({"id": id})))
@@ -130,12 +130,12 @@ async fn subscribing_to_an_ended_task_is_an_unsupported_operation_in_v10_only() 
     assert_eq!(v03[0]["result"]["status"]["state"], "completed");
     // An unknown task is still not found.
     let missing = app
-        .stream(
+        .rpc(
             Some("1.0"),
             request("SubscribeToTask", json!({"id": "nope"})),
         )
         .await;
-    assert_error(&missing[0], -32001, Some("TASK_NOT_FOUND"));
+    assert_error(&missing, -32001, Some("TASK_NOT_FOUND"));
 }
 
 /// A GET of `path` with extra `headers`: the status, the response headers and the body.

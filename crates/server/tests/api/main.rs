@@ -10,6 +10,7 @@ mod support;
 
 mod a2a;
 mod conformance;
+mod conformance_agent;
 mod expiry;
 mod hitl;
 mod hostile;

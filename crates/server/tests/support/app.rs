@@ -147,6 +147,24 @@ impl TestApp {
         response.json().await.unwrap()
     }
 
+    /// A unary JSON-RPC call to the agent at `path`; returns the whole response object.
+    pub async fn rpc_at(&self, path: &str, version: Option<&str>, body: Value) -> Value {
+        let response = self.a2a(path, version, None, &body).send().await.unwrap();
+        assert_eq!(response.status(), 200, "JSON-RPC answers HTTP 200");
+        response.json().await.unwrap()
+    }
+
+    /// A streaming call to the agent at `path` whose events are read one at a time.
+    pub async fn open_stream_at(
+        &self,
+        path: &str,
+        version: Option<&str>,
+        body: Value,
+    ) -> SseStream {
+        let response = self.a2a(path, version, None, &body).send().await.unwrap();
+        SseStream::new(response)
+    }
+
     /// A streaming JSON-RPC call to the demo agent, read to its end: every event's data.
     pub async fn stream(&self, version: Option<&str>, body: Value) -> Vec<Value> {
         self.stream_as(version, None, body).await

@@ -62,7 +62,10 @@ fn request(messages: Vec<ChatMessage>) -> ModelRequest {
 }
 
 fn user(text: &str) -> ChatMessage {
-    ChatMessage::User { text: text.into() }
+    ChatMessage::User {
+        text: text.into(),
+        message_id: None,
+    }
 }
 
 async fn turn(model: &OpenAiModel, request: ModelRequest) -> Vec<Result<ModelEvent, ModelError>> {
@@ -207,18 +210,21 @@ async fn maps_the_history_to_openai_messages() {
             name: "write_file".into(),
             response: text_result("Wrote 2 bytes to safe.txt"),
             edited_from: Some(json!({"path": "notes.txt", "content": "hi"})),
+            reply_message_id: None,
         },
         ChatMessage::Tool {
             call_id: "call_2".into(),
             name: "delete_file".into(),
             response: json!({"status": "rejected", "reason": "keep it"}),
             edited_from: None,
+            reply_message_id: None,
         },
         ChatMessage::Tool {
             call_id: "call_3".into(),
             name: "read_file".into(),
             response: error_result("no such file: a.txt"),
             edited_from: None,
+            reply_message_id: None,
         },
         ChatMessage::Assistant {
             text: "Done, except the deletion.".into(),

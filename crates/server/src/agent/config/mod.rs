@@ -99,6 +99,9 @@ pub struct AgentSpec {
     pub on_timeout: OnTimeout,
 }
 
+/// The conformance agent's name (in the `default` namespace).
+pub const CONFORMANCE_AGENT: &str = "conformance";
+
 fn default_namespace() -> String {
     "default".to_owned()
 }
@@ -113,6 +116,9 @@ pub enum ModelSpec {
     /// An OpenAI-compatible Chat Completions endpoint (fields in [`OpenAiSpec`]).
     #[serde(rename = "openai")]
     OpenAi(OpenAiSpec),
+    /// The behaviours the A2A conformance suite asks of a system under test
+    /// (`agent::conformance`); the `--conformance-agent` flag serves it as `default/conformance`.
+    Conformance,
 }
 
 /// Where an agent's tools come from.
@@ -218,6 +224,35 @@ impl AgentsFile {
                 on_timeout: OnTimeout::Reject,
             }],
         }
+    }
+
+    /// The conformance agent (`--conformance-agent`): the conformance model with the question
+    /// tool, so a task can be left open waiting for input.
+    pub fn conformance_agent() -> AgentSpec {
+        AgentSpec {
+            name: CONFORMANCE_AGENT.to_owned(),
+            namespace: "default".to_owned(),
+            description: "The conformance agent: answers as the A2A conformance suite expects of \
+                          a system under test (tasks left open for input, long-running tasks, \
+                          artifacts, plain message answers)."
+                .to_owned(),
+            instruction: "You answer the A2A conformance suite.".to_owned(),
+            model: ModelSpec::Conformance,
+            tools: Vec::new(),
+            remote: None,
+            ask_user: true,
+            rules: Vec::new(),
+            approval_timeout: None,
+            on_timeout: OnTimeout::Reject,
+        }
+    }
+
+    /// Adds the conformance agent beside the file's agents (checked again, so a name it
+    /// shares with an agent of the file is refused).
+    pub fn with_conformance_agent(mut self) -> Result<AgentsFile, ConfigError> {
+        self.agents.push(AgentsFile::conformance_agent());
+        self.validate()?;
+        Ok(self)
     }
 
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
@@ -356,6 +391,24 @@ mod tests {
 
     fn error(text: &str) -> String {
         AgentsFile::parse(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_conformance_agent_joins_a_file_unless_the_file_has_its_name() {
+        let file = AgentsFile::demo().with_conformance_agent().unwrap();
+        let names: Vec<&str> = file
+            .agents
+            .iter()
+            .map(|agent| agent.name.as_str())
+            .collect();
+        assert_eq!(names, ["demo", "conformance"]);
+        assert_eq!(file.agents[1].model, ModelSpec::Conformance);
+        let taken = AgentsFile::parse("[[agents]]\nname = \"conformance\"\n").unwrap();
+        let err = taken.with_conformance_agent().unwrap_err().to_string();
+        assert!(
+            err.contains("default/conformance is declared twice"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -313,11 +313,20 @@ impl Runtime {
         self.metrics
             .decided(channel, verdicts, waited_since(&paused_at));
         self.metrics.task_entered(TaskState::Working);
+        // A text reply's id goes with the calls it rejected (its text is their reason).
+        let reply_message_id = match (&channel, &working) {
+            (Channel::Text, StreamEvent::StatusUpdate(update)) => update
+                .status
+                .message
+                .as_ref()
+                .map(|message| message.message_id.clone()),
+            _ => None,
+        };
         let logged = LoggedEvent::committed(seq, working, &stored);
         self.notify(&task_id, vec![logged.clone()]);
         tracing::info!(task = %task_id, user, channel = channel.as_str(), decision = %summary, "batch decided");
         let watch = Some(self.watch_early(&task_id));
-        self.spawn_runner(&task_id, RunnerStart::Stored);
+        self.spawn_runner(&task_id, RunnerStart::Stored { reply_message_id });
         Accepted {
             after_seq: seq - 1,
             committed: vec![logged],

@@ -179,7 +179,12 @@ impl Runtime {
                 self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
                 tracing::info!(task = %task_id, after, "approval expired unanswered");
                 if on_timeout == OnTimeout::Reject {
-                    self.spawn_runner(task_id, RunnerStart::Stored);
+                    self.spawn_runner(
+                        task_id,
+                        RunnerStart::Stored {
+                            reply_message_id: None,
+                        },
+                    );
                 }
                 Ok(())
             }

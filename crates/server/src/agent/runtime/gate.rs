@@ -85,6 +85,7 @@ impl Runtime {
         message.context_id = Some(context_id.clone());
         let transcript = vec![ChatMessage::User {
             text: message.text(),
+            message_id: Some(message.message_id.clone()),
         }];
         let submitted = view::status_event(
             &task_id,

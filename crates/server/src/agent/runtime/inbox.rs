@@ -62,6 +62,7 @@ impl Runtime {
                 })?;
             transcript.push(ChatMessage::User {
                 text: message.text(),
+                message_id: Some(message.message_id.clone()),
             });
             events.push(view::status_event(
                 task_id,

@@ -74,6 +74,31 @@ impl LoggedEvent {
     }
 }
 
+/// Where a follower's stream ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// At the first final event: the task ended or paused (input-required).
+    Final,
+    /// Only when the task ends (v1.0 `SubscribeToTask` follows a task through its pauses).
+    Terminal,
+}
+
+impl StreamEnd {
+    /// Whether the final event `event` ends a stream of this kind.
+    fn ends_at(self, event: &LoggedEvent) -> bool {
+        match self {
+            StreamEnd::Final => true,
+            StreamEnd::Terminal => match event.event() {
+                Ok(StreamEvent::StatusUpdate(update)) => update.status.state.is_terminal(),
+                Ok(StreamEvent::Task(task)) => task.status.state.is_terminal(),
+                Ok(StreamEvent::Message(_) | StreamEvent::ArtifactUpdate(_)) => false,
+                // An event that cannot be read ends the stream rather than hang it.
+                Err(_) => true,
+            },
+        }
+    }
+}
+
 /// What a commit tells the task's followers: the events it wrote, numbered, so a follower that
 /// has everything before them sends them on without reading the log. (A watch channel keeps
 /// only the latest announcement; a follower that missed one reads the log instead.)
@@ -270,7 +295,7 @@ impl Runtime {
         task_id: &str,
         after: i64,
     ) -> ReceiverStream<Result<LoggedEvent>> {
-        self.follow_from(task_id, after, None)
+        self.follow_from(task_id, after, None, StreamEnd::Final)
     }
 
     /// [`Runtime::follow`] for the request that committed everything up to `after` and
@@ -281,6 +306,7 @@ impl Runtime {
         task_id: &str,
         after: i64,
         early: Option<EarlyWatch>,
+        end: StreamEnd,
     ) -> ReceiverStream<Result<LoggedEvent>> {
         let (sender, receiver) = tokio::sync::mpsc::channel(64);
         let runtime = self.clone();
@@ -340,8 +366,8 @@ impl Runtime {
                     };
                     for event in events {
                         seq = event.seq;
-                        let is_final = event.is_final;
-                        if sender.send(Ok(event)).await.is_err() || is_final {
+                        let ends = event.is_final && end.ends_at(&event);
+                        if sender.send(Ok(event)).await.is_err() || ends {
                             return;
                         }
                     }

@@ -23,7 +23,7 @@ mod transcript;
 
 pub use crate::store::Channel;
 pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
-pub use log::{EarlyWatch, LoggedEvent};
+pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
 pub use reads::Session;
 
 use std::collections::HashMap;

@@ -111,7 +111,12 @@ impl Runtime {
                         continue;
                     }
                     tracing::info!(task = %task_id, "taking over a task no live replica drives");
-                    self.spawn_runner(&task_id, RunnerStart::Stored);
+                    self.spawn_runner(
+                        &task_id,
+                        RunnerStart::Stored {
+                            reply_message_id: None,
+                        },
+                    );
                 }
             }
             Err(err) => tracing::warn!(error = %err, "could not look for orphaned tasks"),

@@ -36,6 +36,16 @@ pub(super) struct TaskRun<'a> {
     pub(super) decided_by: HashMap<String, DecidedBy>,
     /// When this runner took the task up (the time to pause counts from here).
     pub(super) taken_up: Instant,
+    /// The messageId of the text reply that decided the batch this runner settles, if any.
+    pub(super) reply_message_id: Option<String>,
+}
+
+/// What one model turn gave: its text, its tool calls, and whether the text is one message.
+struct Turn {
+    text: String,
+    calls: Vec<ModelToolCall>,
+    /// The model sent its answer as one message (`ModelEvent::Message`), not streamed text.
+    as_message: bool,
 }
 
 /// What a runner knows of its task when it starts, so it reads only what it lacks.
@@ -44,7 +54,9 @@ pub(super) enum RunnerStart {
     /// conversation came before it).
     New { row: TaskRow, new_session: bool },
     /// A task taken up from the store: after a decision, or left running by a previous process.
-    Stored,
+    /// `reply_message_id`: the messageId of the text reply that decided its batch, if one did
+    /// (for the rejected calls' transcript entries).
+    Stored { reply_message_id: Option<String> },
 }
 
 impl Runtime {
@@ -65,7 +77,12 @@ impl Runtime {
         let tasks = self.store.unfinished_tasks().await?;
         for task in &tasks {
             tracing::info!(task = %task.id, "resuming a task left running by the previous process");
-            self.spawn_runner(&task.id, RunnerStart::Stored);
+            self.spawn_runner(
+                &task.id,
+                RunnerStart::Stored {
+                    reply_message_id: None,
+                },
+            );
         }
         Ok(tasks.len())
     }
@@ -79,7 +96,7 @@ impl Runtime {
             RunnerStart::New { row, .. } => {
                 tracing::info_span!("run", task.id = %task_id, context.id = %row.context_id)
             }
-            RunnerStart::Stored => tracing::info_span!("resume", task.id = %task_id),
+            RunnerStart::Stored { .. } => tracing::info_span!("resume", task.id = %task_id),
         };
         let lock = match self.locks.lock() {
             Ok(mut locks) => locks.entry(task_id.clone()).or_default().clone(),
@@ -170,6 +187,10 @@ impl Runtime {
         start: RunnerStart,
         cancel: &CancellationToken,
     ) -> Result<()> {
+        let reply_message_id = match &start {
+            RunnerStart::Stored { reply_message_id } => reply_message_id.clone(),
+            RunnerStart::New { .. } => None,
+        };
         let (row, earlier_rows, calls) = match start {
             RunnerStart::New { row, new_session } => {
                 let earlier = if new_session {
@@ -183,7 +204,7 @@ impl Runtime {
                 };
                 (row, earlier, Vec::new())
             }
-            RunnerStart::Stored => {
+            RunnerStart::Stored { .. } => {
                 let view = self
                     .store
                     .runner_view(task_id)
@@ -236,6 +257,7 @@ impl Runtime {
                 .collect(),
             decided_by: HashMap::new(),
             taken_up: Instant::now(),
+            reply_message_id,
         };
         loop {
             if cancel.is_cancelled() || self.shutdown.is_cancelled() {
@@ -259,8 +281,15 @@ impl Runtime {
             let Some(turn) = self.model_turn(&mut run, request).await? else {
                 return Ok(());
             };
-            let (text, calls) = turn;
+            let Turn {
+                text,
+                calls,
+                as_message,
+            } = turn;
             if calls.is_empty() {
+                // An answer given as one message is the completed status's message.
+                let reply = as_message
+                    .then(|| view::agent_message(&task_id, &context_id, vec![Part::text(&text)]));
                 transcript.push(ChatMessage::Assistant {
                     text,
                     tool_calls: Vec::new(),
@@ -270,7 +299,7 @@ impl Runtime {
                     &task_id,
                     &context_id,
                     TaskState::Completed,
-                    None,
+                    reply,
                     Some(metadata),
                 );
                 let commit = Commit {
@@ -390,7 +419,7 @@ impl Runtime {
         &self,
         run: &mut TaskRun<'_>,
         request: ModelRequest,
-    ) -> Result<Option<(String, Vec<ModelToolCall>)>> {
+    ) -> Result<Option<Turn>> {
         let agent = run.agent.clone();
         let (task_id, context_id, cancel) =
             (run.task_id.clone(), run.context_id.clone(), run.cancel);
@@ -407,6 +436,7 @@ impl Runtime {
             self.metrics
                 .model_turn(&agent_key, started.elapsed(), Some(failure));
         };
+        let mut as_message = false;
         loop {
             let next = tokio::select! {
                 _ = cancel.cancelled() => return Ok(None),
@@ -475,6 +505,19 @@ impl Runtime {
                         return Ok(None);
                     }
                 }
+                ModelEvent::Message(reply) => {
+                    text.push_str(&reply);
+                    as_message = true;
+                }
+                ModelEvent::Artifact(artifact) => {
+                    let event =
+                        view::whole_artifact(task_id, context_id, &artifact.name, artifact.parts);
+                    let commit = Commit {
+                        guard: Some(Guard::NotTerminal),
+                        ..Commit::default()
+                    };
+                    self.commit(task_id, vec![event], commit).await?;
+                }
                 ModelEvent::Usage(turn) => {
                     run.usage.0 += turn.prompt_tokens;
                     run.usage.1 += turn.completion_tokens;
@@ -490,7 +533,11 @@ impl Runtime {
             };
             self.commit(task_id, vec![event], commit).await?;
         }
-        Ok(Some((text, calls)))
+        Ok(Some(Turn {
+            text,
+            calls,
+            as_message,
+        }))
     }
 }
 

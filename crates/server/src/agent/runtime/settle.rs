@@ -69,6 +69,7 @@ impl Runtime {
                     call.id
                 )));
             };
+            let rejected = record.status == CallStatus::Rejected;
             let (response, edited_from, started) = match record.status {
                 CallStatus::Held => {
                     held.push(record);
@@ -174,6 +175,7 @@ impl Runtime {
                 name: call.name.clone(),
                 response: response.clone(),
                 edited_from,
+                reply_message_id: rejected.then(|| run.reply_message_id.clone()).flatten(),
             });
             let part = ToolResult {
                 id: call.id.clone(),

@@ -55,6 +55,7 @@ pub(super) fn closed(mut transcript: Vec<ChatMessage>) -> Vec<ChatMessage> {
             name: call.name,
             response: error_result("not run: the task ended before this call ran"),
             edited_from: None,
+            reply_message_id: None,
         });
     }
     transcript
@@ -92,6 +93,7 @@ mod tests {
             name: "read_file".into(),
             response: json!({"content": []}),
             edited_from: None,
+            reply_message_id: None,
         }
     }
 
@@ -105,7 +107,10 @@ mod tests {
     #[test]
     fn open_calls_are_the_last_turns_calls_without_a_result() {
         let transcript = vec![
-            ChatMessage::User { text: "go".into() },
+            ChatMessage::User {
+                text: "go".into(),
+                message_id: None,
+            },
             turn(vec![call("a", "read_file", json!({}))]),
             result("a"),
             turn(vec![
@@ -116,14 +121,21 @@ mod tests {
         ];
         let open: Vec<String> = open_calls(&transcript).into_iter().map(|c| c.id).collect();
         assert_eq!(open, ["c"]);
-        assert!(open_calls(&[ChatMessage::User { text: "hi".into() }]).is_empty());
+        assert!(open_calls(&[ChatMessage::User {
+            text: "hi".into(),
+            message_id: None,
+        }])
+        .is_empty());
         assert!(open_calls(&[]).is_empty());
     }
 
     #[test]
     fn a_closed_transcript_answers_every_open_call() {
         let transcript = vec![
-            ChatMessage::User { text: "go".into() },
+            ChatMessage::User {
+                text: "go".into(),
+                message_id: None,
+            },
             turn(vec![call("a", "write_file", json!({}))]),
         ];
         let closed = closed(transcript);
@@ -154,7 +166,10 @@ mod tests {
     #[test]
     fn transcripts_round_trip_and_a_corrupt_one_is_an_error() {
         let transcript = vec![
-            ChatMessage::User { text: "go".into() },
+            ChatMessage::User {
+                text: "go".into(),
+                message_id: None,
+            },
             turn(vec![call("a", "read_file", json!({"path": "a"}))]),
             result("a"),
         ];

@@ -41,7 +41,10 @@ fn parses_the_readme_prompt_into_one_batch() {
 #[test]
 fn reports_results_and_quotes_rejections() {
     let messages = vec![
-        ChatMessage::User { text: "x".into() },
+        ChatMessage::User {
+            text: "x".into(),
+            message_id: None,
+        },
         ChatMessage::Assistant {
             text: String::new(),
             tool_calls: vec![
@@ -62,12 +65,14 @@ fn reports_results_and_quotes_rejections() {
             name: "write_file".into(),
             response: super::super::tools::text_result("ok"),
             edited_from: None,
+            reply_message_id: None,
         },
         ChatMessage::Tool {
             call_id: "call_2".into(),
             name: "delete_file".into(),
             response: json!({"status": "rejected", "reason": "keep it"}),
             edited_from: None,
+            reply_message_id: None,
         },
     ];
     assert_eq!(
