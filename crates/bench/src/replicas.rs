@@ -101,10 +101,11 @@ impl Outcome {
             errors = errors.with_note(format!("first: {first}"));
         }
         vec![
-            Figure::samples(GROUP, &format!("{name}: end-to-end"), "ms", &self.e2e)
-                .with_note(format!(
+            Figure::samples(GROUP, &format!("{name}: end-to-end"), "ms", &self.e2e).with_note(
+                format!(
                 "{chats} chats at once, prompt -> pause -> approve -> completed; p99 {p99:.0} ms"
-            )),
+            ),
+            ),
             Figure::value(GROUP, &format!("{name}: throughput"), "chats/s", throughput).with_note(
                 format!("completed cycles / wall {:.1} s", self.wall.as_secs_f64()),
             ),
