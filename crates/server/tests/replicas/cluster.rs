@@ -238,6 +238,37 @@ impl Cluster {
         }
     }
 
+    /// Decides `task` over REST on `base`; the answer's status, or `Err` when the connection
+    /// failed (recorded).
+    pub async fn decide_rest(&self, base: &str, task: &str, data: Value) -> Result<u16, ()> {
+        let sent = self
+            .shared
+            .client
+            .post(format!("{base}/api/approvals/{task}"))
+            .json(&data)
+            .send();
+        let answer = async {
+            let response = sent.await?;
+            let status = response.status().as_u16();
+            response.bytes().await?;
+            Ok::<_, reqwest::Error>(status)
+        };
+        match tokio::time::timeout(REQUEST_PATIENCE, answer).await {
+            Err(_) => panic!("a decision to {base} hung"),
+            Ok(Err(err)) => {
+                self.shared.failed(base, format!("{err}"));
+                Err(())
+            }
+            Ok(Ok(status)) => Ok(status),
+        }
+    }
+
+    /// Cancels `task` on `base`; the JSON-RPC answer, or `Err` (recorded).
+    pub async fn cancel(&self, base: &str, task: &str) -> Result<Value, ()> {
+        self.rpc(base, request("tasks/cancel", json!({"id": task})))
+            .await
+    }
+
     /// The task's state as a live replica reports it (asked again after a failure).
     pub async fn state(&self, picker: &mut Picker, task: &str) -> String {
         loop {

@@ -44,9 +44,38 @@ struct Chat {
     /// A follower of the counting task on another replica (its events after the task it
     /// answered with), unless it came after the end or its replica was killed under it.
     followed: Option<Vec<Value>>,
-    /// The decision's stream, unless its replica was killed under it.
+    /// The decision's stream, unless it was made over REST or its replica was killed under it.
     decided: Option<Vec<Value>>,
+    /// What the chat did besides: a cancel of the counting task, or a message queued for it.
+    variant: Variant,
+    /// A queued message's answer said it was taken (not cut by the kill).
+    queue_taken: bool,
 }
+
+/// How a chat varies, so each way across replicas is exercised: every decision channel, a
+/// cancel and a queued message, each sent to a replica other than the one driving the task (as
+/// often as chance has it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// The counting task runs to its end.
+    Plain,
+    /// The counting task is canceled through a replica picked at random while it streams.
+    Cancel,
+    /// A message is sent to the counting task through a replica picked at random while it
+    /// streams: it waits in the database and joins the conversation before the next turn.
+    Queue,
+}
+
+/// How the write is decided.
+#[derive(Debug, Clone, Copy)]
+enum Channel {
+    A2a,
+    Rest,
+    Text,
+}
+
+/// The text of the message a `Queue` chat sends to its working task.
+const QUEUED: &str = "count to 3";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_replicas_share_one_database_through_a_kill_and_a_restart() {
@@ -94,21 +123,31 @@ async fn three_replicas_share_one_database_through_a_kill_and_a_restart() {
     let mut events_checked = 0;
     let mut double_runs = 0;
     let mut followers = 0;
+    let (mut queued, mut canceled) = (0, 0);
     for chat in &done {
-        for task in &chat.tasks {
+        let ends = match chat.variant {
+            Variant::Cancel => ["canceled", "completed"],
+            Variant::Plain | Variant::Queue => ["completed", "completed"],
+        };
+        for (task, end) in chat.tasks.iter().zip(ends) {
             let state: String = sqlx::query_scalar("SELECT state FROM tasks WHERE id = $1")
                 .bind(task)
                 .fetch_one(&mut db)
                 .await
                 .unwrap();
-            assert_eq!(
-                state, "completed",
-                "chat {}: {task} ended {state}",
-                chat.index
-            );
+            assert_eq!(state, end, "chat {}: {task} ended {state}", chat.index);
         }
         let [counting, writing] = &chat.tasks;
         let counted = stored_log(&mut db, counting).await;
+        if chat.queue_taken {
+            assert!(
+                user_texts(&counted).iter().any(|text| text == QUEUED),
+                "chat {}: the queued message was delivered into the log",
+                chat.index
+            );
+            queued += 1;
+        }
+        canceled += usize::from(chat.variant == Variant::Cancel);
         // The message's own stream is the whole log; a follower on another replica, there
         // before the end, gets exactly the log's last events: nothing missed, nothing twice.
         if let Some(prompted) = &chat.prompted {
@@ -174,9 +213,11 @@ async fn three_replicas_share_one_database_through_a_kill_and_a_restart() {
     #[allow(clippy::print_stdout)]
     {
         println!(
-            "replicas: {} tasks completed on {REPLICAS} replicas, 1 kill and restart, \
+            "replicas: {} tasks ended on {REPLICAS} replicas, 1 kill and restart, \
          {events_checked} streamed events checked against the log ({followers} cross-replica \
-         followers), {} requests cut by the kill, 0 double runs, 0 other errors",
+         followers), {canceled} canceled and {queued} given a queued message through random replicas, \
+         decisions over A2A, REST and text, {} requests cut by the kill, 0 double runs, 0 other \
+         errors",
             2 * CHATS,
             report.expected
         );
@@ -188,6 +229,13 @@ async fn three_replicas_share_one_database_through_a_kill_and_a_restart() {
 async fn run_chat(cluster: &Cluster, index: usize, paused: &AtomicUsize) -> Chat {
     let mut pick = Picker::new(index as u64);
     let context = uuid::Uuid::new_v4().to_string();
+    let variant = match index % 10 {
+        3 => Variant::Cancel,
+        6 => Variant::Queue,
+        _ => Variant::Plain,
+    };
+    let channel = [Channel::A2a, Channel::Rest, Channel::Text][index % 3];
+    let mut queue_taken = false;
 
     // The answer's stream, and a follower on another replica while it streams.
     let count = message_v03("count to 20", None, Some(&context));
@@ -205,6 +253,13 @@ async fn run_chat(cluster: &Cluster, index: usize, paused: &AtomicUsize) -> Chat
                         request("tasks/resubscribe", json!({"id": task})),
                     )
                     .await;
+                match variant {
+                    Variant::Plain => {}
+                    Variant::Cancel => cancel(cluster, &mut pick, &task).await,
+                    Variant::Queue => {
+                        queue_taken = queue(cluster, &mut pick, &task, &context).await
+                    }
+                }
                 let prompted = rest.await.unwrap().ok().map(|mut events| {
                     events.insert(0, first);
                     results(&events)
@@ -226,8 +281,13 @@ async fn run_chat(cluster: &Cluster, index: usize, paused: &AtomicUsize) -> Chat
             }
         }
     };
+    let end = if variant == Variant::Cancel {
+        "canceled"
+    } else {
+        "completed"
+    };
     cluster
-        .wait_for(&mut pick, &counting, |state| state == "completed")
+        .wait_for(&mut pick, &counting, |state| state == end)
         .await;
 
     let write = message_v03(
@@ -254,22 +314,39 @@ async fn run_chat(cluster: &Cluster, index: usize, paused: &AtomicUsize) -> Chat
         .await;
     paused.fetch_add(1, Ordering::SeqCst);
 
-    let decision = decision(&writing, &context, json!({"decision_type": "approve"}));
+    let approve = json!({"decision_type": "approve"});
     let mut decided = None;
     loop {
         let base = cluster.pick(&mut pick);
-        match cluster
-            .stream(&base, message_request("message/stream", decision.clone()))
-            .await
-        {
-            Ok(events) if events.iter().all(|event| event.get("error").is_none()) => {
-                decided = Some(results(&events));
+        // Whether the decision was taken, and its stream (A2A and text only).
+        let sent = match channel {
+            Channel::Rest => cluster
+                .decide_rest(&base, &writing, approve.clone())
+                .await
+                .map(|status| (status == 200, None)),
+            Channel::A2a | Channel::Text => {
+                let message = match channel {
+                    Channel::Text => message_v03("approve", Some(&writing), Some(&context)),
+                    Channel::A2a | Channel::Rest => decision(&writing, &context, approve.clone()),
+                };
+                cluster
+                    .stream(&base, message_request("message/stream", message))
+                    .await
+                    .map(|events| {
+                        let taken = events.iter().all(|event| event.get("error").is_none());
+                        (taken, taken.then(|| results(&events)))
+                    })
+            }
+        };
+        match sent {
+            Ok((true, events)) => {
+                decided = events;
                 break;
             }
             // Refused: an earlier attempt, cut by the kill, had decided it.
-            Ok(events) => {
+            Ok((false, _)) => {
                 let state = cluster.state(&mut pick, &writing).await;
-                assert_ne!(state, "input-required", "a decision refused: {events:?}");
+                assert_ne!(state, "input-required", "chat {index}: a decision refused");
                 break;
             }
             Err(()) => {
@@ -288,7 +365,69 @@ async fn run_chat(cluster: &Cluster, index: usize, paused: &AtomicUsize) -> Chat
         prompted,
         followed,
         decided,
+        variant,
+        queue_taken,
     }
+}
+
+/// Cancels the task through a replica picked at random (again after a failure).
+async fn cancel(cluster: &Cluster, pick: &mut Picker, task: &str) {
+    loop {
+        let base = cluster.pick(pick);
+        if let Ok(answer) = cluster.cancel(&base, task).await {
+            assert_eq!(
+                answer["result"]["status"]["state"], "canceled",
+                "the cancel of {task}: {answer}"
+            );
+            return;
+        }
+        if cluster.state(pick, task).await == "canceled" {
+            return;
+        }
+    }
+}
+
+/// Sends [`QUEUED`] to the working task through a replica picked at random (again after a
+/// failure, unless the message was taken).
+async fn queue(cluster: &Cluster, pick: &mut Picker, task: &str, context: &str) -> bool {
+    let message = message_v03(QUEUED, Some(task), Some(context));
+    loop {
+        let base = cluster.pick(pick);
+        match cluster
+            .stream(&base, message_request("message/stream", message.clone()))
+            .await
+        {
+            Ok(events) => {
+                assert!(
+                    events.iter().all(|event| event.get("error").is_none()),
+                    "a message to the working task {task} was refused: {events:?}"
+                );
+                return true;
+            }
+            // Cut by the kill: it may or may not have been taken; send it again while the task
+            // works (the log then shows it once or twice).
+            Err(()) => {
+                if cluster.state(pick, task).await == "completed" {
+                    return false;
+                }
+            }
+        }
+    }
+}
+
+/// The texts of the user messages in a task's log (as status-update messages).
+fn user_texts(log: &[Value]) -> Vec<String> {
+    log.iter()
+        .filter_map(|event| event["status"]["message"].as_object())
+        .filter(|message| message["role"] == "user")
+        .filter_map(|message| message["parts"].as_array())
+        .map(|parts| {
+            parts
+                .iter()
+                .filter_map(|part| part["text"].as_str())
+                .collect::<String>()
+        })
+        .collect()
 }
 
 /// Whether a resubscribe's first event is a task that had already ended.
