@@ -7,19 +7,14 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use crate::client::A2aClient;
 use crate::error::{BenchError, Result};
 use crate::progress;
-use crate::scenario;
 use crate::server::ServerProcess;
+use crate::server_bench;
 use crate::stats::{percentile, Figure};
 
 const GROUP: &str = "replicas (concurrent approve cycles)";
-
-/// The longest one cycle may take before it counts as an error.
-const CYCLE_LIMIT: Duration = Duration::from_secs(150);
 
 /// The three set-ups, `chats` concurrent approve cycles each. Without `postgres` (an admin URL
 /// of a PostgreSQL the bench may create databases on) only the SQLite row is measured.
@@ -167,39 +162,7 @@ async fn run(
             ))
         })
         .collect();
-    let barrier = Arc::new(tokio::sync::Barrier::new(chats));
-    let started = Instant::now();
-    let mut handles = Vec::with_capacity(chats);
-    for chat in 0..chats {
-        let prompt_on = clients[chat % count].clone();
-        let approve_on = clients[(chat + 1) % count].clone();
-        let barrier = barrier.clone();
-        handles.push(tokio::spawn(async move {
-            barrier.wait().await;
-            let start = Instant::now();
-            let cycle = async {
-                let (_, paused) = scenario::pause(&prompt_on).await?;
-                scenario::approve(&approve_on, &paused).await?;
-                Ok::<f64, BenchError>(scenario::ms(start, Instant::now()))
-            };
-            match tokio::time::timeout(CYCLE_LIMIT, cycle).await {
-                Ok(outcome) => outcome,
-                Err(_) => Err(BenchError::Timeout(format!(
-                    "a cycle took longer than {CYCLE_LIMIT:?}"
-                ))),
-            }
-        }));
-    }
-    let mut e2e = Vec::with_capacity(chats);
-    let mut errors = Vec::new();
-    for handle in handles {
-        match handle.await {
-            Ok(Ok(ms)) => e2e.push(ms),
-            Ok(Err(err)) => errors.push(err.to_string()),
-            Err(err) => errors.push(err.to_string()),
-        }
-    }
-    let wall = started.elapsed();
+    let (e2e, errors, wall) = server_bench::approve_cycles(&clients, chats).await;
     for server in servers {
         server.stop().await?;
     }

@@ -232,18 +232,32 @@ async fn load_once(
 ) -> (Vec<f64>, Vec<String>, Option<f64>, Duration) {
     let client = client_for(server, "demo");
     let cpu_before = server.cpu_seconds().ok();
+    let (e2e, errors, wall) = approve_cycles(&[client], chats).await;
+    let cpu = cpu_before.and_then(|before| server.cpu_seconds().ok().map(|after| after - before));
+    (e2e, errors, cpu, wall)
+}
+
+/// `chats` approve cycles started together: chat `i` pauses through `clients[i % n]` and is
+/// approved through the next client (the same one when there is one), as a load balancer
+/// without sticky sessions spreads them. Each cycle's milliseconds, the errors, and the wall
+/// time.
+pub async fn approve_cycles(
+    clients: &[Arc<A2aClient>],
+    chats: usize,
+) -> (Vec<f64>, Vec<String>, Duration) {
     let barrier = Arc::new(tokio::sync::Barrier::new(chats));
     let started = Instant::now();
-    let mut handles = Vec::new();
-    for _ in 0..chats {
-        let client = client.clone();
+    let mut handles = Vec::with_capacity(chats);
+    for chat in 0..chats {
+        let prompt_on = clients[chat % clients.len()].clone();
+        let approve_on = clients[(chat + 1) % clients.len()].clone();
         let barrier = barrier.clone();
         handles.push(tokio::spawn(async move {
             barrier.wait().await;
             let start = Instant::now();
             let cycle = async {
-                let (_, paused) = scenario::pause(&client).await?;
-                scenario::approve(&client, &paused).await?;
+                let (_, paused) = scenario::pause(&prompt_on).await?;
+                scenario::approve(&approve_on, &paused).await?;
                 Ok::<f64, BenchError>(scenario::ms(start, Instant::now()))
             };
             match tokio::time::timeout(PHASE_LIMIT, cycle).await {
@@ -254,7 +268,7 @@ async fn load_once(
             }
         }));
     }
-    let mut e2e = Vec::new();
+    let mut e2e = Vec::with_capacity(chats);
     let mut errors = Vec::new();
     for handle in handles {
         match handle.await {
@@ -263,9 +277,7 @@ async fn load_once(
             Err(err) => errors.push(err.to_string()),
         }
     }
-    let wall = Instant::now() - started;
-    let cpu = cpu_before.and_then(|before| server.cpu_seconds().ok().map(|after| after - before));
-    (e2e, errors, cpu, wall)
+    (e2e, errors, Instant::now() - started)
 }
 
 /// 100 and then 1,000 concurrent approve cycles.

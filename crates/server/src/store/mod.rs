@@ -11,6 +11,7 @@
 //! It knows rows, typed columns and JSON values, nothing of HTTP and nothing of A2A versions:
 //! the agent layer hands it events already encoded.
 
+mod columns;
 mod postgres;
 mod rows;
 mod sqlite;

@@ -2,73 +2,15 @@
 //! and each call's execution record.
 
 use serde_json::Value;
-use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
-use super::json_column;
 use super::rows::json_text;
 use super::tasks::{append_events, map_rows, task_row};
 use super::{
-    now, task_state_text, BatchRow, BatchState, CallRow, CallStatus, Channel, DecisionRow,
-    DecisionWrite, PendingBatchRow, Postgres, Result, StoreError, TaskRow, Verdict,
+    now, task_state_text, BatchRow, BatchState, CallRow, CallStatus, DecisionRow, DecisionWrite,
+    PendingBatchRow, Postgres, Result, StoreError, TaskRow,
 };
-
-const BATCH_SELECT: &str =
-    "SELECT id, task_id, state, requests, created_at, decided_at FROM batches";
-const DECISION_SELECT: &str = "SELECT id, batch_id, task_id, user_id, channel, decision, summary,
-                                      decided_at FROM decisions";
-const CALL_SELECT: &str = "SELECT task_id, call_id, position, name, source, args, args_sha256,
-                                  batch_id, status, verdict, reason, run_args, run_args_sha256,
-                                  result, started_at, finished_at FROM calls";
-
-fn batch_from_row(row: &PgRow) -> Result<BatchRow> {
-    let state: String = row.try_get(2)?;
-    Ok(BatchRow {
-        id: row.try_get(0)?,
-        task_id: row.try_get(1)?,
-        state: BatchState::parse(&state)?,
-        requests: json_column(row, 3)?.unwrap_or(Value::Null),
-        created_at: row.try_get(4)?,
-        decided_at: row.try_get(5)?,
-    })
-}
-
-fn call_from_row(row: &PgRow) -> Result<CallRow> {
-    let status: String = row.try_get(8)?;
-    let verdict: Option<String> = row.try_get(9)?;
-    Ok(CallRow {
-        task_id: row.try_get(0)?,
-        call_id: row.try_get(1)?,
-        position: row.try_get(2)?,
-        name: row.try_get(3)?,
-        source: row.try_get(4)?,
-        args: json_column(row, 5)?.unwrap_or(Value::Null),
-        args_sha256: row.try_get(6)?,
-        batch_id: row.try_get(7)?,
-        status: CallStatus::parse(&status)?,
-        verdict: verdict.as_deref().map(Verdict::parse).transpose()?,
-        reason: row.try_get(10)?,
-        run_args: json_column(row, 11)?,
-        run_args_sha256: row.try_get(12)?,
-        result: json_column(row, 13)?,
-        started_at: row.try_get(14)?,
-        finished_at: row.try_get(15)?,
-    })
-}
-
-fn decision_from_row(row: &PgRow) -> Result<DecisionRow> {
-    let channel: String = row.try_get(4)?;
-    Ok(DecisionRow {
-        id: row.try_get(0)?,
-        batch_id: row.try_get(1)?,
-        task_id: row.try_get(2)?,
-        user_id: row.try_get(3)?,
-        channel: Channel::parse(&channel)?,
-        decision: json_column(row, 5)?.unwrap_or(Value::Null),
-        summary: row.try_get(6)?,
-        decided_at: row.try_get(7)?,
-    })
-}
+use crate::store::columns::*;
 
 /// The calls of a task, in the order the model asked for them.
 pub(super) async fn task_calls(

@@ -18,6 +18,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
 use sqlx::{PgPool, Row};
 
+use super::columns::*;
 use super::*;
 
 /// The most connections one process holds; a few replicas stay well under PostgreSQL's
@@ -62,8 +63,20 @@ impl Postgres {
     }
 }
 
-/// A text column holding JSON; text that is not JSON is a corrupt row.
-fn json_column(row: &PgRow, index: usize) -> Result<Option<serde_json::Value>> {
-    let text: Option<String> = row.try_get(index)?;
-    text.as_deref().map(rows::json_value).transpose()
+impl Columns for PgRow {
+    fn text(&self, index: usize) -> Result<String> {
+        Ok(self.try_get(index)?)
+    }
+
+    fn optional_text(&self, index: usize) -> Result<Option<String>> {
+        Ok(self.try_get(index)?)
+    }
+
+    fn int(&self, index: usize) -> Result<i64> {
+        Ok(self.try_get(index)?)
+    }
+
+    fn optional_int(&self, index: usize) -> Result<Option<i64>> {
+        Ok(self.try_get(index)?)
+    }
 }

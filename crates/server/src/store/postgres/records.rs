@@ -1,40 +1,12 @@
 //! Approval deadlines, people's "always allow" policies, and the audit of calls decided without
 //! asking (a decided batch of their own and a decision row, written with the call).
 
-use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
-use super::json_column;
 use super::rows::json_text;
 use super::tasks::map_rows;
 use super::{BatchState, Deadline, NewCall, PolicyRow, PolicyScope, Postgres, Result};
-
-const POLICY_SELECT: &str = "SELECT id, user_id, agent, tool, scope, context_id, args, created_by,
-                                    created_at, revoked_at FROM policies";
-
-fn policy_from_row(row: &PgRow) -> Result<PolicyRow> {
-    let scope: String = row.try_get(4)?;
-    Ok(PolicyRow {
-        id: row.try_get(0)?,
-        user_id: row.try_get(1)?,
-        agent: row.try_get(2)?,
-        tool: row.try_get(3)?,
-        scope: PolicyScope::parse(&scope)?,
-        context_id: row.try_get(5)?,
-        args: json_column(row, 6)?,
-        created_by: row.try_get(7)?,
-        created_at: row.try_get(8)?,
-        revoked_at: row.try_get(9)?,
-    })
-}
-
-fn deadline_from_row(row: &PgRow) -> Result<Deadline> {
-    Ok(Deadline {
-        task_id: row.try_get(0)?,
-        batch_id: row.try_get(1)?,
-        expires_at: row.try_get(2)?,
-    })
-}
+use crate::store::columns::*;
 
 /// Writes the decided batch and audit row of each call of `calls` that was decided without
 /// asking; runs inside the commit that records the calls.

@@ -7,40 +7,10 @@ use sqlx::{PgConnection, Row};
 
 use super::rows::json_text;
 use super::{
-    now, parse_task_state, task_state_text, CallStatus, CallUpdate, Commit, EventRow, Guard,
-    NewEvent, Postgres, QueuedMessage, Result, RunnerView, SessionRow, StoreError, TaskRow,
+    now, task_state_text, CallStatus, CallUpdate, Commit, EventRow, Guard, NewEvent, Postgres,
+    QueuedMessage, Result, RunnerView, SessionRow, StoreError, TaskRow,
 };
-
-const TASK_SELECT: &str = "SELECT id, context_id, user_id, agent, state, transcript, last_seq,
-                                  created_at, updated_at FROM tasks";
-const SESSION_SELECT: &str =
-    "SELECT id, user_id, agent, title, created_at, updated_at FROM sessions";
-
-fn task_from_row(row: &PgRow) -> Result<TaskRow> {
-    let state: String = row.try_get(4)?;
-    Ok(TaskRow {
-        id: row.try_get(0)?,
-        context_id: row.try_get(1)?,
-        user_id: row.try_get(2)?,
-        agent: row.try_get(3)?,
-        state: parse_task_state(&state)?,
-        transcript: row.try_get(5)?,
-        last_seq: row.try_get(6)?,
-        created_at: row.try_get(7)?,
-        updated_at: row.try_get(8)?,
-    })
-}
-
-fn session_from_row(row: &PgRow) -> Result<SessionRow> {
-    Ok(SessionRow {
-        id: row.try_get(0)?,
-        user_id: row.try_get(1)?,
-        agent: row.try_get(2)?,
-        title: row.try_get(3)?,
-        created_at: row.try_get(4)?,
-        updated_at: row.try_get(5)?,
-    })
-}
+use crate::store::columns::*;
 
 /// Every row mapped with a mapping that may find a corrupt row.
 pub(super) fn map_rows<T>(rows: Vec<PgRow>, map: impl Fn(&PgRow) -> Result<T>) -> Result<Vec<T>> {

@@ -1,64 +1,16 @@
 //! Batches of held calls, the compare-and-set that decides them, the audit trail of decisions,
 //! and each call's execution record.
 
-use rusqlite::{params, Connection, Row};
+use rusqlite::{params, Connection};
 use serde_json::Value;
 
-use super::rows::{json_text, json_value};
+use super::rows::json_text;
 use super::tasks::{append_events, collect, task_head};
 use super::{
-    now, task_state_text, BatchRow, BatchState, CallRow, CallStatus, Channel, DecisionRow,
-    DecisionWrite, PendingBatchRow, Result, Sqlite, StoreError, TaskRow, Verdict,
+    now, task_state_text, BatchRow, BatchState, CallRow, CallStatus, DecisionRow, DecisionWrite,
+    PendingBatchRow, Result, Sqlite, StoreError, TaskRow,
 };
-
-const BATCH_SELECT: &str =
-    "SELECT id, task_id, state, requests, created_at, decided_at FROM batches";
-const DECISION_SELECT: &str = "SELECT id, batch_id, task_id, user_id, channel, decision, summary,
-                                      decided_at FROM decisions";
-const CALL_SELECT: &str = "SELECT task_id, call_id, position, name, source, args, args_sha256,
-                                  batch_id, status, verdict, reason, run_args, run_args_sha256,
-                                  result, started_at, finished_at FROM calls";
-
-fn batch_from_row(row: &Row<'_>) -> Result<BatchRow> {
-    let state: String = row.get(2)?;
-    let requests: String = row.get(3)?;
-    Ok(BatchRow {
-        id: row.get(0)?,
-        task_id: row.get(1)?,
-        state: BatchState::parse(&state)?,
-        requests: json_value(&requests)?,
-        created_at: row.get(4)?,
-        decided_at: row.get(5)?,
-    })
-}
-
-fn optional_json(row: &Row<'_>, index: usize) -> Result<Option<Value>> {
-    let text: Option<String> = row.get(index)?;
-    text.as_deref().map(json_value).transpose()
-}
-
-fn call_from_row(row: &Row<'_>) -> Result<CallRow> {
-    let status: String = row.get(8)?;
-    let verdict: Option<String> = row.get(9)?;
-    Ok(CallRow {
-        task_id: row.get(0)?,
-        call_id: row.get(1)?,
-        position: row.get(2)?,
-        name: row.get(3)?,
-        source: row.get(4)?,
-        args: optional_json(row, 5)?.unwrap_or(Value::Null),
-        args_sha256: row.get(6)?,
-        batch_id: row.get(7)?,
-        status: CallStatus::parse(&status)?,
-        verdict: verdict.as_deref().map(Verdict::parse).transpose()?,
-        reason: row.get(10)?,
-        run_args: optional_json(row, 11)?,
-        run_args_sha256: row.get(12)?,
-        result: optional_json(row, 13)?,
-        started_at: row.get(14)?,
-        finished_at: row.get(15)?,
-    })
-}
+use crate::store::columns::*;
 
 /// The calls of a task, in the order the model asked for them.
 pub(super) fn task_calls(connection: &Connection, task_id: &str) -> Result<Vec<CallRow>> {
@@ -66,21 +18,7 @@ pub(super) fn task_calls(connection: &Connection, task_id: &str) -> Result<Vec<C
         "{CALL_SELECT} WHERE task_id = ?1 ORDER BY position"
     ))?;
     let rows = statement.query([task_id])?;
-    collect(rows, call_from_row)
-}
-
-fn decision_from_row(row: &Row<'_>) -> Result<DecisionRow> {
-    let channel: String = row.get(4)?;
-    Ok(DecisionRow {
-        id: row.get(0)?,
-        batch_id: row.get(1)?,
-        task_id: row.get(2)?,
-        user_id: row.get(3)?,
-        channel: Channel::parse(&channel)?,
-        decision: optional_json(row, 5)?.unwrap_or(Value::Null),
-        summary: row.get(6)?,
-        decided_at: row.get(7)?,
-    })
+    collect(rows, |row| call_from_row(row))
 }
 
 /// Opens a pending batch of `requests`; every held call of the task without a batch joins it.
@@ -186,7 +124,7 @@ fn pending_batch_of(connection: &Connection, task_id: &str) -> Result<Option<Bat
     let mut statement =
         connection.prepare_cached(&format!("{BATCH_SELECT} WHERE task_id = ?1 AND state = ?2"))?;
     let rows = statement.query([task_id, BatchState::Pending.as_str()])?;
-    Ok(collect(rows, batch_from_row)?.pop())
+    Ok(collect(rows, |row| batch_from_row(row))?.pop())
 }
 
 impl Sqlite {
@@ -291,7 +229,7 @@ impl Sqlite {
             let mut statement = connection
                 .prepare_cached(&format!("{DECISION_SELECT} WHERE task_id = ?1 ORDER BY id"))?;
             let rows = statement.query([task_id])?;
-            collect(rows, decision_from_row)
+            collect(rows, |row| decision_from_row(row))
         })
     }
 
@@ -302,7 +240,7 @@ impl Sqlite {
                 "{DECISION_SELECT} WHERE user_id = ?1 ORDER BY id DESC LIMIT ?2"
             ))?;
             let rows = statement.query(params![user_id, limit])?;
-            collect(rows, decision_from_row)
+            collect(rows, |row| decision_from_row(row))
         })
     }
 }

@@ -6,6 +6,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::tasks::collect;
 use super::{BatchState, Deadline, Result, Sqlite};
+use crate::store::columns::*;
 
 /// Sets the deadline of the batch just opened; runs inside the commit that opens it.
 pub(super) fn set_deadline(
@@ -30,14 +31,7 @@ impl Sqlite {
                  WHERE state = ?1 AND expires_at IS NOT NULL ORDER BY expires_at",
             )?;
             let rows = statement.query([BatchState::Pending.as_str()])?;
-            let deadlines = collect(rows, |row| {
-                Ok(Deadline {
-                    task_id: row.get(0)?,
-                    batch_id: row.get(1)?,
-                    expires_at: row.get(2)?,
-                })
-            })?;
-            Ok(deadlines)
+            collect(rows, |row| deadline_from_row(row))
         })
     }
 
@@ -50,16 +44,8 @@ impl Sqlite {
             )?;
             let mut out = Vec::new();
             for task_id in task_ids {
-                let found = statement
-                    .query_row(params![task_id, BatchState::Pending.as_str()], |row| {
-                        Ok(Deadline {
-                            task_id: row.get(0)?,
-                            batch_id: row.get(1)?,
-                            expires_at: row.get(2)?,
-                        })
-                    })
-                    .optional()?;
-                out.extend(found);
+                let rows = statement.query(params![task_id, BatchState::Pending.as_str()])?;
+                out.extend(collect(rows, |row| deadline_from_row(row))?);
             }
             Ok(out)
         })

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::columns::*;
 use super::rows;
 use super::*;
 
@@ -133,5 +134,23 @@ impl Sqlite {
             connection.prepare_cached("ROLLBACK")?.execute([])?;
             outcome
         })
+    }
+}
+
+impl Columns for rusqlite::Row<'_> {
+    fn text(&self, index: usize) -> Result<String> {
+        Ok(self.get(index)?)
+    }
+
+    fn optional_text(&self, index: usize) -> Result<Option<String>> {
+        Ok(self.get(index)?)
+    }
+
+    fn int(&self, index: usize) -> Result<i64> {
+        Ok(self.get(index)?)
+    }
+
+    fn optional_int(&self, index: usize) -> Result<Option<i64>> {
+        Ok(self.get(index)?)
     }
 }

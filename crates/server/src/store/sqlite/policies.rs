@@ -2,31 +2,12 @@
 //! without asking: a call a policy approved or a rule denied is written with a decided batch of
 //! its own and a decision row, so the audit trail lists it like any other decision.
 
-use rusqlite::{params, Connection, Row};
+use rusqlite::{params, Connection};
 
-use super::rows::{json_text, json_value};
+use super::rows::json_text;
 use super::tasks::collect;
 use super::{BatchState, NewCall, PolicyRow, PolicyScope, Result, Sqlite};
-
-const POLICY_SELECT: &str = "SELECT id, user_id, agent, tool, scope, context_id, args, created_by,
-                                    created_at, revoked_at FROM policies";
-
-fn policy_from_row(row: &Row<'_>) -> Result<PolicyRow> {
-    let scope: String = row.get(4)?;
-    let args: Option<String> = row.get(6)?;
-    Ok(PolicyRow {
-        id: row.get(0)?,
-        user_id: row.get(1)?,
-        agent: row.get(2)?,
-        tool: row.get(3)?,
-        scope: PolicyScope::parse(&scope)?,
-        context_id: row.get(5)?,
-        args: args.as_deref().map(json_value).transpose()?,
-        created_by: row.get(7)?,
-        created_at: row.get(8)?,
-        revoked_at: row.get(9)?,
-    })
-}
+use crate::store::columns::*;
 
 /// Writes the decided batch and audit row of each call of `calls` that was decided without
 /// asking; runs inside the commit that records the calls.
@@ -118,7 +99,7 @@ impl Sqlite {
                 "{POLICY_SELECT} WHERE user_id = ?1 AND revoked_at IS NULL ORDER BY created_at, id"
             ))?;
             let rows = statement.query([user_id])?;
-            let policies = collect(rows, policy_from_row)?;
+            let policies = collect(rows, |row| policy_from_row(row))?;
             Ok(policies)
         })
     }
@@ -144,7 +125,7 @@ impl Sqlite {
                 PolicyScope::Chat.as_str(),
                 context_id
             ])?;
-            let policies = collect(rows, policy_from_row)?;
+            let policies = collect(rows, |row| policy_from_row(row))?;
             Ok(policies)
         })
     }

@@ -1,28 +1,15 @@
 //! Sessions: one A2A contextId, talking to one agent, owned by one user.
 
-use rusqlite::{Connection, OptionalExtension, Row};
+use rusqlite::Connection;
 
+use super::columns::{session_from_row, SESSION_SELECT};
+use super::tasks::collect;
 use super::{Result, SessionRow, Sqlite};
 
-const SESSION_SELECT: &str =
-    "SELECT id, user_id, agent, title, created_at, updated_at FROM sessions";
-
-fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
-    Ok(SessionRow {
-        id: row.get(0)?,
-        user_id: row.get(1)?,
-        agent: row.get(2)?,
-        title: row.get(3)?,
-        created_at: row.get(4)?,
-        updated_at: row.get(5)?,
-    })
-}
-
 fn session_on(connection: &Connection, id: &str) -> Result<Option<SessionRow>> {
-    Ok(connection
-        .prepare_cached(&format!("{SESSION_SELECT} WHERE id = ?1"))?
-        .query_row([id], session_from_row)
-        .optional()?)
+    let mut statement = connection.prepare_cached(&format!("{SESSION_SELECT} WHERE id = ?1"))?;
+    let rows = statement.query([id])?;
+    Ok(collect(rows, |row| session_from_row(row))?.pop())
 }
 
 impl Sqlite {
@@ -36,8 +23,8 @@ impl Sqlite {
             let mut statement = connection.prepare_cached(&format!(
                 "{SESSION_SELECT} WHERE user_id = ?1 ORDER BY updated_at DESC, id"
             ))?;
-            let rows = statement.query_map([user_id], session_from_row)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            let rows = statement.query([user_id])?;
+            collect(rows, |row| session_from_row(row))
         })
     }
 

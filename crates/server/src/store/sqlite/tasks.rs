@@ -9,24 +9,7 @@ use super::{
     now, parse_task_state, task_state_text, CallStatus, CallUpdate, Commit, EventRow, Guard,
     NewEvent, QueuedMessage, Result, RunnerView, Sqlite, StoreError, TaskRow,
 };
-
-const TASK_SELECT: &str = "SELECT id, context_id, user_id, agent, state, transcript, last_seq,
-                                  created_at, updated_at FROM tasks";
-
-fn task_from_row(row: &Row<'_>) -> Result<TaskRow> {
-    let state: String = row.get(4)?;
-    Ok(TaskRow {
-        id: row.get(0)?,
-        context_id: row.get(1)?,
-        user_id: row.get(2)?,
-        agent: row.get(3)?,
-        state: parse_task_state(&state)?,
-        transcript: row.get(5)?,
-        last_seq: row.get(6)?,
-        created_at: row.get(7)?,
-        updated_at: row.get(8)?,
-    })
-}
+use crate::store::columns::*;
 
 /// Every row of a statement, mapped with a mapping that may find a corrupt row.
 pub(super) fn collect<T>(
@@ -44,7 +27,7 @@ pub(super) fn collect<T>(
 pub(super) fn task_row(connection: &Connection, id: &str) -> Result<Option<TaskRow>> {
     let mut statement = connection.prepare_cached(&format!("{TASK_SELECT} WHERE id = ?1"))?;
     let rows = statement.query([id])?;
-    Ok(collect(rows, task_from_row)?.pop())
+    Ok(collect(rows, |row| task_from_row(row))?.pop())
 }
 
 /// Appends `events` after `last_seq`; returns the new last sequence number.
@@ -298,7 +281,7 @@ impl Sqlite {
                 "{TASK_SELECT} WHERE context_id = ?1 AND seq_no < (SELECT seq_no FROM tasks WHERE id = ?2)
                  ORDER BY seq_no"
             ))?;
-            let earlier = collect(statement.query([&task.context_id, &task.id])?, task_from_row)?;
+            let earlier = collect(statement.query([&task.context_id, &task.id])?, |row| task_from_row(row))?;
             let calls = super::batches::task_calls(connection, id)?;
             Ok(Some(RunnerView {
                 task,
@@ -315,7 +298,7 @@ impl Sqlite {
                 "{TASK_SELECT} WHERE context_id = ?1 ORDER BY seq_no"
             ))?;
             let rows = statement.query([context_id])?;
-            collect(rows, task_from_row)
+            collect(rows, |row| task_from_row(row))
         })
     }
 
@@ -339,7 +322,7 @@ impl Sqlite {
                 "{TASK_SELECT} {filter} ORDER BY seq_no DESC LIMIT ?4 OFFSET ?5"
             ))?;
             let rows = statement.query(params![user_id, context_id, state, limit, offset])?;
-            Ok((collect(rows, task_from_row)?, total))
+            Ok((collect(rows, |row| task_from_row(row))?, total))
         })
     }
 
@@ -353,7 +336,7 @@ impl Sqlite {
                 task_state_text(TaskState::Submitted),
                 task_state_text(TaskState::Working),
             ])?;
-            collect(rows, task_from_row)
+            collect(rows, |row| task_from_row(row))
         })
     }
 

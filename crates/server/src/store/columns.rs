@@ -1,0 +1,149 @@
+//! Each table's columns as both backends select them, and the mapping of such a row to its
+//! typed struct, written once: a backend only says how to read one column of its rows
+//! ([`Columns`]). The SELECT and its mapping stand together because the mapping reads the
+//! columns by position.
+
+use serde_json::Value;
+
+use super::rows::json_value;
+use super::{
+    parse_task_state, BatchRow, BatchState, CallRow, CallStatus, Channel, Deadline, DecisionRow,
+    PolicyRow, PolicyScope, Result, SessionRow, TaskRow, Verdict,
+};
+
+/// One row of a backend's answer, read by column position.
+pub(super) trait Columns {
+    fn text(&self, index: usize) -> Result<String>;
+    fn optional_text(&self, index: usize) -> Result<Option<String>>;
+    fn int(&self, index: usize) -> Result<i64>;
+    fn optional_int(&self, index: usize) -> Result<Option<i64>>;
+}
+
+/// A JSON column; text that is not JSON is a corrupt row.
+fn optional_json(row: &impl Columns, index: usize) -> Result<Option<Value>> {
+    row.optional_text(index)?
+        .as_deref()
+        .map(json_value)
+        .transpose()
+}
+
+pub(super) const SESSION_SELECT: &str =
+    "SELECT id, user_id, agent, title, created_at, updated_at FROM sessions";
+
+pub(super) fn session_from_row(row: &impl Columns) -> Result<SessionRow> {
+    Ok(SessionRow {
+        id: row.text(0)?,
+        user_id: row.text(1)?,
+        agent: row.text(2)?,
+        title: row.text(3)?,
+        created_at: row.text(4)?,
+        updated_at: row.text(5)?,
+    })
+}
+
+pub(super) const TASK_SELECT: &str =
+    "SELECT id, context_id, user_id, agent, state, transcript, last_seq, created_at, updated_at
+     FROM tasks";
+
+pub(super) fn task_from_row(row: &impl Columns) -> Result<TaskRow> {
+    Ok(TaskRow {
+        id: row.text(0)?,
+        context_id: row.text(1)?,
+        user_id: row.text(2)?,
+        agent: row.text(3)?,
+        state: parse_task_state(&row.text(4)?)?,
+        transcript: row.text(5)?,
+        last_seq: row.int(6)?,
+        created_at: row.text(7)?,
+        updated_at: row.text(8)?,
+    })
+}
+
+pub(super) const BATCH_SELECT: &str =
+    "SELECT id, task_id, state, requests, created_at, decided_at FROM batches";
+
+pub(super) fn batch_from_row(row: &impl Columns) -> Result<BatchRow> {
+    Ok(BatchRow {
+        id: row.int(0)?,
+        task_id: row.text(1)?,
+        state: BatchState::parse(&row.text(2)?)?,
+        requests: optional_json(row, 3)?.unwrap_or(Value::Null),
+        created_at: row.text(4)?,
+        decided_at: row.optional_text(5)?,
+    })
+}
+
+pub(super) const CALL_SELECT: &str =
+    "SELECT task_id, call_id, position, name, source, args, args_sha256, batch_id, status,
+            verdict, reason, run_args, run_args_sha256, result, started_at, finished_at
+     FROM calls";
+
+pub(super) fn call_from_row(row: &impl Columns) -> Result<CallRow> {
+    Ok(CallRow {
+        task_id: row.text(0)?,
+        call_id: row.text(1)?,
+        position: row.int(2)?,
+        name: row.text(3)?,
+        source: row.text(4)?,
+        args: optional_json(row, 5)?.unwrap_or(Value::Null),
+        args_sha256: row.text(6)?,
+        batch_id: row.optional_int(7)?,
+        status: CallStatus::parse(&row.text(8)?)?,
+        verdict: row
+            .optional_text(9)?
+            .as_deref()
+            .map(Verdict::parse)
+            .transpose()?,
+        reason: row.optional_text(10)?,
+        run_args: optional_json(row, 11)?,
+        run_args_sha256: row.optional_text(12)?,
+        result: optional_json(row, 13)?,
+        started_at: row.optional_text(14)?,
+        finished_at: row.optional_text(15)?,
+    })
+}
+
+pub(super) const DECISION_SELECT: &str =
+    "SELECT id, batch_id, task_id, user_id, channel, decision, summary, decided_at
+     FROM decisions";
+
+pub(super) fn decision_from_row(row: &impl Columns) -> Result<DecisionRow> {
+    Ok(DecisionRow {
+        id: row.int(0)?,
+        batch_id: row.int(1)?,
+        task_id: row.text(2)?,
+        user_id: row.text(3)?,
+        channel: Channel::parse(&row.text(4)?)?,
+        decision: optional_json(row, 5)?.unwrap_or(Value::Null),
+        summary: row.text(6)?,
+        decided_at: row.text(7)?,
+    })
+}
+
+pub(super) const POLICY_SELECT: &str =
+    "SELECT id, user_id, agent, tool, scope, context_id, args, created_by, created_at, revoked_at
+     FROM policies";
+
+pub(super) fn policy_from_row(row: &impl Columns) -> Result<PolicyRow> {
+    Ok(PolicyRow {
+        id: row.text(0)?,
+        user_id: row.text(1)?,
+        agent: row.text(2)?,
+        tool: row.text(3)?,
+        scope: PolicyScope::parse(&row.text(4)?)?,
+        context_id: row.optional_text(5)?,
+        args: optional_json(row, 6)?,
+        created_by: row.text(7)?,
+        created_at: row.text(8)?,
+        revoked_at: row.optional_text(9)?,
+    })
+}
+
+/// A pending deadline, as `SELECT task_id, id, expires_at FROM batches` reads it.
+pub(super) fn deadline_from_row(row: &impl Columns) -> Result<Deadline> {
+    Ok(Deadline {
+        task_id: row.text(0)?,
+        batch_id: row.int(1)?,
+        expires_at: row.text(2)?,
+    })
+}
