@@ -10,7 +10,12 @@ use tokio::sync::mpsc;
 use super::{Postgres, Result};
 
 /// The channel replicas announce changed tasks on; the payload is `<replica> <task id>`.
-const CHANNEL: &str = "signoff_tasks";
+pub(super) const CHANNEL: &str = "signoff_tasks";
+
+/// The payload that tells the others `replica` changed `task_id`.
+pub(super) fn notice(replica: &str, task_id: &str) -> String {
+    format!("{replica} {task_id}")
+}
 
 /// Tells the other replicas that `task_id` changed, when the transaction commits.
 pub(super) async fn announce(
@@ -20,7 +25,7 @@ pub(super) async fn announce(
 ) -> Result<()> {
     sqlx::query("SELECT pg_notify($1, $2)")
         .bind(CHANNEL)
-        .bind(format!("{replica} {task_id}"))
+        .bind(notice(replica, task_id))
         .execute(&mut *connection)
         .await?;
     Ok(())
