@@ -276,3 +276,60 @@ async fn a_long_answer_and_a_long_result_fold_behind_show_more_with_whole_markdo
     assert!(text.contains("The end."), "{text}");
     app.finish().await;
 }
+
+/// A model endpoint that answers a chat completion's headers and then stays silent, holding
+/// each connection open: the agent's turn waits, and its stream sends nothing.
+async fn silent_model() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = vec![0u8; 64 * 1024];
+            let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut request).await;
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n";
+            let _ = tokio::io::AsyncWriteExt::write_all(&mut socket, head.as_bytes()).await;
+            held.push(socket);
+        }
+    });
+    base
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_stream_is_ended_the_ui_says_so_and_keeps_the_typed_text() {
+    let model = silent_model().await;
+    let agents = format!(
+        "[[agents]]\nname = \"silent\"\nnamespace = \"default\"\n\
+         model = {{ kind = \"openai\", base_url = \"{model}\", model = \"m\" }}\n"
+    );
+    let app = App::start_with(
+        "idle",
+        harness::Options {
+            agents_toml: Some(agents),
+            stream_idle_timeout_secs: Some(2),
+            ..harness::Options::default()
+        },
+    )
+    .await;
+    app.open_new_chat_of("/agents/default/silent/chat").await;
+    app.send("are you there?").await;
+    app.wait_for_text("[data-testid=message-user]", "are you there?")
+        .await;
+    // While the agent is silent, the person starts the next message.
+    let input = app.find("[data-testid=composer-input]").await.unwrap();
+    input.send_keys("my next question").await.unwrap();
+    app.wait_for_status("error").await;
+    // The whole sentence in the toast; the status line says it on one line.
+    app.wait_for_text("[data-testid=toast]", "sent nothing for 2 seconds")
+        .await;
+    let status = app.texts("[data-testid=chat-status]").await.join("");
+    assert!(status.contains("Error: the agent sent nothing"), "{status}");
+    assert_eq!(
+        input.prop("value").await.unwrap().as_deref(),
+        Some("my next question")
+    );
+    let bubbles = app.texts("[data-testid=message-user]").await;
+    assert_eq!(bubbles, ["are you there?"]);
+    app.shot("stream-idle-ended").await;
+    app.finish().await;
+}

@@ -180,7 +180,10 @@ impl ChatCtl {
                     // text back, and say why.
                     Some((before, text)) => {
                         self.view.set(before);
-                        self.composer.set(text);
+                        // Not over what the person typed since.
+                        if self.composer.with_untracked(String::is_empty) {
+                            self.composer.set(text);
+                        }
                     }
                     None => self.view.update(|view| view.fail(&message)),
                 }

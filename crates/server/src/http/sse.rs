@@ -32,8 +32,8 @@ pub(super) struct IdleLimit {
 impl IdleLimit {
     pub(super) fn new(after: Duration, id: Id, version: ProtocolVersion) -> IdleLimit {
         let message = format!(
-            "the stream sent nothing for {} and was closed; the task itself goes on \
-             (resubscribe to follow it)",
+            "the agent sent nothing for {}, so the stream was closed; the task goes on \
+             (reload the chat, or resubscribe, to follow it)",
             spoken(after)
         );
         let error = codec::error_object(version, ErrorCode::InternalError, message);
