@@ -239,6 +239,12 @@ fn apply_message(
         Role::User => apply_user_message(view, message, task),
         Role::Agent => apply_agent_message(view, message, task, partial),
     }
+    // kagent's stored tasks keep each turn's counts on the turn's last message.
+    if let (Role::Agent, Some(task), Some(usage)) =
+        (message.role, task, usage_from(message.metadata.as_ref()))
+    {
+        record_turn(view, task, usage);
+    }
 }
 
 fn apply_user_message(view: &mut ChatView, message: &Message, task: Option<&str>) {

@@ -1,8 +1,9 @@
 //! Token usage: each turn counted once for the session total, and tied to the answer it
 //! produced, over kagent's recorded approval round trip (its counts repeat on several events).
 
+use super::super::replay;
 use super::super::Usage;
-use super::{kagent_request_message, kagent_stream, run};
+use super::{kagent_request_message, kagent_stream, kagent_task, run};
 
 fn usage(prompt: u64, completion: u64, total: u64) -> Usage {
     Usage {
@@ -68,4 +69,14 @@ fn a_chat_without_counts_reports_none() {
         run(&[kagent_request_message("c1_interrupt")]).session_usage(),
         None
     );
+}
+
+#[test]
+fn a_stored_task_gives_the_same_counts_as_its_live_streams() {
+    let mut events = kagent_stream("c1_interrupt");
+    events.push(kagent_request_message("c2_resume"));
+    events.extend(kagent_stream("c2_resume"));
+    let live = run(&events);
+    let stored = replay(&[kagent_task("f2_tasks_get_completed")]);
+    assert_eq!(stored.session_usage(), live.session_usage());
 }
