@@ -4,6 +4,7 @@
 mod agent_panel;
 pub mod app;
 pub mod chat;
+mod clamp;
 mod nav;
 mod sidebar;
 mod toasts;

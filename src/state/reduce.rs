@@ -11,7 +11,9 @@ use signoff_protocol::{
 };
 
 use super::tools::LogEntry;
-use super::view::{ChatStatus, ChatView, Item, ItemKind, PendingBatch, ToolStatus, Usage};
+use super::view::{
+    ChatStatus, ChatView, Item, ItemKind, PendingBatch, ToolStatus, TurnUsage, Usage,
+};
 
 /// Applies one event to the view: the reducer of ARCHITECTURE.md, invariant 2.
 pub fn apply(view: &mut ChatView, event: &StreamEvent) {
@@ -96,6 +98,30 @@ fn usage_from(metadata: Option<&Metadata>) -> Option<Usage> {
     })
 }
 
+/// Counts a turn's tokens once and ties them to the task's latest agent item. kagent repeats a
+/// turn's counts on several of its events, so equal counts in the same task are the same turn;
+/// a repeat moves the tie to the newest answer, which the later event may have added.
+fn record_turn(view: &mut ChatView, task: &str, usage: Usage) {
+    let item = view
+        .items
+        .iter()
+        .rev()
+        .find(|item| item.kind == ItemKind::Agent && item.task_id.as_deref() == Some(task))
+        .map(|item| item.key.clone());
+    match view
+        .turns
+        .iter_mut()
+        .find(|turn| turn.task_id == task && turn.usage == usage)
+    {
+        Some(turn) => turn.item = item,
+        None => view.turns.push(TurnUsage {
+            task_id: task.to_owned(),
+            usage,
+            item,
+        }),
+    }
+}
+
 fn is_partial(message: &Message, event_metadata: Option<&Metadata>) -> bool {
     kagent::is_partial(message.metadata.as_ref()) || kagent::is_partial(event_metadata)
 }
@@ -137,6 +163,7 @@ fn apply_status(view: &mut ChatView, task: &str, status: &TaskStatus, metadata: 
     }
     if let Some(usage) = usage_from(metadata) {
         view.usage = Some(usage);
+        record_turn(view, task, usage);
     }
     view.task_states.insert(task.to_owned(), status.state);
     view.status = match status.state {
@@ -211,6 +238,12 @@ fn apply_message(
     match message.role {
         Role::User => apply_user_message(view, message, task),
         Role::Agent => apply_agent_message(view, message, task, partial),
+    }
+    // kagent's stored tasks keep each turn's counts on the turn's last message.
+    if let (Role::Agent, Some(task), Some(usage)) =
+        (message.role, task, usage_from(message.metadata.as_ref()))
+    {
+        record_turn(view, task, usage);
     }
 }
 

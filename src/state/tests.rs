@@ -18,6 +18,7 @@ use super::{replay, ToolStatus};
 
 mod cards;
 mod compose;
+mod usage;
 
 /// kagent 0.10.4's recorded traffic: one copy, in the protocol crate.
 pub(super) fn kagent_dir() -> PathBuf {

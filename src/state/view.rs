@@ -180,11 +180,32 @@ impl ChatStatus {
 }
 
 /// Token counts the agent reported for the last turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     pub prompt: u64,
     pub completion: u64,
     pub total: u64,
+}
+
+impl std::ops::Add for Usage {
+    type Output = Usage;
+
+    fn add(self, other: Usage) -> Usage {
+        Usage {
+            prompt: self.prompt + other.prompt,
+            completion: self.completion + other.completion,
+            total: self.total + other.total,
+        }
+    }
+}
+
+/// One turn's token counts and the answer they belong to.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct TurnUsage {
+    pub task_id: String,
+    pub usage: Usage,
+    /// The key of the task's latest agent item when the counts were last seen.
+    pub item: Option<String>,
 }
 
 /// Everything one chat shows. Built only by [`ChatView::apply`] and its siblings in
@@ -199,6 +220,8 @@ pub struct ChatView {
     pub pending: Option<PendingBatch>,
     pub status: ChatStatus,
     pub usage: Option<Usage>,
+    /// Every turn's counts, once each (kagent repeats a turn's counts on several events).
+    pub(super) turns: Vec<TurnUsage>,
     /// The tool-related events, in order: the input of the three-pass derivation of `tools`.
     pub(super) tool_log: ToolLog,
     pub(super) task_states: BTreeMap<String, TaskState>,
@@ -227,6 +250,7 @@ impl Default for ChatView {
             pending: None,
             status: ChatStatus::Ready,
             usage: None,
+            turns: Vec::new(),
             tool_log: ToolLog::default(),
             task_states: BTreeMap::new(),
             seen_messages: BTreeSet::new(),
@@ -268,6 +292,23 @@ impl ChatView {
 
     pub fn tool(&self, key: &str) -> Option<&ToolCallView> {
         self.tools.get(self.tool_log.position(key)?)
+    }
+
+    /// The tokens of every turn of the chat, if the agent reported any.
+    pub fn session_usage(&self) -> Option<Usage> {
+        self.turns
+            .iter()
+            .map(|turn| turn.usage)
+            .reduce(|a, b| a + b)
+    }
+
+    /// The tokens of the turns whose answer is one of `items`, if any.
+    pub fn answer_usage(&self, items: &[String]) -> Option<Usage> {
+        self.turns
+            .iter()
+            .filter(|turn| turn.item.as_ref().is_some_and(|item| items.contains(item)))
+            .map(|turn| turn.usage)
+            .reduce(|a, b| a + b)
     }
 
     /// The state of the latest task, if any.

@@ -94,6 +94,8 @@ pub struct Options {
     pub agents_toml: Option<String>,
     /// Window width and height.
     pub size: (u32, u32),
+    /// `--stream-idle-timeout`, when a test needs a short one.
+    pub stream_idle_timeout_secs: Option<u64>,
 }
 
 impl Default for Options {
@@ -101,6 +103,7 @@ impl Default for Options {
         Options {
             agents_toml: None,
             size: (1280, 900),
+            stream_idle_timeout_secs: None,
         }
     }
 }
@@ -116,6 +119,9 @@ impl App {
         let data = TempDir::new().unwrap();
         let mut config = Config::new(data.path());
         config.ui_dir = Some(dist);
+        if let Some(secs) = options.stream_idle_timeout_secs {
+            config.stream_idle_timeout_secs = secs;
+        }
         if let Some(toml) = &options.agents_toml {
             let path = data.path().join("agents.toml");
             std::fs::write(&path, toml).unwrap();

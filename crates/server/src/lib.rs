@@ -63,6 +63,10 @@ pub struct Config {
     /// Seconds a model may stay silent within a turn before its task fails.
     #[arg(long, env = "SIGNOFF_MODEL_TIMEOUT", default_value_t = 120)]
     pub model_timeout_secs: u64,
+    /// Seconds an SSE stream may send no event before the server ends it with a JSON-RPC error
+    /// event (the task goes on; a resubscribe follows it). kagent's default: 30 minutes.
+    #[arg(long = "stream-idle-timeout", env = "SIGNOFF_STREAM_IDLE_TIMEOUT", default_value_t = DEFAULT_STREAM_IDLE_TIMEOUT_SECS)]
+    pub stream_idle_timeout_secs: u64,
     /// Seconds a tool call may take before it fails.
     #[arg(long, env = "SIGNOFF_TOOL_TIMEOUT", default_value_t = 60)]
     pub tool_timeout_secs: u64,
@@ -87,6 +91,9 @@ pub struct Config {
     pub conformance_agent: bool,
 }
 
+/// How long a stream may stay silent by default: 30 minutes, as kagent's.
+pub const DEFAULT_STREAM_IDLE_TIMEOUT_SECS: u64 = 30 * 60;
+
 impl Config {
     /// The defaults, with data in `data_dir` (for tests and embedding).
     pub fn new(data_dir: impl Into<PathBuf>) -> Config {
@@ -101,6 +108,7 @@ impl Config {
             tokens: Vec::new(),
             model_timeout_secs: 120,
             tool_timeout_secs: 60,
+            stream_idle_timeout_secs: DEFAULT_STREAM_IDLE_TIMEOUT_SECS,
             max_message_bytes: agent::Limits::DEFAULT_MESSAGE_BYTES,
             max_reason_bytes: agent::Limits::DEFAULT_REASON_BYTES,
             max_tool_calls_per_turn: agent::Limits::DEFAULT_TOOL_CALLS_PER_TURN,
@@ -199,6 +207,7 @@ pub async fn run(
         body_limit: config.body_limit,
         remotes: remotes.clone(),
         trust_proxy: config.trust_proxy,
+        stream_idle_timeout: Duration::from_secs(config.stream_idle_timeout_secs.max(1)),
         origin_agent,
         cards_since: chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp(), 0)
             .unwrap_or_default(),

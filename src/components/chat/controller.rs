@@ -25,6 +25,8 @@ pub struct ChatCtl {
     pub deciding: RwSignal<bool>,
     /// The chat is loading a stored session.
     pub loading: RwSignal<bool>,
+    /// The server knows no chat with this session id (deleted, or a wrong link).
+    pub missing: RwSignal<bool>,
     pub composer: RwSignal<String>,
     /// Why the composer is disabled, for the placeholder.
     key: StoredValue<ChatKey>,
@@ -43,6 +45,7 @@ impl ChatCtl {
             draft: RwSignal::new(BatchDraft::default()),
             deciding: RwSignal::new(false),
             loading: RwSignal::new(key.session.is_some()),
+            missing: RwSignal::new(false),
             composer: RwSignal::new(String::new()),
             key: StoredValue::new(key),
             endpoint: RwSignal::new(None),
@@ -103,6 +106,10 @@ impl ChatCtl {
             self.loading.set(false);
             let tasks = match loaded {
                 Ok((_, tasks)) => tasks,
+                Err(ApiError::Http { status: 404, .. }) => {
+                    self.missing.set(true);
+                    return;
+                }
                 Err(err) => {
                     self.app.toast(format!("Could not load this chat: {err}"));
                     return;
@@ -173,7 +180,10 @@ impl ChatCtl {
                     // text back, and say why.
                     Some((before, text)) => {
                         self.view.set(before);
-                        self.composer.set(text);
+                        // Not over what the person typed since.
+                        if self.composer.with_untracked(String::is_empty) {
+                            self.composer.set(text);
+                        }
                     }
                     None => self.view.update(|view| view.fail(&message)),
                 }

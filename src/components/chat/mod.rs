@@ -3,13 +3,16 @@
 mod composer;
 pub mod controller;
 mod transcript;
+mod usage;
 
 use leptos::prelude::*;
 
 use self::composer::Composer;
 use self::controller::ChatCtl;
 use self::transcript::Transcript;
+use self::usage::SessionUsage;
 use crate::components::app::{AppCtx, ChatKey};
+use crate::state::route::Route;
 use crate::state::ChatStatus;
 
 /// A chat with one agent; `key.session` is `None` for a new chat.
@@ -32,6 +35,7 @@ pub fn Chat(key: ChatKey) -> impl IntoView {
                 </button>
                 <h1 class="chat-title" data-testid="chat-title">{title}</h1>
                 <StatusLine />
+                <SessionUsage />
                 <button
                     class="button small details-button"
                     aria-label="Agent details"
@@ -42,9 +46,32 @@ pub fn Chat(key: ChatKey) -> impl IntoView {
                     "Details"
                 </button>
             </header>
-            <Transcript />
-            <Composer />
+            <Show when=move || !ctl.missing.get() fallback=move || view! { <SessionNotFound /> }>
+                <Transcript />
+                <Composer />
+            </Show>
         </section>
+    }
+}
+
+/// In place of the transcript when the chat's session does not exist: kagent's page, with
+/// the way out.
+#[component]
+fn SessionNotFound() -> impl IntoView {
+    let ctl = expect_context::<ChatCtl>();
+    let app = expect_context::<AppCtx>();
+    let start = move |_| {
+        let key = ctl.key();
+        app.navigate(Route::chat(&key.namespace, &key.agent, None));
+    };
+    view! {
+        <div class="empty-state not-found" role="alert" data-testid="session-not-found">
+            <h2>"Session not found"</h2>
+            <p>"This chat was deleted, or the link to it is wrong."</p>
+            <button type="button" class="button primary" data-testid="start-new-chat" on:click=start>
+                "Start a new chat"
+            </button>
+        </div>
     }
 }
 

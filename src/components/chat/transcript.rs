@@ -6,6 +6,8 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::controller::ChatCtl;
+use super::usage::AnswerUsage;
+use crate::components::clamp::{is_long, ShowMore};
 use crate::components::tools::ToolList;
 use crate::components::util::copy_to_clipboard;
 use crate::markdown;
@@ -153,17 +155,28 @@ fn ItemRow(item_key: String, rows: Memo<Vec<Row>>) -> impl IntoView {
                         .unwrap_or_default()
                 })
             });
+            // Folded once complete: while it streams, the newest text must stay in view.
+            let long = Signal::derive(move || {
+                item.with(|item| {
+                    item.as_ref()
+                        .is_some_and(|item| !item.streaming && is_long(&item.text))
+                })
+            });
+            let open = RwSignal::new(false);
             view! {
                 <div class="row row-agent">
                     <Show when=move || !text().is_empty()>
                         <div
                             class="bubble bubble-agent markdown"
                             class:streaming=streaming
+                            class:clamped=move || long.get() && !open.get()
                             data-testid="message-agent"
                             inner_html=move || markdown::to_html(&text())
                         ></div>
                     </Show>
+                    <ShowMore long=long open=open />
                     <ToolList owners=owners />
+                    <AnswerUsage items=owners />
                 </div>
             }
             .into_any()

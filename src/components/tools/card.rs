@@ -10,6 +10,7 @@ use super::allow::{AlwaysAllow, Countdown, DecidedByLine};
 use super::pretty;
 use super::question::{Answers, QuestionForm};
 use crate::components::chat::controller::ChatCtl;
+use crate::components::clamp::{is_long, ShowMore};
 use crate::components::util::{copy_to_clipboard, typing_in_field};
 use crate::state::draft::{parse_args, reject_all};
 use crate::state::{PendingBatch, ToolCallView, ToolStatus};
@@ -532,6 +533,8 @@ fn CardBody(
         {result.map(|result| {
             let text = pretty(&result);
             let copy = text.clone();
+            let long = Signal::stored(is_long(&text));
+            let open = RwSignal::new(false);
             view! {
                 <details class="tool-section" class:error=card.is_error data-testid="tool-result">
                     <summary>{result_title}</summary>
@@ -539,7 +542,8 @@ fn CardBody(
                         on:click=move |_| copy_to_clipboard(&copy)>
                         "Copy"
                     </button>
-                    <pre class="json">{text}</pre>
+                    <pre class="json" class:long=long class:clamped=move || long.get() && !open.get()>{text}</pre>
+                    <ShowMore long=long open=open />
                 </details>
             }
         })}

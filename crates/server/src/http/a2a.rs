@@ -2,23 +2,21 @@
 //! (absent means 0.3). Decoding and encoding go through `signoff_protocol::codec`; this file
 //! only routes methods to the runtime and maps errors to codes (docs/wire.md, Error codes).
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, BoxStream};
-use futures_util::{FutureExt, StreamExt};
+use futures_util::StreamExt;
 use serde_json::Value;
 use signoff_protocol::codec::{self, Method};
 use signoff_protocol::jsonrpc::{self, ErrorCode, ErrorObject, Id, Response as RpcResponse};
 use signoff_protocol::{json_keys, ProtocolVersion, Role, StreamEvent, Task, TaskState};
 
+use super::sse::{sse, IdleLimit};
 use super::{AppState, User};
-use crate::agent::metrics::OpenStream;
 use crate::agent::runtime::StreamEnd;
 use crate::agent::{Agent, AgentError, Runtime};
 use crate::store::EVENT_LOG_VERSION;
@@ -274,62 +272,17 @@ pub async fn handle(
     tracing::debug!(method = method_name, version = version.as_str(), "a2a call");
     if method.is_streaming() {
         let open = state.runtime.metrics().stream_opened();
+        let idle = IdleLimit::new(state.stream_idle_timeout, call.id.clone(), version);
         match stream_call(call).await {
-            Ok(items) => sse(items, open),
+            Ok(items) => sse(items, open, idle),
             // v1.0: an error found before the stream opens is the call's one JSON-RPC response,
             // as for a unary method (a client then need not read a stream to learn of it).
             Err(response) if version == ProtocolVersion::V1_0 => json_response(&response),
-            Err(response) => sse(stream::iter([response.to_json()]).boxed(), open),
+            Err(response) => sse(stream::iter([response.to_json()]).boxed(), open, idle),
         }
     } else {
         json_response(&unary_call(call).await)
     }
-}
-
-/// How long an idle stream waits before a `: keep-alive` comment.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
-
-/// The most events one write carries.
-const EVENTS_PER_WRITE: usize = 64;
-
-/// SSE: each item is one complete JSON-RPC response, one `data:` event. Events that are ready
-/// together (a commit's worth) go out in one write rather than one system call each; an idle
-/// stream gets `: keep-alive` comments. `open` counts the stream while its body lives.
-fn sse(items: BoxStream<'static, String>, open: OpenStream) -> Response {
-    let frames = stream::unfold((items, open), |(mut items, open)| async move {
-        let first = match tokio::time::timeout(KEEP_ALIVE, items.next()).await {
-            Ok(Some(first)) => first,
-            Ok(None) => return None,
-            Err(_idle) => {
-                return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), (items, open)))
-            }
-        };
-        let mut frame = String::with_capacity(first.len() + 8);
-        push_event(&mut frame, &first);
-        for _ in 1..EVENTS_PER_WRITE {
-            match items.next().now_or_never() {
-                Some(Some(next)) => push_event(&mut frame, &next),
-                Some(None) | None => break,
-            }
-        }
-        Some((Ok::<Bytes, Infallible>(Bytes::from(frame)), (items, open)))
-    });
-    (
-        [
-            (header::CONTENT_TYPE, "text/event-stream"),
-            (header::CACHE_CONTROL, "no-cache"),
-        ],
-        Body::from_stream(frames),
-    )
-        .into_response()
-}
-
-/// One SSE event whose data is `json` (serde_json never writes a raw line break, so one
-/// `data:` line holds it).
-fn push_event(frame: &mut String, json: &str) {
-    frame.push_str("data: ");
-    frame.push_str(json);
-    frame.push_str("\n\n");
 }
 
 /// What a send answers: the task, or the agent's message when the task completed with its whole

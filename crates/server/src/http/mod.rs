@@ -6,11 +6,13 @@ mod card;
 mod ops;
 pub mod relay;
 mod rest;
+mod sse;
 mod ui;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{FromRequestParts, Request};
 use axum::http::request::Parts;
@@ -49,6 +51,9 @@ pub struct AppState {
     /// Whether `X-Forwarded-Host` and `X-Forwarded-Proto` come from a proxy we trust
     /// (`--trust-proxy`); otherwise anyone could choose the URLs our agent cards advertise.
     pub trust_proxy: bool,
+    /// An SSE stream that sends no event for this long is ended with an error event
+    /// (`--stream-idle-timeout`).
+    pub stream_idle_timeout: Duration,
     /// The agent (`namespace/name`) whose card is at the origin's
     /// `/.well-known/agent-card.json`; none: the first agent.
     pub origin_agent: Option<String>,

@@ -14,6 +14,7 @@ mod conformance_agent;
 mod expiry;
 mod hitl;
 mod hostile;
+mod idle;
 mod live;
 mod ops;
 mod policies;

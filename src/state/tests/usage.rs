@@ -1,0 +1,82 @@
+//! Token usage: each turn counted once for the session total, and tied to the answer it
+//! produced, over kagent's recorded approval round trip (its counts repeat on several events).
+
+use super::super::replay;
+use super::super::Usage;
+use super::{kagent_request_message, kagent_stream, kagent_task, run};
+
+fn usage(prompt: u64, completion: u64, total: u64) -> Usage {
+    Usage {
+        prompt,
+        completion,
+        total,
+    }
+}
+
+#[test]
+fn each_turn_counts_once_in_the_session_total() {
+    let paused = run(&kagent_stream("c1_interrupt"));
+    assert_eq!(paused.session_usage(), Some(usage(87, 25, 112)));
+
+    let mut events = kagent_stream("c1_interrupt");
+    events.push(kagent_request_message("c2_resume"));
+    events.extend(kagent_stream("c2_resume"));
+    let done = run(&events);
+    assert_eq!(
+        done.session_usage(),
+        Some(usage(87 + 105, 25 + 85, 112 + 190))
+    );
+
+    // The same events again (a resubscribe replays them) change nothing.
+    let mut twice = events.clone();
+    twice.extend(events);
+    assert_eq!(run(&twice).session_usage(), done.session_usage());
+}
+
+#[test]
+fn each_answer_shows_the_tokens_of_its_own_turn() {
+    let mut events = kagent_stream("c1_interrupt");
+    events.push(kagent_request_message("c2_resume"));
+    events.extend(kagent_stream("c2_resume"));
+    let view = run(&events);
+    let keys: Vec<String> = view.items.iter().map(|item| item.key.clone()).collect();
+    // Every turn belongs to some answer: the answers add up to the session.
+    assert_eq!(view.answer_usage(&keys), view.session_usage());
+    // The final answer shows the resumed turn only.
+    let last = view
+        .items
+        .iter()
+        .rev()
+        .find(|item| item.kind == super::super::ItemKind::Agent && !item.text.is_empty())
+        .map(|item| item.key.clone())
+        .unwrap();
+    assert_eq!(view.answer_usage(&[last]), Some(usage(105, 85, 190)));
+    // The person's messages carry no counts.
+    let user: Vec<String> = view
+        .items
+        .iter()
+        .filter(|item| item.kind == super::super::ItemKind::User)
+        .map(|item| item.key.clone())
+        .collect();
+    assert_eq!(view.answer_usage(&user), None);
+}
+
+#[test]
+fn a_chat_without_counts_reports_none() {
+    assert_eq!(run(&[]).session_usage(), None);
+    // The person's message alone: nothing reported yet.
+    assert_eq!(
+        run(&[kagent_request_message("c1_interrupt")]).session_usage(),
+        None
+    );
+}
+
+#[test]
+fn a_stored_task_gives_the_same_counts_as_its_live_streams() {
+    let mut events = kagent_stream("c1_interrupt");
+    events.push(kagent_request_message("c2_resume"));
+    events.extend(kagent_stream("c2_resume"));
+    let live = run(&events);
+    let stored = replay(&[kagent_task("f2_tasks_get_completed")]);
+    assert_eq!(stored.session_usage(), live.session_usage());
+}
