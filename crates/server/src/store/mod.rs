@@ -105,6 +105,10 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// How long a task's lease lasts without renewal: a dead replica's tasks wait this long at most
+/// (plus a sweep) before another replica takes them over.
+pub const LEASE: Duration = Duration::from_secs(10);
+
 /// Whole seconds, at least one.
 fn seconds(duration: Duration) -> i64 {
     duration.as_secs().max(1) as i64
@@ -179,11 +183,12 @@ impl Store {
         }
     }
 
-    /// Extends this replica's leases by `ttl`; the tasks it still holds.
-    pub async fn renew_leases(&self, ttl: Duration) -> Result<Vec<String>> {
+    /// Extends by `ttl` the leases this replica holds of `running`, the tasks it drives; the
+    /// tasks it still holds.
+    pub async fn renew_leases(&self, running: &[String], ttl: Duration) -> Result<Vec<String>> {
         match &*self.backend {
-            Backend::Sqlite(_) => Ok(Vec::new()),
-            Backend::Postgres(backend) => backend.renew_leases(seconds(ttl)).await,
+            Backend::Sqlite(_) => Ok(running.to_vec()),
+            Backend::Postgres(backend) => backend.renew_leases(running, seconds(ttl)).await,
         }
     }
 

@@ -22,4 +22,5 @@ mod questions;
 mod rest;
 mod restart;
 mod rules;
+mod store;
 mod traces;

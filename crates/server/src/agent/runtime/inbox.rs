@@ -26,10 +26,18 @@ impl Runtime {
     ) -> Result<Accepted> {
         let stored = codec::encode_message(EVENT_LOG_VERSION, &message).to_string();
         if !self.store.queue_message(task_id, stored).await? {
-            return Err(AgentError::Terminal(format!(
-                "task {task_id} has finished working and takes no more messages; send a \
-                 message without taskId to start a new task"
-            )));
+            // It stopped working a moment ago: paused for a decision, or ended.
+            let state = self.store.task(task_id).await?.map(|row| row.state);
+            return Err(match state {
+                Some(TaskState::InputRequired) => AgentError::InvalidParams(format!(
+                    "task {task_id} has just paused for a decision on its tool calls; send \
+                     your message again to reply to it"
+                )),
+                _ => AgentError::Terminal(format!(
+                    "task {task_id} has finished working and takes no more messages; send a \
+                     message without taskId to start a new task"
+                )),
+            });
         }
         tracing::info!(task = %task_id, "message queued for a working task");
         Ok(Accepted {

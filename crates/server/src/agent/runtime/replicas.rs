@@ -18,10 +18,7 @@ use tokio::sync::mpsc;
 
 use super::runner::RunnerStart;
 use super::{Result, Runtime};
-
-/// How long a lease lasts without renewal: a dead replica's tasks wait this long at most
-/// (plus a sweep) before another takes them over.
-pub(super) const LEASE: Duration = Duration::from_secs(10);
+use crate::store::LEASE;
 
 /// How often a replica renews its leases (well within [`LEASE`]).
 const RENEW_EVERY: Duration = Duration::from_secs(3);
@@ -75,29 +72,25 @@ impl Runtime {
         }
     }
 
-    /// Renews this replica's leases; a runner whose lease another replica took over stops.
+    /// Renews the leases of the tasks this replica drives; a runner whose lease lapsed (another
+    /// replica may have taken its task over) stops.
     async fn renew_leases(&self) {
-        let held = match self.store.renew_leases(LEASE).await {
+        let running: Vec<String> = match self.running.lock() {
+            Ok(running) => running.keys().cloned().collect(),
+            Err(_) => return,
+        };
+        let held = match self.store.renew_leases(&running, LEASE).await {
             Ok(held) => held,
             Err(err) => {
                 tracing::warn!(error = %err, "could not renew the task leases");
                 return;
             }
         };
-        let lost: Vec<String> = match self.running.lock() {
-            Ok(running) => running
-                .keys()
-                .filter(|task_id| !held.contains(task_id))
-                .cloned()
-                .collect(),
-            Err(_) => return,
-        };
-        for task_id in lost {
-            // A runner that has not taken its lease yet is not among them for long; one that
-            // lost it must not write on.
-            if !self.take_lease(&task_id).await {
-                tracing::warn!(task = %task_id, "another replica took this task over; stopping");
-                self.stop_runner(&task_id);
+        for task_id in running.iter().filter(|task_id| !held.contains(task_id)) {
+            // Its runner may have just ended (then this does nothing); else it lost the task.
+            if self.is_running(task_id) {
+                tracing::warn!(task = %task_id, "this task's lease lapsed; stopping its runner");
+                self.stop_runner(task_id);
             }
         }
     }

@@ -59,7 +59,9 @@ impl Runtime {
         let mut deferred: Deferred = None;
         let mut held = Vec::new();
         for call in open {
-            if cancel.is_cancelled() {
+            // Shutting down: start nothing more (another replica, or the next start, goes on
+            // from the calls recorded so far).
+            if cancel.is_cancelled() || self.shutdown.is_cancelled() {
                 self.write_deferred(task_id, deferred).await?;
                 return Ok(true);
             }

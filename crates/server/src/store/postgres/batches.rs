@@ -56,6 +56,7 @@ pub(super) async fn open_batch(
 
 async fn apply_decision(
     connection: &mut PgConnection,
+    replica: &str,
     task_id: &str,
     decision: &DecisionWrite,
 ) -> Result<i64> {
@@ -115,13 +116,23 @@ async fn apply_decision(
     .await?;
     let events = decision.events.len() as i64;
     let last: i64 = sqlx::query_scalar(
-        "UPDATE tasks SET state = $1, last_seq = last_seq + $2, updated_at = $3 WHERE id = $4
+        // A task that goes on working is leased to this replica, whose runner takes it next:
+        // another replica's sweep must not take it up meanwhile.
+        "UPDATE tasks SET state = $1, last_seq = last_seq + $2, updated_at = $3,
+                          lease_owner = CASE WHEN $1 = $6 THEN $5 ELSE lease_owner END,
+                          lease_until = CASE WHEN $1 = $6
+                                             THEN clock_timestamp() + make_interval(secs => $7)
+                                             ELSE lease_until END
+         WHERE id = $4
          RETURNING last_seq",
     )
     .bind(task_state_text(decision.task_state))
     .bind(events)
     .bind(&now)
     .bind(task_id)
+    .bind(replica)
+    .bind(task_state_text(signoff_protocol::TaskState::Working))
+    .bind(crate::store::LEASE.as_secs_f64())
     .fetch_optional(&mut *connection)
     .await?
     .ok_or(StoreError::NotFound)?;
@@ -178,7 +189,7 @@ impl Postgres {
             Err(refused) => Err(refused),
             Ok((None, back)) => Ok((None, back)),
             Ok((Some(write), back)) => {
-                let seq = apply_decision(&mut transaction, task_id, &write).await?;
+                let seq = apply_decision(&mut transaction, &self.replica, task_id, &write).await?;
                 super::leases::announce(&mut transaction, &self.replica, task_id).await?;
                 Ok((Some(seq), back))
             }
@@ -218,7 +229,12 @@ impl Postgres {
 
     pub async fn decide(&self, task_id: &str, decision: DecisionWrite) -> Result<i64> {
         let mut transaction = self.pool.begin().await?;
-        let last = apply_decision(&mut transaction, task_id, &decision).await?;
+        // The task's row first, as `decide_planned` takes it: the same lock order, so a cancel
+        // or an expiry racing a decision waits instead of deadlocking.
+        task_row(&mut transaction, task_id, true)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        let last = apply_decision(&mut transaction, &self.replica, task_id, &decision).await?;
         super::leases::announce(&mut transaction, &self.replica, task_id).await?;
         transaction.commit().await?;
         Ok(last)

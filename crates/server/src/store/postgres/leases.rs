@@ -54,15 +54,20 @@ impl Postgres {
         Ok(taken == 1)
     }
 
-    /// Extends every lease this replica holds; returns the tasks it still holds. A lease that
-    /// lapsed (given up, or taken over) is not renewed: another replica may be taking it.
-    pub async fn renew_leases(&self, ttl_secs: i64) -> Result<Vec<String>> {
+    /// Extends the leases of `running` (the tasks this replica drives) that it still holds;
+    /// returns those. A lease that lapsed (given up, or taken over) is not renewed, nor is one
+    /// whose runner has ended (it lapses, and the sweep finds its task if it is unfinished).
+    /// `clock_timestamp()`, not the transaction's start: a renewal that waited for a row lock
+    /// must not extend a lease given up meanwhile.
+    pub async fn renew_leases(&self, running: &[String], ttl_secs: i64) -> Result<Vec<String>> {
         Ok(sqlx::query_scalar(
-            "UPDATE tasks SET lease_until = now() + make_interval(secs => $2)
-             WHERE lease_owner = $1 AND lease_until >= now() RETURNING id",
+            "UPDATE tasks SET lease_until = clock_timestamp() + make_interval(secs => $2)
+             WHERE lease_owner = $1 AND id = ANY($3) AND lease_until >= clock_timestamp()
+             RETURNING id",
         )
         .bind(&self.replica)
         .bind(ttl_secs as f64)
+        .bind(running)
         .fetch_all(&self.pool)
         .await?)
     }

@@ -153,10 +153,12 @@ async fn apply_commit(
                 run_args,
                 run_args_sha256,
             } => {
-                sqlx::query(
+                // Only a call free to run starts, once: a replica that lost the task's lease
+                // cannot start a call the replica that took it over has started.
+                let started = sqlx::query(
                     "UPDATE calls SET status = $1, started_at = $2, run_args = $3,
                                       run_args_sha256 = $4
-                     WHERE task_id = $5 AND call_id = $6",
+                     WHERE task_id = $5 AND call_id = $6 AND status IN ($7, $8)",
                 )
                 .bind(CallStatus::Started.as_str())
                 .bind(&now)
@@ -164,8 +166,14 @@ async fn apply_commit(
                 .bind(run_args_sha256)
                 .bind(task_id)
                 .bind(call_id)
+                .bind(CallStatus::Auto.as_str())
+                .bind(CallStatus::Approved.as_str())
                 .execute(&mut *connection)
-                .await?;
+                .await?
+                .rows_affected();
+                if started != 1 {
+                    return Err(StoreError::Conflict("the call was already started"));
+                }
             }
             CallUpdate::Finished { call_id, result } => {
                 sqlx::query(

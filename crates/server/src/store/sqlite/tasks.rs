@@ -159,11 +159,13 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
                 run_args,
                 run_args_sha256,
             } => {
-                connection
+                // Only a call free to run starts, once: a runner that lost its task to
+                // another (a lapsed lease) cannot start a call the other has started.
+                let started = connection
                     .prepare_cached(
                         "UPDATE calls SET status = ?1, started_at = ?2, run_args = ?3,
                                           run_args_sha256 = ?4
-                         WHERE task_id = ?5 AND call_id = ?6",
+                         WHERE task_id = ?5 AND call_id = ?6 AND status IN (?7, ?8)",
                     )?
                     .execute(params![
                         CallStatus::Started.as_str(),
@@ -171,8 +173,13 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
                         json_text(run_args)?,
                         run_args_sha256,
                         task_id,
-                        call_id
+                        call_id,
+                        CallStatus::Auto.as_str(),
+                        CallStatus::Approved.as_str()
                     ])?;
+                if started != 1 {
+                    return Err(StoreError::Conflict("the call was already started"));
+                }
             }
             CallUpdate::Finished { call_id, result } => {
                 connection
