@@ -5,6 +5,7 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use signoff_protocol::hitl::Decision;
+use signoff_protocol::jsonrpc::ErrorCode;
 use signoff_protocol::{Message, Part, Role, StreamEvent, TaskState};
 
 use crate::api::rpc::{self, Endpoint};
@@ -155,6 +156,18 @@ impl ChatCtl {
                     self.on_event(&event)
                 })
                 .await;
+                // The expiry's turn may end the task before this look: v1.0 refuses to
+                // subscribe to an ended task (-32004). Then read the task as it ended.
+                let result = match result {
+                    Err(ApiError::Rpc { code, .. })
+                        if code == ErrorCode::UnsupportedOperation.code() =>
+                    {
+                        rpc::get_task(&endpoint, &task_id).await.map(|task| {
+                            self.on_event(&StreamEvent::Task(task));
+                        })
+                    }
+                    other => other,
+                };
                 let waiting = self.view.with_untracked(|view| {
                     view.pending
                         .as_ref()
