@@ -297,6 +297,10 @@ pub struct Commit {
     /// Refuse with [`StoreError::MessagesWaiting`] if messages wait in the task's queue (a task
     /// about to complete takes another turn for them instead).
     pub unless_queued: bool,
+    /// A step of the task's runner: on a shared database it is refused
+    /// ([`StoreError::Conflict`]) unless this replica still holds the task's lease, so a runner
+    /// that lost its task to another replica writes nothing more.
+    pub leased: bool,
 }
 
 impl Commit {
@@ -319,6 +323,7 @@ impl Commit {
             guard: next.guard.or(self.guard),
             delivered: self.delivered,
             unless_queued: self.unless_queued || next.unless_queued,
+            leased: self.leased || next.leased,
         }
     }
 }

@@ -1,9 +1,10 @@
 //! The store's own guarantees, on the backend under test (SQLite, or PostgreSQL with
-//! `SIGNOFF_TEST_BACKEND=postgres`): each call starts at most once, whoever tries.
+//! `SIGNOFF_TEST_BACKEND=postgres`): each call starts at most once, whoever tries, and a
+//! runner writes only while its replica holds the task's lease.
 
 use serde_json::json;
 use signoff_protocol::TaskState;
-use signoff_server::store::{now, CallUpdate, Commit, NewCall, Store, StoreError, TaskRow};
+use signoff_server::store::{now, CallUpdate, Commit, NewCall, Store, StoreError, TaskRow, LEASE};
 
 use crate::support::*;
 
@@ -86,5 +87,46 @@ async fn a_call_starts_once_so_a_runner_that_lost_its_task_cannot_run_it_again()
         store.commit("t-1", started("call_2")).await,
         Err(StoreError::Conflict(_))
     ));
+    store.close().await;
+}
+
+#[tokio::test]
+async fn a_runners_step_is_written_only_while_its_replica_holds_the_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&test_database(dir.path()).await).await.unwrap();
+    store
+        .create_task(&task("t-2"), "a chat", Vec::new())
+        .await
+        .unwrap();
+    let step = || Commit {
+        transcript: Some("[\"a step\"]".into()),
+        leased: true,
+        ..Commit::default()
+    };
+    let without_lease = store.commit("t-2", step()).await;
+    if on_postgres() {
+        // Shared: nobody leased it to this replica, so its runner's step is refused.
+        assert!(
+            matches!(without_lease, Err(StoreError::Conflict(_))),
+            "{without_lease:?}"
+        );
+        assert!(store.acquire_lease("t-2", LEASE).await.unwrap());
+        store.commit("t-2", step()).await.unwrap();
+        // Given up (it lapses at once): refused again.
+        store.release_lease("t-2").await.unwrap();
+        assert!(matches!(
+            store.commit("t-2", step()).await,
+            Err(StoreError::Conflict(_))
+        ));
+    } else {
+        // One process owns an SQLite file: there are no leases to hold.
+        without_lease.unwrap();
+    }
+    // A write that is not the runner's (a cancel) needs no lease.
+    let cancel = Commit {
+        state: Some(TaskState::Canceled),
+        ..Commit::default()
+    };
+    store.commit("t-2", cancel).await.unwrap();
     store.close().await;
 }

@@ -219,7 +219,8 @@ impl Runtime {
                 guard: Some(Guard::NotTerminal),
                 ..Commit::default()
             };
-            match self.commit(task_id, vec![canceled], commit).await {
+            // Not the runner's step: any replica may cancel.
+            match self.commit_any(task_id, vec![canceled], commit).await {
                 Ok(_) => {}
                 Err(AgentError::TaskEnded) => {
                     let current = self

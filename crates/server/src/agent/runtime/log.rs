@@ -182,9 +182,24 @@ impl Runtime {
         }
     }
 
-    /// Writes `events` with `commit` in one transaction, then wakes the task's followers
-    /// (persist, then announce).
+    /// A step of the task's runner: writes `events` with `commit` in one transaction, then
+    /// wakes the task's followers (persist, then announce). On a shared database it writes only
+    /// while this replica holds the task's lease.
     pub(super) async fn commit(
+        &self,
+        task_id: &str,
+        events: Vec<StreamEvent>,
+        commit: Commit,
+    ) -> Result<i64> {
+        let commit = Commit {
+            leased: true,
+            ..commit
+        };
+        self.commit_any(task_id, events, commit).await
+    }
+
+    /// [`Runtime::commit`] for a write that is not the runner's (a cancel, from any replica).
+    pub(super) async fn commit_any(
         &self,
         task_id: &str,
         events: Vec<StreamEvent>,

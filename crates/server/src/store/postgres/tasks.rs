@@ -72,8 +72,25 @@ const TERMINAL: [TaskState; 4] = [
     TaskState::Rejected,
 ];
 
+/// Why a task's step wrote nothing: the task is gone, it has ended, or (a runner's step) this
+/// replica no longer holds its lease.
+async fn refused(connection: &mut PgConnection, task_id: &str) -> StoreError {
+    match task_row(connection, task_id, false).await {
+        Ok(Some(task)) if task.state.is_terminal() => StoreError::Conflict("the task has ended"),
+        Ok(Some(_)) => StoreError::Conflict("this replica no longer holds the task's lease"),
+        Ok(None) => StoreError::NotFound,
+        Err(err) => err,
+    }
+}
+
+/// The replica whose lease a runner's step must still hold (see [`Commit::leased`]).
+fn fence<'a>(commit: &Commit, replica: &'a str) -> Option<&'a str> {
+    commit.leased.then_some(replica)
+}
+
 async fn apply_commit(
     connection: &mut PgConnection,
+    replica: &str,
     task_id: &str,
     commit: &Commit,
 ) -> Result<i64> {
@@ -85,6 +102,7 @@ async fn apply_commit(
         "UPDATE tasks SET last_seq = last_seq + $1, state = COALESCE($2, state),
                           transcript = COALESCE($3, transcript), updated_at = $4
          WHERE id = $5 AND NOT ($6 AND state = ANY($7))
+           AND ($8::text IS NULL OR (lease_owner = $8 AND lease_until > clock_timestamp()))
          RETURNING last_seq",
     )
     .bind(events)
@@ -94,13 +112,11 @@ async fn apply_commit(
     .bind(task_id)
     .bind(guarded)
     .bind(&terminal)
+    .bind(fence(commit, replica))
     .fetch_optional(&mut *connection)
     .await?;
     let Some(last) = last else {
-        return Err(match task_row(connection, task_id, false).await? {
-            Some(_) => StoreError::Conflict("the task has ended"),
-            None => StoreError::NotFound,
-        });
+        return Err(refused(connection, task_id).await);
     };
     // The UPDATE above holds the task's row lock, and queueing a message takes it first, so
     // no message can join the queue between this check and the commit.
@@ -442,7 +458,7 @@ impl Postgres {
             return self.commit_plain_step(task_id, &commit).await;
         }
         let mut transaction = self.pool.begin().await?;
-        let last = apply_commit(&mut transaction, task_id, &commit).await?;
+        let last = apply_commit(&mut transaction, &self.replica, task_id, &commit).await?;
         super::leases::announce(&mut transaction, &self.replica, task_id).await?;
         transaction.commit().await?;
         Ok(last)
@@ -474,6 +490,8 @@ impl Postgres {
                  UPDATE tasks SET last_seq = last_seq + $1, state = COALESCE($2, state),
                                   transcript = COALESCE($3, transcript), updated_at = $4
                  WHERE id = $5 AND NOT ($6 AND state = ANY($7))
+                   AND ($12::text IS NULL
+                        OR (lease_owner = $12 AND lease_until > clock_timestamp()))
                  RETURNING last_seq
              ), appended AS (
                  INSERT INTO task_events (task_id, seq, event, is_final, created_at)
@@ -496,16 +514,14 @@ impl Postgres {
         .bind(&finals)
         .bind(super::leases::CHANNEL)
         .bind(super::leases::notice(&self.replica, task_id))
+        .bind(fence(commit, &self.replica))
         .fetch_optional(&self.pool)
         .await?;
         match last {
             Some(last) => Ok(last),
             None => {
                 let mut connection = self.pool.acquire().await?;
-                Err(match task_row(&mut connection, task_id, false).await? {
-                    Some(_) => StoreError::Conflict("the task has ended"),
-                    None => StoreError::NotFound,
-                })
+                Err(refused(&mut connection, task_id).await)
             }
         }
     }
