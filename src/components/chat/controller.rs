@@ -283,30 +283,11 @@ impl ChatCtl {
         if self.deciding.get_untracked() {
             return;
         }
-        self.deciding.set(true);
         let message = self.user_message(&text, Some(task_id));
         self.composer.set(String::new());
-        spawn_local(async move {
-            let endpoint = self.endpoint().await;
-            let abort = self.new_abort();
-            let mut accepted = false;
-            let result = rpc::send_streaming(&endpoint, &message, &abort, &mut |event| {
-                if !accepted {
-                    accepted = true;
-                    self.view.update(|view| view.send(&message));
-                    self.deciding.set(false);
-                }
-                self.on_event(&event);
-            })
-            .await;
-            self.deciding.set(false);
-            if accepted {
-                self.draft.set(BatchDraft::default());
-                self.finish_stream(result, None);
-            } else if let Err(err) = result {
-                self.composer.set(text);
-                self.app.toast(err.to_string());
-            }
+        self.send_decision(message, move |err| {
+            self.composer.set(text);
+            self.app.toast(err.to_string());
         });
     }
 
@@ -345,6 +326,23 @@ impl ChatCtl {
             Ok(message) => message,
             Err(err) => return self.app.toast(err.to_string()),
         };
+        self.send_decision(message, move |err| {
+            // Refused: the batch stays decidable with the person's choices kept; a refusal that
+            // names one call shows on that call's card.
+            let message = err.to_string();
+            let mut shown_on_card = None;
+            self.draft
+                .update(|draft| shown_on_card = draft.refuse(&batch, &message));
+            if shown_on_card.is_none() {
+                self.app.toast(message);
+            }
+        });
+    }
+
+    /// Sends `message`, which decides the pending batch, and follows the turn it resumes. The
+    /// decision shows once the server accepted it; until it answers, every decision control is
+    /// disabled. `refused` hears why when the server took nothing.
+    fn send_decision(self, message: Message, refused: impl FnOnce(ApiError) + 'static) {
         self.deciding.set(true);
         spawn_local(async move {
             let endpoint = self.endpoint().await;
@@ -364,15 +362,7 @@ impl ChatCtl {
                 self.draft.set(BatchDraft::default());
                 self.finish_stream(result, None);
             } else if let Err(err) = result {
-                // Refused: the batch stays decidable with the person's choices kept; a refusal
-                // that names one call shows on that call's card.
-                let message = err.to_string();
-                let mut shown_on_card = None;
-                self.draft
-                    .update(|draft| shown_on_card = draft.refuse(&batch, &message));
-                if shown_on_card.is_none() {
-                    self.app.toast(message);
-                }
+                refused(err);
             }
         });
     }
