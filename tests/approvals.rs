@@ -12,14 +12,10 @@ mod kagent;
 
 use std::path::PathBuf;
 
-use harness::{App, Options};
+use harness::{card, click, reject_with_reason, App, Options};
 use serde_json::Value;
 
 const PENDING_CARD: &str = "[data-testid=tool-card][data-status=pending]";
-
-fn card(tool: &str) -> String {
-    format!("[data-testid=tool-card][data-tool={tool}]")
-}
 
 async fn card_status(app: &App, tool: &str) -> String {
     match app.find(&card(tool)).await {
@@ -39,15 +35,6 @@ async fn wait_card(app: &App, tool: &str, status: &str) {
         Ok(card_status(app, tool).await == status)
     })
     .await;
-}
-
-async fn click(app: &App, css: &str) {
-    let element = app.wait_for(&format!("{css} shows"), css).await;
-    app.wait_until(&format!("{css} is enabled"), || async {
-        element.is_enabled().await
-    })
-    .await;
-    element.click().await.unwrap();
 }
 
 /// Light and dark screenshots of the page as it is now.
@@ -188,20 +175,7 @@ async fn a_mixed_batch_goes_out_once_every_card_is_decided() {
         &format!("{} [data-testid=approve-button]", card("write_file")),
     )
     .await;
-    click(
-        &app,
-        &format!("{} [data-testid=reject-button]", card("delete_file")),
-    )
-    .await;
-    let reason = app
-        .wait_for("the reason box opens", "[data-testid=reject-reason]")
-        .await;
-    reason.send_keys("old.txt stays").await.unwrap();
-    click(
-        &app,
-        &format!("{} [data-testid=reject-confirm]", card("delete_file")),
-    )
-    .await;
+    reject_with_reason(&app, "delete_file", "old.txt stays").await;
     // The choices show at once, before anything is sent.
     wait_card(&app, "write_file", "approved").await;
     wait_card(&app, "delete_file", "rejected").await;
@@ -402,23 +376,7 @@ async fn a_kagent_agent_gets_the_same_cards_and_decisions_in_its_terms() {
         &format!("{} [data-testid=approve-button]", card("write_file")),
     )
     .await;
-    click(
-        &app,
-        &format!("{} [data-testid=reject-button]", card("delete_file")),
-    )
-    .await;
-    let reason = app
-        .wait_for("the reason box opens", "[data-testid=reject-reason]")
-        .await;
-    reason
-        .send_keys("Keep old_b.txt, it is still needed.")
-        .await
-        .unwrap();
-    click(
-        &app,
-        &format!("{} [data-testid=reject-confirm]", card("delete_file")),
-    )
-    .await;
+    reject_with_reason(&app, "delete_file", "Keep old_b.txt, it is still needed.").await;
     shots(&app, "kagent-mixed-in-progress").await;
     click(&app, "[data-testid=submit-decisions]").await;
     app.wait_for_status("ready").await;

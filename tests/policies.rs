@@ -9,7 +9,7 @@
 #[path = "support/harness.rs"]
 mod harness;
 
-use harness::{App, Options};
+use harness::{click, App, Options};
 use serde_json::Value;
 
 /// The card of call `id` (call ids count over the conversation: call_1, call_2, …).
@@ -34,15 +34,6 @@ async fn wait_card(app: &App, id: &str, status: &str) {
     let what = format!("the card of {id} is {status}");
     app.wait_until(&what, || async { Ok(card_status(app, id).await == status) })
         .await;
-}
-
-async fn click(app: &App, css: &str) {
-    let element = app.wait_for(&format!("{css} shows"), css).await;
-    app.wait_until(&format!("{css} is enabled"), || async {
-        element.is_enabled().await
-    })
-    .await;
-    element.click().await.unwrap();
 }
 
 fn read(app: &App, file: &str) -> Option<String> {

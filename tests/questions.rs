@@ -12,23 +12,10 @@ mod harness;
 #[path = "support/kagent.rs"]
 mod kagent;
 
-use harness::{App, Options};
+use harness::{card, click, reject_with_reason, App, Options};
 use serde_json::{json, Value};
 
 const FORM: &str = "[data-testid=question-form]";
-
-fn card(tool: &str) -> String {
-    format!("[data-testid=tool-card][data-tool={tool}]")
-}
-
-async fn click(app: &App, css: &str) {
-    let element = app.wait_for(&format!("{css} shows"), css).await;
-    app.wait_until(&format!("{css} is enabled"), || async {
-        element.is_enabled().await
-    })
-    .await;
-    element.click().await.unwrap();
-}
 
 fn choice(value: &str) -> String {
     format!("[data-testid=question-choice][value=\"{value}\"]")
@@ -79,20 +66,7 @@ async fn answer_every_kind_of_question_and_reject_the_write_beside_them() {
     click(&app, &choice("tracing")).await;
     let text = app.find("[data-testid=question-text]").await.unwrap();
     text.send_keys("keep it small").await.unwrap();
-    click(
-        &app,
-        &format!("{} [data-testid=reject-button]", card("write_file")),
-    )
-    .await;
-    let reason = app
-        .wait_for("the reason box opens", "[data-testid=reject-reason]")
-        .await;
-    reason.send_keys("not yet").await.unwrap();
-    click(
-        &app,
-        &format!("{} [data-testid=reject-confirm]", card("write_file")),
-    )
-    .await;
+    reject_with_reason(&app, "write_file", "not yet").await;
     app.color_scheme("light").await;
     app.shot("question-card-light").await;
     app.color_scheme("dark").await;
@@ -274,21 +248,10 @@ async fn kagents_hitl_extension_through_the_relay_approve_reject_and_answer() {
         ),
     )
     .await;
-    click(
+    reject_with_reason(
         &app,
-        &format!("{} [data-testid=reject-button]", card("delete_file")),
-    )
-    .await;
-    let reason = app
-        .wait_for("the reason box opens", "[data-testid=reject-reason]")
-        .await;
-    reason
-        .send_keys("The file is still used by the migration job")
-        .await
-        .unwrap();
-    click(
-        &app,
-        &format!("{} [data-testid=reject-confirm]", card("delete_file")),
+        "delete_file",
+        "The file is still used by the migration job",
     )
     .await;
     app.shot("kagent-extension-approvals").await;

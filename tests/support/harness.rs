@@ -443,3 +443,29 @@ impl App {
         }
     }
 }
+
+/// The card of the call to `tool`.
+pub fn card(tool: &str) -> String {
+    format!("[data-testid=tool-card][data-tool={tool}]")
+}
+
+/// Clicks `css` once it shows and is enabled.
+pub async fn click(app: &App, css: &str) {
+    let element = app.wait_for(&format!("{css} shows"), css).await;
+    app.wait_until(&format!("{css} is enabled"), || async {
+        element.is_enabled().await
+    })
+    .await;
+    element.click().await.unwrap();
+}
+
+/// Rejects the pending call to `tool` with `reason`, as a person does: the card's Reject, the
+/// reason typed in the box that opens, then its confirm button.
+pub async fn reject_with_reason(app: &App, tool: &str, reason: &str) {
+    click(app, &format!("{} [data-testid=reject-button]", card(tool))).await;
+    let text = app
+        .wait_for("the reason box opens", "[data-testid=reject-reason]")
+        .await;
+    text.send_keys(reason).await.unwrap();
+    click(app, &format!("{} [data-testid=reject-confirm]", card(tool))).await;
+}
