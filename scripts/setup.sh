@@ -32,8 +32,9 @@ if ! wasm-bindgen --version 2>/dev/null | grep -q " $WB\$"; then
   cargo install wasm-bindgen-cli --version "$WB" --force
 fi
 
-if ! wasm-opt --version 2>/dev/null | grep -q 'version 132'; then
-  step "Installing wasm-opt (binaryen 132) from npm"
+if ! wasm-opt --version 2>/dev/null | grep -q 'version 132' \
+  || [ ! -f "$ROOT/tools/web/node_modules/axe-core/axe.min.js" ]; then
+  step "Installing wasm-opt (binaryen 132) and axe-core (the browser tests' accessibility check) from npm"
   (cd "$ROOT/tools/web" && npm ci --no-audit --no-fund --silent)
 fi
 

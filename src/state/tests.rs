@@ -228,6 +228,10 @@ fn kagent_interrupt_is_a_pending_batch_in_kagent_terms() {
             .collect::<Vec<_>>(),
         ["call_write_a", "call_delete_a"]
     );
+    assert_eq!(
+        batch.announcement(),
+        "2 calls wait for your approval: write_file, delete_file"
+    );
     check(&view, expect_file!["snapshots/kagent_c1_interrupt.txt"]);
 }
 

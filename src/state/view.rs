@@ -144,6 +144,27 @@ pub struct PendingBatch {
     pub expires_at: Option<String>,
 }
 
+impl PendingBatch {
+    /// What the status line (a polite live region) says while the batch waits, so a screen
+    /// reader hears which tools wait: "write_file waits for your approval", "2 calls wait for
+    /// your approval: write_file, delete_file".
+    pub fn announcement(&self) -> String {
+        let names: Vec<&str> = self
+            .requests
+            .iter()
+            .map(|call| call.name.as_str())
+            .collect();
+        match names.as_slice() {
+            [one] => format!("{one} waits for your approval"),
+            many => format!(
+                "{} calls wait for your approval: {}",
+                many.len(),
+                many.join(", ")
+            ),
+        }
+    }
+}
+
 /// What the chat is doing, for the status line and the composer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChatStatus {

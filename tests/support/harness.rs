@@ -38,6 +38,19 @@ console.error = function (...args) {
 };
 "#;
 
+/// Runs axe over the document; answers its serious and critical violations as strings.
+const AXE_RUN: &str = r#"
+const done = arguments[arguments.length - 1];
+axe.run(document, {
+  runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'] },
+  resultTypes: ['violations'],
+}).then((results) => done(results.violations
+  .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+  .flatMap((v) => v.nodes.map((node) =>
+    `${v.id} (${v.impact}): ${v.help} — ${node.target.join(' ')}: ${node.failureSummary}`))))
+  .catch((error) => done([`axe failed: ${error}`]));
+"#;
+
 pub fn dist_dir() -> PathBuf {
     let dir = std::env::var_os("SIGNOFF_UI_DIR")
         .map(PathBuf::from)
@@ -377,6 +390,27 @@ impl App {
         if let Ok(png) = self.driver.screenshot_as_png().await {
             let _ = std::fs::write(artifacts_dir().join(format!("{name}.png")), png);
         }
+    }
+
+    /// Runs axe-core (npm `axe-core`, installed by scripts/setup.sh into tools/web) over the page
+    /// as it is now, for WCAG 2.x A and AA, and returns its serious and critical violations,
+    /// each as "rule (impact): help — target: what failed".
+    pub async fn axe_violations(&self) -> Vec<String> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tools/web/node_modules/axe-core/axe.min.js");
+        let source = std::fs::read_to_string(&path).unwrap_or_else(|err| {
+            panic!(
+                "cannot read {}: {err} (scripts/setup.sh installs it)",
+                path.display()
+            )
+        });
+        self.driver.execute(&source, Vec::new()).await.unwrap();
+        let found = self
+            .driver
+            .execute_async(AXE_RUN, Vec::new())
+            .await
+            .unwrap();
+        serde_json::from_value(found.json().clone()).unwrap()
     }
 
     /// Switches the emulated colour scheme (`light` or `dark`).

@@ -79,6 +79,13 @@ fn SessionNotFound() -> impl IntoView {
 fn StatusLine() -> impl IntoView {
     let ctl = expect_context::<ChatCtl>();
     let status = Memo::new(move |_| ctl.view.with(|view| view.status.clone()));
+    // While a batch waits, the line names its tools rather than only "Awaiting approval".
+    let announcement = Memo::new(move |_| {
+        ctl.view.with(|view| match (&view.status, &view.pending) {
+            (ChatStatus::AwaitingApproval, Some(batch)) => Some(batch.announcement()),
+            _ => None,
+        })
+    });
     let slug = move || match status.get() {
         ChatStatus::Ready => "ready",
         ChatStatus::Thinking | ChatStatus::Working => "working",
@@ -95,7 +102,7 @@ fn StatusLine() -> impl IntoView {
             data-status=slug
         >
             <span class="status-dot" aria-hidden="true"></span>
-            <span class="status-text">{move || status.get().label()}</span>
+            <span class="status-text">{move || announcement.get().unwrap_or_else(|| status.get().label())}</span>
         </div>
     }
 }

@@ -58,6 +58,7 @@ fn policy_allowed_denied_and_expired_calls_show_who_decided() {
         status_with("input-required", interrupt, true),
     ]);
     let pending = view.pending.clone().unwrap();
+    assert_eq!(pending.announcement(), "write_file waits for your approval");
     assert_eq!(
         pending.expires_at.as_deref(),
         Some("2026-11-21T10:30:00.000Z")
