@@ -74,7 +74,7 @@ pub struct Feedback {
     pub id: String,
     pub task_id: String,
     pub context_id: String,
-    /// The answer's message (the task's last agent message); `null` when it had none.
+    /// The answer: the task's last agent message, else its last artifact; `null` when none.
     #[serde(deserialize_with = "nullable")]
     pub message_id: Option<String>,
     pub rating: Rating,

@@ -25,7 +25,7 @@ async fn feedback_is_stored_with_the_answer_listed_per_user_and_shown_in_the_cha
     let first = say_as(&app, alice, "list files").await;
     let (task, chat) = (task_id(&first), context_id(&first));
     let other = say_as(&app, alice, "count to 3").await;
-    let other_task = task_id(&other);
+    let (other_task, other_chat) = (task_id(&other), context_id(&other));
 
     let (status, down) = rate(
         &app,
@@ -64,6 +64,23 @@ async fn feedback_is_stored_with_the_answer_listed_per_user_and_shown_in_the_cha
     .await;
     assert_eq!(status, 201, "{up}");
     assert_eq!(up["reason"], Value::Null);
+    // An answer streamed as an artifact is rated by the artifact's id.
+    let (status, counted) = rate(
+        &app,
+        alice,
+        json!({"task_id": other_task, "context_id": other_chat, "rating": "up"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{counted}");
+    let (_, other_session) = app
+        .get_as(&format!("/api/sessions/{other_chat}"), alice)
+        .await;
+    let artifacts = other_session["tasks"][0]["artifacts"].as_array().unwrap();
+    assert_eq!(
+        counted["message_id"],
+        artifacts.last().unwrap()["artifactId"],
+        "{other_session}"
+    );
 
     // Bad input: a clear error, and nothing stored.
     let long = "x".repeat(4 * 1024 + 1);
@@ -120,7 +137,7 @@ async fn feedback_is_stored_with_the_answer_listed_per_user_and_shown_in_the_cha
 
     let (status, mine) = app.get_as("/api/feedback", alice).await;
     assert_eq!(status, 200);
-    assert_eq!(mine["feedback"], json!([down, up]));
+    assert_eq!(mine["feedback"], json!([down, up, counted]));
     // In the chat: each task's ratings beside its audit trail.
     let (_, session) = app.get_as(&format!("/api/sessions/{chat}"), alice).await;
     assert_eq!(

@@ -46,7 +46,8 @@ fn new_token() -> Result<String> {
     Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
 }
 
-/// The id of a task's answer: its last agent message.
+/// The id of a task's answer: its last agent message, or, for an answer that came as an
+/// artifact (streamed text), the last artifact's id.
 fn answer_message_id(task: &Task) -> Option<String> {
     task.status
         .message
@@ -54,6 +55,11 @@ fn answer_message_id(task: &Task) -> Option<String> {
         .chain(task.history.iter().rev())
         .find(|message| message.role == Role::Agent)
         .map(|message| message.message_id.clone())
+        .or_else(|| {
+            task.artifacts
+                .last()
+                .map(|artifact| artifact.artifact_id.clone())
+        })
 }
 
 fn feedback_of(row: FeedbackRow) -> Result<Feedback> {
