@@ -13,6 +13,9 @@ use serde_json::Value;
 
 use crate::model::TaskState;
 
+mod sharing;
+pub use sharing::{Feedback, FeedbackList, NewFeedback, NewShare, Rating, Share, ShareList};
+
 /// `GET /api/agents`: the local agents, then the remote ones.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

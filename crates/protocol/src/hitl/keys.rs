@@ -17,6 +17,10 @@ pub const TOOL_APPROVAL: &str = "tool_approval";
 /// entries, as `GET /api/approvals?state=decided` lists them.
 pub const SIGNOFF_AUDIT: &str = "signoff_audit";
 
+/// Task metadata key holding the ratings of the task's answer (docs/rest.md, Feedback), in
+/// `GET /api/sessions/{id}`: a list of feedback entries, as `GET /api/feedback` lists them.
+pub const SIGNOFF_FEEDBACK: &str = "signoff_feedback";
+
 /// Part metadata kagent sets on calls that wait for something outside the model.
 pub const IS_LONG_RUNNING: &str = "kagent_is_long_running";
 /// Event and message metadata marking a partial (token-streamed) chunk; the full text follows.

@@ -19,4 +19,4 @@ pub mod view;
 
 pub use build::build_agents;
 pub use config::{AgentsFile, ConfigError};
-pub use runtime::{Agent, AgentError, Limits, NotReady, Runtime};
+pub use runtime::{Agent, AgentError, Limits, NotReady, Runtime, ShareGrant};

@@ -76,7 +76,8 @@ fn rpc_error(version: ProtocolVersion, err: &AgentError) -> (ErrorCode, String) 
         AgentError::TaskDeleted(_) => (ErrorCode::TaskNotFound, err.to_string()),
         AgentError::AgentNotFound(_)
         | AgentError::SessionNotFound(_)
-        | AgentError::PolicyNotFound(_) => (ErrorCode::InvalidParams, err.to_string()),
+        | AgentError::PolicyNotFound(_)
+        | AgentError::ShareNotFound(_) => (ErrorCode::InvalidParams, err.to_string()),
         AgentError::InvalidParams(_)
         | AgentError::NotPaused(_)
         | AgentError::Decision(_)

@@ -3,9 +3,11 @@
 
 mod a2a;
 mod card;
+mod feedback;
 mod ops;
 pub mod relay;
 mod rest;
+mod shares;
 mod sse;
 mod ui;
 
@@ -23,7 +25,7 @@ use axum::{Json, Router};
 use serde_json::json;
 use tower_http::catch_panic::CatchPanicLayer;
 
-use crate::agent::{AgentError, Runtime};
+use crate::agent::{AgentError, Runtime, ShareGrant};
 
 /// How callers are identified.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,6 +115,10 @@ impl FromRequestParts<AppState> for User {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        // A share request that `shares::guard` let through reads as the chat's owner.
+        if let Some(grant) = parts.extensions.get::<ShareGrant>() {
+            return Ok(User(grant.owner.clone()));
+        }
         match state.auth.as_ref() {
             Auth::None => Ok(User(LOCAL_USER.to_owned())),
             Auth::Tokens(tokens) => {
@@ -155,6 +161,7 @@ impl From<AgentError> for HttpError {
             | AgentError::TaskNotFound(_)
             | AgentError::SessionNotFound(_)
             | AgentError::PolicyNotFound(_)
+            | AgentError::ShareNotFound(_)
             | AgentError::TaskDeleted(_) => HttpError::NotFound(err.to_string()),
             AgentError::Forbidden(_) => HttpError::Forbidden(err.to_string()),
             AgentError::NotPaused(_)
@@ -233,6 +240,15 @@ pub fn router(state: AppState) -> Router {
             "/api/sessions/{id}",
             get(rest::session).delete(rest::delete_session),
         )
+        .route(
+            "/api/sessions/{id}/shares",
+            get(shares::list).post(shares::create),
+        )
+        .route(
+            "/api/sessions/{id}/shares/{share_id}",
+            axum::routing::delete(shares::revoke),
+        )
+        .route("/api/feedback", get(feedback::list).post(feedback::give))
         .route("/api/approvals", get(rest::approvals))
         .route("/api/approvals/{task_id}", post(rest::decide))
         .route(
@@ -254,6 +270,10 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             limit,
             refuse_declared_oversize,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            shares::guard,
         ))
         .layer(CatchPanicLayer::custom(panic_response))
         .with_state(state)

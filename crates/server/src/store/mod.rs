@@ -1,7 +1,7 @@
 //! The store: sessions, tasks, each task's event log, pending batches with their deadlines,
-//! decisions (the audit trail), tool-call execution records and people's "always allow"
-//! policies. All SQL lives in this folder; the runtime talks to [`Store`] only, and does not
-//! know which backend answers.
+//! decisions (the audit trail), tool-call execution records, people's "always allow"
+//! policies, read-only share links of chats and feedback on answers. All SQL lives in this
+//! folder; the runtime talks to [`Store`] only, and does not know which backend answers.
 //!
 //! Two backends, one behaviour: `sqlite` (the embedded default, a file in the data folder) and
 //! `postgres` (a server that several replicas share). Each speaks its own dialect; the rows and
@@ -14,6 +14,7 @@
 mod columns;
 mod postgres;
 mod rows;
+mod sharing;
 mod sqlite;
 
 use std::path::Path;
@@ -23,6 +24,7 @@ use std::time::Duration;
 use signoff_protocol::TaskState;
 
 pub use rows::*;
+pub use sharing::{FeedbackRow, ShareRow};
 
 use postgres::Postgres;
 use sqlite::Sqlite;
@@ -431,6 +433,43 @@ impl Store {
     /// Revokes `user_id`'s policy `id`; whether it was in force.
     pub async fn revoke_policy(&self, user_id: &str, id: &str, now: &str) -> Result<bool> {
         on_backend!(self, backend => backend.revoke_policy(user_id, id, now).await)
+    }
+
+    // Share links and feedback.
+
+    /// Stores a new share link.
+    pub async fn insert_share(&self, share: ShareRow) -> Result<()> {
+        on_backend!(self, backend => backend.insert_share(share).await)
+    }
+
+    /// The live (not revoked) share links of a chat, oldest first.
+    pub async fn shares(&self, context_id: &str) -> Result<Vec<ShareRow>> {
+        on_backend!(self, backend => backend.shares(context_id).await)
+    }
+
+    /// The live share link whose token hashes to `token_sha256`, if there is one.
+    pub async fn live_share(&self, token_sha256: &str) -> Result<Option<ShareRow>> {
+        on_backend!(self, backend => backend.live_share(token_sha256).await)
+    }
+
+    /// Revokes the share link `id` of chat `context_id`; whether it was live.
+    pub async fn revoke_share(&self, context_id: &str, id: &str, now: &str) -> Result<bool> {
+        on_backend!(self, backend => backend.revoke_share(context_id, id, now).await)
+    }
+
+    /// Stores a rating of an answer.
+    pub async fn insert_feedback(&self, feedback: FeedbackRow) -> Result<()> {
+        on_backend!(self, backend => backend.insert_feedback(feedback).await)
+    }
+
+    /// A user's feedback, oldest first.
+    pub async fn user_feedback(&self, user_id: &str) -> Result<Vec<FeedbackRow>> {
+        on_backend!(self, backend => backend.user_feedback(user_id).await)
+    }
+
+    /// The feedback given in one chat, oldest first.
+    pub async fn context_feedback(&self, context_id: &str) -> Result<Vec<FeedbackRow>> {
+        on_backend!(self, backend => backend.context_feedback(context_id).await)
     }
 }
 

@@ -19,12 +19,14 @@ mod reads;
 mod replicas;
 mod runner;
 mod settle;
+mod sharing;
 mod transcript;
 
 pub use crate::store::Channel;
 pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
 pub use reads::Session;
+pub use sharing::{CreatedShare, ShareGrant};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -56,6 +58,9 @@ pub enum AgentError {
     /// No policy of the caller's has that id (another user's does not exist for them).
     #[error("policy {0} not found")]
     PolicyNotFound(String),
+    /// No live share link of that chat has that id (or that token).
+    #[error("share link {0} not found")]
+    ShareNotFound(String),
     #[error("{0}")]
     InvalidParams(String),
     /// The task is not waiting for a decision, or its batch was already decided.

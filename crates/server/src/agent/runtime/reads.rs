@@ -118,6 +118,7 @@ impl Runtime {
         for task in self.store.session_tasks(id).await? {
             tasks.push(self.snapshot(&task.id, None).await?.0);
         }
+        self.attach_feedback(id, &mut tasks).await?;
         let session = Session {
             id: row.id,
             agent: row.agent,

@@ -11,6 +11,7 @@ mod batches;
 mod leases;
 mod records;
 mod schema;
+mod sharing;
 mod tasks;
 
 use std::time::Duration;

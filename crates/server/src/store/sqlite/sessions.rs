@@ -47,6 +47,11 @@ impl Sqlite {
                     ))?
                     .execute([&id])?;
             }
+            for child in ["shares", "feedback"] {
+                connection
+                    .prepare_cached(&format!("DELETE FROM {child} WHERE context_id = ?1"))?
+                    .execute([&id])?;
+            }
             connection
                 .prepare_cached("DELETE FROM tasks WHERE context_id = ?1")?
                 .execute([&id])?;
