@@ -144,6 +144,9 @@ pub enum HttpError {
     Conflict(String),
     #[error("{0}")]
     BadRequest(String),
+    /// A remote agent did not take what was forwarded to it.
+    #[error("{0}")]
+    BadGateway(String),
     #[error("internal error")]
     Internal,
 }
@@ -180,6 +183,7 @@ impl IntoResponse for HttpError {
             HttpError::Forbidden(_) => StatusCode::FORBIDDEN,
             HttpError::Conflict(_) => StatusCode::CONFLICT,
             HttpError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            HttpError::BadGateway(_) => StatusCode::BAD_GATEWAY,
             HttpError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         };
         (status, Json(json!({"error": self.to_string()}))).into_response()
@@ -231,10 +235,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/sessions", get(rest::sessions))
         .route(
             "/api/sessions/{id}",
-            get(rest::session).delete(rest::delete_session),
+            get(relay::session).delete(rest::delete_session),
         )
         .route("/api/approvals", get(rest::approvals))
-        .route("/api/approvals/{task_id}", post(rest::decide))
+        .route("/api/approvals/{task_id}", post(relay::decide))
         .route(
             "/api/policies",
             get(rest::policies).post(rest::create_policy),

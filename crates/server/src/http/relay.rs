@@ -26,6 +26,9 @@ use tokio_util::sync::CancellationToken;
 use super::a2a::request_version;
 use super::{a2a, card, origin, rest, AppState, User};
 use crate::agent::{AgentsFile, ConfigError};
+use record::Recording;
+
+pub use chats::{decide, session};
 
 /// The header that tells the remote who is asking (kagent scopes sessions by it).
 const USER_HEADER: &str = "x-user-id";
@@ -156,6 +159,12 @@ impl Remotes {
         self.shutdown.cancel();
     }
 
+    /// The remote agent `namespace/name`, as sessions and tasks name their agent.
+    fn by_key(&self, key: &str) -> Option<Arc<RemoteAgent>> {
+        let (namespace, name) = key.split_once('/')?;
+        self.get(namespace, name)
+    }
+
     fn get(&self, namespace: &str, name: &str) -> Option<Arc<RemoteAgent>> {
         self.agents
             .iter()
@@ -183,6 +192,7 @@ pub async fn a2a(
         Some(remote) => {
             let version = request_version(&headers, &query).unwrap_or(ProtocolVersion::V0_3);
             let shutdown = state.remotes.shutdown.clone();
+            let recording = Recording::start(&state.runtime, &remote, &user.0, &body, version);
             remote
                 .forward(
                     &user.0,
@@ -190,7 +200,7 @@ pub async fn a2a(
                     raw_query.as_deref(),
                     body,
                     version,
-                    shutdown,
+                    (shutdown, recording),
                 )
                 .await
         }
@@ -271,7 +281,7 @@ impl RemoteAgent {
         raw_query: Option<&str>,
         body: Bytes,
         version: ProtocolVersion,
-        shutdown: CancellationToken,
+        (shutdown, recording): (CancellationToken, Option<Recording>),
     ) -> Response {
         let call = RpcCall::of(&body, version);
         let mut url = self.url.clone();
@@ -334,6 +344,7 @@ impl RemoteAgent {
             shutdown,
             tail: Vec::new(),
             ended: false,
+            recording,
         };
         let body = Body::from_stream(stream::unfold(relayed, |mut relayed| async move {
             let item = relayed.next_chunk().await?;
@@ -505,6 +516,8 @@ struct RelayedBody {
     /// The last bytes passed on, to tell whether the stream stands between two events.
     tail: Vec<u8>,
     ended: bool,
+    /// A copy of what passes, for the store (`record`).
+    recording: Option<Recording>,
 }
 
 impl RelayedBody {
@@ -520,6 +533,9 @@ impl RelayedBody {
         };
         match next {
             Ok(Ok(Some(bytes))) => {
+                if let Some(recording) = &self.recording {
+                    recording.chunk(&bytes);
+                }
                 self.tail.extend_from_slice(&bytes);
                 let keep = self.tail.len().saturating_sub(4);
                 self.tail.drain(..keep);
@@ -527,6 +543,9 @@ impl RelayedBody {
             }
             Ok(Ok(None)) => {
                 self.ended = true;
+                if let Some(recording) = &self.recording {
+                    recording.end();
+                }
                 None
             }
             Ok(Err(err)) => {
@@ -591,5 +610,7 @@ fn rewrite_card(card: &mut Value, relay_url: &str) {
     }
 }
 
+mod chats;
+mod record;
 #[cfg(test)]
 mod tests;

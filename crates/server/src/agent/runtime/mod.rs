@@ -16,6 +16,7 @@ mod log;
 mod pause;
 mod policies;
 mod reads;
+mod relayed;
 mod replicas;
 mod runner;
 mod settle;
@@ -25,6 +26,7 @@ pub use crate::store::Channel;
 pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
 pub use reads::Session;
+pub use relayed::RelayedExchange;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
