@@ -18,7 +18,7 @@ use futures_util::stream;
 use serde_json::{json, Value};
 use signoff_protocol::codec::{self, Method};
 use signoff_protocol::jsonrpc::{ErrorCode, Id, Response as RpcResponse};
-use signoff_protocol::rest::{AgentEntry, AgentList};
+use signoff_protocol::rest::{AgentEntry, AgentList, SkillEntry};
 use signoff_protocol::sse::encode_data;
 use signoff_protocol::ProtocolVersion;
 use tokio_util::sync::CancellationToken;
@@ -76,6 +76,10 @@ struct RemoteAgent {
     idle_timeout: Duration,
     /// The last card fetch for the agents list, so listing does not call every remote each time.
     card: Mutex<Option<CachedCard>>,
+    /// Whether it can cancel a task: from the agents file, else `false` once a relayed
+    /// `tasks/cancel` was refused (`record`), else unknown.
+    cancel: Option<bool>,
+    cancel_refused: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Clone)]
@@ -146,6 +150,8 @@ impl Remotes {
                         .max(1),
                 ),
                 card: Mutex::new(None),
+                cancel: remote.cancel,
+                cancel_refused: std::sync::atomic::AtomicBool::new(false),
             }));
         }
         Ok(Remotes {
@@ -451,6 +457,22 @@ impl RemoteAgent {
             unavailable_sources: None,
             remote: true,
             reachable: Some(card.is_some()),
+            skills: Some(
+                card.as_ref()
+                    .and_then(|card| codec::decode_agent_card(card).ok())
+                    .map(|card| {
+                        card.skills
+                            .into_iter()
+                            .map(|skill| SkillEntry {
+                                name: skill.name,
+                                description: skill.description,
+                                tags: skill.tags,
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            ),
+            cancelable: self.cancelable(),
         }
     }
 }

@@ -11,7 +11,7 @@ use axum::body::Bytes;
 use axum::http::header;
 use serde_json::{json, Value};
 use signoff_protocol::codec::{self, Method};
-use signoff_protocol::jsonrpc::Response as RpcResponse;
+use signoff_protocol::jsonrpc::{ErrorCode, Response as RpcResponse};
 use signoff_protocol::sse::{SseFrame, SseParser};
 use signoff_protocol::{ProtocolVersion, StreamEvent, Task, TaskQueryParams};
 use tokio::sync::mpsc;
@@ -198,8 +198,20 @@ impl Recorder {
         let Ok(response) = RpcResponse::from_value(value) else {
             return;
         };
-        let Ok(result) = response.outcome else {
-            return;
+        let result = match response.outcome {
+            Ok(result) => result,
+            Err(error)
+                if self.method == Method::CancelTask
+                    && error.code == ErrorCode::UnsupportedOperation.code() =>
+            {
+                // kagent 0.10: "Cancellation is not supported". The agents list says so from
+                // now on, and the chat offers "Reject all and stop" instead of Stop.
+                self.remote
+                    .cancel_refused
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                return;
+            }
+            Err(_) => return,
         };
         match self.method {
             Method::SendMessage => match codec::decode_send_result(self.version, &result) {
@@ -241,13 +253,10 @@ impl Recorder {
 
     /// A task's state as the remote reports it, recorded for a task we hold of this user's.
     async fn refresh_known(&self, task: &Task) {
-        match self.runtime.relayed_task(&self.user, &task.id).await {
-            Ok(Some(_)) => {
-                if let Err(err) = self.runtime.refresh_relayed(task).await {
-                    tracing::warn!(error = %err, "a relayed task's state could not be recorded");
-                }
+        if let Ok(Some(_)) = self.runtime.relayed_task(&self.user, &task.id).await {
+            if let Err(err) = self.runtime.refresh_relayed(task).await {
+                tracing::warn!(error = %err, "a relayed task's state could not be recorded");
             }
-            Ok(None) | Err(_) => {}
         }
     }
 }
@@ -282,6 +291,20 @@ pub(super) async fn refresh(
 }
 
 impl RemoteAgent {
+    /// Whether it can cancel a task, as far as we know (`None`: not known).
+    pub(super) fn cancelable(&self) -> Option<bool> {
+        match self.cancel {
+            Some(cancel) => Some(cancel),
+            None if self
+                .cancel_refused
+                .load(std::sync::atomic::Ordering::Relaxed) =>
+            {
+                Some(false)
+            }
+            None => None,
+        }
+    }
+
     /// `namespace/name`, how sessions and tasks refer to this agent.
     pub(super) fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
