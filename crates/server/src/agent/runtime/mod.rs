@@ -26,7 +26,7 @@ pub use crate::store::Channel;
 pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
 pub use reads::Session;
-pub use relayed::RelayedExchange;
+pub use relayed::{as_recorded, RelayedExchange};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

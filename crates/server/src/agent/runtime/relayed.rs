@@ -7,8 +7,10 @@
 //! tasks: they are stored marked remote.
 
 use serde_json::Value;
-use signoff_protocol::hitl::{self, extension, ApprovalInterrupt, Decision, ToolResult};
-use signoff_protocol::{Message, StreamEvent, Task, TaskState, TaskStatus, TaskStatusUpdateEvent};
+use signoff_protocol::hitl::{self, extension, keys, ApprovalInterrupt, Decision, ToolResult};
+use signoff_protocol::{
+    Message, Role, StreamEvent, Task, TaskState, TaskStatus, TaskStatusUpdateEvent,
+};
 
 use crate::agent::view;
 use crate::store::{
@@ -106,6 +108,30 @@ fn reported_results(event: &StreamEvent) -> Vec<ToolResult> {
         .flat_map(|message| message.parts.iter())
         .filter_map(ToolResult::from_part)
         .collect()
+}
+
+/// A relayed event as it is stored: with a turn's token counts, which kagent sends in the event's metadata, also on
+/// the agent message it carries: folded into a task, an event's metadata is gone, and kagent's
+/// own stored tasks keep each turn's counts on the turn's message, where the reducer reads them
+/// after a reload.
+pub fn as_recorded(mut event: StreamEvent) -> StreamEvent {
+    if let StreamEvent::StatusUpdate(update) = &mut event {
+        let usage = update
+            .metadata
+            .as_ref()
+            .and_then(|metadata| metadata.get(keys::USAGE_METADATA))
+            .cloned();
+        if let (Some(usage), Some(message)) = (usage, update.status.message.as_mut()) {
+            if message.role == Role::Agent {
+                message
+                    .metadata
+                    .get_or_insert_with(Default::default)
+                    .entry(keys::USAGE_METADATA.to_owned())
+                    .or_insert(usage);
+            }
+        }
+    }
+    event
 }
 
 /// A chat's title: the first line of its first message, as for our own chats.
@@ -228,7 +254,7 @@ impl Runtime {
                 ));
             }
         }
-        events.push(event.clone());
+        events.push(as_recorded(event.clone()));
         self.append_relayed(&row.id, events).await
     }
 
