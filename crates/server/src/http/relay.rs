@@ -18,7 +18,7 @@ use futures_util::stream;
 use serde_json::{json, Value};
 use signoff_protocol::codec::{self, Method};
 use signoff_protocol::jsonrpc::{ErrorCode, Id, Response as RpcResponse};
-use signoff_protocol::rest::{AgentEntry, AgentList, SkillEntry};
+use signoff_protocol::rest::AgentList;
 use signoff_protocol::sse::encode_data;
 use signoff_protocol::ProtocolVersion;
 use tokio_util::sync::CancellationToken;
@@ -206,7 +206,10 @@ pub async fn a2a(
                     raw_query.as_deref(),
                     body,
                     version,
-                    (shutdown, recording),
+                    Passing {
+                        shutdown,
+                        recording,
+                    },
                 )
                 .await
         }
@@ -287,7 +290,10 @@ impl RemoteAgent {
         raw_query: Option<&str>,
         body: Bytes,
         version: ProtocolVersion,
-        (shutdown, recording): (CancellationToken, Option<Recording>),
+        Passing {
+            shutdown,
+            recording,
+        }: Passing,
     ) -> Response {
         let call = RpcCall::of(&body, version);
         let mut url = self.url.clone();
@@ -417,64 +423,13 @@ impl RemoteAgent {
             });
         }
     }
+}
 
-    /// The card for the agents list: cached, or fetched now (lazily, with a timeout).
-    async fn listed_card(&self) -> Option<Value> {
-        let cached = self.card.lock().ok().and_then(|cached| cached.clone());
-        if let Some(cached) = cached {
-            let fresh = match cached.card {
-                Some(_) => CARD_FRESH,
-                None => CARD_RETRY,
-            };
-            if cached.fetched.elapsed() < fresh {
-                return cached.card;
-            }
-        }
-        let card = self.fetch_card(None).await.ok();
-        self.remember_card(card.clone());
-        card
-    }
-
-    async fn list_entry(self: &Arc<Self>) -> AgentEntry {
-        let card = self.listed_card().await;
-        let description = if self.description.is_empty() {
-            card.as_ref()
-                .and_then(|card| card.get("description"))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        } else {
-            self.description.clone()
-        };
-        AgentEntry {
-            namespace: self.namespace.clone(),
-            name: self.name.clone(),
-            description,
-            url: self.endpoint(),
-            card_url: format!("{}/.well-known/agent-card.json", self.endpoint()),
-            tools: Vec::new(),
-            require_approval: Vec::new(),
-            unavailable_sources: None,
-            remote: true,
-            reachable: Some(card.is_some()),
-            skills: Some(
-                card.as_ref()
-                    .and_then(|card| codec::decode_agent_card(card).ok())
-                    .map(|card| {
-                        card.skills
-                            .into_iter()
-                            .map(|skill| SkillEntry {
-                                name: skill.name,
-                                description: skill.description,
-                                tags: skill.tags,
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-            ),
-            cancelable: self.cancelable(),
-        }
-    }
+/// What a relayed answer is passed on with: the shutdown that ends it, and the recording that
+/// keeps a copy for the store (`record`).
+struct Passing {
+    shutdown: CancellationToken,
+    recording: Option<Recording>,
 }
 
 /// What the relay knows of a call: enough to answer it with an error of the right shape.
@@ -633,6 +588,7 @@ fn rewrite_card(card: &mut Value, relay_url: &str) {
 }
 
 mod chats;
+mod listing;
 mod record;
 #[cfg(test)]
 mod tests;

@@ -66,6 +66,12 @@ fn kagent_runtime(request: &Recorded, decided: bool) -> axum::response::Response
                 sse(kagent("c1_interrupt.sse"))
             }
         }
+        // kagent 0.10.4's answer to a cancel.
+        "tasks/cancel" => json_response(
+            200,
+            &json!({"jsonrpc": "2.0", "id": body["id"],
+                    "error": {"code": -32004, "message": "Cancellation is not supported"}}),
+        ),
         other => json_response(
             200,
             &json!({"jsonrpc": "2.0", "id": body["id"],
@@ -362,5 +368,54 @@ async fn a_relayed_chat_with_another_signoff_is_recorded_and_approved_over_rest(
         .map(|response| (response.status().as_u16(), ()))
         .unwrap();
     assert_eq!(status, 200);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_remote_that_refuses_to_cancel_is_listed_as_not_cancelable() {
+    let stub = fake_kagent().await;
+    let app = spawn_with_agents(&agents_toml(&format!("{}{REMOTE_PATH}", stub.base)), |_| {}).await;
+    let (_, before) = app.get("/api/agents").await;
+    assert_eq!(
+        before["agents"][1]["cancelable"],
+        Value::Null,
+        "not known yet"
+    );
+    let cancel = json!({"jsonrpc": "2.0", "id": "x", "method": "tasks/cancel",
+                        "params": {"id": TASK}});
+    let answer = relay(&app, RELAY, cancel.to_string().into_bytes()).await;
+    let answer: Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(answer["error"]["message"], "Cancellation is not supported");
+    eventually("the agents list says it cannot cancel", || async {
+        let (_, body) = app.get("/api/agents").await;
+        (body["agents"][1]["cancelable"] == false).then_some(())
+    })
+    .await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_remote_agents_file_entry_can_say_it_cannot_cancel_and_its_card_skills_are_listed() {
+    let toml = r#"
+[[agents]]
+name = "hitl"
+namespace = "kagent"
+remote = { url = "URL", cancel = false }
+"#;
+    let card = json!({"name": "k8s-agent", "description": "k8s", "version": "1",
+                      "url": "http://x/", "protocolVersion": "0.3.0",
+                      "capabilities": {}, "defaultInputModes": ["text"],
+                      "defaultOutputModes": ["text"],
+                      "skills": [{"id": "pods", "name": "Pods", "description": "Lists pods",
+                                  "tags": ["k8s", "read"]}]});
+    let stub = Stub::start(move |_| json_response(200, &card)).await;
+    let app = spawn_with_agents(&toml.replace("URL", &format!("{}/", stub.base)), |_| {}).await;
+    let (_, listed) = app.get("/api/agents").await;
+    let entry = &listed["agents"][0];
+    assert_eq!(entry["cancelable"], false);
+    assert_eq!(
+        entry["skills"],
+        json!([{"name": "Pods", "description": "Lists pods", "tags": ["k8s", "read"]}])
+    );
     app.stop().await;
 }
