@@ -80,6 +80,9 @@ struct RemoteAgent {
     /// `tasks/cancel` was refused (`record`), else unknown.
     cancel: Option<bool>,
     cancel_refused: std::sync::atomic::AtomicBool,
+    /// The tasks whose relayed answers are being recorded now, with how many: a reload does
+    /// not ask the remote about them, their stream is the news (`record`).
+    live: Mutex<HashMap<String, usize>>,
 }
 
 #[derive(Clone)]
@@ -152,6 +155,7 @@ impl Remotes {
                 card: Mutex::new(None),
                 cancel: remote.cancel,
                 cancel_refused: std::sync::atomic::AtomicBool::new(false),
+                live: Mutex::new(HashMap::new()),
             }));
         }
         Ok(Remotes {

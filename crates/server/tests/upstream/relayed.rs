@@ -419,3 +419,113 @@ remote = { url = "URL", cancel = false }
     );
     app.stop().await;
 }
+
+fn hitl_fixture(name: &str) -> Vec<u8> {
+    fixture(&format!(
+        "../../../protocol/tests/fixtures/kagent-hitl-v1/{name}"
+    ))
+}
+
+/// A kagent agent that speaks its HITL extension (v1.0): an extension response resumes (p2),
+/// any other message pauses (p1).
+fn kagent_hitl(request: &Recorded) -> axum::response::Response {
+    if request.method == "GET" {
+        let card: Value = serde_json::from_slice(&hitl_fixture("agent_card.json")).unwrap();
+        return json_response(200, &card);
+    }
+    let body = request.json();
+    let response = &body["params"]["message"]["metadata"]["https://kagent.dev/extensions/hitl/v1"];
+    if response["type"] == "tool_approval_response" {
+        sse(hitl_fixture("p2_tool_approval_resume.sse"))
+    } else {
+        sse(hitl_fixture("p1_tool_approval_request.sse"))
+    }
+}
+
+#[tokio::test]
+async fn a_rest_decision_on_a_kagent_hitl_extension_pause_is_forwarded_by_approval_id() {
+    let stub = Stub::start(kagent_hitl).await;
+    let app = spawn_with_agents(&agents_toml(&format!("{}/", stub.base)), |_| {}).await;
+    let message = json!({"messageId": "m-ext-1", "role": "ROLE_USER",
+                         "parts": [{"text": "Clean up and restart the api"}]});
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+                      "params": {"message": message}});
+    let response = app
+        .post(RELAY)
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .header("A2A-Extensions", "https://kagent.dev/extensions/hitl/v1")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    within("the relayed stream", response.bytes())
+        .await
+        .unwrap();
+    let approvals = pending(&app, 1).await;
+    assert_eq!(approvals[0]["taskId"], "task-123");
+    // The first message is kept although kagent's stream starts with a bare task snapshot.
+    let session = session_in_state(&app, "conversation-456", "input-required").await;
+    assert!(session["tasks"][0]["history"]
+        .to_string()
+        .contains("m-ext-1"));
+    assert_eq!(session["session"]["title"], "Clean up and restart the api");
+
+    let (status, decided) = app
+        .post_json_as(
+            "/api/approvals/task-123",
+            None,
+            &json!({"decision_type": "batch",
+                    "decisions": {"call-delete": "deny", "call-restart": "approve"},
+                    "rejection_reasons": {"call-delete": "still used"}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{decided}");
+    assert_eq!(decided["state"], "completed");
+    let forwarded = stub
+        .requests()
+        .into_iter()
+        .filter(|request| request.method == "POST")
+        .last()
+        .unwrap();
+    assert_eq!(forwarded.header("a2a-version"), Some("1.0"));
+    assert_eq!(
+        forwarded.header("a2a-extensions"),
+        Some("https://kagent.dev/extensions/hitl/v1")
+    );
+    let sent = forwarded.json();
+    assert_eq!(sent["method"], "SendStreamingMessage");
+    let payload = &sent["params"]["message"]["metadata"]["https://kagent.dev/extensions/hitl/v1"];
+    assert_eq!(payload["type"], "tool_approval_response");
+    let approvals = payload["approvals"].as_array().unwrap();
+    let by_id = |id: &str| {
+        approvals
+            .iter()
+            .find(|approval| approval["id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(by_id("approval-21")["approved"], false);
+    assert_eq!(by_id("approval-21")["rejection_reason"], "still used");
+    assert_eq!(by_id("approval-22")["approved"], true);
+    let verdicts: Vec<(String, String)> = decided["decision"]["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| {
+            (
+                call["id"].as_str().unwrap().to_owned(),
+                call["verdict"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("call-delete".to_owned(), "deny".to_owned()),
+            ("call-restart".to_owned(), "approve".to_owned())
+        ]
+    );
+    pending(&app, 0).await;
+    app.stop().await;
+}

@@ -235,26 +235,33 @@ impl Runtime {
             return Ok(());
         }
         let mut events = Vec::new();
+        let mut event = as_recorded(event.clone());
         if let Some(mut request) = exchange.request.take() {
             // kagent echoes a task's first message, and Signoff every message; else the message
-            // is recorded as our own runtime records one: in a `working` status.
-            let echoed = echoes(event, &request.message_id);
+            // is recorded as our own runtime records one: in a `working` status, or in the
+            // history of a task snapshot (which would replace what came before it).
+            let echoed = echoes(&event, &request.message_id);
             request.task_id = Some(row.id.clone());
             request.context_id = Some(row.context_id.clone());
             let decided = self
                 .record_relayed_decision(&row, &request, exchange.channel, !echoed)
                 .await?;
             if !decided && !echoed {
-                events.push(view::status_event(
-                    &row.id,
-                    &row.context_id,
-                    TaskState::Working,
-                    Some(request),
-                    None,
-                ));
+                match &mut event {
+                    StreamEvent::Task(task) => task.history.insert(0, request),
+                    StreamEvent::StatusUpdate(_)
+                    | StreamEvent::ArtifactUpdate(_)
+                    | StreamEvent::Message(_) => events.push(view::status_event(
+                        &row.id,
+                        &row.context_id,
+                        TaskState::Working,
+                        Some(request),
+                        None,
+                    )),
+                }
             }
         }
-        events.push(as_recorded(event.clone()));
+        events.push(event);
         self.append_relayed(&row.id, events).await
     }
 

@@ -24,7 +24,9 @@ use crate::agent::view;
 use crate::http::{rest, AppState, HttpError, User};
 
 /// `GET /api/sessions/{id}`: the stored session, after asking the remote agent where its open
-/// relayed tasks stand (a stream that was cut, a batch decided elsewhere).
+/// relayed tasks stand (a stream that was cut, a batch decided elsewhere). A task whose relayed
+/// answer is being recorded now is not asked about: that answer is the news, and a refresh
+/// could overtake it.
 pub async fn session(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -34,7 +36,10 @@ pub async fn session(
 ) -> Result<Json<SessionDetail>, HttpError> {
     let open = state.runtime.relayed_tasks_to_refresh(&user.0, &id).await?;
     join_all(open.iter().filter_map(|task| {
-        let remote = state.remotes.by_key(&task.agent)?;
+        let remote = state
+            .remotes
+            .by_key(&task.agent)
+            .filter(|remote| !remote.is_live(&task.id))?;
         let (runtime, user) = (state.runtime.clone(), user.0.clone());
         Some(async move { record::refresh(&runtime, &remote, &user, &task.id).await })
     }))

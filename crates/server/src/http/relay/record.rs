@@ -85,6 +85,11 @@ impl Recording {
             Method::GetTask | Method::CancelTask | Method::SubscribeToTask => None,
             Method::ListTasks => return None,
         };
+        // A message to a task we hold: marked at once, before the remote answers.
+        let live = message
+            .as_ref()
+            .and_then(|message| message.task_id.as_deref())
+            .map(|task_id| LiveTask::mark(remote, task_id));
         let exchange = exchange_of(RelayedExchange::new(user, &remote.key(), message));
         let (sender, receiver) = mpsc::unbounded_channel();
         let recorder = Recorder {
@@ -96,6 +101,7 @@ impl Recording {
             exchange,
             last_task: None,
             rested: false,
+            live,
         };
         let recorder = tokio::spawn(recorder.run(receiver));
         Some(Recording { sender, recorder })
@@ -128,6 +134,39 @@ struct Recorder {
     last_task: Option<String>,
     /// Whether the last event left the task resting (a final event).
     rested: bool,
+    /// The task marked as being recorded, while this recorder lives.
+    live: Option<LiveTask>,
+}
+
+/// A task marked as having a relayed answer being recorded; unmarked when dropped.
+struct LiveTask {
+    remote: Arc<RemoteAgent>,
+    task_id: String,
+}
+
+impl LiveTask {
+    fn mark(remote: &Arc<RemoteAgent>, task_id: &str) -> LiveTask {
+        if let Ok(mut live) = remote.live.lock() {
+            *live.entry(task_id.to_owned()).or_default() += 1;
+        }
+        LiveTask {
+            remote: remote.clone(),
+            task_id: task_id.to_owned(),
+        }
+    }
+}
+
+impl Drop for LiveTask {
+    fn drop(&mut self) {
+        if let Ok(mut live) = self.remote.live.lock() {
+            if let Some(count) = live.get_mut(&self.task_id) {
+                *count -= 1;
+                if *count == 0 {
+                    live.remove(&self.task_id);
+                }
+            }
+        }
+    }
 }
 
 impl Recorder {
@@ -231,6 +270,13 @@ impl Recorder {
 
     async fn record(&mut self, event: &StreamEvent) {
         if let Some(task_id) = task_of(event) {
+            if self
+                .live
+                .as_ref()
+                .is_none_or(|live| live.task_id != task_id)
+            {
+                self.live = Some(LiveTask::mark(&self.remote, task_id));
+            }
             self.last_task = Some(task_id.to_owned());
         }
         self.rested = match event {
@@ -291,6 +337,14 @@ pub(super) async fn refresh(
 }
 
 impl RemoteAgent {
+    /// Whether a relayed answer about the task is being recorded now.
+    pub(super) fn is_live(&self, task_id: &str) -> bool {
+        self.live
+            .lock()
+            .map(|live| live.contains_key(task_id))
+            .unwrap_or(false)
+    }
+
     /// Whether it can cancel a task, as far as we know (`None`: not known).
     pub(super) fn cancelable(&self) -> Option<bool> {
         match self.cancel {
