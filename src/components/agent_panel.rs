@@ -1,6 +1,7 @@
 //! The right-hand panel: the current agent's details and tools, with a "requires approval"
-//! badge on every gated tool, and the person's "always allow" policies for it, each with
-//! Revoke. Collapsible.
+//! badge on every gated tool (a remote agent: its card's skills, and a plain word that it
+//! publishes no tool approval settings), and the person's "always allow" policies for it, each
+//! with Revoke. Collapsible.
 
 use leptos::prelude::*;
 
@@ -32,6 +33,30 @@ pub fn AgentPanel() -> impl IntoView {
                 </div>
                 <p class="details-description">{agent.description.clone()}</p>
                 {agent.model.clone().map(|model| view! { <p class="hint">{format!("Model: {model}")}</p> })}
+                {agent.remote.then(|| view! {
+                    <h3 class="side-heading">"Skills"</h3>
+                    <ul class="tool-catalog" data-testid="skills">
+                        {agent.skills.iter().map(|skill| view! {
+                            <li class="catalog-tool" data-testid="skill">
+                                <div class="catalog-head"><strong>{skill.name.clone()}</strong></div>
+                                <p class="hint">{skill.description.clone()}</p>
+                                {(!skill.tags.is_empty()).then(|| view! {
+                                    <p class="hint" data-testid="skill-tags">{format!("Tags: {}", skill.tags.join(", "))}</p>
+                                })}
+                            </li>
+                        }).collect_view()}
+                        {agent.skills.is_empty().then(|| view! {
+                            <li class="hint">"Its agent card lists no skills."</li>
+                        })}
+                    </ul>
+                })}
+                {(agent.remote && agent.tools.is_empty()).then(|| view! {
+                    <p class="hint" data-testid="no-tool-settings">
+                        "This remote agent does not publish its tools or which of them need \
+                         approval. Each call it holds for approval shows in the chat."
+                    </p>
+                })}
+                {(!agent.remote || !agent.tools.is_empty()).then(|| view! {
                 <h3 class="side-heading">"Tools"</h3>
                 <ul class="tool-catalog">
                     {agent.tools.iter().map(|tool| view! {
@@ -49,6 +74,7 @@ pub fn AgentPanel() -> impl IntoView {
                         </li>
                     }).collect_view()}
                 </ul>
+                })}
                 <h3 class="side-heading">"Your policies"</h3>
                 <ul class="policy-list" data-testid="policies-panel">
                     // A short list, redrawn whole when it changes (cheaper to ship than a keyed list).

@@ -14,6 +14,14 @@ pub struct ToolInfo {
     pub requires_approval: bool,
 }
 
+/// One skill a remote agent's card lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillInfo {
+    pub name: String,
+    pub description: String,
+    pub tags: Vec<String>,
+}
+
 /// One agent the server runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentInfo {
@@ -22,6 +30,12 @@ pub struct AgentInfo {
     pub description: String,
     pub model: Option<String>,
     pub tools: Vec<ToolInfo>,
+    /// A remote A2A agent reached through the server's relay: it publishes no tools and no
+    /// approval settings, only the skills of its card.
+    pub remote: bool,
+    pub skills: Vec<SkillInfo>,
+    /// Whether Stop can cancel its task (kagent 0.10 cannot: "Cancellation is not supported").
+    pub cancelable: bool,
 }
 
 impl AgentInfo {
@@ -39,6 +53,9 @@ impl From<AgentEntry> for AgentInfo {
             description,
             tools,
             require_approval,
+            remote,
+            skills,
+            cancelable,
             ..
         } = entry;
         let tools = tools
@@ -57,6 +74,17 @@ impl From<AgentEntry> for AgentInfo {
             // The agents list does not name models.
             model: None,
             tools,
+            remote,
+            skills: skills
+                .unwrap_or_default()
+                .into_iter()
+                .map(|skill| SkillInfo {
+                    name: skill.name,
+                    description: skill.description,
+                    tags: skill.tags,
+                })
+                .collect(),
+            cancelable: cancelable != Some(false),
         }
     }
 }
@@ -87,7 +115,9 @@ mod tests {
             {"namespace": "kagent", "name": "k8s", "description": "",
              "url": "/api/a2a/kagent/k8s",
              "cardUrl": "/api/a2a/kagent/k8s/.well-known/agent-card.json",
-             "tools": [], "requireApproval": [], "remote": true, "reachable": true}
+             "tools": [], "requireApproval": [], "remote": true, "reachable": true,
+             "skills": [{"name": "Pods", "description": "Lists pods", "tags": ["k8s"]}],
+             "cancelable": false}
         ]});
         let list: AgentList = serde_json::from_value(body).unwrap();
         let agents = agents_of(list);
@@ -110,5 +140,16 @@ mod tests {
         );
         assert_eq!(demo.tools[1].server.as_deref(), Some("files"));
         assert_eq!(agents[1].reference(), "kagent/k8s");
+        assert!(demo.cancelable && !demo.remote, "a local agent can cancel");
+        let remote = &agents[1];
+        assert!(remote.remote && !remote.cancelable);
+        assert_eq!(
+            remote.skills,
+            [SkillInfo {
+                name: "Pods".into(),
+                description: "Lists pods".into(),
+                tags: vec!["k8s".into()],
+            }]
+        );
     }
 }

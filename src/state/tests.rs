@@ -18,6 +18,7 @@ use super::{replay, ToolStatus};
 
 mod cards;
 mod compose;
+mod relayed;
 mod usage;
 
 /// kagent 0.10.4's recorded traffic: one copy, in the protocol crate.
@@ -286,7 +287,7 @@ fn kagent_streaming_llm_batch_matches_the_plain_one() {
 }
 
 /// Cards and batch, ignoring item keys (a stored task has no artifact ids for streamed text).
-fn cards(view: &ChatView) -> Vec<(String, ToolStatus, Option<Value>, Option<String>)> {
+pub(super) fn cards(view: &ChatView) -> Vec<(String, ToolStatus, Option<Value>, Option<String>)> {
     view.tools
         .iter()
         .map(|tool| {

@@ -136,6 +136,8 @@ async fn agents() -> axum::Json<AgentList> {
             unavailable_sources: Some(Vec::new()),
             remote: false,
             reachable: None,
+            skills: None,
+            cancelable: None,
         }],
     })
 }

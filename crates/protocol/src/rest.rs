@@ -44,6 +44,24 @@ pub struct AgentEntry {
     /// Remote agents only: whether the agent gave its card.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reachable: Option<bool>,
+    /// Remote agents only: the skills their card lists (a remote publishes no tools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<Vec<SkillEntry>>,
+    /// `false` for an agent that cannot cancel a task (A2A `tasks/cancel`), as kagent 0.10's
+    /// "Cancellation is not supported"; absent: it can.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelable: Option<bool>,
+}
+
+/// One skill of a remote agent's card.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SkillEntry {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
 }
 
 /// One tool of an [`AgentEntry`].

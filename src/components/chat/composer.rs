@@ -1,10 +1,12 @@
 //! The message box: Enter sends, Shift+Enter breaks the line. It stays usable while the agent
 //! works (the message is queued for its next step) and while a batch waits (the message is a
-//! reply that decides it), and says which before the person sends. Stop cancels the task.
+//! reply that decides it), and says which before the person sends. Stop cancels the task
+//! (`stop`: or says up front that the agent cannot).
 
 use leptos::prelude::*;
 
 use super::controller::ChatCtl;
+use super::stop::StopButton;
 use crate::state::compose::{self, SendEffect};
 use crate::state::ChatStatus;
 
@@ -67,15 +69,7 @@ pub fn Composer() -> impl IntoView {
             </Show>
             <div class="composer-actions">
                 <Show when=stoppable>
-                    <button
-                        type="button"
-                        class="button danger"
-                        data-testid="stop-button"
-                        aria-label="Stop the agent"
-                        on:click=move |_| ctl.stop()
-                    >
-                        "Stop"
-                    </button>
+                    <StopButton />
                 </Show>
                 <button
                     type="submit"

@@ -2,6 +2,7 @@
 
 mod composer;
 pub mod controller;
+mod stop;
 mod transcript;
 mod usage;
 

@@ -150,6 +150,9 @@ pub enum HttpError {
     Conflict(String),
     #[error("{0}")]
     BadRequest(String),
+    /// A remote agent did not take what was forwarded to it.
+    #[error("{0}")]
+    BadGateway(String),
     #[error("internal error")]
     Internal,
 }
@@ -187,6 +190,7 @@ impl IntoResponse for HttpError {
             HttpError::Forbidden(_) => StatusCode::FORBIDDEN,
             HttpError::Conflict(_) => StatusCode::CONFLICT,
             HttpError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            HttpError::BadGateway(_) => StatusCode::BAD_GATEWAY,
             HttpError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         };
         (status, Json(json!({"error": self.to_string()}))).into_response()
@@ -238,7 +242,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/sessions", get(rest::sessions))
         .route(
             "/api/sessions/{id}",
-            get(rest::session).delete(rest::delete_session),
+            get(relay::session).delete(rest::delete_session),
         )
         .route(
             "/api/sessions/{id}/shares",
@@ -250,7 +254,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/feedback", get(feedback::list).post(feedback::give))
         .route("/api/approvals", get(rest::approvals))
-        .route("/api/approvals/{task_id}", post(rest::decide))
+        .route("/api/approvals/{task_id}", post(relay::decide))
         .route(
             "/api/policies",
             get(rest::policies).post(rest::create_policy),

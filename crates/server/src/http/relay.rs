@@ -18,7 +18,7 @@ use futures_util::stream;
 use serde_json::{json, Value};
 use signoff_protocol::codec::{self, Method};
 use signoff_protocol::jsonrpc::{ErrorCode, Id, Response as RpcResponse};
-use signoff_protocol::rest::{AgentEntry, AgentList};
+use signoff_protocol::rest::AgentList;
 use signoff_protocol::sse::encode_data;
 use signoff_protocol::ProtocolVersion;
 use tokio_util::sync::CancellationToken;
@@ -26,6 +26,9 @@ use tokio_util::sync::CancellationToken;
 use super::a2a::request_version;
 use super::{a2a, card, origin, rest, AppState, User};
 use crate::agent::{AgentsFile, ConfigError};
+use record::Recording;
+
+pub use chats::{decide, session};
 
 /// The header that tells the remote who is asking (kagent scopes sessions by it).
 const USER_HEADER: &str = "x-user-id";
@@ -73,6 +76,13 @@ struct RemoteAgent {
     idle_timeout: Duration,
     /// The last card fetch for the agents list, so listing does not call every remote each time.
     card: Mutex<Option<CachedCard>>,
+    /// Whether it can cancel a task: from the agents file, else `false` once a relayed
+    /// `tasks/cancel` was refused (`record`), else unknown.
+    cancel: Option<bool>,
+    cancel_refused: std::sync::atomic::AtomicBool,
+    /// The tasks whose relayed answers are being recorded now, with how many: a reload does
+    /// not ask the remote about them, their stream is the news (`record`).
+    live: Mutex<HashMap<String, usize>>,
 }
 
 #[derive(Clone)]
@@ -143,6 +153,9 @@ impl Remotes {
                         .max(1),
                 ),
                 card: Mutex::new(None),
+                cancel: remote.cancel,
+                cancel_refused: std::sync::atomic::AtomicBool::new(false),
+                live: Mutex::new(HashMap::new()),
             }));
         }
         Ok(Remotes {
@@ -154,6 +167,12 @@ impl Remotes {
     /// Ends the relayed streams (they would hold the graceful shutdown open).
     pub fn begin_shutdown(&self) {
         self.shutdown.cancel();
+    }
+
+    /// The remote agent `namespace/name`, as sessions and tasks name their agent.
+    fn by_key(&self, key: &str) -> Option<Arc<RemoteAgent>> {
+        let (namespace, name) = key.split_once('/')?;
+        self.get(namespace, name)
     }
 
     fn get(&self, namespace: &str, name: &str) -> Option<Arc<RemoteAgent>> {
@@ -183,6 +202,7 @@ pub async fn a2a(
         Some(remote) => {
             let version = request_version(&headers, &query).unwrap_or(ProtocolVersion::V0_3);
             let shutdown = state.remotes.shutdown.clone();
+            let recording = Recording::start(&state.runtime, &remote, &user.0, &body, version);
             remote
                 .forward(
                     &user.0,
@@ -190,7 +210,10 @@ pub async fn a2a(
                     raw_query.as_deref(),
                     body,
                     version,
-                    shutdown,
+                    Passing {
+                        shutdown,
+                        recording,
+                    },
                 )
                 .await
         }
@@ -271,7 +294,10 @@ impl RemoteAgent {
         raw_query: Option<&str>,
         body: Bytes,
         version: ProtocolVersion,
-        shutdown: CancellationToken,
+        Passing {
+            shutdown,
+            recording,
+        }: Passing,
     ) -> Response {
         let call = RpcCall::of(&body, version);
         let mut url = self.url.clone();
@@ -334,6 +360,7 @@ impl RemoteAgent {
             shutdown,
             tail: Vec::new(),
             ended: false,
+            recording,
         };
         let body = Body::from_stream(stream::unfold(relayed, |mut relayed| async move {
             let item = relayed.next_chunk().await?;
@@ -400,48 +427,13 @@ impl RemoteAgent {
             });
         }
     }
+}
 
-    /// The card for the agents list: cached, or fetched now (lazily, with a timeout).
-    async fn listed_card(&self) -> Option<Value> {
-        let cached = self.card.lock().ok().and_then(|cached| cached.clone());
-        if let Some(cached) = cached {
-            let fresh = match cached.card {
-                Some(_) => CARD_FRESH,
-                None => CARD_RETRY,
-            };
-            if cached.fetched.elapsed() < fresh {
-                return cached.card;
-            }
-        }
-        let card = self.fetch_card(None).await.ok();
-        self.remember_card(card.clone());
-        card
-    }
-
-    async fn list_entry(self: &Arc<Self>) -> AgentEntry {
-        let card = self.listed_card().await;
-        let description = if self.description.is_empty() {
-            card.as_ref()
-                .and_then(|card| card.get("description"))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        } else {
-            self.description.clone()
-        };
-        AgentEntry {
-            namespace: self.namespace.clone(),
-            name: self.name.clone(),
-            description,
-            url: self.endpoint(),
-            card_url: format!("{}/.well-known/agent-card.json", self.endpoint()),
-            tools: Vec::new(),
-            require_approval: Vec::new(),
-            unavailable_sources: None,
-            remote: true,
-            reachable: Some(card.is_some()),
-        }
-    }
+/// What a relayed answer is passed on with: the shutdown that ends it, and the recording that
+/// keeps a copy for the store (`record`).
+struct Passing {
+    shutdown: CancellationToken,
+    recording: Option<Recording>,
 }
 
 /// What the relay knows of a call: enough to answer it with an error of the right shape.
@@ -505,6 +497,8 @@ struct RelayedBody {
     /// The last bytes passed on, to tell whether the stream stands between two events.
     tail: Vec<u8>,
     ended: bool,
+    /// A copy of what passes, for the store (`record`).
+    recording: Option<Recording>,
 }
 
 impl RelayedBody {
@@ -520,6 +514,9 @@ impl RelayedBody {
         };
         match next {
             Ok(Ok(Some(bytes))) => {
+                if let Some(recording) = &self.recording {
+                    recording.chunk(&bytes);
+                }
                 self.tail.extend_from_slice(&bytes);
                 let keep = self.tail.len().saturating_sub(4);
                 self.tail.drain(..keep);
@@ -527,6 +524,9 @@ impl RelayedBody {
             }
             Ok(Ok(None)) => {
                 self.ended = true;
+                if let Some(recording) = &self.recording {
+                    recording.end();
+                }
                 None
             }
             Ok(Err(err)) => {
@@ -591,5 +591,8 @@ fn rewrite_card(card: &mut Value, relay_url: &str) {
     }
 }
 
+mod chats;
+mod listing;
+mod record;
 #[cfg(test)]
 mod tests;

@@ -60,6 +60,8 @@ pub async fn agents(State(state): State<AppState>, _user: User) -> Json<AgentLis
                 ),
                 remote: false,
                 reachable: None,
+                skills: None,
+                cancelable: None,
             }
         })
         .collect();

@@ -251,6 +251,23 @@ impl Store {
         on_backend!(self, backend => backend.create_task(task, title, events).await)
     }
 
+    /// [`Store::create_task`] for a task of a chat relayed to a remote agent: marked remote, so
+    /// no runner of ours resumes it (it is left out of [`Store::unfinished_tasks`] and
+    /// [`Store::orphaned_tasks`]).
+    pub async fn create_relayed_task(
+        &self,
+        task: &TaskRow,
+        title: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<bool> {
+        on_backend!(self, backend => backend.create_relayed_task(task, title, events).await)
+    }
+
+    /// Whether the task exists and is a relayed one (a remote agent drives it).
+    pub async fn is_relayed(&self, task_id: &str) -> Result<bool> {
+        on_backend!(self, backend => backend.is_relayed(task_id).await)
+    }
+
     pub async fn task(&self, id: &str) -> Result<Option<TaskRow>> {
         on_backend!(self, backend => backend.task(id).await)
     }

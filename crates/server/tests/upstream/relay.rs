@@ -222,6 +222,7 @@ async fn lists_the_remote_agent_and_relays_its_card_pointing_at_us() {
             "requireApproval": [],
             "remote": true,
             "reachable": true,
+            "skills": [],
         })
     );
     // The local agent is still served here, not relayed.

@@ -163,6 +163,11 @@ pub struct RemoteSpec {
     /// (default 300).
     #[serde(default)]
     pub idle_timeout_secs: Option<u64>,
+    /// Whether the remote agent can cancel a task; `false` for kagent 0.10, whose
+    /// `tasks/cancel` answers "Cancellation is not supported", so the chat offers "Reject all
+    /// and stop" instead of Stop. When not set, the first refused cancel tells.
+    #[serde(default)]
+    pub cancel: Option<bool>,
 }
 
 impl AgentsFile {

@@ -16,6 +16,7 @@ mod log;
 mod pause;
 mod policies;
 mod reads;
+mod relayed;
 mod replicas;
 mod runner;
 mod settle;
@@ -27,6 +28,7 @@ pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
 pub use reads::Session;
 pub use sharing::{CreatedShare, ShareGrant};
+pub use relayed::{as_recorded, RelayedExchange};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -91,7 +91,7 @@ impl Postgres {
     pub async fn orphaned_tasks(&self, states: &[&str], grace_secs: i64) -> Result<Vec<String>> {
         Ok(sqlx::query_scalar(
             "SELECT id FROM tasks
-             WHERE state = ANY($1)
+             WHERE state = ANY($1) AND NOT remote
                AND (lease_until < now()
                     OR (lease_owner IS NULL
                         AND updated_at < to_char((now() - make_interval(secs => $2)) AT TIME ZONE 'UTC',

@@ -10,6 +10,7 @@
 mod batches;
 mod leases;
 mod records;
+mod relayed;
 mod schema;
 mod sharing;
 mod tasks;

@@ -253,6 +253,18 @@ impl Postgres {
         title: &str,
         events: Vec<NewEvent>,
     ) -> Result<bool> {
+        self.insert_task(task, title, events, false).await
+    }
+
+    /// Creates a task with its first events, and its session if this is the session's first
+    /// task; whether it created the session. `remote`: a task relayed to a remote agent.
+    pub(super) async fn insert_task(
+        &self,
+        task: &TaskRow,
+        title: &str,
+        events: Vec<NewEvent>,
+        remote: bool,
+    ) -> Result<bool> {
         let mut transaction = self.pool.begin().await?;
         let created = sqlx::query(
             "INSERT INTO sessions (id, user_id, agent, title, created_at, updated_at)
@@ -287,8 +299,8 @@ impl Postgres {
         }
         sqlx::query(
             "INSERT INTO tasks (id, context_id, user_id, agent, state, transcript, last_seq,
-                                created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                                created_at, updated_at, remote)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         )
         .bind(&task.id)
         .bind(&task.context_id)
@@ -299,6 +311,7 @@ impl Postgres {
         .bind(events.len() as i64)
         .bind(&task.created_at)
         .bind(&task.updated_at)
+        .bind(remote)
         .execute(&mut *transaction)
         .await?;
         append_events(&mut transaction, &task.id, 1, &events, &task.updated_at).await?;
@@ -381,7 +394,7 @@ impl Postgres {
 
     pub async fn unfinished_tasks(&self) -> Result<Vec<TaskRow>> {
         let rows = sqlx::query(&format!(
-            "{TASK_SELECT} WHERE state IN ($1, $2) ORDER BY seq_no"
+            "{TASK_SELECT} WHERE state IN ($1, $2) AND NOT remote ORDER BY seq_no"
         ))
         .bind(task_state_text(TaskState::Submitted))
         .bind(task_state_text(TaskState::Working))

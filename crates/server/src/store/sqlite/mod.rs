@@ -8,6 +8,7 @@
 mod batches;
 mod deadlines;
 mod policies;
+mod relayed;
 mod schema;
 mod sessions;
 mod sharing;

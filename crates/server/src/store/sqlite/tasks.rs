@@ -204,6 +204,63 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
     Ok(last)
 }
 
+/// Creates a task with its first events, and its session if this is the session's first task;
+/// whether it created the session. `remote`: a task relayed to a remote agent (`relayed`).
+pub(super) fn insert_task(
+    connection: &Connection,
+    task: &TaskRow,
+    title: &str,
+    events: &[NewEvent],
+    remote: bool,
+) -> Result<bool> {
+    let created = connection
+        .prepare_cached(
+            "INSERT INTO sessions (id, user_id, agent, title, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (id) DO NOTHING",
+        )?
+        .execute(params![
+            task.context_id,
+            task.user_id,
+            task.agent,
+            title,
+            task.created_at
+        ])?;
+    if created == 0 {
+        let (owner, agent): (String, String) = connection
+            .prepare_cached("SELECT user_id, agent FROM sessions WHERE id = ?1")?
+            .query_row([&task.context_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        if owner != task.user_id || agent != task.agent {
+            return Err(StoreError::Conflict(
+                "the session belongs to another user or agent",
+            ));
+        }
+        connection
+            .prepare_cached("UPDATE sessions SET updated_at = ?1 WHERE id = ?2")?
+            .execute(params![task.updated_at, task.context_id])?;
+    }
+    let last = events.len() as i64;
+    connection
+        .prepare_cached(
+            "INSERT INTO tasks (id, context_id, user_id, agent, state, transcript,
+                                last_seq, created_at, updated_at, remote)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        )?
+        .execute(params![
+            task.id,
+            task.context_id,
+            task.user_id,
+            task.agent,
+            task_state_text(task.state),
+            task.transcript,
+            last,
+            task.created_at,
+            task.updated_at,
+            remote
+        ])?;
+    append_events(connection, &task.id, 0, events, &task.updated_at)?;
+    Ok(created == 1)
+}
+
 fn has_queued(connection: &Connection, task_id: &str) -> Result<bool> {
     Ok(connection
         .prepare_cached("SELECT 1 FROM queued_messages WHERE task_id = ?1 LIMIT 1")?
@@ -224,54 +281,8 @@ impl Sqlite {
     ) -> Result<bool> {
         let task = task.clone();
         let title = title.to_owned();
-        self.write(move |connection| {
-            let created = connection
-                .prepare_cached(
-                    "INSERT INTO sessions (id, user_id, agent, title, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (id) DO NOTHING",
-                )?
-                .execute(params![
-                    task.context_id,
-                    task.user_id,
-                    task.agent,
-                    title,
-                    task.created_at
-                ])?;
-            if created == 0 {
-                let (owner, agent): (String, String) = connection
-                    .prepare_cached("SELECT user_id, agent FROM sessions WHERE id = ?1")?
-                    .query_row([&task.context_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
-                if owner != task.user_id || agent != task.agent {
-                    return Err(StoreError::Conflict(
-                        "the session belongs to another user or agent",
-                    ));
-                }
-                connection
-                    .prepare_cached("UPDATE sessions SET updated_at = ?1 WHERE id = ?2")?
-                    .execute(params![task.updated_at, task.context_id])?;
-            }
-            let last = events.len() as i64;
-            connection
-                .prepare_cached(
-                    "INSERT INTO tasks (id, context_id, user_id, agent, state, transcript,
-                                        last_seq, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                )?
-                .execute(params![
-                    task.id,
-                    task.context_id,
-                    task.user_id,
-                    task.agent,
-                    task_state_text(task.state),
-                    task.transcript,
-                    last,
-                    task.created_at,
-                    task.updated_at
-                ])?;
-            append_events(connection, &task.id, 0, &events, &task.updated_at)?;
-            Ok(created == 1)
-        })
-        .await
+        self.write(move |connection| insert_task(connection, &task, &title, &events, false))
+            .await
     }
 
     pub async fn task(&self, id: &str) -> Result<Option<TaskRow>> {
@@ -337,7 +348,7 @@ impl Sqlite {
     pub async fn unfinished_tasks(&self) -> Result<Vec<TaskRow>> {
         self.read(|connection| {
             let mut statement = connection.prepare_cached(&format!(
-                "{TASK_SELECT} WHERE state IN (?1, ?2) ORDER BY seq_no"
+                "{TASK_SELECT} WHERE state IN (?1, ?2) AND remote = 0 ORDER BY seq_no"
             ))?;
             let rows = statement.query([
                 task_state_text(TaskState::Submitted),

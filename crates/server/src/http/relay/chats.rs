@@ -1,0 +1,203 @@
+//! The REST routes that must know a relayed chat is a remote agent's (crates/server/README.md,
+//! Relayed chats): a session's reload asks the remote for the state of its tasks that have not
+//! ended, and a REST decision on a relayed task is forwarded to the remote agent in its
+//! dialect, its answer recorded as it comes. Everything else is our own REST.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures_util::future::join_all;
+use serde_json::{json, Value};
+use signoff_protocol::codec::{self, Method};
+use signoff_protocol::hitl::{self, extension, Decision, Dialect};
+use signoff_protocol::rest::{DecideResponse, Follow, FollowParams, SessionDetail};
+use signoff_protocol::{Message, ProtocolVersion, SendMessageParams, StreamEvent};
+
+use super::record::{self, Recording};
+use super::{RemoteAgent, USER_HEADER};
+use crate::agent::view;
+use crate::http::{rest, AppState, HttpError, User};
+
+/// `GET /api/sessions/{id}`: the stored session, after asking the remote agent where its open
+/// relayed tasks stand (a stream that was cut, a batch decided elsewhere). A task whose relayed
+/// answer is being recorded now is not asked about: that answer is the news, and a refresh
+/// could overtake it.
+pub async fn session(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    user: User,
+) -> Result<Json<SessionDetail>, HttpError> {
+    let open = state.runtime.relayed_tasks_to_refresh(&user.0, &id).await?;
+    join_all(open.iter().filter_map(|task| {
+        let remote = state
+            .remotes
+            .by_key(&task.agent)
+            .filter(|remote| !remote.is_live(&task.id))?;
+        let (runtime, user) = (state.runtime.clone(), user.0.clone());
+        Some(async move { record::refresh(&runtime, &remote, &user, &task.id).await })
+    }))
+    .await;
+    rest::session(State(state), Path(id), Query(query), headers, user).await
+}
+
+/// `POST /api/approvals/{taskId}`: our own task's decision, or for a relayed task the same
+/// decision forwarded to its remote agent.
+pub async fn decide(
+    State(state): State<AppState>,
+    Path(task_id): Path<String>,
+    user: User,
+    body: Bytes,
+) -> Result<Response, HttpError> {
+    let Some(row) = state.runtime.relayed_task(&user.0, &task_id).await? else {
+        return rest::decide(State(state), Path(task_id), user, body)
+            .await
+            .map(IntoResponse::into_response);
+    };
+    signoff_protocol::json_keys::reject_duplicate_keys(&body)
+        .map_err(|err| HttpError::BadRequest(err.to_string()))?;
+    let data: Value = serde_json::from_slice(&body)
+        .map_err(|err| HttpError::BadRequest(format!("invalid JSON: {err}")))?;
+    let decision =
+        Decision::from_data(&data).map_err(|err| HttpError::BadRequest(err.to_string()))?;
+    let Some(remote) = state.remotes.by_key(&row.agent) else {
+        return Err(HttpError::Conflict(format!(
+            "the remote agent {} is no longer configured here; the decision cannot reach it",
+            row.agent
+        )));
+    };
+    let runtime = &state.runtime;
+    let (batch_id, pause) = match (
+        runtime.relayed_pending_batch(&task_id).await?,
+        runtime.relayed_interrupt(&task_id).await?,
+    ) {
+        (Some(batch_id), Some((_, interrupt))) => (batch_id, interrupt),
+        (None, _) | (_, None) => {
+            return Err(HttpError::Conflict(format!(
+                "task {task_id} is not waiting for a decision"
+            )))
+        }
+    };
+    hitl::resolve(&pause.action_requests, &decision)
+        .map_err(|err| HttpError::BadRequest(err.to_string()))?;
+    let mut message = decision
+        .to_message(pause.dialect, &pause.action_requests, view::new_id())
+        .map_err(|err| HttpError::BadRequest(err.to_string()))?;
+    message.task_id = Some(row.id.clone());
+    message.context_id = Some(row.context_id.clone());
+    remote
+        .send_decision(runtime, &user.0, message, pause.dialect)
+        .await?;
+    if runtime.relayed_pending_batch(&task_id).await? == Some(batch_id) {
+        return Err(HttpError::BadGateway(format!(
+            "the remote agent {} did not take the decision; the task still waits",
+            row.agent
+        )));
+    }
+    let outcome = runtime.batch_outcome(&task_id, batch_id).await?;
+    let (task, _) = runtime.owned_snapshot(&user.0, &task_id).await?;
+    Ok(Json(DecideResponse {
+        task_id: task_id.clone(),
+        state: task.status.state,
+        decision: outcome,
+        follow: Follow {
+            url: Some(remote.endpoint()),
+            method: Method::SubscribeToTask
+                .name(ProtocolVersion::V0_3)
+                .to_owned(),
+            params: FollowParams { id: task_id },
+        },
+        task: codec::encode_send_result(ProtocolVersion::V0_3, &StreamEvent::Task(task)),
+    })
+    .into_response())
+}
+
+impl RemoteAgent {
+    /// Sends a decision message to the remote as `message/stream` (v1.0 `SendStreamingMessage`
+    /// with the extension activated, for kagent's HITL extension) and records its answer to
+    /// the end.
+    async fn send_decision(
+        self: &Arc<Self>,
+        runtime: &Arc<crate::agent::Runtime>,
+        user: &str,
+        message: Message,
+        dialect: Dialect,
+    ) -> Result<(), HttpError> {
+        let version = match dialect {
+            Dialect::KagentExtension => ProtocolVersion::V1_0,
+            Dialect::Native | Dialect::Kagent => ProtocolVersion::V0_3,
+        };
+        let params = codec::encode_send_params(
+            version,
+            &SendMessageParams {
+                message,
+                configuration: None,
+                metadata: None,
+            },
+        );
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": view::new_id(),
+            "method": Method::SendStreamingMessage.name(version),
+            "params": params,
+        })
+        .to_string();
+        let mut request = self
+            .client
+            .post(self.url.clone())
+            .header(USER_HEADER, user)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "text/event-stream");
+        if version == ProtocolVersion::V1_0 {
+            request = request.header("a2a-version", "1.0");
+        }
+        if dialect == Dialect::KagentExtension {
+            request = request.header(extension::activation_header(version), extension::URI);
+        }
+        let recording = Recording::start_rest(runtime, self, user, body.as_bytes(), version);
+        let unreachable = |what: &str| {
+            HttpError::BadGateway(format!(
+                "the remote agent at {} {what}; the decision was not delivered",
+                self.host
+            ))
+        };
+        let mut response =
+            match tokio::time::timeout(self.idle_timeout, request.body(body).send()).await {
+                Ok(Ok(response)) if response.status().is_success() => response,
+                Ok(Ok(response)) => {
+                    return Err(unreachable(&format!(
+                        "answered HTTP {}",
+                        response.status().as_u16()
+                    )))
+                }
+                Ok(Err(_)) => return Err(unreachable("is unreachable")),
+                Err(_) => return Err(unreachable("did not answer in time")),
+            };
+        loop {
+            match tokio::time::timeout(self.idle_timeout, response.chunk()).await {
+                Ok(Ok(Some(bytes))) => {
+                    if let Some(recording) = &recording {
+                        recording.chunk(&bytes);
+                    }
+                }
+                Ok(Ok(None)) => {
+                    if let Some(recording) = &recording {
+                        recording.end();
+                    }
+                    break;
+                }
+                Ok(Err(_)) | Err(_) => break,
+            }
+        }
+        if let Some(recording) = recording {
+            recording.finished().await;
+        }
+        Ok(())
+    }
+}
