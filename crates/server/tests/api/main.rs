@@ -23,4 +23,5 @@ mod rest;
 mod restart;
 mod rules;
 mod store;
+mod subagents;
 mod traces;

@@ -11,6 +11,7 @@ mod batches;
 mod leases;
 mod records;
 mod schema;
+mod subagents;
 mod tasks;
 
 use std::time::Duration;

@@ -10,6 +10,7 @@ mod deadlines;
 mod policies;
 mod schema;
 mod sessions;
+mod subagents;
 mod tasks;
 mod writer;
 
