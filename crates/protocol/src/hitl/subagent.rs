@@ -5,6 +5,9 @@
 
 use serde_json::{json, Value};
 
+use super::keys::SUBAGENT;
+use crate::model::Part;
+
 /// Where a nested call comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Via {
@@ -49,6 +52,11 @@ impl Via {
             task_id: text("task_id")?,
             subagent_call_id: text("subagent_call_id")?,
         })
+    }
+
+    /// The `subagent` metadata of a nested call or result part.
+    pub fn from_part(part: &Part) -> Option<Via> {
+        Via::from_value(part.metadata.as_ref()?.get(SUBAGENT)?)
     }
 
     /// "default/demo asks through default/boss": who asks, through which agent.

@@ -58,6 +58,15 @@ async fn a_subagents_calls_pause_the_parent_nested_and_a_mixed_decision_is_forwa
     );
     let child = via["task_id"].as_str().unwrap().to_owned();
     assert_eq!(task_state(&app, &child).await, "input-required");
+    // The inbox lists the parent's batch only: the subagent's is decided there.
+    let (_, inbox) = app.get("/api/approvals").await;
+    let listed: Vec<&str> = inbox["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|batch| batch["taskId"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [task.as_str()]);
     // The agent-tool call, then the nested calls, are in the parent's log.
     let calls = data_parts(&paused, "function_call");
     assert_eq!(calls[0]["name"], "default__demo");
