@@ -3,7 +3,7 @@
 
 use signoff_protocol::hitl::kagent::{self, TokenUsage};
 use signoff_protocol::hitl::{
-    extension, ApprovalInterrupt, DecidedBy, Decision, Dialect, ToolCall, ToolResult,
+    extension, ApprovalInterrupt, DecidedBy, Decision, Dialect, ToolCall, ToolResult, Via,
 };
 use signoff_protocol::{
     Artifact, Message, Metadata, Role, StreamEvent, Task, TaskArtifactUpdateEvent, TaskState,
@@ -327,6 +327,7 @@ fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str
                 item: item_key.clone(),
                 call,
                 decided_by: DecidedBy::from_part(part),
+                via: Via::from_part(part),
             });
         } else if let Some(result) = ToolResult::from_part(part) {
             tool_parts = true;

@@ -493,3 +493,44 @@ fn a_batch_decided_elsewhere_shows_decided_after_a_resubscribe() {
     assert_eq!(status("write_file"), Some(ToolStatus::Approved));
     assert_eq!(status("delete_file"), Some(ToolStatus::Rejected));
 }
+
+#[test]
+fn a_subagents_calls_nest_under_the_agent_tool_call_and_finish_there() {
+    let paused = run(&our_stream("subagent1.sse"));
+    assert_consistent(&paused);
+    let parent = paused
+        .tools
+        .iter()
+        .find(|tool| tool.name == "default__demo")
+        .unwrap();
+    let nested = super::nesting::nested_keys(&paused, parent);
+    assert_eq!(nested.len(), 2);
+    let batch = paused.pending.as_ref().unwrap();
+    assert_eq!(batch.keys, nested);
+    for key in &nested {
+        let tool = paused.tool(key).unwrap();
+        assert_eq!(tool.status, ToolStatus::PendingApproval);
+        assert!(super::nesting::is_nested(&paused, tool));
+        assert_eq!(tool.via.as_ref().unwrap().agent, "default/demo");
+    }
+    assert!(!super::nesting::is_nested(&paused, parent));
+    assert_eq!(
+        super::nesting::nested_label(&paused, &parent.key, "default/boss").as_deref(),
+        Some("default/demo asks through default/boss")
+    );
+
+    let mut events = our_stream("subagent1.sse");
+    events.extend(our_stream("subagent2.sse"));
+    let done = run(&events);
+    assert_consistent(&done);
+    assert!(done.pending.is_none());
+    for key in &nested {
+        let tool = done.tool(key).unwrap();
+        // Approved stays approved (invariant 3); the result is there.
+        assert_eq!(tool.status, ToolStatus::Approved, "{key}");
+        assert!(tool.result.is_some());
+    }
+    let stored = replay(&our_session("subagent_session.json"));
+    assert_consistent(&stored);
+    assert_eq!(cards(&stored), cards(&done));
+}

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 use signoff_protocol::hitl::{
-    self, ApprovalInterrupt, DecidedBy, Decision, ToolCall, ToolResult, Verdict,
+    self, ApprovalInterrupt, DecidedBy, Decision, ToolCall, ToolResult, Verdict, Via,
 };
 use signoff_protocol::TaskState;
 
@@ -29,6 +29,8 @@ pub(crate) enum LogEntry {
         call: ToolCall,
         /// The policy or rule that decided it without asking.
         decided_by: Option<DecidedBy>,
+        /// A subagent's call: what it is nested under.
+        via: Option<Via>,
     },
     /// A batch of held calls; `slots` follow `interrupt.action_requests`.
     Interrupt {
@@ -396,6 +398,7 @@ impl ToolLog {
                         item,
                         call,
                         decided_by,
+                        via,
                         ..
                     }) = self.entries.get(*at)
                     {
@@ -406,6 +409,7 @@ impl ToolLog {
                         if decided_by.is_some() {
                             card.decided_by = decided_by.clone();
                         }
+                        card.via = card.via.take().or_else(|| via.clone());
                     }
                 }
                 Fact::Held { at, index } => {
@@ -428,6 +432,7 @@ impl ToolLog {
                     });
                     card.status = ToolStatus::PendingApproval;
                     card.args = request.args.clone();
+                    card.via = card.via.take().or_else(|| request.via.clone());
                     if request.description.is_some() {
                         card.description = request.description.clone();
                     }
@@ -591,5 +596,6 @@ pub(super) fn new_card(
         reason: None,
         decided_by: None,
         owner: item.to_owned(),
+        via: None,
     }
 }

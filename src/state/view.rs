@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
-use signoff_protocol::hitl::{ActionRequest, DecidedBy, Dialect};
+use signoff_protocol::hitl::{ActionRequest, DecidedBy, Dialect, Via};
 use signoff_protocol::TaskState;
 
 use super::tools::ToolLog;
@@ -129,6 +129,9 @@ pub struct ToolCallView {
     pub decided_by: Option<DecidedBy>,
     /// The item that first introduced the call id: the card shows under it.
     pub owner: String,
+    /// A subagent's call nested under an agent-tool call of the same task (docs/wire.md,
+    /// Subagents): the card shows inside that call's card.
+    pub via: Option<Via>,
 }
 
 /// A batch of calls that waits for a person's decision.

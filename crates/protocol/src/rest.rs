@@ -163,6 +163,20 @@ pub struct AuditEntry {
     /// The decision object as stored, in native terms.
     pub decision: Value,
     pub calls: Vec<AuditCall>,
+    /// A subagent's task (docs/wire.md, Subagents): the parent task whose agent-tool call
+    /// started it; its calls were decided in the parent's batch, nested under that call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<AuditParent>,
+}
+
+/// The parent of a subagent's task in an [`AuditEntry`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AuditParent {
+    pub task_id: String,
+    /// The parent's agent-tool call.
+    pub call_id: String,
+    pub agent: String,
 }
 
 /// One call of an [`AuditEntry`].

@@ -79,6 +79,10 @@ pub struct Config {
     /// Most tool calls a model may ask for in one turn; a turn with more fails its task.
     #[arg(long, env = "SIGNOFF_MAX_TOOL_CALLS", default_value_t = agent::Limits::DEFAULT_TOOL_CALLS_PER_TURN)]
     pub max_tool_calls_per_turn: usize,
+    /// How deep subagents may nest (a task a person started is at depth 0); an agent-tool call
+    /// that would go deeper fails.
+    #[arg(long, env = "SIGNOFF_MAX_SUBAGENT_DEPTH", default_value_t = agent::Limits::DEFAULT_SUBAGENT_DEPTH)]
+    pub max_subagent_depth: usize,
     /// Trust `X-Forwarded-Host` and `X-Forwarded-Proto` (only behind a proxy that sets them).
     #[arg(long, env = "SIGNOFF_TRUST_PROXY")]
     pub trust_proxy: bool,
@@ -112,6 +116,7 @@ impl Config {
             max_message_bytes: agent::Limits::DEFAULT_MESSAGE_BYTES,
             max_reason_bytes: agent::Limits::DEFAULT_REASON_BYTES,
             max_tool_calls_per_turn: agent::Limits::DEFAULT_TOOL_CALLS_PER_TURN,
+            max_subagent_depth: agent::Limits::DEFAULT_SUBAGENT_DEPTH,
             trust_proxy: false,
             log_format: telemetry::LogFormat::Text,
             conformance_agent: false,
@@ -192,6 +197,7 @@ pub async fn run(
         max_message_bytes: config.max_message_bytes.max(1),
         max_reason_bytes: config.max_reason_bytes,
         max_tool_calls_per_turn: config.max_tool_calls_per_turn.max(1),
+        max_subagent_depth: config.max_subagent_depth,
         ..agent::Limits::default()
     };
     let runtime = agent::Runtime::new(store.clone(), agents, limits);

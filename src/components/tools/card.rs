@@ -7,6 +7,7 @@ use leptos::prelude::*;
 use signoff_protocol::hitl::{DecidedBy, Question, Verdict, ASK_USER};
 
 use super::allow::{AlwaysAllow, Countdown, DecidedByLine};
+use super::nested::NestedCards;
 use super::pretty;
 use super::question::{Answers, QuestionForm};
 use crate::components::chat::controller::ChatCtl;
@@ -476,6 +477,7 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
                 }
                 .into_any(),
             }}
+            {view! { <NestedCards parent_key=card_key.clone() /> }.into_any()}
         </div>
     }
 }

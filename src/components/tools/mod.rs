@@ -4,6 +4,7 @@
 mod allow;
 mod batch;
 mod card;
+mod nested;
 mod question;
 
 use leptos::prelude::*;
@@ -12,6 +13,7 @@ use self::batch::BatchBar;
 use self::card::ToolCard;
 use crate::components::chat::controller::ChatCtl;
 use crate::state::group::{segments, Segment};
+use crate::state::nesting::is_nested;
 
 /// The cards of one transcript row (an item and the tool-only items that joined it).
 #[component]
@@ -24,6 +26,8 @@ pub fn ToolList(owners: Memo<Vec<String>>) -> impl IntoView {
                     .iter()
                     .filter_map(|owner| view.item(owner))
                     .flat_map(|item| item.tool_keys.iter().filter_map(|key| view.tool(key)))
+                    // A subagent's calls show inside the card of the call they ask through.
+                    .filter(|tool| !is_nested(view, tool))
                     .collect();
                 segments(&tools)
             })

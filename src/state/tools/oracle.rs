@@ -83,6 +83,7 @@ fn pass_requests(log: &[LogEntry], cards: &mut Cards) {
                 item,
                 call,
                 decided_by,
+                via,
             } => {
                 let card = cards.get_or_insert(slot, || {
                     new_card(slot, task, item, &call.id, &call.name, &call.args)
@@ -90,6 +91,7 @@ fn pass_requests(log: &[LogEntry], cards: &mut Cards) {
                 if decided_by.is_some() {
                     card.decided_by = decided_by.clone();
                 }
+                card.via = card.via.take().or_else(|| via.clone());
             }
             LogEntry::Interrupt {
                 task,
@@ -103,6 +105,7 @@ fn pass_requests(log: &[LogEntry], cards: &mut Cards) {
                     });
                     card.status = ToolStatus::PendingApproval;
                     card.args = request.args.clone();
+                    card.via = card.via.take().or_else(|| request.via.clone());
                     if request.description.is_some() {
                         card.description = request.description.clone();
                     }

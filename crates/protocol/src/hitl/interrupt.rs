@@ -3,8 +3,10 @@
 
 use serde_json::{json, Value};
 
+use super::keys::SUBAGENT;
 use super::keys::{EXPIRES_AT, INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, TOOL_APPROVAL};
 use super::question::{Question, ASK_USER};
+use super::subagent::Via;
 use super::{extension, kagent};
 use crate::model::{Message, Metadata, Part, TaskState, TaskStatus};
 
@@ -23,6 +25,9 @@ pub struct ActionRequest {
     /// kagent's HITL extension only: the opaque approval id the answer must name, which is not
     /// the call id ([`super::extension`]).
     pub approval_id: Option<String>,
+    /// A subagent's call nested under an agent-tool call (native `subagent`; docs/wire.md,
+    /// Subagents).
+    pub via: Option<Via>,
 }
 
 /// Which approval dialect a peer speaks: how its interrupts look and how decisions must be written.
@@ -96,6 +101,9 @@ impl ActionRequest {
             if let Some(server) = &self.server {
                 object.insert("server".to_owned(), json!(server));
             }
+            if let Some(via) = &self.via {
+                object.insert(SUBAGENT.to_owned(), via.to_value());
+            }
         }
         value
     }
@@ -110,6 +118,7 @@ impl ActionRequest {
             description: text("description"),
             server: text("server"),
             approval_id: None,
+            via: value.get(SUBAGENT).and_then(Via::from_value),
         })
     }
 

@@ -17,6 +17,7 @@ pub mod keys;
 mod outcome;
 pub mod question;
 mod rules;
+pub mod subagent;
 mod text;
 
 pub use call::{ToolCall, ToolResult};
@@ -28,6 +29,7 @@ pub use keys::{
 pub use outcome::DecidedBy;
 pub use question::{Answer, Question, ASK_USER};
 pub use rules::{resolve, ResolvedCall};
+pub use subagent::Via;
 
 /// A pending call for the tests of this module's parts.
 #[cfg(test)]
@@ -39,5 +41,6 @@ pub(crate) fn test_request(id: &str, name: &str, args: serde_json::Value) -> Act
         description: None,
         server: None,
         approval_id: None,
+        via: None,
     }
 }

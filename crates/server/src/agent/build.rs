@@ -14,6 +14,7 @@ use super::openai::OpenAiModel;
 use super::policy::AgentApprovals;
 use super::runtime::Agent;
 use super::scripted::ScriptedModel;
+use super::subagents::{AgentTools, Subagents};
 use super::tools::{ToolSource, Toolbox};
 
 /// Builds the agents of a (checked) agents file. Relative sandbox roots live in `data_dir`.
@@ -110,6 +111,20 @@ pub async fn build_agents(
                     message,
                 })?;
         }
+        let (subagents, agent_tools) = Subagents::of(spec, file);
+        if !agent_tools.is_empty() {
+            // Calling a subagent waits for nobody: its own calls are held in its task.
+            let exposed = agent_tools
+                .iter()
+                .map(|tool| (tool.clone(), false))
+                .collect();
+            toolbox
+                .add_all(exposed, Arc::new(AgentTools { specs: agent_tools }))
+                .map_err(|message| ConfigError::Invalid {
+                    path: format!("agents[{index}].agents"),
+                    message,
+                })?;
+        }
         approvals.check_tools(&format!("agents[{index}]"), spec, &toolbox)?;
         agents.push(Arc::new(Agent {
             namespace: spec.namespace.clone(),
@@ -119,6 +134,7 @@ pub async fn build_agents(
             model,
             tools: toolbox,
             approvals,
+            subagents,
         }));
     }
     Ok(agents)

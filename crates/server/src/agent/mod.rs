@@ -11,9 +11,11 @@ pub mod metrics;
 pub mod model;
 pub mod openai;
 pub mod policy;
+pub mod remote;
 pub mod runtime;
 pub mod schema;
 pub mod scripted;
+pub mod subagents;
 pub mod tools;
 pub mod view;
 

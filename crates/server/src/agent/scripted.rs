@@ -12,6 +12,8 @@ use super::model::{
 use signoff_protocol::hitl::question::{answers_from_result, questions_to_args};
 use signoff_protocol::hitl::{Question, ASK_USER};
 
+use super::config::{agent_tool_name, AGENT_TOOL_ARG};
+use super::subagents::request_text;
 use super::tools::result_text;
 
 /// The highest N that `count to N` accepts.
@@ -44,16 +46,23 @@ enum Clause {
     Delete(String),
     /// `ask` clauses of one round, asked in one `ask_user` call.
     Ask(Vec<Question>),
+    /// `delegate NAMESPACE/AGENT: TEXT`: the agent-tool of that subagent, with TEXT as its
+    /// `request` (the whole message: TEXT may hold commas and "and").
+    Delegate {
+        agent: String,
+        request: String,
+    },
 }
 
 impl Clause {
-    fn tool(&self) -> &'static str {
+    fn tool(&self) -> String {
         match self {
-            Clause::List => "list_directory",
-            Clause::Read(_) => "read_file",
-            Clause::Write(_, _) => "write_file",
-            Clause::Delete(_) => "delete_file",
-            Clause::Ask(_) => ASK_USER,
+            Clause::List => "list_directory".to_owned(),
+            Clause::Read(_) => "read_file".to_owned(),
+            Clause::Write(_, _) => "write_file".to_owned(),
+            Clause::Delete(_) => "delete_file".to_owned(),
+            Clause::Ask(_) => ASK_USER.to_owned(),
+            Clause::Delegate { agent, .. } => agent_tool_name(agent),
         }
     }
 
@@ -63,6 +72,7 @@ impl Clause {
             Clause::Read(path) | Clause::Delete(path) => json!({"path": path}),
             Clause::Write(path, content) => json!({"path": path, "content": content}),
             Clause::Ask(questions) => questions_to_args(questions),
+            Clause::Delegate { request, .. } => json!({ AGENT_TOOL_ARG: request }),
         }
     }
 }
@@ -79,7 +89,7 @@ enum Plan {
 const HELP: &str = "I'm the scripted demo model, so I understand only a few commands: \
 `list files`, `read PATH`, `write PATH: CONTENT` and `delete PATH` (join several with \"and\", \
 commas or new lines to make one batch), `ask QUESTION? A / B` (`A + B` to pick several, nothing \
-for free text), and `count to N`. Try: write notes.txt: hi and delete \
+for free text), `delegate NAMESPACE/AGENT: TEXT` (for an agent with subagents), and `count to N`. Try: write notes.txt: hi and delete \
 old.txt and read readme.txt";
 
 /// `text` without a leading `prefix`, compared ASCII-case-insensitively. The grammar's words
@@ -185,6 +195,21 @@ fn plan(text: &str) -> Plan {
             )),
         };
     }
+    if let Some(rest) = strip_prefix_ignore_case(trimmed.trim_start(), "delegate ") {
+        return match rest.split_once(':') {
+            Some((agent, request)) if agent.trim().contains('/') && !request.trim().is_empty() => {
+                Plan::Call(vec![vec![Clause::Delegate {
+                    agent: agent.trim().to_owned(),
+                    request: request.trim().to_owned(),
+                }]])
+            }
+            Some(_) | None => Plan::Say(
+                "Say `delegate NAMESPACE/AGENT: TEXT`, such as `delegate default/demo: write \
+                 sub.txt: hi`."
+                    .to_owned(),
+            ),
+        };
+    }
     let mut rounds = Vec::new();
     for round in split_rounds(text) {
         let pieces = clauses(&round);
@@ -195,9 +220,11 @@ fn plan(text: &str) -> Plan {
                 Some(Clause::Ask(questions)) => {
                     match parsed.iter_mut().find_map(|clause| match clause {
                         Clause::Ask(asked) => Some(asked),
-                        Clause::List | Clause::Read(_) | Clause::Write(..) | Clause::Delete(_) => {
-                            None
-                        }
+                        Clause::List
+                        | Clause::Read(_)
+                        | Clause::Write(..)
+                        | Clause::Delete(_)
+                        | Clause::Delegate { .. } => None,
                     }) {
                         Some(asked) => asked.extend(questions),
                         None => parsed.push(Clause::Ask(questions)),
@@ -313,7 +340,10 @@ fn report(name: &str, args: &Value, response: &Value, edited: bool) -> String {
                     .join(" "),
                 None => format!("{ASK_USER} returned: {}", text.trim_end()),
             },
-            other => format!("{other} returned: {}", text.trim_end()),
+            other => match request_text(args) {
+                Some(_) => format!("The agent answered: {}", text.trim_end()),
+                None => format!("{other} returned: {}", text.trim_end()),
+            },
         }
     };
     if edited {
@@ -473,7 +503,7 @@ impl Model for ScriptedModel {
             }
             Plan::Call(rounds) => {
                 let clauses = rounds.into_iter().nth(done).unwrap_or_default();
-                let missing: Vec<&str> = clauses
+                let missing: Vec<String> = clauses
                     .iter()
                     .map(Clause::tool)
                     .filter(|tool| !request.tools.iter().any(|spec| spec.name == *tool))
@@ -497,7 +527,7 @@ impl Model for ScriptedModel {
                     .map(|(index, clause)| {
                         Ok(ModelEvent::ToolCall(ModelToolCall {
                             id: format!("call_{}", earlier + index + 1),
-                            name: clause.tool().to_owned(),
+                            name: clause.tool(),
                             args: clause.args(),
                         }))
                     })

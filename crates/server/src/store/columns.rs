@@ -147,3 +147,20 @@ pub(super) fn deadline_from_row(row: &impl Columns) -> Result<Deadline> {
         expires_at: row.text(2)?,
     })
 }
+
+pub(super) const SUBAGENT_SELECT: &str =
+    "SELECT parent_task_id, parent_call_id, agent, child_task_id, child_context_id, remote, depth,
+            created_at FROM subagent_tasks";
+
+pub(super) fn subagent_from_row(row: &impl Columns) -> Result<super::SubagentLink> {
+    Ok(super::SubagentLink {
+        parent_task_id: row.text(0)?,
+        parent_call_id: row.text(1)?,
+        agent: row.text(2)?,
+        child_task_id: row.text(3)?,
+        child_context_id: row.text(4)?,
+        remote: row.int(5)? != 0,
+        depth: row.int(6)?,
+        created_at: row.text(7)?,
+    })
+}

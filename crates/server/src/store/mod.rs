@@ -397,6 +397,24 @@ impl Store {
         on_backend!(self, backend => backend.recent_decisions(user_id, limit).await)
     }
 
+    // Subagent tasks.
+
+    /// Records the task an agent-tool call started on a subagent; a call starts one at most
+    /// ([`StoreError::Conflict`] for a second).
+    pub async fn insert_subagent(&self, link: SubagentLink) -> Result<()> {
+        on_backend!(self, backend => backend.insert_subagent(link).await)
+    }
+
+    /// The subagent tasks a parent task started, oldest first.
+    pub async fn subagents_of(&self, parent_task_id: &str) -> Result<Vec<SubagentLink>> {
+        on_backend!(self, backend => backend.subagents_of(parent_task_id).await)
+    }
+
+    /// The link that made a local task a subagent's task, if one did.
+    pub async fn subagent_parent(&self, child_task_id: &str) -> Result<Option<SubagentLink>> {
+        on_backend!(self, backend => backend.subagent_parent(child_task_id).await)
+    }
+
     // Deadlines.
 
     /// Every pending batch with a deadline (to watch them again after a restart).

@@ -548,3 +548,20 @@ mod tests {
         assert!(matches!(json_value("{"), Err(StoreError::Corrupt(_))));
     }
 }
+
+/// A subagent's task started by an agent-tool call of a parent task (docs/wire.md, Subagents).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubagentLink {
+    pub parent_task_id: String,
+    /// The parent's agent-tool call that started it.
+    pub parent_call_id: String,
+    /// The subagent, `namespace/name`.
+    pub agent: String,
+    /// Our task id for a local subagent; the remote agent's task id for a remote one.
+    pub child_task_id: String,
+    pub child_context_id: String,
+    pub remote: bool,
+    /// How deep the child is: 1 under a task a person started.
+    pub depth: i64,
+    pub created_at: String,
+}

@@ -59,7 +59,7 @@ async fn the_conformance_agent_is_served_and_at_the_origin_only_with_the_flag() 
         .iter()
         .map(|agent| agent["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["demo"], "{agents}");
+    assert_eq!(names, ["demo", "boss"], "{agents}");
     let (status, _) = plain
         .get(&format!("{AGENT}/.well-known/agent-card.json"))
         .await;

@@ -83,6 +83,7 @@ fn agent(model: Arc<dyn Model>) -> Arc<Agent> {
         model,
         tools: Toolbox::new(),
         approvals: Default::default(),
+        subagents: Default::default(),
     })
 }
 

@@ -25,4 +25,5 @@ mod restart;
 mod rules;
 mod shares;
 mod store;
+mod subagents;
 mod traces;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::a2a::request;
-use super::app::TestApp;
+use super::app::{TestApp, DEMO};
 
 /// How long any one wait may take before the test fails.
 pub const PATIENCE: Duration = Duration::from_secs(30);
@@ -50,11 +50,16 @@ const TERMINAL: [&str; 4] = ["completed", "canceled", "failed", "rejected"];
 /// a task at rest (paused, or not yet picked up after a restart) has no live stream, so it is
 /// followed again until something moves it. A task that ends in another state fails at once.
 pub async fn wait_for_state(app: &TestApp, task: &str, state: &str) -> Value {
+    wait_for_state_at(app, DEMO, task, state).await
+}
+
+/// [`wait_for_state`] for a task of the agent at `path`.
+pub async fn wait_for_state_at(app: &TestApp, path: &str, task: &str, state: &str) -> Value {
     let what = format!("task {task} to be {state}");
     within(&what, async {
         loop {
             let follow = request("tasks/resubscribe", json!({"id": task}));
-            let mut events = app.open_stream(None, None, follow).await;
+            let mut events = app.open_stream_at(path, None, follow).await;
             let mut last = String::new();
             while let Some(event) = events.next().await {
                 assert!(event.get("error").is_none(), "{what}: {event}");
@@ -63,7 +68,7 @@ pub async fn wait_for_state(app: &TestApp, task: &str, state: &str) -> Value {
                 if let Some(now) = result["status"]["state"].as_str() {
                     if now == state {
                         let got = app
-                            .rpc(None, request("tasks/get", json!({"id": task})))
+                            .rpc_at(path, None, request("tasks/get", json!({"id": task})))
                             .await;
                         return got["result"].clone();
                     }

@@ -25,6 +25,7 @@ mod kagent;
 mod mcp;
 mod openai;
 mod rules;
+mod subagents;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -34,6 +35,7 @@ use serde::Deserialize;
 pub use mcp::{check_approval, Endpoint, HttpTransport, McpHttpSpec, McpSourceSpec, McpStdioSpec};
 pub use openai::OpenAiSpec;
 pub use rules::{check_rules, parse_timeout, MatchSpec, Matcher, OnTimeout, RuleAction, RuleSpec};
+pub use subagents::{agent_tool_name, AGENT_TOOL_ARG};
 
 /// The names of the built-in file tools, in the order they are listed (`agent::files` serves
 /// them; the agents file may name only these).
@@ -85,6 +87,10 @@ pub struct AgentSpec {
     /// A remote A2A agent to relay to instead of running one here (`http::relay`).
     #[serde(default)]
     pub remote: Option<RemoteSpec>,
+    /// Other agents of this file (`namespace/name`, local or remote) this agent may use as
+    /// tools (`subagents`): each is one tool with a `request` text argument.
+    #[serde(default)]
+    pub agents: Vec<String>,
     /// The built-in `ask_user` tool: the model may ask the person questions (`agent::ask`).
     #[serde(default)]
     pub ask_user: bool,
@@ -206,28 +212,54 @@ impl AgentsFile {
     /// The demo agent served when no agents file is given.
     pub fn demo() -> AgentsFile {
         AgentsFile {
-            agents: vec![AgentSpec {
-                name: "demo".to_owned(),
-                namespace: "default".to_owned(),
-                description: "A demo agent that lists, reads, writes and deletes files in a \
+            agents: vec![
+                AgentSpec {
+                    name: "demo".to_owned(),
+                    namespace: "default".to_owned(),
+                    description: "A demo agent that lists, reads, writes and deletes files in a \
                               sandbox folder; writing and deleting wait for your approval, and it \
                               can ask you questions."
-                    .to_owned(),
-                instruction: "You help the user with files in the sandbox.".to_owned(),
-                model: ModelSpec::Scripted,
-                tools: vec![ToolSourceSpec::BuiltinFiles {
-                    name: None,
-                    root: None,
-                    tools: None,
-                    require_approval: vec!["write_file".to_owned(), "delete_file".to_owned()],
-                }],
-                remote: None,
-                // The scripted model's `ask` shows questions offline.
-                ask_user: true,
-                rules: Vec::new(),
-                approval_timeout: None,
-                on_timeout: OnTimeout::Reject,
-            }],
+                        .to_owned(),
+                    instruction: "You help the user with files in the sandbox.".to_owned(),
+                    model: ModelSpec::Scripted,
+                    tools: vec![ToolSourceSpec::BuiltinFiles {
+                        name: None,
+                        root: None,
+                        tools: None,
+                        require_approval: vec!["write_file".to_owned(), "delete_file".to_owned()],
+                    }],
+                    remote: None,
+                    agents: Vec::new(),
+                    // The scripted model's `ask` shows questions offline.
+                    ask_user: true,
+                    rules: Vec::new(),
+                    approval_timeout: None,
+                    on_timeout: OnTimeout::Reject,
+                },
+                AgentsFile::boss(),
+            ],
+        }
+    }
+
+    /// The demo's boss: it hands work to `default/demo` as a subagent (the scripted model's
+    /// `delegate default/demo: TEXT`), so a subagent's pause shows offline.
+    pub fn boss() -> AgentSpec {
+        AgentSpec {
+            name: "boss".to_owned(),
+            namespace: "default".to_owned(),
+            description: "A demo agent that delegates: say `delegate default/demo: write \
+                          sub.txt: hi`, and the demo agent's calls that wait for approval are \
+                          shown here, nested under the delegation."
+                .to_owned(),
+            instruction: "You hand file work to the demo agent.".to_owned(),
+            model: ModelSpec::Scripted,
+            tools: Vec::new(),
+            remote: None,
+            agents: vec!["default/demo".to_owned()],
+            ask_user: false,
+            rules: Vec::new(),
+            approval_timeout: None,
+            on_timeout: OnTimeout::Reject,
         }
     }
 
@@ -245,6 +277,7 @@ impl AgentsFile {
             model: ModelSpec::Conformance,
             tools: Vec::new(),
             remote: None,
+            agents: Vec::new(),
             ask_user: true,
             rules: Vec::new(),
             approval_timeout: None,
@@ -365,7 +398,7 @@ impl AgentsFile {
             }
             check_rules(&at, &agent.rules, exposed_tools.as_deref())?;
         }
-        Ok(())
+        subagents::check(self)
     }
 }
 
@@ -406,8 +439,8 @@ mod tests {
             .iter()
             .map(|agent| agent.name.as_str())
             .collect();
-        assert_eq!(names, ["demo", "conformance"]);
-        assert_eq!(file.agents[1].model, ModelSpec::Conformance);
+        assert_eq!(names, ["demo", "boss", "conformance"]);
+        assert_eq!(file.agents[2].model, ModelSpec::Conformance);
         let taken = AgentsFile::parse("[[agents]]\nname = \"conformance\"\n").unwrap();
         let err = taken.with_conformance_agent().unwrap_err().to_string();
         assert!(

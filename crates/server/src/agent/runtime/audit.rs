@@ -10,7 +10,7 @@ use super::{Result, Runtime};
 
 /// Pending batches and audit entries as `GET /api/approvals` lists them: the REST contract's
 /// types (docs/rest.md, Approvals).
-pub use signoff_protocol::rest::{AuditCall, AuditEntry, PendingApproval};
+pub use signoff_protocol::rest::{AuditCall, AuditEntry, AuditParent, PendingApproval};
 
 /// The sha256 of a JSON value (keys sorted, so equal arguments hash equally).
 pub fn args_sha256(args: &Value) -> String {
@@ -22,7 +22,20 @@ impl Runtime {
     // ---- approvals -------------------------------------------------------------------------
 
     pub async fn pending_approvals(&self, user: &str) -> Result<Vec<PendingApproval>> {
-        let batches = self.store.pending_batches(user).await?;
+        let mut batches = self.store.pending_batches(user).await?;
+        // A subagent's batch is decided in its parent's, where its calls are nested.
+        let mut listed = Vec::with_capacity(batches.len());
+        for row in batches.drain(..) {
+            if self
+                .store
+                .subagent_parent(&row.batch.task_id)
+                .await?
+                .is_none()
+            {
+                listed.push(row);
+            }
+        }
+        let batches = listed;
         let task_ids: Vec<String> = batches
             .iter()
             .map(|row| row.batch.task_id.clone())
@@ -51,7 +64,9 @@ impl Runtime {
                 continue;
             };
             let calls = self.store.calls(&task.id).await?;
-            out.push(Self::audit_entry(&task, decision, &calls));
+            let mut entry = Self::audit_entry(&task, decision, &calls);
+            entry.parent = self.audit_parent(&task).await?;
+            out.push(entry);
         }
         Ok(out)
     }
@@ -62,10 +77,34 @@ impl Runtime {
             return Ok(Vec::new());
         }
         let calls = self.store.calls(&row.id).await?;
+        let parent = self.audit_parent(row).await?;
         Ok(decisions
             .into_iter()
-            .map(|decision| Self::audit_entry(row, decision, &calls))
+            .map(|decision| AuditEntry {
+                parent: parent.clone(),
+                ..Self::audit_entry(row, decision, &calls)
+            })
             .collect())
+    }
+
+    /// For a subagent's task: the parent task and agent-tool call that started it.
+    async fn audit_parent(&self, task: &TaskRow) -> Result<Option<AuditParent>> {
+        let link = self.store.subagent_parent(&task.id).await?;
+        let mut parent = None;
+        if let Some(link) = link {
+            let agent = self
+                .store
+                .task(&link.parent_task_id)
+                .await?
+                .map(|row| row.agent)
+                .unwrap_or_default();
+            parent = Some(AuditParent {
+                task_id: link.parent_task_id,
+                call_id: link.parent_call_id,
+                agent,
+            });
+        }
+        Ok(parent)
     }
 
     pub(super) fn audit_entry(
@@ -111,6 +150,7 @@ impl Runtime {
                     result: call.result.clone(),
                 })
                 .collect(),
+            parent: None,
         }
     }
 
@@ -129,6 +169,8 @@ impl Runtime {
             return Ok(None);
         };
         let calls = self.store.calls(task_id).await?;
-        Ok(Some(Self::audit_entry(&row, decision, &calls)))
+        let mut entry = Self::audit_entry(&row, decision, &calls);
+        entry.parent = self.audit_parent(&row).await?;
+        Ok(Some(entry))
     }
 }

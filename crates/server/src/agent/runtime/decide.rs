@@ -354,7 +354,12 @@ impl Runtime {
                     )));
                 }
             }
-            let (Some(args), Some(agent)) = (&call.modified_args, &agent) else {
+            // A subagent's nested call is checked against the tool of the agent that asks.
+            let asker = match &call.request.via {
+                Some(via) => self.agent_by_key(&via.asker),
+                None => agent.clone(),
+            };
+            let (Some(args), Some(agent)) = (&call.modified_args, &asker) else {
                 continue;
             };
             if let Some(tool) = agent.tools.get(&call.request.name) {

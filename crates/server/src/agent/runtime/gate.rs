@@ -24,16 +24,28 @@ impl Runtime {
 
     /// Accepts a user message for `agent`: a new task, or a decision on a paused one. Its span
     /// is the parent of the runner's (and so of the model turns and tool calls) in a trace.
-    #[tracing::instrument(name = "message", skip_all, fields(
-        agent = %agent.key(),
-        task.id = message.task_id.as_deref(),
-        context.id = message.context_id.as_deref(),
-    ))]
     pub async fn send(
         self: &Arc<Self>,
         user: &str,
         agent: &Arc<Agent>,
         message: Message,
+    ) -> Result<Accepted> {
+        self.send_as(user, agent, message, view::new_id()).await
+    }
+
+    /// [`Runtime::send`], with the id a new task gets (a subagent's task is recorded with its
+    /// parent's call before it is created).
+    #[tracing::instrument(name = "message", skip_all, fields(
+        agent = %agent.key(),
+        task.id = message.task_id.as_deref(),
+        context.id = message.context_id.as_deref(),
+    ))]
+    pub(super) async fn send_as(
+        self: &Arc<Self>,
+        user: &str,
+        agent: &Arc<Agent>,
+        message: Message,
+        task_id: String,
     ) -> Result<Accepted> {
         if self.shutdown.is_cancelled() {
             return Err(AgentError::ShuttingDown);
@@ -79,7 +91,6 @@ impl Runtime {
             }
             Some(_) | None => {}
         }
-        let task_id = view::new_id();
         let mut message = message;
         message.task_id = Some(task_id.clone());
         message.context_id = Some(context_id.clone());
@@ -239,6 +250,8 @@ impl Runtime {
             }
         }
         self.stop_runner(task_id);
+        // A cancel goes down to the subagents' tasks the task started.
+        self.cancel_subagents(user, task_id).await;
         tracing::info!(task = %task_id, user, "task canceled");
         Ok(self.snapshot(task_id, None).await?.0)
     }

@@ -21,6 +21,8 @@ mod replicas;
 mod runner;
 mod settle;
 mod sharing;
+mod subagent;
+mod subagent_remote;
 mod transcript;
 
 pub use crate::store::Channel;
@@ -42,6 +44,7 @@ use tokio_util::task::TaskTracker;
 use super::metrics::Metrics;
 use super::model::Model;
 use super::policy::AgentApprovals;
+use super::subagents::Subagents;
 use super::tools::Toolbox;
 use crate::store::{Store, StoreError};
 
@@ -119,6 +122,8 @@ pub struct Agent {
     pub tools: Toolbox,
     /// Argument rules and the approval timeout (`agent::policy`).
     pub approvals: AgentApprovals,
+    /// The agents it may call as tools (`agent::subagents`).
+    pub subagents: Subagents,
 }
 
 impl Agent {
@@ -142,12 +147,16 @@ pub struct Limits {
     pub max_reason_bytes: usize,
     /// The most tool calls one model turn may ask for; more fails the task.
     pub max_tool_calls_per_turn: usize,
+    /// How deep subagents may nest: a task a person started is at depth 0, its subagent's
+    /// task at 1; an agent-tool call that would go deeper fails.
+    pub max_subagent_depth: usize,
 }
 
 impl Limits {
     pub const DEFAULT_MESSAGE_BYTES: usize = 64 * 1024;
     pub const DEFAULT_REASON_BYTES: usize = 4 * 1024;
     pub const DEFAULT_TOOL_CALLS_PER_TURN: usize = 64;
+    pub const DEFAULT_SUBAGENT_DEPTH: usize = 3;
 }
 
 impl Default for Limits {
@@ -159,6 +168,7 @@ impl Default for Limits {
             max_message_bytes: Limits::DEFAULT_MESSAGE_BYTES,
             max_reason_bytes: Limits::DEFAULT_REASON_BYTES,
             max_tool_calls_per_turn: Limits::DEFAULT_TOOL_CALLS_PER_TURN,
+            max_subagent_depth: Limits::DEFAULT_SUBAGENT_DEPTH,
         }
     }
 }

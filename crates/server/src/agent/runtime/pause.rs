@@ -1,4 +1,5 @@
-//! The pause that ends a turn with held calls: ONE batch of action requests, the
+//! The pause that ends a turn with held calls: ONE batch of action requests (a subagent's held
+//! calls nested among them, `subagent`), the
 //! `input-required` event that carries it (with its deadline, if the agent has an approval
 //! timeout), and the commit that opens it (docs/wire.md, Approval interrupt).
 
@@ -20,6 +21,7 @@ impl Runtime {
         task_id: &str,
         context_id: &str,
         held: &[CallRow],
+        nested: &[ActionRequest],
         usage: (u64, u64),
     ) -> (StreamEvent, Commit, Option<String>) {
         let requests: Vec<ActionRequest> = held
@@ -33,8 +35,10 @@ impl Runtime {
                     description: tool.as_ref().map(|tool| tool.spec.description.clone()),
                     server: tool.as_ref().map(|tool| tool.spec.source.clone()),
                     approval_id: None,
+                    via: None,
                 }
             })
+            .chain(nested.iter().cloned())
             .collect();
         let deadline = Self::deadline_for(agent);
         let interrupt = ApprovalInterrupt::new(requests.clone()).expiring_at(deadline.clone());

@@ -18,6 +18,7 @@ use tracing::Instrument;
 
 use super::audit::args_sha256;
 use super::runner::TaskRun;
+use super::subagent::SubagentStep;
 use super::transcript::*;
 use super::{AgentError, Result, Runtime};
 
@@ -58,6 +59,9 @@ impl Runtime {
         let (task_id, context_id) = (task_id.as_str(), context_id.as_str());
         let mut deferred: Deferred = None;
         let mut held = Vec::new();
+        // Subagents' calls that join this pause, and whether an agent-tool call waits for one.
+        let mut nested = Vec::new();
+        let mut subagent_waits = false;
         for call in open {
             // Shutting down: start nothing more (another replica, or the next start, goes on
             // from the calls recorded so far).
@@ -72,7 +76,31 @@ impl Runtime {
                 )));
             };
             let rejected = record.status == CallStatus::Rejected;
+            let subagent = agent.subagents.get(&call.name).cloned();
             let (response, edited_from, started) = match record.status {
+                // An agent-tool call goes on with its subagent's task (after a decision on its
+                // nested calls, or a restart): the task, not the call, is what ran.
+                CallStatus::Started if subagent.is_some() => {
+                    let run_args = record.run_args.clone().unwrap_or(record.args.clone());
+                    let Some(subagent) = &subagent else { continue };
+                    let (step, mirrored) =
+                        self.run_subagent(run, call, subagent, &run_args).await?;
+                    if let Some((events, commit)) = mirrored {
+                        defer(&mut deferred, events, commit);
+                    }
+                    match step {
+                        SubagentStep::Answer(response) => (response, None, None),
+                        SubagentStep::Waiting(calls) => {
+                            nested.extend(calls);
+                            subagent_waits = true;
+                            continue;
+                        }
+                        SubagentStep::Stopped => {
+                            self.write_deferred(task_id, deferred).await?;
+                            return Ok(true);
+                        }
+                    }
+                }
                 CallStatus::Held => {
                     held.push(record);
                     continue;
@@ -139,32 +167,52 @@ impl Runtime {
                         record.status = CallStatus::Started;
                         record.run_args = Some(run_args.clone());
                     }
-                    // Only an exposed tool's name becomes a label (the model chooses the name).
-                    let tool = match agent.tools.get(&call.name) {
-                        Some(_) => call.name.as_str(),
-                        None => UNKNOWN_TOOL,
-                    };
-                    let span = tracing::info_span!(
-                        "tool_call",
-                        task.id = task_id,
-                        context.id = context_id,
-                        tool,
-                        call.id = %call.id,
-                    );
-                    let started = Instant::now();
-                    let running = agent
-                        .tools
-                        .call(&call.name, run_args.clone(), self.limits.tool_timeout)
-                        .instrument(span);
-                    // A tool call is not abandoned at shutdown (it would be reported as
-                    // interrupted); only the user's cancel stops waiting for it.
-                    let response = tokio::select! {
-                        _ = cancel.cancelled() => return Ok(true),
-                        response = running => response,
-                    };
-                    let failed = response.get("isError") == Some(&Value::Bool(true));
-                    self.metrics.tool_call(tool, started.elapsed(), failed);
-                    (response, edited, Some(run_args))
+                    if let Some(subagent) = &subagent {
+                        let (step, mirrored) =
+                            self.run_subagent(run, call, subagent, &run_args).await?;
+                        if let Some((events, commit)) = mirrored {
+                            defer(&mut deferred, events, commit);
+                        }
+                        match step {
+                            SubagentStep::Answer(response) => (response, None, None),
+                            SubagentStep::Waiting(calls) => {
+                                nested.extend(calls);
+                                subagent_waits = true;
+                                continue;
+                            }
+                            SubagentStep::Stopped => {
+                                self.write_deferred(task_id, deferred).await?;
+                                return Ok(true);
+                            }
+                        }
+                    } else {
+                        // Only an exposed tool's name becomes a label (the model chooses the name).
+                        let tool = match agent.tools.get(&call.name) {
+                            Some(_) => call.name.as_str(),
+                            None => UNKNOWN_TOOL,
+                        };
+                        let span = tracing::info_span!(
+                            "tool_call",
+                            task.id = task_id,
+                            context.id = context_id,
+                            tool,
+                            call.id = %call.id,
+                        );
+                        let started = Instant::now();
+                        let running = agent
+                            .tools
+                            .call(&call.name, run_args.clone(), self.limits.tool_timeout)
+                            .instrument(span);
+                        // A tool call is not abandoned at shutdown (it would be reported as
+                        // interrupted); only the user's cancel stops waiting for it.
+                        let response = tokio::select! {
+                            _ = cancel.cancelled() => return Ok(true),
+                            response = running => response,
+                        };
+                        let failed = response.get("isError") == Some(&Value::Bool(true));
+                        self.metrics.tool_call(tool, started.elapsed(), failed);
+                        (response, edited, Some(run_args))
+                    }
                 }
             };
             if let Some(run_args) = &started {
@@ -207,14 +255,24 @@ impl Runtime {
             };
             defer(&mut deferred, vec![event], finished);
         }
-        // Held calls that already have a batch wait in it (a runner taken up after a restart).
-        if held.is_empty() || held.iter().any(|record| record.batch_id.is_some()) {
+        // Held calls that already have a batch wait in it (a runner taken up after a restart),
+        // as do nested calls already in one.
+        if (held.is_empty() && nested.is_empty())
+            || held.iter().any(|record| record.batch_id.is_some())
+        {
             self.write_deferred(task_id, deferred).await?;
-            return Ok(!held.is_empty());
+            return Ok(!held.is_empty() || subagent_waits);
         }
-        let (event, pause, deadline) =
-            Self::pause_step(&agent, task_id, context_id, &held, run.usage);
-        defer(&mut deferred, vec![event], pause);
+        let requests: Vec<_> = nested.iter().map(|call| call.request.clone()).collect();
+        let (event, mut pause, deadline) =
+            Self::pause_step(&agent, task_id, context_id, &held, &requests, run.usage);
+        let mut events: Vec<StreamEvent> = Vec::new();
+        for call in nested {
+            events.push(call.announced);
+            pause.new_calls.push(call.record);
+        }
+        events.push(event);
+        defer(&mut deferred, events, pause);
         let span = tracing::info_span!(
             "pause",
             task.id = task_id,

@@ -141,6 +141,8 @@ fn hostile_text() -> impl proptest::strategy::Strategy<Value = String> {
         Just(": ".to_owned()),
         Just("\n".to_owned()),
         Just("count to ".to_owned()),
+        Just("delegate ".to_owned()),
+        Just("default/demo".to_owned()),
     ];
     proptest::collection::vec(piece, 0..40).prop_map(|pieces| pieces.concat())
 }
@@ -160,6 +162,10 @@ proptest::proptest! {
                         Clause::Write(path, content) => {
                             proptest::prop_assert!(text.contains(path.as_str()));
                             proptest::prop_assert!(text.contains(content.as_str()));
+                        }
+                        Clause::Delegate { agent, request } => {
+                            proptest::prop_assert!(text.contains(agent.as_str()));
+                            proptest::prop_assert!(text.contains(request.as_str()));
                         }
                         Clause::Ask(questions) => {
                             for question in questions {
@@ -206,4 +212,24 @@ fn ask_clauses_of_a_round_make_one_question_call() {
     );
     assert_eq!(rounds[0][1].tool(), "write_file");
     assert!(matches!(plan("ask nothing"), Plan::Say(_)));
+}
+
+#[test]
+fn delegate_calls_the_agent_tool_with_the_rest_as_its_request() {
+    assert_eq!(
+        plan("delegate default/demo: write sub.txt: hi, and more"),
+        Plan::Call(vec![vec![Clause::Delegate {
+            agent: "default/demo".into(),
+            request: "write sub.txt: hi, and more".into(),
+        }]])
+    );
+    assert_eq!(
+        Clause::Delegate {
+            agent: "my.ns/x".into(),
+            request: "go".into()
+        }
+        .tool(),
+        "my_ns__x"
+    );
+    assert!(matches!(plan("delegate nobody"), Plan::Say(_)));
 }

@@ -13,6 +13,7 @@ mod records;
 mod relayed;
 mod schema;
 mod sharing;
+mod subagents;
 mod tasks;
 
 use std::time::Duration;

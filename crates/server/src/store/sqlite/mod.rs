@@ -12,6 +12,7 @@ mod relayed;
 mod schema;
 mod sessions;
 mod sharing;
+mod subagents;
 mod tasks;
 mod writer;
 

@@ -53,6 +53,12 @@ impl Sqlite {
                     .execute([&id])?;
             }
             connection
+                .prepare_cached(
+                    "DELETE FROM subagent_tasks
+                     WHERE parent_task_id IN (SELECT id FROM tasks WHERE context_id = ?1)",
+                )?
+                .execute([&id])?;
+            connection
                 .prepare_cached("DELETE FROM tasks WHERE context_id = ?1")?
                 .execute([&id])?;
             let deleted = connection

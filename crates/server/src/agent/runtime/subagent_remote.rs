@@ -1,0 +1,278 @@
+//! Remote subagents (docs/wire.md, Subagents): an agent-tool call of a remote A2A agent runs
+//! as that agent's task, over A2A v0.3 (`agent::remote`). Its pause is read in whichever
+//! dialect it speaks (native, kagent's confirmation calls, kagent's HITL extension) and nested
+//! in the parent's batch as a local subagent's is; the parent's decisions go back as a message
+//! in that dialect. The link is stored once the remote agent has named its task.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use signoff_protocol::hitl::{ApprovalInterrupt, ToolResult};
+use signoff_protocol::{Message, Part, Role, StreamEvent, Task, TaskState};
+
+use crate::agent::model::ModelToolCall;
+use crate::agent::remote::RemoteClient;
+use crate::agent::subagents::{request_text, Subagent};
+use crate::agent::tools::{error_result, text_result};
+use crate::agent::view;
+use crate::store::SubagentLink;
+
+use super::runner::TaskRun;
+use super::subagent::{
+    finished_answer, nested_calls, nested_state, Mirrored, Nested, SubagentStep,
+};
+use super::{Result, Runtime};
+
+/// How often a working remote task is looked at again (a remote agent may not offer
+/// `tasks/resubscribe`, kagent's among them).
+const REMOTE_POLL: Duration = Duration::from_millis(500);
+
+impl Runtime {
+    /// [`Runtime::run_subagent`] for a remote agent.
+    pub(super) async fn run_remote_subagent(
+        self: &Arc<Self>,
+        run: &mut TaskRun<'_>,
+        call: &ModelToolCall,
+        subagent: &Subagent,
+        run_args: &Value,
+    ) -> Result<(SubagentStep, Mirrored)> {
+        let failed = |why: String| {
+            let text = format!("{} could not be asked: {why}", subagent.agent);
+            Ok((SubagentStep::Answer(error_result(text)), None))
+        };
+        let Some(spec) = &subagent.remote else {
+            return failed("it is not a remote agent".to_owned());
+        };
+        let client = match RemoteClient::new(spec) {
+            Ok(client) => client,
+            Err(why) => return failed(why),
+        };
+        let cancel = run.cancel.clone();
+        let user = run.user_id.clone();
+        // What the last message's stream showed (results kagent streams but may not keep).
+        let mut seen: Vec<StreamEvent> = Vec::new();
+        let link = match self.subagent_link(&run.task_id, &call.id).await? {
+            Some(link) => link,
+            None => {
+                let depth = match self.subagent_depth(run, subagent, run_args).await? {
+                    Ok(depth) => depth,
+                    Err(why) => return Ok((SubagentStep::Answer(error_result(why)), None)),
+                };
+                let text = request_text(run_args).unwrap_or_default();
+                let context_id = view::new_id();
+                let mut message = Message::new(view::new_id(), Role::User, vec![Part::text(text)]);
+                message.context_id = Some(context_id.clone());
+                let events = tokio::select! {
+                    _ = cancel.cancelled() => return Ok((SubagentStep::Stopped, None)),
+                    events = client.stream(&user, &message) => events,
+                };
+                let events = match events {
+                    Ok(events) => events,
+                    Err(why) => return failed(why),
+                };
+                let Some(task_id) = events.iter().find_map(|event| event.task_id()) else {
+                    // Answered with a message: no task to follow.
+                    let answer = message_text(&events);
+                    let answer = finished_answer(&subagent.agent, TaskState::Completed, &answer);
+                    return Ok((SubagentStep::Answer(answer), None));
+                };
+                let link = SubagentLink {
+                    parent_task_id: run.task_id.clone(),
+                    parent_call_id: call.id.clone(),
+                    agent: subagent.agent.clone(),
+                    child_task_id: task_id.to_owned(),
+                    child_context_id: context_id,
+                    remote: true,
+                    depth,
+                    created_at: crate::store::now(),
+                };
+                self.store.insert_subagent(link.clone()).await?;
+                tracing::info!(task = %run.task_id, call = %call.id, subagent = %subagent.agent, remote_task = %task_id, depth, "agent-tool call started a remote subagent task");
+                seen = events;
+                link
+            }
+        };
+        // The nested calls this runner forwarded a decision on: a remote agent that still shows
+        // the same pause a moment later is not sent it twice.
+        let mut forwarded: HashSet<String> = HashSet::new();
+        loop {
+            if cancel.is_cancelled() || self.shutdown.is_cancelled() {
+                return Ok((SubagentStep::Stopped, None));
+            }
+            let task = tokio::select! {
+                _ = cancel.cancelled() => return Ok((SubagentStep::Stopped, None)),
+                task = client.get(&user, &link.child_task_id) => task,
+            };
+            let task = match task {
+                Ok(task) => task,
+                Err(why) => return failed(why),
+            };
+            let results = remote_results(&task, &seen);
+            let state = task.status.state;
+            if state.is_terminal() {
+                let mirrored = Self::mirror_results(run, call, &link, &results);
+                let answer = finished_answer(&link.agent, state, &remote_answer(&task, &seen));
+                return Ok((SubagentStep::Answer(answer), mirrored));
+            }
+            if state == TaskState::InputRequired {
+                let interrupt = ApprovalInterrupt::from_status(&task.status).or_else(|| {
+                    seen.iter().rev().find_map(|event| match event {
+                        StreamEvent::StatusUpdate(update) => {
+                            ApprovalInterrupt::from_status(&update.status)
+                        }
+                        StreamEvent::Task(task) => ApprovalInterrupt::from_status(&task.status),
+                        StreamEvent::Message(_) | StreamEvent::ArtifactUpdate(_) => None,
+                    })
+                });
+                let Some(interrupt) = interrupt else {
+                    // It asks in words, not for approvals: its question is the answer.
+                    let mirrored = Self::mirror_results(run, call, &link, &results);
+                    let asks = task.status.message.as_ref().map(Message::text);
+                    let text = format!(
+                        "{} needs more input: {}",
+                        link.agent,
+                        asks.unwrap_or_default()
+                    );
+                    return Ok((SubagentStep::Answer(text_result(text)), mirrored));
+                };
+                let ids: HashSet<String> = interrupt.ids().map(str::to_owned).collect();
+                if !ids.is_disjoint(&forwarded) {
+                    self.pause_between_looks(run).await;
+                    continue;
+                }
+                match nested_state(run, call, &interrupt.action_requests) {
+                    Nested::New => {
+                        let mirrored = Self::mirror_results(run, call, &link, &results);
+                        let nested = nested_calls(
+                            run,
+                            call,
+                            subagent,
+                            &link,
+                            interrupt.action_requests.clone(),
+                        );
+                        return Ok((SubagentStep::Waiting(nested), mirrored));
+                    }
+                    Nested::Waiting => return Ok((SubagentStep::Waiting(Vec::new()), None)),
+                    Nested::Decided(decision) => {
+                        let message = decision.to_message(
+                            interrupt.dialect,
+                            &interrupt.action_requests,
+                            view::new_id(),
+                        );
+                        let mut message = match message {
+                            Ok(message) => message,
+                            Err(err) => return failed(err.to_string()),
+                        };
+                        message.task_id = Some(link.child_task_id.clone());
+                        message.context_id = Some(task.context_id.clone());
+                        forwarded.extend(ids);
+                        let events = tokio::select! {
+                            _ = cancel.cancelled() => return Ok((SubagentStep::Stopped, None)),
+                            events = client.stream(&user, &message) => events,
+                        };
+                        match events {
+                            Ok(events) => seen.extend(events),
+                            Err(why) => return failed(why),
+                        }
+                        continue;
+                    }
+                }
+            }
+            self.pause_between_looks(run).await;
+        }
+    }
+
+    /// Waits a moment before looking at a remote task again (or until a cancel).
+    async fn pause_between_looks(&self, run: &TaskRun<'_>) {
+        tokio::select! {
+            _ = run.cancel.cancelled() => {}
+            _ = self.shutdown.cancelled() => {}
+            _ = tokio::time::sleep(REMOTE_POLL) => {}
+        }
+    }
+
+    /// Cancels a remote subagent's task.
+    pub(super) async fn cancel_remote(
+        &self,
+        user: &str,
+        link: &SubagentLink,
+    ) -> std::result::Result<(), String> {
+        let spec = self
+            .agent_subagent_spec(&link.agent)
+            .ok_or_else(|| format!("{} is no longer a remote agent of this server", link.agent))?;
+        RemoteClient::new(&spec)?
+            .cancel(user, &link.child_task_id)
+            .await
+    }
+
+    /// The remote spec of `agent`, as any agent of this server lists it.
+    fn agent_subagent_spec(&self, agent: &str) -> Option<crate::agent::config::RemoteSpec> {
+        self.agents.iter().find_map(|parent| {
+            parent
+                .subagents
+                .by_agent(agent)
+                .and_then(|subagent| subagent.remote.clone())
+        })
+    }
+}
+
+/// Every tool result the remote task's history and the last stream hold, by call id.
+fn remote_results(task: &Task, seen: &[StreamEvent]) -> BTreeMap<String, Value> {
+    let from_history = task.history.iter();
+    let from_stream = seen.iter().filter_map(|event| match event {
+        StreamEvent::StatusUpdate(update) => update.status.message.as_ref(),
+        StreamEvent::Message(message) => Some(message),
+        StreamEvent::Task(_) | StreamEvent::ArtifactUpdate(_) => None,
+    });
+    from_history
+        .chain(from_stream)
+        .flat_map(|message| message.parts.iter())
+        .filter_map(ToolResult::from_part)
+        .map(|result| (result.id, result.response))
+        .collect()
+}
+
+/// A remote task's answer: its status message's text, else its artifacts', else the streamed
+/// artifacts'.
+fn remote_answer(task: &Task, seen: &[StreamEvent]) -> String {
+    if let Some(text) = task
+        .status
+        .message
+        .as_ref()
+        .map(Message::text)
+        .filter(|text| !text.trim().is_empty())
+    {
+        return text;
+    }
+    let artifacts: String = task
+        .artifacts
+        .iter()
+        .flat_map(|artifact| artifact.parts.iter().filter_map(Part::as_text))
+        .collect();
+    if !artifacts.trim().is_empty() {
+        return artifacts;
+    }
+    seen.iter()
+        .filter_map(|event| match event {
+            StreamEvent::ArtifactUpdate(update) => Some(update.artifact.parts.iter()),
+            StreamEvent::Task(_) | StreamEvent::Message(_) | StreamEvent::StatusUpdate(_) => None,
+        })
+        .flatten()
+        .filter_map(Part::as_text)
+        .collect()
+}
+
+/// The text of the message answers among `events`.
+fn message_text(events: &[StreamEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            StreamEvent::Message(message) => Some(message.text()),
+            StreamEvent::Task(_)
+            | StreamEvent::StatusUpdate(_)
+            | StreamEvent::ArtifactUpdate(_) => None,
+        })
+        .collect()
+}

@@ -1,0 +1,387 @@
+//! Subagents: an agent that uses another as a tool pauses with the subagent's calls nested in
+//! its batch; decisions on it are forwarded, the subagent's calls run once, the parent completes
+//! with the subagent's answer; cancel goes down; depth is limited.
+
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+const BOSS: &str = "/api/a2a/default/boss";
+
+/// The interrupt's action requests of the last status of `results`.
+fn action_requests(results: &[Value]) -> Vec<Value> {
+    let interrupts = data_parts(results, "interrupt_data");
+    let last = interrupts.last().expect("an interrupt");
+    last["action_requests"].as_array().unwrap().clone()
+}
+
+/// A new chat with the boss: `text` sent, the stream's results.
+async fn ask_boss(app: &TestApp, text: &str) -> Vec<Value> {
+    send_stream(app, BOSS, message_v03(text, None, None)).await
+}
+
+/// How many results of `call_id` the task's log holds.
+async fn results_logged(app: &TestApp, task: &str, call_id: &str) -> i64 {
+    sql_count(
+        app.data_dir.path(),
+        &format!(
+            "SELECT COUNT(*) FROM task_events WHERE task_id = ?1 \
+             AND event LIKE '%function_response%' AND event LIKE '%\"id\":\"{call_id}\"%'"
+        ),
+        task,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_subagents_calls_pause_the_parent_nested_and_a_mixed_decision_is_forwarded() {
+    let app = spawn_app().await;
+    let paused = ask_boss(
+        &app,
+        "delegate default/demo: write a.txt: one and write b.txt: two",
+    )
+    .await;
+    assert_eq!(states(&paused).last().unwrap(), "input-required");
+    let (task, context) = (task_id(&paused), context_id(&paused));
+    let requests = action_requests(&paused);
+    let ids: Vec<&str> = requests.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["call_1/call_1", "call_1/call_2"]);
+    let via = &requests[0]["subagent"];
+    assert_eq!(via["agent"], "default/demo");
+    assert_eq!(via["asker"], "default/demo");
+    assert_eq!(via["call_id"], "call_1");
+    assert_eq!(via["subagent_call_id"], "call_1");
+    assert_eq!(requests[0]["name"], "write_file");
+    assert_eq!(
+        requests[1]["args"],
+        json!({"path": "b.txt", "content": "two"})
+    );
+    let child = via["task_id"].as_str().unwrap().to_owned();
+    assert_eq!(task_state(&app, &child).await, "input-required");
+    // The inbox lists the parent's batch only: the subagent's is decided there.
+    let (_, inbox) = app.get("/api/approvals").await;
+    let listed: Vec<&str> = inbox["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|batch| batch["taskId"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [task.as_str()]);
+    // The agent-tool call, then the nested calls, are in the parent's log.
+    let calls = data_parts(&paused, "function_call");
+    assert_eq!(calls[0]["name"], "default__demo");
+    assert_eq!(
+        calls[0]["args"],
+        json!({"request": "write a.txt: one and write b.txt: two"})
+    );
+    assert_eq!(calls[1]["id"], "call_1/call_1");
+
+    let decided = send_stream(
+        &app,
+        BOSS,
+        decision(
+            &task,
+            &context,
+            json!({"decision_type": "batch",
+                   "decisions": {"call_1/call_1": "approve", "call_1/call_2": "deny"},
+                   "rejection_reasons": {"call_1/call_2": "not b"}}),
+        ),
+    )
+    .await;
+    assert_eq!(states(&decided).last().unwrap(), "completed");
+    let answer = answer_text(&decided);
+    assert!(
+        answer.contains("The agent answered: I wrote a.txt."),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("You rejected writing b.txt: \"not b\"."),
+        "{answer}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(app.sandbox().join("a.txt")).unwrap(),
+        "one"
+    );
+    assert!(!app.sandbox().join("b.txt").exists());
+    wait_for_state(&app, &child, "completed").await;
+    // Each call ran once: one result in the subagent's log, mirrored once in the parent's.
+    assert_eq!(results_logged(&app, &child, "call_1").await, 1);
+    assert_eq!(results_logged(&app, &task, "call_1/call_1").await, 1);
+    // The parent's audit has the nested calls with who asked through whom.
+    let (_, audit) = app.get("/api/approvals?state=decided").await;
+    let entries = audit["decisions"].as_array().unwrap();
+    let parent_entry = entries
+        .iter()
+        .find(|entry| entry["taskId"] == task.as_str())
+        .unwrap();
+    let nested: Vec<&str> = parent_entry["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| call["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(nested, ["call_1/call_1", "call_1/call_2"]);
+    let child_entry = entries
+        .iter()
+        .find(|entry| entry["taskId"] == child.as_str())
+        .unwrap();
+    assert_eq!(
+        child_entry["parent"],
+        json!({"taskId": task, "callId": "call_1", "agent": "default/boss"})
+    );
+    assert_eq!(child_entry["calls"][1]["reason"], "not b");
+}
+
+#[tokio::test]
+async fn approve_all_over_rest_on_the_parent_approves_the_nested_calls() {
+    let app = spawn_app().await;
+    let paused = ask_boss(&app, "delegate default/demo: write sub.txt: hi").await;
+    let task = task_id(&paused);
+    let (status, body) = decide_rest(&app, None, &task, json!({"decision_type": "approve"})).await;
+    assert_eq!(status, 200, "{body}");
+    let done = wait_for_state_at(&app, BOSS, &task, "completed").await;
+    let said: String = done["artifacts"][0]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|part| part["text"].as_str())
+        .collect();
+    assert_eq!(said, "The agent answered: I wrote sub.txt.");
+    assert_eq!(
+        std::fs::read_to_string(app.sandbox().join("sub.txt")).unwrap(),
+        "hi"
+    );
+}
+
+#[tokio::test]
+async fn a_subagent_that_pauses_again_pauses_the_parent_again() {
+    let app = spawn_app().await;
+    let paused = ask_boss(
+        &app,
+        "delegate default/demo: write one.txt: 1 then write two.txt: 2",
+    )
+    .await;
+    let (task, context) = (task_id(&paused), context_id(&paused));
+    assert_eq!(action_requests(&paused)[0]["id"], "call_1/call_1");
+    let again = send_stream(
+        &app,
+        BOSS,
+        decision(&task, &context, json!({"decision_type": "approve"})),
+    )
+    .await;
+    assert_eq!(states(&again).last().unwrap(), "input-required");
+    assert_eq!(action_requests(&again)[0]["id"], "call_1/call_2");
+    let done = send_stream(
+        &app,
+        BOSS,
+        decision(&task, &context, json!({"decision_type": "approve"})),
+    )
+    .await;
+    assert_eq!(states(&done).last().unwrap(), "completed");
+    assert!(app.sandbox().join("one.txt").exists());
+    assert!(app.sandbox().join("two.txt").exists());
+}
+
+#[tokio::test]
+async fn cancel_of_the_parent_cancels_the_subagents_task() {
+    let app = spawn_app().await;
+    let paused = ask_boss(&app, "delegate default/demo: write c.txt: no").await;
+    let task = task_id(&paused);
+    let child = action_requests(&paused)[0]["subagent"]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let canceled = app
+        .rpc_at(BOSS, None, request("tasks/cancel", json!({"id": task})))
+        .await;
+    assert_eq!(
+        canceled["result"]["status"]["state"], "canceled",
+        "{canceled}"
+    );
+    wait_for_state(&app, &child, "canceled").await;
+    assert!(!app.sandbox().join("c.txt").exists());
+}
+
+const CHAIN: &str = r#"
+[[agents]]
+name = "top"
+agents = ["default/middle"]
+
+[[agents]]
+name = "middle"
+agents = ["default/demo"]
+
+[[agents]]
+name = "demo"
+ask_user = true
+[[agents.tools]]
+kind = "builtin_files"
+require_approval = ["write_file"]
+"#;
+
+#[tokio::test]
+async fn calls_two_levels_down_bubble_up_and_depth_is_limited() {
+    let app = spawn_with_agents(CHAIN, |_| {}).await;
+    let top = "/api/a2a/default/top";
+    let paused = send_stream(
+        &app,
+        top,
+        message_v03(
+            "delegate default/middle: delegate default/demo: write deep.txt: x",
+            None,
+            None,
+        ),
+    )
+    .await;
+    let requests = action_requests(&paused);
+    assert_eq!(requests[0]["id"], "call_1/call_1/call_1");
+    assert_eq!(requests[0]["subagent"]["agent"], "default/middle");
+    assert_eq!(requests[0]["subagent"]["asker"], "default/demo");
+    let (task, context) = (task_id(&paused), context_id(&paused));
+    let done = send_stream(
+        &app,
+        top,
+        decision(&task, &context, json!({"decision_type": "approve"})),
+    )
+    .await;
+    assert_eq!(states(&done).last().unwrap(), "completed");
+    assert_eq!(
+        std::fs::read_to_string(app.sandbox().join("deep.txt")).unwrap(),
+        "x"
+    );
+
+    let shallow = spawn_with_agents(CHAIN, |config| config.max_subagent_depth = 1).await;
+    let refused = send_stream(
+        &shallow,
+        top,
+        message_v03(
+            "delegate default/middle: delegate default/demo: write deep.txt: x",
+            None,
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(states(&refused).last().unwrap(), "completed");
+    let answer = answer_text(&refused);
+    assert!(
+        answer.contains("subagents may nest 1 deep, and this call would be 2 deep"),
+        "{answer}"
+    );
+    assert!(!shallow.sandbox().join("deep.txt").exists());
+}
+
+#[tokio::test]
+async fn a_cycle_of_subagents_is_refused_when_the_file_is_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = write_agents(
+        dir.path(),
+        "[[agents]]\nname = \"a\"\nagents = [\"default/b\"]\n\
+         [[agents]]\nname = \"b\"\nagents = [\"default/a\"]\n",
+    );
+    let mut config = signoff_server::Config::new(dir.path());
+    config.agents_file = Some(agents);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let err = signoff_server::run(listener, config, std::future::pending())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("subagents form a cycle: default/a -> default/b -> default/a"),
+        "{err}"
+    );
+}
+
+/// A parent server whose boss uses the demo agent of `remote` (another server) as a subagent.
+async fn parent_of(remote: &TestApp) -> TestApp {
+    let agents = format!(
+        "[[agents]]\nname = \"far\"\nnamespace = \"remote\"\n\
+         remote = {{ url = \"{}/api/a2a/default/demo\" }}\n\
+         [[agents]]\nname = \"boss\"\nagents = [\"remote/far\"]\n",
+        remote.base
+    );
+    spawn_with_agents(&agents, |_| {}).await
+}
+
+#[tokio::test]
+async fn a_remote_subagent_pauses_the_parent_over_a2a_and_takes_its_decisions() {
+    let remote = spawn_app().await;
+    let app = parent_of(&remote).await;
+    let paused = ask_boss(
+        &app,
+        "delegate remote/far: write r.txt: one and write s.txt: two",
+    )
+    .await;
+    assert_eq!(states(&paused).last().unwrap(), "input-required");
+    let (task, context) = (task_id(&paused), context_id(&paused));
+    let requests = action_requests(&paused);
+    let ids: Vec<&str> = requests.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["call_1/call_1", "call_1/call_2"]);
+    assert_eq!(requests[0]["subagent"]["agent"], "remote/far");
+    let remote_task = requests[0]["subagent"]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(task_state(&remote, &remote_task).await, "input-required");
+
+    let decided = send_stream(
+        &app,
+        BOSS,
+        decision(
+            &task,
+            &context,
+            json!({"decision_type": "batch",
+                   "decisions": {"call_1/call_1": "approve", "call_1/call_2": "deny"},
+                   "rejection_reasons": {"call_1/call_2": "not s"}}),
+        ),
+    )
+    .await;
+    assert_eq!(states(&decided).last().unwrap(), "completed");
+    let answer = answer_text(&decided);
+    assert!(
+        answer.contains("The agent answered: I wrote r.txt."),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("You rejected writing s.txt: \"not s\"."),
+        "{answer}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(remote.sandbox().join("r.txt")).unwrap(),
+        "one"
+    );
+    assert!(!remote.sandbox().join("s.txt").exists());
+    assert!(!app.sandbox().join("r.txt").exists());
+    assert_eq!(results_logged(&remote, &remote_task, "call_1").await, 1);
+    assert_eq!(results_logged(&app, &task, "call_1/call_1").await, 1);
+}
+
+#[tokio::test]
+async fn approve_all_and_cancel_reach_a_remote_subagent() {
+    let remote = spawn_app().await;
+    let app = parent_of(&remote).await;
+    let paused = ask_boss(&app, "delegate remote/far: write all.txt: yes").await;
+    let task = task_id(&paused);
+    let (status, body) = decide_rest(&app, None, &task, json!({"decision_type": "approve"})).await;
+    assert_eq!(status, 200, "{body}");
+    wait_for_state_at(&app, BOSS, &task, "completed").await;
+    assert_eq!(
+        std::fs::read_to_string(remote.sandbox().join("all.txt")).unwrap(),
+        "yes"
+    );
+
+    let paused = ask_boss(&app, "delegate remote/far: write never.txt: no").await;
+    let task = task_id(&paused);
+    let remote_task = action_requests(&paused)[0]["subagent"]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let canceled = app
+        .rpc_at(BOSS, None, request("tasks/cancel", json!({"id": task})))
+        .await;
+    assert_eq!(
+        canceled["result"]["status"]["state"], "canceled",
+        "{canceled}"
+    );
+    wait_for_state(&remote, &remote_task, "canceled").await;
+    assert!(!remote.sandbox().join("never.txt").exists());
+}

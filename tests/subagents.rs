@@ -1,0 +1,105 @@
+//! Browser test of a subagent's calls nested in its parent's batch: the demo's boss delegates
+//! to the demo agent, whose two `write_file` calls show inside the delegation's card under
+//! "default/demo asks through default/boss", and Approve all decides them.
+#![cfg(not(target_arch = "wasm32"))]
+// Tests fail loudly: unwrapping is how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/harness.rs"]
+mod harness;
+
+use harness::{click, App};
+
+const NESTED: &str = "[data-testid=tool-nested] [data-testid=tool-card]";
+
+/// The statuses of the nested cards, in order.
+async fn nested_statuses(app: &App) -> Vec<String> {
+    let mut out = Vec::new();
+    for card in app.find_all(NESTED).await {
+        out.push(
+            card.attr("data-status")
+                .await
+                .ok()
+                .flatten()
+                .unwrap_or_default(),
+        );
+    }
+    out
+}
+
+async fn wait_nested(app: &App, statuses: &[&str]) {
+    let what = format!("the nested cards are {statuses:?}");
+    app.wait_until(&what, || async {
+        Ok(nested_statuses(app).await == statuses)
+    })
+    .await;
+}
+
+/// Light and dark screenshots of the page as it is now.
+async fn shots(app: &App, name: &str) {
+    app.color_scheme("light").await;
+    app.shot(&format!("{name}-light")).await;
+    app.color_scheme("dark").await;
+    app.shot(&format!("{name}-dark")).await;
+    app.color_scheme("light").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagents_calls_nest_under_the_delegation_and_approve_all_decides_them() {
+    let app = App::start("subagent").await;
+    app.open_new_chat_of("/agents/default/boss/chat").await;
+    app.send("delegate default/demo: write a.txt: one and write b.txt: two")
+        .await;
+    wait_nested(&app, &["pending", "pending"]).await;
+    let label = app
+        .find("[data-testid=tool-nested-label]")
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(label, "default/demo asks through default/boss");
+    // The nested cards are inside the delegation's card, not beside it.
+    let outer = app
+        .find_all("[data-testid=tool-list] > [data-testid=tool-card]")
+        .await;
+    assert_eq!(outer.len(), 1);
+    assert_eq!(
+        outer[0].attr("data-tool").await.unwrap().as_deref(),
+        Some("default__demo")
+    );
+    let ids: Vec<String> = {
+        let mut ids = Vec::new();
+        for card in app.find_all(NESTED).await {
+            ids.push(card.attr("data-call-id").await.unwrap().unwrap_or_default());
+        }
+        ids
+    };
+    assert_eq!(ids, ["call_1/call_1", "call_1/call_2"]);
+    let approve_all = app
+        .find("[data-testid=approve-all]")
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(approve_all, "Approve all (2)");
+    shots(&app, "subagent-pending").await;
+    click(&app, "[data-testid=approve-all]").await;
+    app.wait_for_status("ready").await;
+    wait_nested(&app, &["approved", "approved"]).await;
+    assert_eq!(
+        std::fs::read_to_string(app.sandbox("a.txt"))
+            .ok()
+            .as_deref(),
+        Some("one")
+    );
+    assert_eq!(
+        std::fs::read_to_string(app.sandbox("b.txt"))
+            .ok()
+            .as_deref(),
+        Some("two")
+    );
+    shots(&app, "subagent-finished").await;
+    app.finish().await;
+}
