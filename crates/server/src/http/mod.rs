@@ -2,6 +2,7 @@
 //! runtime calls and runtime results into JSON-RPC, SSE and REST answers.
 
 mod a2a;
+mod approvals;
 mod card;
 mod ops;
 pub mod relay;
@@ -54,6 +55,9 @@ pub struct AppState {
     /// An SSE stream that sends no event for this long is ended with an error event
     /// (`--stream-idle-timeout`).
     pub stream_idle_timeout: Duration,
+    /// How long an approvals stream stays quiet before a heartbeat comment
+    /// (`--approvals-heartbeat`).
+    pub approvals_heartbeat: Duration,
     /// The agent (`namespace/name`) whose card is at the origin's
     /// `/.well-known/agent-card.json`; none: the first agent.
     pub origin_agent: Option<String>,
@@ -234,6 +238,7 @@ pub fn router(state: AppState) -> Router {
             get(rest::session).delete(rest::delete_session),
         )
         .route("/api/approvals", get(rest::approvals))
+        .route("/api/approvals/stream", get(approvals::stream))
         .route("/api/approvals/{task_id}", post(rest::decide))
         .route(
             "/api/policies",

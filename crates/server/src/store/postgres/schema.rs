@@ -8,11 +8,12 @@ use super::Result;
 
 /// Every migration, oldest first; a new one is appended, never edited. The same steps as the
 /// SQLite backend's, in PostgreSQL's dialect.
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     include_str!("../../../migrations/postgres/0001_init.sql"),
     include_str!("../../../migrations/postgres/0002_policies_and_deadlines.sql"),
     include_str!("../../../migrations/postgres/0003_leases.sql"),
     include_str!("../../../migrations/postgres/0004_queued_messages.sql"),
+    include_str!("../../../migrations/postgres/0007_approval_events.sql"),
 ];
 
 /// The schema version of a database with every migration of this binary applied.

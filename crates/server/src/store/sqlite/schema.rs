@@ -6,11 +6,12 @@ use rusqlite::Connection;
 use super::Result;
 
 /// Every migration, oldest first; a new one is appended, never edited.
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     include_str!("../../../migrations/sqlite/0001_init.sql"),
     include_str!("../../../migrations/sqlite/0002_policies_and_deadlines.sql"),
     include_str!("../../../migrations/sqlite/0003_leases.sql"),
     include_str!("../../../migrations/sqlite/0004_queued_messages.sql"),
+    include_str!("../../../migrations/sqlite/0007_approval_events.sql"),
 ];
 
 /// The schema version of a database with every migration of this binary applied.
