@@ -69,7 +69,11 @@ pub struct Config {
     pub stream_idle_timeout_secs: u64,
     /// Seconds an approvals stream (`GET /api/approvals/stream`) stays quiet before it sends a
     /// heartbeat comment, so proxies keep it open and a client sees it alive.
-    #[arg(long = "approvals-heartbeat", env = "SIGNOFF_APPROVALS_HEARTBEAT", default_value_t = 15)]
+    #[arg(
+        long = "approvals-heartbeat",
+        env = "SIGNOFF_APPROVALS_HEARTBEAT",
+        default_value_t = 15
+    )]
     pub approvals_heartbeat_secs: u64,
     /// Seconds a tool call may take before it fails.
     #[arg(long, env = "SIGNOFF_TOOL_TIMEOUT", default_value_t = 60)]

@@ -4,6 +4,7 @@
 mod allow;
 mod batch;
 mod card;
+pub mod pending;
 mod question;
 
 use leptos::prelude::*;

@@ -81,7 +81,13 @@ async fn a_pause_a_decision_and_a_cancel_each_send_one_event() {
     // A decision in the chat (A2A) ends a batch the same way.
     let (in_chat, in_chat_context) = pause(&app, "c.txt").await;
     assert_eq!(stream.next_event().await.about(), pending(&in_chat));
-    decide(&app, &in_chat, &in_chat_context, json!({"decision_type": "deny"})).await;
+    decide(
+        &app,
+        &in_chat,
+        &in_chat_context,
+        json!({"decision_type": "deny"}),
+    )
+    .await;
     let sixth = stream.next_event().await;
     assert_eq!(sixth.about(), decided(&in_chat));
     assert_eq!(sixth.data()["outcome"], "a2a");
@@ -98,7 +104,11 @@ async fn an_expired_batch_and_a_deleted_chat_end_their_pending_batches() {
     let (task, _) = pause(&app, "a.txt").await;
     let waiting = stream.next_event().await;
     assert_eq!(waiting.about(), pending(&task));
-    assert!(waiting.data()["expiresAt"].as_str().is_some(), "{:?}", waiting);
+    assert!(
+        waiting.data()["expiresAt"].as_str().is_some(),
+        "{:?}",
+        waiting
+    );
     let expired = stream.next_event().await;
     assert_eq!(expired.about(), decided(&task));
     assert_eq!(expired.data()["outcome"], "expiry");

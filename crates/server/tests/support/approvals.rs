@@ -101,7 +101,8 @@ impl ApprovalsStream {
                 .await
                 .expect("the approvals stream ended")
                 .unwrap();
-            self.pending_text.push_str(std::str::from_utf8(&chunk).unwrap());
+            self.pending_text
+                .push_str(std::str::from_utf8(&chunk).unwrap());
             let events = self.parser.feed(&chunk).unwrap();
             let mut events = events.into_iter().filter_map(|frame| match frame {
                 SseFrame::Event(event) => Some(event),
@@ -113,7 +114,9 @@ impl ApprovalsStream {
                 if block.starts_with(": heartbeat") {
                     self.ready.push_back(ApprovalsFrame::Heartbeat);
                 } else if block.starts_with("id: ") {
-                    let event = events.next().expect("an event block the parser did not see");
+                    let event = events
+                        .next()
+                        .expect("an event block the parser did not see");
                     self.ready.push_back(ApprovalsFrame::Event {
                         id: event.id.as_deref().unwrap().parse().unwrap(),
                         name: event.event.clone().unwrap(),

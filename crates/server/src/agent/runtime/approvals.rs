@@ -75,7 +75,11 @@ impl Follow {
         self.wakes.borrow_and_update();
         match self.cursor {
             None => {
-                let (horizon, rows) = self.runtime.store.waiting_approval_events(&self.user).await?;
+                let (horizon, rows) = self
+                    .runtime
+                    .store
+                    .waiting_approval_events(&self.user)
+                    .await?;
                 self.cursor = Some(horizon);
                 self.ready.extend(rows.into_iter().filter_map(stream_event));
             }
