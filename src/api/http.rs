@@ -62,11 +62,48 @@ fn from_gloo(err: gloo_net::Error) -> ApiError {
     }
 }
 
-/// Sends `request` with a JSON body (`body` is JSON text) when there is one.
+/// Where the UI keeps the bearer token of a server started with `--auth tokens`.
+const TOKEN_KEY: &str = "signoff.token";
+
+/// The bearer token the person gave (`/#token=…` once, kept in localStorage), if any.
+fn bearer_token() -> Option<String> {
+    web_sys::window()?
+        .local_storage()
+        .ok()??
+        .get_item(TOKEN_KEY)
+        .ok()?
+        .filter(|token| !token.trim().is_empty())
+}
+
+/// Keeps a token given in the address as `#token=…` for every later request, and takes it out
+/// of the address (so it is not shared with a copied link).
+pub fn adopt_token_from_address() {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let hash = window.location().hash().unwrap_or_default();
+    let Some(token) = hash.strip_prefix("#token=") else {
+        return;
+    };
+    if let Ok(Some(storage)) = window.local_storage() {
+        let _ = storage.set_item(TOKEN_KEY, token);
+    }
+    if let Ok(history) = window.history() {
+        let path = window.location().pathname().unwrap_or_else(|_| "/".to_owned());
+        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&path));
+    }
+}
+
+/// Sends `request` with a JSON body (`body` is JSON text) when there is one, and the person's
+/// bearer token when they gave one.
 pub(super) async fn send(
     request: RequestBuilder,
     body: Option<String>,
 ) -> Result<Response, ApiError> {
+    let request = match bearer_token() {
+        Some(token) => request.header("Authorization", &format!("Bearer {}", token.trim())),
+        None => request,
+    };
     let response = match body {
         Some(body) => {
             request

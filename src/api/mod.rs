@@ -2,12 +2,13 @@
 //! browser's `fetch`), and SSE streams read from the response body. Components call these and
 //! feed what comes back to the reducer in [`crate::state`]; nothing else fetches.
 
+pub mod approvals;
 mod http;
 pub mod policies;
 pub mod rpc;
 pub mod sessions;
 
-pub use http::Abort;
+pub use http::{adopt_token_from_address, Abort};
 
 use signoff_protocol::rest::AgentList;
 

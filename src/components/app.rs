@@ -5,6 +5,7 @@ use leptos::task::spawn_local;
 
 use super::agent_panel::AgentPanel;
 use super::chat::Chat;
+use super::inbox::{self, ApprovalsPage};
 use super::nav;
 use super::sidebar::Sidebar;
 use super::toasts::Toasts;
@@ -80,7 +81,7 @@ impl AppCtx {
                 }));
             }
             Route::Home => self.open_first_agent(),
-            Route::NotFound => self.chat.set(None),
+            Route::Approvals | Route::NotFound => self.chat.set(None),
         }
     }
 
@@ -170,6 +171,7 @@ impl AppCtx {
 /// The root component.
 #[component]
 pub fn App() -> impl IntoView {
+    api::adopt_token_from_address();
     let ctx = AppCtx {
         route: RwSignal::new(nav::current_route()),
         chat: RwSignal::new(None),
@@ -182,6 +184,7 @@ pub fn App() -> impl IntoView {
         counter: RwSignal::new(0),
     };
     provide_context(ctx);
+    inbox::start(ctx);
     if web_sys::window()
         .and_then(|window| window.inner_width().ok())
         .and_then(|width| width.as_f64())
@@ -205,17 +208,19 @@ pub fn App() -> impl IntoView {
             .get()
             .map(|key| (key.namespace, key.agent, key.nonce))
     });
+    let on_approvals = Memo::new(move |_| ctx.route.with(|route| *route == Route::Approvals));
     view! {
         <div
             class="layout"
-            class:details-open=move || ctx.details_open.get()
+            class:details-open=move || ctx.details_open.get() && !on_approvals.get()
             class:sidebar-open=move || ctx.sidebar_open.get()
         >
             <Sidebar />
             <main class="chat-area" id="main">
-                {move || match mounted.get().and(ctx.chat.get_untracked()) {
-                    Some(key) => view! { <Chat key=key /> }.into_any(),
-                    None => view! { <EmptyPage /> }.into_any(),
+                {move || match (on_approvals.get(), mounted.get().and(ctx.chat.get_untracked())) {
+                    (true, _) => view! { <ApprovalsPage /> }.into_any(),
+                    (false, Some(key)) => view! { <Chat key=key /> }.into_any(),
+                    (false, None) => view! { <EmptyPage /> }.into_any(),
                 }}
             </main>
             <AgentPanel />

@@ -5,6 +5,7 @@ mod agent_panel;
 pub mod app;
 pub mod chat;
 mod clamp;
+pub mod inbox;
 mod nav;
 mod sidebar;
 mod toasts;

@@ -35,6 +35,7 @@ pub fn Sidebar() -> impl IntoView {
             >
                 "+ New chat"
             </button>
+            <super::inbox::ApprovalsLink />
             <SessionList />
         </nav>
         <div class="scrim" aria-hidden="true" on:click=move |_| ctx.sidebar_open.set(false)></div>

@@ -5,6 +5,7 @@ pub mod agents;
 pub mod compose;
 pub mod draft;
 pub mod group;
+pub mod inbox;
 pub mod nesting;
 pub mod policy;
 mod reduce;

@@ -13,6 +13,8 @@ pub enum Route {
         /// `None` for a new chat.
         session: Option<String>,
     },
+    /// The Approvals page: every batch that waits for the person.
+    Approvals,
     NotFound,
 }
 
@@ -55,6 +57,7 @@ impl Route {
             .collect();
         match segments.as_slice() {
             [] => Route::Home,
+            ["approvals"] => Route::Approvals,
             ["agents", namespace, agent, "chat", rest @ ..] if rest.len() <= 1 => {
                 let (Some(namespace), Some(agent)) = (decode(namespace), decode(agent)) else {
                     return Route::NotFound;
@@ -79,6 +82,7 @@ impl Route {
     pub fn path(&self) -> String {
         match self {
             Route::Home | Route::NotFound => "/".to_owned(),
+            Route::Approvals => "/approvals".to_owned(),
             Route::Chat {
                 namespace,
                 agent,
@@ -122,6 +126,8 @@ mod tests {
                 "/agents/ns/my%20agent/chat/s-1?x=1",
                 Route::chat("ns", "my agent", Some("s-1")),
             ),
+            ("/approvals", Route::Approvals),
+            ("/approvals/", Route::Approvals),
             ("/agents/default/demo", Route::NotFound),
             ("/agents/default/demo/chat/a/b", Route::NotFound),
         ] {

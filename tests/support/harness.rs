@@ -97,62 +97,21 @@ pub struct App {
     pub http: reqwest::Client,
     name: String,
     shutdown: Option<oneshot::Sender<()>>,
-    _chromedriver: Child,
-    _profile: TempDir,
+    _browser: Browser,
     _guard: MutexGuard<'static, ()>,
 }
 
-pub struct Options {
-    /// An agents file to load instead of the demo agent.
-    pub agents_toml: Option<String>,
-    /// Window width and height.
-    pub size: (u32, u32),
-    /// `--stream-idle-timeout`, when a test needs a short one.
-    pub stream_idle_timeout_secs: Option<u64>,
+/// A headless Chromium with a fresh profile, driven through its own chromedriver: a second
+/// one is a second person (its own storage) on the same server.
+pub struct Browser {
+    pub driver: WebDriver,
+    _chromedriver: Child,
+    _profile: TempDir,
 }
 
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            agents_toml: None,
-            size: (1280, 900),
-            stream_idle_timeout_secs: None,
-        }
-    }
-}
-
-impl App {
-    pub async fn start(name: &str) -> App {
-        App::start_with(name, Options::default()).await
-    }
-
-    pub async fn start_with(name: &str, options: Options) -> App {
-        let guard = ONE_AT_A_TIME.lock().await;
-        let dist = dist_dir();
-        let data = TempDir::new().unwrap();
-        let mut config = Config::new(data.path());
-        config.ui_dir = Some(dist);
-        if let Some(secs) = options.stream_idle_timeout_secs {
-            config.stream_idle_timeout_secs = secs;
-        }
-        if let Some(toml) = &options.agents_toml {
-            let path = data.path().join("agents.toml");
-            std::fs::write(&path, toml).unwrap();
-            config.agents_file = Some(path);
-        }
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let (shutdown, stopped) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            if let Err(err) = run(listener, config, async {
-                let _ = stopped.await;
-            })
-            .await
-            {
-                panic!("the server failed: {err}");
-            }
-        });
-
+impl Browser {
+    /// Starts chromedriver and Chromium with a window of `size`.
+    pub async fn start(size: (u32, u32)) -> Browser {
         let port = free_port();
         let chromedriver =
             std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".to_owned());
@@ -187,7 +146,7 @@ impl App {
         }
         caps.add_arg(&format!(
             "--window-size={},{}",
-            options.size.0, options.size.1
+            size.0, size.1
         ))
         .unwrap();
         caps.add_arg(&format!("--user-data-dir={}", profile.path().display()))
@@ -203,16 +162,82 @@ impl App {
             )
             .await
             .unwrap();
+        Browser {
+            driver,
+            _chromedriver: child,
+            _profile: profile,
+        }
+    }
+}
+
+pub struct Options {
+    /// An agents file to load instead of the demo agent.
+    pub agents_toml: Option<String>,
+    /// Window width and height.
+    pub size: (u32, u32),
+    /// `--stream-idle-timeout`, when a test needs a short one.
+    pub stream_idle_timeout_secs: Option<u64>,
+    /// `--auth tokens` with these `TOKEN=USER` pairs; none: `--auth none`.
+    pub tokens: Option<Vec<String>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            agents_toml: None,
+            size: (1280, 900),
+            stream_idle_timeout_secs: None,
+            tokens: None,
+        }
+    }
+}
+
+impl App {
+    pub async fn start(name: &str) -> App {
+        App::start_with(name, Options::default()).await
+    }
+
+    pub async fn start_with(name: &str, options: Options) -> App {
+        let guard = ONE_AT_A_TIME.lock().await;
+        let dist = dist_dir();
+        let data = TempDir::new().unwrap();
+        let mut config = Config::new(data.path());
+        config.ui_dir = Some(dist);
+        if let Some(secs) = options.stream_idle_timeout_secs {
+            config.stream_idle_timeout_secs = secs;
+        }
+        if let Some(tokens) = &options.tokens {
+            config.auth = signoff_server::AuthMode::Tokens;
+            config.tokens = tokens.clone();
+        }
+        if let Some(toml) = &options.agents_toml {
+            let path = data.path().join("agents.toml");
+            std::fs::write(&path, toml).unwrap();
+            config.agents_file = Some(path);
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (shutdown, stopped) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            if let Err(err) = run(listener, config, async {
+                let _ = stopped.await;
+            })
+            .await
+            {
+                panic!("the server failed: {err}");
+            }
+        });
+
+        let browser = Browser::start(options.size).await;
         let http = reqwest::Client::new();
         let app = App {
-            driver,
+            driver: browser.driver.clone(),
             base,
             data,
             http,
             name: name.to_owned(),
             shutdown: Some(shutdown),
-            _chromedriver: child,
-            _profile: profile,
+            _browser: browser,
             _guard: guard,
         };
         app.wait_for_server().await;
@@ -224,7 +249,7 @@ impl App {
         loop {
             if let Ok(response) = self
                 .http
-                .get(format!("{}/api/agents", self.base))
+                .get(format!("{}/healthz", self.base))
                 .send()
                 .await
             {

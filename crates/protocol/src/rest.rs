@@ -127,6 +127,8 @@ pub struct PendingApproval {
     pub task_id: String,
     pub context_id: String,
     pub agent: String,
+    /// The chat's title (as `GET /api/sessions` lists it).
+    pub title: String,
     /// When the batch started waiting (RFC 3339).
     pub since: String,
     /// The action requests of the task's approval interrupt, as the interrupt's DataPart holds
@@ -135,6 +137,75 @@ pub struct PendingApproval {
     /// When the batch expires unanswered (RFC 3339), if its agent has an approval timeout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
+}
+
+/// The data of a `decided` event of `GET /api/approvals/stream`: the batch of `taskId` waits no
+/// more.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApprovalDecided {
+    pub task_id: String,
+    pub context_id: String,
+    /// How it ended: the decision's channel (`a2a`, `text`, `rest`, `cancel`, `expiry`), or
+    /// `deleted` when its chat was deleted.
+    pub outcome: String,
+    /// Who decided; `null` for a deleted chat.
+    #[serde(deserialize_with = "nullable")]
+    pub decided_by: Option<String>,
+    /// RFC 3339.
+    pub decided_at: String,
+}
+
+/// One event of `GET /api/approvals/stream`: its `event:` name says which.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApprovalEvent {
+    /// `event: pending`: a batch started waiting; the data is the batch as
+    /// `GET /api/approvals` lists it.
+    Pending(PendingApproval),
+    /// `event: decided`: a batch stopped waiting.
+    Decided(ApprovalDecided),
+}
+
+impl ApprovalEvent {
+    /// The SSE `event:` name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ApprovalEvent::Pending(_) => "pending",
+            ApprovalEvent::Decided(_) => "decided",
+        }
+    }
+
+    /// The task whose batch it is about.
+    pub fn task_id(&self) -> &str {
+        match self {
+            ApprovalEvent::Pending(pending) => &pending.task_id,
+            ApprovalEvent::Decided(decided) => &decided.task_id,
+        }
+    }
+
+    /// The SSE `data:` (one line of JSON).
+    pub fn data(&self) -> String {
+        let data = match self {
+            ApprovalEvent::Pending(pending) => serde_json::to_string(pending),
+            ApprovalEvent::Decided(decided) => serde_json::to_string(decided),
+        };
+        // Plain structs of strings and JSON values: serialising them cannot fail.
+        data.unwrap_or_default()
+    }
+
+    /// An event read back from its `event:` name and `data:`; an unknown name or data that
+    /// does not fit is an error saying so.
+    pub fn parse(name: &str, data: &str) -> Result<ApprovalEvent, String> {
+        match name {
+            "pending" => serde_json::from_str(data)
+                .map(ApprovalEvent::Pending)
+                .map_err(|err| format!("a pending event: {err}")),
+            "decided" => serde_json::from_str(data)
+                .map(ApprovalEvent::Decided)
+                .map_err(|err| format!("a decided event: {err}")),
+            other => Err(format!("unknown approvals event {other:?}")),
+        }
+    }
 }
 
 /// `GET /api/approvals?state=decided`: the caller's decisions, newest first.

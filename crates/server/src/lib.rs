@@ -67,6 +67,14 @@ pub struct Config {
     /// event (the task goes on; a resubscribe follows it). kagent's default: 30 minutes.
     #[arg(long = "stream-idle-timeout", env = "SIGNOFF_STREAM_IDLE_TIMEOUT", default_value_t = DEFAULT_STREAM_IDLE_TIMEOUT_SECS)]
     pub stream_idle_timeout_secs: u64,
+    /// Seconds an approvals stream (`GET /api/approvals/stream`) stays quiet before it sends a
+    /// heartbeat comment, so proxies keep it open and a client sees it alive.
+    #[arg(
+        long = "approvals-heartbeat",
+        env = "SIGNOFF_APPROVALS_HEARTBEAT",
+        default_value_t = 15
+    )]
+    pub approvals_heartbeat_secs: u64,
     /// Seconds a tool call may take before it fails.
     #[arg(long, env = "SIGNOFF_TOOL_TIMEOUT", default_value_t = 60)]
     pub tool_timeout_secs: u64,
@@ -113,6 +121,7 @@ impl Config {
             model_timeout_secs: 120,
             tool_timeout_secs: 60,
             stream_idle_timeout_secs: DEFAULT_STREAM_IDLE_TIMEOUT_SECS,
+            approvals_heartbeat_secs: 15,
             max_message_bytes: agent::Limits::DEFAULT_MESSAGE_BYTES,
             max_reason_bytes: agent::Limits::DEFAULT_REASON_BYTES,
             max_tool_calls_per_turn: agent::Limits::DEFAULT_TOOL_CALLS_PER_TURN,
@@ -214,6 +223,7 @@ pub async fn run(
         remotes: remotes.clone(),
         trust_proxy: config.trust_proxy,
         stream_idle_timeout: Duration::from_secs(config.stream_idle_timeout_secs.max(1)),
+        approvals_heartbeat: Duration::from_secs(config.approvals_heartbeat_secs.max(1)),
         origin_agent,
         cards_since: chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp(), 0)
             .unwrap_or_default(),

@@ -139,6 +139,27 @@ impl ChatCtl {
         });
     }
 
+    /// Reads the rest of a task whose batch was decided elsewhere (another tab, another
+    /// person, its deadline): follows its turn while it runs, or reads the task as it ended (a
+    /// quick turn may be over before this look, and an ended task takes no resubscribe).
+    pub fn catch_up(self, task_id: String) {
+        spawn_local(async move {
+            let endpoint = self.endpoint().await;
+            let abort = self.new_abort();
+            let result = rpc::resubscribe(&endpoint, &task_id, &abort, &mut |event| {
+                self.on_event(&event)
+            })
+            .await;
+            let result = match result {
+                Err(ApiError::Rpc { .. }) => rpc::get_task(&endpoint, &task_id)
+                    .await
+                    .map(|task| self.on_event(&StreamEvent::Task(task))),
+                other => other,
+            };
+            self.finish_stream(result, None);
+        });
+    }
+
     /// The pending batch of `task_id` passed its deadline: the server expires it then, but a
     /// paused task has no open stream, so look at the task (a resubscribe, which also follows
     /// the turn the expiry starts) until the batch is no longer pending here. Bounded: after
@@ -362,7 +383,11 @@ impl ChatCtl {
                 self.draft.set(BatchDraft::default());
                 self.finish_stream(result, None);
             } else if let Err(err) = result {
-                refused(err);
+                // Aborted: the view went away (a batch on the Approvals page is gone once
+                // decided); nobody is left to tell.
+                if err != ApiError::Aborted {
+                    refused(err);
+                }
             }
         });
     }

@@ -48,6 +48,7 @@ pub fn Chat(key: ChatKey) -> impl IntoView {
                 </button>
             </header>
             <Show when=move || !ctl.missing.get() fallback=move || view! { <SessionNotFound /> }>
+                <crate::components::inbox::DecidedElsewhere />
                 <Transcript />
                 <Composer />
             </Show>

@@ -5,6 +5,7 @@ mod allow;
 mod batch;
 mod card;
 mod nested;
+pub mod pending;
 mod question;
 
 use leptos::prelude::*;

@@ -128,7 +128,7 @@ fn sessions_round_trip() {
 #[test]
 fn pending_approvals_round_trip() {
     let body = json!({"approvals": [
-      {"taskId": "t-1", "contextId": "s-1", "agent": "default/demo",
+      {"taskId": "t-1", "contextId": "s-1", "agent": "default/demo", "title": "tidy up",
        "since": "2026-11-22T18:56:28.879Z",
        "calls": [
          {"id": "call_1", "name": "write_file", "args": {"content": "hi", "path": "notes.txt"},
@@ -180,4 +180,30 @@ fn the_decide_response_round_trips_with_its_state_typed() {
     assert!(err.contains("missing field `url`"), "{err}");
     let err = without::<DecideResponse>(decide_response(), "", "decision");
     assert!(err.contains("missing field `decision`"), "{err}");
+}
+
+#[test]
+fn approval_events_read_back_by_name_and_refuse_what_does_not_fit() {
+    let pending = json!({"taskId": "t-1", "contextId": "s-1", "agent": "default/demo",
+        "title": "tidy up", "since": "2026-11-22T18:56:28.879Z",
+        "calls": [{"id": "call_1", "name": "delete_file", "args": {"path": "old.txt"}}]});
+    let event = ApprovalEvent::parse("pending", &pending.to_string()).unwrap();
+    assert_eq!(event.name(), "pending");
+    assert_eq!(event.task_id(), "t-1");
+    assert_eq!(
+        serde_json::from_str::<Value>(&event.data()).unwrap(),
+        pending
+    );
+    let decided = json!({"taskId": "t-1", "contextId": "s-1", "outcome": "deleted",
+        "decidedBy": null, "decidedAt": "2026-11-22T18:57:00.000Z"});
+    let event = ApprovalEvent::parse("decided", &decided.to_string()).unwrap();
+    assert_eq!(event.name(), "decided");
+    assert_eq!(
+        serde_json::from_str::<Value>(&event.data()).unwrap(),
+        decided
+    );
+    let err = ApprovalEvent::parse("decided", r#"{"taskId": "t-1"}"#).unwrap_err();
+    assert!(err.contains("missing field `contextId`"), "{err}");
+    let err = ApprovalEvent::parse("gone", "{}").unwrap_err();
+    assert_eq!(err, "unknown approvals event \"gone\"");
 }

@@ -2,6 +2,7 @@
 //! runtime calls and runtime results into JSON-RPC, SSE and REST answers.
 
 mod a2a;
+mod approvals;
 mod card;
 mod feedback;
 mod ops;
@@ -56,6 +57,9 @@ pub struct AppState {
     /// An SSE stream that sends no event for this long is ended with an error event
     /// (`--stream-idle-timeout`).
     pub stream_idle_timeout: Duration,
+    /// How long an approvals stream stays quiet before a heartbeat comment
+    /// (`--approvals-heartbeat`).
+    pub approvals_heartbeat: Duration,
     /// The agent (`namespace/name`) whose card is at the origin's
     /// `/.well-known/agent-card.json`; none: the first agent.
     pub origin_agent: Option<String>,
@@ -254,6 +258,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/feedback", get(feedback::list).post(feedback::give))
         .route("/api/approvals", get(rest::approvals))
+        .route("/api/approvals/stream", get(approvals::stream))
         .route("/api/approvals/{task_id}", post(relay::decide))
         .route(
             "/api/policies",

@@ -11,6 +11,7 @@
 //! It knows rows, typed columns and JSON values, nothing of HTTP and nothing of A2A versions:
 //! the agent layer hands it events already encoded.
 
+mod approvals;
 mod columns;
 mod postgres;
 mod rows;
@@ -23,6 +24,7 @@ use std::time::Duration;
 
 use signoff_protocol::TaskState;
 
+pub use approvals::{ApprovalEventKind, ApprovalEventRow, WaitingBatch, OUTCOME_DELETED};
 pub use rows::*;
 pub use sharing::{FeedbackRow, ShareRow};
 
@@ -119,6 +121,9 @@ fn seconds(duration: Duration) -> i64 {
 #[derive(Clone)]
 pub struct Store {
     backend: Arc<Backend>,
+    /// Bumped after each write of an approval event, here or (heard through `listen`) on
+    /// another replica: open approvals streams read again.
+    approvals_written: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 enum Backend {
@@ -152,6 +157,7 @@ impl Store {
         };
         Ok(Store {
             backend: Arc::new(backend),
+            approvals_written: Arc::new(tokio::sync::watch::Sender::new(0)),
         })
     }
 
@@ -213,12 +219,58 @@ impl Store {
         }
     }
 
-    /// The ids of tasks that other replicas change, as they commit; `None` on SQLite.
+    /// The ids of tasks that other replicas change, as they commit; `None` on SQLite. Each
+    /// such change also wakes the approvals streams (an approval event is written with a task
+    /// change; a stream that wakes for nothing reads an empty page).
     pub async fn listen(&self) -> Result<Option<tokio::sync::mpsc::Receiver<String>>> {
         match &*self.backend {
             Backend::Sqlite(_) => Ok(None),
-            Backend::Postgres(backend) => Ok(Some(backend.listen().await?)),
+            Backend::Postgres(backend) => {
+                let mut changes = backend.listen().await?;
+                let (sender, receiver) = tokio::sync::mpsc::channel(1024);
+                let store = self.clone();
+                tokio::spawn(async move {
+                    while let Some(task_id) = changes.recv().await {
+                        store.approvals_changed();
+                        if sender.send(task_id).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+                Ok(Some(receiver))
+            }
         }
+    }
+
+    // The approvals stream (docs/rest.md, Approvals stream).
+
+    /// Changes after each write of an approval event (see [`Store::approval_events`]).
+    pub fn approval_wakes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.approvals_written.subscribe()
+    }
+
+    fn approvals_changed(&self) {
+        self.approvals_written
+            .send_modify(|count| *count = count.wrapping_add(1));
+    }
+
+    /// The user's approval events after id `after`, in order, at most `limit`.
+    pub async fn approval_events(
+        &self,
+        user_id: &str,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<ApprovalEventRow>> {
+        on_backend!(self, backend => backend.approval_events(user_id, after, limit).await)
+    }
+
+    /// Where a new stream starts: the last event id of all (its horizon), and the `pending`
+    /// events (at or before it) of the user's batches that still wait, in order.
+    pub async fn waiting_approval_events(
+        &self,
+        user_id: &str,
+    ) -> Result<(i64, Vec<ApprovalEventRow>)> {
+        on_backend!(self, backend => backend.waiting_approval_events(user_id).await)
     }
 
     // Sessions.
@@ -234,7 +286,9 @@ impl Store {
 
     /// Deletes a session with its tasks, events, batches and records.
     pub async fn delete_session(&self, id: &str) -> Result<bool> {
-        on_backend!(self, backend => backend.delete_session(id).await)
+        let deleted = on_backend!(self, backend => backend.delete_session(id).await)?;
+        self.approvals_changed();
+        Ok(deleted)
     }
 
     // Tasks and their event logs.
@@ -315,7 +369,12 @@ impl Store {
 
     /// Applies one [`Commit`] atomically; returns the task's last event sequence number.
     pub async fn commit(&self, task_id: &str, commit: Commit) -> Result<i64> {
-        on_backend!(self, backend => backend.commit(task_id, commit).await)
+        let opens_batch = commit.new_batch.is_some();
+        let last = on_backend!(self, backend => backend.commit(task_id, commit).await)?;
+        if opens_batch {
+            self.approvals_changed();
+        }
+        Ok(last)
     }
 
     /// Queues `message` (JSON) for the working task `task_id`; `false` when the task is not
@@ -360,7 +419,11 @@ impl Store {
             + Send
             + 'static,
     {
-        on_backend!(self, backend => backend.decide_planned(task_id, plan).await)
+        let outcome = on_backend!(self, backend => backend.decide_planned(task_id, plan).await)?;
+        if matches!(outcome, Ok((Some(_), _))) {
+            self.approvals_changed();
+        }
+        Ok(outcome)
     }
 
     /// How many batches wait for a decision, across every user (the pending approvals gauge).
@@ -379,7 +442,9 @@ impl Store {
     /// row, sets the task's state and appends the events. The loser of a race gets
     /// [`StoreError::Conflict`] and nothing changes.
     pub async fn decide(&self, task_id: &str, decision: DecisionWrite) -> Result<i64> {
-        on_backend!(self, backend => backend.decide(task_id, decision).await)
+        let last = on_backend!(self, backend => backend.decide(task_id, decision).await)?;
+        self.approvals_changed();
+        Ok(last)
     }
 
     /// The calls of a task, in the order the model asked for them.

@@ -168,6 +168,8 @@ pub struct PendingBatchRow {
     pub batch: BatchRow,
     pub context_id: String,
     pub agent: String,
+    /// The chat's title.
+    pub title: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -9,6 +9,7 @@
 mod support;
 
 mod a2a;
+mod approvals_stream;
 mod conformance;
 mod conformance_agent;
 mod expiry;

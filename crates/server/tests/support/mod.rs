@@ -6,6 +6,7 @@
 
 pub mod a2a;
 pub mod app;
+pub mod approvals;
 pub mod binary;
 pub mod database;
 pub mod metrics;
@@ -14,6 +15,7 @@ pub mod wait;
 
 pub use a2a::*;
 pub use app::*;
+pub use approvals::*;
 pub use binary::*;
 pub use database::*;
 pub use metrics::*;

@@ -51,6 +51,7 @@ impl Runtime {
                 task_id: row.batch.task_id,
                 context_id: row.context_id,
                 agent: row.agent,
+                title: row.title,
                 since: row.batch.created_at,
                 calls: row.batch.requests.as_array().cloned().unwrap_or_default(),
             })

@@ -7,6 +7,7 @@
 //! that state and takes the next step, so the same code starts a task, resumes it after a
 //! decision, and picks it up after a restart.
 
+mod approvals;
 mod audit;
 mod decide;
 mod expiry;
@@ -26,6 +27,7 @@ mod subagent_remote;
 mod transcript;
 
 pub use crate::store::Channel;
+pub use approvals::ApprovalsItem;
 pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
 pub use reads::Session;

@@ -144,6 +144,15 @@ async fn apply_decision(
         &now,
     )
     .await?;
+    super::approvals::record_decided(
+        connection,
+        task_id,
+        decision.batch_id,
+        decision.channel.as_str(),
+        &decision.user_id,
+        &now,
+    )
+    .await?;
     Ok(last)
 }
 
@@ -210,8 +219,9 @@ impl Postgres {
     pub async fn pending_batches(&self, user_id: &str) -> Result<Vec<PendingBatchRow>> {
         let rows = sqlx::query(
             "SELECT b.id, b.task_id, b.state, b.requests, b.created_at, b.decided_at,
-                    t.context_id, t.agent
+                    t.context_id, t.agent, s.title
              FROM batches b JOIN tasks t ON t.id = b.task_id
+             LEFT JOIN sessions s ON s.id = t.context_id
              WHERE b.state = $1 AND t.user_id = $2 ORDER BY b.id",
         )
         .bind(BatchState::Pending.as_str())
@@ -223,6 +233,7 @@ impl Postgres {
                 batch: batch_from_row(row)?,
                 context_id: row.try_get(6)?,
                 agent: row.try_get(7)?,
+                title: row.try_get::<Option<String>, _>(8)?.unwrap_or_default(),
             })
         })
     }

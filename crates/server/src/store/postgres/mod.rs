@@ -7,6 +7,7 @@
 //! across processes: a decision's compare-and-set is one conditional `UPDATE`, which PostgreSQL
 //! serialises on the row, so of two replicas deciding the same batch one wins.
 
+mod approvals;
 mod batches;
 mod leases;
 mod records;

@@ -215,6 +215,7 @@ async fn apply_commit(
                 .execute(&mut *connection)
                 .await?;
         }
+        super::approvals::record_pending(connection, task_id, batch_id, &now).await?;
     }
     Ok(last)
 }
@@ -239,11 +240,16 @@ impl Postgres {
     }
 
     pub async fn delete_session(&self, id: &str) -> Result<bool> {
+        let mut transaction = self.pool.begin().await?;
+        let waiting = super::approvals::pending_in_session(&mut transaction, id).await?;
         // The foreign keys cascade from the session to its tasks and from them to the rest.
         let deleted = sqlx::query("DELETE FROM sessions WHERE id = $1")
             .bind(id)
-            .execute(&self.pool)
+            .execute(&mut *transaction)
             .await?;
+        // The inbox hears that the session's pending batches stop waiting.
+        super::approvals::record_session_deleted(&mut transaction, id, &waiting, &now()).await?;
+        transaction.commit().await?;
         Ok(deleted.rows_affected() > 0)
     }
 

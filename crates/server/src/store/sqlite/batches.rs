@@ -116,6 +116,14 @@ fn apply_decision(connection: &Connection, task_id: &str, decision: &DecisionWri
             now,
             task_id
         ])?;
+    super::approvals::record_decided(
+        connection,
+        task_id,
+        decision.batch_id,
+        decision.channel.as_str(),
+        &decision.user_id,
+        &now,
+    )?;
     Ok(last)
 }
 
@@ -182,8 +190,9 @@ impl Sqlite {
         self.read(|connection| {
             let mut statement = connection.prepare_cached(
                 "SELECT b.id, b.task_id, b.state, b.requests, b.created_at, b.decided_at,
-                        t.context_id, t.agent
+                        t.context_id, t.agent, s.title
                  FROM batches b JOIN tasks t ON t.id = b.task_id
+                 LEFT JOIN sessions s ON s.id = t.context_id
                  WHERE b.state = ?1 AND t.user_id = ?2 ORDER BY b.id",
             )?;
             let rows = statement.query([BatchState::Pending.as_str(), user_id])?;
@@ -192,6 +201,7 @@ impl Sqlite {
                     batch: batch_from_row(row)?,
                     context_id: row.get(6)?,
                     agent: row.get(7)?,
+                    title: row.get::<_, Option<String>>(8)?.unwrap_or_default(),
                 })
             })
         })

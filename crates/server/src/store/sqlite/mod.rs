@@ -5,6 +5,7 @@
 //! time anyway. Reads run on their own connections (WAL lets them run beside the writer) and are
 //! quick enough to run in place. Statements are prepared once per connection and cached.
 
+mod approvals;
 mod batches;
 mod deadlines;
 mod policies;

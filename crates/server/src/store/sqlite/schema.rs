@@ -6,13 +6,14 @@ use rusqlite::Connection;
 use super::Result;
 
 /// Every migration, oldest first; a new one is appended, never edited.
-const MIGRATIONS: [&str; 7] = [
+const MIGRATIONS: [&str; 8] = [
     include_str!("../../../migrations/sqlite/0001_init.sql"),
     include_str!("../../../migrations/sqlite/0002_policies_and_deadlines.sql"),
     include_str!("../../../migrations/sqlite/0003_leases.sql"),
     include_str!("../../../migrations/sqlite/0004_queued_messages.sql"),
     include_str!("../../../migrations/sqlite/0005_shares_and_feedback.sql"),
     include_str!("../../../migrations/sqlite/0006_relayed_chats.sql"),
+    include_str!("../../../migrations/sqlite/0007_approval_events.sql"),
     include_str!("../../../migrations/sqlite/0008_subagent_tasks.sql"),
 ];
 

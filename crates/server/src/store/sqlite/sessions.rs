@@ -32,6 +32,8 @@ impl Sqlite {
     pub async fn delete_session(&self, id: &str) -> Result<bool> {
         let id = id.to_owned();
         self.write(move |connection| {
+            // The inbox hears that its pending batches stop waiting.
+            super::approvals::record_session_deleted(connection, &id, &super::now())?;
             // Children first (foreign keys are not enforced, see `connect`).
             for child in [
                 "decisions",

@@ -200,6 +200,7 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
     if let Some(requests) = &commit.new_batch {
         let batch_id = super::batches::open_batch(connection, task_id, requests, &now)?;
         super::deadlines::set_deadline(connection, batch_id, commit.batch_deadline.as_deref())?;
+        super::approvals::record_pending(connection, task_id, batch_id, &now)?;
     }
     Ok(last)
 }

@@ -1,0 +1,179 @@
+//! The approvals stream's events in PostgreSQL: written in the transaction that opens, decides
+//! or deletes a batch, read back after an id.
+//!
+//! An identity column alone hands out numbers when rows are inserted, not when they commit: a
+//! reader could see 11 before 10 commits, and a stream that resumed after 11 would miss 10. So
+//! a writer takes [`EVENTS_LOCK`] right before its insert, as the last statement before its
+//! commit (it then waits for nothing else, so no deadlock): the writers of events commit one
+//! after the other, and the ids grow in commit order across every replica.
+
+use sqlx::PgConnection;
+
+use super::tasks::map_rows;
+use super::{Postgres, Result};
+use crate::store::approvals::{
+    approval_event_from_row, ApprovalEventRow, APPROVAL_EVENT_SELECT, OUTCOME_DELETED,
+};
+
+/// The advisory lock that orders the writers of approval events ("approval" in ASCII).
+const EVENTS_LOCK: i64 = 0x6170_7072_6f76_616c;
+
+async fn take_events_lock(connection: &mut PgConnection) -> Result<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(EVENTS_LOCK)
+        .execute(&mut *connection)
+        .await?;
+    Ok(())
+}
+
+/// The batch `batch_id` of `task_id` started waiting. Call it last before the commit.
+pub(super) async fn record_pending(
+    connection: &mut PgConnection,
+    task_id: &str,
+    batch_id: i64,
+    now: &str,
+) -> Result<()> {
+    take_events_lock(connection).await?;
+    sqlx::query(
+        "INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind, created_at)
+         SELECT user_id, id, context_id, $2, 'pending', $3 FROM tasks WHERE id = $1",
+    )
+    .bind(task_id)
+    .bind(batch_id)
+    .bind(now)
+    .execute(&mut *connection)
+    .await?;
+    Ok(())
+}
+
+/// The batch `batch_id` of `task_id` was decided (or canceled, or expired) through `outcome`.
+/// Call it last before the commit.
+pub(super) async fn record_decided(
+    connection: &mut PgConnection,
+    task_id: &str,
+    batch_id: i64,
+    outcome: &str,
+    decided_by: &str,
+    now: &str,
+) -> Result<()> {
+    take_events_lock(connection).await?;
+    sqlx::query(
+        "INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind, outcome,
+                                      decided_by, created_at)
+         SELECT user_id, id, context_id, $2, 'decided', $3, $4, $5 FROM tasks WHERE id = $1",
+    )
+    .bind(task_id)
+    .bind(batch_id)
+    .bind(outcome)
+    .bind(decided_by)
+    .bind(now)
+    .execute(&mut *connection)
+    .await?;
+    Ok(())
+}
+
+/// A batch that waited in a deleted session: its owner, task and id.
+pub(super) struct DeletedBatch {
+    pub user_id: String,
+    pub task_id: String,
+    pub batch_id: i64,
+}
+
+/// The pending batches of the session `context_id`, about to be deleted with it.
+pub(super) async fn pending_in_session(
+    connection: &mut PgConnection,
+    context_id: &str,
+) -> Result<Vec<DeletedBatch>> {
+    let rows: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT t.user_id, t.id, b.id FROM batches b JOIN tasks t ON t.id = b.task_id
+         WHERE t.context_id = $1 AND b.state = 'pending' ORDER BY b.id",
+    )
+    .bind(context_id)
+    .fetch_all(&mut *connection)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(user_id, task_id, batch_id)| DeletedBatch {
+            user_id,
+            task_id,
+            batch_id,
+        })
+        .collect())
+}
+
+/// The batches of a deleted session stopped waiting. Call it last before the commit.
+pub(super) async fn record_session_deleted(
+    connection: &mut PgConnection,
+    context_id: &str,
+    batches: &[DeletedBatch],
+    now: &str,
+) -> Result<()> {
+    if batches.is_empty() {
+        return Ok(());
+    }
+    take_events_lock(connection).await?;
+    let users: Vec<&str> = batches.iter().map(|batch| &*batch.user_id).collect();
+    let tasks: Vec<&str> = batches.iter().map(|batch| &*batch.task_id).collect();
+    let ids: Vec<i64> = batches.iter().map(|batch| batch.batch_id).collect();
+    sqlx::query(
+        "INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind, outcome,
+                                      created_at)
+         SELECT item.user_id, item.task_id, $1, item.batch_id, 'decided', $2, $3
+         FROM UNNEST($4::text[], $5::text[], $6::bigint[]) WITH ORDINALITY
+              AS item (user_id, task_id, batch_id, ordinality)
+         ORDER BY item.ordinality",
+    )
+    .bind(context_id)
+    .bind(OUTCOME_DELETED)
+    .bind(now)
+    .bind(&users)
+    .bind(&tasks)
+    .bind(&ids)
+    .execute(&mut *connection)
+    .await?;
+    Ok(())
+}
+
+impl Postgres {
+    pub async fn approval_events(
+        &self,
+        user_id: &str,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<ApprovalEventRow>> {
+        let rows = sqlx::query(&format!(
+            "{APPROVAL_EVENT_SELECT} WHERE e.user_id = $1 AND e.seq > $2 ORDER BY e.seq LIMIT $3"
+        ))
+        .bind(user_id)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        map_rows(rows, approval_event_from_row)
+    }
+
+    pub async fn waiting_approval_events(
+        &self,
+        user_id: &str,
+    ) -> Result<(i64, Vec<ApprovalEventRow>)> {
+        // One snapshot for both reads (REPEATABLE READ), so the horizon and the list agree.
+        let mut transaction = self.pool.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .execute(&mut *transaction)
+            .await?;
+        let horizon: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM approval_events")
+            .fetch_one(&mut *transaction)
+            .await?;
+        let rows = sqlx::query(&format!(
+            "{APPROVAL_EVENT_SELECT}
+             WHERE e.user_id = $1 AND e.kind = 'pending' AND e.seq <= $2 AND b.state = 'pending'
+             ORDER BY e.seq"
+        ))
+        .bind(user_id)
+        .bind(horizon)
+        .fetch_all(&mut *transaction)
+        .await?;
+        transaction.commit().await?;
+        Ok((horizon, map_rows(rows, approval_event_from_row)?))
+    }
+}

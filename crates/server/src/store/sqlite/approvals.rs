@@ -1,0 +1,99 @@
+//! The approvals stream's events in SQLite: written in the transaction that opens, decides or
+//! deletes a batch, read back after an id. One writer commits at a time, so AUTOINCREMENT hands
+//! out ids in commit order.
+
+use rusqlite::{params, Connection};
+
+use super::tasks::collect;
+use super::{Result, Sqlite};
+use crate::store::approvals::{
+    approval_event_from_row, ApprovalEventRow, APPROVAL_EVENT_SELECT, OUTCOME_DELETED,
+};
+
+/// The batch `batch_id` of `task_id` started waiting.
+pub(super) fn record_pending(
+    connection: &Connection,
+    task_id: &str,
+    batch_id: i64,
+    now: &str,
+) -> Result<()> {
+    connection
+        .prepare_cached(
+            "INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind, created_at)
+             SELECT user_id, id, context_id, ?2, 'pending', ?3 FROM tasks WHERE id = ?1",
+        )?
+        .execute(params![task_id, batch_id, now])?;
+    Ok(())
+}
+
+/// The batch `batch_id` of `task_id` was decided (or canceled, or expired) through `outcome`.
+pub(super) fn record_decided(
+    connection: &Connection,
+    task_id: &str,
+    batch_id: i64,
+    outcome: &str,
+    decided_by: &str,
+    now: &str,
+) -> Result<()> {
+    connection
+        .prepare_cached(
+            "INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind, outcome,
+                                          decided_by, created_at)
+             SELECT user_id, id, context_id, ?2, 'decided', ?3, ?4, ?5 FROM tasks WHERE id = ?1",
+        )?
+        .execute(params![task_id, batch_id, outcome, decided_by, now])?;
+    Ok(())
+}
+
+/// The pending batches of session `context_id` stop waiting: the session is being deleted.
+pub(super) fn record_session_deleted(
+    connection: &Connection,
+    context_id: &str,
+    now: &str,
+) -> Result<()> {
+    connection
+        .prepare_cached(
+            "INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind, outcome,
+                                          created_at)
+             SELECT t.user_id, t.id, t.context_id, b.id, 'decided', ?2, ?3
+             FROM batches b JOIN tasks t ON t.id = b.task_id
+             WHERE t.context_id = ?1 AND b.state = 'pending' ORDER BY b.id",
+        )?
+        .execute(params![context_id, OUTCOME_DELETED, now])?;
+    Ok(())
+}
+
+impl Sqlite {
+    pub async fn approval_events(
+        &self,
+        user_id: &str,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<ApprovalEventRow>> {
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(&format!(
+                "{APPROVAL_EVENT_SELECT} WHERE e.user_id = ?1 AND e.seq > ?2 ORDER BY e.seq LIMIT ?3"
+            ))?;
+            let rows = statement.query(params![user_id, after, limit])?;
+            collect(rows, |row| approval_event_from_row(row))
+        })
+    }
+
+    pub async fn waiting_approval_events(
+        &self,
+        user_id: &str,
+    ) -> Result<(i64, Vec<ApprovalEventRow>)> {
+        self.read_together(|connection| {
+            let horizon: i64 = connection
+                .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM approval_events")?
+                .query_row([], |row| row.get(0))?;
+            let mut statement = connection.prepare_cached(&format!(
+                "{APPROVAL_EVENT_SELECT}
+                 WHERE e.user_id = ?1 AND e.kind = 'pending' AND e.seq <= ?2 AND b.state = 'pending'
+                 ORDER BY e.seq"
+            ))?;
+            let rows = statement.query(params![user_id, horizon])?;
+            Ok((horizon, collect(rows, |row| approval_event_from_row(row))?))
+        })
+    }
+}

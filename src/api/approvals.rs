@@ -1,0 +1,62 @@
+//! The approvals stream (docs/rest.md, Approvals stream), read as it comes: each event with its
+//! id, for the one stream a tab keeps open (`components::inbox`).
+
+use gloo_net::http::Request;
+use signoff_protocol::rest::ApprovalEvent;
+use signoff_protocol::sse::{SseFrame, SseParser};
+
+use super::http::{self, Abort, BodyReader};
+use super::ApiError;
+
+/// Heartbeats come every 15 s; a stream silent for three of them is taken for dead.
+const IDLE_SECS: u32 = 45;
+
+/// Far above any batch the inbox shows.
+const MAX_EVENT_BYTES: usize = 4 << 20;
+
+/// Follows the caller's approvals stream after `last_id` (from the batches waiting now without
+/// one), handing each event and its id to `on_event`, until the server ends it, it breaks, or
+/// `abort` stops it.
+pub async fn follow(
+    last_id: Option<i64>,
+    abort: &Abort,
+    on_event: &mut dyn FnMut(i64, ApprovalEvent),
+) -> Result<(), ApiError> {
+    let signal = abort.signal();
+    let mut request = Request::get("/api/approvals/stream")
+        .header("Accept", "text/event-stream")
+        .abort_signal(signal.as_ref());
+    if let Some(id) = last_id {
+        request = request.header("Last-Event-ID", &id.to_string());
+    }
+    let response = http::send(request, None).await?;
+    let mut reader = BodyReader::new(&response, IDLE_SECS)?;
+    let mut parser = SseParser::new(MAX_EVENT_BYTES);
+    loop {
+        let (frames, done) = match reader.next().await {
+            Ok(Some(chunk)) => (parser.feed(&chunk), false),
+            Ok(None) => (parser.finish(), true),
+            Err(err) => {
+                abort.abort();
+                return Err(err);
+            }
+        };
+        let frames = frames.map_err(|err| ApiError::Decode(err.to_string()))?;
+        for frame in frames {
+            let SseFrame::Event(event) = frame else {
+                continue;
+            };
+            let id = event
+                .id
+                .as_deref()
+                .and_then(|id| id.parse::<i64>().ok())
+                .ok_or_else(|| ApiError::Decode(format!("an approvals event without an id: {event:?}")))?;
+            let name = event.event.as_deref().unwrap_or("message");
+            let parsed = ApprovalEvent::parse(name, &event.data).map_err(ApiError::Decode)?;
+            on_event(id, parsed);
+        }
+        if done {
+            return Ok(());
+        }
+    }
+}

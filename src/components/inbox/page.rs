@@ -1,0 +1,106 @@
+//! The Approvals page (`/approvals`): every batch that waits for the person, newest first, with
+//! its agent, chat and age, each decidable right here with the chat's own cards (a
+//! [`ChatCtl`] per batch, loaded from its chat), and a link into the chat.
+
+use leptos::prelude::*;
+use signoff_protocol::rest::PendingApproval;
+
+use super::notify::NotifySwitch;
+use super::LiveApprovals;
+use crate::components::app::{AppCtx, ChatKey};
+use crate::components::chat::controller::ChatCtl;
+use crate::components::tools::pending::PendingCards;
+use crate::components::util::now_ms;
+use crate::state::inbox::{age, tool_names};
+use crate::state::route::Route;
+
+#[component]
+pub fn ApprovalsPage() -> impl IntoView {
+    let app = expect_context::<AppCtx>();
+    let live = expect_context::<LiveApprovals>();
+    let batches = Memo::new(move |_| live.inbox.with(|inbox| inbox.newest_first()));
+    view! {
+        <section class="approvals-page" aria-label="Approvals" data-testid="approvals-page">
+            <header class="chat-header">
+                <button
+                    class="icon-button menu-button"
+                    aria-label="Show the chats"
+                    on:click=move |_| app.sidebar_open.update(|open| *open = !*open)
+                >
+                    "☰"
+                </button>
+                <h1 class="chat-title">"Approvals"</h1>
+                <span class="hint" data-testid="approvals-count">
+                    {move || match batches.with(Vec::len) {
+                        1 => "1 batch waits".to_owned(),
+                        count => format!("{count} batches wait"),
+                    }}
+                </span>
+                <NotifySwitch />
+            </header>
+            <div class="approvals-list">
+                <Show when=move || batches.with(Vec::is_empty)>
+                    <div class="empty-state" data-testid="approvals-empty">
+                        <h2>"Nothing waits for you"</h2>
+                        <p>"When an agent asks before it acts, its calls show here, from every chat."</p>
+                    </div>
+                </Show>
+                <For each=move || batches.get() key=|batch| batch.task_id.clone() let:batch>
+                    <InboxBatch batch=batch />
+                </For>
+            </div>
+        </section>
+    }
+}
+
+/// One waiting batch: where it comes from, and its cards.
+#[component]
+fn InboxBatch(batch: PendingApproval) -> impl IntoView {
+    let app = expect_context::<AppCtx>();
+    let (namespace, agent) = batch
+        .agent
+        .split_once('/')
+        .map(|(namespace, agent)| (namespace.to_owned(), agent.to_owned()))
+        .unwrap_or_else(|| ("default".to_owned(), batch.agent.clone()));
+    let ctl = ChatCtl::new(
+        ChatKey {
+            namespace: namespace.clone(),
+            agent: agent.clone(),
+            session: Some(batch.context_id.clone()),
+            nonce: 0,
+        },
+        app,
+    );
+    provide_context(ctl);
+    ctl.load();
+    let route = Route::chat(&namespace, &agent, Some(&batch.context_id));
+    let href = route.path();
+    let open = move |event: leptos::ev::MouseEvent| {
+        event.prevent_default();
+        app.navigate(route.clone());
+    };
+    let since = js_sys::Date::parse(&batch.since) as i64;
+    let title = if batch.title.is_empty() {
+        "New chat".to_owned()
+    } else {
+        batch.title.clone()
+    };
+    let tools = tool_names(&batch).join(", ");
+    view! {
+        <article
+            class="inbox-batch"
+            data-testid="inbox-batch"
+            data-task-id=batch.task_id.clone()
+            aria-label=format!("{} waits: {tools}", batch.agent)
+        >
+            <header class="inbox-head">
+                <span class="inbox-agent" data-testid="inbox-agent">{batch.agent.clone()}</span>
+                <a class="inbox-chat" href=href data-testid="inbox-open-chat" on:click=open>
+                    {title}
+                </a>
+                <span class="inbox-age" data-testid="inbox-age">{age(since, now_ms())}</span>
+            </header>
+            <PendingCards />
+        </article>
+    }
+}

@@ -1,0 +1,48 @@
+//! The cards of a chat's pending batch on their own, with the batch bar above two or more: how
+//! the Approvals page shows a batch, with the same cards and decisions as the chat.
+
+use leptos::prelude::*;
+
+use super::batch::BatchBar;
+use super::card::ToolCard;
+use crate::components::chat::controller::ChatCtl;
+
+/// The pending batch of the [`ChatCtl`] in context; "Loading…" until its chat has loaded.
+#[component]
+pub fn PendingCards() -> impl IntoView {
+    let ctl = expect_context::<ChatCtl>();
+    let keys = Memo::new(move |_| {
+        ctl.view.with(|view| {
+            view.pending
+                .as_ref()
+                .map(|batch| batch.keys.clone())
+                .unwrap_or_default()
+        })
+    });
+    let with_bar = Memo::new(move |_| {
+        ctl.view.with(|view| {
+            view.pending.as_ref().is_some_and(|batch| {
+                batch.keys.len() >= 2
+                    && batch
+                        .requests
+                        .iter()
+                        .all(|request| request.questions().is_none())
+            })
+        })
+    });
+    view! {
+        <Show
+            when=move || !keys.with(Vec::is_empty)
+            fallback=move || view! { <p class="hint">"Loading the calls…"</p> }
+        >
+            <div class="tool-list" data-testid="tool-list">
+                <Show when=move || with_bar.get()>
+                    <BatchBar />
+                </Show>
+                <For each=move || keys.get() key=|key| key.clone() let:key>
+                    <ToolCard card_key=key />
+                </For>
+            </div>
+        </Show>
+    }
+}

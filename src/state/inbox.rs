@@ -1,0 +1,248 @@
+//! The approvals inbox: the batches that wait for the person, folded from the approvals
+//! stream's events (docs/rest.md, Approvals stream), with the tab title and the wording of a
+//! notification. Pure, so it is tested natively.
+
+use signoff_protocol::hitl::ActionRequest;
+use signoff_protocol::rest::{ApprovalDecided, ApprovalEvent, PendingApproval};
+
+/// What the approvals stream has said so far.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Inbox {
+    /// The waiting batches, in the order they started waiting.
+    waiting: Vec<PendingApproval>,
+    /// The last event id applied: the stream resumes after it.
+    pub last_id: Option<i64>,
+    /// The last `decided` event (the chat on screen looks whether it is its own batch).
+    pub last_decided: Option<ApprovalDecided>,
+}
+
+/// What applying one event changed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// A batch started waiting (a new one: not a repeat of one already here).
+    Added(PendingApproval),
+    /// A waiting batch stopped waiting.
+    Removed(ApprovalDecided),
+    /// Nothing this inbox shows (an event it had seen, or a batch it never had).
+    Nothing,
+}
+
+impl Inbox {
+    /// Applies the event `id`. An id at or below the last one applied changes nothing, so a
+    /// stream that repeats itself cannot count a batch twice.
+    pub fn apply(&mut self, id: i64, event: &ApprovalEvent) -> Change {
+        if self.last_id.is_some_and(|last| id <= last) {
+            return Change::Nothing;
+        }
+        self.last_id = Some(id);
+        match event {
+            ApprovalEvent::Pending(pending) => {
+                match self
+                    .waiting
+                    .iter_mut()
+                    .find(|batch| batch.task_id == pending.task_id)
+                {
+                    Some(known) => {
+                        *known = pending.clone();
+                        Change::Nothing
+                    }
+                    None => {
+                        self.waiting.push(pending.clone());
+                        Change::Added(pending.clone())
+                    }
+                }
+            }
+            ApprovalEvent::Decided(decided) => {
+                self.last_decided = Some(decided.clone());
+                let before = self.waiting.len();
+                self.waiting
+                    .retain(|batch| batch.task_id != decided.task_id);
+                if self.waiting.len() < before {
+                    Change::Removed(decided.clone())
+                } else {
+                    Change::Nothing
+                }
+            }
+        }
+    }
+
+    /// How many batches wait.
+    pub fn count(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// The waiting batches, newest first (as the Approvals page lists them).
+    pub fn newest_first(&self) -> Vec<PendingApproval> {
+        let mut batches = self.waiting.clone();
+        batches.sort_by(|a, b| b.since.cmp(&a.since));
+        batches
+    }
+
+    /// Whether the batch of `task_id` waits.
+    pub fn waits(&self, task_id: &str) -> bool {
+        self.waiting.iter().any(|batch| batch.task_id == task_id)
+    }
+}
+
+/// The tab's title: `(N) Signoff` while N batches wait.
+pub fn tab_title(waiting: usize) -> String {
+    match waiting {
+        0 => "Signoff".to_owned(),
+        count => format!("({count}) Signoff"),
+    }
+}
+
+/// The names of a batch's tools, in order, each once.
+pub fn tool_names(batch: &PendingApproval) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for request in batch.calls.iter().filter_map(ActionRequest::from_value) {
+        if !names.contains(&request.name) {
+            names.push(request.name);
+        }
+    }
+    names
+}
+
+/// A browser notification's title and body for a batch that started waiting.
+pub fn notification_text(batch: &PendingApproval) -> (String, String) {
+    let title = format!("{} waits for your approval", batch.agent);
+    let body = format!("{} · {}", tool_names(batch).join(", "), batch.title);
+    (title, body)
+}
+
+/// What the chat says when the batch it shows stopped waiting through someone or something
+/// else (another tab, another person, the deadline).
+pub fn elsewhere_text(decided: &ApprovalDecided) -> String {
+    let by = decided
+        .decided_by
+        .as_deref()
+        .map(|who| format!(" by {who}"))
+        .unwrap_or_default();
+    match decided.outcome.as_str() {
+        "expiry" => "This batch expired unanswered.".to_owned(),
+        "cancel" => format!("This task was canceled elsewhere{by}."),
+        "deleted" => "This chat was deleted elsewhere.".to_owned(),
+        _ => format!("Decided elsewhere{by}."),
+    }
+}
+
+/// How long ago `since` was, as the inbox says it ("just now", "5 min ago", "2 h ago",
+/// "3 days ago"); `now_ms` and the parsed `since_ms` are milliseconds since the epoch.
+pub fn age(since_ms: i64, now_ms: i64) -> String {
+    let minutes = (now_ms - since_ms).max(0) / 60_000;
+    match minutes {
+        0 => "just now".to_owned(),
+        1..=59 => format!("{minutes} min ago"),
+        60..=1439 => format!("{} h ago", minutes / 60),
+        _ => match minutes / 1440 {
+            1 => "1 day ago".to_owned(),
+            days => format!("{days} days ago"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pending(task: &str, since: &str, tools: &[&str]) -> ApprovalEvent {
+        let calls: Vec<_> = tools
+            .iter()
+            .enumerate()
+            .map(|(index, name)| json!({"id": format!("call_{index}"), "name": name, "args": {}}))
+            .collect();
+        ApprovalEvent::Pending(PendingApproval {
+            task_id: task.to_owned(),
+            context_id: format!("s-{task}"),
+            agent: "default/demo".to_owned(),
+            title: "tidy up".to_owned(),
+            since: since.to_owned(),
+            calls,
+            expires_at: None,
+        })
+    }
+
+    fn decided(task: &str) -> ApprovalEvent {
+        ApprovalEvent::Decided(ApprovalDecided {
+            task_id: task.to_owned(),
+            context_id: format!("s-{task}"),
+            outcome: "rest".to_owned(),
+            decided_by: Some("bob".to_owned()),
+            decided_at: "2026-11-22T19:00:00.000Z".to_owned(),
+        })
+    }
+
+    #[test]
+    fn batches_come_and_go_and_a_repeated_event_counts_once() {
+        let mut inbox = Inbox::default();
+        assert!(matches!(
+            inbox.apply(3, &pending("t-1", "2026-11-22T18:00:00.000Z", &["write_file"])),
+            Change::Added(_)
+        ));
+        assert!(matches!(
+            inbox.apply(5, &pending("t-2", "2026-11-22T18:05:00.000Z", &["delete_file"])),
+            Change::Added(_)
+        ));
+        assert_eq!(
+            inbox.apply(5, &pending("t-3", "2026-11-22T18:06:00.000Z", &["x"])),
+            Change::Nothing
+        );
+        assert_eq!(inbox.count(), 2);
+        let order: Vec<_> = inbox
+            .newest_first()
+            .into_iter()
+            .map(|batch| batch.task_id)
+            .collect();
+        assert_eq!(order, ["t-2", "t-1"]);
+        assert!(matches!(inbox.apply(6, &decided("t-1")), Change::Removed(_)));
+        assert!(!inbox.waits("t-1"));
+        assert_eq!(inbox.apply(7, &decided("t-9")), Change::Nothing);
+        assert_eq!(inbox.last_decided.as_ref().map(|d| d.task_id.as_str()), Some("t-9"));
+        assert_eq!(inbox.count(), 1);
+        assert_eq!(inbox.last_id, Some(7));
+    }
+
+    #[test]
+    fn the_title_counts_and_a_notification_names_the_agent_and_tools() {
+        assert_eq!(tab_title(0), "Signoff");
+        assert_eq!(tab_title(3), "(3) Signoff");
+        let ApprovalEvent::Pending(batch) = pending(
+            "t-1",
+            "2026-11-22T18:00:00.000Z",
+            &["write_file", "delete_file", "write_file"],
+        ) else {
+            unreachable!()
+        };
+        assert_eq!(
+            notification_text(&batch),
+            (
+                "default/demo waits for your approval".to_owned(),
+                "write_file, delete_file · tidy up".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn a_decision_from_elsewhere_says_who_or_what() {
+        let ApprovalEvent::Decided(mut decided) = decided("t-1") else {
+            unreachable!()
+        };
+        assert_eq!(elsewhere_text(&decided), "Decided elsewhere by bob.");
+        decided.outcome = "expiry".to_owned();
+        assert_eq!(elsewhere_text(&decided), "This batch expired unanswered.");
+        decided.outcome = "cancel".to_owned();
+        assert_eq!(elsewhere_text(&decided), "This task was canceled elsewhere by bob.");
+    }
+
+    #[test]
+    fn ages_read_as_a_person_says_them() {
+        let minute = 60_000;
+        assert_eq!(age(0, 30_000), "just now");
+        assert_eq!(age(0, 5 * minute), "5 min ago");
+        assert_eq!(age(0, 125 * minute), "2 h ago");
+        assert_eq!(age(0, 1500 * minute), "1 day ago");
+        assert_eq!(age(0, 3 * 1440 * minute), "3 days ago");
+        assert_eq!(age(10 * minute, 0), "just now");
+    }
+}
