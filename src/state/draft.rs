@@ -332,6 +332,7 @@ mod tests {
             description: None,
             server: None,
             approval_id: None,
+            metadata: Default::default(),
         };
         PendingBatch {
             task_id: "t-1".to_owned(),
@@ -420,6 +421,7 @@ mod tests {
             description: None,
             server: None,
             approval_id: None,
+            metadata: Default::default(),
         };
         batch
     }

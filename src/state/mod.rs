@@ -6,6 +6,7 @@ pub mod compose;
 pub mod draft;
 pub mod group;
 pub mod policy;
+pub mod preview;
 mod reduce;
 pub mod route;
 pub mod sessions;

@@ -29,6 +29,7 @@ fn pending() -> Vec<ActionRequest> {
         description: None,
         server: None,
         approval_id: None,
+        metadata: Default::default(),
     })
     .collect()
 }

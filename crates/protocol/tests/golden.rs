@@ -29,6 +29,7 @@ fn request(id: &str, name: &str, args: serde_json::Value) -> ActionRequest {
         description: None,
         server: None,
         approval_id: None,
+        metadata: Default::default(),
     }
 }
 

@@ -4,6 +4,7 @@
 mod allow;
 mod batch;
 mod card;
+mod preview;
 mod question;
 
 use leptos::prelude::*;

@@ -124,6 +124,7 @@ fn cards_that_arrive_out_of_order_match_the_whole_log_passes() {
         description: None,
         server: None,
         approval_id: None,
+        metadata: Default::default(),
     };
     let result = |id: &str| {
         ToolResult {

@@ -77,6 +77,7 @@ fn tool_request(tool: &Value, hint: Option<&str>, source: Option<&str>) -> Optio
         description: hint.map(str::to_owned),
         server: source.map(str::to_owned),
         approval_id: Some(approval_id.to_owned()),
+        metadata: Default::default(),
     })
 }
 
@@ -126,6 +127,7 @@ fn question_request(payload: &Value) -> Option<ActionRequest> {
         description: None,
         server: source.map(str::to_owned),
         approval_id: Some(approval_id.to_owned()),
+        metadata: Default::default(),
     })
 }
 

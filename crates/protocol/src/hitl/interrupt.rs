@@ -23,6 +23,9 @@ pub struct ActionRequest {
     /// kagent's HITL extension only: the opaque approval id the answer must name, which is not
     /// the call id ([`super::extension`]).
     pub approval_id: Option<String>,
+    /// The request's `metadata`: the server's [`super::Preview`] of the call's effect, and what
+    /// else a peer adds (kept as sent; empty when absent).
+    pub metadata: Metadata,
 }
 
 /// Which approval dialect a peer speaks: how its interrupts look and how decisions must be written.
@@ -96,6 +99,9 @@ impl ActionRequest {
             if let Some(server) = &self.server {
                 object.insert("server".to_owned(), json!(server));
             }
+            if !self.metadata.is_empty() {
+                object.insert("metadata".to_owned(), Value::Object(self.metadata.clone()));
+            }
         }
         value
     }
@@ -110,6 +116,11 @@ impl ActionRequest {
             description: text("description"),
             server: text("server"),
             approval_id: None,
+            metadata: value
+                .get("metadata")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
         })
     }
 

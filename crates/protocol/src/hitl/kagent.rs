@@ -55,6 +55,7 @@ pub fn action_request_from_part(part: &Part) -> Option<ActionRequest> {
             .and_then(|confirmation| text(confirmation, "hint")),
         server: None,
         approval_id: None,
+        metadata: Default::default(),
     })
 }
 

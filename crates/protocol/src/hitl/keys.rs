@@ -30,3 +30,10 @@ pub const EXPIRES_AT: &str = "expires_at";
 /// Part metadata on a `function_call` and its `function_response` that no person was asked
 /// about: who decided instead (docs/wire.md, Rules and policies), as [`super::DecidedBy`].
 pub const SIGNOFF_DECIDED_BY: &str = "signoff_decided_by";
+
+/// Action request metadata key: what the held call will change (docs/wire.md, Previews), as
+/// [`super::Preview`]. Only the server's built-in file tools write it; readers may ignore it.
+pub const PREVIEW: &str = "preview";
+/// Action request metadata key: the file's current text (at most
+/// [`super::preview::MAX_BASE_BYTES`]), so a client can diff an edited write against it.
+pub const PREVIEW_BASE: &str = "preview_base";

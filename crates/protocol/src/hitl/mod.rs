@@ -15,6 +15,7 @@ mod interrupt;
 pub mod kagent;
 pub mod keys;
 mod outcome;
+pub mod preview;
 pub mod question;
 mod rules;
 mod text;
@@ -26,6 +27,7 @@ pub use keys::{
     FUNCTION_CALL, FUNCTION_RESPONSE, INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, TOOL_APPROVAL,
 };
 pub use outcome::DecidedBy;
+pub use preview::Preview;
 pub use question::{Answer, Question, ASK_USER};
 pub use rules::{resolve, ResolvedCall};
 
@@ -39,5 +41,6 @@ pub(crate) fn test_request(id: &str, name: &str, args: serde_json::Value) -> Act
         description: None,
         server: None,
         approval_id: None,
+        metadata: Default::default(),
     }
 }

@@ -3,6 +3,7 @@
 //! timeout), and the commit that opens it (docs/wire.md, Approval interrupt).
 
 use serde_json::Value;
+use signoff_protocol::hitl::preview::preview_metadata;
 use signoff_protocol::hitl::{self, ActionRequest, ApprovalInterrupt};
 use signoff_protocol::{StreamEvent, TaskState};
 
@@ -33,6 +34,11 @@ impl Runtime {
                     description: tool.as_ref().map(|tool| tool.spec.description.clone()),
                     server: tool.as_ref().map(|tool| tool.spec.source.clone()),
                     approval_id: None,
+                    metadata: tool
+                        .as_ref()
+                        .and_then(|tool| tool.preview(&record.args))
+                        .map(|(preview, base)| preview_metadata(&preview, base.as_deref()))
+                        .unwrap_or_default(),
                 }
             })
             .collect();
