@@ -333,6 +333,7 @@ mod tests {
             server: None,
             approval_id: None,
             via: None,
+            metadata: Default::default(),
         };
         PendingBatch {
             task_id: "t-1".to_owned(),
@@ -422,6 +423,7 @@ mod tests {
             server: None,
             approval_id: None,
             via: None,
+            metadata: Default::default(),
         };
         batch
     }

@@ -8,6 +8,7 @@ pub mod group;
 pub mod inbox;
 pub mod nesting;
 pub mod policy;
+pub mod preview;
 mod reduce;
 pub mod route;
 pub mod sessions;

@@ -4,6 +4,7 @@
 //! Serde only: no tokio, no HTTP client, so the browser UI (wasm32) and the server share it.
 
 pub mod codec;
+pub mod diff;
 pub mod hitl;
 pub mod json_keys;
 pub mod jsonrpc;

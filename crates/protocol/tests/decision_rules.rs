@@ -30,6 +30,7 @@ fn pending() -> Vec<ActionRequest> {
         server: None,
         approval_id: None,
         via: None,
+        metadata: Default::default(),
     })
     .collect()
 }

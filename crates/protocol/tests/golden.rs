@@ -30,6 +30,7 @@ fn request(id: &str, name: &str, args: serde_json::Value) -> ActionRequest {
         server: None,
         approval_id: None,
         via: None,
+        metadata: Default::default(),
     }
 }
 

@@ -4,16 +4,18 @@
 
 use leptos::html::Div;
 use leptos::prelude::*;
-use signoff_protocol::hitl::{DecidedBy, Question, Verdict, ASK_USER};
+use signoff_protocol::hitl::{ActionRequest, DecidedBy, Question, Verdict, ASK_USER};
 
 use super::allow::{AlwaysAllow, Countdown, DecidedByLine};
 use super::nested::NestedCards;
 use super::pretty;
+use super::preview::CallPreview;
 use super::question::{Answers, QuestionForm};
 use crate::components::chat::controller::ChatCtl;
 use crate::components::clamp::{is_long, ShowMore};
 use crate::components::util::{copy_to_clipboard, typing_in_field};
 use crate::state::draft::{parse_args, reject_all};
+use crate::state::preview::edited_preview;
 use crate::state::{PendingBatch, ToolCallView, ToolStatus};
 
 /// What the card shows while its call waits: nothing open, the reason box, or the editor.
@@ -321,7 +323,13 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
                     }}
                 </span>
             </div>
-            {move || card.get().map(|card| view! { <CardBody card=card draft_args=draft_args pending=batch.with(Option::is_some) question=is_question() /> })}
+            {move || card.get().map(|card| {
+                // The held request, for its preview (docs/wire.md, Previews).
+                let request = batch.with(|batch| {
+                    batch.as_ref().and_then(|batch| batch.requests.iter().find(|request| request.id == card.id).cloned())
+                });
+                view! { <CardBody card=card draft_args=draft_args pending=batch.with(Option::is_some) question=is_question() request=request /> }
+            })}
             {move || {
                 let questions = questions.get()?;
                 batch.with(Option::is_some).then(|| view! { <QuestionForm call_id=call_id() questions=questions batch=batch /> })
@@ -489,7 +497,9 @@ fn CardBody(
     draft_args: Memo<Option<serde_json::Value>>,
     pending: bool,
     question: bool,
+    request: Option<ActionRequest>,
 ) -> impl IntoView {
+    let preview = request.as_ref().and_then(ActionRequest::preview);
     // A question's arguments are its questions, shown as the form or the answers instead.
     let args_open = !question && (pending || card.status == ToolStatus::PendingApproval);
     let answers = card.result.clone().filter(|_| question);
@@ -512,6 +522,7 @@ fn CardBody(
             <summary>{if edited.is_some() { "Original arguments" } else { "Arguments" }}</summary>
             <pre class="json">{pretty(&card.args)}</pre>
         </details>
+        {preview.map(|preview| view! { <CallPreview preview=preview title="Change" testid="tool-preview" /> })}
         {edited.map(|edited| view! {
             <div class="tool-section edited" data-testid="tool-edited-args">
                 <div class="section-title">"Edited arguments (what ran)"</div>
@@ -523,6 +534,10 @@ fn CardBody(
                 <div class="section-title">"Edited arguments (sent when approved)"</div>
                 <pre class="json">{pretty(&args)}</pre>
             </div>
+            {request.as_ref().and_then(|request| edited_preview(request, &args)).map(|edited| match edited {
+                Ok(preview) => view! { <CallPreview preview=preview title="Change with your edit" testid="tool-edited-preview" /> }.into_any(),
+                Err(why) => view! { <p class="hint" data-testid="tool-edited-preview">{why}</p> }.into_any(),
+            })}
         })}
         {answers.map(|result| view! { <Answers result=result /> })}
         {decided_by.map(|decided_by| view! { <DecidedByLine decided_by=decided_by /> })}

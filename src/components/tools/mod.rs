@@ -6,6 +6,7 @@ mod batch;
 mod card;
 mod nested;
 pub mod pending;
+mod preview;
 mod question;
 
 use leptos::prelude::*;

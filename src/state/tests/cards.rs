@@ -126,6 +126,7 @@ fn cards_that_arrive_out_of_order_match_the_whole_log_passes() {
         server: None,
         approval_id: None,
         via: None,
+        metadata: Default::default(),
     };
     let result = |id: &str| {
         ToolResult {

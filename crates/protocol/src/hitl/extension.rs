@@ -78,6 +78,7 @@ fn tool_request(tool: &Value, hint: Option<&str>, source: Option<&str>) -> Optio
         server: source.map(str::to_owned),
         approval_id: Some(approval_id.to_owned()),
         via: None,
+        metadata: Default::default(),
     })
 }
 
@@ -128,6 +129,7 @@ fn question_request(payload: &Value) -> Option<ActionRequest> {
         server: source.map(str::to_owned),
         approval_id: Some(approval_id.to_owned()),
         via: None,
+        metadata: Default::default(),
     })
 }
 

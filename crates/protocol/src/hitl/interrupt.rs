@@ -28,6 +28,9 @@ pub struct ActionRequest {
     /// A subagent's call nested under an agent-tool call (native `subagent`; docs/wire.md,
     /// Subagents).
     pub via: Option<Via>,
+    /// The request's `metadata`: the server's [`super::Preview`] of the call's effect, and what
+    /// else a peer adds (kept as sent; empty when absent).
+    pub metadata: Metadata,
 }
 
 /// Which approval dialect a peer speaks: how its interrupts look and how decisions must be written.
@@ -104,6 +107,9 @@ impl ActionRequest {
             if let Some(via) = &self.via {
                 object.insert(SUBAGENT.to_owned(), via.to_value());
             }
+            if !self.metadata.is_empty() {
+                object.insert("metadata".to_owned(), Value::Object(self.metadata.clone()));
+            }
         }
         value
     }
@@ -119,6 +125,11 @@ impl ActionRequest {
             server: text("server"),
             approval_id: None,
             via: value.get(SUBAGENT).and_then(Via::from_value),
+            metadata: value
+                .get("metadata")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
         })
     }
 

@@ -56,6 +56,7 @@ pub fn action_request_from_part(part: &Part) -> Option<ActionRequest> {
         server: None,
         approval_id: None,
         via: None,
+        metadata: Default::default(),
     })
 }
 

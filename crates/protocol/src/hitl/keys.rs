@@ -38,3 +38,10 @@ pub const SIGNOFF_DECIDED_BY: &str = "signoff_decided_by";
 /// `function_response`: the call is a subagent's, asked through an agent-tool call
 /// (docs/wire.md, Subagents), as [`super::subagent::Via`].
 pub const SUBAGENT: &str = "subagent";
+
+/// Action request metadata key: what the held call will change (docs/wire.md, Previews), as
+/// [`super::Preview`]. Only the server's built-in file tools write it; readers may ignore it.
+pub const PREVIEW: &str = "preview";
+/// Action request metadata key: the file's current text (at most
+/// [`super::preview::MAX_BASE_BYTES`]), so a client can diff an edited write against it.
+pub const PREVIEW_BASE: &str = "preview_base";

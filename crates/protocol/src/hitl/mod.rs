@@ -15,6 +15,7 @@ mod interrupt;
 pub mod kagent;
 pub mod keys;
 mod outcome;
+pub mod preview;
 pub mod question;
 mod rules;
 pub mod subagent;
@@ -27,6 +28,7 @@ pub use keys::{
     FUNCTION_CALL, FUNCTION_RESPONSE, INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, TOOL_APPROVAL,
 };
 pub use outcome::DecidedBy;
+pub use preview::Preview;
 pub use question::{Answer, Question, ASK_USER};
 pub use rules::{resolve, ResolvedCall};
 pub use subagent::Via;
@@ -42,5 +44,6 @@ pub(crate) fn test_request(id: &str, name: &str, args: serde_json::Value) -> Act
         server: None,
         approval_id: None,
         via: None,
+        metadata: Default::default(),
     }
 }

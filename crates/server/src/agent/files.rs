@@ -13,10 +13,12 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use serde_json::{json, Value};
 
+use signoff_protocol::hitl::Preview;
+
 use super::tools::{text_result, ToolError, ToolSource, ToolSpec};
 
 /// Files larger than this are not read whole into a model's context.
-const MAX_READ_BYTES: u64 = 1024 * 1024;
+pub(super) const MAX_READ_BYTES: u64 = 1024 * 1024;
 
 /// The built-in file tools over `root`.
 pub struct FileTools {
@@ -91,8 +93,13 @@ impl FileTools {
         ]
     }
 
+    /// The sandbox folder (canonical).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// Resolves a relative path inside the sandbox, refusing anything that leaves it.
-    fn resolve(&self, raw: &str) -> Result<PathBuf, ToolError> {
+    pub(super) fn resolve(&self, raw: &str) -> Result<PathBuf, ToolError> {
         let relative = Path::new(raw);
         let mut clean = PathBuf::new();
         for component in relative.components() {
@@ -203,7 +210,7 @@ impl FileTools {
 /// Opens `path` without following a symlink at its last component (the components before it
 /// were checked by `resolve`), and refuses a file with more than one hard link: a link made
 /// inside the sandbox to a file outside it would otherwise be read or overwritten.
-fn open_no_links(
+pub(super) fn open_no_links(
     path: &Path,
     raw: &str,
     action: &str,
@@ -313,6 +320,10 @@ impl ToolSource for FileTools {
         _timeout: Duration,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         self.run(tool, args).boxed()
+    }
+
+    fn preview(&self, tool: &str, args: &Value) -> Option<(Preview, Option<String>)> {
+        super::file_preview::preview(self, tool, args)
     }
 }
 

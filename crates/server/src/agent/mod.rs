@@ -5,6 +5,7 @@ pub mod ask;
 mod build;
 pub mod config;
 pub mod conformance;
+mod file_preview;
 pub mod files;
 pub mod mcp;
 pub mod metrics;

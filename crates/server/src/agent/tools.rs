@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
+use signoff_protocol::hitl::Preview;
 
 /// What the model is told about one tool.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,6 +51,12 @@ pub trait ToolSource: Send + Sync + 'static {
     fn unavailable(&self) -> Option<String> {
         None
     }
+    /// What a held call of `tool` would change, read without side effects at pause time
+    /// (docs/wire.md, Previews), with the current text an edit may be diffed against; `None`
+    /// when the source has nothing to show (only the built-in file tools do).
+    fn preview(&self, _tool: &str, _args: &Value) -> Option<(Preview, Option<String>)> {
+        None
+    }
 }
 
 /// A successful tool result in the MCP `CallToolResult` shape that kagent shows.
@@ -80,6 +87,13 @@ pub struct ExposedTool {
     pub spec: ToolSpec,
     pub requires_approval: bool,
     source: Arc<dyn ToolSource>,
+}
+
+impl ExposedTool {
+    /// The source's preview of a call of this tool with `args` ([`ToolSource::preview`]).
+    pub fn preview(&self, args: &Value) -> Option<(Preview, Option<String>)> {
+        self.source.preview(&self.spec.name, args)
+    }
 }
 
 /// An agent's tools: what the model may call and which calls wait for a person. Clones share

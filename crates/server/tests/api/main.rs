@@ -20,6 +20,7 @@ mod idle;
 mod live;
 mod ops;
 mod policies;
+mod previews;
 mod questions;
 mod rest;
 mod restart;

@@ -4,6 +4,7 @@
 //! timeout), and the commit that opens it (docs/wire.md, Approval interrupt).
 
 use serde_json::Value;
+use signoff_protocol::hitl::preview::preview_metadata;
 use signoff_protocol::hitl::{self, ActionRequest, ApprovalInterrupt};
 use signoff_protocol::{StreamEvent, TaskState};
 
@@ -36,6 +37,11 @@ impl Runtime {
                     server: tool.as_ref().map(|tool| tool.spec.source.clone()),
                     approval_id: None,
                     via: None,
+                    metadata: tool
+                        .as_ref()
+                        .and_then(|tool| tool.preview(&record.args))
+                        .map(|(preview, base)| preview_metadata(&preview, base.as_deref()))
+                        .unwrap_or_default(),
                 }
             })
             .chain(nested.iter().cloned())
