@@ -171,6 +171,7 @@ mod tests {
             description: None,
             server: None,
             approval_id: None,
+            via: None,
             metadata: preview_metadata(&preview, base),
         }
     }
