@@ -6,6 +6,7 @@ mod http;
 pub mod policies;
 pub mod rpc;
 pub mod sessions;
+pub mod shares;
 
 pub use http::Abort;
 

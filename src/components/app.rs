@@ -6,6 +6,7 @@ use leptos::task::spawn_local;
 use super::agent_panel::AgentPanel;
 use super::chat::Chat;
 use super::nav;
+use super::share::{page_token, SharedPage};
 use super::sidebar::Sidebar;
 use super::toasts::Toasts;
 use crate::api;
@@ -182,6 +183,14 @@ pub fn App() -> impl IntoView {
         counter: RwSignal::new(0),
     };
     provide_context(ctx);
+    // A share link's page shows that one chat read-only and loads nothing else.
+    if let Some(token) = page_token() {
+        return view! {
+            <SharedPage token=token />
+            <Toasts />
+        }
+        .into_any();
+    }
     if web_sys::window()
         .and_then(|window| window.inner_width().ok())
         .and_then(|width| width.as_f64())
@@ -222,6 +231,7 @@ pub fn App() -> impl IntoView {
             <Toasts />
         </div>
     }
+    .into_any()
 }
 
 #[component]
