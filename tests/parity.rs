@@ -99,14 +99,17 @@ async fn token_counts_show_in_the_header_and_on_each_answer_by_hover_and_focus()
     .await;
     assert!(sum > first_total);
 
-    // Keyboard: from the first count, Tab moves to the second, and focus shows its breakdown.
+    // Keyboard: from the first answer's last control (its thumbs down), Tab moves to the
+    // second count, and focus shows its breakdown.
     assert_eq!(
         answers[1].attr("tabindex").await.unwrap().as_deref(),
         Some("0")
     );
-    app.js("document.querySelector('[data-testid=answer-usage]').focus()")
+    app.js("document.querySelector('[data-testid=feedback-down]').focus()")
         .await;
-    answers[0]
+    app.find("[data-testid=feedback-down]")
+        .await
+        .unwrap()
         .send_keys(thirtyfour::prelude::Key::Tab)
         .await
         .unwrap();

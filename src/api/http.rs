@@ -176,6 +176,12 @@ pub(super) fn decode<T: DeserializeOwned>(url: &str, body: &str) -> Result<T, Ap
     serde_json::from_str(body).map_err(|err| ApiError::Decode(format!("{url}: {err}")))
 }
 
+/// POSTs a JSON body (`body` is JSON text) whose answer the caller does not need.
+pub(super) async fn post_ignoring_answer(url: &str, body: String) -> Result<(), ApiError> {
+    send(Request::post(url), Some(body)).await?;
+    Ok(())
+}
+
 pub(super) async fn delete(url: &str) -> Result<(), ApiError> {
     send(Request::delete(url), None).await?;
     Ok(())

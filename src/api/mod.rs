@@ -7,6 +7,7 @@ mod http;
 pub mod policies;
 pub mod rpc;
 pub mod sessions;
+pub mod shares;
 
 pub use http::{adopt_token_from_address, Abort};
 

@@ -7,6 +7,7 @@ use super::agent_panel::AgentPanel;
 use super::chat::Chat;
 use super::inbox::{self, ApprovalsPage};
 use super::nav;
+use super::share::{page_token, SharedPage};
 use super::sidebar::Sidebar;
 use super::toasts::Toasts;
 use crate::api;
@@ -184,6 +185,14 @@ pub fn App() -> impl IntoView {
         counter: RwSignal::new(0),
     };
     provide_context(ctx);
+    // A share link's page shows that one chat read-only and loads nothing else.
+    if let Some(token) = page_token() {
+        return view! {
+            <SharedPage token=token />
+            <Toasts />
+        }
+        .into_any();
+    }
     inbox::start(ctx);
     if web_sys::window()
         .and_then(|window| window.inner_width().ok())
@@ -227,6 +236,7 @@ pub fn App() -> impl IntoView {
             <Toasts />
         </div>
     }
+    .into_any()
 }
 
 #[component]

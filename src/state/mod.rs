@@ -4,7 +4,9 @@
 pub mod agents;
 pub mod compose;
 pub mod draft;
+pub mod feedback;
 pub mod group;
+pub mod guard;
 pub mod inbox;
 pub mod nesting;
 pub mod policy;

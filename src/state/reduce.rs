@@ -41,6 +41,9 @@ pub fn replay<'a>(tasks: impl IntoIterator<Item = &'a Task>) -> ChatView {
     let mut view = ChatView::default();
     for task in tasks {
         apply(&mut view, &StreamEvent::Task(task.clone()));
+        if let Some(rating) = super::feedback::stored_rating(task) {
+            view.ratings.insert(task.id.clone(), rating);
+        }
     }
     view
 }

@@ -262,6 +262,8 @@ pub struct ChatView {
     /// Item key -> its position in `items` (the first, should a key repeat), so a lookup does
     /// not walk the transcript.
     pub(super) item_index: BTreeMap<String, usize>,
+    /// The person's rating of each task's answer (stored, or given in this view).
+    pub ratings: BTreeMap<String, super::feedback::Rating>,
 }
 
 impl Default for ChatView {
@@ -282,6 +284,7 @@ impl Default for ChatView {
             delivered: BTreeSet::new(),
             artifact_aliases: BTreeMap::new(),
             item_index: BTreeMap::new(),
+            ratings: BTreeMap::new(),
         }
     }
 }

@@ -2,6 +2,8 @@
 //! Views call these; only this glue touches [`crate::api`], and every event it receives goes
 //! through [`ChatView::apply`].
 
+mod guard;
+
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use signoff_protocol::hitl::Decision;
@@ -228,7 +230,9 @@ impl ChatCtl {
     }
 
     /// Sends the composer's text: a new turn, a message queued for the working task, or a reply
-    /// to the paused task (which decides its batch), as [`compose::send_effect`] says.
+    /// to the paused task (which decides its batch), as [`compose::send_effect`] says. Each
+    /// shows at once, and the cross-tab guard (`guard`) looks at the chat on the server before
+    /// anything goes out.
     pub fn send(self) {
         let text = self.composer.get_untracked();
         if text.trim().is_empty() {
@@ -268,6 +272,9 @@ impl ChatCtl {
         self.composer.set(String::new());
         self.view.update(|view| view.send(&message));
         spawn_local(async move {
+            if self.held_back(&before, &text).await {
+                return;
+            }
             let endpoint = self.endpoint().await;
             let abort = self.new_abort();
             let mut started = false;
@@ -284,9 +291,13 @@ impl ChatCtl {
     /// it delivered. A refusal takes the bubble back and gives the text back.
     fn send_queued(self, task_id: String, text: String) {
         let message = self.user_message(&text, Some(task_id));
+        let seen = self.view.get_untracked();
         self.composer.set(String::new());
         self.view.update(|view| view.queue(&message));
         spawn_local(async move {
+            if self.held_back(&seen, &text).await {
+                return;
+            }
             let endpoint = self.endpoint().await;
             if let Err(err) = rpc::send_queued(&endpoint, &message).await {
                 self.view.update(|view| view.unqueue(&message.message_id));
@@ -305,10 +316,18 @@ impl ChatCtl {
             return;
         }
         let message = self.user_message(&text, Some(task_id));
+        let seen = self.view.get_untracked();
         self.composer.set(String::new());
-        self.send_decision(message, move |err| {
-            self.composer.set(text);
-            self.app.toast(err.to_string());
+        self.deciding.set(true);
+        spawn_local(async move {
+            if self.held_back(&seen, &text).await {
+                self.deciding.set(false);
+                return;
+            }
+            self.send_decision(message, move |err| {
+                self.composer.set(text);
+                self.app.toast(err.to_string());
+            });
         });
     }
 

@@ -10,9 +10,10 @@ use leptos::prelude::*;
 
 use self::composer::Composer;
 use self::controller::ChatCtl;
-use self::transcript::Transcript;
+pub(crate) use self::transcript::Transcript;
 use self::usage::SessionUsage;
 use crate::components::app::{AppCtx, ChatKey};
+use crate::components::share::ShareMenu;
 use crate::state::route::Route;
 use crate::state::ChatStatus;
 
@@ -37,6 +38,7 @@ pub fn Chat(key: ChatKey) -> impl IntoView {
                 <h1 class="chat-title" data-testid="chat-title">{title}</h1>
                 <StatusLine />
                 <SessionUsage />
+                <ShareMenu />
                 <button
                     class="button small details-button"
                     aria-label="Agent details"

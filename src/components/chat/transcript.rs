@@ -8,6 +8,7 @@ use wasm_bindgen::JsCast;
 use super::controller::ChatCtl;
 use super::usage::AnswerUsage;
 use crate::components::clamp::{is_long, ShowMore};
+use crate::components::feedback::AnswerFeedback;
 use crate::components::tools::ToolList;
 use crate::components::util::copy_to_clipboard;
 use crate::markdown;
@@ -177,6 +178,7 @@ fn ItemRow(item_key: String, rows: Memo<Vec<Row>>) -> impl IntoView {
                     <ShowMore long=long open=open />
                     <ToolList owners=owners />
                     <AnswerUsage items=owners />
+                    <AnswerFeedback items=owners />
                 </div>
             }
             .into_any()

@@ -1,0 +1,222 @@
+//! Read-only share links in the UI (docs/rest.md, Share links): the chat header's Share menu,
+//! which makes a link, copies it, and lists and revokes the chat's links; and the shared view
+//! that a page URL with `?share=TOKEN` opens instead of the app: the chat's transcript as it
+//! was when opened, with no composer, no decision buttons, no Stop and no delete.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use signoff_protocol::rest::Share;
+
+use super::app::{AppCtx, ChatKey};
+use super::chat::controller::ChatCtl;
+use super::chat::Transcript;
+use super::nav;
+use super::util::copy_to_clipboard;
+use crate::api::{self, ApiError};
+use crate::state::route::Route;
+
+/// Marks a read-only shared view, for the parts that offer actions (feedback) to hide them.
+#[derive(Clone, Copy)]
+pub struct SharedView;
+
+/// The `share` token of the page URL, if there is one.
+pub fn page_token() -> Option<String> {
+    let search = web_sys::window()?.location().search().ok()?;
+    search.trim_start_matches('?').split('&').find_map(|pair| {
+        let (name, value) = pair.split_once('=')?;
+        (name == "share" && !value.is_empty())
+            .then(|| js_sys::decode_uri_component(value).ok().map(String::from))
+            .flatten()
+    })
+}
+
+/// When a link was made, in the person's locale.
+fn made_at(created_at: &str) -> String {
+    let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(created_at));
+    String::from(date.to_locale_string("default", &js_sys::Object::new()))
+}
+
+/// The header's Share button and its panel; only for a chat that exists on the server.
+#[component]
+pub fn ShareMenu() -> impl IntoView {
+    let ctl = expect_context::<ChatCtl>();
+    let app = ctl.app();
+    let session = Memo::new(move |_| app.chat.with(|chat| chat.as_ref()?.session.clone()));
+    let open = RwSignal::new(false);
+    let links = RwSignal::new(Vec::<Share>::new());
+    // The link just made: its id and URL (the token is shown only once).
+    let made = RwSignal::new(None::<(String, String)>);
+    let busy = RwSignal::new(false);
+    let reload = move |session: String| {
+        spawn_local(async move {
+            match api::shares::list(&session).await {
+                Ok(list) => links.set(list),
+                Err(err) => app.toast(format!("Could not list the share links: {err}")),
+            }
+        });
+    };
+    let toggle = move |_| {
+        let now_open = !open.get_untracked();
+        open.set(now_open);
+        if let (true, Some(session)) = (now_open, session.get_untracked()) {
+            reload(session);
+        }
+    };
+    let create = move |_| {
+        let Some(session) = session.get_untracked() else {
+            return;
+        };
+        busy.set(true);
+        spawn_local(async move {
+            match api::shares::create(&session).await {
+                Ok(share) => {
+                    copy_to_clipboard(&share.url);
+                    made.set(Some((share.id, share.url)));
+                    reload(session);
+                }
+                Err(err) => app.toast(format!("Could not make a share link: {err}")),
+            }
+            busy.set(false);
+        });
+    };
+    let revoke = move |id: String| {
+        let Some(session) = session.get_untracked() else {
+            return;
+        };
+        spawn_local(async move {
+            match api::shares::revoke(&session, &id).await {
+                Ok(()) => {
+                    if made.with_untracked(|made| made.as_ref().is_some_and(|made| made.0 == id)) {
+                        made.set(None);
+                    }
+                    reload(session);
+                }
+                Err(err) => app.toast(format!("Could not revoke the link: {err}")),
+            }
+        });
+    };
+    view! {
+        <Show when=move || session.with(Option::is_some)>
+            <div
+                class="share-menu"
+                on:keydown=move |event: web_sys::KeyboardEvent| {
+                    if event.key() == "Escape" {
+                        open.set(false);
+                    }
+                }
+            >
+                <button
+                    type="button"
+                    class="button small"
+                    aria-expanded=move || open.get().to_string()
+                    aria-controls="share-panel"
+                    data-testid="share-button"
+                    on:click=toggle
+                >
+                    "Share"
+                </button>
+                <Show when=move || open.get()>
+                    <div class="share-panel" id="share-panel" role="dialog" aria-label="Share this chat" data-testid="share-panel">
+                        <p class="hint">"A read-only link: whoever has it can read this chat, and cannot send, decide or stop anything."</p>
+                        <button type="button" class="button primary small" data-testid="share-create" disabled=move || busy.get() on:click=create>
+                            "Create a link"
+                        </button>
+                        {move || made.get().map(|(_, url)| {
+                            let copy = url.clone();
+                            view! {
+                                <div class="share-made">
+                                    <label class="field-label" for="share-url">"Link (copied)"</label>
+                                    <input id="share-url" class="code-input" readonly data-testid="share-url" prop:value=url />
+                                    <button type="button" class="button small" on:click=move |_| copy_to_clipboard(&copy)>"Copy"</button>
+                                </div>
+                            }
+                        })}
+                        <ul class="policy-list" data-testid="share-links" aria-label="Live links">
+                            {move || links.get().into_iter().map(|share| {
+                                let id = share.id.clone();
+                                view! {
+                                    <li class="policy" data-testid="share-link">
+                                        <span>{format!("Link made {}", made_at(&share.created_at))}</span>
+                                        <button type="button" class="button small danger-outline" data-testid="share-revoke" on:click=move |_| revoke(id.clone())>
+                                            "Revoke"
+                                        </button>
+                                    </li>
+                                }
+                            }).collect_view()}
+                        </ul>
+                        <Show when=move || links.with(Vec::is_empty)>
+                            <p class="hint">"No live links."</p>
+                        </Show>
+                    </div>
+                </Show>
+            </div>
+        </Show>
+    }
+}
+
+/// The page of a share link: the chat read with its token, nothing else loaded.
+#[component]
+pub fn SharedPage(token: String) -> impl IntoView {
+    let app = expect_context::<AppCtx>();
+    let Route::Chat {
+        namespace,
+        agent,
+        session: Some(session),
+    } = nav::current_route()
+    else {
+        return view! {
+            <main class="shared-page">
+                <div class="empty-state" role="alert">"This is not a link to a chat."</div>
+            </main>
+        }
+        .into_any();
+    };
+    let title = format!("{namespace}/{agent}");
+    let key = ChatKey {
+        namespace,
+        agent,
+        session: Some(session.clone()),
+        nonce: 0,
+    };
+    let ctl = ChatCtl::new(key, app);
+    provide_context(ctl);
+    provide_context(SharedView);
+    spawn_local(async move {
+        match api::shares::load_shared(&session, &token).await {
+            Ok(tasks) => {
+                let mut view = crate::state::replay(&tasks);
+                // Nothing here decides: the cards show their state, never the buttons.
+                view.pending = None;
+                ctl.view.set(view);
+            }
+            Err(ApiError::Http { status: 404, .. }) => ctl.missing.set(true),
+            Err(err) => app.toast(format!("Could not load this chat: {err}")),
+        }
+        ctl.loading.set(false);
+    });
+    view! {
+        <main class="shared-page" data-testid="shared-view">
+            <section class="chat" aria-label="Shared chat">
+                <header class="chat-header">
+                    <h1 class="chat-title" data-testid="chat-title">{title}</h1>
+                </header>
+                <p class="shared-banner" role="note" data-testid="shared-banner">
+                    <strong>"Read-only shared view"</strong>
+                    " · You can read this chat as it was when you opened it; nothing can be sent, decided or stopped here."
+                </p>
+                <Show
+                    when=move || !ctl.missing.get()
+                    fallback=|| view! {
+                        <div class="empty-state not-found" role="alert" data-testid="share-gone">
+                            <h2>"Link not valid"</h2>
+                            <p>"This share link was revoked, or its chat was deleted."</p>
+                        </div>
+                    }
+                >
+                    <Transcript />
+                </Show>
+            </section>
+        </main>
+    }
+    .into_any()
+}

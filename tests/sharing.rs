@@ -1,0 +1,266 @@
+//! Browser tests of sharing and of what a person does around a chat: a read-only share link
+//! made from the header and opened in a fresh tab, thumbs up or down on answers, and the guard
+//! that stops a send when the chat moved on in another tab. Same harness as tests/browser.rs.
+#![cfg(not(target_arch = "wasm32"))]
+// Tests fail loudly: unwrapping is how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/harness.rs"]
+mod harness;
+
+use harness::{card, click, App};
+use thirtyfour::Key;
+
+/// The controls a read-only view must not have.
+const CONTROLS: [&str; 8] = [
+    "[data-testid=composer-input]",
+    "[data-testid=send-button]",
+    "[data-testid=stop-button]",
+    "[data-testid=approve-button]",
+    "[data-testid=reject-button]",
+    "[data-testid=share-button]",
+    "[data-testid=sidebar]",
+    "[data-testid=feedback-up]",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_share_link_opens_the_chat_read_only_in_a_fresh_tab_until_revoked() {
+    let app = App::start("share").await;
+    app.open_new_chat().await;
+    app.send("list files").await;
+    app.wait_for_status("ready").await;
+    app.send("write notes.txt: hello").await;
+    app.wait_for_status("approval").await;
+    app.wait_for(
+        "the approval card",
+        &format!("{} [data-testid=approve-button]", card("write_file")),
+    )
+    .await;
+
+    click(&app, "[data-testid=share-button]").await;
+    click(&app, "[data-testid=share-create]").await;
+    let input = app
+        .wait_for("the new link shows", "[data-testid=share-url]")
+        .await;
+    let url = input.prop("value").await.unwrap().unwrap_or_default();
+    let session = app.session_id().await;
+    assert!(
+        url.starts_with(&app.base)
+            && url.contains(&format!("/agents/default/demo/chat/{session}?share=")),
+        "{url}"
+    );
+    app.wait_until("the link is listed", || async {
+        Ok(app.find_all("[data-testid=share-link]").await.len() == 1)
+    })
+    .await;
+    let owner_tab = app.driver.window().await.unwrap();
+
+    // A fresh tab: the transcript and the waiting card, and no control at all.
+    let shared_tab = app.driver.new_tab().await.unwrap();
+    app.driver
+        .switch_to_window(shared_tab.clone())
+        .await
+        .unwrap();
+    app.driver.goto(&url).await.unwrap();
+    app.wait_for("the shared view", "[data-testid=shared-banner]")
+        .await;
+    app.wait_for_text("[data-testid=message-agent]", "readme.txt")
+        .await;
+    let banner = app
+        .find("[data-testid=shared-banner]")
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(banner.contains("Read-only shared view"), "{banner}");
+    assert_eq!(
+        app.texts("[data-testid=message-user]").await,
+        vec!["list files".to_owned(), "write notes.txt: hello".to_owned()]
+    );
+    let status = app
+        .find(&card("write_file"))
+        .await
+        .unwrap()
+        .attr("data-status")
+        .await
+        .unwrap();
+    assert_eq!(
+        status.as_deref(),
+        Some("pending"),
+        "the card shows its state"
+    );
+    for control in CONTROLS {
+        assert!(
+            app.find_all(control).await.is_empty(),
+            "{control} shows in the shared view"
+        );
+    }
+    for scheme in ["light", "dark"] {
+        app.color_scheme(scheme).await;
+        app.shot(&format!("shared-{scheme}")).await;
+    }
+    app.color_scheme("light").await;
+    // Nothing was decided from it.
+    assert!(!app.sandbox("notes.txt").exists());
+
+    // Revoked in the owner's tab: the link shows nothing any more.
+    app.driver.switch_to_window(owner_tab).await.unwrap();
+    click(&app, "[data-testid=share-revoke]").await;
+    app.wait_until("the link is gone from the list", || async {
+        Ok(app.find_all("[data-testid=share-link]").await.is_empty())
+    })
+    .await;
+    app.driver.switch_to_window(shared_tab).await.unwrap();
+    app.driver.refresh().await.unwrap();
+    app.wait_for("the revoked link says so", "[data-testid=share-gone]")
+        .await;
+    assert!(app.find_all("[data-testid=message-user]").await.is_empty());
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thumbs_down_with_a_reason_is_stored_and_the_choice_stays_shown() {
+    let app = App::start("feedback").await;
+    app.open_new_chat().await;
+    app.send("write notes.txt: hello").await;
+    click(
+        &app,
+        &format!("{} [data-testid=approve-button]", card("write_file")),
+    )
+    .await;
+    app.wait_for_status("ready").await;
+    app.send("count to 3").await;
+    app.wait_for_status("ready").await;
+    // One pair per finished answer; the text before the tool call is no answer of its own.
+    app.wait_until("two answers can be rated", || async {
+        Ok(app.find_all("[data-testid=feedback]").await.len() == 2)
+    })
+    .await;
+    let session = app.session_id().await;
+    let tasks = app.stored_tasks(&session).await;
+    let last_task = tasks[1]["id"].as_str().unwrap().to_owned();
+
+    // Keyboard: focus the last thumbs down, press Enter, type a reason, Enter sends it.
+    let downs = app.find_all("[data-testid=feedback-down]").await;
+    let down = downs.last().unwrap();
+    assert_eq!(
+        down.attr("aria-label").await.unwrap().as_deref(),
+        Some("Bad answer (you can say why)")
+    );
+    down.focus().await.unwrap();
+    down.send_keys(Key::Enter).await.unwrap();
+    let reason = app
+        .wait_for("the reason box opens", "[data-testid=feedback-reason]")
+        .await;
+    app.wait_until("the reason box has focus", || async {
+        Ok(app
+            .js("return document.activeElement?.dataset?.testid ?? ''")
+            .await
+            == "feedback-reason")
+    })
+    .await;
+    reason.send_keys("too short").await.unwrap();
+    reason.send_keys(Key::Enter).await.unwrap();
+    app.wait_for_text("[data-testid=feedback-done]", "not helpful")
+        .await;
+    let down = app
+        .find_all("[data-testid=feedback-down]")
+        .await
+        .pop()
+        .unwrap();
+    assert_eq!(
+        down.attr("aria-pressed").await.unwrap().as_deref(),
+        Some("true")
+    );
+
+    let stored = app.get_json("/api/feedback").await;
+    let entries = stored["feedback"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{stored}");
+    assert_eq!(entries[0]["rating"], "down");
+    assert_eq!(entries[0]["reason"], "too short");
+    assert_eq!(entries[0]["task_id"], last_task.as_str());
+    assert_eq!(entries[0]["context_id"], session.as_str());
+    assert!(entries[0]["message_id"].is_string());
+
+    // Thumbs up on the first answer, by mouse.
+    click(&app, "[data-testid=feedback-up]").await;
+    app.wait_until("both answers are rated", || async {
+        Ok(app.find_all("[data-testid=feedback-done]").await.len() == 2)
+    })
+    .await;
+    for scheme in ["light", "dark"] {
+        app.color_scheme(scheme).await;
+        app.shot(&format!("feedback-{scheme}")).await;
+    }
+    app.color_scheme("light").await;
+    // A reload shows the choices again, from the stored chat.
+    app.driver.refresh().await.unwrap();
+    app.wait_until("the choices come back", || async {
+        Ok(app.find_all("[data-testid=feedback-done]").await.len() == 2)
+    })
+    .await;
+    assert_eq!(
+        app.get_json("/api/feedback").await["feedback"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_in_a_tab_that_missed_another_tabs_turn_reloads_keeps_the_text_and_sends_next_time()
+{
+    let app = App::start("cross-tab").await;
+    app.open_new_chat().await;
+    app.send("count to 2").await;
+    app.wait_for_status("ready").await;
+    let session = app.session_id().await;
+    let tab_a = app.driver.window().await.unwrap();
+    let tab_b = app.driver.new_tab().await.unwrap();
+    app.driver.switch_to_window(tab_b.clone()).await.unwrap();
+    app.open(&format!("/agents/default/demo/chat/{session}"))
+        .await;
+    app.wait_for_text("[data-testid=message-agent]", "1, 2")
+        .await;
+
+    // Tab A goes on.
+    app.driver.switch_to_window(tab_a).await.unwrap();
+    app.send("count to 3").await;
+    app.wait_for_status("ready").await;
+    assert_eq!(app.stored_tasks(&session).await.len(), 2);
+
+    // Tab B has not seen it: its send is held back, the chat reloads, the text stays.
+    app.driver.switch_to_window(tab_b).await.unwrap();
+    let input = app.find("[data-testid=composer-input]").await.unwrap();
+    input.send_keys("count to 4").await.unwrap();
+    click(&app, "[data-testid=send-button]").await;
+    app.wait_for_text("[data-testid=message-user]", "count to 3")
+        .await;
+    app.wait_for_text("[data-testid=toast]", "changed in another tab")
+        .await;
+    let kept = app
+        .find("[data-testid=composer-input]")
+        .await
+        .unwrap()
+        .prop("value")
+        .await
+        .unwrap();
+    assert_eq!(kept.as_deref(), Some("count to 4"));
+    assert_eq!(
+        app.stored_tasks(&session).await.len(),
+        2,
+        "nothing was sent"
+    );
+    app.shot("cross-tab-held").await;
+
+    // Reviewed: the next send goes.
+    click(&app, "[data-testid=send-button]").await;
+    app.wait_for_text("[data-testid=message-agent]", "1, 2, 3, 4")
+        .await;
+    app.wait_for_status("ready").await;
+    assert_eq!(app.stored_tasks(&session).await.len(), 3);
+    app.finish().await;
+}
