@@ -385,3 +385,35 @@ async fn approve_all_and_cancel_reach_a_remote_subagent() {
     wait_for_state(&remote, &remote_task, "canceled").await;
     assert!(!remote.sandbox().join("never.txt").exists());
 }
+
+#[tokio::test]
+async fn a_restart_between_the_pause_and_the_decision_goes_on_with_the_same_subagent_task() {
+    let app = spawn_app().await;
+    let paused = ask_boss(&app, "delegate default/demo: write after.txt: restarted").await;
+    let (task, context) = (task_id(&paused), context_id(&paused));
+    let child = action_requests(&paused)[0]["subagent"]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let app = spawn_in(app.stop().await, |_| {}).await;
+    let done = send_stream(
+        &app,
+        BOSS,
+        decision(&task, &context, json!({"decision_type": "approve"})),
+    )
+    .await;
+    assert_eq!(states(&done).last().unwrap(), "completed");
+    assert!(answer_text(&done).contains("I wrote after.txt."));
+    wait_for_state(&app, &child, "completed").await;
+    assert_eq!(results_logged(&app, &child, "call_1").await, 1);
+    // One subagent task: the restarted runner found the stored link.
+    assert_eq!(
+        sql_count(
+            app.data_dir.path(),
+            "SELECT COUNT(*) FROM subagent_tasks WHERE parent_task_id = ?1",
+            &task
+        )
+        .await,
+        1
+    );
+}

@@ -11,3 +11,4 @@ mod support;
 
 mod openai;
 mod relay;
+mod subagent;
