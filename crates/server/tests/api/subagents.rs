@@ -84,14 +84,17 @@ async fn a_subagents_calls_pause_the_parent_nested_and_a_mixed_decision_is_forwa
             &context,
             json!({"decision_type": "batch",
                    "decisions": {"call_1/call_1": "approve", "call_1/call_2": "deny"},
-                   "rejection_reasons": {"call_1/call_2": "not b"}}),
+                   "rejection_reasons": {"call_1/call_2": "not b"},
+                   "modified_args": {"call_1/call_1": {"path": "a.txt", "content": "edited"}}}),
         ),
     )
     .await;
     assert_eq!(states(&decided).last().unwrap(), "completed");
     let answer = answer_text(&decided);
     assert!(
-        answer.contains("The agent answered: I wrote a.txt."),
+        answer.contains(
+            "The agent answered: I wrote a.txt. (You edited the arguments before it ran.)"
+        ),
         "{answer}"
     );
     assert!(
@@ -100,7 +103,7 @@ async fn a_subagents_calls_pause_the_parent_nested_and_a_mixed_decision_is_forwa
     );
     assert_eq!(
         std::fs::read_to_string(app.sandbox().join("a.txt")).unwrap(),
-        "one"
+        "edited"
     );
     assert!(!app.sandbox().join("b.txt").exists());
     wait_for_state(&app, &child, "completed").await;
@@ -130,6 +133,39 @@ async fn a_subagents_calls_pause_the_parent_nested_and_a_mixed_decision_is_forwa
         json!({"taskId": task, "callId": "call_1", "agent": "default/boss"})
     );
     assert_eq!(child_entry["calls"][1]["reason"], "not b");
+}
+
+#[tokio::test]
+async fn edited_arguments_that_do_not_fit_the_subagents_tool_are_refused_on_the_parent() {
+    let app = spawn_app().await;
+    let paused = ask_boss(&app, "delegate default/demo: write e.txt: one").await;
+    let task = task_id(&paused);
+    let (status, body) = decide_rest(
+        &app,
+        None,
+        &task,
+        json!({"decision_type": "approve",
+               "modified_args": {"call_1/call_1": {"path": "e.txt", "colour": "red"}}}),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("do not fit the tool's input schema"),
+        "{body}"
+    );
+    assert_eq!(task_state_at(&app, &task).await, "input-required");
+    assert!(!app.sandbox().join("e.txt").exists());
+}
+
+/// The state of a boss task as `tasks/get` shows it.
+async fn task_state_at(app: &TestApp, task: &str) -> Value {
+    let got = app
+        .rpc_at(BOSS, None, request("tasks/get", json!({"id": task})))
+        .await;
+    got["result"]["status"]["state"].clone()
 }
 
 #[tokio::test]
