@@ -78,7 +78,7 @@ async fn the_conformance_agent_is_served_and_at_the_origin_only_with_the_flag() 
         .iter()
         .map(|agent| agent["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["demo", "conformance"], "{agents}");
+    assert_eq!(names, ["demo", "boss", "conformance"], "{agents}");
     let (_, card) = app.get("/.well-known/agent-card.json").await;
     assert!(
         card["url"].as_str().unwrap().ends_with(AGENT),

@@ -84,14 +84,17 @@ async fn a_subagents_calls_pause_the_parent_nested_and_a_mixed_decision_is_forwa
             &context,
             json!({"decision_type": "batch",
                    "decisions": {"call_1/call_1": "approve", "call_1/call_2": "deny"},
-                   "rejection_reasons": {"call_1/call_2": "not b"}}),
+                   "rejection_reasons": {"call_1/call_2": "not b"},
+                   "modified_args": {"call_1/call_1": {"path": "a.txt", "content": "edited"}}}),
         ),
     )
     .await;
     assert_eq!(states(&decided).last().unwrap(), "completed");
     let answer = answer_text(&decided);
     assert!(
-        answer.contains("The agent answered: I wrote a.txt."),
+        answer.contains(
+            "The agent answered: I wrote a.txt. (You edited the arguments before it ran.)"
+        ),
         "{answer}"
     );
     assert!(
@@ -100,7 +103,7 @@ async fn a_subagents_calls_pause_the_parent_nested_and_a_mixed_decision_is_forwa
     );
     assert_eq!(
         std::fs::read_to_string(app.sandbox().join("a.txt")).unwrap(),
-        "one"
+        "edited"
     );
     assert!(!app.sandbox().join("b.txt").exists());
     wait_for_state(&app, &child, "completed").await;
@@ -130,6 +133,39 @@ async fn a_subagents_calls_pause_the_parent_nested_and_a_mixed_decision_is_forwa
         json!({"taskId": task, "callId": "call_1", "agent": "default/boss"})
     );
     assert_eq!(child_entry["calls"][1]["reason"], "not b");
+}
+
+#[tokio::test]
+async fn edited_arguments_that_do_not_fit_the_subagents_tool_are_refused_on_the_parent() {
+    let app = spawn_app().await;
+    let paused = ask_boss(&app, "delegate default/demo: write e.txt: one").await;
+    let task = task_id(&paused);
+    let (status, body) = decide_rest(
+        &app,
+        None,
+        &task,
+        json!({"decision_type": "approve",
+               "modified_args": {"call_1/call_1": {"path": "e.txt", "colour": "red"}}}),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("do not fit the tool's input schema"),
+        "{body}"
+    );
+    assert_eq!(task_state_at(&app, &task).await, "input-required");
+    assert!(!app.sandbox().join("e.txt").exists());
+}
+
+/// The state of a boss task as `tasks/get` shows it.
+async fn task_state_at(app: &TestApp, task: &str) -> Value {
+    let got = app
+        .rpc_at(BOSS, None, request("tasks/get", json!({"id": task})))
+        .await;
+    got["result"]["status"]["state"].clone()
 }
 
 #[tokio::test]
@@ -384,4 +420,36 @@ async fn approve_all_and_cancel_reach_a_remote_subagent() {
     );
     wait_for_state(&remote, &remote_task, "canceled").await;
     assert!(!remote.sandbox().join("never.txt").exists());
+}
+
+#[tokio::test]
+async fn a_restart_between_the_pause_and_the_decision_goes_on_with_the_same_subagent_task() {
+    let app = spawn_app().await;
+    let paused = ask_boss(&app, "delegate default/demo: write after.txt: restarted").await;
+    let (task, context) = (task_id(&paused), context_id(&paused));
+    let child = action_requests(&paused)[0]["subagent"]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let app = spawn_in(app.stop().await, |_| {}).await;
+    let done = send_stream(
+        &app,
+        BOSS,
+        decision(&task, &context, json!({"decision_type": "approve"})),
+    )
+    .await;
+    assert_eq!(states(&done).last().unwrap(), "completed");
+    assert!(answer_text(&done).contains("I wrote after.txt."));
+    wait_for_state(&app, &child, "completed").await;
+    assert_eq!(results_logged(&app, &child, "call_1").await, 1);
+    // One subagent task: the restarted runner found the stored link.
+    assert_eq!(
+        sql_count(
+            app.data_dir.path(),
+            "SELECT COUNT(*) FROM subagent_tasks WHERE parent_task_id = ?1",
+            &task
+        )
+        .await,
+        1
+    );
 }

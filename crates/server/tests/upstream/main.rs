@@ -12,3 +12,4 @@ mod support;
 mod openai;
 mod relay;
 mod relayed;
+mod subagent;
