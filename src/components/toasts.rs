@@ -1,4 +1,5 @@
-//! Error toasts, newest last, each closable and gone after a few seconds.
+//! Error toasts, newest first (on top, where a stack too tall to show whole starts), each
+//! closable and gone after a few seconds.
 
 use leptos::prelude::*;
 
@@ -9,7 +10,7 @@ pub fn Toasts() -> impl IntoView {
     let ctx = expect_context::<AppCtx>();
     view! {
         <div class="toasts" aria-live="assertive">
-            <For each=move || ctx.toasts.get() key=|toast| toast.id let:toast>
+            <For each=move || ctx.toasts.get().into_iter().rev() key=|toast| toast.id let:toast>
                 <div class="toast" role="alert" data-testid="toast">
                     <span>{toast.text.clone()}</span>
                     <button type="button" class="icon-button" aria-label="Dismiss"

@@ -91,8 +91,9 @@ struct Name {
     facts: Vec<Fact>,
     /// As a slot: where its card is in the card list.
     card: Option<usize>,
-    /// As a slot: its card is pending approval.
-    pending: bool,
+    /// As a slot: its card waits for its task's end to settle (pending approval, or requested
+    /// with no result yet).
+    open: bool,
     /// As a slot: its card must be derived again.
     dirty: bool,
     /// As `<task>:<call id>`: the id of the slot last named, if any was.
@@ -115,9 +116,10 @@ struct TaskLog {
     ended: Option<TaskState>,
     /// Slots with a result that nothing has followed yet.
     unsettled: Vec<usize>,
-    /// Slots whose cards were pending approval (they never run if the task fails); the
-    /// slot's own `pending` says whether it still is.
-    pending: Vec<usize>,
+    /// Slots whose cards were open (pending approval: they never run if the task ends; or
+    /// requested without a result: done when the task completes); the slot's own `open` says
+    /// whether it still is.
+    open: Vec<usize>,
 }
 
 /// The tool-related log and what it takes to keep the cards up to date entry by entry. Names
@@ -266,9 +268,9 @@ impl ToolLog {
             LogEntry::End { task, state } => {
                 let log = self.task_mut(task);
                 log.ended.get_or_insert(*state);
-                let pending = log.pending.clone();
-                for id in pending {
-                    if self.names[id].pending {
+                let open = log.open.clone();
+                for id in open {
+                    if self.names[id].open {
                         self.mark(id);
                     }
                 }
@@ -337,11 +339,14 @@ impl ToolLog {
         }
         let mut settled = Settled::default();
         for (order, id, card) in derived {
-            let pending = card.status == ToolStatus::PendingApproval;
-            if pending && !self.names[id].pending {
-                self.task_mut(&card.task_id).pending.push(id);
+            let open = matches!(
+                card.status,
+                ToolStatus::PendingApproval | ToolStatus::Requested
+            );
+            if open && !self.names[id].open {
+                self.task_mut(&card.task_id).open.push(id);
             }
-            self.names[id].pending = pending;
+            self.names[id].open = open;
             match self.names[id].card {
                 Some(at) if self.order[at] == order => {
                     if cards[at] != card {
@@ -531,8 +536,14 @@ impl ToolLog {
                 };
             }
         }
+        let ended = self.task(&card.task_id).and_then(|task| task.ended);
+        // A call whose task completed without its result streamed (kagent 0.10.4 never
+        // streams the results of calls that needed no approval) is done: "no result reported".
+        if ended == Some(TaskState::Completed) && card.status == ToolStatus::Requested {
+            card.status = ToolStatus::Completed;
+        }
         let failed = matches!(
-            self.task(&card.task_id).and_then(|task| task.ended),
+            ended,
             Some(
                 TaskState::Canceled
                     | TaskState::Failed

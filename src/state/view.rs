@@ -134,6 +134,26 @@ pub struct ToolCallView {
     pub via: Option<Via>,
 }
 
+impl ToolCallView {
+    /// What the card's badge says, and the decision shown beside it: an approved call that
+    /// reported its result says "Completed" (or "Failed") with "Approved" beside it; the
+    /// derived status stays approved (ARCHITECTURE.md, invariant 3).
+    pub fn outcome(&self) -> (ToolStatus, Option<ToolStatus>) {
+        match (self.status, &self.result) {
+            (ToolStatus::Approved, Some(_)) if self.is_error => {
+                (ToolStatus::Failed, Some(ToolStatus::Approved))
+            }
+            (ToolStatus::Approved, Some(_)) => (ToolStatus::Completed, Some(ToolStatus::Approved)),
+            (status, _) => (status, None),
+        }
+    }
+
+    /// A call that is done although no result came (its task completed without one).
+    pub fn no_result_reported(&self) -> bool {
+        self.status == ToolStatus::Completed && self.result.is_none()
+    }
+}
+
 /// A batch of calls that waits for a person's decision.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingBatch {

@@ -133,6 +133,13 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
             (status, _) => status,
         })
     };
+    // What the badge says: an approved call with its result says Completed (or Failed), with
+    // the decision beside it (`ToolCallView::outcome`).
+    let outcome = move || {
+        card.with(|card| card.as_ref().map(ToolCallView::outcome))
+            .filter(|(_, decision)| decision.is_some())
+            .or_else(|| shown().map(|status| (status, None)))
+    };
     let lone = move || {
         batch.with(|batch| {
             batch
@@ -289,12 +296,13 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
     view! {
         <div
             class=move || {
-                format!("tool-card status-{}", shown().map(ToolStatus::slug).unwrap_or("requested"))
+                format!("tool-card status-{}", outcome().map(|(status, _)| status.slug()).unwrap_or("requested"))
             }
             data-testid="tool-card"
             data-call-id=call_id
             data-tool=name
             data-status=move || shown().map(ToolStatus::slug).unwrap_or("requested")
+            data-outcome=move || outcome().map(|(status, _)| status.slug()).unwrap_or("requested")
             tabindex="-1"
             node_ref=node
             role="group"
@@ -316,12 +324,15 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
                     class="badge"
                     data-testid="tool-status"
                 >
-                    <span aria-hidden="true">{move || shown().map(badge_icon)}</span>
-                    {move || match shown() {
+                    <span aria-hidden="true">{move || outcome().map(|(status, _)| badge_icon(status))}</span>
+                    {move || match outcome().map(|(status, _)| status) {
                         Some(ToolStatus::PendingApproval) if is_question() => Some("Waiting for your answer"),
                         status => status.map(ToolStatus::label),
                     }}
                 </span>
+                {move || outcome().and_then(|(_, decision)| decision).map(|decision| view! {
+                    <span class="decision-chip" data-testid="decision-chip">{decision.label()}</span>
+                })}
             </div>
             {move || card.get().map(|card| {
                 // The held request, for its preview (docs/wire.md, Previews).
@@ -541,6 +552,9 @@ fn CardBody(
         })}
         {answers.map(|result| view! { <Answers result=result /> })}
         {decided_by.map(|decided_by| view! { <DecidedByLine decided_by=decided_by /> })}
+        {card.no_result_reported().then(|| view! {
+            <p class="decided-by" data-testid="no-result">"No result reported: the task completed without sending this call's result."</p>
+        })}
         {(card.status == ToolStatus::Expired).then(|| view! {
             <p class="decided-by expired-note" data-testid="expired-note">"Nobody decided in time; it did not run."</p>
         })}

@@ -177,3 +177,70 @@ fn cards_that_arrive_out_of_order_match_the_whole_log_passes() {
         Some("m3")
     );
 }
+
+/// kagent 0.10.4 never streams the results of calls that needed no approval: its `read_file`
+/// stays "Call requested" while the batch waits, and is done, with no result reported, once the
+/// task completes. The approved calls keep their derived status and show "Completed" beside
+/// their decision.
+#[test]
+fn kagent_calls_without_streamed_results_are_done_when_the_task_completes() {
+    use super::{kagent_request_message, kagent_stream};
+
+    for (first, resume) in [
+        ("c1_interrupt", "c2_resume"),
+        ("s_c1_interrupt", "s_c2_resume"),
+        ("e1_interrupt", "e2_resume"),
+    ] {
+        let mut events = kagent_stream(first);
+        let paused = run(&events);
+        let read = |view: &super::super::ChatView| {
+            view.tools
+                .iter()
+                .find(|tool| tool.name == "read_file")
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(read(&paused).status, ToolStatus::Requested, "{first}");
+        assert!(!read(&paused).no_result_reported());
+
+        events.push(kagent_request_message(resume));
+        events.extend(kagent_stream(resume));
+        // `run` holds every step to the whole-log passes.
+        let done = run(&events);
+        assert_consistent(&done);
+        let read = read(&done);
+        assert_eq!(read.status, ToolStatus::Completed, "{resume}");
+        assert!(read.result.is_none() && read.no_result_reported());
+        assert_eq!(read.outcome(), (ToolStatus::Completed, None));
+
+        let write = done
+            .tools
+            .iter()
+            .find(|tool| tool.name == "write_file")
+            .unwrap();
+        assert_eq!(write.status, ToolStatus::Approved, "never overwritten");
+        assert!(write.result.is_some());
+        assert_eq!(
+            write.outcome(),
+            (ToolStatus::Completed, Some(ToolStatus::Approved))
+        );
+        assert!(!write.no_result_reported());
+    }
+}
+
+#[test]
+fn a_call_still_requested_when_its_task_fails_is_not_called_done() {
+    let call = serde_json::json!([{"kind": "data", "metadata": {"kagent_type": "function_call"},
+        "data": {"id": "c-1", "name": "read_file", "args": {}}}]);
+    let events = [
+        status_with("working", call, false),
+        status_with(
+            "failed",
+            serde_json::json!([{"kind": "text", "text": "boom"}]),
+            true,
+        ),
+    ];
+    let view = run(&events);
+    assert_eq!(view.tools[0].status, ToolStatus::Requested);
+    assert!(!view.tools[0].no_result_reported());
+}

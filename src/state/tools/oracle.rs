@@ -196,7 +196,8 @@ fn pass_results(log: &[LogEntry], cards: &mut Cards) {
 }
 
 /// Pass 3: a result followed by more of its turn (text, another call, the end) is complete,
-/// or failed when it reported an error. Calls still pending when their task ended never ran.
+/// or failed when it reported an error. Calls still pending when their task ended never ran;
+/// calls requested without a result when their task completed are done (no result reported).
 fn pass_completion(log: &[LogEntry], cards: &mut Cards) {
     for (position, entry) in log.iter().enumerate() {
         match entry {
@@ -232,6 +233,9 @@ fn pass_completion(log: &[LogEntry], cards: &mut Cards) {
                     for card in cards.cards.iter_mut().filter(|card| &card.task_id == task) {
                         if card.status == ToolStatus::PendingApproval {
                             card.status = ToolStatus::NotRun;
+                        }
+                        if *state == TaskState::Completed && card.status == ToolStatus::Requested {
+                            card.status = ToolStatus::Completed;
                         }
                     }
                 }
