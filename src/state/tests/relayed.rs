@@ -89,7 +89,9 @@ fn a_relayed_kagent_chat_approved_in_the_chat_reloads_as_it_streamed() {
             StreamEvent::StatusUpdate(update) => {
                 (update.task_id.clone(), update.context_id.clone())
             }
-            other => panic!("kagent starts with a status update, not {other:?}"),
+            StreamEvent::Task(_) | StreamEvent::Message(_) | StreamEvent::ArtifactUpdate(_) => {
+                panic!("kagent starts with a status update")
+            }
         };
         let mut live_events = vec![kagent_request_message(interrupt)];
         live_events.extend(paused.iter().cloned());

@@ -186,12 +186,9 @@ impl Runtime {
     }
 
     /// A relayed task's pause: the interrupt its stored status holds, read in its dialect.
-    pub async fn relayed_interrupt(
-        &self,
-        task_id: &str,
-    ) -> Result<Option<(Task, ApprovalInterrupt)>> {
+    pub async fn relayed_interrupt(&self, task_id: &str) -> Result<Option<ApprovalInterrupt>> {
         let (task, _) = self.snapshot(task_id, None).await?;
-        Ok(ApprovalInterrupt::from_status(&task.status).map(|interrupt| (task, interrupt)))
+        Ok(ApprovalInterrupt::from_status(&task.status))
     }
 
     /// Records one event of a relayed answer (and, with the first, the message sent). An event
@@ -297,7 +294,7 @@ impl Runtime {
         let Some(batch) = self.store.pending_batch(&row.id).await? else {
             return Ok(false);
         };
-        let Some((_, interrupt)) = self.relayed_interrupt(&row.id).await? else {
+        let Some(interrupt) = self.relayed_interrupt(&row.id).await? else {
             return Ok(false);
         };
         let decision = match Decision::from_message(request) {

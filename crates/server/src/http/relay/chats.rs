@@ -77,7 +77,7 @@ pub async fn decide(
         runtime.relayed_pending_batch(&task_id).await?,
         runtime.relayed_interrupt(&task_id).await?,
     ) {
-        (Some(batch_id), Some((_, interrupt))) => (batch_id, interrupt),
+        (Some(batch_id), Some(interrupt)) => (batch_id, interrupt),
         (None, _) | (_, None) => {
             return Err(HttpError::Conflict(format!(
                 "task {task_id} is not waiting for a decision"
