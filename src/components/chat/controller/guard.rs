@@ -30,7 +30,7 @@ impl ChatCtl {
         if !moved_on(seen, &tasks) {
             return false;
         }
-        self.catch_up(&tasks);
+        self.show_as_stored(&tasks);
         if self.composer.with_untracked(String::is_empty) {
             self.composer.set(text.to_owned());
         }
@@ -39,7 +39,7 @@ impl ChatCtl {
     }
 
     /// Shows the chat as read, and follows its last task if it is still running.
-    fn catch_up(self, tasks: &[Task]) {
+    fn show_as_stored(self, tasks: &[Task]) {
         self.stream.set_value(None);
         self.view.set(crate::state::replay(tasks));
         if let Some(last) = tasks.last() {

@@ -31,8 +31,8 @@ pub use approvals::ApprovalsItem;
 pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
 pub use reads::Session;
-pub use sharing::{CreatedShare, ShareGrant};
 pub use relayed::{as_recorded, RelayedExchange};
+pub use sharing::{CreatedShare, ShareGrant};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
