@@ -38,7 +38,10 @@ async fn pause(app: &App, agent: &str, token: Option<&str>, text: &str) -> (Stri
     let last = results.last().unwrap();
     assert_eq!(last["status"]["state"], "input-required", "{text}");
     let task = last["taskId"].as_str().or(last["id"].as_str()).unwrap();
-    (task.to_owned(), last["contextId"].as_str().unwrap().to_owned())
+    (
+        task.to_owned(),
+        last["contextId"].as_str().unwrap().to_owned(),
+    )
 }
 
 /// Decides `task` over REST as the user of `token`.
@@ -99,7 +102,10 @@ async fn two_tabs_of_one_person_share_the_inbox_live_and_an_inbox_decision_runs_
     app.open_new_chat().await;
     let chat_tab = app.driver.window().await.unwrap();
     let inbox_tab = app.driver.new_tab().await.unwrap();
-    app.driver.switch_to_window(inbox_tab.clone()).await.unwrap();
+    app.driver
+        .switch_to_window(inbox_tab.clone())
+        .await
+        .unwrap();
     app.open("/approvals").await;
     app.wait_for("the empty inbox", "[data-testid=approvals-empty]")
         .await;
@@ -108,14 +114,24 @@ async fn two_tabs_of_one_person_share_the_inbox_live_and_an_inbox_decision_runs_
     // A batch made in the chat tab shows in the inbox tab, and both titles count it.
     app.driver.switch_to_window(chat_tab.clone()).await.unwrap();
     app.send("write notes.txt: first").await;
-    app.wait_for("the pending card", &format!("{}[data-status=pending]", card("write_file")))
-        .await;
+    app.wait_for(
+        "the pending card",
+        &format!("{}[data-status=pending]", card("write_file")),
+    )
+    .await;
     wait_title(&app, "(1) Signoff").await;
-    app.driver.switch_to_window(inbox_tab.clone()).await.unwrap();
-    app.wait_for("the batch in the inbox", &format!("{INBOX_BATCH} {}", card("write_file")))
-        .await;
+    app.driver
+        .switch_to_window(inbox_tab.clone())
+        .await
+        .unwrap();
+    app.wait_for(
+        "the batch in the inbox",
+        &format!("{INBOX_BATCH} {}", card("write_file")),
+    )
+    .await;
     wait_title(&app, "(1) Signoff").await;
-    app.wait_for_text("[data-testid=approvals-badge]", "1").await;
+    app.wait_for_text("[data-testid=approvals-badge]", "1")
+        .await;
     app.wait_for_text("[data-testid=inbox-agent]", "default/demo")
         .await;
     app.wait_for_text("[data-testid=inbox-open-chat]", "write notes.txt: first")
@@ -123,23 +139,42 @@ async fn two_tabs_of_one_person_share_the_inbox_live_and_an_inbox_decision_runs_
 
     // Decided in the chat tab: it leaves the inbox tab.
     app.driver.switch_to_window(chat_tab.clone()).await.unwrap();
-    click(&app, &format!("{} [data-testid=approve-button]", card("write_file"))).await;
+    click(
+        &app,
+        &format!("{} [data-testid=approve-button]", card("write_file")),
+    )
+    .await;
     app.wait_for_status("ready").await;
-    app.driver.switch_to_window(inbox_tab.clone()).await.unwrap();
+    app.driver
+        .switch_to_window(inbox_tab.clone())
+        .await
+        .unwrap();
     app.wait_for("the inbox empties", "[data-testid=approvals-empty]")
         .await;
     wait_title(&app, "Signoff").await;
-    assert!(app.find_all("[data-testid=approvals-badge]").await.is_empty());
+    assert!(app
+        .find_all("[data-testid=approvals-badge]")
+        .await
+        .is_empty());
 
     // Made in the chat tab, decided in the inbox tab: it runs once, and the chat tab says at
     // once that it was decided elsewhere.
     app.driver.switch_to_window(chat_tab.clone()).await.unwrap();
     app.send("delete notes.txt").await;
-    app.wait_for("the pending card", &format!("{}[data-status=pending]", card("delete_file")))
-        .await;
-    app.driver.switch_to_window(inbox_tab.clone()).await.unwrap();
-    app.wait_for("the delete in the inbox", &format!("{INBOX_BATCH} {}", card("delete_file")))
-        .await;
+    app.wait_for(
+        "the pending card",
+        &format!("{}[data-status=pending]", card("delete_file")),
+    )
+    .await;
+    app.driver
+        .switch_to_window(inbox_tab.clone())
+        .await
+        .unwrap();
+    app.wait_for(
+        "the delete in the inbox",
+        &format!("{INBOX_BATCH} {}", card("delete_file")),
+    )
+    .await;
     let task = inbox_tasks(&app).await.remove(0);
     click(&app, &in_inbox(&task, "[data-testid=approve-button]")).await;
     app.wait_for("the inbox empties", "[data-testid=approvals-empty]")
@@ -155,10 +190,16 @@ async fn two_tabs_of_one_person_share_the_inbox_live_and_an_inbox_decision_runs_
     let decisions = decisions_of(&app, &task).await;
     assert_eq!(decisions.len(), 1, "{decisions:?}");
     assert_eq!(decisions[0]["calls"].as_array().unwrap().len(), 1);
-    assert!(decisions[0]["calls"][0]["result"].is_object(), "{decisions:?}");
+    assert!(
+        decisions[0]["calls"][0]["result"].is_object(),
+        "{decisions:?}"
+    );
     app.driver.switch_to_window(chat_tab).await.unwrap();
-    app.wait_for_text("[data-testid=decided-elsewhere]", "Decided elsewhere by local.")
-        .await;
+    app.wait_for_text(
+        "[data-testid=decided-elsewhere]",
+        "Decided elsewhere by local.",
+    )
+    .await;
     app.wait_until("the chat shows the call done", || async {
         let status = app
             .find(&card("delete_file"))
@@ -325,7 +366,10 @@ async fn notifications_come_only_when_turned_on_and_the_tab_is_hidden_and_lead_t
     })
     .await;
     assert!(app
-        .find(&format!("{} [data-testid=approve-button]", card("delete_file")))
+        .find(&format!(
+            "{} [data-testid=approve-button]",
+            card("delete_file")
+        ))
         .await
         .is_ok());
     app.finish().await;
@@ -404,7 +448,11 @@ async fn a_broken_approvals_stream_resumes_after_its_last_event_losing_and_repea
     assert_eq!(resumed[1], Some(before[0].to_string()), "{resumed:?}");
     let ids: Vec<i64> = serde_json::from_value(app.js("return window.__ids").await).unwrap();
     assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "{ids:?}");
-    assert_eq!(ids.len(), 3, "the first pending, the second pending and the first decided: {ids:?}");
+    assert_eq!(
+        ids.len(),
+        3,
+        "the first pending, the second pending and the first decided: {ids:?}"
+    );
     app.finish().await;
 }
 
@@ -428,10 +476,19 @@ async fn the_inbox_with_three_batches_from_two_agents() {
     app.open("/approvals").await;
     let (one, _) = pause(&app, "demo", None, "write notes.txt: hello there").await;
     let (two, _) = pause(&app, "ops", None, "delete old.txt").await;
-    let (three, _) = pause(&app, "demo", None, "write plan.md: step one and delete draft.md").await;
+    let (three, _) = pause(
+        &app,
+        "demo",
+        None,
+        "write plan.md: step one and delete draft.md",
+    )
+    .await;
     wait_inbox(&app, &[three.as_str(), two.as_str(), one.as_str()]).await;
-    app.wait_for("the batch bar of the two-call batch", "[data-testid=batch-bar]")
-        .await;
+    app.wait_for(
+        "the batch bar of the two-call batch",
+        "[data-testid=batch-bar]",
+    )
+    .await;
     app.wait_until("every card loaded", || async {
         Ok(app.find_all("[data-testid=tool-card]").await.len() == 4)
     })

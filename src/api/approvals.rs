@@ -50,7 +50,9 @@ pub async fn follow(
                 .id
                 .as_deref()
                 .and_then(|id| id.parse::<i64>().ok())
-                .ok_or_else(|| ApiError::Decode(format!("an approvals event without an id: {event:?}")))?;
+                .ok_or_else(|| {
+                    ApiError::Decode(format!("an approvals event without an id: {event:?}"))
+                })?;
             let name = event.event.as_deref().unwrap_or("message");
             let parsed = ApprovalEvent::parse(name, &event.data).map_err(ApiError::Decode)?;
             on_event(id, parsed);

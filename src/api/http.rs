@@ -89,7 +89,10 @@ pub fn adopt_token_from_address() {
         let _ = storage.set_item(TOKEN_KEY, token);
     }
     if let Ok(history) = window.history() {
-        let path = window.location().pathname().unwrap_or_else(|_| "/".to_owned());
+        let path = window
+            .location()
+            .pathname()
+            .unwrap_or_else(|_| "/".to_owned());
         let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&path));
     }
 }

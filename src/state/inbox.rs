@@ -177,11 +177,17 @@ mod tests {
     fn batches_come_and_go_and_a_repeated_event_counts_once() {
         let mut inbox = Inbox::default();
         assert!(matches!(
-            inbox.apply(3, &pending("t-1", "2026-11-22T18:00:00.000Z", &["write_file"])),
+            inbox.apply(
+                3,
+                &pending("t-1", "2026-11-22T18:00:00.000Z", &["write_file"])
+            ),
             Change::Added(_)
         ));
         assert!(matches!(
-            inbox.apply(5, &pending("t-2", "2026-11-22T18:05:00.000Z", &["delete_file"])),
+            inbox.apply(
+                5,
+                &pending("t-2", "2026-11-22T18:05:00.000Z", &["delete_file"])
+            ),
             Change::Added(_)
         ));
         assert_eq!(
@@ -195,10 +201,16 @@ mod tests {
             .map(|batch| batch.task_id)
             .collect();
         assert_eq!(order, ["t-2", "t-1"]);
-        assert!(matches!(inbox.apply(6, &decided("t-1")), Change::Removed(_)));
+        assert!(matches!(
+            inbox.apply(6, &decided("t-1")),
+            Change::Removed(_)
+        ));
         assert!(!inbox.waits("t-1"));
         assert_eq!(inbox.apply(7, &decided("t-9")), Change::Nothing);
-        assert_eq!(inbox.last_decided.as_ref().map(|d| d.task_id.as_str()), Some("t-9"));
+        assert_eq!(
+            inbox.last_decided.as_ref().map(|d| d.task_id.as_str()),
+            Some("t-9")
+        );
         assert_eq!(inbox.count(), 1);
         assert_eq!(inbox.last_id, Some(7));
     }
@@ -232,7 +244,10 @@ mod tests {
         decided.outcome = "expiry".to_owned();
         assert_eq!(elsewhere_text(&decided), "This batch expired unanswered.");
         decided.outcome = "cancel".to_owned();
-        assert_eq!(elsewhere_text(&decided), "This task was canceled elsewhere by bob.");
+        assert_eq!(
+            elsewhere_text(&decided),
+            "This task was canceled elsewhere by bob."
+        );
     }
 
     #[test]

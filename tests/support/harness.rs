@@ -131,11 +131,8 @@ impl Browser {
         ] {
             caps.add_arg(arg).unwrap();
         }
-        caps.add_arg(&format!(
-            "--window-size={},{}",
-            size.0, size.1
-        ))
-        .unwrap();
+        caps.add_arg(&format!("--window-size={},{}", size.0, size.1))
+            .unwrap();
         caps.add_arg(&format!("--user-data-dir={}", profile.path().display()))
             .unwrap();
         let driver = WebDriver::new(format!("http://127.0.0.1:{port}"), caps)
@@ -234,12 +231,7 @@ impl App {
     async fn wait_for_server(&self) {
         let start = Instant::now();
         loop {
-            if let Ok(response) = self
-                .http
-                .get(format!("{}/healthz", self.base))
-                .send()
-                .await
-            {
+            if let Ok(response) = self.http.get(format!("{}/healthz", self.base)).send().await {
                 if response.status().is_success() {
                     return;
                 }

@@ -66,7 +66,9 @@ fn focus_waiting_card() {
         .query_selector(".chat [data-testid=\"batch-bar\"], .chat [data-testid=\"approve-button\"]")
         .ok()
         .flatten();
-    if let Some(element) = target.and_then(|element| element.dyn_into::<web_sys::HtmlElement>().ok()) {
+    if let Some(element) =
+        target.and_then(|element| element.dyn_into::<web_sys::HtmlElement>().ok())
+    {
         element.scroll_into_view();
         let _ = element.focus();
     }

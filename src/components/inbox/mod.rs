@@ -59,7 +59,9 @@ pub fn start(app: AppCtx) -> LiveApprovals {
                 if let Change::Added(batch) = change {
                     // A chat made in another tab or by another client joins the sidebar.
                     let known = app.sessions.with_untracked(|sessions| {
-                        sessions.iter().any(|session| session.id == batch.context_id)
+                        sessions
+                            .iter()
+                            .any(|session| session.id == batch.context_id)
                     });
                     if !known {
                         app.reload_sessions();

@@ -35,8 +35,9 @@ pub(super) fn remembered() -> bool {
 
 /// Whether this browser has notifications at all.
 fn notifications_exist() -> bool {
-    web_sys::window()
-        .is_some_and(|window| js_sys::Reflect::has(&window, &"Notification".into()).unwrap_or(false))
+    web_sys::window().is_some_and(|window| {
+        js_sys::Reflect::has(&window, &"Notification".into()).unwrap_or(false)
+    })
 }
 
 fn remember(on: bool) {
