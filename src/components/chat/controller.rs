@@ -68,6 +68,19 @@ impl ChatCtl {
         self.key.get_value()
     }
 
+    /// This chat's agent as the agents list has it (the chat on screen's, or on the Approvals
+    /// page a waiting batch's).
+    pub fn agent(self) -> Option<crate::state::agents::AgentInfo> {
+        let key = self.key();
+        self.app.agents.with(|agents| match agents {
+            Some(Ok(list)) => list
+                .iter()
+                .find(|agent| agent.namespace == key.namespace && agent.name == key.agent)
+                .cloned(),
+            Some(Err(_)) | None => None,
+        })
+    }
+
     async fn endpoint(self) -> Endpoint {
         if let Some(endpoint) = self.endpoint.get_untracked() {
             return endpoint;

@@ -276,7 +276,7 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
             batch
                 .as_ref()
                 .is_some_and(|batch| batch.dialect == signoff_protocol::hitl::Dialect::Native)
-        }) && ctl.app().current_agent().is_some_and(|agent| {
+        }) && ctl.agent().is_some_and(|agent| {
             agent
                 .tools
                 .iter()

@@ -239,3 +239,29 @@ async fn with_tokens_each_person_hears_only_of_the_batches_they_may_decide() {
     assert_eq!(fresh.next_event().await.about(), pending(&her_next));
     assert_eq!(alice.next_event().await.about(), pending(&her_next));
 }
+
+#[tokio::test]
+async fn on_a_shared_database_an_id_means_the_same_event_on_every_replica() {
+    // Two servers on one PostgreSQL database are two replicas; an SQLite file has one process,
+    // so this runs on PostgreSQL only (SIGNOFF_TEST_BACKEND=postgres).
+    if !on_postgres() {
+        return;
+    }
+    let first = spawn_app().await;
+    let url = database_url(first.data_dir.path()).await;
+    let second = spawn_with(|config| config.database_url = url).await;
+    let mut here = open_approvals(&first, None, None).await;
+
+    // Paused through the other replica: heard here (its NOTIFY wakes this stream).
+    let (task, _) = pause(&second, "a.txt").await;
+    let waiting = here.next_event().await;
+    assert_eq!(waiting.about(), pending(&task));
+    let (status, _) = decide_rest(&first, None, &task, json!({"decision_type": "approve"})).await;
+    assert_eq!(status, 200);
+    let decided_here = here.next_event().await;
+    assert_eq!(decided_here.about(), decided(&task));
+
+    // Resumed through the other replica after the first event: the same next event, same id.
+    let mut there = open_approvals(&second, None, Some(waiting.id())).await;
+    assert_eq!(there.next_event().await, decided_here);
+}
