@@ -25,7 +25,7 @@ pub struct ActionRequest {
     /// kagent's HITL extension only: the opaque approval id the answer must name, which is not
     /// the call id ([`super::extension`]).
     pub approval_id: Option<String>,
-    /// A subagent's call nested under an agent-tool call (native `subagent`; docs/wire.md,
+    /// A subagent's call nested under an agent-tool call (`metadata.subagent`; docs/wire.md,
     /// Subagents).
     pub via: Option<Via>,
     /// The request's `metadata`: the server's [`super::Preview`] of the call's effect, and what
@@ -104,11 +104,13 @@ impl ActionRequest {
             if let Some(server) = &self.server {
                 object.insert("server".to_owned(), json!(server));
             }
+            // A nested call's subagent travels in the request's metadata, beside a preview.
+            let mut metadata = self.metadata.clone();
             if let Some(via) = &self.via {
-                object.insert(SUBAGENT.to_owned(), via.to_value());
+                metadata.insert(SUBAGENT.to_owned(), via.to_value());
             }
-            if !self.metadata.is_empty() {
-                object.insert("metadata".to_owned(), Value::Object(self.metadata.clone()));
+            if !metadata.is_empty() {
+                object.insert("metadata".to_owned(), Value::Object(metadata));
             }
         }
         value
@@ -117,6 +119,12 @@ impl ActionRequest {
     /// Reads one native action request; `None` without a string `id` and `name`.
     pub fn from_value(value: &Value) -> Option<ActionRequest> {
         let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+        let mut metadata = value
+            .get("metadata")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let via = metadata.remove(SUBAGENT).as_ref().and_then(Via::from_value);
         Some(ActionRequest {
             id: text("id")?,
             name: text("name")?,
@@ -124,12 +132,8 @@ impl ActionRequest {
             description: text("description"),
             server: text("server"),
             approval_id: None,
-            via: value.get(SUBAGENT).and_then(Via::from_value),
-            metadata: value
-                .get("metadata")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default(),
+            via,
+            metadata,
         })
     }
 

@@ -34,7 +34,7 @@ pub const EXPIRES_AT: &str = "expires_at";
 /// Part metadata on a `function_call` and its `function_response` that no person was asked
 /// about: who decided instead (docs/wire.md, Rules and policies), as [`super::DecidedBy`].
 pub const SIGNOFF_DECIDED_BY: &str = "signoff_decided_by";
-/// Native action request key, and part metadata key on a nested `function_call` and
+/// Action request metadata key, and part metadata key on a nested `function_call` and
 /// `function_response`: the call is a subagent's, asked through an agent-tool call
 /// (docs/wire.md, Subagents), as [`super::subagent::Via`].
 pub const SUBAGENT: &str = "subagent";

@@ -94,4 +94,35 @@ mod tests {
         assert_eq!(Via::nested_id("call_1", "call_2"), "call_1/call_2");
         assert_eq!(Via::from_value(&json!({"agent": "a"})), None);
     }
+
+    #[test]
+    fn a_nested_action_request_carries_its_via_in_metadata_beside_other_keys() {
+        let via = Via {
+            agent: "default/demo".into(),
+            asker: "default/demo".into(),
+            call_id: "call_1".into(),
+            task_id: "t-2".into(),
+            subagent_call_id: "call_2".into(),
+        };
+        let mut metadata = crate::Metadata::new();
+        metadata.insert("preview".into(), json!({"new_file": true, "bytes": 2}));
+        let request = super::super::ActionRequest {
+            id: "call_1/call_2".into(),
+            name: "write_file".into(),
+            args: json!({"path": "a.txt", "content": "hi"}),
+            description: None,
+            server: None,
+            approval_id: None,
+            via: Some(via.clone()),
+            metadata,
+        };
+        let value = request.to_value();
+        assert_eq!(value["metadata"][SUBAGENT], via.to_value());
+        assert_eq!(value["metadata"]["preview"]["new_file"], true);
+        assert!(value.get(SUBAGENT).is_none(), "{value}");
+        let back = super::super::ActionRequest::from_value(&value).unwrap();
+        assert_eq!(back.via, Some(via));
+        assert!(!back.metadata.contains_key(SUBAGENT), "read once, as `via`");
+        assert_eq!(back.metadata["preview"]["bytes"], 2);
+    }
 }

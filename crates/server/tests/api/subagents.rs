@@ -46,7 +46,7 @@ async fn a_subagents_calls_pause_the_parent_nested_and_a_mixed_decision_is_forwa
     let requests = action_requests(&paused);
     let ids: Vec<&str> = requests.iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["call_1/call_1", "call_1/call_2"]);
-    let via = &requests[0]["subagent"];
+    let via = &requests[0]["metadata"]["subagent"];
     assert_eq!(via["agent"], "default/demo");
     assert_eq!(via["asker"], "default/demo");
     assert_eq!(via["call_id"], "call_1");
@@ -223,7 +223,7 @@ async fn cancel_of_the_parent_cancels_the_subagents_task() {
     let app = spawn_app().await;
     let paused = ask_boss(&app, "delegate default/demo: write c.txt: no").await;
     let task = task_id(&paused);
-    let child = action_requests(&paused)[0]["subagent"]["task_id"]
+    let child = action_requests(&paused)[0]["metadata"]["subagent"]["task_id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -271,8 +271,11 @@ async fn calls_two_levels_down_bubble_up_and_depth_is_limited() {
     .await;
     let requests = action_requests(&paused);
     assert_eq!(requests[0]["id"], "call_1/call_1/call_1");
-    assert_eq!(requests[0]["subagent"]["agent"], "default/middle");
-    assert_eq!(requests[0]["subagent"]["asker"], "default/demo");
+    assert_eq!(
+        requests[0]["metadata"]["subagent"]["agent"],
+        "default/middle"
+    );
+    assert_eq!(requests[0]["metadata"]["subagent"]["asker"], "default/demo");
     let (task, context) = (task_id(&paused), context_id(&paused));
     let done = send_stream(
         &app,
@@ -352,8 +355,8 @@ async fn a_remote_subagent_pauses_the_parent_over_a2a_and_takes_its_decisions() 
     let requests = action_requests(&paused);
     let ids: Vec<&str> = requests.iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["call_1/call_1", "call_1/call_2"]);
-    assert_eq!(requests[0]["subagent"]["agent"], "remote/far");
-    let remote_task = requests[0]["subagent"]["task_id"]
+    assert_eq!(requests[0]["metadata"]["subagent"]["agent"], "remote/far");
+    let remote_task = requests[0]["metadata"]["subagent"]["task_id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -407,7 +410,7 @@ async fn approve_all_and_cancel_reach_a_remote_subagent() {
 
     let paused = ask_boss(&app, "delegate remote/far: write never.txt: no").await;
     let task = task_id(&paused);
-    let remote_task = action_requests(&paused)[0]["subagent"]["task_id"]
+    let remote_task = action_requests(&paused)[0]["metadata"]["subagent"]["task_id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -427,7 +430,7 @@ async fn a_restart_between_the_pause_and_the_decision_goes_on_with_the_same_suba
     let app = spawn_app().await;
     let paused = ask_boss(&app, "delegate default/demo: write after.txt: restarted").await;
     let (task, context) = (task_id(&paused), context_id(&paused));
-    let child = action_requests(&paused)[0]["subagent"]["task_id"]
+    let child = action_requests(&paused)[0]["metadata"]["subagent"]["task_id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -451,5 +454,45 @@ async fn a_restart_between_the_pause_and_the_decision_goes_on_with_the_same_suba
         )
         .await,
         1
+    );
+}
+
+#[tokio::test]
+async fn the_approvals_stream_tells_of_the_parents_batch_only() {
+    let app = spawn_app().await;
+    let mut stream = open_approvals(&app, None, None).await;
+    let paused = ask_boss(&app, "delegate default/demo: write a.txt: one").await;
+    let parent = task_id(&paused);
+    let child = action_requests(&paused)[0]["metadata"]["subagent"]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let first = stream.next_event().await;
+    assert_eq!(first.about(), ("pending".to_owned(), parent.clone()));
+    assert_eq!(first.data()["agent"], "default/boss");
+
+    let (status, _) = decide_rest(&app, None, &parent, json!({"decision_type": "approve"})).await;
+    assert_eq!(status, 200);
+    // A later pause of another chat marks the end: every event before it is about the parent.
+    let later = send_stream(
+        &app,
+        "/api/a2a/default/demo",
+        message_v03("write later.txt: x", None, None),
+    )
+    .await;
+    let later = task_id(&later);
+    let mut seen = Vec::new();
+    loop {
+        let (kind, task) = stream.next_event().await.about();
+        if task == later {
+            assert_eq!(kind, "pending");
+            break;
+        }
+        seen.push((kind, task));
+    }
+    assert_eq!(
+        seen,
+        [("decided".to_owned(), parent)],
+        "child {child} told of"
     );
 }

@@ -83,8 +83,8 @@ async fn a_kagent_subagents_confirmations_nest_and_a_mixed_decision_goes_back_in
         .clone();
     let ids: Vec<&str> = requests.iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["call_1/call_write_b", "call_1/call_delete_b"]);
-    assert_eq!(requests[0]["subagent"]["agent"], "kagent/hitl");
-    assert_eq!(requests[0]["subagent"]["task_id"], TASK);
+    assert_eq!(requests[0]["metadata"]["subagent"]["agent"], "kagent/hitl");
+    assert_eq!(requests[0]["metadata"]["subagent"]["task_id"], TASK);
 
     let reason = "Keep old_b.txt, it is still needed.";
     let (task, context) = (task_id(&paused), context_id(&paused));

@@ -26,7 +26,8 @@ async fn take_events_lock(connection: &mut PgConnection) -> Result<()> {
     Ok(())
 }
 
-/// The batch `batch_id` of `task_id` started waiting. Call it last before the commit.
+/// The batch `batch_id` of `task_id` started waiting. Call it last before the commit. A local subagent's batch is no event
+/// of its own: its calls wait nested in its parent's batch, which has the event.
 pub(super) async fn record_pending(
     connection: &mut PgConnection,
     task_id: &str,
@@ -36,7 +37,8 @@ pub(super) async fn record_pending(
     take_events_lock(connection).await?;
     sqlx::query(
         "INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind, created_at)
-         SELECT user_id, id, context_id, $2, 'pending', $3 FROM tasks WHERE id = $1",
+         SELECT user_id, id, context_id, $2, 'pending', $3 FROM tasks WHERE id = $1
+               AND NOT EXISTS (SELECT 1 FROM subagent_tasks WHERE child_task_id = $1 AND remote = 0)",
     )
     .bind(task_id)
     .bind(batch_id)
@@ -46,7 +48,8 @@ pub(super) async fn record_pending(
     Ok(())
 }
 
-/// The batch `batch_id` of `task_id` was decided (or canceled, or expired) through `outcome`.
+/// The batch `batch_id` of `task_id` was decided (or canceled, or expired) through `outcome`
+/// (not for a local subagent's batch, which had no pending event either).
 /// Call it last before the commit.
 pub(super) async fn record_decided(
     connection: &mut PgConnection,
@@ -60,7 +63,8 @@ pub(super) async fn record_decided(
     sqlx::query(
         "INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind, outcome,
                                       decided_by, created_at)
-         SELECT user_id, id, context_id, $2, 'decided', $3, $4, $5 FROM tasks WHERE id = $1",
+         SELECT user_id, id, context_id, $2, 'decided', $3, $4, $5 FROM tasks WHERE id = $1
+               AND NOT EXISTS (SELECT 1 FROM subagent_tasks WHERE child_task_id = $1 AND remote = 0)",
     )
     .bind(task_id)
     .bind(batch_id)

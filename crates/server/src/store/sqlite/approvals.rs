@@ -10,7 +10,8 @@ use crate::store::approvals::{
     approval_event_from_row, ApprovalEventRow, APPROVAL_EVENT_SELECT, OUTCOME_DELETED,
 };
 
-/// The batch `batch_id` of `task_id` started waiting.
+/// The batch `batch_id` of `task_id` started waiting. A local subagent's batch is no event
+/// of its own: its calls wait nested in its parent's batch, which has the event.
 pub(super) fn record_pending(
     connection: &Connection,
     task_id: &str,
@@ -20,13 +21,15 @@ pub(super) fn record_pending(
     connection
         .prepare_cached(
             "INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind, created_at)
-             SELECT user_id, id, context_id, ?2, 'pending', ?3 FROM tasks WHERE id = ?1",
+             SELECT user_id, id, context_id, ?2, 'pending', ?3 FROM tasks WHERE id = ?1
+               AND NOT EXISTS (SELECT 1 FROM subagent_tasks WHERE child_task_id = ?1 AND remote = 0)",
         )?
         .execute(params![task_id, batch_id, now])?;
     Ok(())
 }
 
-/// The batch `batch_id` of `task_id` was decided (or canceled, or expired) through `outcome`.
+/// The batch `batch_id` of `task_id` was decided (or canceled, or expired) through `outcome`
+/// (not for a local subagent's batch, which had no pending event either).
 pub(super) fn record_decided(
     connection: &Connection,
     task_id: &str,
@@ -39,7 +42,8 @@ pub(super) fn record_decided(
         .prepare_cached(
             "INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind, outcome,
                                           decided_by, created_at)
-             SELECT user_id, id, context_id, ?2, 'decided', ?3, ?4, ?5 FROM tasks WHERE id = ?1",
+             SELECT user_id, id, context_id, ?2, 'decided', ?3, ?4, ?5 FROM tasks WHERE id = ?1
+               AND NOT EXISTS (SELECT 1 FROM subagent_tasks WHERE child_task_id = ?1 AND remote = 0)",
         )?
         .execute(params![task_id, batch_id, outcome, decided_by, now])?;
     Ok(())
