@@ -1,6 +1,7 @@
 //! Accessibility in a real browser: axe-core's WCAG 2.x A and AA rules over the chat, a pending
-//! batch (with its reject and edit forms open) and the policies panel, in light and dark, with no
-//! serious or critical violation; and a batch found, decided and announced by keyboard alone.
+//! batch (with its reject and edit forms open, and a diff preview), the policies panel and the
+//! Approvals page, in light and dark, with no serious or critical violation; and a batch
+//! found, decided and announced by keyboard alone.
 #![cfg(not(target_arch = "wasm32"))]
 // Tests fail loudly: unwrapping is how they report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -31,7 +32,7 @@ async fn assert_accessible(app: &App, what: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_chat_a_pending_batch_and_the_policies_panel_pass_axe_in_light_and_dark() {
+async fn the_chat_a_pending_batch_the_policies_panel_and_the_approvals_page_pass_axe() {
     let app = App::start("axe").await;
     app.open_new_chat().await;
     app.wait_for("the policies panel shows", "[data-testid=no-policies]")
@@ -65,6 +66,16 @@ async fn the_chat_a_pending_batch_and_the_policies_panel_pass_axe_in_light_and_d
     click(&app, "[data-testid=approve-all]").await;
     app.wait_for_status("ready").await;
     assert_accessible(&app, "a finished chat with results").await;
+
+    // A change to an existing file waits with its diff; the Approvals page lists it.
+    app.send("write notes.txt: there").await;
+    app.wait_for("the diff preview shows", "[data-testid=preview-diff]")
+        .await;
+    assert_accessible(&app, "a pending write with its diff preview").await;
+    app.open("/approvals").await;
+    app.wait_for("the inbox lists the batch", "[data-testid=inbox-batch]")
+        .await;
+    assert_accessible(&app, "the approvals page with a waiting batch").await;
     app.finish().await;
 }
 
