@@ -3,9 +3,8 @@
 
 use gloo_net::http::Request;
 use signoff_protocol::rest::ApprovalEvent;
-use signoff_protocol::sse::{SseFrame, SseParser};
 
-use super::http::{self, Abort, BodyReader};
+use super::http::{self, Abort};
 use super::ApiError;
 
 /// Heartbeats come every 15 s; a stream silent for three of them is taken for dead.
@@ -30,35 +29,20 @@ pub async fn follow(
         request = request.header("Last-Event-ID", &id.to_string());
     }
     let response = http::send(request, None).await?;
-    let mut reader = BodyReader::new(&response, IDLE_SECS)?;
-    let mut parser = SseParser::new(MAX_EVENT_BYTES);
-    loop {
-        let (frames, done) = match reader.next().await {
-            Ok(Some(chunk)) => (parser.feed(&chunk), false),
-            Ok(None) => (parser.finish(), true),
-            Err(err) => {
-                abort.abort();
-                return Err(err);
-            }
-        };
-        let frames = frames.map_err(|err| ApiError::Decode(err.to_string()))?;
-        for frame in frames {
-            let SseFrame::Event(event) = frame else {
-                continue;
-            };
-            let id = event
-                .id
-                .as_deref()
-                .and_then(|id| id.parse::<i64>().ok())
-                .ok_or_else(|| {
-                    ApiError::Decode(format!("an approvals event without an id: {event:?}"))
-                })?;
-            let name = event.event.as_deref().unwrap_or("message");
-            let parsed = ApprovalEvent::parse(name, &event.data).map_err(ApiError::Decode)?;
-            on_event(id, parsed);
-        }
-        if done {
-            return Ok(());
-        }
-    }
+    http::read_sse(&response, IDLE_SECS, MAX_EVENT_BYTES, abort, &mut |event| {
+        let id = event
+            .id
+            .as_deref()
+            .and_then(|id| id.parse::<i64>().ok())
+            .ok_or_else(|| {
+                ApiError::Decode(format!("an approvals event without an id: {event:?}"))
+            })?;
+        let name = event.event.as_deref().unwrap_or("message");
+        on_event(
+            id,
+            ApprovalEvent::parse(name, &event.data).map_err(ApiError::Decode)?,
+        );
+        Ok(())
+    })
+    .await
 }

@@ -7,6 +7,7 @@ use gloo_net::http::{Request, RequestBuilder, Response};
 use gloo_timers::future::TimeoutFuture;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use signoff_protocol::sse::{SseEvent, SseFrame, SseParser};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_streams::readable::IntoStream;
 use wasm_streams::ReadableStream;
@@ -193,13 +194,13 @@ pub(super) async fn delete(url: &str) -> Result<(), ApiError> {
 /// Reads a body stream chunk by chunk; `Ok(None)` at the end. A chunk that takes longer than
 /// `idle_secs` to come ends the read with [`ApiError::Timeout`]; dropping the reader cancels
 /// the stream.
-pub(super) struct BodyReader {
+struct BodyReader {
     chunks: IntoStream<'static>,
     idle_secs: u32,
 }
 
 impl BodyReader {
-    pub(super) fn new(response: &Response, idle_secs: u32) -> Result<Self, ApiError> {
+    fn new(response: &Response, idle_secs: u32) -> Result<Self, ApiError> {
         let body = response
             .body()
             .ok_or_else(|| ApiError::Decode("the stream has no body".to_owned()))?;
@@ -209,7 +210,7 @@ impl BodyReader {
         })
     }
 
-    pub(super) async fn next(&mut self) -> Result<Option<Vec<u8>>, ApiError> {
+    async fn next(&mut self) -> Result<Option<Vec<u8>>, ApiError> {
         let idle = TimeoutFuture::new(self.idle_secs.saturating_mul(1000));
         let chunk = match select(self.chunks.next(), idle).await {
             Either::Left((chunk, _)) => chunk,
@@ -219,6 +220,41 @@ impl BodyReader {
             None => Ok(None),
             Some(Ok(chunk)) => Ok(Some(js_sys::Uint8Array::new(&chunk).to_vec())),
             Some(Err(err)) => Err(stream_error(&err)),
+        }
+    }
+}
+
+/// Reads an SSE body as it comes through the protocol's parser, handing each event to
+/// `on_event` (whose error ends the read), until the body ends or sends `[DONE]`. A body read
+/// that fails (or stays silent past `idle_secs`) aborts the request and ends the read with
+/// that error.
+pub(super) async fn read_sse(
+    response: &Response,
+    idle_secs: u32,
+    max_event_bytes: usize,
+    abort: &Abort,
+    on_event: &mut dyn FnMut(SseEvent) -> Result<(), ApiError>,
+) -> Result<(), ApiError> {
+    let mut reader = BodyReader::new(response, idle_secs)?;
+    let mut parser = SseParser::new(max_event_bytes);
+    loop {
+        let (frames, done) = match reader.next().await {
+            Ok(Some(chunk)) => (parser.feed(&chunk), false),
+            Ok(None) => (parser.finish(), true),
+            Err(err) => {
+                abort.abort();
+                return Err(err);
+            }
+        };
+        let frames = frames.map_err(|err| ApiError::Decode(err.to_string()))?;
+        for frame in frames {
+            match frame {
+                SseFrame::Event(event) => on_event(event)?,
+                SseFrame::Done => return Ok(()),
+            }
+        }
+        if done {
+            return Ok(());
         }
     }
 }

@@ -7,13 +7,12 @@ use serde_json::Value;
 use signoff_protocol::codec::{self, Method};
 use signoff_protocol::hitl::extension;
 use signoff_protocol::jsonrpc::{Id, Request, Response};
-use signoff_protocol::sse::{SseFrame, SseParser};
 use signoff_protocol::{
     Message, ProtocolVersion, SendConfiguration, SendMessageParams, StreamEvent, Task,
     TaskIdParams, TaskQueryParams,
 };
 
-use super::http::{self, Abort, BodyReader};
+use super::http::{self, Abort};
 use super::ApiError;
 use crate::state::route::encode;
 
@@ -150,32 +149,19 @@ async fn stream(
         on_event(event);
         return Ok(());
     }
-    let mut reader = BodyReader::new(&response, STREAM_IDLE_SECS)?;
-    let mut parser = SseParser::new(MAX_EVENT_BYTES);
-    loop {
-        let (frames, done) = match reader.next().await {
-            Ok(Some(chunk)) => (parser.feed(&chunk), false),
-            Ok(None) => (parser.finish(), true),
-            Err(err) => {
-                abort.abort();
-                return Err(err);
-            }
-        };
-        let frames = frames.map_err(|err| ApiError::Decode(err.to_string()))?;
-        for frame in frames {
-            match frame {
-                SseFrame::Event(event) => {
-                    let decoded = codec::decode_stream_response(endpoint.version, &event.data)
-                        .map_err(|err| ApiError::Decode(err.to_string()))?;
-                    on_event(decoded.map_err(rpc_error)?);
-                }
-                SseFrame::Done => return Ok(()),
-            }
-        }
-        if done {
-            return Ok(());
-        }
-    }
+    http::read_sse(
+        &response,
+        STREAM_IDLE_SECS,
+        MAX_EVENT_BYTES,
+        abort,
+        &mut |event| {
+            let decoded = codec::decode_stream_response(endpoint.version, &event.data)
+                .map_err(|err| ApiError::Decode(err.to_string()))?;
+            on_event(decoded.map_err(rpc_error)?);
+            Ok(())
+        },
+    )
+    .await
 }
 
 /// `message/stream` (v1.0 `SendStreamingMessage`).
