@@ -9,7 +9,8 @@ CREATE TABLE shares (
     user_id       TEXT NOT NULL,          -- the chat's owner, who made it
     token_sha256  TEXT NOT NULL UNIQUE,   -- hex
     created_at    TEXT NOT NULL,
-    revoked_at    TEXT
+    revoked_at    TEXT,
+    seq           BIGINT GENERATED ALWAYS AS IDENTITY  -- order of making, within a millisecond
 );
 CREATE INDEX shares_by_context ON shares (context_id, revoked_at);
 
@@ -22,7 +23,8 @@ CREATE TABLE feedback (
     message_id  TEXT,                     -- the answer's message; NULL: the task had none
     rating      TEXT NOT NULL,            -- up | down
     reason      TEXT,
-    created_at  TEXT NOT NULL
+    created_at  TEXT NOT NULL,
+    seq         BIGINT GENERATED ALWAYS AS IDENTITY  -- order of rating, within a millisecond
 );
 CREATE INDEX feedback_by_user ON feedback (user_id, created_at);
 CREATE INDEX feedback_by_context ON feedback (context_id, created_at);

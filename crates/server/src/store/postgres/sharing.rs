@@ -22,7 +22,7 @@ impl Postgres {
 
     pub async fn shares(&self, context_id: &str) -> Result<Vec<ShareRow>> {
         let rows = sqlx::query(&format!(
-            "{SHARE_SELECT} WHERE context_id = $1 AND revoked_at IS NULL ORDER BY created_at, id"
+            "{SHARE_SELECT} WHERE context_id = $1 AND revoked_at IS NULL ORDER BY created_at, seq"
         ))
         .bind(context_id)
         .fetch_all(&self.pool)
@@ -75,7 +75,7 @@ impl Postgres {
 
     pub async fn user_feedback(&self, user_id: &str) -> Result<Vec<FeedbackRow>> {
         let rows = sqlx::query(&format!(
-            "{FEEDBACK_SELECT} WHERE user_id = $1 ORDER BY created_at, id"
+            "{FEEDBACK_SELECT} WHERE user_id = $1 ORDER BY created_at, seq"
         ))
         .bind(user_id)
         .fetch_all(&self.pool)
@@ -85,7 +85,7 @@ impl Postgres {
 
     pub async fn context_feedback(&self, context_id: &str) -> Result<Vec<FeedbackRow>> {
         let rows = sqlx::query(&format!(
-            "{FEEDBACK_SELECT} WHERE context_id = $1 ORDER BY created_at, id"
+            "{FEEDBACK_SELECT} WHERE context_id = $1 ORDER BY created_at, seq"
         ))
         .bind(context_id)
         .fetch_all(&self.pool)

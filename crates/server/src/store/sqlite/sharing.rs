@@ -30,7 +30,7 @@ impl Sqlite {
         self.read(|connection| {
             let mut statement = connection.prepare_cached(&format!(
                 "{SHARE_SELECT} WHERE context_id = ?1 AND revoked_at IS NULL
-                 ORDER BY created_at, id"
+                 ORDER BY created_at, rowid"
             ))?;
             let rows = collect(statement.query([context_id])?, |row| share_from_row(row))?;
             Ok(rows)
@@ -87,7 +87,7 @@ impl Sqlite {
     pub async fn user_feedback(&self, user_id: &str) -> Result<Vec<FeedbackRow>> {
         self.read(|connection| {
             let mut statement = connection.prepare_cached(&format!(
-                "{FEEDBACK_SELECT} WHERE user_id = ?1 ORDER BY created_at, id"
+                "{FEEDBACK_SELECT} WHERE user_id = ?1 ORDER BY created_at, rowid"
             ))?;
             let rows = collect(statement.query([user_id])?, |row| feedback_from_row(row))?;
             Ok(rows)
@@ -97,7 +97,7 @@ impl Sqlite {
     pub async fn context_feedback(&self, context_id: &str) -> Result<Vec<FeedbackRow>> {
         self.read(|connection| {
             let mut statement = connection.prepare_cached(&format!(
-                "{FEEDBACK_SELECT} WHERE context_id = ?1 ORDER BY created_at, id"
+                "{FEEDBACK_SELECT} WHERE context_id = ?1 ORDER BY created_at, rowid"
             ))?;
             let rows = collect(statement.query([context_id])?, |row| feedback_from_row(row))?;
             Ok(rows)
