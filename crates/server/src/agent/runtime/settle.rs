@@ -13,7 +13,7 @@ use crate::agent::metrics::UNKNOWN_TOOL;
 use crate::agent::model::{ChatMessage, ModelToolCall};
 use crate::agent::tools::error_result;
 use crate::agent::view::{self};
-use crate::store::{CallStatus, CallUpdate, Commit, Guard};
+use crate::store::{CallRow, CallStatus, CallUpdate, Commit, Guard};
 use tracing::Instrument;
 
 use super::audit::args_sha256;
@@ -77,115 +77,86 @@ impl Runtime {
             };
             let rejected = record.status == CallStatus::Rejected;
             let subagent = agent.subagents.get(&call.name).cloned();
-            let (response, edited_from, started) = match record.status {
-                // An agent-tool call goes on with its subagent's task (after a decision on its
-                // nested calls, or a restart): the task, not the call, is what ran.
-                CallStatus::Started if subagent.is_some() => {
-                    let run_args = record.run_args.clone().unwrap_or(record.args.clone());
-                    let Some(subagent) = &subagent else { continue };
-                    let (step, mirrored) =
-                        self.run_subagent(run, call, subagent, &run_args).await?;
-                    if let Some((events, commit)) = mirrored {
-                        defer(&mut deferred, events, commit);
-                    }
-                    match step {
-                        SubagentStep::Answer(response) => (response, None, None),
-                        SubagentStep::Waiting(calls) => {
-                            nested.extend(calls);
-                            subagent_waits = true;
-                            continue;
-                        }
-                        SubagentStep::Stopped => {
-                            self.write_deferred(task_id, deferred).await?;
-                            return Ok(true);
-                        }
-                    }
-                }
-                CallStatus::Held => {
-                    held.push(record);
-                    continue;
-                }
-                CallStatus::Canceled => {
-                    self.write_deferred(task_id, deferred).await?;
-                    return Ok(true);
-                }
-                CallStatus::Finished => {
-                    // Finished but missing from the transcript cannot happen (one transaction
-                    // writes both); take the recorded result if it ever does.
-                    (record.result.clone().unwrap_or(Value::Null), None, None)
-                }
-                CallStatus::Started => (
-                    error_result(
-                        "interrupted by a restart: this call may or may not have run, and it \
-                         was not run again",
-                    ),
-                    None,
-                    None,
-                ),
-                CallStatus::Rejected => {
-                    let rejected =
-                        ToolResult::rejected(&call.id, &call.name, record.reason.as_deref());
-                    (rejected.response, None, None)
-                }
-                CallStatus::Denied => {
-                    let rule = record.reason.as_deref().unwrap_or("of the agents file");
-                    (
-                        ToolResult::denied(&call.id, &call.name, rule).response,
-                        None,
-                        None,
-                    )
-                }
-                CallStatus::Expired => {
-                    let after = Self::expired_after(&agent);
-                    (
-                        ToolResult::expired(&call.id, &call.name, &after).response,
-                        None,
-                        None,
-                    )
-                }
-                CallStatus::Auto | CallStatus::Approved => {
-                    let run_args = record
+            // An agent-tool call runs as a task on its subagent: started now (auto or
+            // approved), or gone on with after a decision on its nested calls or a restart.
+            let delegated = match (&subagent, record.status) {
+                (Some(_), CallStatus::Started) => Some(
+                    record
                         .run_args
                         .clone()
-                        .unwrap_or_else(|| record.args.clone());
-                    // A question call runs with its answers added to its arguments: no edit.
-                    let answered = hitl::question::answers_from_args(&run_args).is_some();
-                    let edited =
-                        (run_args != record.args && !answered).then(|| record.args.clone());
-                    let started = Commit {
-                        call_updates: vec![CallUpdate::Started {
-                            call_id: call.id.clone(),
-                            run_args_sha256: args_sha256(&run_args),
-                            run_args: run_args.clone(),
-                        }],
-                        guard: Some(Guard::NotTerminal),
-                        ..Commit::default()
-                    };
-                    defer(&mut deferred, Vec::new(), started);
-                    self.write_deferred(task_id, deferred.take()).await?;
-                    if let Some(record) = run.calls.get_mut(&call.id) {
-                        record.status = CallStatus::Started;
-                        record.run_args = Some(run_args.clone());
+                        .unwrap_or_else(|| record.args.clone()),
+                ),
+                (Some(_), CallStatus::Auto | CallStatus::Approved) => {
+                    Some(self.start_call(run, &record, &mut deferred).await?.0)
+                }
+                _ => None,
+            };
+            let (response, edited_from, started) = if let (Some(subagent), Some(run_args)) =
+                (&subagent, delegated)
+            {
+                let (step, mirrored) = self.run_subagent(run, call, subagent, &run_args).await?;
+                if let Some((events, commit)) = mirrored {
+                    defer(&mut deferred, events, commit);
+                }
+                match step {
+                    SubagentStep::Answer(response) => (response, None, None),
+                    SubagentStep::Waiting(calls) => {
+                        nested.extend(calls);
+                        subagent_waits = true;
+                        continue;
                     }
-                    if let Some(subagent) = &subagent {
-                        let (step, mirrored) =
-                            self.run_subagent(run, call, subagent, &run_args).await?;
-                        if let Some((events, commit)) = mirrored {
-                            defer(&mut deferred, events, commit);
-                        }
-                        match step {
-                            SubagentStep::Answer(response) => (response, None, None),
-                            SubagentStep::Waiting(calls) => {
-                                nested.extend(calls);
-                                subagent_waits = true;
-                                continue;
-                            }
-                            SubagentStep::Stopped => {
-                                self.write_deferred(task_id, deferred).await?;
-                                return Ok(true);
-                            }
-                        }
-                    } else {
+                    SubagentStep::Stopped => {
+                        self.write_deferred(task_id, deferred).await?;
+                        return Ok(true);
+                    }
+                }
+            } else {
+                match record.status {
+                    CallStatus::Held => {
+                        held.push(record);
+                        continue;
+                    }
+                    CallStatus::Canceled => {
+                        self.write_deferred(task_id, deferred).await?;
+                        return Ok(true);
+                    }
+                    CallStatus::Finished => {
+                        // Finished but missing from the transcript cannot happen (one transaction
+                        // writes both); take the recorded result if it ever does.
+                        (record.result.clone().unwrap_or(Value::Null), None, None)
+                    }
+                    CallStatus::Started => (
+                        error_result(
+                            "interrupted by a restart: this call may or may not have run, and it \
+                                 was not run again",
+                        ),
+                        None,
+                        None,
+                    ),
+                    CallStatus::Rejected => {
+                        let rejected =
+                            ToolResult::rejected(&call.id, &call.name, record.reason.as_deref());
+                        (rejected.response, None, None)
+                    }
+                    CallStatus::Denied => {
+                        let rule = record.reason.as_deref().unwrap_or("of the agents file");
+                        (
+                            ToolResult::denied(&call.id, &call.name, rule).response,
+                            None,
+                            None,
+                        )
+                    }
+                    CallStatus::Expired => {
+                        let after = Self::expired_after(&agent);
+                        (
+                            ToolResult::expired(&call.id, &call.name, &after).response,
+                            None,
+                            None,
+                        )
+                    }
+                    CallStatus::Auto | CallStatus::Approved => {
+                        let (run_args, edited) =
+                            self.start_call(run, &record, &mut deferred).await?;
                         // Only an exposed tool's name becomes a label (the model chooses the name).
                         let tool = match agent.tools.get(&call.name) {
                             Some(_) => call.name.as_str(),
@@ -291,6 +262,39 @@ impl Runtime {
     }
 
     /// Writes a deferred step, if there is one.
+    /// Commits a call's start before it runs (with any step deferred so far), and returns the
+    /// arguments it runs with and, when a person edited them, the model's own.
+    async fn start_call(
+        &self,
+        run: &mut TaskRun<'_>,
+        record: &CallRow,
+        deferred: &mut Deferred,
+    ) -> Result<(Value, Option<Value>)> {
+        let run_args = record
+            .run_args
+            .clone()
+            .unwrap_or_else(|| record.args.clone());
+        // A question call runs with its answers added to its arguments: no edit.
+        let answered = hitl::question::answers_from_args(&run_args).is_some();
+        let edited = (run_args != record.args && !answered).then(|| record.args.clone());
+        let started = Commit {
+            call_updates: vec![CallUpdate::Started {
+                call_id: record.call_id.clone(),
+                run_args_sha256: args_sha256(&run_args),
+                run_args: run_args.clone(),
+            }],
+            guard: Some(Guard::NotTerminal),
+            ..Commit::default()
+        };
+        defer(deferred, Vec::new(), started);
+        self.write_deferred(&run.task_id, deferred.take()).await?;
+        if let Some(record) = run.calls.get_mut(&record.call_id) {
+            record.status = CallStatus::Started;
+            record.run_args = Some(run_args.clone());
+        }
+        Ok((run_args, edited))
+    }
+
     async fn write_deferred(&self, task_id: &str, deferred: Deferred) -> Result<()> {
         if let Some((events, commit)) = deferred {
             self.commit(task_id, events, commit).await?;
