@@ -3,7 +3,7 @@
 
 use super::super::replay;
 use super::super::Usage;
-use super::{kagent_request_message, kagent_stream, kagent_task, run};
+use super::{kagent_request_message, kagent_stream, kagent_task, our_stream, run};
 
 fn usage(prompt: u64, completion: u64, total: u64) -> Usage {
     Usage {
@@ -79,4 +79,42 @@ fn a_stored_task_gives_the_same_counts_as_its_live_streams() {
     let live = run(&events);
     let stored = replay(&[kagent_task("f2_tasks_get_completed")]);
     assert_eq!(stored.session_usage(), live.session_usage());
+}
+
+/// Our own server's chats: reloaded from the task the server folds from its stored events
+/// (`GET /api/sessions/{id}`), they count every run's tokens as their stream did, an answer
+/// streamed as artifacts (no message to carry its counts) included.
+#[test]
+fn our_stored_chats_count_the_tokens_their_streams_did() {
+    use signoff_protocol::StreamEvent;
+    use signoff_server::agent::view as server_view;
+
+    for names in [&["count.sse"][..], &["batch1.sse", "batch2.sse"]] {
+        let events: Vec<StreamEvent> = names.iter().flat_map(|name| our_stream(name)).collect();
+        let live = run(&events);
+        assert!(live.session_usage().is_some(), "{names:?} report counts");
+        let (task_id, context_id) = events
+            .iter()
+            .find_map(|event| match event {
+                StreamEvent::StatusUpdate(update) => {
+                    Some((update.task_id.clone(), update.context_id.clone()))
+                }
+                StreamEvent::Task(task) => Some((task.id.clone(), task.context_id.clone())),
+                StreamEvent::Message(_) | StreamEvent::ArtifactUpdate(_) => None,
+            })
+            .unwrap();
+        let mut stored = server_view::empty_task(&task_id, &context_id);
+        for event in &events {
+            server_view::apply(&mut stored, event);
+        }
+        let reloaded = replay([&stored]);
+        assert_eq!(reloaded.session_usage(), live.session_usage(), "{names:?}");
+        let answers = |view: &super::super::view::ChatView| {
+            view.items
+                .iter()
+                .map(|item| view.answer_usage(std::slice::from_ref(&item.key)))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(answers(&reloaded), answers(&live), "{names:?}");
+    }
 }

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 use signoff_protocol::hitl::kagent::TokenUsage;
+use signoff_protocol::hitl::keys;
 use signoff_protocol::{
     Artifact, Message, Metadata, Part, Role, StreamEvent, Task, TaskArtifactUpdateEvent, TaskState,
     TaskStatus, TaskStatusUpdateEvent,
@@ -31,10 +32,34 @@ pub fn apply(task: &mut Task, event: &StreamEvent) {
         StreamEvent::Task(snapshot) => *task = snapshot.clone(),
         StreamEvent::Message(message) => task.history.push(message.clone()),
         StreamEvent::StatusUpdate(update) => {
-            if let Some(previous) = task.status.message.take() {
+            // A run's token counts wait in the task's metadata while its status is current,
+            // and go with its agent message into the history (as kagent stores them), so a
+            // stored task keeps every run's counts and its status stays as it was sent.
+            let current_usage = take_usage(&mut task.metadata);
+            if let Some(mut previous) = task.status.message.take() {
+                if let (Some(usage), Role::Agent) = (current_usage, previous.role) {
+                    set_usage(&mut previous.metadata, usage);
+                }
                 task.history.push(previous);
             }
             task.status = update.status.clone();
+            // (A status message that carries its counts itself, as a relayed kagent one
+            // recorded by the relay does, needs no copy.)
+            let carried = task.status.message.as_ref().is_some_and(|message| {
+                message
+                    .metadata
+                    .as_ref()
+                    .is_some_and(|metadata| metadata.contains_key(keys::USAGE_METADATA))
+            });
+            if let (Some(usage), false) = (
+                update
+                    .metadata
+                    .as_ref()
+                    .and_then(|metadata| metadata.get(keys::USAGE_METADATA)),
+                carried,
+            ) {
+                set_usage(&mut task.metadata, usage.clone());
+            }
             // A user message echoed by a status update (the message that started or resumed
             // the task) belongs to the history at once, as a2a-sdk keeps it.
             if task
@@ -62,6 +87,22 @@ pub fn apply(task: &mut Task, event: &StreamEvent) {
             }
         }
     }
+}
+
+/// Takes the token counts out of `metadata` (dropping it when nothing else is left).
+fn take_usage(metadata: &mut Option<Metadata>) -> Option<Value> {
+    let map = metadata.as_mut()?;
+    let usage = map.remove(keys::USAGE_METADATA);
+    if map.is_empty() {
+        *metadata = None;
+    }
+    usage
+}
+
+fn set_usage(metadata: &mut Option<Metadata>, usage: Value) {
+    metadata
+        .get_or_insert_with(Metadata::new)
+        .insert(keys::USAGE_METADATA.to_owned(), usage);
 }
 
 /// Keeps the last `length` history messages (A2A `historyLength`).
@@ -165,4 +206,53 @@ pub fn metadata_with(key: &str, value: Value) -> Metadata {
     let mut metadata = Metadata::new();
     metadata.insert(key.to_owned(), value);
     metadata
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn usage_of(metadata: Option<&Metadata>) -> Option<(u64, u64)> {
+        let usage = TokenUsage::from_metadata(metadata)?;
+        Some((usage.prompt, usage.completion))
+    }
+
+    #[test]
+    fn a_folded_task_keeps_each_runs_token_counts() {
+        let mut task = empty_task("t-1", "c-1");
+        let pause = status_event(
+            "t-1",
+            "c-1",
+            TaskState::InputRequired,
+            Some(agent_message("t-1", "c-1", vec![Part::text("waits")])),
+            Some(usage_metadata(10, 5)),
+        );
+        let resumed = status_event("t-1", "c-1", TaskState::Working, None, None);
+        // The answer streamed as an artifact: the completion has no message.
+        let done = status_event(
+            "t-1",
+            "c-1",
+            TaskState::Completed,
+            None,
+            Some(usage_metadata(7, 3)),
+        );
+        apply(&mut task, &pause);
+        // While paused, the status is as it was sent; the counts wait in the task's metadata.
+        let StreamEvent::StatusUpdate(sent) = &pause else {
+            unreachable!()
+        };
+        assert_eq!(task.status, sent.status);
+        assert_eq!(usage_of(task.metadata.as_ref()), Some((10, 5)));
+        for event in [resumed, done] {
+            apply(&mut task, &event);
+        }
+        let paused_message = task
+            .history
+            .iter()
+            .find(|message| message.role == Role::Agent)
+            .unwrap();
+        assert_eq!(usage_of(paused_message.metadata.as_ref()), Some((10, 5)));
+        assert_eq!(usage_of(task.metadata.as_ref()), Some((7, 3)));
+    }
 }
