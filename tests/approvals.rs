@@ -37,15 +37,6 @@ async fn wait_card(app: &App, tool: &str, status: &str) {
     .await;
 }
 
-/// Light and dark screenshots of the page as it is now.
-async fn shots(app: &App, name: &str) {
-    app.color_scheme("light").await;
-    app.shot(&format!("{name}-light")).await;
-    app.color_scheme("dark").await;
-    app.shot(&format!("{name}-dark")).await;
-    app.color_scheme("light").await;
-}
-
 fn read(path: PathBuf) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
@@ -147,14 +138,14 @@ async fn approve_all_on_a_batch_of_two() {
         .await;
     assert_eq!(focused, "batch-bar");
     wait_card(&app, "read_file", "completed").await;
-    shots(&app, "batch-pending").await;
+    app.shots("batch-pending").await;
     click(&app, "[data-testid=approve-all]").await;
     app.wait_for_status("ready").await;
     wait_card(&app, "write_file", "approved").await;
     wait_card(&app, "delete_file", "approved").await;
     assert_eq!(read(app.sandbox("a.txt")).as_deref(), Some("one"));
     assert_eq!(read(app.sandbox("old.txt")), None);
-    shots(&app, "batch-finished").await;
+    app.shots("batch-finished").await;
     app.finish().await;
 }
 
@@ -182,7 +173,7 @@ async fn a_mixed_batch_goes_out_once_every_card_is_decided() {
     app.wait_for_text("[data-testid=batch-progress]", "2 of 2 decided")
         .await;
     assert_eq!(read(app.sandbox("b.txt")), None);
-    shots(&app, "batch-mixed-in-progress").await;
+    app.shots("batch-mixed-in-progress").await;
     click(&app, "[data-testid=submit-decisions]").await;
     app.wait_for_status("ready").await;
     app.wait_for_text(
@@ -194,7 +185,7 @@ async fn a_mixed_batch_goes_out_once_every_card_is_decided() {
         .await;
     assert_eq!(read(app.sandbox("b.txt")).as_deref(), Some("two"));
     assert!(read(app.sandbox("old.txt")).is_some());
-    shots(&app, "batch-mixed-finished").await;
+    app.shots("batch-mixed-finished").await;
     app.finish().await;
 }
 
@@ -377,14 +368,14 @@ async fn a_kagent_agent_gets_the_same_cards_and_decisions_in_its_terms() {
     )
     .await;
     reject_with_reason(&app, "delete_file", "Keep old_b.txt, it is still needed.").await;
-    shots(&app, "kagent-mixed-in-progress").await;
+    app.shots("kagent-mixed-in-progress").await;
     click(&app, "[data-testid=submit-decisions]").await;
     app.wait_for_status("ready").await;
     wait_card(&app, "write_file", "approved").await;
     wait_card(&app, "delete_file", "rejected").await;
     app.wait_for_text("[data-testid=message-agent]", "Mixed decision handled")
         .await;
-    shots(&app, "kagent-finished").await;
+    app.shots("kagent-finished").await;
 
     let received = received.lock().map(|seen| seen.clone()).unwrap_or_default();
     assert_eq!(received.len(), 2, "{received:?}");

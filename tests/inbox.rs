@@ -494,10 +494,6 @@ async fn the_inbox_with_three_batches_from_two_agents() {
     })
     .await;
     wait_title(&app, "(3) Signoff").await;
-    app.color_scheme("light").await;
-    app.shot("inbox-three-light").await;
-    app.color_scheme("dark").await;
-    app.shot("inbox-three-dark").await;
-    app.color_scheme("light").await;
+    app.shots("inbox-three").await;
     app.finish().await;
 }

@@ -81,11 +81,7 @@ async fn a_write_shows_its_diff_and_an_edit_is_diffed_before_it_is_sent() {
         "added",
     )
     .await;
-    app.color_scheme("light").await;
-    app.shot("preview-diff-light").await;
-    app.color_scheme("dark").await;
-    app.shot("preview-diff-dark").await;
-    app.color_scheme("light").await;
+    app.shots("preview-diff").await;
 
     // Edit, then Save: the edited content is diffed against the file before anything is sent.
     click(&app, "[data-testid=edit-button]").await;

@@ -67,11 +67,7 @@ async fn answer_every_kind_of_question_and_reject_the_write_beside_them() {
     let text = app.find("[data-testid=question-text]").await.unwrap();
     text.send_keys("keep it small").await.unwrap();
     reject_with_reason(&app, "write_file", "not yet").await;
-    app.color_scheme("light").await;
-    app.shot("question-card-light").await;
-    app.color_scheme("dark").await;
-    app.shot("question-card-dark").await;
-    app.color_scheme("light").await;
+    app.shots("question-card").await;
     click(&app, "[data-testid=question-submit]").await;
     app.wait_for_status("ready").await;
     app.wait_for_text(

@@ -23,14 +23,6 @@ fn kagent_agents(url: &str) -> String {
     )
 }
 
-async fn shots(app: &App, name: &str) {
-    app.color_scheme("light").await;
-    app.shot(&format!("{name}-light")).await;
-    app.color_scheme("dark").await;
-    app.shot(&format!("{name}-dark")).await;
-    app.color_scheme("light").await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kagent_chat_reloaded_while_its_batch_waits_shows_it_and_approves() {
     let (url, received) = kagent::fake_kagent("c1_interrupt.sse", "c2_resume.sse").await;
@@ -76,7 +68,7 @@ async fn a_kagent_chat_reloaded_while_its_batch_waits_shows_it_and_approves() {
     assert_eq!(app.find_all(PENDING_CARD).await.len(), 2);
     let sessions = app.get_json("/api/sessions").await;
     assert_eq!(sessions["sessions"][0]["id"], session.as_str());
-    shots(&app, "relayed-kagent-reloaded").await;
+    app.shots("relayed-kagent-reloaded").await;
 
     click(&app, "[data-testid=approve-all]").await;
     app.wait_for_status("ready").await;
@@ -144,6 +136,6 @@ async fn details_list_a_remote_cards_skills_and_say_no_approval_settings_are_pub
         .await;
     assert!(note.text().await.unwrap().contains("does not publish"));
     assert!(app.find_all("[data-testid=catalog-tool]").await.is_empty());
-    shots(&app, "relayed-details").await;
+    app.shots("relayed-details").await;
     app.finish().await;
 }

@@ -35,15 +35,6 @@ async fn wait_nested(app: &App, statuses: &[&str]) {
     .await;
 }
 
-/// Light and dark screenshots of the page as it is now.
-async fn shots(app: &App, name: &str) {
-    app.color_scheme("light").await;
-    app.shot(&format!("{name}-light")).await;
-    app.color_scheme("dark").await;
-    app.shot(&format!("{name}-dark")).await;
-    app.color_scheme("light").await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subagents_calls_nest_under_the_delegation_and_approve_all_decides_them() {
     let app = App::start("subagent").await;
@@ -84,7 +75,7 @@ async fn a_subagents_calls_nest_under_the_delegation_and_approve_all_decides_the
         .await
         .unwrap();
     assert_eq!(approve_all, "Approve all (2)");
-    shots(&app, "subagent-pending").await;
+    app.shots("subagent-pending").await;
     click(&app, "[data-testid=approve-all]").await;
     app.wait_for_status("ready").await;
     wait_nested(&app, &["approved", "approved"]).await;
@@ -100,6 +91,6 @@ async fn a_subagents_calls_nest_under_the_delegation_and_approve_all_decides_the
             .as_deref(),
         Some("two")
     );
-    shots(&app, "subagent-finished").await;
+    app.shots("subagent-finished").await;
     app.finish().await;
 }

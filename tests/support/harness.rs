@@ -430,6 +430,15 @@ impl App {
         serde_json::from_value(found.json().clone()).unwrap()
     }
 
+    /// Light and dark screenshots of the page as it is now (`<name>-light`, `<name>-dark`).
+    pub async fn shots(&self, name: &str) {
+        self.color_scheme("light").await;
+        self.shot(&format!("{name}-light")).await;
+        self.color_scheme("dark").await;
+        self.shot(&format!("{name}-dark")).await;
+        self.color_scheme("light").await;
+    }
+
     /// Switches the emulated colour scheme (`light` or `dark`).
     pub async fn color_scheme(&self, scheme: &str) {
         self.driver
