@@ -15,6 +15,25 @@ fn action_requests(results: &[Value]) -> Vec<Value> {
     last["action_requests"].as_array().unwrap().clone()
 }
 
+/// The subagent's task that the first nested call of the last interrupt in `results` asks through.
+fn subagent_task(results: &[Value]) -> String {
+    action_requests(results)[0]["metadata"]["subagent"]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Cancels the boss's task `task` over A2A and checks it says canceled.
+async fn cancel_boss_task(app: &TestApp, task: &str) {
+    let canceled = app
+        .rpc_at(BOSS, None, request("tasks/cancel", json!({"id": task})))
+        .await;
+    assert_eq!(
+        canceled["result"]["status"]["state"], "canceled",
+        "{canceled}"
+    );
+}
+
 /// A new chat with the boss: `text` sent, the stream's results.
 async fn ask_boss(app: &TestApp, text: &str) -> Vec<Value> {
     send_stream(app, BOSS, message_v03(text, None, None)).await
@@ -223,17 +242,8 @@ async fn cancel_of_the_parent_cancels_the_subagents_task() {
     let app = spawn_app().await;
     let paused = ask_boss(&app, "delegate default/demo: write c.txt: no").await;
     let task = task_id(&paused);
-    let child = action_requests(&paused)[0]["metadata"]["subagent"]["task_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let canceled = app
-        .rpc_at(BOSS, None, request("tasks/cancel", json!({"id": task})))
-        .await;
-    assert_eq!(
-        canceled["result"]["status"]["state"], "canceled",
-        "{canceled}"
-    );
+    let child = subagent_task(&paused);
+    cancel_boss_task(&app, &task).await;
     wait_for_state(&app, &child, "canceled").await;
     assert!(!app.sandbox().join("c.txt").exists());
 }
@@ -410,17 +420,8 @@ async fn approve_all_and_cancel_reach_a_remote_subagent() {
 
     let paused = ask_boss(&app, "delegate remote/far: write never.txt: no").await;
     let task = task_id(&paused);
-    let remote_task = action_requests(&paused)[0]["metadata"]["subagent"]["task_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let canceled = app
-        .rpc_at(BOSS, None, request("tasks/cancel", json!({"id": task})))
-        .await;
-    assert_eq!(
-        canceled["result"]["status"]["state"], "canceled",
-        "{canceled}"
-    );
+    let remote_task = subagent_task(&paused);
+    cancel_boss_task(&app, &task).await;
     wait_for_state(&remote, &remote_task, "canceled").await;
     assert!(!remote.sandbox().join("never.txt").exists());
 }
@@ -430,10 +431,7 @@ async fn a_restart_between_the_pause_and_the_decision_goes_on_with_the_same_suba
     let app = spawn_app().await;
     let paused = ask_boss(&app, "delegate default/demo: write after.txt: restarted").await;
     let (task, context) = (task_id(&paused), context_id(&paused));
-    let child = action_requests(&paused)[0]["metadata"]["subagent"]["task_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let child = subagent_task(&paused);
     let app = spawn_in(app.stop().await, |_| {}).await;
     let done = send_stream(
         &app,
@@ -463,10 +461,7 @@ async fn the_approvals_stream_tells_of_the_parents_batch_only() {
     let mut stream = open_approvals(&app, None, None).await;
     let paused = ask_boss(&app, "delegate default/demo: write a.txt: one").await;
     let parent = task_id(&paused);
-    let child = action_requests(&paused)[0]["metadata"]["subagent"]["task_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let child = subagent_task(&paused);
     let first = stream.next_event().await;
     assert_eq!(first.about(), ("pending".to_owned(), parent.clone()));
     assert_eq!(first.data()["agent"], "default/boss");
