@@ -432,7 +432,8 @@ impl Store {
     }
 
     /// Every pending batch of a user's tasks, oldest first, in one query (a team may have
-    /// thousands paused).
+    /// thousands paused). A local subagent's batch is not one of them: its calls wait nested
+    /// in its parent's batch.
     pub async fn pending_batches(&self, user_id: &str) -> Result<Vec<PendingBatchRow>> {
         on_backend!(self, backend => backend.pending_batches(user_id).await)
     }

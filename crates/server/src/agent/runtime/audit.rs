@@ -22,20 +22,9 @@ impl Runtime {
     // ---- approvals -------------------------------------------------------------------------
 
     pub async fn pending_approvals(&self, user: &str) -> Result<Vec<PendingApproval>> {
-        let mut batches = self.store.pending_batches(user).await?;
-        // A subagent's batch is decided in its parent's, where its calls are nested.
-        let mut listed = Vec::with_capacity(batches.len());
-        for row in batches.drain(..) {
-            if self
-                .store
-                .subagent_parent(&row.batch.task_id)
-                .await?
-                .is_none()
-            {
-                listed.push(row);
-            }
-        }
-        let batches = listed;
+        // (A local subagent's batch is not listed: it is decided in its parent's, where its
+        // calls are nested.)
+        let batches = self.store.pending_batches(user).await?;
         let task_ids: Vec<String> = batches
             .iter()
             .map(|row| row.batch.task_id.clone())

@@ -193,7 +193,10 @@ impl Sqlite {
                         t.context_id, t.agent, s.title
                  FROM batches b JOIN tasks t ON t.id = b.task_id
                  LEFT JOIN sessions s ON s.id = t.context_id
-                 WHERE b.state = ?1 AND t.user_id = ?2 ORDER BY b.id",
+                 WHERE b.state = ?1 AND t.user_id = ?2
+                   AND NOT EXISTS (SELECT 1 FROM subagent_tasks link
+                                   WHERE link.child_task_id = b.task_id AND link.remote = 0)
+                 ORDER BY b.id",
             )?;
             let rows = statement.query([BatchState::Pending.as_str(), user_id])?;
             collect(rows, |row| {
