@@ -213,11 +213,15 @@ impl BatchDraft {
     /// Edited arguments of the approved calls only (docs/wire.md, Decision rules: `modified_args`
     /// must name approved calls).
     fn modified_args(&self, approved: impl Fn(&str) -> bool) -> BTreeMap<String, Value> {
-        self.edited_args
-            .iter()
-            .filter(|(id, _)| approved(id))
-            .map(|(id, args)| (id.clone(), args.clone()))
-            .collect()
+        // A loop that inserts: a `BTreeMap` built by `collect` sorts, and each sort is kilobytes
+        // of the download.
+        let mut args = BTreeMap::new();
+        for (id, edited) in &self.edited_args {
+            if approved(id) {
+                args.insert(id.clone(), edited.clone());
+            }
+        }
+        args
     }
 
     /// The decision these choices make, once every call has one. A question call is approved:
@@ -252,17 +256,17 @@ impl BatchDraft {
                 reason: first_reason,
             }
         } else {
+            let mut decisions = BTreeMap::new();
+            let mut rejection_reasons = BTreeMap::new();
+            for (id, choice) in &verdicts {
+                decisions.insert(id.clone(), choice.verdict);
+                if let Some(reason) = &choice.reason {
+                    rejection_reasons.insert(id.clone(), reason.clone());
+                }
+            }
             DecisionKind::Batch {
-                decisions: verdicts
-                    .iter()
-                    .map(|(id, choice)| (id.clone(), choice.verdict))
-                    .collect(),
-                rejection_reasons: verdicts
-                    .iter()
-                    .filter_map(|(id, choice)| {
-                        choice.reason.clone().map(|reason| (id.clone(), reason))
-                    })
-                    .collect(),
+                decisions,
+                rejection_reasons,
             }
         };
         let approved = |id: &str| {

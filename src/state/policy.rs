@@ -50,28 +50,29 @@ pub fn new_policy(
         PolicyScope::Chat => Some(context_id?.to_owned()),
         PolicyScope::Agent => None,
     };
+    // Maps filled by `insert`, not `collect` or `from`: both sort their input, and each sort
+    // is kilobytes of the download.
+    let mut matchers = BTreeMap::new();
     let args = match what {
         AllowWhat::AnyArgs => None,
-        AllowWhat::ExactArgs => Some(
-            args.as_object()
-                .into_iter()
-                .flatten()
-                .map(|(name, value)| {
-                    let matcher = ArgMatch {
-                        equals: Some(value.clone()),
-                        ..ArgMatch::default()
-                    };
-                    (name.clone(), matcher)
-                })
-                .collect::<BTreeMap<_, _>>(),
-        ),
-        AllowWhat::Folder(folder) => Some(BTreeMap::from([(
-            "path".to_owned(),
-            ArgMatch {
+        AllowWhat::ExactArgs => {
+            for (name, value) in args.as_object().into_iter().flatten() {
+                let matcher = ArgMatch {
+                    equals: Some(value.clone()),
+                    ..ArgMatch::default()
+                };
+                matchers.insert(name.clone(), matcher);
+            }
+            Some(matchers)
+        }
+        AllowWhat::Folder(folder) => {
+            let matcher = ArgMatch {
                 glob: Some(format!("{folder}**")),
                 ..ArgMatch::default()
-            },
-        )])),
+            };
+            matchers.insert("path".to_owned(), matcher);
+            Some(matchers)
+        }
     };
     Some(NewPolicy {
         agent: agent.to_owned(),

@@ -177,25 +177,28 @@ impl Decision {
                 DecisionKind::DenyAll { reason }
             }
             "batch" => {
-                let decisions = object
+                // Loops that insert, not `collect`s: a `BTreeMap` built by `collect` sorts its
+                // input, and each sort is kilobytes of the browser's download.
+                let mut decisions = BTreeMap::new();
+                let verdicts = object
                     .get("decisions")
                     .and_then(Value::as_object)
-                    .ok_or(DecisionError::MissingDecisions)?
-                    .iter()
-                    .map(|(id, verdict)| Ok((id.clone(), Verdict::from_value(id, verdict)?)))
-                    .collect::<Result<BTreeMap<_, _>, DecisionError>>()?;
-                let rejection_reasons = match object.get("rejection_reasons") {
-                    None | Some(Value::Null) => BTreeMap::new(),
-                    Some(Value::Object(reasons)) => reasons
-                        .iter()
-                        .map(|(id, reason)| {
+                    .ok_or(DecisionError::MissingDecisions)?;
+                for (id, verdict) in verdicts {
+                    decisions.insert(id.clone(), Verdict::from_value(id, verdict)?);
+                }
+                let mut rejection_reasons = BTreeMap::new();
+                match object.get("rejection_reasons") {
+                    None | Some(Value::Null) => {}
+                    Some(Value::Object(reasons)) => {
+                        for (id, reason) in reasons {
                             let reason =
                                 reason.as_str().ok_or(DecisionError::BadRejectionReasons)?;
-                            Ok((id.clone(), reason.to_owned()))
-                        })
-                        .collect::<Result<BTreeMap<_, _>, DecisionError>>()?,
+                            rejection_reasons.insert(id.clone(), reason.to_owned());
+                        }
+                    }
                     Some(_) => return Err(DecisionError::BadRejectionReasons),
-                };
+                }
                 DecisionKind::Batch {
                     decisions,
                     rejection_reasons,
@@ -203,11 +206,16 @@ impl Decision {
             }
             other => return Err(DecisionError::UnknownType(other.to_owned())),
         };
-        let modified_args = match object.get("modified_args") {
-            None | Some(Value::Null) => BTreeMap::new(),
-            Some(Value::Object(args)) => args.clone().into_iter().collect(),
+        let mut modified_args = BTreeMap::new();
+        match object.get("modified_args") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(args)) => {
+                for (id, call_args) in args {
+                    modified_args.insert(id.clone(), call_args.clone());
+                }
+            }
             Some(_) => return Err(DecisionError::BadModifiedArgs),
-        };
+        }
         let answers = match object.get(question::ANSWERS) {
             None | Some(Value::Null) => Vec::new(),
             Some(value) => question::answers_from_value(value)?,
@@ -258,10 +266,11 @@ impl Decision {
                 rejection_reasons,
             } => {
                 data.insert(DECISION_TYPE.to_owned(), json!("batch"));
-                let decisions: serde_json::Map<String, Value> = decisions
-                    .iter()
-                    .map(|(id, verdict)| (id.clone(), json!(verdict_name(verdict))))
-                    .collect();
+                let mut verdicts = serde_json::Map::new();
+                for (id, verdict) in decisions {
+                    verdicts.insert(id.clone(), json!(verdict_name(verdict)));
+                }
+                let decisions = verdicts;
                 data.insert("decisions".to_owned(), Value::Object(decisions));
                 if !rejection_reasons.is_empty() {
                     data.insert("rejection_reasons".to_owned(), json!(rejection_reasons));
