@@ -19,16 +19,20 @@ pub async fn list() -> Result<Vec<SessionInfo>, ApiError> {
 pub async fn load(id: &str) -> Result<(SessionInfo, Vec<Task>), ApiError> {
     let url = format!("/api/sessions/{}", encode(id));
     let detail: SessionDetail = http::get(&url).await?;
-    let tasks = detail
-        .tasks
-        .iter()
-        .enumerate()
-        .map(|(index, task)| {
-            codec::decode_task(ProtocolVersion::V0_3, task)
-                .map_err(|err| ApiError::Decode(format!("{url}: task {index}: {err}")))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let tasks = decode_tasks(&url, &detail.tasks)?;
     Ok((detail.session.into(), tasks))
+}
+
+/// A session detail's tasks, decoded as v0.3. One loop for the chat and the shared page: each
+/// `collect` into a `Result` is its own adapter in the download.
+pub(super) fn decode_tasks(url: &str, tasks: &[serde_json::Value]) -> Result<Vec<Task>, ApiError> {
+    let mut decoded = Vec::with_capacity(tasks.len());
+    for (index, task) in tasks.iter().enumerate() {
+        let task = codec::decode_task(ProtocolVersion::V0_3, task)
+            .map_err(|err| ApiError::Decode(format!("{url}: task {index}: {err}")))?;
+        decoded.push(task);
+    }
+    Ok(decoded)
 }
 
 /// `DELETE /api/sessions/{id}`.

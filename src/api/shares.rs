@@ -2,9 +2,8 @@
 //! and revokes a chat's read-only links; a shared view reads its one chat with the token; a
 //! person rates an answer.
 
-use signoff_protocol::codec;
 use signoff_protocol::rest::{NewFeedback, NewShare, SessionDetail, Share, ShareList};
-use signoff_protocol::{ProtocolVersion, Task};
+use signoff_protocol::Task;
 
 use super::{http, ApiError};
 use crate::state::route::encode;
@@ -33,14 +32,7 @@ pub async fn revoke(session: &str, id: &str) -> Result<(), ApiError> {
 pub async fn load_shared(session: &str, token: &str) -> Result<Vec<Task>, ApiError> {
     let url = format!("/api/sessions/{}?share={}", encode(session), encode(token));
     let detail: SessionDetail = http::get(&url).await?;
-    detail
-        .tasks
-        .iter()
-        .map(|task| {
-            codec::decode_task(ProtocolVersion::V0_3, task)
-                .map_err(|err| ApiError::Decode(format!("{url}: {err}")))
-        })
-        .collect()
+    super::sessions::decode_tasks(&url, &detail.tasks)
 }
 
 /// `POST /api/feedback`; the stored rating it answers with is not read (the view knows it).

@@ -36,17 +36,18 @@ impl Question {
         if items.is_empty() {
             return None;
         }
-        items.iter().map(Question::from_value).collect()
+        let mut questions = Vec::with_capacity(items.len());
+        for item in items {
+            questions.push(Question::from_value(item)?);
+        }
+        Some(questions)
     }
 
     fn from_value(value: &Value) -> Option<Question> {
         let question = value.get("question")?.as_str()?.to_owned();
         let choices = match value.get("choices") {
             None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|item| item.as_str().map(str::to_owned))
-                .collect::<Option<Vec<_>>>()?,
+            Some(Value::Array(items)) => strings(items)?,
             Some(_) => return None,
         };
         let multiple = value.get("multiple").and_then(Value::as_bool) == Some(true);
@@ -118,22 +119,16 @@ pub fn answers_to_value(answers: &[Answer]) -> Value {
 /// Reads `ask_user_answers`: a list of `{"answer": [strings]}`.
 pub fn answers_from_value(value: &Value) -> Result<Vec<Answer>, DecisionError> {
     let items = value.as_array().ok_or(DecisionError::BadAnswers)?;
-    items
-        .iter()
-        .map(|item| {
-            item.get("answer")
-                .and_then(Value::as_array)
-                .ok_or(DecisionError::BadAnswers)?
-                .iter()
-                .map(|entry| {
-                    entry
-                        .as_str()
-                        .map(str::to_owned)
-                        .ok_or(DecisionError::BadAnswers)
-                })
-                .collect()
-        })
-        .collect()
+    let mut answers = Vec::with_capacity(items.len());
+    for item in items {
+        let entries = item.get("answer").and_then(Value::as_array);
+        answers.push(
+            entries
+                .and_then(|entries| strings(entries))
+                .ok_or(DecisionError::BadAnswers)?,
+        );
+    }
+    Ok(answers)
 }
 
 /// Checks `answers` against every question asked, in order: one answer per question, each
@@ -185,20 +180,23 @@ pub fn answered_result(questions: &[Question], answers: &[Answer]) -> Value {
 pub fn answers_from_result(response: &Value) -> Option<Vec<(String, Answer)>> {
     let text = response.get("result")?.as_str()?;
     let pairs: Value = serde_json::from_str(text).ok()?;
-    pairs
-        .as_array()?
-        .iter()
-        .map(|pair| {
-            let question = pair.get("question")?.as_str()?.to_owned();
-            let answer = pair
-                .get("answer")?
-                .as_array()?
-                .iter()
-                .map(|entry| entry.as_str().map(str::to_owned))
-                .collect::<Option<Vec<_>>>()?;
-            Some((question, answer))
-        })
-        .collect()
+    let mut answered = Vec::new();
+    for pair in pairs.as_array()? {
+        let question = pair.get("question")?.as_str()?.to_owned();
+        let answer = strings(pair.get("answer")?.as_array()?)?;
+        answered.push((question, answer));
+    }
+    Some(answered)
+}
+
+/// Every item as a string; `None` if one is not a string. A loop rather than a `collect` into
+/// `Option`: each such `collect` is its own adapter in the browser's download.
+fn strings(items: &[Value]) -> Option<Vec<String>> {
+    let mut strings = Vec::with_capacity(items.len());
+    for item in items {
+        strings.push(item.as_str()?.to_owned());
+    }
+    Some(strings)
 }
 
 /// A question call's run arguments with its answers (Signoff's server stores these as what the

@@ -40,15 +40,13 @@ pub fn resolve(
             if let Some(id) = decisions.keys().find(|id| !is_pending(id)) {
                 return Err(DecisionError::BatchNamesUnknownCall(id.clone()));
             }
-            let verdicts = pending
-                .iter()
-                .map(|request| {
-                    let verdict = *decisions
-                        .get(&request.id)
-                        .ok_or_else(|| DecisionError::BatchMissesCall(request.id.clone()))?;
-                    Ok((verdict, rejection_reasons.get(&request.id).cloned()))
-                })
-                .collect::<Result<Vec<_>, DecisionError>>()?;
+            let mut verdicts = Vec::with_capacity(pending.len());
+            for request in pending {
+                let verdict = *decisions
+                    .get(&request.id)
+                    .ok_or_else(|| DecisionError::BatchMissesCall(request.id.clone()))?;
+                verdicts.push((verdict, rejection_reasons.get(&request.id).cloned()));
+            }
             for id in rejection_reasons.keys() {
                 match decisions.get(id) {
                     None => return Err(DecisionError::ReasonForUnknownCall(id.clone())),
