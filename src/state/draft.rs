@@ -9,6 +9,7 @@ use signoff_protocol::hitl::question::{self, Answer};
 use signoff_protocol::hitl::{ActionRequest, Decision, DecisionKind, Verdict};
 use signoff_protocol::Message;
 
+use super::keyed::KeyedMap;
 use super::view::PendingBatch;
 
 /// One card's choice.
@@ -24,13 +25,13 @@ pub struct Choice {
 pub struct BatchDraft {
     /// The task whose batch this is; a draft for another task is stale.
     pub task_id: String,
-    pub choices: BTreeMap<String, Choice>,
+    pub choices: KeyedMap<Choice>,
     /// Edited arguments by call id (already checked to be JSON objects).
     pub edited_args: BTreeMap<String, Value>,
     /// The server's refusal of the last decision, by the call it named (shown on that card).
     pub refused: BTreeMap<String, String>,
     /// Answers by question call id: one per question, in order (empty until picked or typed).
-    pub answers: BTreeMap<String, Vec<Answer>>,
+    pub answers: KeyedMap<Vec<Answer>>,
 }
 
 /// Why a draft cannot be sent yet.
@@ -118,7 +119,7 @@ impl BatchDraft {
     }
 
     fn answer_mut(&mut self, id: &str, at: usize, count: usize) -> &mut Answer {
-        let answers = self.answers.entry(id.to_owned()).or_default();
+        let answers = self.answers.get_or_default(id);
         if answers.len() < count {
             answers.resize(count, Vec::new());
         }

@@ -8,6 +8,7 @@ pub mod feedback;
 pub mod group;
 pub mod guard;
 pub mod inbox;
+pub mod keyed;
 pub mod nesting;
 pub mod policy;
 pub mod preview;

@@ -1,6 +1,8 @@
 //! The view model of one chat: what the components render.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+
+use super::keyed::{KeySet, KeyedMap};
 
 use serde_json::Value;
 use signoff_protocol::hitl::{ActionRequest, DecidedBy, Dialect, Via};
@@ -268,14 +270,14 @@ pub struct ChatView {
     pub(super) turns: Vec<TurnUsage>,
     /// The tool-related events, in order: the input of the three-pass derivation of `tools`.
     pub(super) tool_log: ToolLog,
-    pub(super) task_states: BTreeMap<String, TaskState>,
+    pub(super) task_states: KeyedMap<TaskState>,
     /// Message ids already applied (a stored task repeats them; the server echoes ours).
-    pub(super) seen_messages: BTreeSet<String>,
+    pub(super) seen_messages: KeySet,
     /// The person's messages sent to the working task and not yet delivered to the agent
     /// (docs/wire.md, Methods): their bubbles say "Queued".
-    pub queued: BTreeSet<String>,
+    pub queued: KeySet,
     /// Messages that were queued and have reached the agent: their bubbles say "Delivered".
-    pub delivered: BTreeSet<String>,
+    pub delivered: KeySet,
     /// Artifacts whose text duplicates an earlier message (kagent sends both): artifact id ->
     /// the item that already shows it.
     pub(super) artifact_aliases: BTreeMap<String, String>,
@@ -283,7 +285,7 @@ pub struct ChatView {
     /// not walk the transcript.
     pub(super) item_index: BTreeMap<String, usize>,
     /// The person's rating of each task's answer (stored, or given in this view).
-    pub ratings: BTreeMap<String, super::feedback::Rating>,
+    pub ratings: KeyedMap<super::feedback::Rating>,
 }
 
 impl Default for ChatView {
@@ -298,13 +300,13 @@ impl Default for ChatView {
             usage: None,
             turns: Vec::new(),
             tool_log: ToolLog::default(),
-            task_states: BTreeMap::new(),
-            seen_messages: BTreeSet::new(),
-            queued: BTreeSet::new(),
-            delivered: BTreeSet::new(),
+            task_states: KeyedMap::new(),
+            seen_messages: KeySet::new(),
+            queued: KeySet::new(),
+            delivered: KeySet::new(),
             artifact_aliases: BTreeMap::new(),
             item_index: BTreeMap::new(),
-            ratings: BTreeMap::new(),
+            ratings: KeyedMap::new(),
         }
     }
 }
