@@ -2,9 +2,9 @@
 //! and revokes a chat's read-only links; a shared view reads its one chat with the token; a
 //! person rates an answer.
 
-use signoff_protocol::codec;
+use signoff_protocol::codec::v03_only;
 use signoff_protocol::rest::{NewFeedback, NewShare, SessionDetail, Share, ShareList};
-use signoff_protocol::{ProtocolVersion, Task};
+use signoff_protocol::Task;
 
 use super::{http, ApiError};
 use crate::state::route::encode;
@@ -37,8 +37,7 @@ pub async fn load_shared(session: &str, token: &str) -> Result<Vec<Task>, ApiErr
         .tasks
         .iter()
         .map(|task| {
-            codec::decode_task(ProtocolVersion::V0_3, task)
-                .map_err(|err| ApiError::Decode(format!("{url}: {err}")))
+            v03_only::decode_task(task).map_err(|err| ApiError::Decode(format!("{url}: {err}")))
         })
         .collect()
 }
