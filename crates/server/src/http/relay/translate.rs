@@ -361,6 +361,14 @@ mod tests {
     }
 
     #[test]
+    fn a_keep_alive_is_told_from_a_piece_of_an_event() {
+        assert!(holds_comment(b": keep-alive\n\n"));
+        assert!(holds_comment(b"}}\n\n: keep-alive\n\n"));
+        assert!(!holds_comment(b"data: {\"text\": \"a: b\"}"));
+        assert!(!holds_comment(b""));
+    }
+
+    #[test]
     fn the_query_loses_its_version_only() {
         assert_eq!(without_version("A2A-Version=0.3&x=1"), "x=1");
         assert_eq!(without_version("x=1&y=A2A-Version"), "x=1&y=A2A-Version");
