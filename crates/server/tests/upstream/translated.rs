@@ -228,14 +228,27 @@ async fn a_chat_with_a_v10_only_remote_is_spoken_in_v03_and_recorded() {
         "hi"
     );
 
+    // A unary call: the task as v0.3 reads it.
+    let get = json!({"jsonrpc": "2.0", "id": "ui-4", "method": "tasks/get",
+                     "params": {"id": task}});
+    let answer: Value =
+        serde_json::from_slice(&relay(&app, RELAY, get.to_string().into_bytes()).await).unwrap();
+    assert_eq!(answer["id"], "ui-4");
+    assert_eq!(answer["result"]["kind"], "task", "{answer}");
+    let read = v03_only::decode_task(&answer["result"]).unwrap();
+    assert_eq!(read.status.state, TaskState::Completed);
+
     // Everything reached the remote in v1.0.
     let calls = front.calls.lock().unwrap().clone();
-    assert_eq!(calls.len(), 3, "{calls:?}");
-    for (version, call) in &calls {
+    assert_eq!(calls.len(), 4, "{calls:?}");
+    for (version, _) in &calls {
         assert_eq!(version.as_deref(), Some("1.0"));
+    }
+    for (_, call) in &calls[..3] {
         assert_eq!(call["method"], "SendStreamingMessage");
         assert_eq!(call["params"]["message"]["role"], "ROLE_USER");
     }
+    assert_eq!(calls[3].1["method"], "GetTask");
 
     // The chat is recorded here: both turns, the batch decided in the chat.
     let session = session_in_state(&app, &context, "completed").await;
