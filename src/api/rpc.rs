@@ -1,15 +1,16 @@
-//! A2A JSON-RPC over gloo-net: the agent card picks the protocol version, streaming methods
-//! read SSE from the response body through `signoff-protocol`'s parser.
+//! A2A JSON-RPC over gloo-net, always in v0.3 (the server's relay translates for remote
+//! agents that offer only v1.0: docs/wire.md, Versions); streaming methods read SSE from the
+//! response body through `signoff-protocol`'s parser. Only the v0.3 codec's own entry points
+//! are called, so the v1.0 codec stays out of the wasm.
 
 use std::cell::Cell;
 
 use serde_json::Value;
-use signoff_protocol::codec::{self, Method};
+use signoff_protocol::codec::{self, v03_only, Method};
 use signoff_protocol::hitl::extension;
 use signoff_protocol::jsonrpc::{Id, Request, Response};
 use signoff_protocol::{
-    Message, ProtocolVersion, SendConfiguration, SendMessageParams, StreamEvent, Task,
-    TaskIdParams, TaskQueryParams,
+    Message, SendConfiguration, SendMessageParams, StreamEvent, Task, TaskIdParams, TaskQueryParams,
 };
 
 use super::http::{self, Abort};
@@ -34,59 +35,38 @@ fn next_id() -> Id {
     })
 }
 
-/// Where and in which A2A version to talk to one agent.
+/// Where to talk to one agent, and how. The URL is always the server's endpoint for the agent
+/// on this origin: the server relays remote agents, and the browser could not reach them
+/// directly anyway.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
     pub url: String,
-    pub version: ProtocolVersion,
     /// The card declares kagent's HITL extension: every request activates it.
     pub hitl_extension: bool,
 }
 
 impl Endpoint {
-    /// The server's own endpoint for an agent, in v0.3 (what every A2A agent speaks).
+    /// The server's endpoint for an agent, without extensions (when its card is not read).
     pub fn fallback(namespace: &str, agent: &str) -> Self {
         Endpoint {
             url: format!("/api/a2a/{}/{}", encode(namespace), encode(agent)),
-            version: ProtocolVersion::V0_3,
             hitl_extension: false,
         }
     }
 }
 
-fn same_origin(url: &str) -> bool {
-    let origin = web_sys::window()
-        .and_then(|window| window.location().origin().ok())
-        .unwrap_or_default();
-    url.starts_with('/') || (!origin.is_empty() && url.starts_with(&format!("{origin}/")))
-}
-
-/// Reads the agent's card and picks v1.0 when it offers it. The URL stays on this origin: the
-/// server relays remote agents, and the browser could not reach them directly anyway.
+/// Reads the agent's card for the extensions it declares. Its interfaces are not read: every
+/// agent is spoken to in v0.3 at the server's endpoint for it (our agents serve v0.3, and the
+/// relay serves it for remote agents that offer only v1.0).
 pub async fn endpoint(namespace: &str, agent: &str) -> Endpoint {
     let fallback = Endpoint::fallback(namespace, agent);
     let card_url = format!("{}/.well-known/agent-card.json", fallback.url);
     let Ok(body) = http::get_json(&card_url).await else {
         return fallback;
     };
-    // The interfaces only: the whole card's decoding would be 7 KB of the download.
-    let interfaces = codec::decode_card_interfaces(&body);
-    let hitl_extension = extension::is_declared(&codec::decode_card_extensions(&body));
-    match interfaces.iter().max_by_key(|interface| interface.version) {
-        Some(interface) if same_origin(&interface.url) => Endpoint {
-            url: interface.url.clone(),
-            version: interface.version,
-            hitl_extension,
-        },
-        Some(interface) => Endpoint {
-            url: fallback.url,
-            version: interface.version,
-            hitl_extension,
-        },
-        None => Endpoint {
-            hitl_extension,
-            ..fallback
-        },
+    Endpoint {
+        hitl_extension: extension::is_declared(&codec::decode_card_extensions(&body)),
+        ..fallback
     }
 }
 
@@ -96,16 +76,16 @@ async fn post(
     params: Value,
     abort: Option<&Abort>,
 ) -> Result<gloo_net::http::Response, ApiError> {
-    let request = Request::new(next_id(), method.name(endpoint.version), params);
+    let request = Request::new(next_id(), v03_only::method_name(method), params);
     let body = serde_json::to_string(&request).map_err(|err| ApiError::Decode(err.to_string()))?;
     let signal = abort.and_then(Abort::signal);
     let mut request = gloo_net::http::Request::post(&endpoint.url)
-        .header("A2A-Version", endpoint.version.as_str())
+        .header("A2A-Version", v03_only::VERSION.as_str())
         .header("Accept", "text/event-stream, application/json")
         .abort_signal(signal.as_ref());
     if endpoint.hitl_extension {
         request = request.header(
-            extension::activation_header(endpoint.version),
+            extension::activation_header(v03_only::VERSION),
             extension::URI,
         );
     }
@@ -144,7 +124,7 @@ async fn stream(
         let response =
             Response::from_value(body).map_err(|err| ApiError::Decode(err.to_string()))?;
         let result = response.outcome.map_err(rpc_error)?;
-        let event = codec::decode_send_result(endpoint.version, &result)
+        let event = v03_only::decode_send_result(&result)
             .map_err(|err| ApiError::Decode(err.to_string()))?;
         on_event(event);
         return Ok(());
@@ -155,7 +135,7 @@ async fn stream(
         MAX_EVENT_BYTES,
         abort,
         &mut |event| {
-            let decoded = codec::decode_stream_response(endpoint.version, &event.data)
+            let decoded = v03_only::decode_stream_response(&event.data)
                 .map_err(|err| ApiError::Decode(err.to_string()))?;
             on_event(decoded.map_err(rpc_error)?);
             Ok(())
@@ -164,21 +144,18 @@ async fn stream(
     .await
 }
 
-/// `message/stream` (v1.0 `SendStreamingMessage`).
+/// `message/stream`.
 pub async fn send_streaming(
     endpoint: &Endpoint,
     message: &Message,
     abort: &Abort,
     on_event: &mut dyn FnMut(StreamEvent),
 ) -> Result<(), ApiError> {
-    let params = codec::encode_send_params(
-        endpoint.version,
-        &SendMessageParams {
-            message: message.clone(),
-            configuration: None,
-            metadata: None,
-        },
-    );
+    let params = v03_only::encode_send_params(&SendMessageParams {
+        message: message.clone(),
+        configuration: None,
+        metadata: None,
+    });
     stream(
         endpoint,
         Method::SendStreamingMessage,
@@ -189,64 +166,52 @@ pub async fn send_streaming(
     .await
 }
 
-/// `message/send` (v1.0 `SendMessage`) of a message for the working task, answered as soon as
+/// `message/send` of a message for the working task, answered as soon as
 /// the server took it (`blocking: false`): the open stream of the turn shows its delivery.
 pub async fn send_queued(endpoint: &Endpoint, message: &Message) -> Result<(), ApiError> {
-    let params = codec::encode_send_params(
-        endpoint.version,
-        &SendMessageParams {
-            message: message.clone(),
-            configuration: Some(SendConfiguration {
-                blocking: Some(false),
-                ..SendConfiguration::default()
-            }),
-            metadata: None,
-        },
-    );
+    let params = v03_only::encode_send_params(&SendMessageParams {
+        message: message.clone(),
+        configuration: Some(SendConfiguration {
+            blocking: Some(false),
+            ..SendConfiguration::default()
+        }),
+        metadata: None,
+    });
     call(endpoint, Method::SendMessage, params).await?;
     Ok(())
 }
 
-/// `tasks/resubscribe` (v1.0 `SubscribeToTask`): the rest of a running turn.
+/// `tasks/resubscribe`: the rest of a running turn.
 pub async fn resubscribe(
     endpoint: &Endpoint,
     task_id: &str,
     abort: &Abort,
     on_event: &mut dyn FnMut(StreamEvent),
 ) -> Result<(), ApiError> {
-    let params = codec::encode_task_id_params(
-        endpoint.version,
-        &TaskIdParams {
-            id: task_id.to_owned(),
-            metadata: None,
-        },
-    );
+    let params = v03_only::encode_task_id_params(&TaskIdParams {
+        id: task_id.to_owned(),
+        metadata: None,
+    });
     stream(endpoint, Method::SubscribeToTask, params, abort, on_event).await
 }
 
-/// `tasks/cancel` (v1.0 `CancelTask`): the task as it ended.
+/// `tasks/cancel`: the task as it ended.
 pub async fn cancel(endpoint: &Endpoint, task_id: &str) -> Result<Task, ApiError> {
-    let params = codec::encode_task_id_params(
-        endpoint.version,
-        &TaskIdParams {
-            id: task_id.to_owned(),
-            metadata: None,
-        },
-    );
+    let params = v03_only::encode_task_id_params(&TaskIdParams {
+        id: task_id.to_owned(),
+        metadata: None,
+    });
     let result = call(endpoint, Method::CancelTask, params).await?;
-    codec::decode_task(endpoint.version, &result).map_err(|err| ApiError::Decode(err.to_string()))
+    v03_only::decode_task(&result).map_err(|err| ApiError::Decode(err.to_string()))
 }
 
-/// `tasks/get` (v1.0 `GetTask`).
+/// `tasks/get`.
 pub async fn get_task(endpoint: &Endpoint, task_id: &str) -> Result<Task, ApiError> {
-    let params = codec::encode_task_query(
-        endpoint.version,
-        &TaskQueryParams {
-            id: task_id.to_owned(),
-            history_length: None,
-            metadata: None,
-        },
-    );
+    let params = v03_only::encode_task_query(&TaskQueryParams {
+        id: task_id.to_owned(),
+        history_length: None,
+        metadata: None,
+    });
     let result = call(endpoint, Method::GetTask, params).await?;
-    codec::decode_task(endpoint.version, &result).map_err(|err| ApiError::Decode(err.to_string()))
+    v03_only::decode_task(&result).map_err(|err| ApiError::Decode(err.to_string()))
 }

@@ -1,8 +1,8 @@
 //! The sessions REST surface (docs/rest.md, Sessions): list, one session with its tasks, delete.
 
-use signoff_protocol::codec;
+use signoff_protocol::codec::v03_only;
 use signoff_protocol::rest::{SessionDetail, SessionList};
-use signoff_protocol::{ProtocolVersion, Task};
+use signoff_protocol::Task;
 
 use super::{http, ApiError};
 use crate::state::route::encode;
@@ -28,7 +28,7 @@ pub async fn load(id: &str) -> Result<(SessionInfo, Vec<Task>), ApiError> {
 pub(super) fn decode_tasks(url: &str, tasks: &[serde_json::Value]) -> Result<Vec<Task>, ApiError> {
     let mut decoded = Vec::with_capacity(tasks.len());
     for (index, task) in tasks.iter().enumerate() {
-        let task = codec::decode_task(ProtocolVersion::V0_3, task)
+        let task = v03_only::decode_task(task)
             .map_err(|err| ApiError::Decode(format!("{url}: task {index}: {err}")))?;
         decoded.push(task);
     }

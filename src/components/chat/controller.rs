@@ -192,8 +192,9 @@ impl ChatCtl {
                     self.on_event(&event)
                 })
                 .await;
-                // The expiry's turn may end the task before this look: v1.0 refuses to
-                // subscribe to an ended task (-32004). Then read the task as it ended.
+                // The expiry's turn may end the task before this look: a v1.0 agent behind
+                // the relay refuses to subscribe to an ended task (-32004, passed on in v0.3).
+                // Then read the task as it ended.
                 let result = match result {
                     Err(ApiError::Rpc { code, .. })
                         if code == ErrorCode::UnsupportedOperation.code() =>

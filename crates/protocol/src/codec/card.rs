@@ -164,6 +164,52 @@ pub fn encode_agent_card(card: &AgentCard, flavor: CardFlavor) -> Value {
     })
 }
 
+/// Adds a JSON-RPC interface at `url` in `version` to a card of either version (its
+/// `supportedInterfaces`), for a relay that serves the agent in a version the agent itself does
+/// not offer. A lenient card without v0.3's main `url` gets it too when `version` is v0.3, so
+/// v0.3 clients that read only that field find the interface. A card that is not a JSON object
+/// is left as it is.
+pub fn offer_card_interface(
+    card: &mut Value,
+    url: &str,
+    version: ProtocolVersion,
+    flavor: CardFlavor,
+) {
+    let Some(card) = card.as_object_mut() else {
+        return;
+    };
+    let interface = to_value(WireInterface {
+        url: url.to_owned(),
+        protocol_binding: JSONRPC.to_owned(),
+        protocol_version: version.as_str().to_owned(),
+    });
+    let supported = card
+        .entry("supportedInterfaces")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !supported.is_array() {
+        *supported = Value::Array(Vec::new());
+    }
+    if let Some(list) = supported.as_array_mut() {
+        if !list.contains(&interface) {
+            list.push(interface);
+        }
+    }
+    if version == ProtocolVersion::V0_3
+        && flavor == CardFlavor::Lenient
+        && !card.contains_key("url")
+    {
+        card.insert("url".to_owned(), Value::String(url.to_owned()));
+        card.insert(
+            "protocolVersion".to_owned(),
+            Value::String(V03_CARD_VERSION.to_owned()),
+        );
+        card.insert(
+            "preferredTransport".to_owned(),
+            Value::String(JSONRPC.to_owned()),
+        );
+    }
+}
+
 /// The JSON-RPC interfaces of a card of either version, by the same rules as
 /// [`decode_agent_card`], read without the rest of the card: all a client needs to pick a version
 /// and a URL. An interface it cannot read is left out rather than failing the card. (The browser

@@ -6,7 +6,9 @@
 //! path of a problem ("params.message.parts[0].kind: missing").
 
 mod card;
+pub mod translate;
 mod v03;
+pub mod v03_only;
 mod v10;
 
 use serde::de::DeserializeOwned;
@@ -21,7 +23,7 @@ use crate::model::{
 
 pub use card::{
     decode_agent_card, decode_card_extensions, decode_card_interfaces, encode_agent_card,
-    CardFlavor,
+    offer_card_interface, CardFlavor,
 };
 
 /// A payload that does not match its version's schema; the Display names the JSON path.
@@ -210,7 +212,11 @@ pub fn encode_send_result(v: ProtocolVersion, result: &StreamEvent) -> Value {
 
 /// Reads the result of `message/send`; only a task or a message is accepted.
 pub fn decode_send_result(v: ProtocolVersion, result: &Value) -> Result<StreamEvent, DecodeError> {
-    let event = decode_event(v, result)?;
+    send_result_only(decode_event(v, result)?)
+}
+
+/// A send result's event, refused when it is an update (which no send result may be).
+fn send_result_only(event: StreamEvent) -> Result<StreamEvent, DecodeError> {
     match event {
         StreamEvent::Task(_) | StreamEvent::Message(_) => Ok(event),
         StreamEvent::StatusUpdate(_) | StreamEvent::ArtifactUpdate(_) => Err(DecodeError::new(
@@ -296,12 +302,20 @@ pub fn decode_stream_response(
     v: ProtocolVersion,
     data: &str,
 ) -> Result<Result<StreamEvent, ErrorObject>, DecodeError> {
+    stream_response_with(data, |result| decode_event(v, result))
+}
+
+/// [`decode_stream_response`] with the result read by `decode`.
+fn stream_response_with(
+    data: &str,
+    decode: impl FnOnce(&Value) -> Result<StreamEvent, DecodeError>,
+) -> Result<Result<StreamEvent, ErrorObject>, DecodeError> {
     let value: Value = serde_json::from_str(data)
         .map_err(|err| DecodeError::new("data", format!("not JSON: {err}")))?;
     let response =
         Response::from_value(value).map_err(|err| DecodeError::new("response", err.to_string()))?;
     match response.outcome {
-        Ok(result) => decode_event(v, &result).map(Ok),
+        Ok(result) => decode(&result).map(Ok),
         Err(error) => Ok(Err(error)),
     }
 }

@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use super::a2a::request_version;
 use super::{a2a, card, origin, rest, AppState, User};
 use crate::agent::{AgentsFile, ConfigError};
+use listing::rewrite_card;
 use record::Recording;
 
 pub use chats::{decide, session};
@@ -202,17 +203,28 @@ pub async fn a2a(
         Some(remote) => {
             let version = request_version(&headers, &query).unwrap_or(ProtocolVersion::V0_3);
             let shutdown = state.remotes.shutdown.clone();
+            if request_version(&headers, &query) == Ok(ProtocolVersion::V0_3)
+                && remote.offers_only_v10().await
+            {
+                let query = raw_query.as_deref();
+                return translate::relay(
+                    &state, &remote, &user.0, &headers, query, &body, shutdown,
+                )
+                .await;
+            }
             let recording = Recording::start(&state.runtime, &remote, &user.0, &body, version);
+            let call = RpcCall::of(&body, version);
             remote
                 .forward(
                     &user.0,
                     &headers,
                     raw_query.as_deref(),
                     body,
-                    version,
+                    call,
                     Passing {
                         shutdown,
                         recording,
+                        translation: None,
                     },
                 )
                 .await
@@ -256,6 +268,8 @@ pub async fn agent_card(
                 remote.endpoint()
             );
             rewrite_card(&mut card, &relay_url);
+            let asked_v10 = request_version(&headers, &query) == Ok(ProtocolVersion::V1_0);
+            translate::offer_v03(&mut card, &relay_url, asked_v10);
             Json(card).into_response()
         }
         Err(message) => {
@@ -293,13 +307,13 @@ impl RemoteAgent {
         headers: &HeaderMap,
         raw_query: Option<&str>,
         body: Bytes,
-        version: ProtocolVersion,
+        call: RpcCall,
         Passing {
             shutdown,
             recording,
+            translation,
         }: Passing,
     ) -> Response {
-        let call = RpcCall::of(&body, version);
         let mut url = self.url.clone();
         if let Some(extra) = raw_query.filter(|query| !query.is_empty()) {
             let query = match url.query() {
@@ -351,7 +365,12 @@ impl RemoteAgent {
         let echoed: Vec<(&str, HeaderValue)> = ECHOED
             .into_iter()
             .filter_map(|name| Some((name, response.headers().get(name)?.clone())))
+            .map(|(name, value)| match translation {
+                Some(_) => (translate::echoed_name(name), value),
+                None => (name, value),
+            })
             .collect();
+        let id = call.id.clone();
         let relayed = RelayedBody {
             response,
             idle_timeout: self.idle_timeout,
@@ -362,10 +381,19 @@ impl RemoteAgent {
             ended: false,
             recording,
         };
-        let body = Body::from_stream(stream::unfold(relayed, |mut relayed| async move {
-            let item = relayed.next_chunk().await?;
-            Some((item, relayed))
-        }));
+        let (body, content_type, is_sse) = match translation {
+            Some(translation) => {
+                let (body, content_type, is_sse) = translation.body(relayed, id, is_sse);
+                (body, Some(content_type), is_sse)
+            }
+            None => {
+                let body = Body::from_stream(stream::unfold(relayed, |mut relayed| async move {
+                    let item = relayed.next_chunk().await?;
+                    Some((item, relayed))
+                }));
+                (body, content_type, is_sse)
+            }
+        };
         let mut builder = Response::builder().status(status);
         for (name, value) in echoed {
             builder = builder.header(name, value);
@@ -384,56 +412,15 @@ impl RemoteAgent {
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
         })
     }
-
-    async fn fetch_card(&self, version: Option<HeaderValue>) -> Result<Value, String> {
-        let mut request = self
-            .client
-            .get(self.card_url.clone())
-            .header(header::ACCEPT, "application/json");
-        if let Some(version) = version {
-            request = request.header("a2a-version", version);
-        }
-        let fetched = tokio::time::timeout(CARD_TIMEOUT, async {
-            let response = request.send().await?.error_for_status()?;
-            response.json::<Value>().await
-        })
-        .await;
-        match fetched {
-            Ok(Ok(card)) if card.is_object() => Ok(card),
-            Ok(Ok(_)) => Err(format!(
-                "the remote agent at {} sent an agent card that is not a JSON object",
-                self.host
-            )),
-            Ok(Err(err)) => {
-                tracing::warn!(remote = %self.host, error = %err, "cannot fetch a remote agent card");
-                Err(format!(
-                    "the remote agent at {} did not give its agent card",
-                    self.host
-                ))
-            }
-            Err(_elapsed) => Err(format!(
-                "the remote agent at {} did not give its agent card within {} s",
-                self.host,
-                CARD_TIMEOUT.as_secs()
-            )),
-        }
-    }
-
-    fn remember_card(&self, card: Option<Value>) {
-        if let Ok(mut cached) = self.card.lock() {
-            *cached = Some(CachedCard {
-                fetched: Instant::now(),
-                card,
-            });
-        }
-    }
 }
 
-/// What a relayed answer is passed on with: the shutdown that ends it, and the recording that
-/// keeps a copy for the store (`record`).
+/// What a relayed answer is passed on with: the shutdown that ends it, the recording that
+/// keeps a copy for the store (`record`), and for a v0.3 caller of a v1.0 remote its
+/// translation (`translate`).
 struct Passing {
     shutdown: CancellationToken,
     recording: Option<Recording>,
+    translation: Option<translate::Translation>,
 }
 
 /// What the relay knows of a call: enough to answer it with an error of the right shape.
@@ -568,31 +555,9 @@ fn between_events(tail: &[u8]) -> bool {
     tail.is_empty() || strip_line_end(tail).and_then(strip_line_end).is_some()
 }
 
-/// Points the card's JSON-RPC URLs at our relay; interfaces we cannot relay are left out.
-fn rewrite_card(card: &mut Value, relay_url: &str) {
-    if card.get("url").is_some_and(Value::is_string) {
-        card["url"] = json!(relay_url);
-    }
-    for key in ["additionalInterfaces", "supportedInterfaces"] {
-        if let Some(interfaces) = card.get_mut(key).and_then(Value::as_array_mut) {
-            interfaces.retain(|interface| {
-                interface
-                    .get("transport")
-                    .or_else(|| interface.get("protocolBinding"))
-                    .and_then(Value::as_str)
-                    .is_none_or(|binding| binding.eq_ignore_ascii_case("JSONRPC"))
-            });
-            for interface in interfaces.iter_mut() {
-                if interface.get("url").is_some() {
-                    interface["url"] = json!(relay_url);
-                }
-            }
-        }
-    }
-}
-
 mod chats;
 mod listing;
 mod record;
 #[cfg(test)]
 mod tests;
+mod translate;

@@ -13,3 +13,4 @@ mod openai;
 mod relay;
 mod relayed;
 mod subagent;
+mod translated;

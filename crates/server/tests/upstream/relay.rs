@@ -40,6 +40,21 @@ remote = {{ url = "{remote_base}{REMOTE_PATH}"{extra} }}
     )
 }
 
+/// kagent's recorded card (v0.3). The relay reads a remote's card before it relays the first
+/// call, to know whether the remote offers v0.3 (docs/wire.md, Translation).
+fn kagent_card() -> axum::response::Response {
+    let card: Value = serde_json::from_slice(&kagent("agent_card.json")).unwrap();
+    json_response(200, &card)
+}
+
+/// The calls the remote got (its card's reads left out).
+fn posts(stub: &Stub) -> Vec<Recorded> {
+    stub.requests()
+        .into_iter()
+        .filter(|request| request.method == "POST")
+        .collect()
+}
+
 /// The recorded kagent runtime: its card, and the streams of the scenarios a, c1 and c2. The
 /// decision of c2 is answered only if it arrives exactly as recorded.
 fn kagent_runtime(request: &Recorded) -> axum::response::Response {
@@ -48,8 +63,7 @@ fn kagent_runtime(request: &Recorded) -> axum::response::Response {
             request.uri,
             format!("{REMOTE_PATH}.well-known/agent-card.json")
         );
-        let card: Value = serde_json::from_slice(&kagent("agent_card.json")).unwrap();
-        return json_response(200, &card);
+        return kagent_card();
     }
     assert_eq!(request.uri, REMOTE_PATH);
     let scenario = match request.json()["id"].as_str().unwrap() {
@@ -111,7 +125,7 @@ async fn relays_a_kagent_stream_byte_for_byte_with_the_user_id() {
         .unwrap();
     assert_eq!(body.as_ref(), kagent("a_plain_text.sse").as_slice());
 
-    let requests = stub.requests();
+    let requests = posts(&stub);
     assert_eq!(requests.len(), 1);
     let forwarded = &requests[0];
     assert_eq!(
@@ -148,7 +162,7 @@ async fn forwards_a_decision_unchanged_and_relays_the_resumed_stream() {
         paused.last().unwrap()["result"]["status"]["state"],
         "input-required"
     );
-    let requests = stub.requests();
+    let requests = posts(&stub);
     assert_eq!(requests.len(), 2);
     assert_eq!(
         requests[1].body.as_ref(),
@@ -165,7 +179,10 @@ async fn streams_as_the_remote_sends_without_buffering() {
     let rest = recorded[first.len()..].to_vec();
     let (open_gate, gate) = oneshot::channel::<()>();
     let gate = Mutex::new(Some((first.clone().into_bytes(), rest, gate)));
-    let stub = Stub::start(move |_| {
+    let stub = Stub::start(move |request| {
+        if request.method == "GET" {
+            return kagent_card();
+        }
         let (first, rest, gate) = gate.lock().unwrap().take().unwrap();
         gated_sse(first, rest, gate)
     })
@@ -324,7 +341,10 @@ async fn silent_remote(
     let (dropped, was_dropped) = oneshot::channel();
     let dropped = Mutex::new(Some(dropped));
     let reply = first.clone();
-    let stub = Stub::start(move |_| {
+    let stub = Stub::start(move |request| {
+        if request.method == "GET" {
+            return kagent_card();
+        }
         held_sse(
             reply.clone().into_bytes(),
             dropped.lock().unwrap().take().unwrap(),

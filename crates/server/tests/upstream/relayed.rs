@@ -100,7 +100,7 @@ async fn fake_kagent() -> Stub {
     .await
 }
 
-async fn relay(app: &TestApp, path: &str, body: Vec<u8>) -> Vec<u8> {
+pub(crate) async fn relay(app: &TestApp, path: &str, body: Vec<u8>) -> Vec<u8> {
     let response = app
         .post(path)
         .header("content-type", "application/json")
@@ -116,7 +116,7 @@ async fn relay(app: &TestApp, path: &str, body: Vec<u8>) -> Vec<u8> {
 }
 
 /// The stored session as `GET /api/sessions/{id}` shows it, once its last task is in `state`.
-async fn session_in_state(app: &TestApp, context: &str, state: &str) -> Value {
+pub(crate) async fn session_in_state(app: &TestApp, context: &str, state: &str) -> Value {
     eventually(&format!("session {context} to be {state}"), || async {
         let (status, body) = app.get(&format!("/api/sessions/{context}")).await;
         (status == 200 && body["tasks"].as_array()?.last()?["status"]["state"] == state)
@@ -126,7 +126,7 @@ async fn session_in_state(app: &TestApp, context: &str, state: &str) -> Value {
 }
 
 /// The pending approvals, once there are `count`.
-async fn pending(app: &TestApp, count: usize) -> Vec<Value> {
+pub(crate) async fn pending(app: &TestApp, count: usize) -> Vec<Value> {
     eventually(&format!("{count} pending approvals"), || async {
         let (_, body) = app.get("/api/approvals").await;
         let approvals = body["approvals"].as_array()?.clone();

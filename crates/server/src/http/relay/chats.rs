@@ -120,8 +120,8 @@ pub async fn decide(
 
 impl RemoteAgent {
     /// Sends a decision message to the remote as `message/stream` (v1.0 `SendStreamingMessage`
-    /// with the extension activated, for kagent's HITL extension) and records its answer to
-    /// the end.
+    /// with the extension activated, for kagent's HITL extension, or to a remote that offers
+    /// only v1.0) and records its answer to the end.
     async fn send_decision(
         self: &Arc<Self>,
         runtime: &Arc<crate::agent::Runtime>,
@@ -131,7 +131,7 @@ impl RemoteAgent {
     ) -> Result<(), HttpError> {
         let version = match dialect {
             Dialect::KagentExtension => ProtocolVersion::V1_0,
-            Dialect::Native | Dialect::Kagent => ProtocolVersion::V0_3,
+            Dialect::Native | Dialect::Kagent => self.own_calls_version().await,
         };
         let params = codec::encode_send_params(
             version,

@@ -364,10 +364,10 @@ impl RemoteAgent {
         format!("{}/{}", self.namespace, self.name)
     }
 
-    /// The remote's `tasks/get` of a task (A2A v0.3, which kagent speaks); `None` when it
-    /// does not answer with one in time.
+    /// The remote's `tasks/get` of a task (A2A v0.3, which kagent speaks, or v1.0 for a
+    /// remote that offers only v1.0); `None` when it does not answer with one in time.
     pub(super) async fn get_task(&self, user: &str, task_id: &str) -> Option<Task> {
-        let version = ProtocolVersion::V0_3;
+        let version = self.own_calls_version().await;
         let params = codec::encode_task_query(
             version,
             &TaskQueryParams {
@@ -382,13 +382,16 @@ impl RemoteAgent {
             "method": Method::GetTask.name(version),
             "params": params,
         });
-        let request = self
+        let mut request = self
             .client
             .post(self.url.clone())
             .header(USER_HEADER, user)
             .header(header::CONTENT_TYPE, "application/json")
-            .header(header::ACCEPT, "application/json")
-            .body(body.to_string());
+            .header(header::ACCEPT, "application/json");
+        if version == ProtocolVersion::V1_0 {
+            request = request.header("a2a-version", version.as_str());
+        }
+        let request = request.body(body.to_string());
         let answer = tokio::time::timeout(super::CARD_TIMEOUT, async {
             request
                 .send()
