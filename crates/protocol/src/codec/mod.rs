@@ -370,11 +370,13 @@ pub(crate) fn decode_list<T>(
     path: &str,
     decode: impl Fn(&Value, &str) -> Result<T, DecodeError>,
 ) -> Result<Vec<T>, DecodeError> {
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| decode(item, &index(path, i)))
-        .collect()
+    // A loop rather than a `collect` into `Result`: each such `collect` is its own adapter in
+    // the browser's download.
+    let mut decoded = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        decoded.push(decode(item, &index(path, i))?);
+    }
+    Ok(decoded)
 }
 
 #[cfg(test)]
