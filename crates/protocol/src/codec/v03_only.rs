@@ -60,14 +60,7 @@ mod tests {
 
     #[test]
     fn method_names_are_the_version_tables() {
-        for method in [
-            Method::SendMessage,
-            Method::SendStreamingMessage,
-            Method::GetTask,
-            Method::CancelTask,
-            Method::SubscribeToTask,
-            Method::ListTasks,
-        ] {
+        for method in Method::ALL {
             assert_eq!(method_name(method), method.name(VERSION));
         }
     }
