@@ -175,8 +175,10 @@ impl Response {
     }
 
     pub fn from_value(value: Value) -> Result<Self, EnvelopeError> {
-        let wire: WireResponse =
-            serde_json::from_value(value).map_err(|err| EnvelopeError(err.to_string()))?;
+        // Read through a borrow, as the codecs read their wire types: a second deserializer
+        // (the owned `Value`'s) would be one more copy of serde's code in the browser's wasm.
+        let wire =
+            WireResponse::deserialize(&value).map_err(|err| EnvelopeError(err.to_string()))?;
         let outcome = match (wire.result, wire.error) {
             (Some(result), None) => Ok(result),
             (None, Some(error)) => Err(error),
