@@ -115,7 +115,9 @@ impl Verdict {
             Some("deny" | "reject") => Ok(Verdict::Deny),
             Some(_) | None => Err(DecisionError::BadVerdict {
                 id: id.to_owned(),
-                value: value.to_string(),
+                // `serde_json::to_string`, not `Value`'s `Display`: the browser's wasm already
+                // has the one and would carry the other for this message alone.
+                value: serde_json::to_string(value).unwrap_or_default(),
             }),
         }
     }

@@ -173,7 +173,8 @@ pub fn answered_result(questions: &[Question], answers: &[Answer]) -> Value {
             json!({"question": question.question, "answer": answers.get(at).cloned().unwrap_or_default()})
         })
         .collect();
-    json!({"result": Value::Array(pairs).to_string()})
+    let pairs = serde_json::to_string(&pairs).unwrap_or_default();
+    json!({ "result": pairs })
 }
 
 /// The question and answer pairs in a question call's result, if it is one.
