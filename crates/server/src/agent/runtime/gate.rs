@@ -35,7 +35,7 @@ impl Runtime {
         Ok(accepted)
     }
 
-    /// [`Runtime::send`] for a stream: the task's runner comes back unstarted in
+    /// [`Runtime::send`] for a stream: a decision's runner comes back unstarted in
     /// [`Accepted::runner`], for the stream to drop once its follower is spawned.
     pub async fn send_for_stream(
         self: &Arc<Self>,
@@ -154,13 +154,15 @@ impl Runtime {
         self.metrics.task_entered(TaskState::Submitted);
         self.metrics.task_entered(TaskState::Working);
         let watch = Some(self.watch_early(&task_id));
-        let runner = self.pending_runner(&task_id, RunnerStart::New { row, new_session });
+        // A new task's runner starts at once: the turn it runs is what the stream waits for
+        // (deferring it measurably delayed the time to pause).
+        self.spawn_runner(&task_id, RunnerStart::New { row, new_session });
         Ok(Accepted {
             task_id,
             after_seq: 0,
             committed,
             watch,
-            runner: Some(runner),
+            runner: None,
         })
     }
 

@@ -59,11 +59,12 @@ pub(super) enum RunnerStart {
     Stored { reply_message_id: Option<String> },
 }
 
-/// A runner that starts when this is dropped: a request that accepted a message or a decision
-/// holds it until its stream's follower is spawned. Of two tasks spawned in a row, tokio runs
-/// the second next on this worker and wakes another worker for the first; the follower only
-/// subscribes and waits, but the runner, taken up by a worker woken on the same CPU, kept the
-/// request from sending its first event for the length of the runner's first steps.
+/// A runner that starts when this is dropped: a decision sent as a stream holds it until the
+/// stream's follower is spawned. Of two tasks spawned in a row, tokio runs the second next on
+/// this worker and wakes another worker for the first; the follower only subscribes and waits,
+/// but the runner, taken up by a worker woken on the same CPU, kept the request from sending
+/// its first event for the length of the runner's first steps (bench: ~0.3 ms of the ~0.64 ms
+/// from the decision's request to its first event written).
 #[must_use = "the runner starts when this is dropped"]
 pub struct PendingRunner {
     runtime: Arc<Runtime>,
