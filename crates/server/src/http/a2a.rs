@@ -379,13 +379,18 @@ async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcRespon
     // Subscribed before the runner started; good for following on from everything the call
     // committed, not from an earlier point.
     let mut early_watch = None;
+    // The runner, started once the follower is spawned (`PendingRunner` says why).
+    let mut runner = None;
     let (task_id, snapshot_upto, follow_after, close_if_final) = match call.method {
         Method::SendStreamingMessage => {
             let params = match codec::decode_send_params(call.version, &call.params) {
                 Ok(params) => params,
                 Err(err) => return Err(call.decode_error(&err)),
             };
-            let accepted = match runtime.send(&call.user, &call.agent, params.message).await {
+            let accepted = match runtime
+                .send_for_stream(&call.user, &call.agent, params.message)
+                .await
+            {
                 Ok(accepted) => accepted,
                 Err(err) => return Err(call.agent_error(&err)),
             };
@@ -396,6 +401,7 @@ async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcRespon
                     let after = accepted.after_seq + accepted.committed.len() as i64;
                     committed = accepted.committed;
                     early_watch = accepted.watch;
+                    runner = accepted.runner;
                     (accepted.task_id, None, after, false)
                 }
                 // v1.0 opens with a task snapshot that includes the first event the acceptance
@@ -469,8 +475,10 @@ async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcRespon
     } else {
         StreamEnd::Final
     };
+    let follower = runtime.follow_from(&task_id, follow_after, early_watch, end);
+    drop(runner);
     let events = stream::iter(committed.into_iter().map(Ok))
-        .chain(runtime.follow_from(&task_id, follow_after, early_watch, end))
+        .chain(follower)
         .map(move |item| {
             let event = match item {
                 // Stored in this very version: sent on as stored, not decoded and encoded again.

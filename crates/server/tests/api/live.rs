@@ -1,6 +1,7 @@
 //! Talking to a task that has not finished (docs/wire.md, Methods): a message to a working task
 //! joins the conversation before the agent's next model turn; free text to a paused task
-//! rejects its pending calls with the text as the reason; cancel still stops either.
+//! rejects its pending calls with the text as the reason; cancel still stops either; a decision
+//! whose client leaves after the first event still runs.
 
 use serde_json::{json, Value};
 
@@ -206,4 +207,26 @@ async fn free_text_to_a_paused_task_rejects_its_calls_with_the_text_as_reason() 
         body["decisions"][0]["summary"],
         format!("Rejected: {reason}")
     );
+}
+
+/// A streamed decision's runner starts once its stream is set up (`PendingRunner`), and starts
+/// all the same when the client leaves after the first event.
+#[tokio::test]
+async fn a_decision_whose_stream_is_dropped_after_its_first_event_still_runs() {
+    let app = spawn_app().await;
+    let (task, context) = pause(&app, None).await;
+    let body = message_request(
+        "message/stream",
+        decision(&task, &context, json!({"decision_type": "approve"})),
+    );
+    let mut stream = app.open_stream(None, None, body).await;
+    let first = stream.next().await.expect("the decision's first event");
+    assert_eq!(first["result"]["status"]["state"], "working");
+    drop(stream);
+    wait_for_state(&app, &task, "completed").await;
+    assert_eq!(
+        std::fs::read_to_string(app.sandbox().join("notes.txt")).unwrap(),
+        "hi"
+    );
+    assert!(!app.sandbox().join("old.txt").exists());
 }

@@ -195,7 +195,9 @@ impl Runtime {
         {
             (Some(seq), decided) => {
                 let batch_id = decided.batch_id;
-                Ok((self.decided(user, seq, decided), batch_id))
+                let mut accepted = self.decided(user, seq, decided);
+                accepted.start_runner();
+                Ok((accepted, batch_id))
             }
             (None, _) => Err(AgentError::Internal(
                 "a planned decision was not written".into(),
@@ -326,12 +328,13 @@ impl Runtime {
         self.notify(&task_id, vec![logged.clone()]);
         tracing::info!(task = %task_id, user, channel = channel.as_str(), decision = %summary, "batch decided");
         let watch = Some(self.watch_early(&task_id));
-        self.spawn_runner(&task_id, RunnerStart::Stored { reply_message_id });
+        let runner = self.pending_runner(&task_id, RunnerStart::Stored { reply_message_id });
         Accepted {
             after_seq: seq - 1,
             committed: vec![logged],
             task_id,
             watch,
+            runner: Some(runner),
         }
     }
 

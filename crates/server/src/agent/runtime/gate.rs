@@ -30,6 +30,19 @@ impl Runtime {
         agent: &Arc<Agent>,
         message: Message,
     ) -> Result<Accepted> {
+        let mut accepted = self.send_for_stream(user, agent, message).await?;
+        accepted.start_runner();
+        Ok(accepted)
+    }
+
+    /// [`Runtime::send`] for a stream: a decision's runner comes back unstarted in
+    /// [`Accepted::runner`], for the stream to drop once its follower is spawned.
+    pub async fn send_for_stream(
+        self: &Arc<Self>,
+        user: &str,
+        agent: &Arc<Agent>,
+        message: Message,
+    ) -> Result<Accepted> {
         self.send_as(user, agent, message, view::new_id()).await
     }
 
@@ -141,12 +154,15 @@ impl Runtime {
         self.metrics.task_entered(TaskState::Submitted);
         self.metrics.task_entered(TaskState::Working);
         let watch = Some(self.watch_early(&task_id));
+        // A new task's runner starts at once: the turn it runs is what the stream waits for
+        // (deferring it measurably delayed the time to pause).
         self.spawn_runner(&task_id, RunnerStart::New { row, new_session });
         Ok(Accepted {
             task_id,
             after_seq: 0,
             committed,
             watch,
+            runner: None,
         })
     }
 

@@ -45,6 +45,7 @@ impl Runtime {
             after_seq: last_seq,
             committed: Vec::new(),
             watch: None,
+            runner: None,
         })
     }
 

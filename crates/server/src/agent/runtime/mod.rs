@@ -32,6 +32,7 @@ pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
 pub use reads::Session;
 pub use relayed::{as_recorded, RelayedExchange};
+pub use runner::PendingRunner;
 pub use sharing::{CreatedShare, ShareGrant};
 
 use std::collections::HashMap;
@@ -187,6 +188,17 @@ pub struct Accepted {
     /// every event up to `after_seq + committed.len()` itself follows on from there with it
     /// (see [`Runtime::follow_from`]).
     pub watch: Option<EarlyWatch>,
+    /// The task's runner, if it has not started yet ([`Runtime::send_for_stream`]): it starts
+    /// when this is dropped, which a stream does once its follower is spawned.
+    pub runner: Option<PendingRunner>,
+}
+
+impl Accepted {
+    /// Starts the task's runner now if it has not started: a caller that waits for the task's
+    /// events without a follower of its own must, or it would wait forever.
+    pub fn start_runner(&mut self) {
+        drop(self.runner.take());
+    }
 }
 
 pub struct Runtime {

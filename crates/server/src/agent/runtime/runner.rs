@@ -59,6 +59,36 @@ pub(super) enum RunnerStart {
     Stored { reply_message_id: Option<String> },
 }
 
+/// A runner that starts when this is dropped: a decision sent as a stream holds it until the
+/// stream's follower is spawned. Of two tasks spawned in a row, tokio runs the second next on
+/// this worker and wakes another worker for the first; the follower only subscribes and waits,
+/// but the runner, taken up by a worker woken on the same CPU, kept the request from sending
+/// its first event for the length of the runner's first steps (bench: ~0.3 ms of the ~0.64 ms
+/// from the decision's request to its first event written).
+#[must_use = "the runner starts when this is dropped"]
+pub struct PendingRunner {
+    runtime: Arc<Runtime>,
+    task_id: String,
+    /// The runner's start and its span, made under the caller's span; taken at the spawn.
+    start: Option<(RunnerStart, tracing::Span)>,
+}
+
+impl std::fmt::Debug for PendingRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingRunner")
+            .field("task_id", &self.task_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for PendingRunner {
+    fn drop(&mut self) {
+        if let Some((start, span)) = self.start.take() {
+            self.runtime.spawn_runner_in(span, &self.task_id, start);
+        }
+    }
+}
+
 impl Runtime {
     // ---- runners ---------------------------------------------------------------------------
 
@@ -90,14 +120,37 @@ impl Runtime {
     /// Starts a runner for the task. Its span is a child of the caller's (the message or the
     /// decision that started it): `run` for a new task, `resume` for one taken up again.
     pub(super) fn spawn_runner(self: &Arc<Self>, task_id: &str, start: RunnerStart) {
-        let runtime = self.clone();
-        let task_id = task_id.to_owned();
-        let span = match &start {
+        let span = Self::runner_span(task_id, &start);
+        self.spawn_runner_in(span, task_id, start);
+    }
+
+    /// [`Runtime::spawn_runner`] once the caller's stream is set up (see [`PendingRunner`]);
+    /// the runner's span is made now, under the caller's.
+    pub(super) fn pending_runner(
+        self: &Arc<Self>,
+        task_id: &str,
+        start: RunnerStart,
+    ) -> PendingRunner {
+        let span = Self::runner_span(task_id, &start);
+        PendingRunner {
+            runtime: self.clone(),
+            task_id: task_id.to_owned(),
+            start: Some((start, span)),
+        }
+    }
+
+    fn runner_span(task_id: &str, start: &RunnerStart) -> tracing::Span {
+        match start {
             RunnerStart::New { row, .. } => {
                 tracing::info_span!("run", task.id = %task_id, context.id = %row.context_id)
             }
             RunnerStart::Stored { .. } => tracing::info_span!("resume", task.id = %task_id),
-        };
+        }
+    }
+
+    fn spawn_runner_in(self: &Arc<Self>, span: tracing::Span, task_id: &str, start: RunnerStart) {
+        let runtime = self.clone();
+        let task_id = task_id.to_owned();
         let lock = match self.locks.lock() {
             Ok(mut locks) => locks.entry(task_id.clone()).or_default().clone(),
             Err(_) => Arc::new(tokio::sync::Mutex::new(())),

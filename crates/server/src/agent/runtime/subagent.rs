@@ -221,7 +221,8 @@ impl Runtime {
         let mut message = Message::new(view::new_id(), Role::User, vec![Part::text(text)]);
         message.context_id = Some(link.child_context_id.clone());
         self.send_as(&run.user_id, &agent, message, link.child_task_id.clone())
-            .await?;
+            .await?
+            .start_runner();
         Ok(())
     }
 

@@ -12,6 +12,12 @@ use super::{
 };
 use crate::store::columns::*;
 
+/// The condition of the partial indexes on pending batches (`one_pending_batch_per_task`,
+/// `batches_by_deadline`), spelt as a literal in every statement that looks for pending batches.
+/// With `state = ?` SQLite can only tell whether such an index fits once the value is bound, so
+/// it prepares the statement again at every run: most of a decision's time in the store.
+pub(super) const PENDING: &str = "state = 'pending'";
+
 /// The calls of a task, in the order the model asked for them.
 pub(super) fn task_calls(connection: &Connection, task_id: &str) -> Result<Vec<CallRow>> {
     let mut statement = connection.prepare_cached(&format!(
@@ -56,14 +62,13 @@ fn apply_decision(connection: &Connection, task_id: &str, decision: &DecisionWri
     let won = connection
         .prepare_cached(
             "UPDATE batches SET state = ?1, decided_at = ?2
-             WHERE id = ?3 AND task_id = ?4 AND state = ?5",
+             WHERE id = ?3 AND task_id = ?4 AND state = 'pending'",
         )?
         .execute(params![
             decision.batch_state.as_str(),
             now,
             decision.batch_id,
-            task_id,
-            BatchState::Pending.as_str()
+            task_id
         ])?;
     if won != 1 {
         return Err(StoreError::Conflict("the batch was already decided"));
@@ -127,11 +132,14 @@ fn apply_decision(connection: &Connection, task_id: &str, decision: &DecisionWri
     Ok(last)
 }
 
+fn pending_batch_sql() -> String {
+    format!("{BATCH_SELECT} WHERE task_id = ?1 AND {PENDING}")
+}
+
 /// The task's pending batch, if it has one.
 fn pending_batch_of(connection: &Connection, task_id: &str) -> Result<Option<BatchRow>> {
-    let mut statement =
-        connection.prepare_cached(&format!("{BATCH_SELECT} WHERE task_id = ?1 AND state = ?2"))?;
-    let rows = statement.query([task_id, BatchState::Pending.as_str()])?;
+    let mut statement = connection.prepare_cached(&pending_batch_sql())?;
+    let rows = statement.query([task_id])?;
     Ok(collect(rows, |row| batch_from_row(row))?.pop())
 }
 
@@ -193,12 +201,12 @@ impl Sqlite {
                         t.context_id, t.agent, s.title
                  FROM batches b JOIN tasks t ON t.id = b.task_id
                  LEFT JOIN sessions s ON s.id = t.context_id
-                 WHERE b.state = ?1 AND t.user_id = ?2
+                 WHERE b.state = 'pending' AND t.user_id = ?1
                    AND NOT EXISTS (SELECT 1 FROM subagent_tasks link
                                    WHERE link.child_task_id = b.task_id AND link.remote = 0)
                  ORDER BY b.id",
             )?;
-            let rows = statement.query([BatchState::Pending.as_str(), user_id])?;
+            let rows = statement.query([user_id])?;
             collect(rows, |row| {
                 Ok(PendingBatchRow {
                     batch: batch_from_row(row)?,
@@ -255,5 +263,50 @@ impl Sqlite {
             let rows = statement.query(params![user_id, limit])?;
             collect(rows, |row| decision_from_row(row))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::StatementStatus;
+
+    use super::*;
+
+    #[test]
+    fn the_pending_literal_is_the_pending_state() {
+        assert_eq!(
+            PENDING,
+            format!("state = '{}'", BatchState::Pending.as_str())
+        );
+    }
+
+    #[test]
+    fn finding_a_pending_batch_does_not_prepare_its_statement_again() {
+        let dir = tempfile::tempdir().unwrap();
+        // Connected and migrated as the server's writer is.
+        let flags =
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_CREATE;
+        let connection = super::super::connect(&dir.path().join("b.db"), flags).unwrap();
+        super::super::schema::migrate(&connection).unwrap();
+        connection
+            .execute(
+                "INSERT INTO tasks (id, context_id, user_id, agent, state, transcript, created_at,
+                                    updated_at)
+                 VALUES ('t', 'c', 'u', 'a', 'input-required', '[]', 'now', 'now')",
+                [],
+            )
+            .unwrap();
+        let batch = open_batch(&connection, "t", &serde_json::json!([]), "now").unwrap();
+        for _ in 0..3 {
+            let found = pending_batch_of(&connection, "t").unwrap();
+            assert_eq!(found.map(|batch| batch.id), Some(batch));
+        }
+        let statement = connection.prepare_cached(&pending_batch_sql()).unwrap();
+        assert_eq!(
+            statement.get_status(StatementStatus::Run),
+            3,
+            "the cached one"
+        );
+        assert_eq!(statement.get_status(StatementStatus::RePrepare), 0);
     }
 }

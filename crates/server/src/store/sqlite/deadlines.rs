@@ -28,9 +28,9 @@ impl Sqlite {
         self.read(|connection| {
             let mut statement = connection.prepare_cached(
                 "SELECT task_id, id, expires_at FROM batches
-                 WHERE state = ?1 AND expires_at IS NOT NULL ORDER BY expires_at",
+                 WHERE state = 'pending' AND expires_at IS NOT NULL ORDER BY expires_at",
             )?;
-            let rows = statement.query([BatchState::Pending.as_str()])?;
+            let rows = statement.query([])?;
             collect(rows, |row| deadline_from_row(row))
         })
     }
@@ -40,11 +40,11 @@ impl Sqlite {
         self.read(|connection| {
             let mut statement = connection.prepare_cached(
                 "SELECT task_id, id, expires_at FROM batches
-                 WHERE task_id = ?1 AND state = ?2 AND expires_at IS NOT NULL",
+                 WHERE task_id = ?1 AND state = 'pending' AND expires_at IS NOT NULL",
             )?;
             let mut out = Vec::new();
             for task_id in task_ids {
-                let rows = statement.query(params![task_id, BatchState::Pending.as_str()])?;
+                let rows = statement.query([task_id])?;
                 out.extend(collect(rows, |row| deadline_from_row(row))?);
             }
             Ok(out)
