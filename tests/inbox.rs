@@ -377,10 +377,11 @@ async fn notifications_come_only_when_turned_on_and_the_tab_is_hidden_and_lead_t
 
 /// Installed before the page's scripts: the approvals stream's responses pass through a
 /// stream the test can break (`window.__breakApprovals()`), and each request's
-/// `Last-Event-ID` and each event id the page was given are recorded.
+/// `Last-Event-ID`, each event id the page was given and each abort of a request are recorded.
 const STREAM_TAP: &str = r#"
 window.__resumedAfter = [];
 window.__ids = [];
+window.__approvalsAborted = 0;
 window.__breakApprovals = () => {};
 const realFetch = window.fetch.bind(window);
 window.fetch = async (input, init) => {
@@ -388,6 +389,8 @@ window.fetch = async (input, init) => {
   if (!url.includes('/api/approvals/stream')) return realFetch(input, init);
   const headers = new Headers((init && init.headers) || (typeof input === 'string' ? {} : input.headers));
   window.__resumedAfter.push(headers.get('Last-Event-ID'));
+  const signal = (init && init.signal) || (typeof input === 'string' ? null : input.signal);
+  if (signal) signal.addEventListener('abort', () => { window.__approvalsAborted += 1; });
   const response = await realFetch(input, init);
   const reader = response.body.getReader();
   let text = '';
@@ -406,7 +409,10 @@ window.fetch = async (input, init) => {
         }
         controller.enqueue(value);
         return pump();
-      }).catch(() => {});
+      }).catch((error) => {
+        // An aborted request errors the page's stream as it would without the tap.
+        try { controller.error(error); } catch (_) {}
+      });
       pump();
     },
   });
@@ -453,6 +459,48 @@ async fn a_broken_approvals_stream_resumes_after_its_last_event_losing_and_repea
         3,
         "the first pending, the second pending and the first decided: {ids:?}"
     );
+    app.finish().await;
+}
+
+/// A page the browser keeps for Back must not hold its approvals stream open: a browser allows
+/// six connections per server, and five quick reloads left the next page waiting a minute for
+/// one. `pagehide` aborts the stream; a page shown again follows it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_approvals_stream_closes_when_the_page_is_hidden_and_follows_again_after() {
+    let app = App::start("inbox-pagehide").await;
+    app.driver
+        .cdp()
+        .send_raw(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({ "source": STREAM_TAP }),
+        )
+        .await
+        .unwrap();
+    app.open("/").await;
+    let count = |name: &'static str| {
+        let app = &app;
+        async move {
+            app.js(&format!("return {name}"))
+                .await
+                .as_u64()
+                .unwrap_or(0)
+        }
+    };
+    app.wait_until("the approvals stream is requested", || async {
+        Ok(count("window.__resumedAfter.length").await == 1)
+    })
+    .await;
+    assert_eq!(count("window.__approvalsAborted").await, 0);
+
+    app.js("window.dispatchEvent(new Event('pagehide'))").await;
+    app.wait_until("the stream is aborted on pagehide", || async {
+        Ok(count("window.__approvalsAborted").await == 1)
+    })
+    .await;
+    app.wait_until("the stream is followed again", || async {
+        Ok(count("window.__resumedAfter.length").await == 2)
+    })
+    .await;
     app.finish().await;
 }
 

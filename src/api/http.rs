@@ -39,6 +39,11 @@ impl Abort {
             controller.abort();
         }
     }
+
+    /// The controller itself, for aborting from a browser event (it stays owned here).
+    pub fn controller(&self) -> Option<AbortController> {
+        self.controller.clone()
+    }
 }
 
 impl Default for Abort {

@@ -11,8 +11,14 @@ pub use elsewhere::DecidedElsewhere;
 pub use link::ApprovalsLink;
 pub use page::ApprovalsPage;
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use leptos::prelude::*;
 use leptos::task::spawn_local;
+
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast;
 
 use super::app::AppCtx;
 use super::util::wait_ms;
@@ -32,6 +38,28 @@ pub struct LiveApprovals {
 /// How long to wait before following again after the stream broke.
 const RECONNECT_MS: i32 = 1000;
 
+/// Aborts the stream in the returned slot when the page is hidden for good (a reload, a
+/// navigation away, or kept for Back in the browser's back/forward cache). A page kept for Back
+/// would otherwise hold the stream's connection open, and a browser allows six connections per
+/// server: after five quick reloads the next page waited about a minute for one. A page brought
+/// back from that cache follows again through the loop's reconnect.
+fn close_on_pagehide() -> Rc<RefCell<Option<web_sys::AbortController>>> {
+    let current = Rc::new(RefCell::new(None::<web_sys::AbortController>));
+    let slot = current.clone();
+    let on_pagehide = Closure::<dyn Fn()>::new(move || {
+        if let Some(controller) = slot.borrow().as_ref() {
+            controller.abort();
+        }
+    });
+    if let Some(window) = web_sys::window() {
+        let _ = window
+            .add_event_listener_with_callback("pagehide", on_pagehide.as_ref().unchecked_ref());
+    }
+    // The listener lives as long as the page.
+    on_pagehide.forget();
+    current
+}
+
 /// Opens the tab's approvals stream, keeps it open (resuming after the last event it applied,
 /// so nothing is lost or counted twice) and keeps the tab title counting.
 pub fn start(app: AppCtx) -> LiveApprovals {
@@ -48,10 +76,12 @@ pub fn start(app: AppCtx) -> LiveApprovals {
         }
     });
     let opened_ms = js_sys::Date::now();
+    let current = close_on_pagehide();
     spawn_local(async move {
         loop {
             // A broken request aborts its own controller: each attempt needs a fresh one.
             let abort = Abort::new();
+            *current.borrow_mut() = abort.controller();
             let after = live.inbox.with_untracked(|inbox| inbox.last_id);
             let result = api::approvals::follow(after, &abort, &mut |id, event| {
                 let mut change = Change::Nothing;
