@@ -302,14 +302,7 @@ async fn shown(app: &App) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn notifications_come_only_when_turned_on_and_the_tab_is_hidden_and_lead_to_the_card() {
     let app = App::start("inbox-notifications").await;
-    app.driver
-        .cdp()
-        .send_raw(
-            "Page.addScriptToEvaluateOnNewDocument",
-            json!({ "source": NOTIFICATION_STUB }),
-        )
-        .await
-        .unwrap();
+    app.before_each_page(NOTIFICATION_STUB).await;
     app.open("/approvals").await;
     app.wait_for("the empty inbox", "[data-testid=approvals-empty]")
         .await;
@@ -423,14 +416,7 @@ window.fetch = async (input, init) => {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_approvals_stream_resumes_after_its_last_event_losing_and_repeating_nothing() {
     let app = App::start("inbox-reconnect").await;
-    app.driver
-        .cdp()
-        .send_raw(
-            "Page.addScriptToEvaluateOnNewDocument",
-            json!({ "source": STREAM_TAP }),
-        )
-        .await
-        .unwrap();
+    app.before_each_page(STREAM_TAP).await;
     app.open("/approvals").await;
     app.wait_for("the empty inbox", "[data-testid=approvals-empty]")
         .await;
@@ -468,14 +454,7 @@ async fn a_broken_approvals_stream_resumes_after_its_last_event_losing_and_repea
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_approvals_stream_closes_when_the_page_is_hidden_and_follows_again_after() {
     let app = App::start("inbox-pagehide").await;
-    app.driver
-        .cdp()
-        .send_raw(
-            "Page.addScriptToEvaluateOnNewDocument",
-            json!({ "source": STREAM_TAP }),
-        )
-        .await
-        .unwrap();
+    app.before_each_page(STREAM_TAP).await;
     app.open("/").await;
     let count = |name: &'static str| {
         let app = &app;

@@ -372,6 +372,19 @@ impl App {
         input.send_keys(Key::Enter).await.unwrap();
     }
 
+    /// Runs `script` before the page's own scripts on every page this tab loads from now on
+    /// (stubs and taps a test installs).
+    pub async fn before_each_page(&self, script: &str) {
+        self.driver
+            .cdp()
+            .send_raw(
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({ "source": script }),
+            )
+            .await
+            .unwrap();
+    }
+
     pub async fn js(&self, script: &str) -> Value {
         self.driver
             .execute(script, Vec::new())
