@@ -1,8 +1,8 @@
 //! Browser tests of the Approvals page and its live stream: two tabs of one person and two
 //! people with tokens see batches come and go without a reload, a decision made in the inbox
 //! runs once, the tab title counts, notifications (a stubbed `window.Notification`) come only
-//! when turned on and the tab is hidden, and a broken approvals stream resumes after its last
-//! event, losing and repeating nothing.
+//! when turned on and the tab is hidden, a broken approvals stream resumes after its last
+//! event, losing and repeating nothing, and seven tabs share one stream.
 #![cfg(not(target_arch = "wasm32"))]
 // Tests fail loudly: unwrapping is how they report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -480,6 +480,138 @@ async fn the_approvals_stream_closes_when_the_page_is_hidden_and_follows_again_a
         Ok(count("window.__resumedAfter.length").await == 2)
     })
     .await;
+    app.finish().await;
+}
+
+/// Seven tabs of one person: one follows the approvals stream for all. With a stream in every
+/// tab, the browser's six connections to a server were taken and the seventh tab never loaded.
+/// When the leading tab closes, another follows on from the last event it passed on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seven_tabs_load_and_share_one_approvals_stream_which_another_tab_takes_over() {
+    let app = App::start("inbox-seven-tabs").await;
+    app.before_each_page(STREAM_TAP).await;
+    app.open("/").await;
+    let mut tabs = vec![app.driver.window().await.unwrap()];
+    for _ in 1..7 {
+        let tab = app.driver.new_tab().await.unwrap();
+        app.driver.switch_to_window(tab.clone()).await.unwrap();
+        app.before_each_page(STREAM_TAP).await;
+        app.open("/").await;
+        tabs.push(tab);
+    }
+    let streams_in = |tab: WindowHandle| {
+        let app = &app;
+        async move {
+            app.driver.switch_to_window(tab).await.unwrap();
+            let after: Vec<Option<String>> =
+                serde_json::from_value(app.js("return window.__resumedAfter").await).unwrap();
+            after
+        }
+    };
+
+    let (first, _) = pause(&app, "demo", None, "write one.txt: 1").await;
+    for tab in &tabs {
+        app.driver.switch_to_window(tab.clone()).await.unwrap();
+        wait_title(&app, "(1) Signoff").await;
+    }
+    let mut leaders = Vec::new();
+    for tab in &tabs {
+        let streams = streams_in(tab.clone()).await;
+        assert!(streams.len() <= 1, "{streams:?}");
+        if !streams.is_empty() {
+            leaders.push(tab.clone());
+        }
+    }
+    assert_eq!(leaders.len(), 1, "one tab follows the stream");
+    app.driver
+        .switch_to_window(leaders[0].clone())
+        .await
+        .unwrap();
+    let seen: Vec<i64> = serde_json::from_value(app.js("return window.__ids").await).unwrap();
+    app.driver.close_window().await.unwrap();
+    tabs.retain(|tab| *tab != leaders[0]);
+
+    let next = std::sync::Mutex::new(None);
+    app.wait_until("another tab follows the stream", || async {
+        for tab in &tabs {
+            if !streams_in(tab.clone()).await.is_empty() {
+                *next.lock().unwrap() = Some(tab.clone());
+            }
+        }
+        Ok(next.lock().unwrap().is_some())
+    })
+    .await;
+    let next = next.into_inner().unwrap().unwrap();
+    assert_eq!(
+        streams_in(next).await,
+        [seen.last().map(i64::to_string)],
+        "the new leader follows on after the last event"
+    );
+
+    pause(&app, "demo", None, "write two.txt: 2").await;
+    for tab in &tabs {
+        app.driver.switch_to_window(tab.clone()).await.unwrap();
+        wait_title(&app, "(2) Signoff").await;
+    }
+    decide(&app, None, &first, json!({"decision_type": "approve"})).await;
+    for tab in &tabs {
+        app.driver.switch_to_window(tab.clone()).await.unwrap();
+        wait_title(&app, "(1) Signoff").await;
+        app.assert_no_errors().await;
+    }
+    assert_eq!(decisions_of(&app, &first).await.len(), 1);
+    app.finish().await;
+}
+
+/// A leading tab the browser freezes (long in the background) lets another tab lead, and when
+/// it resumes it follows that tab instead of opening a stream of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_leading_tab_lets_another_lead_and_follows_it_when_it_resumes() {
+    let app = App::start("inbox-freeze").await;
+    app.before_each_page(STREAM_TAP).await;
+    app.open("/").await;
+    let count = |name: &'static str| {
+        let app = &app;
+        async move {
+            app.js(&format!("return {name}"))
+                .await
+                .as_u64()
+                .unwrap_or(0)
+        }
+    };
+    app.wait_until("the first tab follows the stream", || async {
+        Ok(count("window.__resumedAfter.length").await == 1)
+    })
+    .await;
+    let first = app.driver.window().await.unwrap();
+    let second = app.driver.new_tab().await.unwrap();
+    app.driver.switch_to_window(second.clone()).await.unwrap();
+    app.before_each_page(STREAM_TAP).await;
+    app.open("/").await;
+    assert_eq!(count("window.__resumedAfter.length").await, 0);
+
+    app.driver.switch_to_window(first.clone()).await.unwrap();
+    app.js("document.dispatchEvent(new Event('freeze'))").await;
+    app.wait_until("the frozen tab's stream is aborted", || async {
+        Ok(count("window.__approvalsAborted").await == 1)
+    })
+    .await;
+    app.driver.switch_to_window(second.clone()).await.unwrap();
+    app.wait_until("the second tab follows the stream", || async {
+        Ok(count("window.__resumedAfter.length").await == 1)
+    })
+    .await;
+
+    app.driver.switch_to_window(first.clone()).await.unwrap();
+    app.js("document.dispatchEvent(new Event('resume'))").await;
+    pause(&app, "demo", None, "write one.txt: 1").await;
+    for tab in [&first, &second] {
+        app.driver.switch_to_window(tab.clone()).await.unwrap();
+        wait_title(&app, "(1) Signoff").await;
+    }
+    app.driver.switch_to_window(first).await.unwrap();
+    assert_eq!(count("window.__resumedAfter.length").await, 1);
+    app.assert_no_errors().await;
     app.finish().await;
 }
 

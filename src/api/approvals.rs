@@ -2,10 +2,10 @@
 //! id, for the one stream a tab keeps open (`components::inbox`).
 
 use gloo_net::http::Request;
-use signoff_protocol::rest::ApprovalEvent;
 
 use super::http::{self, Abort};
 use super::ApiError;
+use crate::state::inbox::Sent;
 
 /// Heartbeats come every 15 s; a stream silent for three of them is taken for dead.
 const IDLE_SECS: u32 = 45;
@@ -14,12 +14,12 @@ const IDLE_SECS: u32 = 45;
 const MAX_EVENT_BYTES: usize = 4 << 20;
 
 /// Follows the caller's approvals stream after `last_id` (from the batches waiting now without
-/// one), handing each event and its id to `on_event`, until the server ends it, it breaks, or
+/// one), handing each event to `on_event`, until the server ends it, it breaks, or
 /// `abort` stops it.
 pub async fn follow(
     last_id: Option<i64>,
     abort: &Abort,
-    on_event: &mut dyn FnMut(i64, ApprovalEvent),
+    on_event: &mut dyn FnMut(Sent),
 ) -> Result<(), ApiError> {
     let signal = abort.signal();
     let mut request = Request::get("/api/approvals/stream")
@@ -38,10 +38,7 @@ pub async fn follow(
                 ApiError::Decode(format!("an approvals event without an id: {event:?}"))
             })?;
         let name = event.event.as_deref().unwrap_or("message");
-        on_event(
-            id,
-            ApprovalEvent::parse(name, &event.data).map_err(ApiError::Decode)?,
-        );
+        on_event(Sent::read(id, name, event.data).map_err(ApiError::Decode)?);
         Ok(())
     })
     .await

@@ -81,6 +81,21 @@ fn bearer_token() -> Option<String> {
         .filter(|token| !token.trim().is_empty())
 }
 
+/// Who this browser calls the server as, in short: a hash of the bearer token (not the token),
+/// or `anyone` without one. Tabs share an approvals stream only with tabs of the same caller.
+pub fn caller_key() -> String {
+    let Some(token) = bearer_token() else {
+        return "anyone".to_owned();
+    };
+    // FNV-1a: a name for a channel between tabs, not a secret.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in token.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
 /// Keeps a token given in the address as `#token=…` for every later request, and takes it out
 /// of the address (so it is not shared with a copied link).
 pub fn adopt_token_from_address() {

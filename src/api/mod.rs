@@ -9,7 +9,7 @@ pub mod rpc;
 pub mod sessions;
 pub mod shares;
 
-pub use http::{adopt_token_from_address, Abort};
+pub use http::{adopt_token_from_address, caller_key, Abort};
 
 use signoff_protocol::rest::AgentList;
 

@@ -5,15 +5,39 @@
 use signoff_protocol::hitl::ActionRequest;
 use signoff_protocol::rest::{ApprovalDecided, ApprovalEvent, PendingApproval};
 
+/// One event of the approvals stream: its id, what it says, and its `data:` as the server sent
+/// it (what this tab hands on to the others: `state::tabs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sent {
+    pub id: i64,
+    pub event: ApprovalEvent,
+    pub data: String,
+}
+
+impl Sent {
+    /// The event `name` with `data`, read; what does not fit is an error saying so.
+    pub fn read(id: i64, name: &str, data: String) -> Result<Sent, String> {
+        let event = ApprovalEvent::parse(name, &data)?;
+        Ok(Sent { id, event, data })
+    }
+}
+
 /// What the approvals stream has said so far.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Inbox {
     /// The waiting batches, in the order they started waiting.
-    waiting: Vec<PendingApproval>,
+    waiting: Vec<Waiting>,
     /// The last event id applied: the stream resumes after it.
     pub last_id: Option<i64>,
     /// The last `decided` event (the chat on screen looks whether it is its own batch).
     pub last_decided: Option<ApprovalDecided>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Waiting {
+    batch: PendingApproval,
+    /// The `pending` event that said so, for another tab to adopt.
+    said: Sent,
 }
 
 /// What applying one event changed.
@@ -28,26 +52,30 @@ pub enum Change {
 }
 
 impl Inbox {
-    /// Applies the event `id`. An id at or below the last one applied changes nothing, so a
-    /// stream that repeats itself cannot count a batch twice.
-    pub fn apply(&mut self, id: i64, event: &ApprovalEvent) -> Change {
-        if self.last_id.is_some_and(|last| id <= last) {
+    /// Applies an event. An id at or below the last one applied changes nothing, so a stream
+    /// that repeats itself cannot count a batch twice.
+    pub fn apply(&mut self, sent: &Sent) -> Change {
+        if self.last_id.is_some_and(|last| sent.id <= last) {
             return Change::Nothing;
         }
-        self.last_id = Some(id);
-        match event {
+        self.last_id = Some(sent.id);
+        match &sent.event {
             ApprovalEvent::Pending(pending) => {
+                let waiting = Waiting {
+                    batch: pending.clone(),
+                    said: sent.clone(),
+                };
                 match self
                     .waiting
                     .iter_mut()
-                    .find(|batch| batch.task_id == pending.task_id)
+                    .find(|known| known.batch.task_id == pending.task_id)
                 {
                     Some(known) => {
-                        *known = pending.clone();
+                        *known = waiting;
                         Change::Nothing
                     }
                     None => {
-                        self.waiting.push(pending.clone());
+                        self.waiting.push(waiting);
                         Change::Added(pending.clone())
                     }
                 }
@@ -56,7 +84,7 @@ impl Inbox {
                 self.last_decided = Some(decided.clone());
                 let before = self.waiting.len();
                 self.waiting
-                    .retain(|batch| batch.task_id != decided.task_id);
+                    .retain(|known| known.batch.task_id != decided.task_id);
                 if self.waiting.len() < before {
                     Change::Removed(decided.clone())
                 } else {
@@ -73,14 +101,45 @@ impl Inbox {
 
     /// The waiting batches, newest first (as the Approvals page lists them).
     pub fn newest_first(&self) -> Vec<PendingApproval> {
-        let mut batches = self.waiting.clone();
+        let mut batches: Vec<PendingApproval> = Vec::with_capacity(self.waiting.len());
+        for known in &self.waiting {
+            batches.push(known.batch.clone());
+        }
         batches.sort_by(|a, b| b.since.cmp(&a.since));
         batches
     }
 
     /// Whether the batch of `task_id` waits.
     pub fn waits(&self, task_id: &str) -> bool {
-        self.waiting.iter().any(|batch| batch.task_id == task_id)
+        self.waiting
+            .iter()
+            .any(|known| known.batch.task_id == task_id)
+    }
+
+    /// What waits now, as the events that said so, oldest first, and the last id applied: what
+    /// a stream started without `Last-Event-ID` would say, for another tab to adopt.
+    pub fn snapshot(&self) -> (Vec<Sent>, Option<i64>) {
+        let mut events = Vec::with_capacity(self.waiting.len());
+        for known in &self.waiting {
+            events.push(known.said.clone());
+        }
+        (events, self.last_id)
+    }
+
+    /// Starts over from another tab's snapshot: its `pending` events, then its last id (later
+    /// events apply after it). Anything else in `events` is not part of a snapshot and is left out.
+    pub fn adopt(events: &[Sent], last_id: Option<i64>) -> Inbox {
+        let mut inbox = Inbox::default();
+        for sent in events {
+            if let ApprovalEvent::Pending(batch) = &sent.event {
+                inbox.waiting.push(Waiting {
+                    batch: batch.clone(),
+                    said: sent.clone(),
+                });
+            }
+        }
+        inbox.last_id = last_id;
+        inbox
     }
 }
 
@@ -163,6 +222,14 @@ mod tests {
         })
     }
 
+    fn sent(id: i64, event: ApprovalEvent) -> Sent {
+        Sent {
+            id,
+            data: event.data(),
+            event,
+        }
+    }
+
     fn decided(task: &str) -> ApprovalEvent {
         ApprovalEvent::Decided(ApprovalDecided {
             task_id: task.to_owned(),
@@ -177,21 +244,21 @@ mod tests {
     fn batches_come_and_go_and_a_repeated_event_counts_once() {
         let mut inbox = Inbox::default();
         assert!(matches!(
-            inbox.apply(
+            inbox.apply(&sent(
                 3,
-                &pending("t-1", "2026-11-22T18:00:00.000Z", &["write_file"])
-            ),
+                pending("t-1", "2026-11-22T18:00:00.000Z", &["write_file"])
+            )),
             Change::Added(_)
         ));
         assert!(matches!(
-            inbox.apply(
+            inbox.apply(&sent(
                 5,
-                &pending("t-2", "2026-11-22T18:05:00.000Z", &["delete_file"])
-            ),
+                pending("t-2", "2026-11-22T18:05:00.000Z", &["delete_file"])
+            )),
             Change::Added(_)
         ));
         assert_eq!(
-            inbox.apply(5, &pending("t-3", "2026-11-22T18:06:00.000Z", &["x"])),
+            inbox.apply(&sent(5, pending("t-3", "2026-11-22T18:06:00.000Z", &["x"]))),
             Change::Nothing
         );
         assert_eq!(inbox.count(), 2);
@@ -202,11 +269,11 @@ mod tests {
             .collect();
         assert_eq!(order, ["t-2", "t-1"]);
         assert!(matches!(
-            inbox.apply(6, &decided("t-1")),
+            inbox.apply(&sent(6, decided("t-1"))),
             Change::Removed(_)
         ));
         assert!(!inbox.waits("t-1"));
-        assert_eq!(inbox.apply(7, &decided("t-9")), Change::Nothing);
+        assert_eq!(inbox.apply(&sent(7, decided("t-9"))), Change::Nothing);
         assert_eq!(
             inbox.last_decided.as_ref().map(|d| d.task_id.as_str()),
             Some("t-9")

@@ -15,6 +15,7 @@ pub mod preview;
 mod reduce;
 pub mod route;
 pub mod sessions;
+pub mod tabs;
 mod tools;
 pub mod view;
 
