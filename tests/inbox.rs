@@ -476,6 +476,9 @@ async fn the_approvals_stream_closes_when_the_page_is_hidden_and_follows_again_a
         Ok(count("window.__approvalsAborted").await == 1)
     })
     .await;
+    // Brought back from the back/forward cache.
+    app.js("window.dispatchEvent(new PageTransitionEvent('pageshow', {persisted: true}))")
+        .await;
     app.wait_until("the stream is followed again", || async {
         Ok(count("window.__resumedAfter.length").await == 2)
     })

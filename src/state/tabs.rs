@@ -94,7 +94,7 @@ impl Follower {
         self.adopted
     }
 
-    /// Forgets the adopted inbox (the tab is frozen or starts leading without one).
+    /// Forgets the adopted inbox: the tab joins again (it was frozen, or kept for Back).
     pub fn reset(&mut self) {
         self.adopted = false;
         self.early.clear();

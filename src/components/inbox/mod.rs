@@ -41,28 +41,6 @@ pub struct LiveApprovals {
 /// How long to wait before following again after the stream broke.
 const RECONNECT_MS: i32 = 1000;
 
-/// Aborts the stream in the returned slot when the page is hidden for good (a reload, a
-/// navigation away, or kept for Back in the browser's back/forward cache). A page kept for Back
-/// would otherwise hold the stream's connection open, and a browser allows six connections per
-/// server: after five quick reloads the next page waited about a minute for one. A page brought
-/// back from that cache follows again through the loop's reconnect.
-fn close_on_pagehide() -> Rc<RefCell<Option<web_sys::AbortController>>> {
-    let current = Rc::new(RefCell::new(None::<web_sys::AbortController>));
-    let slot = current.clone();
-    let on_pagehide = Closure::<dyn Fn()>::new(move || {
-        if let Some(controller) = slot.borrow().as_ref() {
-            controller.abort();
-        }
-    });
-    if let Some(window) = web_sys::window() {
-        let _ = window
-            .add_event_listener_with_callback("pagehide", on_pagehide.as_ref().unchecked_ref());
-    }
-    // The listener lives as long as the page.
-    on_pagehide.forget();
-    current
-}
-
 /// Keeps the tab's inbox live (see `state::tabs`): the leading tab of this browser follows the
 /// approvals stream (resuming after the last event it applied, so nothing is lost or counted
 /// twice) and passes each event on; the others adopt its inbox and apply what it passes on. The
@@ -88,21 +66,25 @@ pub fn start(app: AppCtx) -> LiveApprovals {
         tabs: Tabs::open(&name),
         leading: Cell::new(false),
         follower: RefCell::new(Follower::default()),
-        current: close_on_pagehide(),
+        current: RefCell::new(None),
         lease: RefCell::new(None),
+        asking: Cell::new(false),
+        term: Cell::new(0),
+        lock_name: name,
     });
-    if share.tabs.is_none() {
-        // No other tab to share with: this one follows its own stream.
-        share.leading.set(true);
-        spawn_local(follow_stream(share));
-        return live;
+    on_page_lifecycle(share.clone());
+    match &share.tabs {
+        Some(tabs) => {
+            let listening = share.clone();
+            tabs.listen(move |message| listening.receive(message));
+            join(share);
+        }
+        None => {
+            // No other tab to share with: this one follows its own stream.
+            share.leading.set(true);
+            spawn_local(follow_stream(share, 0));
+        }
     }
-    if let Some(tabs) = &share.tabs {
-        let listening = share.clone();
-        tabs.listen(move |message| listening.receive(message));
-    }
-    join(share.clone(), name.clone());
-    on_page_lifecycle(share, name);
     live
 }
 
@@ -117,8 +99,13 @@ struct Share {
     leading: Cell<bool>,
     follower: RefCell<Follower>,
     /// The stream's abort, while this tab follows it.
-    current: Rc<RefCell<Option<web_sys::AbortController>>>,
+    current: RefCell<Option<web_sys::AbortController>>,
     lease: RefCell<Option<Lease>>,
+    /// This tab asked to lead and waits for the lock.
+    asking: Cell<bool>,
+    /// Counts the times this tab started leading: a loop from an earlier time ends.
+    term: Cell<u32>,
+    lock_name: String,
 }
 
 impl Share {
@@ -170,14 +157,20 @@ impl Share {
         }
     }
 
-    /// Stops leading (the page is being frozen): the lock goes to another tab.
+    /// The page is hidden for good (a reload, a navigation away, kept for Back in the browser's
+    /// back/forward cache) or frozen (long in the background): its stream is closed and its lock
+    /// goes to another tab. A page kept for Back would otherwise hold the stream's connection (a
+    /// browser allows six per server: after five quick reloads the next page waited a minute for
+    /// one) and the lock (no other tab would follow the stream).
     fn step_down(&self) {
-        if !self.leading.replace(false) {
-            return;
-        }
         if let Some(controller) = self.current.borrow().as_ref() {
             controller.abort();
         }
+        if self.tabs.is_none() {
+            // Alone, it follows again when it is back: the loop reconnects.
+            return;
+        }
+        self.leading.set(false);
         if let Some(lease) = self.lease.borrow_mut().take() {
             lease.release();
         }
@@ -185,41 +178,60 @@ impl Share {
 }
 
 /// Asks the leader for its inbox, and to lead once no other tab does.
-fn join(share: Rc<Share>, name: String) {
+fn join(share: Rc<Share>) {
+    if share.leading.get() {
+        return;
+    }
     share.follower.borrow_mut().reset();
     share.post(&TabMessage::Hello);
+    if share.asking.replace(true) {
+        return;
+    }
+    let name = share.lock_name.clone();
     tabs::when_leading(&name, move |lease| {
+        share.asking.set(false);
         *share.lease.borrow_mut() = Some(lease);
         share.leading.set(true);
-        if !share.follower.borrow().adopted() {
-            // No leader answered: start from the server's own list of what waits.
-            share.live.inbox.set(Inbox::default());
-        }
+        share.term.set(share.term.get() + 1);
         // Tabs that said hello before this one led are waiting for an answer.
         share.post_state();
-        spawn_local(follow_stream(share));
+        // Whatever this inbox holds, it applied the stream in order up to its last id (or it
+        // is empty): following on after that id loses nothing.
+        let term = share.term.get();
+        spawn_local(follow_stream(share, term));
     });
 }
 
-/// A page the browser freezes (a tab long in the background) lets another tab lead, and joins
-/// again when it resumes.
-fn on_page_lifecycle(share: Rc<Share>, name: String) {
-    let Some(document) = web_sys::window().and_then(|window| window.document()) else {
+/// A page hidden for good or frozen steps down; brought back from the back/forward cache or
+/// resumed, it joins again (alone, it just follows again).
+fn on_page_lifecycle(share: Rc<Share>) {
+    let Some(window) = web_sys::window() else {
         return;
     };
-    let freezing = share.clone();
-    let on_freeze = Closure::<dyn Fn()>::new(move || freezing.step_down());
-    let on_resume = Closure::<dyn Fn()>::new(move || join(share.clone(), name.clone()));
-    let _ = document.add_event_listener_with_callback("freeze", on_freeze.as_ref().unchecked_ref());
-    let _ = document.add_event_listener_with_callback("resume", on_resume.as_ref().unchecked_ref());
+    let hiding = share.clone();
+    let step_down = Closure::<dyn Fn()>::new(move || hiding.step_down());
+    let back = Closure::<dyn Fn(web_sys::Event)>::new(move |event: web_sys::Event| {
+        let from_cache = event.type_() != "pageshow"
+            || js_sys::Reflect::get(&event, &"persisted".into()).is_ok_and(|p| p.is_truthy());
+        if from_cache && share.tabs.is_some() {
+            join(share.clone());
+        }
+    });
+    let _ = window.add_event_listener_with_callback("pagehide", step_down.as_ref().unchecked_ref());
+    let _ = window.add_event_listener_with_callback("pageshow", back.as_ref().unchecked_ref());
+    if let Some(document) = window.document() {
+        let _ =
+            document.add_event_listener_with_callback("freeze", step_down.as_ref().unchecked_ref());
+        let _ = document.add_event_listener_with_callback("resume", back.as_ref().unchecked_ref());
+    }
     // The listeners live as long as the page.
-    on_freeze.forget();
-    on_resume.forget();
+    step_down.forget();
+    back.forget();
 }
 
 /// Follows the approvals stream while this tab leads, passing each event on to the other tabs.
-async fn follow_stream(share: Rc<Share>) {
-    while share.leading.get() {
+async fn follow_stream(share: Rc<Share>, term: u32) {
+    while share.leading.get() && share.term.get() == term {
         // A broken request aborts its own controller: each attempt needs a fresh one.
         let abort = Abort::new();
         *share.current.borrow_mut() = abort.controller();
