@@ -66,6 +66,14 @@ async fn wait_title(app: &App, expected: &str) {
         .await;
 }
 
+/// A number the stream tap (`STREAM_TAP`) keeps, as the page says it now.
+async fn count(app: &App, name: &str) -> u64 {
+    app.js(&format!("return {name}"))
+        .await
+        .as_u64()
+        .unwrap_or(0)
+}
+
 /// The task ids of the batches the inbox shows, top to bottom.
 async fn inbox_tasks(app: &App) -> Vec<String> {
     let ids = app
@@ -456,31 +464,22 @@ async fn the_approvals_stream_closes_when_the_page_is_hidden_and_follows_again_a
     let app = App::start("inbox-pagehide").await;
     app.before_each_page(STREAM_TAP).await;
     app.open("/").await;
-    let count = |name: &'static str| {
-        let app = &app;
-        async move {
-            app.js(&format!("return {name}"))
-                .await
-                .as_u64()
-                .unwrap_or(0)
-        }
-    };
     app.wait_until("the approvals stream is requested", || async {
-        Ok(count("window.__resumedAfter.length").await == 1)
+        Ok(count(&app, "window.__resumedAfter.length").await == 1)
     })
     .await;
-    assert_eq!(count("window.__approvalsAborted").await, 0);
+    assert_eq!(count(&app, "window.__approvalsAborted").await, 0);
 
     app.js("window.dispatchEvent(new Event('pagehide'))").await;
     app.wait_until("the stream is aborted on pagehide", || async {
-        Ok(count("window.__approvalsAborted").await == 1)
+        Ok(count(&app, "window.__approvalsAborted").await == 1)
     })
     .await;
     // Brought back from the back/forward cache.
     app.js("window.dispatchEvent(new PageTransitionEvent('pageshow', {persisted: true}))")
         .await;
     app.wait_until("the stream is followed again", || async {
-        Ok(count("window.__resumedAfter.length").await == 2)
+        Ok(count(&app, "window.__resumedAfter.length").await == 2)
     })
     .await;
     app.finish().await;
@@ -573,17 +572,8 @@ async fn a_frozen_leading_tab_lets_another_lead_and_follows_it_when_it_resumes()
     let app = App::start("inbox-freeze").await;
     app.before_each_page(STREAM_TAP).await;
     app.open("/").await;
-    let count = |name: &'static str| {
-        let app = &app;
-        async move {
-            app.js(&format!("return {name}"))
-                .await
-                .as_u64()
-                .unwrap_or(0)
-        }
-    };
     app.wait_until("the first tab follows the stream", || async {
-        Ok(count("window.__resumedAfter.length").await == 1)
+        Ok(count(&app, "window.__resumedAfter.length").await == 1)
     })
     .await;
     let first = app.driver.window().await.unwrap();
@@ -591,17 +581,17 @@ async fn a_frozen_leading_tab_lets_another_lead_and_follows_it_when_it_resumes()
     app.driver.switch_to_window(second.clone()).await.unwrap();
     app.before_each_page(STREAM_TAP).await;
     app.open("/").await;
-    assert_eq!(count("window.__resumedAfter.length").await, 0);
+    assert_eq!(count(&app, "window.__resumedAfter.length").await, 0);
 
     app.driver.switch_to_window(first.clone()).await.unwrap();
     app.js("document.dispatchEvent(new Event('freeze'))").await;
     app.wait_until("the frozen tab's stream is aborted", || async {
-        Ok(count("window.__approvalsAborted").await == 1)
+        Ok(count(&app, "window.__approvalsAborted").await == 1)
     })
     .await;
     app.driver.switch_to_window(second.clone()).await.unwrap();
     app.wait_until("the second tab follows the stream", || async {
-        Ok(count("window.__resumedAfter.length").await == 1)
+        Ok(count(&app, "window.__resumedAfter.length").await == 1)
     })
     .await;
 
@@ -613,7 +603,7 @@ async fn a_frozen_leading_tab_lets_another_lead_and_follows_it_when_it_resumes()
         wait_title(&app, "(1) Signoff").await;
     }
     app.driver.switch_to_window(first).await.unwrap();
-    assert_eq!(count("window.__resumedAfter.length").await, 1);
+    assert_eq!(count(&app, "window.__resumedAfter.length").await, 1);
     app.assert_no_errors().await;
     app.finish().await;
 }

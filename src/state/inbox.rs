@@ -201,11 +201,12 @@ pub fn age(since_ms: i64, now_ms: i64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn pending(task: &str, since: &str, tools: &[&str]) -> ApprovalEvent {
+    /// A `pending` event of `task`'s batch of calls to `tools`.
+    pub(in crate::state) fn pending(task: &str, since: &str, tools: &[&str]) -> ApprovalEvent {
         let calls: Vec<_> = tools
             .iter()
             .enumerate()
@@ -222,7 +223,8 @@ mod tests {
         })
     }
 
-    fn sent(id: i64, event: ApprovalEvent) -> Sent {
+    /// `event` as the stream would send it with `id`.
+    pub(in crate::state) fn sent(id: i64, event: ApprovalEvent) -> Sent {
         Sent {
             id,
             data: event.data(),
@@ -230,7 +232,8 @@ mod tests {
         }
     }
 
-    fn decided(task: &str) -> ApprovalEvent {
+    /// A `decided` event of `task`'s batch, decided by bob over REST.
+    pub(in crate::state) fn decided(task: &str) -> ApprovalEvent {
         ApprovalEvent::Decided(ApprovalDecided {
             task_id: task.to_owned(),
             context_id: format!("s-{task}"),

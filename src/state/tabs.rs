@@ -128,38 +128,18 @@ impl Follower {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use signoff_protocol::rest::{ApprovalDecided, ApprovalEvent, PendingApproval};
+    use crate::state::inbox::tests::{decided, sent};
+    use signoff_protocol::rest::ApprovalEvent;
 
+    /// A batch with a title and arguments that must pass between tabs as they are.
     fn pending(task: &str) -> ApprovalEvent {
-        ApprovalEvent::Pending(PendingApproval {
-            task_id: task.to_owned(),
-            context_id: format!("s-{task}"),
-            agent: "default/demo".to_owned(),
-            title: "tidy \u{202e}up \"now\"".to_owned(),
-            since: "2026-11-22T18:00:00.000Z".to_owned(),
-            calls: vec![
-                serde_json::json!({"id": "call_1", "name": "write_file", "args": {"path": "<a>"}}),
-            ],
-            expires_at: None,
-        })
-    }
-
-    fn sent(id: i64, event: ApprovalEvent) -> Sent {
-        Sent {
-            id,
-            data: event.data(),
-            event,
+        let mut event =
+            crate::state::inbox::tests::pending(task, "2026-11-22T18:00:00.000Z", &["write_file"]);
+        if let ApprovalEvent::Pending(batch) = &mut event {
+            batch.title = "tidy \u{202e}up \"now\" <b>".to_owned();
+            batch.calls[0]["args"]["path"] = "../<a>\u{0}".into();
         }
-    }
-
-    fn decided(task: &str) -> ApprovalEvent {
-        ApprovalEvent::Decided(ApprovalDecided {
-            task_id: task.to_owned(),
-            context_id: format!("s-{task}"),
-            outcome: "rest".to_owned(),
-            decided_by: None,
-            decided_at: "2026-11-22T19:00:00.000Z".to_owned(),
-        })
+        event
     }
 
     fn waiting(inbox: &Inbox) -> Vec<String> {
