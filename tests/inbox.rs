@@ -608,6 +608,34 @@ async fn a_frozen_leading_tab_lets_another_lead_and_follows_it_when_it_resumes()
     app.finish().await;
 }
 
+/// Where the browser has no Web Locks (a page served neither from localhost nor over HTTPS),
+/// each tab follows its own approvals stream, and still counts what waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_web_locks_each_tab_follows_its_own_stream() {
+    let app = App::start("inbox-no-locks").await;
+    let no_locks = "Object.defineProperty(Navigator.prototype, 'locks', { get: () => undefined });";
+    let mut tabs = Vec::new();
+    for index in 0..2 {
+        if index > 0 {
+            let tab = app.driver.new_tab().await.unwrap();
+            app.driver.switch_to_window(tab).await.unwrap();
+        }
+        app.before_each_page(no_locks).await;
+        app.before_each_page(STREAM_TAP).await;
+        app.open("/").await;
+        assert_eq!(app.js("return navigator.locks === undefined").await, true);
+        tabs.push(app.driver.window().await.unwrap());
+    }
+    pause(&app, "demo", None, "write one.txt: 1").await;
+    for tab in &tabs {
+        app.driver.switch_to_window(tab.clone()).await.unwrap();
+        wait_title(&app, "(1) Signoff").await;
+        assert_eq!(count(&app, "window.__resumedAfter.length").await, 1);
+        app.assert_no_errors().await;
+    }
+    app.finish().await;
+}
+
 /// Screenshots of the inbox with three batches from two agents, light and dark.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_inbox_with_three_batches_from_two_agents() {
