@@ -167,20 +167,37 @@ impl Runtime {
     }
 
     /// Cancels a task in any non-terminal state; a paused one's calls are dropped unrun and the
-    /// cancellation is audited.
+    /// cancellation is audited. A subagent's task is canceled through its parent.
     pub async fn cancel(self: &Arc<Self>, user: &str, task_id: &str) -> Result<Task> {
+        self.owned_live_task(user, task_id).await?;
+        if let Some(link) = self.driving_parent(task_id).await? {
+            return Err(AgentError::NotCancelable {
+                id: task_id.to_owned(),
+                state: format!("the subagent task of task {}", link.parent_task_id),
+            });
+        }
+        self.cancel_task(user, task_id).await
+    }
+
+    /// The caller's task `task_id` (another user's does not exist for them), if it has not ended.
+    async fn owned_live_task(&self, user: &str, task_id: &str) -> Result<TaskRow> {
         let row = match self.owned_task(user, task_id).await {
             Ok(row) => row,
             Err(AgentError::Forbidden(id)) => return Err(AgentError::TaskNotFound(id)),
             Err(err) => return Err(err),
         };
-        let state = row.state;
-        if state.is_terminal() {
+        if row.state.is_terminal() {
             return Err(AgentError::NotCancelable {
                 id: task_id.to_owned(),
                 state: task_state_text(row.state).to_owned(),
             });
         }
+        Ok(row)
+    }
+
+    /// [`Runtime::cancel`] for a task the caller may cancel, a parent's subagent task included.
+    pub(super) async fn cancel_task(self: &Arc<Self>, user: &str, task_id: &str) -> Result<Task> {
+        let row = self.owned_live_task(user, task_id).await?;
         let message = view::agent_message(
             &row.id,
             &row.context_id,
