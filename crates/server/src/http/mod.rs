@@ -8,6 +8,7 @@ mod feedback;
 mod ops;
 pub mod relay;
 mod rest;
+pub mod serve;
 mod shares;
 mod sse;
 mod ui;

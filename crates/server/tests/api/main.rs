@@ -26,6 +26,7 @@ mod rest;
 mod restart;
 mod rules;
 mod shares;
+mod slow_clients;
 mod store;
 mod subagents;
 mod traces;
