@@ -359,8 +359,9 @@ impl Runtime {
         }
     }
 
-    /// What `resolve` cannot know: reasons within the size limit, and edited arguments that fit
-    /// the tool's input schema (an unknown key, a wrong type). Refused before anything is stored.
+    /// What `resolve` cannot know: reasons and answers within the size limits, and edited
+    /// arguments that fit the tool's input schema (an unknown key, a wrong type). Refused before
+    /// anything is stored.
     pub(super) fn check_decided_calls(
         &self,
         row: &TaskRow,
@@ -375,6 +376,16 @@ impl Runtime {
                         "the rejection reason for {id} is {} bytes; the limit is {} bytes",
                         reason.len(),
                         self.limits.max_reason_bytes
+                    )));
+                }
+            }
+            // Answers are the person's words to the model, bounded as a message's are.
+            if let Some(answers) = &call.answers {
+                let bytes: usize = answers.iter().flatten().map(String::len).sum();
+                if bytes > self.limits.max_message_bytes {
+                    return Err(AgentError::InvalidParams(format!(
+                        "the answers to {id} are {bytes} bytes; the limit is {} bytes",
+                        self.limits.max_message_bytes
                     )));
                 }
             }
