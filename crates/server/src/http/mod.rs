@@ -131,8 +131,7 @@ impl FromRequestParts<AppState> for User {
                     .headers
                     .get(header::AUTHORIZATION)
                     .and_then(|value| value.to_str().ok())
-                    .and_then(|value| value.strip_prefix("Bearer "))
-                    .map(str::trim);
+                    .and_then(bearer_token);
                 match token.and_then(|token| tokens.get(token)) {
                     Some(user) => Ok(User(user.clone())),
                     None => Err(HttpError::Unauthorized.into_response()),
@@ -140,6 +139,13 @@ impl FromRequestParts<AppState> for User {
             }
         }
     }
+}
+
+/// The token of an `Authorization: Bearer TOKEN` value; the scheme is case-insensitive
+/// (RFC 9110 §11.1).
+fn bearer_token(authorization: &str) -> Option<&str> {
+    let (scheme, token) = authorization.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// REST errors: a status and a short message; internals are logged, never sent.
@@ -198,7 +204,15 @@ impl IntoResponse for HttpError {
             HttpError::BadGateway(_) => StatusCode::BAD_GATEWAY,
             HttpError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         };
-        (status, Json(json!({"error": self.to_string()}))).into_response()
+        let mut response = (status, Json(json!({"error": self.to_string()}))).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            // RFC 6750 §3: a 401 names the scheme the client should use.
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+        }
+        response
     }
 }
 

@@ -460,3 +460,41 @@ fn the_release_profile_unwinds_on_panic() {
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../index.html")).unwrap();
     assert!(index.contains(r#"data-cargo-profile-release="ui""#));
 }
+
+/// The `Authorization` scheme is case-insensitive (RFC 9110 §11.1), so `bearer TOKEN` is the
+/// same token; a 401 says which scheme to use (`WWW-Authenticate: Bearer`, RFC 6750 §3).
+#[tokio::test]
+async fn the_bearer_scheme_is_read_without_case_and_a_401_names_it() {
+    let app = spawn_with(|config| {
+        config.auth = signoff_server::AuthMode::Tokens;
+        config.tokens = vec!["alice-token=alice".into()];
+    })
+    .await;
+    for authorization in [
+        "Bearer alice-token",
+        "bearer alice-token",
+        "BEARER  alice-token",
+    ] {
+        let response = app
+            .client
+            .get(app.url("/api/sessions"))
+            .header("authorization", authorization)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{authorization}");
+    }
+    for authorization in [None, Some("Basic YWxpY2U6eA=="), Some("Bearer bob-token")] {
+        let mut request = app.client.get(app.url("/api/sessions"));
+        if let Some(authorization) = authorization {
+            request = request.header("authorization", authorization);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 401, "{authorization:?}");
+        assert_eq!(
+            response.headers()["www-authenticate"],
+            "Bearer",
+            "{authorization:?}"
+        );
+    }
+}
