@@ -204,3 +204,41 @@ async fn deleting_a_session_with_a_paused_task_drops_its_batch() {
     assert_eq!(status, 404);
     assert!(!app.sandbox().join("notes.txt").exists());
 }
+
+/// `GET /api/approvals`'s query values are checked: a `state` or `limit` out of its range is a
+/// 400 that says what it takes (a `limit` that was not a number silently became 50, and 0 or
+/// 9999 silently became 1 or 500).
+#[tokio::test]
+async fn the_audit_trails_query_values_are_checked() {
+    let app = spawn_app().await;
+    for file in ["a.txt", "b.txt"] {
+        let paused = say(&app, &format!("write {file}: x")).await;
+        let (status, body) = decide_rest(
+            &app,
+            None,
+            &task_id(&paused),
+            json!({"decision_type": "approve"}),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = app.get("/api/approvals?state=decided&limit=1").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["decisions"].as_array().unwrap().len(), 1, "{body}");
+    let (status, body) = app.get("/api/approvals?state=bogus").await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body["error"],
+        "state must be pending or decided, not \"bogus\""
+    );
+    for limit in ["abc", "0", "501", "-1", "1.5", ""] {
+        let (status, body) = app
+            .get(&format!("/api/approvals?state=decided&limit={limit}"))
+            .await;
+        assert_eq!(status, 400, "{limit}: {body}");
+        assert_eq!(
+            body["error"],
+            format!("limit must be a whole number from 1 to 500, not {limit:?}"),
+        );
+    }
+}
