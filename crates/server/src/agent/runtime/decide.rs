@@ -9,6 +9,7 @@ use serde_json::Value;
 use signoff_protocol::hitl::{self, ActionRequest, Decision, Dialect, Verdict};
 use signoff_protocol::{Message, Role, StreamEvent, TaskState};
 
+use crate::agent::config::RuleAction;
 use crate::agent::view;
 use crate::store::{
     task_state_text, BatchRow, BatchState, CallStatus, CallVerdict, Channel, DecisionWrite,
@@ -397,6 +398,15 @@ impl Runtime {
             let (Some(args), Some(agent)) = (&call.modified_args, &asker) else {
                 continue;
             };
+            // The operator's deny rules hold for the arguments that would run, edited or not.
+            if let Some(rule) = agent.approvals.rule_for(&call.request.name, args) {
+                if rule.action == RuleAction::Deny {
+                    return Err(AgentError::InvalidParams(format!(
+                        "modified_args for {id} ({}) are denied by rule {}; the call keeps waiting",
+                        call.request.name, rule.label
+                    )));
+                }
+            }
             if let Some(tool) = agent.tools.get(&call.request.name) {
                 crate::agent::schema::check(&tool.spec.input_schema, args).map_err(|error| {
                     AgentError::InvalidParams(format!(
