@@ -498,3 +498,38 @@ async fn the_bearer_scheme_is_read_without_case_and_a_401_names_it() {
         );
     }
 }
+
+/// A client-chosen id is bounded: a 100 KB `contextId` made a session whose URL is too long for
+/// any route (`414`), so it could be neither opened nor deleted, and it bloated every list.
+#[tokio::test]
+async fn a_client_chosen_id_longer_than_256_bytes_is_refused() {
+    let app = spawn_app().await;
+    let long = "c".repeat(257);
+    let got = send(&app, "hi").await;
+    assert_eq!(got["result"]["status"]["state"], "completed", "{got}");
+    let mut message = message_v03("hi", None, Some(&long));
+    let got = app
+        .rpc(None, message_request("message/send", message.clone()))
+        .await;
+    assert_eq!(got["error"]["code"], -32602, "{got}");
+    assert_eq!(
+        got["error"]["message"],
+        "params.message.contextId: 257 bytes; an id may have at most 256"
+    );
+    message["contextId"] = json!("c".repeat(256));
+    message["messageId"] = json!("m".repeat(257));
+    let got = app
+        .rpc(None, message_request("message/send", message))
+        .await;
+    assert_eq!(
+        got["error"]["message"],
+        "params.message.messageId: 257 bytes; an id may have at most 256"
+    );
+    // Nothing was made of either.
+    let (_, sessions) = app.get("/api/sessions").await;
+    assert_eq!(
+        sessions["sessions"].as_array().unwrap().len(),
+        1,
+        "{sessions}"
+    );
+}

@@ -19,6 +19,9 @@ use super::runner::RunnerStart;
 use super::transcript::*;
 use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
 
+/// The longest id a client may choose for a message or a session (a UUID has 36 bytes).
+const MAX_ID_BYTES: usize = 256;
+
 impl Runtime {
     // ---- messages --------------------------------------------------------------------------
 
@@ -74,6 +77,19 @@ impl Runtime {
                 "params.message: its text is {text_bytes} bytes; the limit is {} bytes",
                 self.limits.max_message_bytes
             )));
+        }
+        // Ids go into URLs and every list: a long one made a chat no route could reach.
+        let ids = [
+            ("contextId", message.context_id.as_deref()),
+            ("messageId", Some(message.message_id.as_str())),
+        ];
+        for (field, id) in ids {
+            if let Some(id) = id.filter(|id| id.len() > MAX_ID_BYTES) {
+                return Err(AgentError::InvalidParams(format!(
+                    "params.message.{field}: {} bytes; an id may have at most {MAX_ID_BYTES}",
+                    id.len()
+                )));
+            }
         }
         if let Some(task_id) = message.task_id.clone() {
             return self.continue_task(user, agent, &task_id, message).await;
