@@ -139,10 +139,10 @@ impl Runtime {
                         .run_args_sha256
                         .as_ref()
                         .is_some_and(|hash| *hash != call.args_sha256)
-                        && !call
+                        && call
                             .run_args
                             .as_ref()
-                            .is_some_and(|args| answers_from_args(args).is_some()),
+                            .is_none_or(|args| answers_from_args(args).is_none()),
                     result: call.result.clone(),
                 })
                 .collect(),
