@@ -5,6 +5,7 @@ mod a2a;
 mod approvals;
 mod card;
 mod feedback;
+mod json_body;
 mod ops;
 pub mod relay;
 mod rest;
@@ -291,6 +292,7 @@ pub fn router(state: AppState) -> Router {
     let limit = state.body_limit;
     router
         .layer(axum::extract::DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn(json_body::refuse_non_json_body))
         .layer(axum::middleware::from_fn_with_state(
             limit,
             refuse_declared_oversize,

@@ -533,3 +533,61 @@ async fn a_client_chosen_id_longer_than_256_bytes_is_refused() {
         "{sessions}"
     );
 }
+
+/// A web page can send a body of a "simple" type (`text/plain`, a form, none) to this server
+/// without the browser asking it first; with `--auth none` two such requests made an "always
+/// allow" policy and ran `delete_file` without a sign-off. A body must be declared JSON: others
+/// get `415` and change nothing.
+#[tokio::test]
+async fn a_body_not_declared_json_is_refused_so_a_web_page_cannot_post_one() {
+    let app = spawn_app().await;
+    let policy = r#"{"agent": "default/demo", "tool": "delete_file", "scope": "agent"}"#;
+    let message =
+        message_request("message/send", message_v03("delete readme.txt", None, None)).to_string();
+    for content_type in [
+        Some("text/plain;charset=UTF-8"),
+        Some("application/x-www-form-urlencoded"),
+        None,
+    ] {
+        for (path, body) in [
+            ("/api/policies", policy.to_owned()),
+            ("/api/a2a/default/demo", message.clone()),
+        ] {
+            let mut request = app.post(path).body(body);
+            if let Some(content_type) = content_type {
+                request = request.header("content-type", content_type);
+            }
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status(), 415, "{path} {content_type:?}");
+            let got: Value = response.json().await.unwrap();
+            assert!(
+                got["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("Content-Type: application/json"),
+                "{got}"
+            );
+        }
+    }
+    let (_, policies) = app.get("/api/policies").await;
+    assert_eq!(policies["policies"], json!([]));
+    let (_, sessions) = app.get("/api/sessions").await;
+    assert_eq!(sessions["sessions"], json!([]));
+    assert!(app.sandbox().join("readme.txt").exists());
+    // JSON, and a POST without a body (a share link), go through.
+    let response = app
+        .post("/api/policies")
+        .header("content-type", "application/json; charset=utf-8")
+        .body(policy)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let chat = context_id(&say(&app, "hi").await);
+    let response = app
+        .post(&format!("/api/sessions/{chat}/shares"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+}
