@@ -233,6 +233,7 @@ pub async fn run(
         origin_agent,
         cards_since: chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp(), 0)
             .unwrap_or_default(),
+        loopback_only: config.auth == AuthMode::None && listener.local_addr()?.ip().is_loopback(),
     };
     let read_timeout = Duration::from_secs(config.read_timeout_secs.max(1));
     // A body that stops coming is cut off, as headers that stop coming are (`http::serve`).

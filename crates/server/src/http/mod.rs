@@ -5,6 +5,7 @@ mod a2a;
 mod approvals;
 mod card;
 mod feedback;
+mod host;
 mod json_body;
 mod ops;
 pub mod relay;
@@ -68,6 +69,9 @@ pub struct AppState {
     /// When the agents' cards last changed: the start of this process, which read the agents
     /// file (to the second, as HTTP dates go). Their `Last-Modified`.
     pub cards_since: chrono::DateTime<chrono::Utc>,
+    /// Answer only requests for a loopback `Host` (`--auth none` on a loopback address; see
+    /// `host`).
+    pub loopback_only: bool,
 }
 
 /// `scheme://host` as the caller reached us, for absolute URLs in agent cards. The forwarded
@@ -300,6 +304,10 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             shares::guard,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            host::refuse_foreign_host,
         ))
         .layer(CatchPanicLayer::custom(panic_response))
         .with_state(state)

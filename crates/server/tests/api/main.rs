@@ -22,6 +22,7 @@ mod ops;
 mod policies;
 mod previews;
 mod questions;
+mod rebinding;
 mod rest;
 mod restart;
 mod rules;
