@@ -9,10 +9,11 @@ use serde_json::json;
 use signoff_protocol::{Message, Part, Role, Task, TaskState};
 
 use crate::agent::model::ChatMessage;
+use crate::agent::tools::error_result;
 use crate::agent::view::{self};
 use crate::store::{
-    task_state_text, BatchState, CallStatus, CallVerdict, Channel, Commit, DecisionWrite, Guard,
-    StoreError, TaskRow, Verdict as StoredVerdict,
+    task_state_text, BatchState, CallStatus, CallUpdate, CallVerdict, Channel, Commit,
+    DecisionWrite, Guard, StoreError, TaskRow, Verdict as StoredVerdict,
 };
 
 use super::runner::RunnerStart;
@@ -274,9 +275,30 @@ impl Runtime {
             }
         }
         if !done {
+            // Approved calls without a result (waiting to run, or running as the runner stops)
+            // get one, so the audit never shows an approval without an outcome. A result the
+            // runner writes first is kept: the store fills only an empty one.
+            let unfinished = self
+                .store
+                .calls(task_id)
+                .await?
+                .into_iter()
+                .filter(|call| {
+                    matches!(call.status, CallStatus::Approved | CallStatus::Started)
+                        && call.result.is_none()
+                })
+                .map(|call| CallUpdate::Finished {
+                    call_id: call.call_id,
+                    result: error_result(
+                        "the task was canceled before this call finished: it may or may not \
+                         have run",
+                    ),
+                })
+                .collect();
             let commit = Commit {
                 state: Some(TaskState::Canceled),
                 guard: Some(Guard::NotTerminal),
+                call_updates: unfinished,
                 ..Commit::default()
             };
             // Not the runner's step: any replica may cancel.

@@ -201,7 +201,7 @@ async fn apply_commit(
             CallUpdate::Finished { call_id, result } => {
                 sqlx::query(
                     "UPDATE calls SET status = $1, finished_at = $2, result = $3
-                     WHERE task_id = $4 AND call_id = $5",
+                     WHERE task_id = $4 AND call_id = $5 AND result IS NULL",
                 )
                 .bind(CallStatus::Finished.as_str())
                 .bind(&now)

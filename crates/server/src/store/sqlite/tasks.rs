@@ -191,7 +191,7 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
                 connection
                     .prepare_cached(
                         "UPDATE calls SET status = ?1, finished_at = ?2, result = ?3
-                         WHERE task_id = ?4 AND call_id = ?5",
+                         WHERE task_id = ?4 AND call_id = ?5 AND result IS NULL",
                     )?
                     .execute(params![
                         CallStatus::Finished.as_str(),
