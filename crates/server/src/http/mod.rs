@@ -7,6 +7,7 @@ mod card;
 mod feedback;
 mod host;
 mod json_body;
+mod json_errors;
 mod ops;
 pub mod relay;
 mod rest;
@@ -309,6 +310,7 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             host::refuse_foreign_host,
         ))
+        .layer(axum::middleware::from_fn(json_errors::json_errors))
         .layer(CatchPanicLayer::custom(panic_response))
         .with_state(state)
 }

@@ -242,3 +242,37 @@ async fn the_audit_trails_query_values_are_checked() {
         );
     }
 }
+
+/// What axum refuses before a handler runs is JSON like every other error under `/api/` (it was
+/// plain text, or nothing at all): a path that is not UTF-8, a method a route does not take, a
+/// body without a declared length that turns out over the limit.
+#[tokio::test]
+async fn refusals_before_a_handler_are_json_too() {
+    let app = spawn_app().await;
+    let (status, body) = app.get("/api/sessions/%FF%FE").await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("UTF-8"), "{body}");
+
+    let (status, body) = app.get("/api/approvals/t-1").await;
+    assert_eq!(status, 405, "{body}");
+    assert_eq!(
+        body["error"],
+        "method GET is not allowed at this path (see the Allow header)"
+    );
+
+    let chunks =
+        futures_util::stream::iter((0..40).map(|_| Ok::<_, std::io::Error>(vec![b' '; 64 * 1024])));
+    let response = app
+        .post("/api/approvals/t-1")
+        .header("content-type", "application/json")
+        .body(reqwest::Body::wrap_stream(chunks))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("length limit"),
+        "{body}"
+    );
+}
