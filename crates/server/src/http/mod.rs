@@ -5,9 +5,13 @@ mod a2a;
 mod approvals;
 mod card;
 mod feedback;
+mod host;
+mod json_body;
+mod json_errors;
 mod ops;
 pub mod relay;
 mod rest;
+pub mod serve;
 mod shares;
 mod sse;
 mod ui;
@@ -66,6 +70,9 @@ pub struct AppState {
     /// When the agents' cards last changed: the start of this process, which read the agents
     /// file (to the second, as HTTP dates go). Their `Last-Modified`.
     pub cards_since: chrono::DateTime<chrono::Utc>,
+    /// Answer only requests for a loopback `Host` (`--auth none` on a loopback address; see
+    /// `host`).
+    pub loopback_only: bool,
 }
 
 /// `scheme://host` as the caller reached us, for absolute URLs in agent cards. The forwarded
@@ -130,8 +137,7 @@ impl FromRequestParts<AppState> for User {
                     .headers
                     .get(header::AUTHORIZATION)
                     .and_then(|value| value.to_str().ok())
-                    .and_then(|value| value.strip_prefix("Bearer "))
-                    .map(str::trim);
+                    .and_then(bearer_token);
                 match token.and_then(|token| tokens.get(token)) {
                     Some(user) => Ok(User(user.clone())),
                     None => Err(HttpError::Unauthorized.into_response()),
@@ -139,6 +145,13 @@ impl FromRequestParts<AppState> for User {
             }
         }
     }
+}
+
+/// The token of an `Authorization: Bearer TOKEN` value; the scheme is case-insensitive
+/// (RFC 9110 §11.1).
+fn bearer_token(authorization: &str) -> Option<&str> {
+    let (scheme, token) = authorization.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// REST errors: a status and a short message; internals are logged, never sent.
@@ -197,7 +210,15 @@ impl IntoResponse for HttpError {
             HttpError::BadGateway(_) => StatusCode::BAD_GATEWAY,
             HttpError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         };
-        (status, Json(json!({"error": self.to_string()}))).into_response()
+        let mut response = (status, Json(json!({"error": self.to_string()}))).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            // RFC 6750 §3: a 401 names the scheme the client should use.
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+        }
+        response
     }
 }
 
@@ -276,6 +297,7 @@ pub fn router(state: AppState) -> Router {
     let limit = state.body_limit;
     router
         .layer(axum::extract::DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn(json_body::refuse_non_json_body))
         .layer(axum::middleware::from_fn_with_state(
             limit,
             refuse_declared_oversize,
@@ -284,6 +306,11 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             shares::guard,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            host::refuse_foreign_host,
+        ))
+        .layer(axum::middleware::from_fn(json_errors::json_errors))
         .layer(CatchPanicLayer::custom(panic_response))
         .with_state(state)
 }

@@ -114,11 +114,17 @@ pub async fn approvals(
             Ok(Json(PendingApprovals { approvals }).into_response())
         }
         Some("decided") => {
-            let limit = query
-                .get("limit")
-                .and_then(|limit| limit.parse().ok())
-                .unwrap_or(50i64)
-                .clamp(1, 500);
+            let limit = match query.get("limit") {
+                None => 50,
+                Some(text) => match text.parse::<i64>() {
+                    Ok(limit) if (1..=500).contains(&limit) => limit,
+                    _ => {
+                        return Err(HttpError::BadRequest(format!(
+                            "limit must be a whole number from 1 to 500, not {text:?}"
+                        )))
+                    }
+                },
+            };
             let decisions = state.runtime.recent_decisions(&user.0, limit).await?;
             Ok(Json(DecidedApprovals { decisions }).into_response())
         }

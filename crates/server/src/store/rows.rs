@@ -266,10 +266,8 @@ pub enum CallUpdate {
         run_args: Value,
         run_args_sha256: String,
     },
-    Finished {
-        call_id: String,
-        result: Value,
-    },
+    /// The call's result; a call finishes once, so a call that has a result keeps it.
+    Finished { call_id: String, result: Value },
 }
 
 /// Which state the task must be in for a commit to apply.

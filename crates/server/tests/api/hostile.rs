@@ -460,3 +460,134 @@ fn the_release_profile_unwinds_on_panic() {
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../index.html")).unwrap();
     assert!(index.contains(r#"data-cargo-profile-release="ui""#));
 }
+
+/// The `Authorization` scheme is case-insensitive (RFC 9110 §11.1), so `bearer TOKEN` is the
+/// same token; a 401 says which scheme to use (`WWW-Authenticate: Bearer`, RFC 6750 §3).
+#[tokio::test]
+async fn the_bearer_scheme_is_read_without_case_and_a_401_names_it() {
+    let app = spawn_with(|config| {
+        config.auth = signoff_server::AuthMode::Tokens;
+        config.tokens = vec!["alice-token=alice".into()];
+    })
+    .await;
+    for authorization in [
+        "Bearer alice-token",
+        "bearer alice-token",
+        "BEARER  alice-token",
+    ] {
+        let response = app
+            .client
+            .get(app.url("/api/sessions"))
+            .header("authorization", authorization)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{authorization}");
+    }
+    for authorization in [None, Some("Basic YWxpY2U6eA=="), Some("Bearer bob-token")] {
+        let mut request = app.client.get(app.url("/api/sessions"));
+        if let Some(authorization) = authorization {
+            request = request.header("authorization", authorization);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 401, "{authorization:?}");
+        assert_eq!(
+            response.headers()["www-authenticate"],
+            "Bearer",
+            "{authorization:?}"
+        );
+    }
+}
+
+/// A client-chosen id is bounded: a 100 KB `contextId` made a session whose URL is too long for
+/// any route (`414`), so it could be neither opened nor deleted, and it bloated every list.
+#[tokio::test]
+async fn a_client_chosen_id_longer_than_256_bytes_is_refused() {
+    let app = spawn_app().await;
+    let long = "c".repeat(257);
+    let got = send(&app, "hi").await;
+    assert_eq!(got["result"]["status"]["state"], "completed", "{got}");
+    let mut message = message_v03("hi", None, Some(&long));
+    let got = app
+        .rpc(None, message_request("message/send", message.clone()))
+        .await;
+    assert_eq!(got["error"]["code"], -32602, "{got}");
+    assert_eq!(
+        got["error"]["message"],
+        "params.message.contextId: 257 bytes; an id may have at most 256"
+    );
+    message["contextId"] = json!("c".repeat(256));
+    message["messageId"] = json!("m".repeat(257));
+    let got = app
+        .rpc(None, message_request("message/send", message))
+        .await;
+    assert_eq!(
+        got["error"]["message"],
+        "params.message.messageId: 257 bytes; an id may have at most 256"
+    );
+    // Nothing was made of either.
+    let (_, sessions) = app.get("/api/sessions").await;
+    assert_eq!(
+        sessions["sessions"].as_array().unwrap().len(),
+        1,
+        "{sessions}"
+    );
+}
+
+/// A web page can send a body of a "simple" type (`text/plain`, a form, none) to this server
+/// without the browser asking it first; with `--auth none` two such requests made an "always
+/// allow" policy and ran `delete_file` without a sign-off. A body must be declared JSON: others
+/// get `415` and change nothing.
+#[tokio::test]
+async fn a_body_not_declared_json_is_refused_so_a_web_page_cannot_post_one() {
+    let app = spawn_app().await;
+    let policy = r#"{"agent": "default/demo", "tool": "delete_file", "scope": "agent"}"#;
+    let message =
+        message_request("message/send", message_v03("delete readme.txt", None, None)).to_string();
+    for content_type in [
+        Some("text/plain;charset=UTF-8"),
+        Some("application/x-www-form-urlencoded"),
+        None,
+    ] {
+        for (path, body) in [
+            ("/api/policies", policy.to_owned()),
+            ("/api/a2a/default/demo", message.clone()),
+        ] {
+            let mut request = app.post(path).body(body);
+            if let Some(content_type) = content_type {
+                request = request.header("content-type", content_type);
+            }
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status(), 415, "{path} {content_type:?}");
+            let got: Value = response.json().await.unwrap();
+            assert!(
+                got["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("Content-Type: application/json"),
+                "{got}"
+            );
+        }
+    }
+    let (_, policies) = app.get("/api/policies").await;
+    assert_eq!(policies["policies"], json!([]));
+    let (_, sessions) = app.get("/api/sessions").await;
+    assert_eq!(sessions["sessions"], json!([]));
+    assert!(app.sandbox().join("readme.txt").exists());
+    // JSON, and a POST without a body (a share link), go through.
+    let response = app
+        .post("/api/policies")
+        .header("content-type", "application/json; charset=utf-8")
+        .body(policy)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let chat = context_id(&say(&app, "hi").await);
+    let response = app
+        .post(&format!("/api/sessions/{chat}/shares"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+}

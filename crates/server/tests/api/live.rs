@@ -173,6 +173,15 @@ async fn cancel_drops_a_queued_message_and_a_stopped_task_takes_no_more() {
         .await;
     assert_eq!(late["error"]["code"], -32004, "{late}");
     assert_eq!(user_texts(&app, &task).await, ["count to 200"]);
+    // Dropped from the store too: a canceled task's queue is never delivered, and it kept
+    // every undelivered message until the chat was deleted.
+    let waiting = sql_count(
+        app.data_dir.path(),
+        "SELECT COUNT(*) FROM queued_messages WHERE task_id = ?1",
+        &task,
+    )
+    .await;
+    assert_eq!(waiting, 0);
 }
 
 #[tokio::test]

@@ -181,3 +181,38 @@ async fn a_question_is_answered_while_its_gated_call_is_rejected() {
         "{answer}"
     );
 }
+
+/// An answer is the person's words to the model, as a message is: the audit does not call an
+/// answered question edited (the call ran with its answers added, not with other arguments),
+/// and answers longer than a message may be are refused, changing nothing.
+#[tokio::test]
+async fn answers_are_no_edit_and_are_bounded_like_a_message() {
+    let app = spawn_with(|config| config.max_message_bytes = 100).await;
+    let (task, _, _) = ask(&app, "ask Anything else?").await;
+    let long = "x".repeat(101);
+    let (status, body) = decide_rest(
+        &app,
+        None,
+        &task,
+        json!({"decision_type": "approve", "ask_user_answers": [{"answer": [long]}]}),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body["error"],
+        "the answers to call_1 are 101 bytes; the limit is 100 bytes"
+    );
+    assert_eq!(task_state(&app, &task).await, "input-required");
+
+    let (status, body) = decide_rest(
+        &app,
+        None,
+        &task,
+        json!({"decision_type": "approve", "ask_user_answers": [{"answer": ["keep it small"]}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let call = &body["decision"]["calls"][0];
+    assert_eq!(call["verdict"], "approve", "{body}");
+    assert_eq!(call["edited"], false, "{body}");
+}

@@ -204,3 +204,75 @@ async fn deleting_a_session_with_a_paused_task_drops_its_batch() {
     assert_eq!(status, 404);
     assert!(!app.sandbox().join("notes.txt").exists());
 }
+
+/// `GET /api/approvals`'s query values are checked: a `state` or `limit` out of its range is a
+/// 400 that says what it takes (a `limit` that was not a number silently became 50, and 0 or
+/// 9999 silently became 1 or 500).
+#[tokio::test]
+async fn the_audit_trails_query_values_are_checked() {
+    let app = spawn_app().await;
+    for file in ["a.txt", "b.txt"] {
+        let paused = say(&app, &format!("write {file}: x")).await;
+        let (status, body) = decide_rest(
+            &app,
+            None,
+            &task_id(&paused),
+            json!({"decision_type": "approve"}),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = app.get("/api/approvals?state=decided&limit=1").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["decisions"].as_array().unwrap().len(), 1, "{body}");
+    let (status, body) = app.get("/api/approvals?state=bogus").await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body["error"],
+        "state must be pending or decided, not \"bogus\""
+    );
+    for limit in ["abc", "0", "501", "-1", "1.5", ""] {
+        let (status, body) = app
+            .get(&format!("/api/approvals?state=decided&limit={limit}"))
+            .await;
+        assert_eq!(status, 400, "{limit}: {body}");
+        assert_eq!(
+            body["error"],
+            format!("limit must be a whole number from 1 to 500, not {limit:?}"),
+        );
+    }
+}
+
+/// What axum refuses before a handler runs is JSON like every other error under `/api/` (it was
+/// plain text, or nothing at all): a path that is not UTF-8, a method a route does not take, a
+/// body without a declared length that turns out over the limit.
+#[tokio::test]
+async fn refusals_before_a_handler_are_json_too() {
+    let app = spawn_app().await;
+    let (status, body) = app.get("/api/sessions/%FF%FE").await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("UTF-8"), "{body}");
+
+    let (status, body) = app.get("/api/approvals/t-1").await;
+    assert_eq!(status, 405, "{body}");
+    assert_eq!(
+        body["error"],
+        "method GET is not allowed at this path (see the Allow header)"
+    );
+
+    let chunks =
+        futures_util::stream::iter((0..40).map(|_| Ok::<_, std::io::Error>(vec![b' '; 64 * 1024])));
+    let response = app
+        .post("/api/approvals/t-1")
+        .header("content-type", "application/json")
+        .body(reqwest::Body::wrap_stream(chunks))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("length limit"),
+        "{body}"
+    );
+}

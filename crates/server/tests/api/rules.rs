@@ -205,3 +205,44 @@ fn function_call_parts(results: &[Value]) -> Vec<Value> {
         .filter(|part| part["metadata"]["kagent_type"] == "function_call")
         .collect()
 }
+
+/// A person who edits a call's arguments cannot edit it into what a `deny` rule refuses: the
+/// operator's rule holds for the arguments that would run, so such a decision is refused,
+/// naming the rule, and nothing runs (it wrote `.git/config` before).
+#[tokio::test]
+async fn edited_arguments_that_a_deny_rule_refuses_are_refused() {
+    let app = spawn_with_agents(RULES, |_| {}).await;
+    let results = say(&app, "write todo.txt: hi").await;
+    assert_eq!(last_state(&results), "input-required", "{results:?}");
+    let task = task_id(&results);
+    let edit = json!({"decision_type": "approve",
+                      "modified_args": {"call_1": {"path": ".git/config", "content": "x"}}});
+    let (status, body) = decide_rest(&app, None, &task, edit.clone()).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body["error"],
+        "modified_args for call_1 (write_file) are denied by rule #1 (write_file when path glob \
+         \".git/**\"); the call keeps waiting"
+    );
+    let context = context_id(&results);
+    let got = app
+        .rpc(
+            None,
+            message_request("message/send", decision(&task, &context, edit)),
+        )
+        .await;
+    assert_eq!(got["error"]["code"], -32602, "{got}");
+    assert!(!app.sandbox().join(".git/config").exists());
+    assert_eq!(task_state(&app, &task).await, "input-required");
+    // An edit the rules let through still runs.
+    let (status, body) = decide_rest(
+        &app,
+        None,
+        &task,
+        json!({"decision_type": "approve",
+               "modified_args": {"call_1": {"path": "done.txt", "content": "x"}}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(app.sandbox().join("done.txt").exists());
+}

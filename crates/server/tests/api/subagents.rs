@@ -491,3 +491,69 @@ async fn the_approvals_stream_tells_of_the_parents_batch_only() {
         "child {child} told of"
     );
 }
+
+/// A subagent's task shows in its own chat (for the same user), paused with the calls that wait
+/// in its parent's batch; deciding or canceling it there would run or drop those calls behind
+/// the parent's back (whose batch would still wait for them, and audit a later decision of its
+/// own as if nothing had run), so it is refused, naming the parent, and changes nothing.
+#[tokio::test]
+async fn a_subagents_task_takes_no_decision_or_cancel_of_its_own() {
+    let app = spawn_app().await;
+    let paused = ask_boss(&app, "delegate default/demo: write own.txt: hi").await;
+    let (task, context) = (task_id(&paused), context_id(&paused));
+    let child = subagent_task(&paused);
+    let child_context = app
+        .rpc(None, request("tasks/get", json!({"id": child})))
+        .await["result"]["contextId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let (status, body) = decide_rest(&app, None, &child, json!({"decision_type": "approve"})).await;
+    assert_eq!(status, 409, "{body}");
+    let said = body["error"].as_str().unwrap();
+    assert!(said.contains(&task), "{body}");
+    for message in [
+        decision(&child, &child_context, json!({"decision_type": "approve"})),
+        message_v03("yes", Some(&child), None),
+        message_v03("no, not that", Some(&child), None),
+    ] {
+        let got = app
+            .rpc(None, message_request("message/send", message))
+            .await;
+        assert_eq!(got["error"]["code"], -32602, "{got}");
+        assert!(
+            got["error"]["message"].as_str().unwrap().contains(&task),
+            "{got}"
+        );
+    }
+    let canceled = app
+        .rpc(None, request("tasks/cancel", json!({"id": child})))
+        .await;
+    assert_eq!(canceled["error"]["code"], -32002, "{canceled}");
+    assert!(
+        canceled["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&task),
+        "{canceled}"
+    );
+
+    // Nothing changed: both wait, nothing ran, and the parent's decision still drives the child.
+    assert_eq!(task_state(&app, &child).await, "input-required");
+    assert_eq!(task_state_at(&app, &task).await, "input-required");
+    assert!(!app.sandbox().join("own.txt").exists());
+    let done = send_stream(
+        &app,
+        BOSS,
+        decision(
+            &task,
+            &context,
+            json!({"decision_type": "deny", "reason": "not now"}),
+        ),
+    )
+    .await;
+    assert_eq!(states(&done).last().unwrap(), "completed");
+    assert!(!app.sandbox().join("own.txt").exists());
+    wait_for_state(&app, &child, "completed").await;
+}

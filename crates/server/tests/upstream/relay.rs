@@ -90,9 +90,11 @@ async fn with_tokens(remote_base: &str) -> TestApp {
     .await
 }
 
-/// Sends kagent's recorded request of `scenario` through the relay, as it is.
+/// Sends kagent's recorded request of `scenario` through the relay, as it is (JSON, as kagent's
+/// UI declares it).
 async fn relay(app: &TestApp, scenario: &str) -> reqwest::Response {
     app.post(RELAY)
+        .header("content-type", "application/json")
         .body(kagent(&format!("{scenario}.request.json")))
         .send()
         .await

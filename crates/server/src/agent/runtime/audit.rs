@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use signoff_protocol::hitl::question::answers_from_args;
 
 use crate::store::{Channel, TaskRow};
 
@@ -133,10 +134,15 @@ impl Runtime {
                     reason: call.reason.clone(),
                     args_sha256: call.args_sha256.clone(),
                     run_args_sha256: call.run_args_sha256.clone(),
+                    // A question call runs with its answers added to its arguments: no edit.
                     edited: call
                         .run_args_sha256
                         .as_ref()
-                        .is_some_and(|hash| *hash != call.args_sha256),
+                        .is_some_and(|hash| *hash != call.args_sha256)
+                        && call
+                            .run_args
+                            .as_ref()
+                            .is_none_or(|args| answers_from_args(args).is_none()),
                     result: call.result.clone(),
                 })
                 .collect(),

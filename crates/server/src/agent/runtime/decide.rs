@@ -9,10 +9,11 @@ use serde_json::Value;
 use signoff_protocol::hitl::{self, ActionRequest, Decision, Dialect, Verdict};
 use signoff_protocol::{Message, Role, StreamEvent, TaskState};
 
+use crate::agent::config::RuleAction;
 use crate::agent::view;
 use crate::store::{
     task_state_text, BatchRow, BatchState, CallStatus, CallVerdict, Channel, DecisionWrite,
-    NewEvent, StoreError, TaskRow, Verdict as StoredVerdict,
+    NewEvent, StoreError, SubagentLink, TaskRow, Verdict as StoredVerdict,
 };
 
 use super::audit::args_sha256;
@@ -59,6 +60,7 @@ impl Runtime {
     ) -> Result<Accepted> {
         let runtime = self.clone();
         let (user_id, agent_key, id) = (user.to_owned(), agent.key(), task_id.to_owned());
+        let driven_by = self.driving_parent(task_id).await?;
         let planned = self
             .store
             .decide_planned(task_id, move |row, batch| {
@@ -73,6 +75,9 @@ impl Runtime {
                             row.context_id
                         )));
                     }
+                }
+                if let Some(link) = &driven_by {
+                    return Err(driven_by_parent(&id, link));
                 }
                 let state = row.state;
                 if state.is_terminal() {
@@ -147,13 +152,27 @@ impl Runtime {
     }
 
     /// Decides a paused task's batch through the REST API (`POST /api/approvals/{task}`);
-    /// returns the batch decided too.
-    #[tracing::instrument(name = "decision", skip_all, fields(task.id = task_id, channel = "rest"))]
+    /// returns the batch decided too. A subagent's task is decided through its parent's batch.
     pub async fn decide_rest(
         self: &Arc<Self>,
         user: &str,
         task_id: &str,
         data: &Value,
+    ) -> Result<(Accepted, i64)> {
+        let driven_by = self.driving_parent(task_id).await?;
+        self.decide_data(user, task_id, data, driven_by).await
+    }
+
+    /// Decides a paused task's batch with the decision object `data` (channel `rest`): a
+    /// person's over REST, or a parent's forwarded to its subagent's task (`driven_by` none).
+    /// A task `driven_by` a parent is refused once its owner is known.
+    #[tracing::instrument(name = "decision", skip_all, fields(task.id = task_id, channel = "rest"))]
+    pub(super) async fn decide_data(
+        self: &Arc<Self>,
+        user: &str,
+        task_id: &str,
+        data: &Value,
+        driven_by: Option<SubagentLink>,
     ) -> Result<(Accepted, i64)> {
         let runtime = self.clone();
         let (user_id, id, data) = (user.to_owned(), task_id.to_owned(), data.clone());
@@ -163,6 +182,9 @@ impl Runtime {
                 let row = row.ok_or_else(|| AgentError::TaskNotFound(id.clone()))?;
                 if row.user_id != user_id {
                     return Err(AgentError::Forbidden(id.clone()));
+                }
+                if let Some(link) = &driven_by {
+                    return Err(driven_by_parent(&id, link));
                 }
                 let decision = Decision::from_data(&data)?;
                 let mut message = Message::new(
@@ -338,8 +360,9 @@ impl Runtime {
         }
     }
 
-    /// What `resolve` cannot know: reasons within the size limit, and edited arguments that fit
-    /// the tool's input schema (an unknown key, a wrong type). Refused before anything is stored.
+    /// What `resolve` cannot know: reasons and answers within the size limits, and edited
+    /// arguments that fit the tool's input schema (an unknown key, a wrong type). Refused before
+    /// anything is stored.
     pub(super) fn check_decided_calls(
         &self,
         row: &TaskRow,
@@ -357,6 +380,16 @@ impl Runtime {
                     )));
                 }
             }
+            // Answers are the person's words to the model, bounded as a message's are.
+            if let Some(answers) = &call.answers {
+                let bytes: usize = answers.iter().flatten().map(String::len).sum();
+                if bytes > self.limits.max_message_bytes {
+                    return Err(AgentError::InvalidParams(format!(
+                        "the answers to {id} are {bytes} bytes; the limit is {} bytes",
+                        self.limits.max_message_bytes
+                    )));
+                }
+            }
             // A subagent's nested call is checked against the tool of the agent that asks.
             let asker = match &call.request.via {
                 Some(via) => self.agent_by_key(&via.asker),
@@ -365,6 +398,15 @@ impl Runtime {
             let (Some(args), Some(agent)) = (&call.modified_args, &asker) else {
                 continue;
             };
+            // The operator's deny rules hold for the arguments that would run, edited or not.
+            if let Some(rule) = agent.approvals.rule_for(&call.request.name, args) {
+                if rule.action == RuleAction::Deny {
+                    return Err(AgentError::InvalidParams(format!(
+                        "modified_args for {id} ({}) are denied by rule {}; the call keeps waiting",
+                        call.request.name, rule.label
+                    )));
+                }
+            }
             if let Some(tool) = agent.tools.get(&call.request.name) {
                 crate::agent::schema::check(&tool.spec.input_schema, args).map_err(|error| {
                     AgentError::InvalidParams(format!(
@@ -380,6 +422,15 @@ impl Runtime {
         }
         Ok(())
     }
+}
+
+/// The refusal of a decision or message sent straight to a subagent's task `task_id`.
+fn driven_by_parent(task_id: &str, link: &SubagentLink) -> AgentError {
+    AgentError::NotPaused(format!(
+        "task {task_id} is the subagent task of task {} (its call {}): its calls wait in that \
+         task's batch; decide them there",
+        link.parent_task_id, link.parent_call_id
+    ))
 }
 
 /// The time since `at` (RFC 3339), if it parses and lies in the past.

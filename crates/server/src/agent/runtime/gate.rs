@@ -9,15 +9,19 @@ use serde_json::json;
 use signoff_protocol::{Message, Part, Role, Task, TaskState};
 
 use crate::agent::model::ChatMessage;
+use crate::agent::tools::error_result;
 use crate::agent::view::{self};
 use crate::store::{
-    task_state_text, BatchState, CallStatus, CallVerdict, Channel, Commit, DecisionWrite, Guard,
-    StoreError, TaskRow, Verdict as StoredVerdict,
+    task_state_text, BatchState, CallStatus, CallUpdate, CallVerdict, Channel, Commit,
+    DecisionWrite, Guard, StoreError, TaskRow, Verdict as StoredVerdict,
 };
 
 use super::runner::RunnerStart;
 use super::transcript::*;
 use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
+
+/// The longest id a client may choose for a message or a session (a UUID has 36 bytes).
+const MAX_ID_BYTES: usize = 256;
 
 impl Runtime {
     // ---- messages --------------------------------------------------------------------------
@@ -74,6 +78,19 @@ impl Runtime {
                 "params.message: its text is {text_bytes} bytes; the limit is {} bytes",
                 self.limits.max_message_bytes
             )));
+        }
+        // Ids go into URLs and every list: a long one made a chat no route could reach.
+        let ids = [
+            ("contextId", message.context_id.as_deref()),
+            ("messageId", Some(message.message_id.as_str())),
+        ];
+        for (field, id) in ids {
+            if let Some(id) = id.filter(|id| id.len() > MAX_ID_BYTES) {
+                return Err(AgentError::InvalidParams(format!(
+                    "params.message.{field}: {} bytes; an id may have at most {MAX_ID_BYTES}",
+                    id.len()
+                )));
+            }
         }
         if let Some(task_id) = message.task_id.clone() {
             return self.continue_task(user, agent, &task_id, message).await;
@@ -167,20 +184,37 @@ impl Runtime {
     }
 
     /// Cancels a task in any non-terminal state; a paused one's calls are dropped unrun and the
-    /// cancellation is audited.
+    /// cancellation is audited. A subagent's task is canceled through its parent.
     pub async fn cancel(self: &Arc<Self>, user: &str, task_id: &str) -> Result<Task> {
+        self.owned_live_task(user, task_id).await?;
+        if let Some(link) = self.driving_parent(task_id).await? {
+            return Err(AgentError::NotCancelable {
+                id: task_id.to_owned(),
+                state: format!("the subagent task of task {}", link.parent_task_id),
+            });
+        }
+        self.cancel_task(user, task_id).await
+    }
+
+    /// The caller's task `task_id` (another user's does not exist for them), if it has not ended.
+    async fn owned_live_task(&self, user: &str, task_id: &str) -> Result<TaskRow> {
         let row = match self.owned_task(user, task_id).await {
             Ok(row) => row,
             Err(AgentError::Forbidden(id)) => return Err(AgentError::TaskNotFound(id)),
             Err(err) => return Err(err),
         };
-        let state = row.state;
-        if state.is_terminal() {
+        if row.state.is_terminal() {
             return Err(AgentError::NotCancelable {
                 id: task_id.to_owned(),
                 state: task_state_text(row.state).to_owned(),
             });
         }
+        Ok(row)
+    }
+
+    /// [`Runtime::cancel`] for a task the caller may cancel, a parent's subagent task included.
+    pub(super) async fn cancel_task(self: &Arc<Self>, user: &str, task_id: &str) -> Result<Task> {
+        let row = self.owned_live_task(user, task_id).await?;
         let message = view::agent_message(
             &row.id,
             &row.context_id,
@@ -241,9 +275,30 @@ impl Runtime {
             }
         }
         if !done {
+            // Approved calls without a result (waiting to run, or running as the runner stops)
+            // get one, so the audit never shows an approval without an outcome. A result the
+            // runner writes first is kept: the store fills only an empty one.
+            let unfinished = self
+                .store
+                .calls(task_id)
+                .await?
+                .into_iter()
+                .filter(|call| {
+                    matches!(call.status, CallStatus::Approved | CallStatus::Started)
+                        && call.result.is_none()
+                })
+                .map(|call| CallUpdate::Finished {
+                    call_id: call.call_id,
+                    result: error_result(
+                        "the task was canceled before this call finished: it may or may not \
+                         have run",
+                    ),
+                })
+                .collect();
             let commit = Commit {
                 state: Some(TaskState::Canceled),
                 guard: Some(Guard::NotTerminal),
+                call_updates: unfinished,
                 ..Commit::default()
             };
             // Not the runner's step: any replica may cancel.

@@ -132,6 +132,22 @@ impl Runtime {
             .find(|link| link.parent_call_id == call_id))
     }
 
+    /// The link to the parent task that drives `task_id`, when `task_id` is a local subagent's
+    /// task whose parent has not ended. Such a task takes decisions and cancels only from its
+    /// parent: its held calls wait in the parent's batch (docs/wire.md, Subagents), and a
+    /// decision of its own would run them behind that batch's back.
+    pub(super) async fn driving_parent(&self, task_id: &str) -> Result<Option<SubagentLink>> {
+        let Some(link) = self.store.subagent_parent(task_id).await? else {
+            return Ok(None);
+        };
+        let parent_going = self
+            .store
+            .task(&link.parent_task_id)
+            .await?
+            .is_some_and(|parent| !parent.state.is_terminal());
+        Ok(parent_going.then_some(link))
+    }
+
     /// Records and starts the subagent's task for `call`; `Err` with the call's failure text
     /// when it cannot be (too deep, no request, an unknown agent).
     async fn start_subagent(
@@ -256,7 +272,7 @@ impl Runtime {
     ) -> Result<()> {
         let data = decision.to_data(Dialect::Native);
         match self
-            .decide_rest(&run.user_id, &link.child_task_id, &data)
+            .decide_data(&run.user_id, &link.child_task_id, &data, None)
             .await
         {
             Ok(_) => Ok(()),
@@ -264,7 +280,7 @@ impl Runtime {
             Err(err) => {
                 // The subagent refused what the parent accepted: nothing of its batch runs.
                 tracing::warn!(task = %run.task_id, child = %link.child_task_id, error = %err, "a forwarded decision was refused");
-                let _ = Box::pin(self.cancel(&run.user_id, &link.child_task_id)).await;
+                let _ = Box::pin(self.cancel_task(&run.user_id, &link.child_task_id)).await;
                 Err(err)
             }
         }
@@ -361,7 +377,7 @@ impl Runtime {
             let outcome = if link.remote {
                 self.cancel_remote(user, &link).await
             } else {
-                match Box::pin(self.cancel(user, &link.child_task_id)).await {
+                match Box::pin(self.cancel_task(user, &link.child_task_id)).await {
                     Ok(_) | Err(AgentError::NotCancelable { .. }) => Ok(()),
                     Err(err) => Err(err.to_string()),
                 }

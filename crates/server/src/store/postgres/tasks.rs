@@ -136,6 +136,13 @@ async fn apply_commit(
             .execute(&mut *connection)
             .await?;
     }
+    // A task that ends takes no more messages: what still waits would never be delivered.
+    if commit.state.is_some_and(|state| state.is_terminal()) {
+        sqlx::query("DELETE FROM queued_messages WHERE task_id = $1")
+            .bind(task_id)
+            .execute(&mut *connection)
+            .await?;
+    }
     append_events(connection, task_id, last - events + 1, &commit.events, &now).await?;
     if !commit.new_calls.is_empty() {
         let position: i64 =
@@ -194,7 +201,7 @@ async fn apply_commit(
             CallUpdate::Finished { call_id, result } => {
                 sqlx::query(
                     "UPDATE calls SET status = $1, finished_at = $2, result = $3
-                     WHERE task_id = $4 AND call_id = $5",
+                     WHERE task_id = $4 AND call_id = $5 AND result IS NULL",
                 )
                 .bind(CallStatus::Finished.as_str())
                 .bind(&now)
@@ -486,13 +493,15 @@ impl Postgres {
 
 /// A step that only appends events and moves the task's state or transcript on (most steps:
 /// streamed text, status changes): it is written by one statement, atomic on its own, instead
-/// of a transaction of several (one round trip instead of five).
+/// of a transaction of several (one round trip instead of five). A step that ends the task is
+/// not one: it also empties the task's queue.
 fn is_plain_step(commit: &Commit) -> bool {
     commit.new_calls.is_empty()
         && commit.call_updates.is_empty()
         && commit.new_batch.is_none()
         && commit.delivered.is_empty()
         && !commit.unless_queued
+        && !commit.state.is_some_and(|state| state.is_terminal())
 }
 
 impl Postgres {

@@ -122,6 +122,12 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
     for id in &commit.delivered {
         take.execute([id])?;
     }
+    // A task that ends takes no more messages: what still waits would never be delivered.
+    if commit.state.is_some_and(|state| state.is_terminal()) {
+        connection
+            .prepare_cached("DELETE FROM queued_messages WHERE task_id = ?1")?
+            .execute([task_id])?;
+    }
     append_events(
         connection,
         task_id,
@@ -185,7 +191,7 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
                 connection
                     .prepare_cached(
                         "UPDATE calls SET status = ?1, finished_at = ?2, result = ?3
-                         WHERE task_id = ?4 AND call_id = ?5",
+                         WHERE task_id = ?4 AND call_id = ?5 AND result IS NULL",
                     )?
                     .execute(params![
                         CallStatus::Finished.as_str(),
