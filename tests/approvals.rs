@@ -344,6 +344,33 @@ async fn hostile_arguments_are_shown_as_text() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bidi_override_in_arguments_shows_as_its_escape() {
+    let app = App::start("bidi-args").await;
+    app.open_new_chat().await;
+    // U+202E draws what follows right to left: "report<U+202E>fdp.sh" looks like
+    // "reporths.pdf" while the file written ends in ".sh".
+    app.send("write report\u{202E}fdp.sh: echo hi").await;
+    wait_card(&app, "write_file", "pending").await;
+    let args = card("write_file") + " [data-testid=tool-args]";
+    app.wait_for_text(&args, r#""path": "report\u202Efdp.sh""#)
+        .await;
+    let shown = app.texts(&args).await.join("");
+    assert!(!shown.contains('\u{202E}'), "{shown:?}");
+    // The editor starts from the same text, and saving it keeps the path as it was.
+    click(&app, "[data-testid=edit-button]").await;
+    app.wait_for("the editor opens", "[data-testid=args-editor]")
+        .await;
+    click(&app, "[data-testid=approve-button]").await;
+    app.wait_for_status("ready").await;
+    assert_eq!(
+        read(app.sandbox("report\u{202E}fdp.sh")).as_deref(),
+        Some("echo hi")
+    );
+    app.shot("bidi-args").await;
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kagent_agent_gets_the_same_cards_and_decisions_in_its_terms() {
     let (url, received) = kagent::fake_kagent("e1_interrupt.sse", "e2_resume.sse").await;
     let agents = format!("[[agents]]\nname = \"k8s-agent\"\nnamespace = \"kagent\"\nremote = {{ url = \"{url}\" }}\n");
