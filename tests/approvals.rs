@@ -167,9 +167,11 @@ async fn a_mixed_batch_goes_out_once_every_card_is_decided() {
     )
     .await;
     reject_with_reason(&app, "delete_file", "old.txt stays").await;
-    // The choices show at once, before anything is sent.
+    // The choices show at once, before anything is sent, the reason too.
     wait_card(&app, "write_file", "approved").await;
     wait_card(&app, "delete_file", "rejected").await;
+    app.wait_for_text(&card("delete_file"), "Reason: \"old.txt stays\"")
+        .await;
     app.wait_for_text("[data-testid=batch-progress]", "2 of 2 decided")
         .await;
     assert_eq!(read(app.sandbox("b.txt")), None);
@@ -214,6 +216,51 @@ async fn edited_arguments_are_what_runs() {
         .await;
     assert_eq!(read(app.sandbox("c.txt")).as_deref(), Some("edited"));
     app.shot("edited-args").await;
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_all_waits_for_an_open_arguments_editor() {
+    let app = App::start("approve-all-open-edit").await;
+    app.open_new_chat().await;
+    app.send("write e.txt: original and delete old.txt").await;
+    app.wait_for("the batch bar shows", "[data-testid=batch-bar]")
+        .await;
+    click(
+        &app,
+        &format!("{} [data-testid=edit-button]", card("write_file")),
+    )
+    .await;
+    let editor = app
+        .wait_for("the editor opens", "[data-testid=args-editor]")
+        .await;
+    // The editor takes the focus (and so shows), ready for typing.
+    app.wait_until("the editor has the focus", || async {
+        let focused = app
+            .js("return document.activeElement && document.activeElement.dataset.testid")
+            .await;
+        Ok(focused == "args-editor")
+    })
+    .await;
+    editor.clear().await.unwrap();
+    editor
+        .send_keys("{\"path\": \"e.txt\", \"content\": \"edited\"}")
+        .await
+        .unwrap();
+    // Approve all with the edit neither saved nor cancelled: nothing goes out, and the
+    // person is told why (before, the original arguments ran).
+    click(&app, "[data-testid=approve-all]").await;
+    app.wait_for_text("[data-testid=toast]", "save or cancel your edit of write_file")
+        .await;
+    wait_card(&app, "write_file", "pending").await;
+    wait_card(&app, "delete_file", "pending").await;
+    assert_eq!(read(app.sandbox("e.txt")), None);
+    app.shot("approve-all-open-edit").await;
+    click(&app, "[data-testid=edit-save]").await;
+    click(&app, "[data-testid=approve-all]").await;
+    app.wait_for_status("ready").await;
+    assert_eq!(read(app.sandbox("e.txt")).as_deref(), Some("edited"));
+    assert_eq!(read(app.sandbox("old.txt")), None);
     app.finish().await;
 }
 

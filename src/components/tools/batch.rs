@@ -51,10 +51,13 @@ pub fn BatchBar() -> impl IntoView {
         if ctl.deciding.get_untracked() {
             return;
         }
+        let decision = match draft.approve_all(&batch) {
+            Ok(decision) => decision,
+            Err(err) => return ctl.app().toast(err.to_string()),
+        };
         for request in &batch.requests {
             draft.choose(&request.id, signoff_protocol::hitl::Verdict::Approve, None);
         }
-        let decision = draft.approve_all(&batch);
         ctl.draft.set(draft);
         ctl.decide(batch, decision);
     };
@@ -183,6 +186,7 @@ pub fn BatchBar() -> impl IntoView {
                     <textarea
                         id="reject-all-reason"
                         data-testid="reject-all-reason"
+                        node_ref=super::card::focus_on_open()
                         rows="2"
                         prop:value=move || reason_text.get()
                         on:input=move |event| reason_text.set(event_target_value(&event))
