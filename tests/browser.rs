@@ -107,6 +107,30 @@ async fn a_reload_shows_the_chat_again() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_restart_mid_turn_says_so_then_follows_the_turn_to_its_end() {
+    let mut app = App::start("server-restart").await;
+    app.open_new_chat().await;
+    app.send("count to 200").await;
+    app.wait_for(
+        "the answer streams",
+        "[data-testid=message-agent].streaming",
+    )
+    .await;
+    app.stop_server().await;
+    // Before, the chat said "Error: the stream ended before the agent finished" and stayed so.
+    app.wait_for_status("reconnecting").await;
+    app.wait_for_text("[data-testid=chat-status]", "reconnecting")
+        .await;
+    app.shot("server-down-mid-turn").await;
+    app.start_server().await;
+    app.wait_for_status("ready").await;
+    app.wait_for_text("[data-testid=message-agent]", "199, 200")
+        .await;
+    app.shot("server-back-turn-finished").await;
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_chat_shows_in_the_sidebar_and_can_be_deleted() {
     let app = App::start("sessions").await;
     app.open_new_chat().await;

@@ -93,6 +93,7 @@ fn StatusLine() -> impl IntoView {
     let slug = move || match status.get() {
         ChatStatus::Ready => "ready",
         ChatStatus::Thinking | ChatStatus::Working => "working",
+        ChatStatus::Reconnecting => "reconnecting",
         ChatStatus::ExecutingTools => "tools",
         ChatStatus::AwaitingApproval => "approval",
         ChatStatus::Error(_) => "error",
