@@ -249,9 +249,20 @@ async fn the_layout_fits_a_phone() {
         },
     )
     .await;
+    std::fs::write(
+        app.sandbox("table.md"),
+        format!(
+            "Headers:\n\n|{}\n|{}\n|{}\n",
+            "description |".repeat(8),
+            "---|".repeat(8),
+            " x |".repeat(8)
+        ),
+    )
+    .unwrap();
     app.open_new_chat().await;
-    app.send("read readme.txt").await;
+    app.send("read readme.txt and read table.md").await;
     app.wait_for_status("ready").await;
+    app.wait_for("the table shows", ".markdown th").await;
     let overflow = app
         .js("return document.documentElement.scrollWidth - window.innerWidth")
         .await;
@@ -259,6 +270,16 @@ async fn the_layout_fits_a_phone() {
         overflow.as_i64().unwrap_or(1) <= 0,
         "the page scrolls sideways by {overflow}"
     );
+    // A header never breaks inside its word: a table too wide scrolls in its box instead
+    // (before, a phone's headers stood a few letters a line).
+    let lines = app
+        .js("return [...document.querySelectorAll('.markdown th')].map((th) => { \
+             const range = document.createRange(); range.selectNodeContents(th); \
+             return range.getClientRects().length; })")
+        .await;
+    let lines: Vec<u64> = serde_json::from_value(lines).unwrap();
+    assert_eq!(lines.len(), 8);
+    assert!(lines.iter().all(|&count| count == 1), "lines per header: {lines:?}");
     app.shot("phone-chat").await;
     app.finish().await;
 }
