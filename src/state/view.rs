@@ -180,6 +180,10 @@ impl PendingBatch {
             .map(|call| call.name.as_str())
             .collect();
         match names.as_slice() {
+            // A question is answered, not approved (its card says "Waiting for your answer").
+            [_] if self.requests.iter().all(|call| call.questions().is_some()) => {
+                "A question waits for your answer".to_owned()
+            }
             [one] => format!("{one} waits for your approval"),
             many => format!(
                 "{} calls wait for your approval: {}",
