@@ -250,8 +250,11 @@ async fn approve_all_waits_for_an_open_arguments_editor() {
     // Approve all with the edit neither saved nor cancelled: nothing goes out, and the
     // person is told why (before, the original arguments ran).
     click(&app, "[data-testid=approve-all]").await;
-    app.wait_for_text("[data-testid=toast]", "save or cancel your edit of write_file")
-        .await;
+    app.wait_for_text(
+        "[data-testid=toast]",
+        "save or cancel your edit of write_file",
+    )
+    .await;
     wait_card(&app, "write_file", "pending").await;
     wait_card(&app, "delete_file", "pending").await;
     assert_eq!(read(app.sandbox("e.txt")), None);

@@ -273,13 +273,18 @@ async fn the_layout_fits_a_phone() {
     // A header never breaks inside its word: a table too wide scrolls in its box instead
     // (before, a phone's headers stood a few letters a line).
     let lines = app
-        .js("return [...document.querySelectorAll('.markdown th')].map((th) => { \
+        .js(
+            "return [...document.querySelectorAll('.markdown th')].map((th) => { \
              const range = document.createRange(); range.selectNodeContents(th); \
-             return range.getClientRects().length; })")
+             return range.getClientRects().length; })",
+        )
         .await;
     let lines: Vec<u64> = serde_json::from_value(lines).unwrap();
     assert_eq!(lines.len(), 8);
-    assert!(lines.iter().all(|&count| count == 1), "lines per header: {lines:?}");
+    assert!(
+        lines.iter().all(|&count| count == 1),
+        "lines per header: {lines:?}"
+    );
     app.shot("phone-chat").await;
     app.finish().await;
 }

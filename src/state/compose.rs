@@ -65,9 +65,7 @@ pub fn send_effect(view: &ChatView, text: &str) -> SendEffect {
             | ChatStatus::Reconnecting,
             _,
             _,
-        ) => {
-            SendEffect::Wait
-        }
+        ) => SendEffect::Wait,
         (ChatStatus::AwaitingApproval | ChatStatus::Ready | ChatStatus::Error(_), _, _) => {
             SendEffect::NewTurn
         }

@@ -32,7 +32,9 @@ pub fn reveal(json: &str) -> String {
             // does without. Every hidden character is in the Basic Multilingual Plane.
             out.push_str("\\u");
             for shift in [12, 8, 4, 0] {
-                out.push(char::from(b"0123456789ABCDEF"[(u32::from(c) >> shift) as usize & 0xF]));
+                out.push(char::from(
+                    b"0123456789ABCDEF"[(u32::from(c) >> shift) as usize & 0xF],
+                ));
             }
         } else {
             out.push(c);
@@ -51,7 +53,10 @@ mod tests {
         let args = json!({"path": "report\u{202E}fdp.sh", "note\u{200B}": "a\u{2066}b\u{FEFF}"});
         let shown = reveal(&serde_json::to_string_pretty(&args).unwrap());
         assert!(shown.contains(r#""path": "report\u202Efdp.sh""#), "{shown}");
-        assert!(shown.contains(r#""note\u200B": "a\u2066b\uFEFF""#), "{shown}");
+        assert!(
+            shown.contains(r#""note\u200B": "a\u2066b\uFEFF""#),
+            "{shown}"
+        );
         assert!(!shown.chars().any(super::is_hidden), "{shown}");
         let back: Value = serde_json::from_str(&shown).unwrap();
         assert_eq!(back, args);

@@ -279,7 +279,12 @@ impl ChatCtl {
                     other => other,
                 };
                 let broke = matches!(result, Ok(()) | Err(ApiError::Network(_)));
-                let lost = broke && self.view.try_update(ChatView::stream_lost).flatten().is_some();
+                let lost = broke
+                    && self
+                        .view
+                        .try_update(ChatView::stream_lost)
+                        .flatten()
+                        .is_some();
                 if !lost {
                     self.finish_stream(result, None);
                     return;

@@ -235,9 +235,9 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
         let Some(batch) = batch.get_untracked() else {
             return;
         };
-        let known = ctl.draft.with_untracked(|draft| {
-            draft.task_id == batch.task_id && draft.editing.contains(&id)
-        });
+        let known = ctl
+            .draft
+            .with_untracked(|draft| draft.task_id == batch.task_id && draft.editing.contains(&id));
         if known != open {
             ensure_draft(&batch);
             ctl.draft.update(|draft| draft.set_editing(&id, open));
