@@ -8,7 +8,7 @@
 #[path = "support/harness.rs"]
 mod harness;
 
-use harness::App;
+use harness::{click, App};
 use serde_json::Value;
 
 fn state_of(task: &Value) -> &str {
@@ -127,6 +127,34 @@ async fn a_server_restart_mid_turn_says_so_then_follows_the_turn_to_its_end() {
     app.wait_for_text("[data-testid=message-agent]", "199, 200")
         .await;
     app.shot("server-back-turn-finished").await;
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_details_stay_as_the_person_left_them_across_a_reload() {
+    let app = App::start("details-kept").await;
+    app.open_new_chat().await;
+    let open = ".layout.details-open";
+    app.wait_for("the details show in a wide window", open)
+        .await;
+    click(&app, "[aria-label='Hide agent details']").await;
+    app.wait_until("the details close", || async {
+        Ok(app.find_all(open).await.is_empty())
+    })
+    .await;
+    // Before, every reload opened them again.
+    app.driver.refresh().await.unwrap();
+    app.wait_for("the agent list loads", "[data-testid=agent-item]")
+        .await;
+    assert!(
+        app.find_all(open).await.is_empty(),
+        "the details opened again"
+    );
+    click(&app, "[data-testid=toggle-details]").await;
+    app.wait_for("the details show again", open).await;
+    app.driver.refresh().await.unwrap();
+    app.wait_for("the details stay open after a reload", open)
+        .await;
     app.finish().await;
 }
 
