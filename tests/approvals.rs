@@ -96,6 +96,22 @@ async fn reject_with_a_reason_the_agent_quotes() {
         .wait_for("the reason box opens", "[data-testid=reject-reason]")
         .await;
     reason.send_keys("keep it for the audit").await.unwrap();
+    // Hovered, the red button keeps its red: the plain hover's light grey under its white
+    // text made it unreadable (Confirm rejection, Stop, Delete).
+    let confirm = app.find("[data-testid=reject-confirm]").await.unwrap();
+    let background = "return getComputedStyle(document.querySelector('[data-testid=reject-confirm]')).backgroundColor";
+    let resting = app.js(background).await;
+    app.driver
+        .action_chain()
+        .move_to_element_center(&confirm)
+        .perform()
+        .await
+        .unwrap();
+    let hovered = app
+        .js("return document.querySelector('[data-testid=reject-confirm]:hover') !== null")
+        .await;
+    assert_eq!(hovered, true);
+    assert_eq!(app.js(background).await, resting);
     click(&app, "[data-testid=reject-confirm]").await;
     app.wait_for_status("ready").await;
     wait_card(&app, "delete_file", "rejected").await;
