@@ -190,6 +190,11 @@ async fn a_mixed_batch_goes_out_once_every_card_is_decided() {
         .await;
     app.wait_for_text("[data-testid=batch-progress]", "2 of 2 decided")
         .await;
+    // Submit is now the one step left, so it, not Approve all, is the primary button.
+    let primary = app
+        .js("return [...document.querySelectorAll('[data-testid=batch-bar] .primary')].map((b) => b.dataset.testid)")
+        .await;
+    assert_eq!(primary, serde_json::json!(["submit-decisions"]));
     assert_eq!(read(app.sandbox("b.txt")), None);
     app.shots("batch-mixed-in-progress").await;
     click(&app, "[data-testid=submit-decisions]").await;

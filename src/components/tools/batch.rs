@@ -113,6 +113,9 @@ pub fn BatchBar() -> impl IntoView {
         }
     };
     let disabled = move || ctl.deciding.get();
+    // Once every card is decided, Submit is the step left, and Approve all (which would
+    // override those choices) steps back.
+    let all_decided = move || count() > 0 && decided() == count();
     let names = move || {
         batch.with(|batch| {
             batch
@@ -149,7 +152,8 @@ pub fn BatchBar() -> impl IntoView {
             <div class="tool-actions">
                 <button
                     type="button"
-                    class="button primary"
+                    class="button"
+                    class:primary=move || !all_decided()
                     data-testid="approve-all"
                     aria-label=move || format!("Approve all {} calls: {}", count(), names().join(", "))
                     disabled=disabled
@@ -170,6 +174,7 @@ pub fn BatchBar() -> impl IntoView {
                 <button
                     type="button"
                     class="button"
+                    class:primary=all_decided
                     data-testid="submit-decisions"
                     aria-label="Submit the decisions made on each card"
                     disabled=move || disabled() || decided() < count()
