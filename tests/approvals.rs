@@ -96,6 +96,22 @@ async fn reject_with_a_reason_the_agent_quotes() {
         .wait_for("the reason box opens", "[data-testid=reject-reason]")
         .await;
     reason.send_keys("keep it for the audit").await.unwrap();
+    // Hovered, the red button keeps its red: the plain hover's light grey under its white
+    // text made it unreadable (Confirm rejection, Stop, Delete).
+    let confirm = app.find("[data-testid=reject-confirm]").await.unwrap();
+    let background = "return getComputedStyle(document.querySelector('[data-testid=reject-confirm]')).backgroundColor";
+    let resting = app.js(background).await;
+    app.driver
+        .action_chain()
+        .move_to_element_center(&confirm)
+        .perform()
+        .await
+        .unwrap();
+    let hovered = app
+        .js("return document.querySelector('[data-testid=reject-confirm]:hover') !== null")
+        .await;
+    assert_eq!(hovered, true);
+    assert_eq!(app.js(background).await, resting);
     click(&app, "[data-testid=reject-confirm]").await;
     app.wait_for_status("ready").await;
     wait_card(&app, "delete_file", "rejected").await;
@@ -167,11 +183,18 @@ async fn a_mixed_batch_goes_out_once_every_card_is_decided() {
     )
     .await;
     reject_with_reason(&app, "delete_file", "old.txt stays").await;
-    // The choices show at once, before anything is sent.
+    // The choices show at once, before anything is sent, the reason too.
     wait_card(&app, "write_file", "approved").await;
     wait_card(&app, "delete_file", "rejected").await;
+    app.wait_for_text(&card("delete_file"), "Reason: \"old.txt stays\"")
+        .await;
     app.wait_for_text("[data-testid=batch-progress]", "2 of 2 decided")
         .await;
+    // Submit is now the one step left, so it, not Approve all, is the primary button.
+    let primary = app
+        .js("return [...document.querySelectorAll('[data-testid=batch-bar] .primary')].map((b) => b.dataset.testid)")
+        .await;
+    assert_eq!(primary, serde_json::json!(["submit-decisions"]));
     assert_eq!(read(app.sandbox("b.txt")), None);
     app.shots("batch-mixed-in-progress").await;
     click(&app, "[data-testid=submit-decisions]").await;
@@ -214,6 +237,54 @@ async fn edited_arguments_are_what_runs() {
         .await;
     assert_eq!(read(app.sandbox("c.txt")).as_deref(), Some("edited"));
     app.shot("edited-args").await;
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_all_waits_for_an_open_arguments_editor() {
+    let app = App::start("approve-all-open-edit").await;
+    app.open_new_chat().await;
+    app.send("write e.txt: original and delete old.txt").await;
+    app.wait_for("the batch bar shows", "[data-testid=batch-bar]")
+        .await;
+    click(
+        &app,
+        &format!("{} [data-testid=edit-button]", card("write_file")),
+    )
+    .await;
+    let editor = app
+        .wait_for("the editor opens", "[data-testid=args-editor]")
+        .await;
+    // The editor takes the focus (and so shows), ready for typing.
+    app.wait_until("the editor has the focus", || async {
+        let focused = app
+            .js("return document.activeElement && document.activeElement.dataset.testid")
+            .await;
+        Ok(focused == "args-editor")
+    })
+    .await;
+    editor.clear().await.unwrap();
+    editor
+        .send_keys("{\"path\": \"e.txt\", \"content\": \"edited\"}")
+        .await
+        .unwrap();
+    // Approve all with the edit neither saved nor cancelled: nothing goes out, and the
+    // person is told why (before, the original arguments ran).
+    click(&app, "[data-testid=approve-all]").await;
+    app.wait_for_text(
+        "[data-testid=toast]",
+        "save or cancel your edit of write_file",
+    )
+    .await;
+    wait_card(&app, "write_file", "pending").await;
+    wait_card(&app, "delete_file", "pending").await;
+    assert_eq!(read(app.sandbox("e.txt")), None);
+    app.shot("approve-all-open-edit").await;
+    click(&app, "[data-testid=edit-save]").await;
+    click(&app, "[data-testid=approve-all]").await;
+    app.wait_for_status("ready").await;
+    assert_eq!(read(app.sandbox("e.txt")).as_deref(), Some("edited"));
+    assert_eq!(read(app.sandbox("old.txt")), None);
     app.finish().await;
 }
 
@@ -340,6 +411,33 @@ async fn hostile_arguments_are_shown_as_text() {
         .await
         .is_empty());
     app.shot("hostile-args").await;
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bidi_override_in_arguments_shows_as_its_escape() {
+    let app = App::start("bidi-args").await;
+    app.open_new_chat().await;
+    // U+202E draws what follows right to left: "report<U+202E>fdp.sh" looks like
+    // "reporths.pdf" while the file written ends in ".sh".
+    app.send("write report\u{202E}fdp.sh: echo hi").await;
+    wait_card(&app, "write_file", "pending").await;
+    let args = card("write_file") + " [data-testid=tool-args]";
+    app.wait_for_text(&args, r#""path": "report\u202Efdp.sh""#)
+        .await;
+    let shown = app.texts(&args).await.join("");
+    assert!(!shown.contains('\u{202E}'), "{shown:?}");
+    // The editor starts from the same text, and saving it keeps the path as it was.
+    click(&app, "[data-testid=edit-button]").await;
+    app.wait_for("the editor opens", "[data-testid=args-editor]")
+        .await;
+    click(&app, "[data-testid=approve-button]").await;
+    app.wait_for_status("ready").await;
+    assert_eq!(
+        read(app.sandbox("report\u{202E}fdp.sh")).as_deref(),
+        Some("echo hi")
+    );
+    app.shot("bidi-args").await;
     app.finish().await;
 }
 

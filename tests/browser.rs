@@ -8,7 +8,7 @@
 #[path = "support/harness.rs"]
 mod harness;
 
-use harness::App;
+use harness::{click, App};
 use serde_json::Value;
 
 fn state_of(task: &Value) -> &str {
@@ -103,6 +103,58 @@ async fn a_reload_shows_the_chat_again() {
     assert_eq!(app.current_path().await, path);
     assert_eq!(app.texts("[data-testid=message-agent]").await, before);
     app.shot("chat-reloaded").await;
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_restart_mid_turn_says_so_then_follows_the_turn_to_its_end() {
+    let mut app = App::start("server-restart").await;
+    app.open_new_chat().await;
+    app.send("count to 200").await;
+    app.wait_for(
+        "the answer streams",
+        "[data-testid=message-agent].streaming",
+    )
+    .await;
+    app.stop_server().await;
+    // Before, the chat said "Error: the stream ended before the agent finished" and stayed so.
+    app.wait_for_status("reconnecting").await;
+    app.wait_for_text("[data-testid=chat-status]", "reconnecting")
+        .await;
+    app.shot("server-down-mid-turn").await;
+    app.start_server().await;
+    app.wait_for_status("ready").await;
+    app.wait_for_text("[data-testid=message-agent]", "199, 200")
+        .await;
+    app.shot("server-back-turn-finished").await;
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_details_stay_as_the_person_left_them_across_a_reload() {
+    let app = App::start("details-kept").await;
+    app.open_new_chat().await;
+    let open = ".layout.details-open";
+    app.wait_for("the details show in a wide window", open)
+        .await;
+    click(&app, "[aria-label='Hide agent details']").await;
+    app.wait_until("the details close", || async {
+        Ok(app.find_all(open).await.is_empty())
+    })
+    .await;
+    // Before, every reload opened them again.
+    app.driver.refresh().await.unwrap();
+    app.wait_for("the agent list loads", "[data-testid=agent-item]")
+        .await;
+    assert!(
+        app.find_all(open).await.is_empty(),
+        "the details opened again"
+    );
+    click(&app, "[data-testid=toggle-details]").await;
+    app.wait_for("the details show again", open).await;
+    app.driver.refresh().await.unwrap();
+    app.wait_for("the details stay open after a reload", open)
+        .await;
     app.finish().await;
 }
 
@@ -225,15 +277,41 @@ async fn the_layout_fits_a_phone() {
         },
     )
     .await;
+    std::fs::write(
+        app.sandbox("table.md"),
+        format!(
+            "Headers:\n\n|{}\n|{}\n|{}\n",
+            "description |".repeat(8),
+            "---|".repeat(8),
+            " x |".repeat(8)
+        ),
+    )
+    .unwrap();
     app.open_new_chat().await;
-    app.send("read readme.txt").await;
+    app.send("read readme.txt and read table.md").await;
     app.wait_for_status("ready").await;
+    app.wait_for("the table shows", ".markdown th").await;
     let overflow = app
         .js("return document.documentElement.scrollWidth - window.innerWidth")
         .await;
     assert!(
         overflow.as_i64().unwrap_or(1) <= 0,
         "the page scrolls sideways by {overflow}"
+    );
+    // A header never breaks inside its word: a table too wide scrolls in its box instead
+    // (before, a phone's headers stood a few letters a line).
+    let lines = app
+        .js(
+            "return [...document.querySelectorAll('.markdown th')].map((th) => { \
+             const range = document.createRange(); range.selectNodeContents(th); \
+             return range.getClientRects().length; })",
+        )
+        .await;
+    let lines: Vec<u64> = serde_json::from_value(lines).unwrap();
+    assert_eq!(lines.len(), 8);
+    assert!(
+        lines.iter().all(|&count| count == 1),
+        "lines per header: {lines:?}"
     );
     app.shot("phone-chat").await;
     app.finish().await;

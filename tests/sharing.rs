@@ -53,6 +53,22 @@ async fn a_share_link_opens_the_chat_read_only_in_a_fresh_tab_until_revoked() {
         Ok(app.find_all("[data-testid=share-link]").await.len() == 1)
     })
     .await;
+    // The focus stays in the panel, so Escape closes it (before, the focus fell to the page
+    // while Create was disabled, and Escape did nothing).
+    let focused = app
+        .js("return document.activeElement && document.activeElement.dataset.testid")
+        .await;
+    assert_eq!(focused, "share-create");
+    app.driver
+        .action_chain()
+        .send_keys(Key::Escape)
+        .perform()
+        .await
+        .unwrap();
+    app.wait_until("Escape closes the panel", || async {
+        Ok(app.find_all("[data-testid=share-panel]").await.is_empty())
+    })
+    .await;
     let owner_tab = app.driver.window().await.unwrap();
 
     // A fresh tab: the transcript and the waiting card, and no control at all.
@@ -106,6 +122,7 @@ async fn a_share_link_opens_the_chat_read_only_in_a_fresh_tab_until_revoked() {
 
     // Revoked in the owner's tab: the link shows nothing any more.
     app.driver.switch_to_window(owner_tab).await.unwrap();
+    click(&app, "[data-testid=share-button]").await;
     click(&app, "[data-testid=share-revoke]").await;
     app.wait_until("the link is gone from the list", || async {
         Ok(app.find_all("[data-testid=share-link]").await.is_empty())

@@ -71,14 +71,25 @@ fn from_gloo(err: gloo_net::Error) -> ApiError {
 /// Where the UI keeps the bearer token of a server started with `--auth tokens`.
 const TOKEN_KEY: &str = "signoff.token";
 
-/// The bearer token the person gave (`/#token=…` once, kept in localStorage), if any.
-fn bearer_token() -> Option<String> {
+/// The value kept in localStorage under `key`, if any.
+pub fn stored(key: &str) -> Option<String> {
     web_sys::window()?
         .local_storage()
         .ok()??
-        .get_item(TOKEN_KEY)
+        .get_item(key)
         .ok()?
-        .filter(|token| !token.trim().is_empty())
+}
+
+/// Keeps `value` in localStorage under `key` (nothing happens where storage is off).
+pub fn store(key: &str, value: &str) {
+    if let Some(storage) = web_sys::window().and_then(|window| window.local_storage().ok()?) {
+        let _ = storage.set_item(key, value);
+    }
+}
+
+/// The bearer token the person gave (`/#token=…` once, kept in localStorage), if any.
+fn bearer_token() -> Option<String> {
+    stored(TOKEN_KEY).filter(|token| !token.trim().is_empty())
 }
 
 /// Who this browser calls the server as, in short: a hash of the bearer token (not the token),
@@ -106,9 +117,7 @@ pub fn adopt_token_from_address() {
     let Some(token) = hash.strip_prefix("#token=") else {
         return;
     };
-    if let Ok(Some(storage)) = window.local_storage() {
-        let _ = storage.set_item(TOKEN_KEY, token);
-    }
+    store(TOKEN_KEY, token);
     if let Ok(history) = window.history() {
         let path = window
             .location()

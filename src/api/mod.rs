@@ -3,7 +3,7 @@
 //! feed what comes back to the reducer in [`crate::state`]; nothing else fetches.
 
 pub mod approvals;
-mod http;
+pub mod http;
 pub mod policies;
 pub mod rpc;
 pub mod sessions;

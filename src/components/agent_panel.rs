@@ -27,7 +27,7 @@ pub fn AgentPanel() -> impl IntoView {
                 <div class="details-head">
                     <h2>{agent.reference()}</h2>
                     <button type="button" class="icon-button" aria-label="Hide agent details"
-                        on:click=move |_| ctx.details_open.set(false)>
+                        on:click=move |_| ctx.show_details(false)>
                         "✕"
                     </button>
                 </div>

@@ -16,6 +16,9 @@ use crate::state::route::Route;
 use crate::state::sessions::SessionInfo;
 use signoff_protocol::rest::Policy;
 
+/// Where the person's choice to show or hide the agent details is kept.
+const DETAILS_KEY: &str = "signoff.details";
+
 /// Which chat is on screen. It changes when the person navigates, not when a new chat's URL
 /// catches up with the session its first message created (the chat must not restart then).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +117,13 @@ impl AppCtx {
         });
     }
 
+    /// Shows or hides the agent details, as the person chose: kept in localStorage, so a
+    /// reload keeps a wide window's panel closed once closed (a narrow one starts closed).
+    pub fn show_details(self, open: bool) {
+        self.details_open.set(open);
+        api::http::store(DETAILS_KEY, if open { "open" } else { "closed" });
+    }
+
     pub fn toast(self, text: impl Into<String>) {
         let text = text.into();
         // Also in the console, where browser tests and people debugging can read it later.
@@ -180,7 +190,7 @@ pub fn App() -> impl IntoView {
         sessions: RwSignal::new(Vec::new()),
         policies: RwSignal::new(Vec::new()),
         toasts: RwSignal::new(Vec::new()),
-        details_open: RwSignal::new(true),
+        details_open: RwSignal::new(api::http::stored(DETAILS_KEY).as_deref() != Some("closed")),
         sidebar_open: RwSignal::new(false),
         counter: RwSignal::new(0),
     };

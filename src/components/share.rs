@@ -63,7 +63,9 @@ pub fn ShareMenu() -> impl IntoView {
         }
     };
     let create = move |_| {
-        let Some(session) = session.get_untracked() else {
+        // Busy ignores the click rather than disabling the button: a disabled button drops the
+        // focus to the page, where Escape no longer reaches the panel.
+        let Some(session) = session.get_untracked().filter(|_| !busy.get_untracked()) else {
             return;
         };
         busy.set(true);
@@ -118,7 +120,7 @@ pub fn ShareMenu() -> impl IntoView {
                 <Show when=move || open.get()>
                     <div class="share-panel" id="share-panel" role="dialog" aria-label="Share this chat" data-testid="share-panel">
                         <p class="hint">"A read-only link: whoever has it can read this chat, and cannot send, decide or stop anything."</p>
-                        <button type="button" class="button primary small" data-testid="share-create" disabled=move || busy.get() on:click=create>
+                        <button type="button" class="button primary small" data-testid="share-create" aria-busy=move || busy.get().to_string() on:click=create>
                             "Create a link"
                         </button>
                         {move || made.get().map(|(_, url)| {

@@ -159,7 +159,7 @@ fn SessionRow(session: SessionInfo) -> impl IntoView {
     let title = session.title.clone();
     view! {
         <li class="session-item" class:active=active data-testid="session-item" data-session-id=id>
-            <button type="button" class="session-open" on:click=open aria-label=format!("Open chat {title}")
+            <button type="button" class="session-open" on:click=open aria-label=format!("Open chat {}", session.title)
                 data-testid="session-open">
                 {session.title.clone()}
             </button>
@@ -167,7 +167,7 @@ fn SessionRow(session: SessionInfo) -> impl IntoView {
                 when=move || confirming.get()
                 fallback=move || view! {
                     <button type="button" class="icon-button session-delete" data-testid="session-delete"
-                        aria-label="Delete this chat" on:click=move |_| confirming.set(true)>
+                        aria-label=format!("Delete chat {title}") on:click=move |_| confirming.set(true)>
                         "✕"
                     </button>
                 }

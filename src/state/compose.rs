@@ -58,9 +58,14 @@ pub fn send_effect(view: &ChatView, text: &str) -> SendEffect {
                 task_id: task.clone(),
             }
         }
-        (ChatStatus::Thinking | ChatStatus::Working | ChatStatus::ExecutingTools, _, _) => {
-            SendEffect::Wait
-        }
+        (
+            ChatStatus::Thinking
+            | ChatStatus::Working
+            | ChatStatus::ExecutingTools
+            | ChatStatus::Reconnecting,
+            _,
+            _,
+        ) => SendEffect::Wait,
         (ChatStatus::AwaitingApproval | ChatStatus::Ready | ChatStatus::Error(_), _, _) => {
             SendEffect::NewTurn
         }

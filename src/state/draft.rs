@@ -9,7 +9,7 @@ use signoff_protocol::hitl::question::{self, Answer};
 use signoff_protocol::hitl::{ActionRequest, Decision, DecisionKind, Verdict};
 use signoff_protocol::Message;
 
-use super::keyed::KeyedMap;
+use super::keyed::{KeySet, KeyedMap};
 use super::view::PendingBatch;
 
 /// One card's choice.
@@ -32,6 +32,9 @@ pub struct BatchDraft {
     pub refused: BTreeMap<String, String>,
     /// Answers by question call id: one per question, in order (empty until picked or typed).
     pub answers: KeyedMap<Vec<Answer>>,
+    /// Calls whose arguments editor is open: its text is neither saved nor dropped yet, so no
+    /// decision goes out (it would run the arguments the person is changing).
+    pub editing: KeySet,
 }
 
 /// Why a draft cannot be sent yet.
@@ -45,6 +48,8 @@ pub enum DraftError {
     InvalidJson(String),
     #[error("{0}")]
     Answer(String),
+    #[error("save or cancel your edit of {0} first")]
+    Editing(String),
     /// The peer's dialect cannot say this decision.
     #[error("{0}")]
     NotInDialect(String),
@@ -180,9 +185,32 @@ impl BatchDraft {
         self.choices.remove(id);
     }
 
+    /// Saves the edited arguments of call `id`, which closes its editor.
     pub fn edit(&mut self, id: &str, args: Value) {
         self.edited_args.insert(id.to_owned(), args);
+        self.editing.remove(id);
         self.refused.remove(id);
+    }
+
+    /// The arguments editor of call `id` opened or closed.
+    pub fn set_editing(&mut self, id: &str, open: bool) {
+        if open {
+            self.editing.insert(id.to_owned());
+        } else {
+            self.editing.remove(id);
+        }
+    }
+
+    /// Refuses while a call of the batch has its arguments editor open.
+    fn check_no_open_editor(&self, batch: &PendingBatch) -> Result<(), DraftError> {
+        match batch
+            .requests
+            .iter()
+            .find(|request| self.editing.contains(&request.id))
+        {
+            Some(request) => Err(DraftError::Editing(request.name.clone())),
+            None => Ok(()),
+        }
     }
 
     /// The server refused the decision. When its message names exactly one call of the batch
@@ -228,6 +256,7 @@ impl BatchDraft {
     /// The decision these choices make, once every call has one. A question call is approved:
     /// its answers go with [`BatchDraft::submit`].
     pub fn decision(&self, batch: &PendingBatch) -> Result<Decision, DraftError> {
+        self.check_no_open_editor(batch)?;
         let answered = Choice {
             verdict: Verdict::Approve,
             reason: None,
@@ -282,14 +311,16 @@ impl BatchDraft {
         })
     }
 
-    /// "Approve all": every call approved, with any edited arguments.
-    pub fn approve_all(&self, batch: &PendingBatch) -> Decision {
-        Decision {
+    /// "Approve all": every call approved, with any saved edited arguments; refused while an
+    /// editor is open.
+    pub fn approve_all(&self, batch: &PendingBatch) -> Result<Decision, DraftError> {
+        self.check_no_open_editor(batch)?;
+        Ok(Decision {
             kind: DecisionKind::ApproveAll,
             modified_args: self
                 .modified_args(|id| batch.requests.iter().any(|request| request.id == id)),
             answers: Vec::new(),
-        }
+        })
     }
 }
 
@@ -472,6 +503,31 @@ mod tests {
                    "ask_user_answers": [{"answer": ["SQLite"]}, {"answer": ["tracing"]},
                                         {"answer": ["keep it small"]}]})
         );
+    }
+
+    #[test]
+    fn no_decision_goes_out_while_an_arguments_editor_is_open() {
+        let batch = batch();
+        let mut draft = BatchDraft::new("t-1");
+        draft.set_editing("call_1", true);
+        let open = Err(DraftError::Editing("write_file".to_owned()));
+        assert_eq!(draft.approve_all(&batch), open);
+        draft.choose("call_1", Verdict::Approve, None);
+        draft.choose("call_2", Verdict::Approve, None);
+        assert_eq!(draft.decision(&batch), open);
+
+        // Saving the edit closes the editor, and the edit goes with the decision.
+        draft.edit("call_1", json!({"path": "edited.txt"}));
+        assert_eq!(
+            data(&draft.approve_all(&batch).unwrap(), Dialect::Native),
+            json!({"decision_type": "approve",
+                   "modified_args": {"call_1": {"path": "edited.txt"}}})
+        );
+        // Cancelling closes it too.
+        draft.set_editing("call_2", true);
+        assert!(draft.decision(&batch).is_err());
+        draft.set_editing("call_2", false);
+        assert!(draft.decision(&batch).is_ok());
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod draft;
 pub mod feedback;
 pub mod group;
 pub mod guard;
+pub mod hidden;
 pub mod inbox;
 pub mod keyed;
 pub mod nesting;

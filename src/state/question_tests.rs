@@ -33,6 +33,7 @@ fn kagent_question_waits_as_a_batch_of_one_question() {
     let batch = view.pending.as_ref().unwrap();
     assert_eq!(batch.dialect, Dialect::Kagent);
     assert!(batch.requests[0].questions().is_some());
+    assert_eq!(batch.announcement(), "A question waits for your answer");
     check(&view, expect_file!["snapshots/kagent_m1_question.txt"]);
 }
 

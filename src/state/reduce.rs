@@ -84,6 +84,18 @@ impl ChatView {
         }
     }
 
+    /// The stream broke (it ended, or the connection failed) while the turn was under way:
+    /// the chat says it is reconnecting, and answers the task to resubscribe to. Nothing
+    /// changes when the turn was at rest or its task is not known yet.
+    pub fn stream_lost(&mut self) -> Option<String> {
+        let task = self.task_id.clone().filter(|_| self.status.is_busy())?;
+        self.status = ChatStatus::Reconnecting;
+        for item in &mut self.items {
+            item.streaming = false;
+        }
+        Some(task)
+    }
+
     /// The stream closed. If the turn had not reached a resting state, say so.
     pub fn stream_closed(&mut self) {
         if self.status.is_busy() {

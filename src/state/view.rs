@@ -180,6 +180,10 @@ impl PendingBatch {
             .map(|call| call.name.as_str())
             .collect();
         match names.as_slice() {
+            // A question is answered, not approved (its card says "Waiting for your answer").
+            [_] if self.requests.iter().all(|call| call.questions().is_some()) => {
+                "A question waits for your answer".to_owned()
+            }
             [one] => format!("{one} waits for your approval"),
             many => format!(
                 "{} calls wait for your approval: {}",
@@ -199,6 +203,9 @@ pub enum ChatStatus {
     Working,
     ExecutingTools,
     AwaitingApproval,
+    /// The stream broke mid-turn (the server restarted, the network dropped); the task goes on
+    /// on the server, and the chat resubscribes to it until the server answers.
+    Reconnecting,
     /// The last turn failed or the connection broke; the person may send again.
     Error(String),
 }
@@ -212,6 +219,7 @@ impl ChatStatus {
             ChatStatus::Working => "Working…".to_owned(),
             ChatStatus::ExecutingTools => "Executing tools…".to_owned(),
             ChatStatus::AwaitingApproval => "Awaiting approval".to_owned(),
+            ChatStatus::Reconnecting => "Connection lost: reconnecting…".to_owned(),
             ChatStatus::Error(message) => format!("Error: {message}"),
         }
     }
@@ -219,7 +227,10 @@ impl ChatStatus {
     /// Whether a turn is under way (Stop applies).
     pub fn is_busy(&self) -> bool {
         match self {
-            ChatStatus::Thinking | ChatStatus::Working | ChatStatus::ExecutingTools => true,
+            ChatStatus::Thinking
+            | ChatStatus::Working
+            | ChatStatus::ExecutingTools
+            | ChatStatus::Reconnecting => true,
             ChatStatus::Ready | ChatStatus::AwaitingApproval | ChatStatus::Error(_) => false,
         }
     }

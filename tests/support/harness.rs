@@ -97,6 +97,9 @@ pub struct App {
     pub http: reqwest::Client,
     name: String,
     shutdown: Option<oneshot::Sender<()>>,
+    /// The running server, and how to start it again (`stop_server`, `start_server`).
+    server: Option<tokio::task::JoinHandle<()>>,
+    config: Config,
     _browser: Browser,
     _guard: MutexGuard<'static, ()>,
 }
@@ -214,16 +217,7 @@ impl App {
         }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        let (shutdown, stopped) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            if let Err(err) = run(listener, config, async {
-                let _ = stopped.await;
-            })
-            .await
-            {
-                panic!("the server failed: {err}");
-            }
-        });
+        let (shutdown, server) = serve(listener, config.clone());
 
         let browser = Browser::start(options.size).await;
         let http = reqwest::Client::new();
@@ -234,11 +228,35 @@ impl App {
             http,
             name: name.to_owned(),
             shutdown: Some(shutdown),
+            server: Some(server),
+            config,
             _browser: browser,
             _guard: guard,
         };
         app.wait_for_server().await;
         app
+    }
+
+    /// Stops the server gracefully (as SIGTERM does: open streams end, runners stop between
+    /// steps) and waits until it has stopped.
+    pub async fn stop_server(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(server) = self.server.take() {
+            server.await.unwrap();
+        }
+    }
+
+    /// Starts the server again on the same address and data directory (tasks left running
+    /// resume), and waits until it answers.
+    pub async fn start_server(&mut self) {
+        let address = self.base.trim_start_matches("http://").to_owned();
+        let listener = tokio::net::TcpListener::bind(address).await.unwrap();
+        let (shutdown, server) = serve(listener, self.config.clone());
+        self.shutdown = Some(shutdown);
+        self.server = Some(server);
+        self.wait_for_server().await;
     }
 
     async fn wait_for_server(&self) {
@@ -515,6 +533,24 @@ impl App {
             let _ = shutdown.send(());
         }
     }
+}
+
+/// Runs the server on `listener` until the returned sender fires (or is dropped).
+fn serve(
+    listener: tokio::net::TcpListener,
+    config: Config,
+) -> (oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    let (shutdown, stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        if let Err(err) = run(listener, config, async {
+            let _ = stopped.await;
+        })
+        .await
+        {
+            panic!("the server failed: {err}");
+        }
+    });
+    (shutdown, server)
 }
 
 /// The card of the call to `tool`.

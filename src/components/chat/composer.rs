@@ -24,6 +24,7 @@ pub fn Composer() -> impl IntoView {
         _ if loading.get() => "Loading the chat…",
         ChatStatus::AwaitingApproval => "Decide the pending calls above, or say what to do instead",
         ChatStatus::Thinking => "The agent is starting… (Stop to interrupt)",
+        ChatStatus::Reconnecting => "Reconnecting to the server…",
         ChatStatus::Working | ChatStatus::ExecutingTools => {
             "The agent is working: a message now waits for its next step (Stop to interrupt)"
         }

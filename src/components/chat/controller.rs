@@ -220,6 +220,13 @@ impl ChatCtl {
     }
 
     fn finish_stream(self, result: Result<(), ApiError>, restore: Option<(ChatView, String)>) {
+        let broke = matches!(result, Ok(()) | Err(ApiError::Network(_)));
+        if broke && restore.is_none() {
+            if let Some(task_id) = self.view.try_update(ChatView::stream_lost).flatten() {
+                self.reconnect(task_id);
+                return;
+            }
+        }
         match result {
             Ok(()) => self.view.update(ChatView::stream_closed),
             Err(ApiError::Aborted) => self.view.update(ChatView::stream_closed),
@@ -241,6 +248,49 @@ impl ChatCtl {
             }
         }
         self.app.reload_sessions();
+    }
+
+    /// Resubscribes to `task_id` after its stream broke mid-turn, waiting longer after each
+    /// failed try (up to 8 s), until the server answers: then the chat follows the task again,
+    /// or reads it as it ended. Stops when the chat is closed or the task stopped meanwhile.
+    fn reconnect(self, task_id: String) {
+        spawn_local(async move {
+            let mut wait = 500;
+            loop {
+                crate::components::util::wait_ms(wait).await;
+                wait = (wait * 2).min(8000);
+                let reconnecting = self
+                    .view
+                    .try_with_untracked(|view| view.status == ChatStatus::Reconnecting);
+                if reconnecting != Some(true) {
+                    return;
+                }
+                let endpoint = self.endpoint().await;
+                let abort = self.new_abort();
+                let result = rpc::resubscribe(&endpoint, &task_id, &abort, &mut |event| {
+                    self.on_event(&event)
+                })
+                .await;
+                // An ended task takes no resubscribe: read it as it ended.
+                let result = match result {
+                    Err(ApiError::Rpc { .. }) => rpc::get_task(&endpoint, &task_id)
+                        .await
+                        .map(|task| self.on_event(&StreamEvent::Task(task))),
+                    other => other,
+                };
+                let broke = matches!(result, Ok(()) | Err(ApiError::Network(_)));
+                let lost = broke
+                    && self
+                        .view
+                        .try_update(ChatView::stream_lost)
+                        .flatten()
+                        .is_some();
+                if !lost {
+                    self.finish_stream(result, None);
+                    return;
+                }
+            }
+        });
     }
 
     /// Sends the composer's text: a new turn, a message queued for the working task, or a reply

@@ -44,7 +44,7 @@ pub fn Chat(key: ChatKey) -> impl IntoView {
                     aria-label="Agent details"
                     aria-expanded=move || app.details_open.get().to_string()
                     data-testid="toggle-details"
-                    on:click=move |_| app.details_open.update(|open| *open = !*open)
+                    on:click=move |_| app.show_details(!app.details_open.get_untracked())
                 >
                     "Details"
                 </button>
@@ -93,6 +93,7 @@ fn StatusLine() -> impl IntoView {
     let slug = move || match status.get() {
         ChatStatus::Ready => "ready",
         ChatStatus::Thinking | ChatStatus::Working => "working",
+        ChatStatus::Reconnecting => "reconnecting",
         ChatStatus::ExecutingTools => "tools",
         ChatStatus::AwaitingApproval => "approval",
         ChatStatus::Error(_) => "error",

@@ -51,10 +51,13 @@ pub fn BatchBar() -> impl IntoView {
         if ctl.deciding.get_untracked() {
             return;
         }
+        let decision = match draft.approve_all(&batch) {
+            Ok(decision) => decision,
+            Err(err) => return ctl.app().toast(err.to_string()),
+        };
         for request in &batch.requests {
             draft.choose(&request.id, signoff_protocol::hitl::Verdict::Approve, None);
         }
-        let decision = draft.approve_all(&batch);
         ctl.draft.set(draft);
         ctl.decide(batch, decision);
     };
@@ -110,6 +113,9 @@ pub fn BatchBar() -> impl IntoView {
         }
     };
     let disabled = move || ctl.deciding.get();
+    // Once every card is decided, Submit is the step left, and Approve all (which would
+    // override those choices) steps back.
+    let all_decided = move || count() > 0 && decided() == count();
     let names = move || {
         batch.with(|batch| {
             batch
@@ -146,7 +152,8 @@ pub fn BatchBar() -> impl IntoView {
             <div class="tool-actions">
                 <button
                     type="button"
-                    class="button primary"
+                    class="button"
+                    class:primary=move || !all_decided()
                     data-testid="approve-all"
                     aria-label=move || format!("Approve all {} calls: {}", count(), names().join(", "))
                     disabled=disabled
@@ -167,6 +174,7 @@ pub fn BatchBar() -> impl IntoView {
                 <button
                     type="button"
                     class="button"
+                    class:primary=all_decided
                     data-testid="submit-decisions"
                     aria-label="Submit the decisions made on each card"
                     disabled=move || disabled() || decided() < count()
@@ -183,6 +191,7 @@ pub fn BatchBar() -> impl IntoView {
                     <textarea
                         id="reject-all-reason"
                         data-testid="reject-all-reason"
+                        node_ref=super::card::focus_on_open()
                         rows="2"
                         prop:value=move || reason_text.get()
                         on:input=move |event| reason_text.set(event_target_value(&event))

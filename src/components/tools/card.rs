@@ -201,8 +201,10 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
         ctl.draft
             .update(|draft| draft.choose(&id, Verdict::Approve, None));
         if batch.requests.len() == 1 {
-            let decision = ctl.draft.with_untracked(|draft| draft.approve_all(&batch));
-            ctl.decide(batch, decision);
+            match ctl.draft.with_untracked(|draft| draft.approve_all(&batch)) {
+                Ok(decision) => ctl.decide(batch, decision),
+                Err(err) => ctl.app().toast(err.to_string()),
+            }
         }
     };
     let confirm_reject = move || {
@@ -226,6 +228,21 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
         reason_text.set(String::new());
         panel.set(Panel::Reject);
     };
+    // The draft knows which editors are open, so the batch's Approve all waits for them.
+    Effect::new(move |_| {
+        let open = panel.get() == Panel::Edit;
+        let id = call_id();
+        let Some(batch) = batch.get_untracked() else {
+            return;
+        };
+        let known = ctl
+            .draft
+            .with_untracked(|draft| draft.task_id == batch.task_id && draft.editing.contains(&id));
+        if known != open {
+            ensure_draft(&batch);
+            ctl.draft.update(|draft| draft.set_editing(&id, open));
+        }
+    });
     let open_editor = move || {
         let args = draft_args
             .get_untracked()
@@ -397,7 +414,13 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
             </Show>
             <Show when=move || !waiting() && choice.with(Option::is_some) && batch.with(Option::is_some)>
                 <div class="tool-actions">
-                    <span class="hint">"Decided here; sent with Submit."</span>
+                    <span class="hint">
+                        {move || {
+                            let reason = choice.get().and_then(|choice| choice.reason);
+                            let reason = reason.map(|reason| format!("Reason: \"{reason}\". "));
+                            format!("{}Decided here; sent with Submit.", reason.unwrap_or_default())
+                        }}
+                    </span>
                     <button
                         type="button"
                         class="button"
@@ -424,6 +447,7 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
                         <textarea
                             id=move || format!("reason-{}", call_id())
                             data-testid="reject-reason"
+                            node_ref=focus_on_open()
                             rows="2"
                             prop:value=move || reason_text.get()
                             on:input=move |event| reason_text.set(event_target_value(&event))
@@ -473,6 +497,7 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
                             id=move || format!("args-{}", call_id())
                             class="code-input"
                             data-testid="args-editor"
+                            node_ref=focus_on_open()
                             rows="6"
                             spellcheck="false"
                             prop:value=move || args_text.get()
@@ -499,6 +524,16 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
             {view! { <NestedCards parent_key=card_key.clone() /> }.into_any()}
         </div>
     }
+}
+
+/// A box that takes the focus when it opens (scrolled into view): the reason or the arguments
+/// a person opened it to type.
+pub(super) fn focus_on_open() -> NodeRef<leptos::html::Textarea> {
+    let node = NodeRef::new();
+    node.on_load(|element: web_sys::HtmlTextAreaElement| {
+        let _ = element.focus();
+    });
+    node
 }
 
 /// Arguments (expanded while pending), edited arguments, and the result or error.

@@ -83,7 +83,10 @@ pub fn ToolList(owners: Memo<Vec<String>>) -> impl IntoView {
     }
 }
 
-/// Pretty JSON for the Arguments and Result sections.
+/// Pretty JSON for the Arguments and Result sections and the arguments editor, with invisible
+/// characters written as escapes, so what a person approves is what runs (`state::hidden`).
 pub(crate) fn pretty(value: &serde_json::Value) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+    crate::state::hidden::reveal(
+        &serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()),
+    )
 }

@@ -1,0 +1,43 @@
+//! A stream that breaks mid-turn (the server restarted): the chat says it is reconnecting,
+//! and the resubscribe's events, which repeat what was already shown, finish the same turn.
+
+use super::super::view::ChatStatus;
+use super::{our_stream, run};
+
+#[test]
+fn a_stream_lost_mid_turn_reconnects_and_the_resubscribe_finishes_the_turn() {
+    let events = our_stream("count.sse");
+    let done = run(&events);
+
+    let mut view = run(&events[..4]);
+    let task = view.task_id.clone();
+    assert!(task.is_some());
+    assert_eq!(view.stream_lost(), task);
+    assert_eq!(view.status, ChatStatus::Reconnecting);
+    assert_eq!(view.status.label(), "Connection lost: reconnecting…");
+    assert!(view.status.is_busy(), "Stop still applies");
+    assert!(view.items.iter().all(|item| !item.streaming));
+
+    // The resubscribe replays the task from its start, then the rest of the turn.
+    for event in &events {
+        view.apply(event);
+    }
+    assert_eq!(view.status, ChatStatus::Ready);
+    assert_eq!(view.items, done.items);
+}
+
+#[test]
+fn a_stream_that_ends_at_rest_or_before_its_task_is_known_is_not_followed() {
+    let mut done = run(&our_stream("count.sse"));
+    assert_eq!(done.stream_lost(), None);
+    assert_eq!(done.status, ChatStatus::Ready);
+
+    let mut sent = super::super::view::ChatView::default();
+    sent.send(&signoff_protocol::Message::new(
+        "m-1".to_owned(),
+        signoff_protocol::Role::User,
+        vec![signoff_protocol::Part::text("count to 3")],
+    ));
+    assert_eq!(sent.stream_lost(), None);
+    assert_eq!(sent.status, ChatStatus::Thinking);
+}
