@@ -159,20 +159,26 @@ impl ChatCtl {
     /// quick turn may be over before this look, and an ended task takes no resubscribe).
     pub fn catch_up(self, task_id: String) {
         spawn_local(async move {
-            let endpoint = self.endpoint().await;
-            let abort = self.new_abort();
-            let result = rpc::resubscribe(&endpoint, &task_id, &abort, &mut |event| {
-                self.on_event(&event)
-            })
-            .await;
-            let result = match result {
-                Err(ApiError::Rpc { .. }) => rpc::get_task(&endpoint, &task_id)
-                    .await
-                    .map(|task| self.on_event(&StreamEvent::Task(task))),
-                other => other,
-            };
+            let result = self.follow_or_read(&task_id).await;
             self.finish_stream(result, None);
         });
+    }
+
+    /// Follows the rest of `task_id`'s turn, or reads the task as it ended (an ended task
+    /// takes no resubscribe).
+    async fn follow_or_read(self, task_id: &str) -> Result<(), ApiError> {
+        let endpoint = self.endpoint().await;
+        let abort = self.new_abort();
+        let result = rpc::resubscribe(&endpoint, task_id, &abort, &mut |event| {
+            self.on_event(&event)
+        })
+        .await;
+        match result {
+            Err(ApiError::Rpc { .. }) => rpc::get_task(&endpoint, task_id)
+                .await
+                .map(|task| self.on_event(&StreamEvent::Task(task))),
+            other => other,
+        }
     }
 
     /// The pending batch of `task_id` passed its deadline: the server expires it then, but a
@@ -265,19 +271,7 @@ impl ChatCtl {
                 if reconnecting != Some(true) {
                     return;
                 }
-                let endpoint = self.endpoint().await;
-                let abort = self.new_abort();
-                let result = rpc::resubscribe(&endpoint, &task_id, &abort, &mut |event| {
-                    self.on_event(&event)
-                })
-                .await;
-                // An ended task takes no resubscribe: read it as it ended.
-                let result = match result {
-                    Err(ApiError::Rpc { .. }) => rpc::get_task(&endpoint, &task_id)
-                        .await
-                        .map(|task| self.on_event(&StreamEvent::Task(task))),
-                    other => other,
-                };
+                let result = self.follow_or_read(&task_id).await;
                 let broke = matches!(result, Ok(()) | Err(ApiError::Network(_)));
                 let lost = broke
                     && self
