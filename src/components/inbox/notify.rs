@@ -10,6 +10,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{Notification, NotificationOptions, NotificationPermission};
 
 use super::LiveApprovals;
+use crate::api::http;
 use crate::components::app::AppCtx;
 use crate::state::inbox::notification_text;
 use crate::state::route::Route;
@@ -17,19 +18,13 @@ use crate::state::route::Route;
 /// Where the person's choice is kept: `on` or `off`.
 const CHOICE_KEY: &str = "signoff.notifications";
 
-fn storage() -> Option<web_sys::Storage> {
-    web_sys::window()?.local_storage().ok()?
-}
-
 fn permission_granted() -> bool {
     Notification::permission() == NotificationPermission::Granted
 }
 
 /// Whether notifications were turned on in this browser (and are still allowed).
 pub(super) fn remembered() -> bool {
-    let on = storage()
-        .and_then(|storage| storage.get_item(CHOICE_KEY).ok().flatten())
-        .is_some_and(|choice| choice == "on");
+    let on = http::stored(CHOICE_KEY).is_some_and(|choice| choice == "on");
     on && notifications_exist() && permission_granted()
 }
 
@@ -41,9 +36,7 @@ fn notifications_exist() -> bool {
 }
 
 fn remember(on: bool) {
-    if let Some(storage) = storage() {
-        let _ = storage.set_item(CHOICE_KEY, if on { "on" } else { "off" });
-    }
+    http::store(CHOICE_KEY, if on { "on" } else { "off" });
 }
 
 fn tab_hidden() -> bool {
