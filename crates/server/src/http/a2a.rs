@@ -81,6 +81,7 @@ fn rpc_error(version: ProtocolVersion, err: &AgentError) -> (ErrorCode, String) 
         AgentError::InvalidParams(_)
         | AgentError::NotPaused(_)
         | AgentError::Decision(_)
+        | AgentError::ChatInUse(_)
         | AgentError::TaskEnded => (ErrorCode::InvalidParams, err.to_string()),
         AgentError::NotCancelable { .. } => (ErrorCode::TaskNotCancelable, err.to_string()),
         AgentError::ShuttingDown => (ErrorCode::InternalError, err.to_string()),

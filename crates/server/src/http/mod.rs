@@ -187,7 +187,8 @@ impl From<AgentError> for HttpError {
             AgentError::NotPaused(_)
             | AgentError::TaskEnded
             | AgentError::Terminal(_)
-            | AgentError::NotCancelable { .. } => HttpError::Conflict(err.to_string()),
+            | AgentError::NotCancelable { .. }
+            | AgentError::ChatInUse(_) => HttpError::Conflict(err.to_string()),
             AgentError::InvalidParams(_) | AgentError::Decision(_) => {
                 HttpError::BadRequest(err.to_string())
             }

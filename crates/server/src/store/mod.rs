@@ -466,9 +466,10 @@ impl Store {
     // Subagent tasks.
 
     /// Records the task an agent-tool call started on a subagent; a call starts one at most
-    /// ([`StoreError::Conflict`] for a second).
-    pub async fn insert_subagent(&self, link: SubagentLink) -> Result<()> {
-        on_backend!(self, backend => backend.insert_subagent(link).await)
+    /// ([`StoreError::Conflict`] for a second). A local subagent's `chat` (its session, with no
+    /// task yet) is created in the same transaction.
+    pub async fn insert_subagent(&self, link: SubagentLink, chat: Option<ChildChat>) -> Result<()> {
+        on_backend!(self, backend => backend.insert_subagent(link, chat).await)
     }
 
     /// The subagent tasks a parent task started, oldest first.

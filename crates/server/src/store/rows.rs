@@ -565,3 +565,13 @@ pub struct SubagentLink {
     pub depth: i64,
     pub created_at: String,
 }
+
+/// The chat a local subagent's task will have, stored with its link (before the task): a link
+/// whose task is missing then tells "not created yet" (its chat is there) from "deleted with
+/// its chat" (gone), so a deleted subagent task is never made again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildChat {
+    /// The parent task's owner, who owns the subagent's chat too.
+    pub user_id: String,
+    pub title: String,
+}

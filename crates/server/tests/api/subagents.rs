@@ -246,6 +246,7 @@ async fn cancel_of_the_parent_cancels_the_subagents_task() {
     cancel_boss_task(&app, &task).await;
     wait_for_state(&app, &child, "canceled").await;
     assert!(!app.sandbox().join("c.txt").exists());
+    assert!(listed_approvals(&app).await.is_empty());
 }
 
 const CHAIN: &str = r#"
@@ -556,4 +557,215 @@ async fn a_subagents_task_takes_no_decision_or_cancel_of_its_own() {
     assert_eq!(states(&done).last().unwrap(), "completed");
     assert!(!app.sandbox().join("own.txt").exists());
     wait_for_state(&app, &child, "completed").await;
+}
+
+/// The chat (contextId) of a demo agent's task.
+async fn context_of(app: &TestApp, task: &str) -> String {
+    app.rpc(None, request("tasks/get", json!({"id": task})))
+        .await["result"]["contextId"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The task ids `GET /api/approvals` lists as waiting.
+async fn listed_approvals(app: &TestApp) -> Vec<String> {
+    let (status, inbox) = app.get("/api/approvals").await;
+    assert_eq!(status, 200, "{inbox}");
+    inbox["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|batch| batch["taskId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Deleting a subagent's chat while its parent waits would leave the parent's batch deciding
+/// calls of a task that is gone (and approving it made the task again, behind everyone's back):
+/// it is refused, naming the parent's task and chat, and nothing changes. Once the parent has
+/// ended, the chat is an ordinary one and deletes.
+#[tokio::test]
+async fn a_subagents_chat_is_not_deleted_while_its_parent_waits() {
+    let app = spawn_app().await;
+    let paused = ask_boss(&app, "delegate default/demo: write kept.txt: hi").await;
+    let (task, context) = (task_id(&paused), context_id(&paused));
+    let child = subagent_task(&paused);
+    let child_context = context_of(&app, &child).await;
+
+    let (status, body) = app
+        .delete_json(&format!("/api/sessions/{child_context}"))
+        .await;
+    assert_eq!(status, 409, "{body}");
+    let said = body["error"].as_str().unwrap();
+    assert!(said.contains(&task) && said.contains(&context), "{body}");
+    let (status, _) = app.get(&format!("/api/sessions/{child_context}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(task_state(&app, &child).await, "input-required");
+
+    let (status, body) = decide_rest(&app, None, &task, json!({"decision_type": "approve"})).await;
+    assert_eq!(status, 200, "{body}");
+    let done = wait_for_state_at(&app, BOSS, &task, "completed").await;
+    assert!(done.to_string().contains("I wrote kept.txt."), "{done}");
+    assert_eq!(
+        std::fs::read_to_string(app.sandbox().join("kept.txt")).unwrap(),
+        "hi"
+    );
+    wait_for_state(&app, &child, "completed").await;
+    assert_eq!(results_logged(&app, &child, "call_1").await, 1);
+    assert_eq!(
+        app.delete(&format!("/api/sessions/{child_context}")).await,
+        204
+    );
+}
+
+/// A subagent's task whose chat is gone (as a delete in the past left it) is never made again:
+/// the parent's decision does not run the subagent's model anew nor apply to a batch nobody
+/// saw; the agent-tool call fails saying why, and the parent goes on.
+#[tokio::test]
+async fn a_subagents_task_deleted_with_its_chat_is_not_made_again() {
+    let app = spawn_app().await;
+    let paused = ask_boss(&app, "delegate default/demo: write ghost.txt: boo").await;
+    let task = task_id(&paused);
+    let child = subagent_task(&paused);
+    let child_context = context_of(&app, &child).await;
+    let statements: Vec<String> = ["decisions", "calls", "task_events", "batches"]
+        .iter()
+        .map(|table| format!("DELETE FROM {table} WHERE task_id = '{child}'"))
+        .chain([
+            format!("DELETE FROM tasks WHERE id = '{child}'"),
+            format!("DELETE FROM sessions WHERE id = '{child_context}'"),
+        ])
+        .collect();
+    let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
+    sql_execute(app.data_dir.path(), &statements).await;
+
+    let (status, body) = decide_rest(&app, None, &task, json!({"decision_type": "approve"})).await;
+    assert_eq!(status, 200, "{body}");
+    let done = wait_for_state_at(&app, BOSS, &task, "completed").await;
+    assert!(
+        done.to_string().contains("did not finish: its task")
+            && done.to_string().contains("was deleted with its chat"),
+        "{done}"
+    );
+    assert!(!app.sandbox().join("ghost.txt").exists());
+    let made_again = sql_count(
+        app.data_dir.path(),
+        "SELECT COUNT(*) FROM tasks WHERE id = ?1",
+        &child,
+    )
+    .await;
+    assert_eq!(made_again, 0);
+    let (status, _) = app.get(&format!("/api/sessions/{child_context}")).await;
+    assert_eq!(status, 404);
+}
+
+/// A subagent's task ends with its parent: deleting the parent's chat cancels it (its chat is
+/// kept, canceled), so no approval of it is left listed that no batch can decide and that the
+/// approvals stream never told of.
+#[tokio::test]
+async fn deleting_the_parents_chat_cancels_the_subagents_task() {
+    let app = spawn_app().await;
+    let paused = ask_boss(&app, "delegate default/demo: write orphan.txt: x").await;
+    let context = context_of_boss(&app, &task_id(&paused)).await;
+    let child = subagent_task(&paused);
+    let child_context = context_of(&app, &child).await;
+
+    assert_eq!(app.delete(&format!("/api/sessions/{context}")).await, 204);
+    wait_for_state(&app, &child, "canceled").await;
+    assert!(listed_approvals(&app).await.is_empty());
+    let (status, _) = app.get(&format!("/api/sessions/{child_context}")).await;
+    assert_eq!(status, 200);
+    // The stream agrees: the first batch it tells of is one that waits after the delete.
+    let mut stream = open_approvals(&app, None, None).await;
+    let later = send_stream(
+        &app,
+        "/api/a2a/default/demo",
+        message_v03("write later.txt: x", None, None),
+    )
+    .await;
+    let first = stream.next_event().await;
+    assert_eq!(first.about(), ("pending".to_owned(), task_id(&later)));
+    assert_eq!(listed_approvals(&app).await, [task_id(&later)]);
+    assert!(!app.sandbox().join("orphan.txt").exists());
+}
+
+/// The chat of a boss's task.
+async fn context_of_boss(app: &TestApp, task: &str) -> String {
+    app.rpc_at(BOSS, None, request("tasks/get", json!({"id": task})))
+        .await["result"]["contextId"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The boss and a demo agent whose approvals expire after a second, as `on_timeout` says.
+fn expiring_subagent(on_timeout: &str) -> String {
+    format!(
+        "[[agents]]\nname = \"boss\"\nagents = [\"default/demo\"]\n\
+         [[agents]]\nname = \"demo\"\napproval_timeout = \"1s\"\non_timeout = \"{on_timeout}\"\n\
+         [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n"
+    )
+}
+
+/// When a subagent's batch expires, the parent's batch that nests its calls expires with it:
+/// the nested calls are answered "expired" in the parent's log, the agent-tool call gets the
+/// subagent's outcome and the parent goes on; a decision on the parent then gets the same
+/// "expired" refusal as any expired batch, never a 200 that does nothing.
+#[tokio::test]
+async fn a_subagents_expiry_expires_the_parents_batch() {
+    for on_timeout in ["reject", "cancel"] {
+        let app = spawn_with_agents(&expiring_subagent(on_timeout), |_| {}).await;
+        let paused = ask_boss(&app, "delegate default/demo: write late.txt: x").await;
+        assert_eq!(states(&paused).last().unwrap(), "input-required");
+        let (task, context) = (task_id(&paused), context_id(&paused));
+        let child = subagent_task(&paused);
+
+        let done = wait_for_state_at(&app, BOSS, &task, "completed").await;
+        let child_end = if on_timeout == "reject" {
+            "completed"
+        } else {
+            "canceled"
+        };
+        wait_for_state(&app, &child, child_end).await;
+        // The agent-tool call's result is the subagent's outcome, which the boss reports.
+        let said: String = done["artifacts"][0]["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|part| part["text"].as_str())
+            .collect();
+        let outcome = if on_timeout == "reject" {
+            "The agent answered: Nobody answered in time, so writing late.txt did not happen"
+        } else {
+            "default/demo ended canceled: Canceled: the approval request expired unanswered after 1s"
+        };
+        assert!(said.contains(outcome), "{on_timeout}: {said}");
+        assert_eq!(results_logged(&app, &task, "call_1/call_1").await, 1);
+        let audit = done["metadata"]["signoff_audit"].as_array().unwrap();
+        assert_eq!(audit.len(), 1, "{audit:?}");
+        assert_eq!(audit[0]["channel"], "expiry");
+        assert_eq!(audit[0]["calls"][0]["id"], "call_1/call_1");
+        assert_eq!(audit[0]["calls"][0]["verdict"], "expire");
+        assert!(listed_approvals(&app).await.is_empty());
+
+        let (status, body) =
+            decide_rest(&app, None, &task, json!({"decision_type": "approve"})).await;
+        assert_eq!(status, 409, "{on_timeout}: {body}");
+        assert!(
+            body["error"].as_str().unwrap().contains("expired"),
+            "{body}"
+        );
+        let late = decision(&task, &context, json!({"decision_type": "approve"}));
+        let events = app
+            .stream_at(BOSS, &message_request("message/stream", late))
+            .await;
+        assert!(
+            events[0]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("expired"),
+            "{events:?}"
+        );
+        assert!(!app.sandbox().join("late.txt").exists());
+    }
 }

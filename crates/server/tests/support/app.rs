@@ -235,6 +235,11 @@ impl TestApp {
         self.delete_as(path, None).await
     }
 
+    /// A DELETE; its status and JSON body (`null` when it has none).
+    pub async fn delete_json(&self, path: &str) -> (u16, Value) {
+        answer(self.client.delete(self.url(path))).await
+    }
+
     /// A DELETE as the user of `token`; its status.
     pub async fn delete_as(&self, path: &str, token: Option<&str>) -> u16 {
         let request = with_token(self.client.delete(self.url(path)), token);

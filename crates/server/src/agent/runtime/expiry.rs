@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
+use signoff_protocol::hitl::keys::SUBAGENT;
 use signoff_protocol::hitl::ToolResult;
 use signoff_protocol::{Part, TaskState};
 
@@ -16,6 +17,7 @@ use crate::store::{
 };
 
 use super::runner::RunnerStart;
+use super::subagent::batch_requests;
 use super::{Agent, AgentError, LoggedEvent, Result, Runtime};
 
 /// How a person reads a timeout when the agent that set it is gone.
@@ -178,17 +180,126 @@ impl Runtime {
                 self.metrics.task_entered(task_state);
                 self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
                 tracing::info!(task = %task_id, after, "approval expired unanswered");
-                if on_timeout == OnTimeout::Reject {
-                    self.spawn_runner(
+                match on_timeout {
+                    OnTimeout::Reject => self.spawn_runner(
                         task_id,
                         RunnerStart::Stored {
                             reply_message_id: None,
                         },
-                    );
+                    ),
+                    // The subagent tasks it started end with it, as with any cancel.
+                    OnTimeout::Cancel => self.cancel_subagents(&row.user_id, task_id).await,
                 }
-                Ok(())
+                // A subagent's calls wait nested in its parent's batch: it expires with them.
+                self.expire_nesting_parent(task_id, &after).await
             }
             // A decision won the race: nothing expired.
+            Err(StoreError::Conflict(_)) => Ok(()),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// After the batch of `child_task_id` (a local subagent's task) expired: the pending batch of
+    /// its parent that nests its calls expires too, as a whole (a batch is decided once): every
+    /// held call of it is expired, the nested ones answered "expired" in the parent's log, and
+    /// the parent goes on, its agent-tool call taking the subagent's outcome. A decision on the
+    /// parent then gets the same "expired" refusal as any expired batch. The same goes on up
+    /// (docs/wire.md, Subagents).
+    async fn expire_nesting_parent(
+        self: &Arc<Self>,
+        child_task_id: &str,
+        after: &str,
+    ) -> Result<()> {
+        let Some(link) = self.driving_parent(child_task_id).await? else {
+            return Ok(());
+        };
+        let parent_id = link.parent_task_id.as_str();
+        let Some(batch) = self.store.pending_batch(parent_id).await? else {
+            return Ok(()); // decided first, or the subagent's calls never joined it
+        };
+        let requests = batch_requests(&batch);
+        let nests_child = requests.iter().any(|request| {
+            request.via.as_ref().is_some_and(|via| {
+                via.call_id == link.parent_call_id && via.task_id == link.child_task_id
+            })
+        });
+        if !nests_child {
+            return Ok(());
+        }
+        let Some(row) = self.store.task(parent_id).await? else {
+            return Ok(());
+        };
+        let held: Vec<_> = self
+            .store
+            .calls(parent_id)
+            .await?
+            .into_iter()
+            .filter(|call| call.batch_id == Some(batch.id) && call.status == CallStatus::Held)
+            .collect();
+        let verdicts = held
+            .iter()
+            .map(|call| CallVerdict {
+                call_id: call.call_id.clone(),
+                status: CallStatus::Expired,
+                verdict: Verdict::Expire,
+                reason: None,
+                run_args: None,
+                run_args_sha256: None,
+            })
+            .collect();
+        // The nested calls' results are written here: no model call of the parent's answers
+        // them. The parent's own held calls are answered by its runner, as after any expiry.
+        let nested: Vec<Part> = requests
+            .iter()
+            .filter(|request| held.iter().any(|call| call.call_id == request.id))
+            .filter_map(|request| {
+                let via = request.via.as_ref()?;
+                let part = ToolResult::expired(&request.id, &request.name, after).to_part();
+                Some(part.with_metadata(SUBAGENT, via.to_value()))
+            })
+            .collect();
+        let context_id = &row.context_id;
+        let results =
+            (!nested.is_empty()).then(|| view::agent_message(parent_id, context_id, nested));
+        let event = view::status_event(parent_id, context_id, TaskState::Working, results, None);
+        let stored = vec![Self::encode(&event)];
+        let expired_calls = held.len();
+        let write = DecisionWrite {
+            batch_id: batch.id,
+            user_id: row.user_id.clone(),
+            channel: Channel::Expiry,
+            decision: json!({"decision_type": "expire", "after": after,
+                             "subagent": {"taskId": child_task_id, "callId": link.parent_call_id}}),
+            summary: format!(
+                "Expired with the approval request of {}, unanswered after {after}",
+                link.agent
+            ),
+            verdicts,
+            batch_state: BatchState::Expired,
+            task_state: TaskState::Working,
+            events: stored.clone(),
+        };
+        match self.store.decide(parent_id, write).await {
+            Ok(seq) => {
+                self.metrics.decided(
+                    Channel::Expiry,
+                    std::iter::repeat_n(Verdict::Expire, expired_calls),
+                    None,
+                );
+                self.metrics.task_entered(TaskState::Working);
+                self.notify(parent_id, LoggedEvent::numbered(seq, vec![event], &stored));
+                tracing::info!(task = %parent_id, child = %child_task_id, after, "a subagent's approval expired: so did its parent's");
+                self.spawn_runner(
+                    parent_id,
+                    RunnerStart::Stored {
+                        reply_message_id: None,
+                    },
+                );
+                // Boxed: the parent may be a subagent's task too.
+                Box::pin(self.expire_nesting_parent(parent_id, after)).await
+            }
+            // A decision on the parent came first: its runner finds the subagent's batch gone
+            // and takes the subagent's outcome.
             Err(StoreError::Conflict(_)) => Ok(()),
             Err(err) => Err(err.into()),
         }

@@ -23,6 +23,16 @@ use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
 /// The longest id a client may choose for a message or a session (a UUID has 36 bytes).
 const MAX_ID_BYTES: usize = 256;
 
+/// A new chat's title: the first line of its first message.
+pub(super) fn chat_title(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("").trim();
+    if line.is_empty() {
+        "New chat".to_owned()
+    } else {
+        line.chars().take(80).collect()
+    }
+}
+
 impl Runtime {
     // ---- messages --------------------------------------------------------------------------
 
@@ -96,15 +106,7 @@ impl Runtime {
             return self.continue_task(user, agent, &task_id, message).await;
         }
         let context_id = message.context_id.clone().unwrap_or_else(view::new_id);
-        let title: String = {
-            let text = message.text();
-            let line = text.lines().next().unwrap_or("").trim();
-            if line.is_empty() {
-                "New chat".to_owned()
-            } else {
-                line.chars().take(80).collect()
-            }
-        };
+        let title = chat_title(&message.text());
         match self.store.session(&context_id).await? {
             Some(session) if session.user_id != user => {
                 // Someone else's session id: as if it did not exist, and not reusable.

@@ -79,6 +79,9 @@ pub enum AgentError {
     Terminal(String),
     #[error("task {id} is {state} and cannot be canceled")]
     NotCancelable { id: String, state: String },
+    /// A chat that may not be deleted now: it holds a subagent's task whose parent goes on.
+    #[error("{0}")]
+    ChatInUse(String),
     #[error("{0}")]
     Decision(#[from] DecisionError),
     /// The task ended (canceled) while a runner was still working on it.

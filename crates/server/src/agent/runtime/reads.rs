@@ -1,5 +1,7 @@
 //! Reads: a user's tasks, sessions and task lists, with ownership checks.
 
+use std::sync::Arc;
+
 use signoff_protocol::{ListTasksParams, ListTasksResult, Task};
 
 use crate::agent::view::{self};
@@ -129,8 +131,10 @@ impl Runtime {
         Ok((session, tasks))
     }
 
-    /// Deletes a user's session; its running tasks are stopped first.
-    pub async fn delete_session(&self, user: &str, id: &str) -> Result<()> {
+    /// Deletes a user's session; its running tasks are stopped first, and the subagent tasks
+    /// they started end with them (docs/rest.md, Sessions). A chat that holds a subagent's task
+    /// whose parent goes on is refused: its calls wait in the parent's batch.
+    pub async fn delete_session(self: &Arc<Self>, user: &str, id: &str) -> Result<()> {
         self.store
             .session(id)
             .await?
@@ -138,8 +142,13 @@ impl Runtime {
             .ok_or_else(|| AgentError::SessionNotFound(id.to_owned()))?;
         let tasks = self.store.session_tasks(id).await?;
         for task in &tasks {
+            self.refuse_driven_chat(id, &task.id).await?;
+        }
+        for task in &tasks {
             self.stop_runner(&task.id);
         }
+        // Stopped first, so no runner of theirs goes on with a subagent's answer meanwhile.
+        self.end_subagents_of(user, &tasks).await;
         self.store.delete_session(id).await?;
         // Ends the streams and blocking requests that follow these tasks.
         for task in &tasks {

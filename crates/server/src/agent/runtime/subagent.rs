@@ -21,11 +21,12 @@ use crate::agent::subagents::{request_text, Subagent};
 use crate::agent::tools::{error_result, text_result};
 use crate::agent::view;
 use crate::store::{
-    task_state_text, BatchRow, CallRow, CallStatus, CallUpdate, Commit, Guard, NewCall,
-    SubagentLink,
+    task_state_text, BatchRow, CallRow, CallStatus, CallUpdate, ChildChat, Commit, Guard, NewCall,
+    SubagentLink, TaskRow,
 };
 
 use super::audit::args_sha256;
+use super::gate::chat_title;
 use super::runner::TaskRun;
 use super::{AgentError, Result, Runtime};
 
@@ -80,7 +81,15 @@ impl Runtime {
                 return Ok((SubagentStep::Stopped, None));
             }
             let Some(child) = self.store.task(&link.child_task_id).await? else {
-                // Recorded, then stopped before the task was created: create it now.
+                // Recorded with its chat, then stopped before the task was created: create it
+                // now. Without its chat, the task was deleted with it: never made again.
+                if self.store.session(&link.child_context_id).await?.is_none() {
+                    let gone = format!(
+                        "{} did not finish: its task {} was deleted with its chat",
+                        link.agent, link.child_task_id
+                    );
+                    return Ok((SubagentStep::Answer(error_result(gone)), None));
+                }
                 self.create_local_child(run, subagent, &link, run_args)
                     .await?;
                 continue;
@@ -148,6 +157,55 @@ impl Runtime {
         Ok(parent_going.then_some(link))
     }
 
+    /// Refuses to delete chat `context_id` while it holds `task_id` as the subagent task of a
+    /// parent that goes on: the parent's batch would decide calls of a task that is gone.
+    pub(super) async fn refuse_driven_chat(&self, context_id: &str, task_id: &str) -> Result<()> {
+        let Some(link) = self.driving_parent(task_id).await? else {
+            return Ok(());
+        };
+        let parent_chat = self
+            .store
+            .task(&link.parent_task_id)
+            .await?
+            .map(|row| row.context_id)
+            .unwrap_or_default();
+        Err(AgentError::ChatInUse(format!(
+            "chat {context_id} holds task {task_id}, the subagent task of task {} (its call {}) \
+             in chat {parent_chat}, which has not ended: its calls wait in that task's batch. \
+             Decide or cancel task {}, or delete chat {parent_chat}, first",
+            link.parent_task_id, link.parent_call_id, link.parent_task_id
+        )))
+    }
+
+    /// Ends the subagent tasks of `tasks`, whose chat is being deleted: a subagent's task ends
+    /// with its parent (canceled, in its own chat, which is kept), so none of its calls is left
+    /// waiting with no batch of the parent's to decide it. An ended task's remote subagents
+    /// ended with it; only a local one that still goes on is canceled.
+    pub(super) async fn end_subagents_of(self: &Arc<Self>, user: &str, tasks: &[TaskRow]) {
+        for task in tasks {
+            if !task.state.is_terminal() {
+                self.cancel_subagents(user, &task.id).await;
+                continue;
+            }
+            let links = match self.store.subagents_of(&task.id).await {
+                Ok(links) => links,
+                Err(err) => {
+                    tracing::warn!(task = %task.id, error = %err, "could not read the subagent tasks to end");
+                    continue;
+                }
+            };
+            for link in links.iter().filter(|link| !link.remote) {
+                match Box::pin(self.cancel_task(user, &link.child_task_id)).await {
+                    Ok(_) | Err(AgentError::NotCancelable { .. } | AgentError::TaskNotFound(_)) => {
+                    }
+                    Err(err) => {
+                        tracing::warn!(task = %task.id, child = %link.child_task_id, error = %err, "could not end the subagent task")
+                    }
+                }
+            }
+        }
+    }
+
     /// Records and starts the subagent's task for `call`; `Err` with the call's failure text
     /// when it cannot be (too deep, no request, an unknown agent).
     async fn start_subagent(
@@ -177,7 +235,11 @@ impl Runtime {
             depth,
             created_at: crate::store::now(),
         };
-        self.store.insert_subagent(link.clone()).await?;
+        let chat = ChildChat {
+            user_id: run.user_id.clone(),
+            title: chat_title(request_text(run_args).unwrap_or_default()),
+        };
+        self.store.insert_subagent(link.clone(), Some(chat)).await?;
         self.create_local_child(run, subagent, &link, run_args)
             .await?;
         tracing::info!(

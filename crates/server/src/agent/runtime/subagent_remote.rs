@@ -88,7 +88,7 @@ impl Runtime {
                     depth,
                     created_at: crate::store::now(),
                 };
-                self.store.insert_subagent(link.clone()).await?;
+                self.store.insert_subagent(link.clone(), None).await?;
                 tracing::info!(task = %run.task_id, call = %call.id, subagent = %subagent.agent, remote_task = %task_id, depth, "agent-tool call started a remote subagent task");
                 seen = events;
                 link

@@ -2,13 +2,14 @@
 //! Subagents).
 
 use super::tasks::map_rows;
-use super::{Postgres, Result, StoreError, SubagentLink};
+use super::{ChildChat, Postgres, Result, StoreError, SubagentLink};
 use crate::store::columns::{subagent_from_row, SUBAGENT_SELECT};
 
 impl Postgres {
     /// Records a subagent task; an agent-tool call starts one at most
     /// ([`StoreError::Conflict`] for a second).
-    pub async fn insert_subagent(&self, link: SubagentLink) -> Result<()> {
+    pub async fn insert_subagent(&self, link: SubagentLink, chat: Option<ChildChat>) -> Result<()> {
+        let mut transaction = self.pool.begin().await?;
         let inserted = sqlx::query(
             "INSERT INTO subagent_tasks (parent_task_id, parent_call_id, agent, child_task_id,
                  child_context_id, remote, depth, created_at)
@@ -23,7 +24,7 @@ impl Postgres {
         .bind(i64::from(link.remote))
         .bind(link.depth)
         .bind(&link.created_at)
-        .execute(&self.pool)
+        .execute(&mut *transaction)
         .await?
         .rows_affected();
         if inserted != 1 {
@@ -31,6 +32,20 @@ impl Postgres {
                 "the call already started a subagent task",
             ));
         }
+        if let Some(chat) = chat {
+            sqlx::query(
+                "INSERT INTO sessions (id, user_id, agent, title, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $5)",
+            )
+            .bind(&link.child_context_id)
+            .bind(&chat.user_id)
+            .bind(&link.agent)
+            .bind(&chat.title)
+            .bind(&link.created_at)
+            .execute(&mut *transaction)
+            .await?;
+        }
+        transaction.commit().await?;
         Ok(())
     }
 

@@ -4,13 +4,13 @@
 use rusqlite::params;
 
 use super::tasks::collect;
-use super::{Result, Sqlite, StoreError, SubagentLink};
+use super::{ChildChat, Result, Sqlite, StoreError, SubagentLink};
 use crate::store::columns::{subagent_from_row, SUBAGENT_SELECT};
 
 impl Sqlite {
-    /// Records a subagent task; an agent-tool call starts one at most
+    /// Records a subagent task, and a local one's chat; an agent-tool call starts one at most
     /// ([`StoreError::Conflict`] for a second).
-    pub async fn insert_subagent(&self, link: SubagentLink) -> Result<()> {
+    pub async fn insert_subagent(&self, link: SubagentLink, chat: Option<ChildChat>) -> Result<()> {
         self.write(move |connection| {
             let inserted = connection
                 .prepare_cached(
@@ -33,6 +33,20 @@ impl Sqlite {
                 return Err(StoreError::Conflict(
                     "the call already started a subagent task",
                 ));
+            }
+            if let Some(chat) = &chat {
+                connection
+                    .prepare_cached(
+                        "INSERT INTO sessions (id, user_id, agent, title, created_at, updated_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+                    )?
+                    .execute(params![
+                        link.child_context_id,
+                        chat.user_id,
+                        link.agent,
+                        chat.title,
+                        link.created_at
+                    ])?;
             }
             Ok(())
         })
