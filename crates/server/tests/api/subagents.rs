@@ -769,3 +769,21 @@ async fn a_subagents_expiry_expires_the_parents_batch() {
         assert!(!app.sandbox().join("late.txt").exists());
     }
 }
+
+/// A parent whose own batch expires with `on_timeout = "cancel"` ends canceled, and its
+/// subagent's task ends with it (as with any cancel), rather than waiting where nobody decides.
+#[tokio::test]
+async fn a_parent_canceled_by_its_expiry_cancels_its_subagents_task() {
+    let agents = "[[agents]]\nname = \"boss\"\nagents = [\"default/demo\"]\n\
+                  approval_timeout = \"1s\"\non_timeout = \"cancel\"\n\
+                  [[agents]]\nname = \"demo\"\n\
+                  [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n";
+    let app = spawn_with_agents(agents, |_| {}).await;
+    let paused = ask_boss(&app, "delegate default/demo: write never.txt: x").await;
+    let task = task_id(&paused);
+    let child = subagent_task(&paused);
+    wait_for_state_at(&app, BOSS, &task, "canceled").await;
+    wait_for_state(&app, &child, "canceled").await;
+    assert!(listed_approvals(&app).await.is_empty());
+    assert!(!app.sandbox().join("never.txt").exists());
+}
