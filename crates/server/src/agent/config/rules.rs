@@ -324,6 +324,10 @@ pub fn check_rules(
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
+mod glob_props;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use serde_json::json;
 
