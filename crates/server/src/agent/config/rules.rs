@@ -239,7 +239,8 @@ fn normalize_path(path: &str) -> Option<String> {
 /// A glob's matcher: `*`, `?` and `[…]` stay within one folder and match any character there
 /// but `/` (a newline or another control character too), `**` as a whole path part crosses
 /// folders (`a/**` is everything below `a`, `**/x` an `x` at any depth), `[!…]` is a negated
-/// class, `{a,b}` either, and `\` is a plain character.
+/// class, and `\`, `{`, `}` and `,` are plain characters (as they were before globset: a
+/// folder name holding them keeps its meaning).
 fn glob_matcher(glob: &str) -> Result<globset::GlobMatcher, String> {
     if glob.is_empty() {
         return Err("a glob must not be empty".into());
@@ -265,24 +266,20 @@ fn glob_matcher(glob: &str) -> Result<globset::GlobMatcher, String> {
             parts.push(part);
         }
     }
-    check_classes(glob)?;
-    globset::GlobBuilder::new(&parts.join("/"))
+    let pattern = literal_braces(glob, &parts.join("/"))?;
+    globset::GlobBuilder::new(&pattern)
         .literal_separator(true)
         .backslash_escape(false)
         .build()
         .map(|compiled| compiled.compile_matcher())
         .map_err(|err| match err.kind() {
             globset::ErrorKind::UnclosedClass => format!("glob {glob:?} has a [ without its ]"),
-            globset::ErrorKind::UnclosedAlternates => {
-                format!("glob {glob:?} has a {{ without its }}")
-            }
-            globset::ErrorKind::UnopenedAlternates => {
-                format!("glob {glob:?} has a }} without its {{")
-            }
             globset::ErrorKind::InvalidRange(low, high) => {
                 format!("glob {glob:?} has the range {low}-{high}, which runs backwards")
             }
             globset::ErrorKind::InvalidRecursive
+            | globset::ErrorKind::UnclosedAlternates
+            | globset::ErrorKind::UnopenedAlternates
             | globset::ErrorKind::NestedAlternates
             | globset::ErrorKind::TooManyNestedAlternates
             | globset::ErrorKind::DanglingEscape
@@ -291,33 +288,41 @@ fn glob_matcher(glob: &str) -> Result<globset::GlobMatcher, String> {
         })
 }
 
-/// Refuses a `[…]` class holding a non-ASCII character: the matcher compares bytes there, so
-/// `[é]` would never match `é`.
-fn check_classes(glob: &str) -> Result<(), String> {
-    let mut chars = glob.chars().peekable();
+/// `pattern` (of `glob`) with `{` and `}` outside classes written as classes, so globset reads
+/// them as plain characters; refuses a `[…]` class holding a non-ASCII character (the matcher
+/// compares bytes there, so `[é]` would never match `é`).
+fn literal_braces(glob: &str, pattern: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars().peekable();
     while let Some(c) = chars.next() {
-        if c != '[' {
-            continue;
-        }
-        // As globset reads a class: `!` or `^` negates, a `]` right after that is a member.
-        if matches!(chars.peek(), Some('!' | '^')) {
-            chars.next();
-        }
-        let mut first = true;
-        for member in chars.by_ref() {
-            if member == ']' && !first {
-                break;
+        match c {
+            '{' => out.push_str("[{]"),
+            '}' => out.push_str("[}]"),
+            '[' => {
+                out.push('[');
+                // As globset reads a class: `!` or `^` negates, a `]` right after is a member.
+                if let Some(negation) = chars.next_if(|next| matches!(next, '!' | '^')) {
+                    out.push(negation);
+                }
+                let mut first = true;
+                for member in chars.by_ref() {
+                    if !member.is_ascii() {
+                        return Err(format!(
+                            "glob {glob:?} has {member:?} in a [...] class, which may hold only \
+                             ASCII characters (write it out, or use ? or *)"
+                        ));
+                    }
+                    out.push(member);
+                    if member == ']' && !first {
+                        break;
+                    }
+                    first = false;
+                }
             }
-            if !member.is_ascii() {
-                return Err(format!(
-                    "glob {glob:?} has {member:?} in a [...] class, which may hold only ASCII \
-                     characters (write it out, or use ? or *)"
-                ));
-            }
-            first = false;
+            other => out.push(other),
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// A regex that must match a whole string. The pattern is compiled alone first: `a)|(b` is no
@@ -483,7 +488,12 @@ mod tests {
         assert!(!matches("[!x]", "/"));
         assert!(matches("**/**", "a/b") && matches("a/**/**/b", "a/b"));
         assert!(matches("a\\b", "a\\b"), "a backslash is a plain character");
-        assert!(matches("{a,b}.txt", "b.txt"));
+        assert!(
+            matches("{a,b}.txt", "{a,b}.txt"),
+            "braces are plain characters"
+        );
+        assert!(!matches("{a,b}.txt", "b.txt"));
+        assert!(matches("[{]x[!}]", "{xa"));
     }
 
     #[test]
@@ -584,10 +594,7 @@ mod tests {
         assert!(error(json!({"regex": "("})).starts_with("regex \"(\" does not compile"));
         assert!(error(json!({"glob": "a**"})).contains("has ** inside a name"));
         assert!(error(json!({"glob": "[é]"})).contains("may hold only ASCII"));
-        assert_eq!(
-            error(json!({"glob": "{a"})),
-            "glob \"{a\" has a { without its }"
-        );
+        assert!(error(json!({"glob": "a[é]"})).contains("may hold only ASCII"));
         assert_eq!(error(json!({"min": 5, "max": 1})), "min 5 is above max 1");
         assert!(error(json!({"any": false})).starts_with("any must be true"));
     }

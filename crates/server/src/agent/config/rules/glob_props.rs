@@ -81,13 +81,13 @@ enum Part {
     Name(Vec<Token>),
 }
 
-/// Characters of generated globs: plain ones, a backslash (a literal, as before), a non-ASCII
-/// letter.
-const GLOB_CHARS: &[char] = &['a', 'b', 'c', '.', '-', '_', '1', '\\', 'é'];
+/// Characters of generated globs: plain ones, a backslash and braces (plain characters, as
+/// before), a non-ASCII letter.
+const GLOB_CHARS: &[char] = &['a', 'b', 'c', '.', '-', '_', '1', '\\', 'é', '{', '}', ','];
 /// Characters of generated paths: those of globs, and others no glob names (`~` stands in
 /// for a newline in `agrees`).
 const PATH_CHARS: &[char] = &[
-    'a', 'b', 'c', '.', '-', '_', '1', '\\', 'é', 'x', '\t', '\r', '\n', '\u{1}',
+    'a', 'b', 'c', '.', '-', '_', '1', '\\', 'é', '{', '}', ',', 'x', '\t', '\r', '\n', '\u{1}',
 ];
 
 fn token() -> impl Strategy<Value = Token> {
