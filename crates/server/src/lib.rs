@@ -96,6 +96,10 @@ pub struct Config {
     /// that would go deeper fails.
     #[arg(long, env = "SIGNOFF_MAX_SUBAGENT_DEPTH", default_value_t = agent::Limits::DEFAULT_SUBAGENT_DEPTH)]
     pub max_subagent_depth: usize,
+    /// Most "always allow" policies one person may have in force; creating one more is
+    /// refused until they revoke one.
+    #[arg(long = "max-policies", env = "SIGNOFF_MAX_POLICIES", default_value_t = agent::Limits::DEFAULT_POLICIES_PER_USER)]
+    pub max_policies_per_user: usize,
     /// Trust `X-Forwarded-Host` and `X-Forwarded-Proto` (only behind a proxy that sets them).
     #[arg(long, env = "SIGNOFF_TRUST_PROXY")]
     pub trust_proxy: bool,
@@ -132,6 +136,7 @@ impl Config {
             max_reason_bytes: agent::Limits::DEFAULT_REASON_BYTES,
             max_tool_calls_per_turn: agent::Limits::DEFAULT_TOOL_CALLS_PER_TURN,
             max_subagent_depth: agent::Limits::DEFAULT_SUBAGENT_DEPTH,
+            max_policies_per_user: agent::Limits::DEFAULT_POLICIES_PER_USER,
             trust_proxy: false,
             log_format: telemetry::LogFormat::Text,
             conformance_agent: false,
@@ -213,6 +218,7 @@ pub async fn run(
         max_reason_bytes: config.max_reason_bytes,
         max_tool_calls_per_turn: config.max_tool_calls_per_turn.max(1),
         max_subagent_depth: config.max_subagent_depth,
+        max_policies_per_user: config.max_policies_per_user,
         ..agent::Limits::default()
     };
     let runtime = agent::Runtime::new(store.clone(), agents, limits);

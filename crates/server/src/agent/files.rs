@@ -1,6 +1,7 @@
 //! The built-in file tools (`list_directory`, `read_file`, `write_file`, `delete_file`) over one
 //! sandbox folder. Every path is checked to stay inside the sandbox: no `..`, no absolute path,
-//! and no symlink that leads out.
+//! and no symlink that leads out; and to hold no control character (a newline in a name
+//! serves no person, and hides the rest of the name in logs and on cards).
 //!
 //! The file work runs in place on the caller's thread, like `resolve`'s checks: the sandbox is a
 //! local folder, reads are capped at 1 MiB and writes at the message size limit, and a hop to
@@ -98,8 +99,15 @@ impl FileTools {
         &self.root
     }
 
-    /// Resolves a relative path inside the sandbox, refusing anything that leaves it.
+    /// Resolves a relative path inside the sandbox, refusing anything that leaves it and any
+    /// control character, whatever the rules allowed.
     pub(super) fn resolve(&self, raw: &str) -> Result<PathBuf, ToolError> {
+        if let Some(control) = raw.chars().find(|c| c.is_control()) {
+            return Err(ToolError::InvalidArgs(format!(
+                "path {raw:?} holds the control character {control:?}; a path may not hold \
+                 newlines, tabs or other control characters"
+            )));
+        }
         let relative = Path::new(raw);
         let mut clean = PathBuf::new();
         for component in relative.components() {
@@ -358,6 +366,38 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("through a symlink"), "{err}");
         assert!(!dir.path().join("new.txt").exists());
+    }
+
+    #[tokio::test]
+    async fn refuses_paths_with_control_characters() {
+        let (_dir, tools) = tools();
+        for path in [
+            "notes/x\npre-commit",
+            "a\tb.txt",
+            "a\rb",
+            "nul\0",
+            "del\u{7f}",
+            "c1\u{85}",
+        ] {
+            for (tool, args) in [
+                ("write_file", json!({"path": path, "content": "x"})),
+                ("read_file", json!({"path": path})),
+                ("delete_file", json!({"path": path})),
+                ("list_directory", json!({"path": path})),
+            ] {
+                let err = tools.run(tool, args).await.unwrap_err();
+                assert!(
+                    err.to_string()
+                        .contains("a path may not hold newlines, tabs or other"),
+                    "{tool} {path:?}: {err}"
+                );
+            }
+        }
+        assert_eq!(
+            std::fs::read_dir(&tools.root).unwrap().count(),
+            0,
+            "nothing written"
+        );
     }
 
     #[tokio::test]

@@ -4,10 +4,12 @@
 //! the policies, then falls back to the tool's `require_approval` (crates/server/README.md,
 //! Argument rules; docs/rest.md, Policies).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
+use signoff_protocol::hitl::ASK_USER;
 use signoff_protocol::rest::{ArgMatch, Policy, PolicyScope as WireScope};
 
 use super::config::{check_rules, parse_timeout, AgentSpec, ConfigError, MatchSpec, Matcher};
@@ -172,8 +174,10 @@ impl UserPolicy {
     }
 
     /// Whether it approves a call of `tool` with `args` (its scope was checked by the query).
+    /// A question never: its answers are the person's to give (such a policy is refused when
+    /// created; one stored before that was refused still approves nothing).
     pub fn approves(&self, tool: &str, args: &Value) -> bool {
-        self.row.tool == tool && all_match(&self.args, args)
+        self.row.tool == tool && tool != ASK_USER && all_match(&self.args, args)
     }
 
     /// "write_file under notes/, in this chat".
@@ -211,6 +215,119 @@ impl UserPolicy {
             created_at: self.row.created_at.clone(),
             summary: self.summary(),
         }
+    }
+}
+
+/// A stored policy compiled, or why it no longer compiles (one stored before a limit was
+/// tightened): such a policy approves nothing, but its owner still sees it and can revoke it.
+#[derive(Debug, Clone)]
+pub enum CompiledPolicy {
+    Ready(Arc<UserPolicy>),
+    Broken { row: Box<PolicyRow>, error: String },
+}
+
+impl CompiledPolicy {
+    fn new(row: PolicyRow) -> CompiledPolicy {
+        match UserPolicy::compile(row.clone()) {
+            Ok(policy) => CompiledPolicy::Ready(Arc::new(policy)),
+            Err(error) => CompiledPolicy::Broken {
+                row: Box::new(row),
+                error,
+            },
+        }
+    }
+
+    pub fn row(&self) -> &PolicyRow {
+        match self {
+            CompiledPolicy::Ready(policy) => &policy.row,
+            CompiledPolicy::Broken { row, .. } => row,
+        }
+    }
+
+    /// The policy as the REST API shows it; a broken one says why it approves nothing.
+    pub fn to_rest(&self) -> Policy {
+        match self {
+            CompiledPolicy::Ready(policy) => policy.to_rest(),
+            CompiledPolicy::Broken { row, error } => {
+                let mut policy = UserPolicy {
+                    row: PolicyRow::clone(row),
+                    args: Vec::new(),
+                }
+                .to_rest();
+                policy.summary = format!("{}: approves nothing ({error})", row.tool);
+                policy
+            }
+        }
+    }
+}
+
+/// The people's policies compiled, by id. A stored policy never changes (only its revoke), so
+/// each is compiled once per server rather than on every turn, and a cached one can never
+/// approve what the store no longer holds in force: it is used only for a row the store has
+/// just returned, and only if that row is the one it was compiled from.
+#[derive(Debug, Default)]
+pub struct PolicyCache {
+    compiled: Mutex<HashMap<String, CompiledPolicy>>,
+}
+
+impl PolicyCache {
+    /// Past this many entries the cache starts over: entries of policies revoked or deleted on
+    /// another server are never looked up again, and this bounds what they hold.
+    const CAPACITY: usize = 4096;
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, CompiledPolicy>> {
+        self.compiled.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The compiled form of each row, in order; those not cached yet are compiled on the
+    /// blocking pool (each within the matchers' size limits, but a turn may meet many).
+    pub async fn compile(&self, rows: Vec<PolicyRow>) -> Result<Vec<CompiledPolicy>, String> {
+        let mut out: Vec<Option<CompiledPolicy>> = Vec::with_capacity(rows.len());
+        let mut missing = Vec::new();
+        {
+            let cached = self.lock();
+            for (index, row) in rows.into_iter().enumerate() {
+                match cached.get(&row.id).filter(|entry| *entry.row() == row) {
+                    Some(entry) => out.push(Some(entry.clone())),
+                    None => {
+                        out.push(None);
+                        missing.push((index, row));
+                    }
+                }
+            }
+        }
+        if missing.is_empty() {
+            return Ok(out.into_iter().flatten().collect());
+        }
+        let compiled = tokio::task::spawn_blocking(move || {
+            missing
+                .into_iter()
+                .map(|(index, row)| (index, CompiledPolicy::new(row)))
+                .collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|err| format!("compiling policies: {err}"))?;
+        for (index, entry) in compiled {
+            self.remember(entry.clone());
+            if let Some(slot) = out.get_mut(index) {
+                *slot = Some(entry);
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    /// Caches a policy compiled elsewhere (a new one, checked as it was created).
+    pub fn remember(&self, entry: CompiledPolicy) {
+        let mut cached = self.lock();
+        if cached.len() >= Self::CAPACITY {
+            cached.clear();
+        }
+        cached.insert(entry.row().id.clone(), entry);
+    }
+
+    /// Drops a revoked policy.
+    pub fn forget(&self, id: &str) {
+        self.lock().remove(id);
     }
 }
 
@@ -276,6 +393,97 @@ mod tests {
             approvals.timeout.as_ref().unwrap().0,
             Duration::from_secs(90)
         );
+    }
+
+    /// A newline in a path does not slip past a deny glob to the catch-all allow after it.
+    #[test]
+    fn a_newline_does_not_slip_past_a_deny_glob() {
+        let approvals = approvals(
+            r#"
+            [[agents.rules]]
+            tool = "write_file"
+            action = "deny"
+            when = { path = { glob = ".git/**" } }
+            [[agents.rules]]
+            tool = "write_file"
+            action = "allow"
+            "#,
+        );
+        for path in [".git/hooks/x\npre-commit", ".git/a\rb", "./.git/\n"] {
+            let rule = approvals
+                .rule_for("write_file", &json!({"path": path, "content": "x"}))
+                .unwrap();
+            assert_eq!(rule.action, RuleAction::Deny, "{path:?}");
+        }
+    }
+
+    fn policy_row(id: &str, tool: &str, args: Option<Value>) -> PolicyRow {
+        PolicyRow {
+            id: id.into(),
+            user_id: "u".into(),
+            agent: "default/demo".into(),
+            tool: tool.into(),
+            scope: PolicyScope::Agent,
+            context_id: None,
+            args,
+            created_by: "u".into(),
+            created_at: "t".into(),
+            revoked_at: None,
+        }
+    }
+
+    #[test]
+    fn a_policy_never_approves_a_question() {
+        let policy = UserPolicy::compile(policy_row("q", ASK_USER, None)).unwrap();
+        assert!(!policy.approves(ASK_USER, &json!({"questions": [{"question": "Why?"}]})));
+    }
+
+    #[tokio::test]
+    async fn the_cache_compiles_each_policy_once_and_only_for_its_row() {
+        let cache = PolicyCache::default();
+        let notes = policy_row(
+            "p",
+            "write_file",
+            Some(json!({"path": {"glob": "notes/**"}})),
+        );
+        let broken = policy_row("b", "write_file", Some(json!({"path": {"regex": "("}})));
+        let first = cache
+            .compile(vec![notes.clone(), broken.clone()])
+            .await
+            .unwrap();
+        let second = cache.compile(vec![notes.clone(), broken]).await.unwrap();
+        let ready = |entry: &CompiledPolicy| match entry {
+            CompiledPolicy::Ready(policy) => policy.clone(),
+            CompiledPolicy::Broken { error, .. } => panic!("{error}"),
+        };
+        assert!(
+            Arc::ptr_eq(&ready(&first[0]), &ready(&second[0])),
+            "compiled once"
+        );
+        match &second[1] {
+            CompiledPolicy::Broken { error, .. } => assert!(error.contains("does not compile")),
+            CompiledPolicy::Ready(_) => panic!("a broken policy compiled"),
+        }
+        assert!(second[1]
+            .to_rest()
+            .summary
+            .starts_with("write_file: approves nothing ("));
+        // Another row under the same id is compiled from that row, never served the old one.
+        let changed = policy_row(
+            "p",
+            "write_file",
+            Some(json!({"path": {"glob": "docs/**"}})),
+        );
+        let third = cache.compile(vec![changed]).await.unwrap();
+        let policy = ready(&third[0]);
+        assert!(policy.approves("write_file", &json!({"path": "docs/a"})));
+        assert!(!policy.approves("write_file", &json!({"path": "notes/a"})));
+        // Only the rows asked for come back: a revoked policy the store no longer returns
+        // cannot approve from the cache.
+        assert!(cache.compile(Vec::new()).await.unwrap().is_empty());
+        cache.forget("p");
+        let again = cache.compile(vec![notes]).await.unwrap();
+        assert!(!Arc::ptr_eq(&ready(&again[0]), &policy));
     }
 
     #[test]

@@ -284,7 +284,7 @@ impl Store {
         on_backend!(self, backend => backend.sessions(user_id).await)
     }
 
-    /// Deletes a session with its tasks, events, batches and records.
+    /// Deletes a session with its tasks, events, batches, records and chat policies.
     pub async fn delete_session(&self, id: &str) -> Result<bool> {
         let deleted = on_backend!(self, backend => backend.delete_session(id).await)?;
         self.approvals_changed();
@@ -511,9 +511,11 @@ impl Store {
 
     // Policies.
 
-    /// Stores a new policy.
-    pub async fn insert_policy(&self, policy: PolicyRow) -> Result<()> {
-        on_backend!(self, backend => backend.insert_policy(policy).await)
+    /// Stores a new policy unless its user already has `cap` policies in force or its chat
+    /// (for a chat policy) is gone, atomically: concurrent creations cannot pass the cap, and a
+    /// chat deleted meanwhile takes no policy with it into limbo.
+    pub async fn insert_policy(&self, policy: PolicyRow, cap: usize) -> Result<PolicyInsert> {
+        on_backend!(self, backend => backend.insert_policy(policy, cap).await)
     }
 
     /// A user's policies in force, oldest first.

@@ -444,6 +444,16 @@ pub struct PolicyRow {
     pub revoked_at: Option<String>,
 }
 
+/// What became of a new policy ([`crate::store::Store::insert_policy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyInsert {
+    Inserted,
+    /// Its user already has as many policies in force as allowed; nothing was stored.
+    AtCap,
+    /// Its chat (a chat policy's `context_id`) is gone; nothing was stored.
+    NoChat,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

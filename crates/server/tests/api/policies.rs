@@ -244,6 +244,33 @@ async fn bad_policies_are_refused_with_what_is_wrong_and_nothing_is_stored() {
             "args.path: give exactly one of",
         ),
         (
+            // Not a regex alone; wrapped as `^(?:…)$` it matched every path.
+            json!({"agent": "default/demo", "tool": "write_file", "scope": "agent", "args": {"path": {"regex": "notes/.*)|(?:"}}}),
+            400,
+            "args.path: regex \"notes/.*)|(?:\" does not compile",
+        ),
+        (
+            // Accepted before, and compiled again on every turn for about 45 ms.
+            json!({"agent": "default/demo", "tool": "write_file", "scope": "agent", "args": {"path": {"regex": "(\\w+\\s*){200}"}}}),
+            400,
+            "is too complex: it compiles to more than 262144 bytes",
+        ),
+        (
+            json!({"agent": "default/demo", "tool": "write_file", "scope": "agent", "args": {"path": {"regex": "a".repeat(1025)}}}),
+            400,
+            "args.path: regex is 1025 bytes long; the limit is 1024",
+        ),
+        (
+            json!({"agent": "default/demo", "tool": "write_file", "scope": "agent", "args": {"path": {"glob": "a".repeat(1025)}}}),
+            400,
+            "args.path: glob is 1025 bytes long; the limit is 1024",
+        ),
+        (
+            json!({"agent": "default/demo", "tool": "ask_user", "scope": "agent"}),
+            400,
+            "tool: ask_user asks you questions, which always wait for your answers",
+        ),
+        (
             json!({"agent": "default/demo", "tool": "write_file", "scope": "forever"}),
             400,
             "invalid policy: scope: unknown variant `forever`",
@@ -285,4 +312,125 @@ async fn a_deny_rule_wins_over_a_policy() {
         last_state(&say(&app, "write top.txt: 1").await),
         "completed"
     );
+}
+
+/// A negated class stays within one folder: `notes[!x]*` approved `notes/deep.txt`.
+#[tokio::test]
+async fn a_negated_class_does_not_cross_folders() {
+    let app = spawn_app().await;
+    let (status, policy) = make(
+        &app,
+        None,
+        json!({"agent": "default/demo", "tool": "write_file", "scope": "agent",
+               "args": {"path": {"glob": "notes[!x]*"}}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{policy}");
+    assert_eq!(
+        last_state(&say(&app, "write notes/deep.txt: 1").await),
+        "input-required"
+    );
+    assert!(!app.sandbox().join("notes/deep.txt").exists());
+    assert_eq!(
+        last_state(&say(&app, "write notes-a.txt: 1").await),
+        "completed"
+    );
+    assert_eq!(
+        last_state(&say(&app, "write notesx.txt: 1").await),
+        "input-required"
+    );
+}
+
+/// A person has at most `--max-policies` policies in force; revoking one makes room.
+#[tokio::test]
+async fn policies_per_person_are_capped() {
+    let app = spawn_with(|config| config.max_policies_per_user = 2).await;
+    let policy = |path: &str| {
+        json!({"agent": "default/demo", "tool": "write_file", "scope": "agent",
+               "args": {"path": {"equals": path}}})
+    };
+    let (status, first) = make(&app, None, policy("a.txt")).await;
+    assert_eq!(status, 201, "{first}");
+    let (status, _) = make(&app, None, policy("b.txt")).await;
+    assert_eq!(status, 201);
+    let (status, body) = make(&app, None, policy("c.txt")).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body["error"],
+        "you have 2 policies in force, the most one person may have (--max-policies); revoke \
+         one you no longer need first"
+    );
+    let (_, list) = app.get("/api/policies").await;
+    assert_eq!(list["policies"].as_array().unwrap().len(), 2);
+    let id = first["id"].as_str().unwrap();
+    assert_eq!(app.delete(&format!("/api/policies/{id}")).await, 204);
+    let (status, _) = make(&app, None, policy("c.txt")).await;
+    assert_eq!(status, 201, "a revoked policy no longer counts");
+}
+
+/// A policy for `ask_user` stored before such policies were refused never answers a question:
+/// the question still waits for the person.
+#[tokio::test]
+async fn a_stored_policy_for_questions_never_answers_them() {
+    let app = spawn_app().await;
+    // The server is up, its database migrated.
+    assert_eq!(app.get("/api/policies").await.0, 200);
+    sql_execute(
+        app.data_dir.path(),
+        &[
+            "INSERT INTO policies (id, user_id, agent, tool, scope, context_id, args, created_by, \
+           created_at) VALUES ('old-ask', 'local', 'default/demo', 'ask_user', 'agent', NULL, \
+           NULL, 'local', '2024-01-01T00:00:00Z')",
+        ],
+    )
+    .await;
+    let results = say(&app, "ask Which database? PostgreSQL / SQLite").await;
+    assert_eq!(last_state(&results), "input-required", "{results:?}");
+    assert!(decided_by(&results).is_empty(), "{results:?}");
+}
+
+/// Deleting a chat deletes the policies scoped to it; an agent policy stays.
+#[tokio::test]
+async fn deleting_a_chat_deletes_its_policies() {
+    let app = spawn_app().await;
+    let chat = say(&app, "list files").await;
+    let context = context_id(&chat);
+    let (status, scoped) = make(
+        &app,
+        None,
+        json!({"agent": "default/demo", "tool": "write_file", "scope": "chat", "context_id": context}),
+    )
+    .await;
+    assert_eq!(status, 201, "{scoped}");
+    let (status, agent_wide) = make(
+        &app,
+        None,
+        json!({"agent": "default/demo", "tool": "delete_file", "scope": "agent"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{agent_wide}");
+    assert_eq!(app.delete(&format!("/api/sessions/{context}")).await, 204);
+    let (_, list) = app.get("/api/policies").await;
+    let ids: Vec<&Value> = list["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|policy| &policy["id"])
+        .collect();
+    assert_eq!(ids, [&agent_wide["id"]]);
+    let left = sql_count(
+        app.data_dir.path(),
+        "SELECT COUNT(*) FROM policies WHERE context_id = ?1",
+        &context,
+    )
+    .await;
+    assert_eq!(left, 0, "the row is gone, revoked or not");
+    // A policy for the deleted chat cannot be made afterwards.
+    let (status, body) = make(
+        &app,
+        None,
+        json!({"agent": "default/demo", "tool": "write_file", "scope": "chat", "context_id": context}),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
 }

@@ -246,3 +246,59 @@ async fn edited_arguments_that_a_deny_rule_refuses_are_refused() {
     assert_eq!(status, 200, "{body}");
     assert!(app.sandbox().join("done.txt").exists());
 }
+
+/// A glob's `*` and `**` match any character within a name, a newline too: an edit to
+/// `.git/hooks/x\npre-commit` is denied by the `.git/**` rule (it was approved and written).
+/// And the file tools refuse a control character in a path whatever the rules allow.
+#[tokio::test]
+async fn a_newline_in_a_path_does_not_slip_past_a_deny_glob() {
+    let app = spawn_with_agents(RULES, |_| {}).await;
+    let results = say(&app, "write todo.txt: hi").await;
+    assert_eq!(last_state(&results), "input-required", "{results:?}");
+    let task = task_id(&results);
+    let edit = json!({"decision_type": "approve",
+                      "modified_args": {"call_1": {"path": ".git/hooks/x\npre-commit", "content": "x"}}});
+    let (status, body) = decide_rest(&app, None, &task, edit).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("are denied by rule #1 (write_file when path glob \".git/**\")"),
+        "{body}"
+    );
+    assert!(!app.sandbox().join(".git").exists());
+    // An edit no rule denies runs, and the file tool refuses the newline.
+    let edit = json!({"decision_type": "approve",
+                      "modified_args": {"call_1": {"path": "notes\nx.txt", "content": "x"}}});
+    let (status, body) = decide_rest(&app, None, &task, edit).await;
+    assert_eq!(status, 200, "{body}");
+    let result = &body["decision"]["calls"][0]["result"];
+    assert_eq!(result["isError"], true, "{body}");
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("a path may not hold newlines"),
+        "{result}"
+    );
+    assert!(!app.sandbox().join("notes\nx.txt").exists());
+}
+
+/// A rule cannot allow `ask_user`: its questions always wait for the person's answers.
+#[tokio::test]
+async fn a_rule_cannot_allow_questions() {
+    let error = start_error(
+        "[[agents]]\nname = \"demo\"\nask_user = true\n\
+         [[agents.tools]]\nkind = \"builtin_files\"\n\
+         [[agents.rules]]\ntool = \"ask_user\"\naction = \"allow\"\n",
+    )
+    .await;
+    assert!(
+        error.contains(
+            "agents file: agents[0].rules[0].action: ask_user asks the person questions, which \
+             always wait for their answers; a rule may ask or deny them, not allow them"
+        ),
+        "{error}"
+    );
+}

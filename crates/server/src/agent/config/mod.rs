@@ -396,6 +396,11 @@ impl AgentsFile {
                     }
                 }
             }
+            if agent.ask_user {
+                if let Some(known) = exposed_tools.as_mut() {
+                    known.push(signoff_protocol::hitl::ASK_USER);
+                }
+            }
             check_rules(&at, &agent.rules, exposed_tools.as_deref())?;
         }
         subagents::check(self)

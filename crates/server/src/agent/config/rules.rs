@@ -22,13 +22,16 @@
 //! matches falls back to the tool's `require_approval`. Each argument of `when` takes one
 //! matcher: `glob` (a string argument, paths compared after resolving `.` and `..`), `equals`
 //! (any JSON value), `regex` (the whole string must match), `min` and/or `max` (a number), or
-//! `any = true` (present, with any value).
+//! `any = true` (present, with any value). Globs are `globset`'s, kept within a folder except
+//! for `**`; globs and regexes are bounded in length and compiled size, so a matcher compiles
+//! quickly however it is written.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
+use signoff_protocol::hitl::ASK_USER;
 
 use super::ConfigError;
 
@@ -96,11 +99,23 @@ pub struct MatchSpec {
     pub any: Option<bool>,
 }
 
+/// The longest glob or regex a matcher takes, in bytes.
+pub const MAX_PATTERN_BYTES: usize = 1024;
+
+/// The most memory a regex may compile to (the regex crate's `size_limit`), in bytes: enough
+/// for any path pattern a person writes, and it bounds the compile time (`(\w+\s*){200}`
+/// needs megabytes and tens of milliseconds; it is refused).
+pub const MAX_REGEX_BYTES: usize = 256 * 1024;
+
+/// The most memory a regex's lazy DFA may use while matching (`dfa_size_limit`); past it the
+/// regex falls back to slower engines, never to a wrong answer.
+const REGEX_DFA_BYTES: usize = 256 * 1024;
+
 /// A checked, compiled matcher.
 #[derive(Debug, Clone)]
 pub enum Matcher {
-    /// The glob as written, and the pattern it compiles to.
-    Glob(String, regex::Regex),
+    /// The glob as written, and its matcher.
+    Glob(String, globset::GlobMatcher),
     Equals(Value),
     Regex(regex::Regex),
     Range {
@@ -124,16 +139,13 @@ impl MatchSpec {
             return Err("give exactly one of glob, equals, regex, min/max or any".into());
         }
         if let Some(glob) = &self.glob {
-            return Ok(Matcher::Glob(glob.clone(), glob_regex(glob)?));
+            return Ok(Matcher::Glob(glob.clone(), glob_matcher(glob)?));
         }
         if let Some(value) = &self.equals {
             return Ok(Matcher::Equals(value.clone()));
         }
         if let Some(pattern) = &self.regex {
-            let anchored = format!("^(?:{pattern})$");
-            let compiled = regex::Regex::new(&anchored)
-                .map_err(|err| format!("regex {pattern:?} does not compile: {err}"))?;
-            return Ok(Matcher::Regex(compiled));
+            return Ok(Matcher::Regex(whole_regex(pattern)?));
         }
         if let Some(any) = self.any {
             if !any {
@@ -160,10 +172,10 @@ impl Matcher {
             return false;
         };
         match self {
-            Matcher::Glob(_, pattern) => value
+            Matcher::Glob(_, glob) => value
                 .as_str()
                 .and_then(normalize_path)
-                .is_some_and(|path| pattern.is_match(&path)),
+                .is_some_and(|path| glob.is_match(path)),
             Matcher::Equals(expected) => value == expected,
             Matcher::Regex(pattern) => value.as_str().is_some_and(|text| pattern.is_match(text)),
             Matcher::Range { min, max } => value.as_f64().is_some_and(|number| {
@@ -224,59 +236,124 @@ fn normalize_path(path: &str) -> Option<String> {
     Some(parts.join("/"))
 }
 
-/// A glob as an anchored regex: `**` crosses folders (`a/**` matches everything below `a`,
-/// `**/x` an `x` at any depth), `*` and `?` stay within one, `[…]` is a character class
-/// (`[!…]` negated).
-fn glob_regex(glob: &str) -> Result<regex::Regex, String> {
+/// A glob's matcher: `*`, `?` and `[…]` stay within one folder and match any character there
+/// but `/` (a newline or another control character too), `**` as a whole path part crosses
+/// folders (`a/**` is everything below `a`, `**/x` an `x` at any depth), `[!…]` is a negated
+/// class, and `\`, `{`, `}` and `,` are plain characters (as they were before globset: a
+/// folder name holding them keeps its meaning).
+fn glob_matcher(glob: &str) -> Result<globset::GlobMatcher, String> {
     if glob.is_empty() {
         return Err("a glob must not be empty".into());
     }
-    let mut out = String::from("^");
-    // Globs are compared with normalized paths, which never start with `./` or `/`.
-    let chars: Vec<char> = glob
-        .trim_start_matches("./")
-        .trim_start_matches('/')
-        .chars()
-        .collect();
-    let mut index = 0;
-    while index < chars.len() {
-        let c = chars[index];
-        match c {
-            '*' if chars.get(index + 1) == Some(&'*') => {
-                index += 1;
-                if chars.get(index + 1) == Some(&'/') {
-                    index += 1;
-                    out.push_str("(?:.*/)?");
-                } else {
-                    out.push_str(".*");
-                }
-            }
-            '*' => out.push_str("[^/]*"),
-            '?' => out.push_str("[^/]"),
-            '[' => {
-                let close = chars[index + 1..]
-                    .iter()
-                    .position(|c| *c == ']')
-                    .ok_or_else(|| format!("glob {glob:?} has a [ without its ]"))?;
-                let class: String = chars[index + 1..index + 1 + close].iter().collect();
-                if class.is_empty() {
-                    return Err(format!("glob {glob:?} has an empty []"));
-                }
-                let class = class
-                    .strip_prefix('!')
-                    .map_or(class.clone(), |rest| format!("^{rest}"));
-                out.push('[');
-                out.push_str(&class.replace('\\', "\\\\").replace('[', "\\["));
-                out.push(']');
-                index += close + 1;
-            }
-            ']' => return Err(format!("glob {glob:?} has a ] without its [")),
-            other => out.push_str(&regex::escape(&other.to_string())),
-        }
-        index += 1;
+    if glob.len() > MAX_PATTERN_BYTES {
+        return Err(format!(
+            "glob is {} bytes long; the limit is {MAX_PATTERN_BYTES}",
+            glob.len()
+        ));
     }
-    out.push('$');
-    regex::Regex::new(&out).map_err(|err| format!("glob {glob:?} does not compile: {err}"))
+    // Globs are compared with normalized paths, which never start with `./` or `/`.
+    let trimmed = glob.trim_start_matches("./").trim_start_matches('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in trimmed.split('/') {
+        if part.contains("**") && part != "**" {
+            return Err(format!(
+                "glob {glob:?} has ** inside a name: ** stands for whole folders \
+                 (a/**, **/b, a/**/b); use * within a name"
+            ));
+        }
+        // `**/**` is `**` (globset would read it as "a path ending in /").
+        if !(part == "**" && parts.last() == Some(&"**")) {
+            parts.push(part);
+        }
+    }
+    let pattern = literal_braces(glob, &parts.join("/"))?;
+    globset::GlobBuilder::new(&pattern)
+        .literal_separator(true)
+        .backslash_escape(false)
+        .build()
+        .map(|compiled| compiled.compile_matcher())
+        .map_err(|err| match err.kind() {
+            globset::ErrorKind::UnclosedClass => format!("glob {glob:?} has a [ without its ]"),
+            globset::ErrorKind::InvalidRange(low, high) => {
+                format!("glob {glob:?} has the range {low}-{high}, which runs backwards")
+            }
+            globset::ErrorKind::InvalidRecursive
+            | globset::ErrorKind::UnclosedAlternates
+            | globset::ErrorKind::UnopenedAlternates
+            | globset::ErrorKind::NestedAlternates
+            | globset::ErrorKind::TooManyNestedAlternates
+            | globset::ErrorKind::DanglingEscape
+            | globset::ErrorKind::Regex(_)
+            | _ => format!("glob {glob:?} is not valid: {err}"),
+        })
+}
+
+/// `pattern` (of `glob`) with `{` and `}` outside classes written as classes, so globset reads
+/// them as plain characters; refuses a `[…]` class holding a non-ASCII character (the matcher
+/// compares bytes there, so `[é]` would never match `é`).
+fn literal_braces(glob: &str, pattern: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' => out.push_str("[{]"),
+            '}' => out.push_str("[}]"),
+            '[' => {
+                out.push('[');
+                // As globset reads a class: `!` or `^` negates, a `]` right after is a member.
+                if let Some(negation) = chars.next_if(|next| matches!(next, '!' | '^')) {
+                    out.push(negation);
+                }
+                let mut first = true;
+                for member in chars.by_ref() {
+                    if !member.is_ascii() {
+                        return Err(format!(
+                            "glob {glob:?} has {member:?} in a [...] class, which may hold only \
+                             ASCII characters (write it out, or use ? or *)"
+                        ));
+                    }
+                    out.push(member);
+                    if member == ']' && !first {
+                        break;
+                    }
+                    first = false;
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
+/// A regex that must match a whole string. The pattern is compiled alone first: `a)|(b` is no
+/// regex, but wrapped as `^(?:a)|(b)$` it would compile to one that matches far more than any
+/// reading of it.
+fn whole_regex(pattern: &str) -> Result<regex::Regex, String> {
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Err(format!(
+            "regex is {} bytes long; the limit is {MAX_PATTERN_BYTES}",
+            pattern.len()
+        ));
+    }
+    let build = |text: &str| {
+        regex::RegexBuilder::new(text)
+            .size_limit(MAX_REGEX_BYTES)
+            .dfa_size_limit(REGEX_DFA_BYTES)
+            .build()
+            .map_err(|err| {
+                if let regex::Error::CompiledTooBig(limit) = err {
+                    format!(
+                        "regex {pattern:?} is too complex: it compiles to more than {limit} \
+                         bytes (fewer or smaller repetitions, or ASCII classes such as \
+                         [a-z0-9_] instead of \\w, make it smaller)"
+                    )
+                } else {
+                    format!("regex {pattern:?} does not compile: {err}")
+                }
+            })
+    };
+    build(pattern)?;
+    build(&format!("^(?:{pattern})$"))
 }
 
 /// Reads `approval_timeout` (humantime: `30m`, `1h 30m`, `90s`).
@@ -302,6 +379,15 @@ pub fn check_rules(
 ) -> Result<(), ConfigError> {
     for (index, rule) in rules.iter().enumerate() {
         let at = format!("{at}.rules[{index}]");
+        if rule.tool == ASK_USER && rule.action == RuleAction::Allow {
+            return Err(ConfigError::invalid(
+                format!("{at}.action"),
+                format!(
+                    "{ASK_USER} asks the person questions, which always wait for their \
+                     answers; a rule may ask or deny them, not allow them"
+                ),
+            ));
+        }
         if let Some(exposed) = exposed {
             if !exposed.contains(&rule.tool.as_str()) {
                 return Err(ConfigError::invalid(
@@ -321,6 +407,10 @@ pub fn check_rules(
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod glob_props;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -382,6 +472,86 @@ mod tests {
     }
 
     #[test]
+    fn globs_match_any_character_within_a_name_and_only_there() {
+        let matches = |pattern: &str, path: &str| glob(pattern).matches(Some(&json!(path)));
+        assert!(matches(".git/**", ".git/hooks/x\npre-commit"));
+        assert!(matches(".git/**", ".git/\r\t\u{1}\u{7f}"));
+        assert!(matches("*.txt", "a\nb.txt"));
+        assert!(matches("a?b", "a\nb"));
+        assert!(matches("[!x]", "\n"));
+        assert!(matches("notes[!x]*", "notes-a.txt"));
+        assert!(
+            !matches("notes[!x]*", "notes/deep.txt"),
+            "a class stays in a name"
+        );
+        assert!(!matches("notes?deep", "notes/deep"));
+        assert!(!matches("[!x]", "/"));
+        assert!(matches("**/**", "a/b") && matches("a/**/**/b", "a/b"));
+        assert!(matches("a\\b", "a\\b"), "a backslash is a plain character");
+        assert!(
+            matches("{a,b}.txt", "{a,b}.txt"),
+            "braces are plain characters"
+        );
+        assert!(!matches("{a,b}.txt", "b.txt"));
+        assert!(matches("[{]x[!}]", "{xa"));
+    }
+
+    #[test]
+    fn regexes_are_checked_alone_and_bounded() {
+        let error = |pattern: &str| {
+            MatchSpec {
+                regex: Some(pattern.into()),
+                ..MatchSpec::default()
+            }
+            .compile()
+            .unwrap_err()
+        };
+        assert!(
+            error("notes/.*)|(?:").starts_with("regex \"notes/.*)|(?:\" does not compile"),
+            "{}",
+            error("notes/.*)|(?:")
+        );
+        assert!(
+            error("(\\w+\\s*){200}").contains("is too complex: it compiles to more than"),
+            "{}",
+            error("(\\w+\\s*){200}")
+        );
+        assert_eq!(
+            error(&"a".repeat(MAX_PATTERN_BYTES + 1)),
+            "regex is 1025 bytes long; the limit is 1024"
+        );
+        let fine = MatchSpec {
+            regex: Some(".*secret.*|[a-z0-9_]{1,64}\\.md|\\w+".into()),
+            ..MatchSpec::default()
+        }
+        .compile()
+        .unwrap();
+        assert!(fine.matches(Some(&json!("my-secret.txt"))));
+        assert!(!fine.matches(Some(&json!("notes/a.txt"))));
+    }
+
+    #[test]
+    fn a_rule_cannot_allow_questions() {
+        let rule = |action: RuleAction| RuleSpec {
+            tool: ASK_USER.into(),
+            action,
+            when: None,
+        };
+        let error = check_rules("agents[0]", &[rule(RuleAction::Allow)], None).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "agents file: agents[0].rules[0].action: ask_user asks the person questions, which \
+             always wait for their answers; a rule may ask or deny them, not allow them"
+        );
+        check_rules(
+            "agents[0]",
+            &[rule(RuleAction::Ask), rule(RuleAction::Deny)],
+            None,
+        )
+        .unwrap();
+    }
+
+    #[test]
     fn equals_regex_range_and_any() {
         let spec = |value: Value| -> MatchSpec { serde_json::from_value(value).unwrap() };
         let equals = spec(json!({"equals": "a.txt"})).compile().unwrap();
@@ -422,6 +592,9 @@ mod tests {
             "glob \"a[b\" has a [ without its ]"
         );
         assert!(error(json!({"regex": "("})).starts_with("regex \"(\" does not compile"));
+        assert!(error(json!({"glob": "a**"})).contains("has ** inside a name"));
+        assert!(error(json!({"glob": "[é]"})).contains("may hold only ASCII"));
+        assert!(error(json!({"glob": "a[é]"})).contains("may hold only ASCII"));
         assert_eq!(error(json!({"min": 5, "max": 1})), "min 5 is above max 1");
         assert!(error(json!({"any": false})).starts_with("any must be true"));
     }

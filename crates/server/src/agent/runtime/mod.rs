@@ -46,7 +46,7 @@ use tokio_util::task::TaskTracker;
 
 use super::metrics::Metrics;
 use super::model::Model;
-use super::policy::AgentApprovals;
+use super::policy::{AgentApprovals, PolicyCache};
 use super::subagents::Subagents;
 use super::tools::Toolbox;
 use crate::store::{Store, StoreError};
@@ -156,6 +156,8 @@ pub struct Limits {
     /// How deep subagents may nest: a task a person started is at depth 0, its subagent's
     /// task at 1; an agent-tool call that would go deeper fails.
     pub max_subagent_depth: usize,
+    /// The most "always allow" policies one user may have in force.
+    pub max_policies_per_user: usize,
 }
 
 impl Limits {
@@ -163,6 +165,7 @@ impl Limits {
     pub const DEFAULT_REASON_BYTES: usize = 4 * 1024;
     pub const DEFAULT_TOOL_CALLS_PER_TURN: usize = 64;
     pub const DEFAULT_SUBAGENT_DEPTH: usize = 3;
+    pub const DEFAULT_POLICIES_PER_USER: usize = 100;
 }
 
 impl Default for Limits {
@@ -175,6 +178,7 @@ impl Default for Limits {
             max_reason_bytes: Limits::DEFAULT_REASON_BYTES,
             max_tool_calls_per_turn: Limits::DEFAULT_TOOL_CALLS_PER_TURN,
             max_subagent_depth: Limits::DEFAULT_SUBAGENT_DEPTH,
+            max_policies_per_user: Limits::DEFAULT_POLICIES_PER_USER,
         }
     }
 }
@@ -220,6 +224,8 @@ pub struct Runtime {
     tracker: TaskTracker,
     /// What the runtime counts and times, for `GET /metrics`.
     metrics: Metrics,
+    /// The people's policies, compiled once (by id) rather than on every turn.
+    policies: PolicyCache,
 }
 
 /// Why the server cannot take work now (`GET /readyz` answers 503 with it).
@@ -246,6 +252,7 @@ impl Runtime {
             shutdown: CancellationToken::new(),
             tracker: TaskTracker::new(),
             metrics: Metrics::new(),
+            policies: PolicyCache::default(),
         })
     }
 

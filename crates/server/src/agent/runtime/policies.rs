@@ -2,15 +2,17 @@
 //! screening of a model turn's calls (rules, then the person's policies, then the tool's
 //! `require_approval`), and creating, listing and revoking policies (docs/rest.md, Policies).
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
-use signoff_protocol::hitl::DecidedBy;
+use signoff_protocol::hitl::{DecidedBy, ASK_USER};
 use signoff_protocol::rest::{NewPolicy, Policy, PolicyScope as WireScope};
 
 use crate::agent::config::RuleAction;
 use crate::agent::model::ModelToolCall;
-use crate::agent::policy::UserPolicy;
+use crate::agent::policy::{CompiledPolicy, UserPolicy};
 use crate::agent::view;
-use crate::store::{AutoDecision, Channel, PolicyRow, PolicyScope, Verdict};
+use crate::store::{AutoDecision, Channel, PolicyInsert, PolicyRow, PolicyScope, Verdict};
 
 use super::{Agent, AgentError, Result, Runtime};
 
@@ -35,7 +37,7 @@ impl Runtime {
         context_id: &str,
         calls: &[ModelToolCall],
     ) -> Result<Vec<Screened>> {
-        let mut policies: Option<Vec<UserPolicy>> = None;
+        let mut policies: Option<Vec<Arc<UserPolicy>>> = None;
         let mut out = Vec::with_capacity(calls.len());
         for call in calls {
             let Some(tool) = agent.tools.get(&call.name) else {
@@ -120,25 +122,31 @@ impl Runtime {
         Ok(out)
     }
 
-    /// The user's policies that apply in this chat; a stored one that no longer compiles is
-    /// skipped (and logged), never taken as "allow everything".
+    /// The user's policies that apply in this chat, compiled (from the cache); a stored one
+    /// that no longer compiles is skipped (and logged), never taken as "allow everything".
     async fn user_policies(
         &self,
         user: &str,
         agent: &str,
         context_id: &str,
-    ) -> Result<Vec<UserPolicy>> {
+    ) -> Result<Vec<Arc<UserPolicy>>> {
         let rows = self
             .store
             .applicable_policies(user, agent, context_id)
             .await?;
-        Ok(rows
+        let compiled = self
+            .policies
+            .compile(rows)
+            .await
+            .map_err(AgentError::Internal)?;
+        Ok(compiled
             .into_iter()
-            .filter_map(|row| {
-                let id = row.id.clone();
-                UserPolicy::compile(row)
-                    .map_err(|err| tracing::warn!(policy = %id, error = %err, "skipping a policy"))
-                    .ok()
+            .filter_map(|entry| match entry {
+                CompiledPolicy::Ready(policy) => Some(policy),
+                CompiledPolicy::Broken { row, error } => {
+                    tracing::warn!(policy = %row.id, %error, "skipping a policy");
+                    None
+                }
             })
             .collect())
     }
@@ -148,6 +156,12 @@ impl Runtime {
         let agent = self
             .agent_by_key(&new.agent)
             .ok_or_else(|| AgentError::AgentNotFound(new.agent.clone()))?;
+        if new.tool == ASK_USER {
+            return Err(AgentError::InvalidParams(format!(
+                "tool: {ASK_USER} asks you questions, which always wait for your answers; \
+                 a policy cannot answer them"
+            )));
+        }
         let Some(tool) = agent.tools.get(&new.tool) else {
             let names: Vec<String> = agent
                 .tools
@@ -222,20 +236,44 @@ impl Runtime {
             created_at: crate::store::now(),
             revoked_at: None,
         };
-        let policy = UserPolicy::compile(row).map_err(AgentError::InvalidParams)?;
-        self.store.insert_policy(policy.row.clone()).await?;
+        // Off the async workers: a matcher compiles within its size limits, but not for free.
+        let policy = tokio::task::spawn_blocking(move || UserPolicy::compile(row))
+            .await
+            .map_err(|err| AgentError::Internal(format!("compiling a policy: {err}")))?
+            .map_err(AgentError::InvalidParams)?;
+        let cap = self.limits.max_policies_per_user;
+        match self.store.insert_policy(policy.row.clone(), cap).await? {
+            PolicyInsert::Inserted => {}
+            PolicyInsert::AtCap => {
+                return Err(AgentError::InvalidParams(format!(
+                    "you have {cap} policies in force, the most one person may have \
+                     (--max-policies); revoke one you no longer need first"
+                )))
+            }
+            PolicyInsert::NoChat => {
+                return Err(AgentError::InvalidParams(format!(
+                    "context_id: {} was deleted",
+                    new.context_id.unwrap_or_default()
+                )))
+            }
+        }
         tracing::info!(user, policy = %policy.row.id, summary = %policy.summary(), "policy created");
-        Ok(policy.to_rest())
+        let rest = policy.to_rest();
+        self.policies
+            .remember(CompiledPolicy::Ready(Arc::new(policy)));
+        Ok(rest)
     }
 
-    /// `GET /api/policies`: the user's policies in force.
+    /// `GET /api/policies`: the user's policies in force (one stored before a limit it now
+    /// breaks says in its summary that it approves nothing, so its owner can revoke it).
     pub async fn policies(&self, user: &str) -> Result<Vec<Policy>> {
         let rows = self.store.policies(user).await?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|row| UserPolicy::compile(row).ok())
-            .map(|policy| policy.to_rest())
-            .collect())
+        let compiled = self
+            .policies
+            .compile(rows)
+            .await
+            .map_err(AgentError::Internal)?;
+        Ok(compiled.iter().map(CompiledPolicy::to_rest).collect())
     }
 
     /// `DELETE /api/policies/{id}`: revokes one of the user's policies.
@@ -247,6 +285,7 @@ impl Runtime {
         {
             return Err(AgentError::PolicyNotFound(id.to_owned()));
         }
+        self.policies.forget(id);
         tracing::info!(user, policy = %id, "policy revoked");
         Ok(())
     }

@@ -5,8 +5,15 @@ use sqlx::{PgConnection, Row};
 
 use super::rows::json_text;
 use super::tasks::map_rows;
-use super::{BatchState, Deadline, NewCall, PolicyRow, PolicyScope, Postgres, Result};
+use super::{
+    BatchState, Deadline, NewCall, PolicyInsert, PolicyRow, PolicyScope, Postgres, Result,
+};
 use crate::store::columns::*;
+
+/// The first key of the advisory lock that one user's policy creations take, the second being
+/// a hash of the user ("poli" in ASCII; the two-key locks are a space apart from the one-key
+/// locks of the approvals and migrations).
+const POLICIES_LOCK: i32 = 0x706f_6c69;
 
 /// Writes the decided batch and audit row of each call of `calls` that was decided without
 /// asking; runs inside the commit that records the calls.
@@ -97,7 +104,34 @@ impl Postgres {
         .transpose()
     }
 
-    pub async fn insert_policy(&self, policy: PolicyRow) -> Result<()> {
+    /// Stores a new policy unless its user has `cap` in force or its chat is gone. The user's
+    /// lock makes concurrent creations count one after the other; the chat's row is locked
+    /// (shared), so a delete of the chat waits for this insert and then takes the policy along.
+    pub async fn insert_policy(&self, policy: PolicyRow, cap: usize) -> Result<PolicyInsert> {
+        let mut transaction = self.pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+            .bind(POLICIES_LOCK)
+            .bind(&policy.user_id)
+            .execute(&mut *transaction)
+            .await?;
+        if let (PolicyScope::Chat, Some(context_id)) = (policy.scope, &policy.context_id) {
+            let chat = sqlx::query("SELECT 1 FROM sessions WHERE id = $1 FOR SHARE")
+                .bind(context_id)
+                .fetch_optional(&mut *transaction)
+                .await?;
+            if chat.is_none() {
+                return Ok(PolicyInsert::NoChat);
+            }
+        }
+        let in_force: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM policies WHERE user_id = $1 AND revoked_at IS NULL",
+        )
+        .bind(&policy.user_id)
+        .fetch_one(&mut *transaction)
+        .await?;
+        if in_force >= i64::try_from(cap).unwrap_or(i64::MAX) {
+            return Ok(PolicyInsert::AtCap);
+        }
         sqlx::query(
             "INSERT INTO policies (id, user_id, agent, tool, scope, context_id, args, created_by,
                                    created_at)
@@ -112,9 +146,10 @@ impl Postgres {
         .bind(policy.args.as_ref().map(json_text).transpose()?)
         .bind(&policy.created_by)
         .bind(&policy.created_at)
-        .execute(&self.pool)
+        .execute(&mut *transaction)
         .await?;
-        Ok(())
+        transaction.commit().await?;
+        Ok(PolicyInsert::Inserted)
     }
 
     pub async fn policies(&self, user_id: &str) -> Result<Vec<PolicyRow>> {

@@ -7,8 +7,8 @@ use sqlx::{PgConnection, Row};
 
 use super::rows::json_text;
 use super::{
-    now, task_state_text, CallStatus, CallUpdate, Commit, EventRow, Guard, NewEvent, Postgres,
-    QueuedMessage, Result, RunnerView, SessionRow, StoreError, TaskRow,
+    now, task_state_text, CallStatus, CallUpdate, Commit, EventRow, Guard, NewEvent, PolicyScope,
+    Postgres, QueuedMessage, Result, RunnerView, SessionRow, StoreError, TaskRow,
 };
 use crate::store::columns::*;
 
@@ -251,6 +251,12 @@ impl Postgres {
         let waiting = super::approvals::pending_in_session(&mut transaction, id).await?;
         // The foreign keys cascade from the session to its tasks and from them to the rest.
         let deleted = sqlx::query("DELETE FROM sessions WHERE id = $1")
+            .bind(id)
+            .execute(&mut *transaction)
+            .await?;
+        // A chat policy goes with its chat (an agent policy stays); no foreign key ties them.
+        sqlx::query("DELETE FROM policies WHERE scope = $1 AND context_id = $2")
+            .bind(PolicyScope::Chat.as_str())
             .bind(id)
             .execute(&mut *transaction)
             .await?;

@@ -6,7 +6,7 @@ use rusqlite::{params, Connection};
 
 use super::rows::json_text;
 use super::tasks::collect;
-use super::{BatchState, NewCall, PolicyRow, PolicyScope, Result, Sqlite};
+use super::{BatchState, NewCall, PolicyInsert, PolicyRow, PolicyScope, Result, Sqlite};
 use crate::store::columns::*;
 
 /// Writes the decided batch and audit row of each call of `calls` that was decided without
@@ -67,9 +67,27 @@ pub(super) fn record_auto_decisions(
 }
 
 impl Sqlite {
-    /// Stores a new policy.
-    pub async fn insert_policy(&self, policy: PolicyRow) -> Result<()> {
+    /// Stores a new policy unless its user has `cap` in force or its chat is gone (one writer:
+    /// the checks and the insert are one step).
+    pub async fn insert_policy(&self, policy: PolicyRow, cap: usize) -> Result<PolicyInsert> {
+        let cap = i64::try_from(cap).unwrap_or(i64::MAX);
         self.write(move |connection| {
+            if let (PolicyScope::Chat, Some(context_id)) = (policy.scope, &policy.context_id) {
+                let chat = connection
+                    .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
+                    .exists([context_id])?;
+                if !chat {
+                    return Ok(PolicyInsert::NoChat);
+                }
+            }
+            let in_force: i64 = connection
+                .prepare_cached(
+                    "SELECT COUNT(*) FROM policies WHERE user_id = ?1 AND revoked_at IS NULL",
+                )?
+                .query_row([&policy.user_id], |row| row.get(0))?;
+            if in_force >= cap {
+                return Ok(PolicyInsert::AtCap);
+            }
             connection
                 .prepare_cached(
                     "INSERT INTO policies (id, user_id, agent, tool, scope, context_id, args,
@@ -87,7 +105,7 @@ impl Sqlite {
                     policy.created_by,
                     policy.created_at
                 ])?;
-            Ok(())
+            Ok(PolicyInsert::Inserted)
         })
         .await
     }

@@ -4,7 +4,7 @@ use rusqlite::Connection;
 
 use super::columns::{session_from_row, SESSION_SELECT};
 use super::tasks::collect;
-use super::{Result, SessionRow, Sqlite};
+use super::{PolicyScope, Result, SessionRow, Sqlite};
 
 fn session_on(connection: &Connection, id: &str) -> Result<Option<SessionRow>> {
     let mut statement = connection.prepare_cached(&format!("{SESSION_SELECT} WHERE id = ?1"))?;
@@ -28,7 +28,7 @@ impl Sqlite {
         })
     }
 
-    /// Deletes a session with its tasks, events, batches and records.
+    /// Deletes a session with its tasks, events, batches, records and chat policies.
     pub async fn delete_session(&self, id: &str) -> Result<bool> {
         let id = id.to_owned();
         self.write(move |connection| {
@@ -54,6 +54,10 @@ impl Sqlite {
                     .prepare_cached(&format!("DELETE FROM {child} WHERE context_id = ?1"))?
                     .execute([&id])?;
             }
+            // A chat policy goes with its chat (an agent policy stays).
+            connection
+                .prepare_cached("DELETE FROM policies WHERE scope = ?1 AND context_id = ?2")?
+                .execute([PolicyScope::Chat.as_str(), id.as_str()])?;
             connection
                 .prepare_cached(
                     "DELETE FROM subagent_tasks
