@@ -3,7 +3,7 @@
 //! code blocks get a copy button.
 
 use pulldown_cmark::{html, CodeBlockKind, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
-use pulldown_cmark_escape::{escape_href, escape_html};
+use pulldown_cmark_escape::{escape_href, escape_html, FmtWriter};
 
 /// Whether a link or image target is safe to put in an `href`/`src`.
 fn safe_url(url: &str) -> bool {
@@ -27,12 +27,13 @@ fn link_start(link_type: LinkType, dest_url: &str, title: &str) -> Event<'static
         tag.push_str("mailto:");
     }
     let dest_url = if safe_url(dest_url) { dest_url } else { "#" };
-    // Writing to a String cannot fail.
-    let _ = escape_href(&mut tag, dest_url);
+    // Writing to a String cannot fail. Through the writer type pulldown-cmark's own writer
+    // uses, so the escapers' code is shared with it (the download's size).
+    let _ = escape_href(&mut FmtWriter(&mut tag), dest_url);
     tag.push_str("\" rel=\"noopener noreferrer\"");
     if !title.is_empty() {
         tag.push_str(" title=\"");
-        let _ = escape_html(&mut tag, title);
+        let _ = escape_html(&mut FmtWriter(&mut tag), title);
         tag.push('"');
     }
     tag.push('>');
