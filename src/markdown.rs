@@ -3,6 +3,7 @@
 //! code blocks get a copy button.
 
 use pulldown_cmark::{html, CodeBlockKind, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
+use pulldown_cmark_escape::{escape_href, escape_html, FmtWriter};
 
 /// Whether a link or image target is safe to put in an `href`/`src`.
 fn safe_url(url: &str) -> bool {
@@ -14,6 +15,29 @@ fn safe_url(url: &str) -> bool {
         }
         Some(_) | None => true,
     }
+}
+
+/// A link's opening tag, as pulldown-cmark writes it plus `rel="noopener noreferrer"`: the page
+/// a link leads to learns nothing of the chat's address (a share page's holds its token) and
+/// gets no handle on this window, whatever the browser's defaults. A target that is not
+/// [`safe_url`] becomes `#`.
+fn link_start(link_type: LinkType, dest_url: &str, title: &str) -> Event<'static> {
+    let mut tag = String::from("<a href=\"");
+    if link_type == LinkType::Email {
+        tag.push_str("mailto:");
+    }
+    let dest_url = if safe_url(dest_url) { dest_url } else { "#" };
+    // Writing to a String cannot fail. Through the writer type pulldown-cmark's own writer
+    // uses, so the escapers' code is shared with it (the download's size).
+    let _ = escape_href(&mut FmtWriter(&mut tag), dest_url);
+    tag.push_str("\" rel=\"noopener noreferrer\"");
+    if !title.is_empty() {
+        tag.push_str(" title=\"");
+        let _ = escape_html(&mut FmtWriter(&mut tag), title);
+        tag.push('"');
+    }
+    tag.push('>');
+    Event::InlineHtml(CowStr::from(tag))
 }
 
 /// Renders `text` to HTML that is safe to insert: every tag in it is one pulldown-cmark made.
@@ -30,39 +54,12 @@ pub fn to_html(text: &str) -> String {
                 link_type,
                 dest_url,
                 title,
-                id,
-            }) => {
-                let dest_url = if safe_url(&dest_url) {
-                    dest_url
-                } else {
-                    CowStr::from("#")
-                };
-                vec![Event::Start(Tag::Link {
-                    link_type,
-                    dest_url,
-                    title,
-                    id,
-                })]
-            }
+                ..
+            }) => vec![link_start(link_type, &dest_url, &title)],
             // Images become links: a chat shows no remote pictures the model chose.
             Event::Start(Tag::Image {
-                dest_url,
-                title,
-                id,
-                ..
-            }) => {
-                let dest_url = if safe_url(&dest_url) {
-                    dest_url
-                } else {
-                    CowStr::from("#")
-                };
-                vec![Event::Start(Tag::Link {
-                    link_type: LinkType::Inline,
-                    dest_url,
-                    title,
-                    id,
-                })]
-            }
+                dest_url, title, ..
+            }) => vec![link_start(LinkType::Inline, &dest_url, &title)],
             // Every image start became a link start, nested images too (an image's alt text
             // may hold one), so every image end is a link end.
             Event::End(TagEnd::Image) => vec![Event::End(TagEnd::Link)],
@@ -157,6 +154,25 @@ mod tests {
             html.contains("<code class=\"language-rust\">fn main() {}"),
             "{html}"
         );
+    }
+
+    #[test]
+    fn links_carry_no_referrer_and_still_open_in_place() {
+        let html = to_html(
+            "[docs](https://example.org/a?b=1&c=2 \"Read \\\"this\\\"\") <a@b.example> \
+             ![pic](https://example.org/p.png) <https://example.org/auto> [x](javascript:y)",
+        );
+        for tag in [
+            r#"<a href="https://example.org/a?b=1&amp;c=2" rel="noopener noreferrer" title="Read &quot;this&quot;">docs</a>"#,
+            r#"<a href="mailto:a@b.example" rel="noopener noreferrer">a@b.example</a>"#,
+            r#"<a href="https://example.org/p.png" rel="noopener noreferrer">pic</a>"#,
+            r#"<a href="https://example.org/auto" rel="noopener noreferrer">"#,
+            r##"<a href="#" rel="noopener noreferrer">x</a>"##,
+        ] {
+            assert!(html.contains(tag), "{tag} in {html}");
+        }
+        assert_eq!(html.matches("<a ").count(), 5, "{html}");
+        assert!(!html.contains("target="), "{html}");
     }
 
     #[test]

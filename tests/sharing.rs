@@ -1,6 +1,8 @@
 //! Browser tests of sharing and of what a person does around a chat: a read-only share link
-//! made from the header and opened in a fresh tab, thumbs up or down on answers, and the guard
-//! that stops a send when the chat moved on in another tab. Same harness as tests/browser.rs.
+//! made from the header and opened in a fresh tab, thumbs up or down on answers, the guard
+//! that stops a send when the chat moved on in another tab, and a link holding another
+//! account's sign-in token, which switches only when the person confirms. Same harness as
+//! tests/browser.rs.
 #![cfg(not(target_arch = "wasm32"))]
 // Tests fail loudly: unwrapping is how they report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -8,7 +10,8 @@
 #[path = "support/harness.rs"]
 mod harness;
 
-use harness::{card, click, App};
+use harness::{card, click, App, Options};
+use serde_json::{json, Value};
 use thirtyfour::Key;
 
 /// The controls a read-only view must not have.
@@ -279,5 +282,140 @@ async fn a_send_in_a_tab_that_missed_another_tabs_turn_reloads_keeps_the_text_an
         .await;
     app.wait_for_status("ready").await;
     assert_eq!(app.stored_tasks(&session).await.len(), 3);
+    app.finish().await;
+}
+
+/// A server with two people, each with a token.
+fn alice_and_bob(size: (u32, u32)) -> Options {
+    Options {
+        tokens: Some(vec!["alice-token=alice".into(), "bob-token=bob".into()]),
+        size,
+        ..Options::default()
+    }
+}
+
+/// The token this browser keeps and sends.
+async fn saved_token(app: &App) -> Value {
+    app.js("return localStorage.getItem('signoff.token')").await
+}
+
+/// The ids of the chats of `token`'s user, read over REST.
+async fn sessions_of(app: &App, token: &str) -> Vec<String> {
+    let list: Value = app
+        .http
+        .get(format!("{}/api/sessions", app.base))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|session| session["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Alice signs in with her link (taken at once: no token was saved), then opens a link that
+/// holds Bob's token: the confirm names both, the address loses the token at once, and her
+/// token stays saved until she chooses.
+async fn open_bobs_link_as_alice(app: &App) {
+    app.open("/approvals#token=alice-token").await;
+    app.wait_for("Alice's inbox", "[data-testid=approvals-empty]")
+        .await;
+    assert_eq!(saved_token(app).await, "alice-token");
+    app.open("/#token=bob-token").await;
+    app.wait_for("the confirm", "[data-testid=switch-account]")
+        .await;
+    assert_eq!(
+        app.texts("[data-testid=switch-offer]").await,
+        ["This link signs you in as bob."]
+    );
+    assert_eq!(
+        app.texts("[data-testid=switch-current]").await,
+        ["You are signed in as alice."]
+    );
+    assert_eq!(app.js("return location.hash").await, "");
+    assert_eq!(saved_token(app).await, "alice-token");
+    let focused = app
+        .js("return document.activeElement && document.activeElement.dataset.testid")
+        .await;
+    assert_eq!(focused, "switch-stay");
+}
+
+/// Sends a message in the chat on screen; the new chat's id once its answer is done.
+async fn chat_here(app: &App) -> String {
+    app.wait_until("the composer is ready", || async {
+        app.find("[data-testid=composer-input]")
+            .await?
+            .is_enabled()
+            .await
+    })
+    .await;
+    app.send("list files").await;
+    app.wait_for_status("ready").await;
+    app.session_id().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_with_another_accounts_token_asks_first_and_staying_keeps_the_account() {
+    let app = App::start_with("switch-stay", alice_and_bob((1280, 900))).await;
+    open_bobs_link_as_alice(&app).await;
+    let violations = app.axe_violations().await;
+    assert!(violations.is_empty(), "{violations:#?}");
+    app.shots("switch-account").await;
+
+    click(&app, "[data-testid=switch-stay]").await;
+    app.wait_until("the confirm closes", || async {
+        Ok(app
+            .find_all("[data-testid=switch-account]")
+            .await
+            .is_empty())
+    })
+    .await;
+    assert_eq!(saved_token(&app).await, "alice-token");
+    let chat = chat_here(&app).await;
+    assert!(sessions_of(&app, "alice-token").await.contains(&chat));
+    assert!(sessions_of(&app, "bob-token").await.is_empty());
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switching_to_the_links_account_signs_in_as_its_user_on_a_phone() {
+    let app = App::start_with("switch-to-bob", alice_and_bob((390, 844))).await;
+    // Headless Chromium keeps its window at least 500 px wide: a phone's 390 is emulated.
+    app.driver
+        .cdp()
+        .send_raw(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": true}),
+        )
+        .await
+        .unwrap();
+    open_bobs_link_as_alice(&app).await;
+    assert_eq!(app.js("return window.innerWidth").await, 390);
+    app.shots("switch-account-phone").await;
+
+    // Switching reloads the page: what the old account loaded must not stay on screen.
+    app.js("window.__beforeSwitch = true").await;
+    click(&app, "[data-testid=switch-confirm]").await;
+    app.wait_until("the page reloads as Bob", || async {
+        Ok(app
+            .js("return window.__beforeSwitch === undefined && !!document.querySelector('[data-testid=sidebar]')")
+            .await
+            == true)
+    })
+    .await;
+    assert_eq!(saved_token(&app).await, "bob-token");
+    assert!(app
+        .find_all("[data-testid=switch-account]")
+        .await
+        .is_empty());
+    let chat = chat_here(&app).await;
+    assert!(sessions_of(&app, "bob-token").await.contains(&chat));
+    assert!(sessions_of(&app, "alice-token").await.is_empty());
     app.finish().await;
 }

@@ -87,15 +87,20 @@ pub fn store(key: &str, value: &str) {
     }
 }
 
-/// The bearer token the person gave (`/#token=…` once, kept in localStorage), if any.
-fn bearer_token() -> Option<String> {
+/// The bearer token the person gave (from `/#token=…`, kept in localStorage), if any.
+pub fn saved_token() -> Option<String> {
     stored(TOKEN_KEY).filter(|token| !token.trim().is_empty())
+}
+
+/// Keeps `token` for every later request (`state::account` says when).
+pub fn save_token(token: &str) {
+    store(TOKEN_KEY, token);
 }
 
 /// Who this browser calls the server as, in short: a hash of the bearer token (not the token),
 /// or `anyone` without one. Tabs share an approvals stream only with tabs of the same caller.
 pub fn caller_key() -> String {
-    let Some(token) = bearer_token() else {
+    let Some(token) = saved_token() else {
         return "anyone".to_owned();
     };
     // FNV-1a: a name for a channel between tabs, not a secret.
@@ -107,33 +112,38 @@ pub fn caller_key() -> String {
     format!("{hash:016x}")
 }
 
-/// Keeps a token given in the address as `#token=…` for every later request, and takes it out
-/// of the address (so it is not shared with a copied link).
-pub fn adopt_token_from_address() {
-    let Some(window) = web_sys::window() else {
-        return;
-    };
-    let hash = window.location().hash().unwrap_or_default();
-    let Some(token) = hash.strip_prefix("#token=") else {
-        return;
-    };
-    store(TOKEN_KEY, token);
+/// The token given in the address as `#token=…`, taken out of the address (so it is not
+/// shared with a copied link, nor kept in the history); the rest of the address stays.
+pub fn take_token_from_address() -> Option<String> {
+    let window = web_sys::window()?;
+    let location = window.location();
+    let hash = location.hash().unwrap_or_default();
+    let token = hash.strip_prefix("#token=")?.to_owned();
     if let Ok(history) = window.history() {
-        let path = window
-            .location()
-            .pathname()
-            .unwrap_or_else(|_| "/".to_owned());
-        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&path));
+        let path = location.pathname().unwrap_or_else(|_| "/".to_owned());
+        let query = location.search().unwrap_or_default();
+        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&format!("{path}{query}")));
     }
+    Some(token)
 }
 
 /// Sends `request` with a JSON body (`body` is JSON text) when there is one, and the person's
 /// bearer token when they gave one.
-pub(super) async fn send(
+pub(super) fn send(
     request: RequestBuilder,
     body: Option<String>,
+) -> impl std::future::Future<Output = Result<Response, ApiError>> {
+    // Not an async fn of its own: one state machine fewer in the download.
+    send_as(request, body, saved_token())
+}
+
+/// [`send`] with `token` as the bearer token (none: without one).
+async fn send_as(
+    request: RequestBuilder,
+    body: Option<String>,
+    token: Option<String>,
 ) -> Result<Response, ApiError> {
-    let request = match bearer_token() {
+    let request = match token {
         Some(token) => request.header("Authorization", &format!("Bearer {}", token.trim())),
         None => request,
     };
@@ -192,6 +202,16 @@ pub(super) async fn get_json(url: &str) -> Result<Value, ApiError> {
 /// GETs one of the server's REST answers as its type from `signoff_protocol::rest`.
 pub(super) async fn get<T: DeserializeOwned>(url: &str) -> Result<T, ApiError> {
     let response = send(Request::get(url), None).await?;
+    decode(url, &response.text().await.map_err(from_gloo)?)
+}
+
+/// GETs a REST answer as the user of `token` (none: without a token) rather than the saved
+/// one.
+pub(super) async fn get_as<T: DeserializeOwned>(
+    url: &str,
+    token: Option<String>,
+) -> Result<T, ApiError> {
+    let response = send_as(Request::get(url), None, token).await?;
     decode(url, &response.text().await.map_err(from_gloo)?)
 }
 

@@ -9,10 +9,11 @@ pub mod rpc;
 pub mod sessions;
 pub mod shares;
 
-pub use http::{adopt_token_from_address, caller_key, Abort};
+pub use http::{caller_key, Abort};
 
-use signoff_protocol::rest::AgentList;
+use signoff_protocol::rest::{AgentList, Me};
 
+use crate::state::account::Holder;
 use crate::state::agents::{agents_of, AgentInfo};
 
 /// Why a call to the server failed, worded for a toast.
@@ -38,4 +39,15 @@ pub enum ApiError {
 pub async fn list_agents() -> Result<Vec<AgentInfo>, ApiError> {
     let list: AgentList = http::get("/api/agents").await?;
     Ok(agents_of(list))
+}
+
+/// `GET /api/me`: whose `token` is (`None`: the saved one); a token the server refuses (`401`)
+/// is [`Holder::Unknown`], any other failure an error.
+pub async fn holder_of(token: Option<&str>) -> Result<Holder, ApiError> {
+    let token = token.map(str::to_owned).or_else(http::saved_token);
+    match http::get_as::<Me>("/api/me", token).await {
+        Ok(me) => Ok(Holder::User(me.user)),
+        Err(ApiError::Http { status: 401, .. }) => Ok(Holder::Unknown),
+        Err(err) => Err(err),
+    }
 }

@@ -3,6 +3,7 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
+use super::account::{take_address_token, SwitchAccount};
 use super::agent_panel::AgentPanel;
 use super::chat::Chat;
 use super::inbox::{self, ApprovalsPage};
@@ -182,7 +183,6 @@ impl AppCtx {
 /// The root component.
 #[component]
 pub fn App() -> impl IntoView {
-    api::adopt_token_from_address();
     let ctx = AppCtx {
         route: RwSignal::new(nav::current_route()),
         chat: RwSignal::new(None),
@@ -195,10 +195,14 @@ pub fn App() -> impl IntoView {
         counter: RwSignal::new(0),
     };
     provide_context(ctx);
+    // Before any request: a first sign-in's token must go with the first of them.
+    let switch = RwSignal::new(None);
+    take_address_token(ctx, switch);
     // A share link's page shows that one chat read-only and loads nothing else.
     if let Some(token) = page_token() {
         return view! {
             <SharedPage token=token />
+            <SwitchAccount ask=switch />
             <Toasts />
         }
         .into_any();
@@ -243,6 +247,7 @@ pub fn App() -> impl IntoView {
                 }}
             </main>
             <AgentPanel />
+            <SwitchAccount ask=switch />
             <Toasts />
         </div>
     }

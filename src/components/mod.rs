@@ -1,6 +1,7 @@
 //! Thin views: they render the state and emit intents; only the chat controller calls the
 //! network module.
 
+mod account;
 mod agent_panel;
 pub mod app;
 pub mod chat;

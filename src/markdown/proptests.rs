@@ -1,7 +1,8 @@
 //! Property tests of the markdown renderer over hostile agent text: it never panics, and every
 //! `<` in its output starts one of the tags it writes itself (pulldown-cmark's, with tables,
 //! strikethrough and task lists, plus the code-block and table wrappers in `to_html`), with
-//! only the attributes those tags have, links with safe schemes, and every element closed.
+//! only the attributes those tags have, links with safe schemes and no referrer, and every
+//! element closed.
 //! `scripts/fuzz.sh` runs them for minutes with fresh seeds.
 
 use proptest::prelude::*;
@@ -229,7 +230,8 @@ fn allowed(tag: &Tag<'_>) -> bool {
         ),
         ("code", [("class", class)]) => class.starts_with("language-"),
         ("ol", [("start", start)]) => start.parse::<u64>().is_ok(),
-        ("a", [("href", href)]) | ("a", [("href", href), ("title", _)]) => safe_href(href),
+        ("a", [("href", href), ("rel", "noopener noreferrer")])
+        | ("a", [("href", href), ("rel", "noopener noreferrer"), ("title", _)]) => safe_href(href),
         ("div", [("class", "code-block" | "code-head" | "table-wrap")]) => true,
         (
             "button",
@@ -277,13 +279,17 @@ fn the_checker_refuses_what_the_renderer_must_not_write() {
         "<em>a</strong>",
         "a < b",
         "<br>",
+        // A link that would send the chat's address on as `Referer`.
+        "<a href=\"https://x.example/\">x</a>",
+        "<a href=\"https://x.example/\" rel=\"noopener\">x</a>",
     ] {
         assert!(check_html(html).is_err(), "{html}");
     }
     for html in [
         "<p>a &lt; b</p>\n",
-        "<a href=\"https://x.example/a:b\" title=\"t\">x</a><hr />",
-        "<a href=\"#\">x</a><a href=\"/a:b\">y</a><a href=\"x?a=b:c\">z</a>",
+        "<a href=\"https://x.example/a:b\" rel=\"noopener noreferrer\" title=\"t\">x</a><hr />",
+        "<a href=\"#\" rel=\"noopener noreferrer\">x</a><a href=\"/a:b\" rel=\"noopener noreferrer\">y</a>\
+         <a href=\"x?a=b:c\" rel=\"noopener noreferrer\">z</a>",
     ] {
         assert!(check_html(html).is_ok(), "{html}");
     }

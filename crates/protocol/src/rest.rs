@@ -83,6 +83,14 @@ pub struct UnavailableSource {
     pub error: String,
 }
 
+/// `GET /api/me`: the user the caller's bearer token signs in as (`local` with `--auth none`).
+/// The UI asks it before a link's `#token=` may switch the person to another account.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Me {
+    pub user: String,
+}
+
 /// `GET /api/sessions`: the caller's sessions, the most recently updated first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

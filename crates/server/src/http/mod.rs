@@ -118,6 +118,19 @@ async fn refuse_declared_oversize(
     next.run(request).await
 }
 
+/// Tells the browser to send no `Referer` from anything this server answers: a share page's
+/// address holds its token (`?share=`), and neither it nor a chat's address may reach the site
+/// of a link the person follows. Browsers' default policy already trims a cross-site `Referer`
+/// to the origin, but that is each browser's choice; this makes it ours, on every answer.
+async fn no_referrer(request: Request, next: axum::middleware::Next) -> Response {
+    let mut response = next.run(request).await;
+    response.headers_mut().insert(
+        header::REFERRER_POLICY,
+        header::HeaderValue::from_static("no-referrer"),
+    );
+    response
+}
+
 /// The caller, from the `Authorization` header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct User(pub String);
@@ -265,6 +278,7 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
         .route("/api/agents", get(relay::agents))
+        .route("/api/me", get(rest::me))
         .route("/api/sessions", get(rest::sessions))
         .route(
             "/api/sessions/{id}",
@@ -313,6 +327,7 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(axum::middleware::from_fn(json_errors::json_errors))
         .layer(CatchPanicLayer::custom(panic_response))
+        .layer(axum::middleware::from_fn(no_referrer))
         .with_state(state)
 }
 

@@ -10,7 +10,7 @@ use axum::Json;
 use serde_json::Value;
 use signoff_protocol::codec::{self, Method};
 use signoff_protocol::rest::{
-    AgentEntry, AgentList, DecideResponse, DecidedApprovals, Follow, FollowParams, NewPolicy,
+    AgentEntry, AgentList, DecideResponse, DecidedApprovals, Follow, FollowParams, Me, NewPolicy,
     PendingApprovals, Policy, PolicyList, SessionDetail, SessionList, ToolEntry, UnavailableSource,
 };
 use signoff_protocol::{ProtocolVersion, StreamEvent};
@@ -66,6 +66,11 @@ pub async fn agents(State(state): State<AppState>, _user: User) -> Json<AgentLis
         })
         .collect();
     Json(AgentList { agents })
+}
+
+/// The user the caller's token signs in as: the UI shows it before it lets a link switch accounts.
+pub async fn me(user: User) -> Json<Me> {
+    Json(Me { user: user.0 })
 }
 
 pub async fn sessions(

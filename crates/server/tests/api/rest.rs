@@ -276,3 +276,29 @@ async fn refusals_before_a_handler_are_json_too() {
         "{body}"
     );
 }
+
+#[tokio::test]
+async fn me_names_the_user_of_the_callers_token() {
+    let app = spawn_with(|config| {
+        config.auth = signoff_server::AuthMode::Tokens;
+        config.tokens = vec!["alice-token=alice".into(), "bob-token=bob".into()];
+    })
+    .await;
+    for (token, user) in [("alice-token", "alice"), ("bob-token", "bob")] {
+        let (status, body) = app.get_as("/api/me", Some(token)).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body, json!({ "user": user }));
+        let me: signoff_protocol::rest::Me = serde_json::from_value(body).unwrap();
+        assert_eq!(me.user, user);
+    }
+    for token in [Some("mallory-token"), None] {
+        let (status, body) = app.get_as("/api/me", token).await;
+        assert_eq!(status, 401, "{token:?}");
+        assert_eq!(body, json!({"error": "missing or unknown bearer token"}));
+    }
+
+    let anyone = spawn_app().await;
+    let (status, body) = anyone.get("/api/me").await;
+    assert_eq!(status, 200);
+    assert_eq!(body, json!({"user": "local"}));
+}

@@ -214,3 +214,44 @@ async fn task_state_as(app: &TestApp, token: Option<&str>, task: &str) -> String
         .unwrap_or_default()
         .to_owned()
 }
+
+#[tokio::test]
+async fn the_pages_the_share_page_and_its_read_tell_the_browser_to_send_no_referrer() {
+    let ui = tempfile::tempdir().unwrap();
+    std::fs::write(ui.path().join("index.html"), "<html>signoff ui</html>").unwrap();
+    let dir = ui.path().to_owned();
+    let app = spawn_with(move |config| {
+        two_users()(config);
+        config.ui_dir = Some(dir);
+    })
+    .await;
+    let alice = Some("alice-token");
+    let chat = context_id(&say_as(&app, alice, "list files").await);
+    let (status, share) = app
+        .post_json_as(&format!("/api/sessions/{chat}/shares"), alice, &json!({}))
+        .await;
+    assert_eq!(status, 201, "{share}");
+    let token = share["token"].as_str().unwrap();
+    let page = share["url"].as_str().unwrap();
+    let read = app.url(&format!("/api/sessions/{chat}?share={token}"));
+    let elsewhere = app.url(&format!("/api/sessions?share={token}"));
+    for (url, status) in [
+        (app.url("/"), 200),
+        (page.to_owned(), 200),
+        (read, 200),
+        // Refusals too: whatever answers, the address stays here.
+        (elsewhere, 403),
+        (app.url("/api/sessions"), 401),
+    ] {
+        let response = app.client.get(&url).send().await.unwrap();
+        assert_eq!(response.status(), status, "{url}");
+        assert_eq!(
+            response
+                .headers()
+                .get("referrer-policy")
+                .and_then(|value| value.to_str().ok()),
+            Some("no-referrer"),
+            "{url}"
+        );
+    }
+}

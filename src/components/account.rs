@@ -1,0 +1,96 @@
+//! A link's sign-in token (`/#token=…`): taken at once on a first sign-in, and otherwise only
+//! after the person confirms the switch in a modal dialog naming both accounts (the rules are
+//! `state::account`'s). Until then the saved token stays and every request uses it.
+
+use leptos::html::Dialog;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use super::app::AppCtx;
+use crate::api;
+use crate::state::account::{self, Arrival, Outcome, Switch};
+
+/// Takes the token out of the address, and saves it, leaves it, or asks the server whose it is
+/// and puts the question to the person through `ask`.
+pub fn take_address_token(app: AppCtx, ask: RwSignal<Option<Switch>>) {
+    let Some(offered) = api::http::take_token_from_address() else {
+        return;
+    };
+    match account::on_arrival(api::http::saved_token().as_deref(), &offered) {
+        Arrival::Adopt => api::http::save_token(offered.trim()),
+        Arrival::Ignore => {}
+        Arrival::Check => spawn_local(async move {
+            let offered = offered.trim().to_owned();
+            let holders = match api::holder_of(None).await {
+                Ok(saved) => api::holder_of(Some(&offered))
+                    .await
+                    .map(|offered| (saved, offered)),
+                Err(err) => Err(err),
+            };
+            match holders.map(|(saved, holder)| account::decide(saved, holder, offered.clone())) {
+                Ok(Outcome::Adopt) => api::http::save_token(&offered),
+                Ok(Outcome::Keep { notice }) => app.toast(notice),
+                Ok(Outcome::Confirm(switch)) => ask.set(Some(switch)),
+                Err(err) => app.toast(format!(
+                    "Could not check whose sign-in this link holds ({err}); you stay signed in \
+                     as before."
+                )),
+            }
+        }),
+    }
+}
+
+/// The confirm, while there is a switch to ask about.
+#[component]
+pub fn SwitchAccount(ask: RwSignal<Option<Switch>>) -> impl IntoView {
+    move || {
+        ask.get()
+            .map(|switch| view! { <SwitchDialog switch=switch ask=ask /> })
+    }
+}
+
+/// A modal dialog (the page behind is inert): the safe choice, staying, has the focus, and
+/// Escape chooses it too. Switching saves the link's token and reloads, so that nothing the
+/// page loaded as the old account stays on screen.
+#[component]
+fn SwitchDialog(switch: Switch, ask: RwSignal<Option<Switch>>) -> impl IntoView {
+    let node = NodeRef::<Dialog>::new();
+    node.on_load(|dialog: web_sys::HtmlDialogElement| {
+        let _ = dialog.show_modal();
+    });
+    let token = switch.token.clone();
+    let confirm = move |_| {
+        api::http::save_token(&token);
+        if let Some(window) = web_sys::window() {
+            let _ = window.location().reload();
+        }
+    };
+    let stay = move || ask.set(None);
+    view! {
+        <dialog
+            node_ref=node
+            class="switch-account"
+            data-testid="switch-account"
+            aria-labelledby="switch-account-title"
+            aria-describedby="switch-account-text"
+            on:cancel=move |event: web_sys::Event| {
+                event.prevent_default();
+                stay();
+            }
+        >
+            <h2 id="switch-account-title">"Switch account?"</h2>
+            <div id="switch-account-text">
+                <p data-testid="switch-offer">{switch.offer()}</p>
+                <p data-testid="switch-current">{switch.current()}</p>
+            </div>
+            <div class="switch-actions">
+                <button type="button" class="button" data-testid="switch-confirm" on:click=confirm>
+                    {switch.switch_label()}
+                </button>
+                <button type="button" class="button primary" autofocus data-testid="switch-stay" on:click=move |_| stay()>
+                    {switch.stay_label()}
+                </button>
+            </div>
+        </dialog>
+    }
+}
