@@ -27,7 +27,8 @@ pub struct Via {
 
 impl Via {
     /// The id of a nested call in the parent's batch: unique there, and saying which call it
-    /// is nested under.
+    /// is nested under. Unique because `call_id` is the server's own id, which holds no `/`
+    /// (never a model's: docs/wire.md, Call ids).
     pub fn nested_id(call_id: &str, subagent_call_id: &str) -> String {
         format!("{call_id}/{subagent_call_id}")
     }

@@ -206,6 +206,7 @@ impl Model for ConformanceModel {
                     .sum();
                 let call = ModelToolCall {
                     id: format!("call_{}", earlier + 1),
+                    model_id: None,
                     name: ASK_USER.to_owned(),
                     args: json!({"questions": [{"question": QUESTION}]}),
                 };
@@ -294,6 +295,7 @@ mod tests {
                 text: String::new(),
                 tool_calls: vec![ModelToolCall {
                     id: "call_1".into(),
+                    model_id: None,
                     name: ASK_USER.into(),
                     args: json!({}),
                 }],

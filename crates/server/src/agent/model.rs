@@ -7,12 +7,75 @@ use serde_json::Value;
 
 use super::tools::ToolSpec;
 
-/// A tool call as the model proposed it (the model's own id).
+/// A tool call as the model proposed it.
+///
+/// A model hands the runtime its calls with the ids it chose; the runtime then gives each call
+/// an id of its own ([`ModelToolCall::assign_id`]) before anything is announced or recorded. The
+/// model's id is untrusted: it may be empty, repeated, or shaped like an id the server composes
+/// (a subagent's call nested under an agent-tool call is `{call}/{subagent call}`), so it never
+/// names a call anywhere but in the model's own transcript.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelToolCall {
+    /// The call's id: the model's until the runtime assigns its own, then the server's, which
+    /// the event log, the call records, the batch and every decision use.
     pub id: String,
+    /// The id the model gave the call, kept only so the model reads its own transcript back in
+    /// its own ids. `None` in transcripts stored before ids were assigned, and when the model's
+    /// id could not serve (empty, repeated in its turn, or too long): the model then reads the
+    /// server's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
     pub name: String,
     pub args: Value,
+}
+
+/// The longest model id kept as a label; a longer one is replaced by the server's id in what the
+/// model reads back (it would be resent on every turn).
+const MAX_MODEL_ID_BYTES: usize = 256;
+
+impl ModelToolCall {
+    /// A call as a model proposes it, with the model's id.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, args: Value) -> ModelToolCall {
+        ModelToolCall {
+            id: id.into(),
+            model_id: None,
+            name: name.into(),
+            args,
+        }
+    }
+
+    /// The id the model knows this call by: its own where it was kept, else the server's.
+    pub fn model_label(&self) -> &str {
+        self.model_id.as_deref().unwrap_or(&self.id)
+    }
+
+    /// Gives the calls of one model turn the server's ids `call_{n}`, numbered on from `earlier`
+    /// (the calls the conversation holds already), skipping any id `taken` says is in use. The
+    /// model's ids are kept as the labels of what the model reads back only when every one of
+    /// them can serve (none empty, repeated in the turn, or too long); else the whole turn reads
+    /// back in the server's ids, so the model never sees two calls under one id.
+    pub fn assign_ids(calls: &mut [ModelToolCall], earlier: usize, taken: &dyn Fn(&str) -> bool) {
+        let labels_serve = {
+            let mut seen = std::collections::HashSet::new();
+            calls.iter().all(|call| {
+                !call.id.is_empty()
+                    && call.id.len() <= MAX_MODEL_ID_BYTES
+                    && seen.insert(call.id.as_str())
+            })
+        };
+        let mut next = earlier;
+        for call in calls.iter_mut() {
+            let id = loop {
+                next += 1;
+                let id = format!("call_{next}");
+                if !taken(&id) {
+                    break id;
+                }
+            };
+            let model_id = std::mem::replace(&mut call.id, id);
+            call.model_id = labels_serve.then_some(model_id);
+        }
+    }
 }
 
 /// One entry of the conversation the model sees. Stored per task as JSON, so a restarted server
@@ -112,4 +175,65 @@ pub type ModelStream = BoxStream<'static, Result<ModelEvent, ModelError>>;
 /// out.
 pub trait Model: Send + Sync + 'static {
     fn turn(&self, request: ModelRequest) -> ModelStream;
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn proposed(ids: &[&str]) -> Vec<ModelToolCall> {
+        ids.iter()
+            .map(|id| ModelToolCall::new(*id, "read_file", json!({})))
+            .collect()
+    }
+
+    fn ids(calls: &[ModelToolCall]) -> Vec<(&str, Option<&str>)> {
+        calls
+            .iter()
+            .map(|call| (call.id.as_str(), call.model_id.as_deref()))
+            .collect()
+    }
+
+    #[test]
+    fn the_server_numbers_calls_on_from_the_conversation_and_keeps_usable_model_ids_as_labels() {
+        let mut calls = proposed(&["call_Wq7", "call_1/call_1"]);
+        ModelToolCall::assign_ids(&mut calls, 3, &|_| false);
+        assert_eq!(
+            ids(&calls),
+            [
+                ("call_4", Some("call_Wq7")),
+                ("call_5", Some("call_1/call_1"))
+            ]
+        );
+        assert_eq!(calls[1].model_label(), "call_1/call_1");
+    }
+
+    #[test]
+    fn a_turn_with_an_empty_repeated_or_overlong_id_reads_back_in_the_servers_ids() {
+        let long = "a".repeat(MAX_MODEL_ID_BYTES + 1);
+        for turn in [vec!["", "b"], vec!["a", "a"], vec![long.as_str(), "b"]] {
+            let mut calls = proposed(&turn);
+            ModelToolCall::assign_ids(&mut calls, 0, &|_| false);
+            assert_eq!(ids(&calls), [("call_1", None), ("call_2", None)]);
+            assert_eq!(calls[0].model_label(), "call_1");
+        }
+    }
+
+    #[test]
+    fn an_id_in_use_is_skipped() {
+        let mut calls = proposed(&["x", "y"]);
+        ModelToolCall::assign_ids(&mut calls, 0, &|id| id == "call_1");
+        assert_eq!(ids(&calls), [("call_2", Some("x")), ("call_3", Some("y"))]);
+    }
+
+    #[test]
+    fn a_transcript_stored_before_ids_were_assigned_reads_back_unchanged() {
+        let stored = json!({"id": "call_9", "name": "read_file", "args": {}});
+        let call: ModelToolCall = serde_json::from_value(stored.clone()).unwrap();
+        assert_eq!(call.model_label(), "call_9");
+        assert_eq!(serde_json::to_value(&call).unwrap(), stored);
+    }
 }

@@ -7,7 +7,7 @@
 //!           api_key_env = "OPENAI_API_KEY" }
 //! ```
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -173,7 +173,17 @@ pub fn request_body(config: &OpenAiConfig, request: &ModelRequest) -> Value {
     if !request.instruction.trim().is_empty() {
         messages.push(json!({"role": "system", "content": request.instruction}));
     }
-    messages.extend(request.messages.iter().map(message));
+    // The model reads its calls back in its own ids, where the runtime kept them.
+    let labels: HashMap<&str, &str> = request
+        .messages
+        .iter()
+        .flat_map(|message| match message {
+            ChatMessage::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+            ChatMessage::User { .. } | ChatMessage::Tool { .. } => &[],
+        })
+        .map(|call| (call.id.as_str(), call.model_label()))
+        .collect();
+    messages.extend(request.messages.iter().map(|entry| message(entry, &labels)));
     let mut body = json!({
         "model": config.model,
         "messages": messages,
@@ -213,7 +223,8 @@ fn tool(spec: &ToolSpec) -> Value {
     })
 }
 
-fn message(message: &ChatMessage) -> Value {
+/// One transcript entry as a Chat Completions message; calls are named by their labels.
+fn message(message: &ChatMessage, labels: &HashMap<&str, &str>) -> Value {
     match message {
         ChatMessage::User { text, .. } => json!({"role": "user", "content": text}),
         ChatMessage::Assistant { text, tool_calls } => {
@@ -230,7 +241,7 @@ fn message(message: &ChatMessage) -> Value {
                     .iter()
                     .map(|call| {
                         json!({
-                            "id": call.id,
+                            "id": call.model_label(),
                             "type": "function",
                             "function": {"name": call.name, "arguments": call.args.to_string()},
                         })
@@ -246,7 +257,7 @@ fn message(message: &ChatMessage) -> Value {
             ..
         } => json!({
             "role": "tool",
-            "tool_call_id": call_id,
+            "tool_call_id": labels.get(call_id.as_str()).copied().unwrap_or(call_id),
             "content": tool_content(response, edited_from.as_ref()),
         }),
     }
@@ -482,8 +493,8 @@ impl Turn {
     /// `data: [DONE]`: the answer is complete; hand out the assembled calls.
     fn finish(&mut self) {
         let calls = std::mem::take(&mut self.calls);
-        for (index, call) in calls {
-            match complete_call(index, call) {
+        for call in calls.into_values() {
+            match complete_call(call) {
                 Ok(call) => self.queue.push_back(Ok(ModelEvent::ToolCall(call))),
                 Err(message) => {
                     self.fail(message);
@@ -507,7 +518,7 @@ impl Turn {
 }
 
 /// A whole tool call from its assembled deltas; its arguments must be a JSON object.
-fn complete_call(index: u64, call: PartialCall) -> Result<ModelToolCall, String> {
+fn complete_call(call: PartialCall) -> Result<ModelToolCall, String> {
     if call.name.is_empty() {
         return Err("the model sent a tool call without a tool name".into());
     }
@@ -528,17 +539,8 @@ fn complete_call(index: u64, call: PartialCall) -> Result<ModelToolCall, String>
             call.name
         ));
     }
-    let id = if call.id.is_empty() {
-        // Some local servers leave ids out; the runtime needs one per call.
-        format!("call_{index}")
-    } else {
-        call.id
-    };
-    Ok(ModelToolCall {
-        id,
-        name: call.name,
-        args,
-    })
+    // Some local servers leave ids out: the runtime gives every call its own id anyway.
+    Ok(ModelToolCall::new(call.id, call.name, args))
 }
 
 /// What a person reads for an HTTP error status of the endpoint.

@@ -527,6 +527,7 @@ impl Model for ScriptedModel {
                     .map(|(index, clause)| {
                         Ok(ModelEvent::ToolCall(ModelToolCall {
                             id: format!("call_{}", earlier + index + 1),
+                            model_id: None,
                             name: clause.tool(),
                             args: clause.args(),
                         }))

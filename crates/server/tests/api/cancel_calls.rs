@@ -24,6 +24,7 @@ impl Model for AsksForSlow {
     fn turn(&self, _request: ModelRequest) -> ModelStream {
         let call = ModelToolCall {
             id: "call_1".into(),
+            model_id: None,
             name: "slow".into(),
             args: json!({}),
         };

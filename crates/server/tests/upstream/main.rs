@@ -9,6 +9,7 @@ mod stub;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod chosen_ids;
 mod openai;
 mod relay;
 mod relayed;

@@ -164,11 +164,13 @@ async fn assembles_parallel_tool_calls_from_their_deltas() {
             })),
             Ok(ModelEvent::ToolCall(ModelToolCall {
                 id: "call_Wq7dNn2sF1xKpR3tYbLc9vEa".into(),
+                model_id: None,
                 name: "write_file".into(),
                 args: json!({"path": "notes.txt", "content": "hi there"}),
             })),
             Ok(ModelEvent::ToolCall(ModelToolCall {
                 id: "call_Rd2mK8pQx4ZsT7vNwB1yHcLf".into(),
+                model_id: None,
                 name: "read_file".into(),
                 args: json!({"path": "readme.txt"}),
             })),
@@ -190,16 +192,19 @@ async fn maps_the_history_to_openai_messages() {
                 // The person edited this call's arguments; the transcript holds what ran.
                 ModelToolCall {
                     id: "call_1".into(),
+                    model_id: None,
                     name: "write_file".into(),
                     args: json!({"path": "safe.txt", "content": "hi"}),
                 },
                 ModelToolCall {
                     id: "call_2".into(),
+                    model_id: None,
                     name: "delete_file".into(),
                     args: json!({"path": "old.txt"}),
                 },
                 ModelToolCall {
                     id: "call_3".into(),
+                    model_id: None,
                     name: "read_file".into(),
                     args: json!({"path": "a.txt"}),
                 },
@@ -424,9 +429,9 @@ async fn an_agent_answers_pauses_for_approval_and_resumes_on_this_model() {
     assert_eq!(
         calls,
         [
-            json!({"id": "call_Wq7dNn2sF1xKpR3tYbLc9vEa", "name": "write_file",
+            json!({"id": "call_1", "name": "write_file",
                    "args": {"path": "notes.txt", "content": "hi there"}}),
-            json!({"id": "call_Rd2mK8pQx4ZsT7vNwB1yHcLf", "name": "read_file",
+            json!({"id": "call_2", "name": "read_file",
                    "args": {"path": "readme.txt"}}),
         ]
     );
@@ -434,10 +439,8 @@ async fn an_agent_answers_pauses_for_approval_and_resumes_on_this_model() {
     assert_eq!(responses.len(), 1, "only read_file ran: {responses:?}");
     assert_eq!(responses[0]["name"], "read_file");
     let interrupt = data_parts(&second, "interrupt_data");
-    assert_eq!(
-        interrupt[0]["action_requests"][0]["id"],
-        "call_Wq7dNn2sF1xKpR3tYbLc9vEa"
-    );
+    // The calls go by the server's ids; the model's stay in what the model reads.
+    assert_eq!(interrupt[0]["action_requests"][0]["id"], "call_1");
     assert!(
         !app.sandbox().join("notes.txt").exists(),
         "nothing written before approval"
@@ -446,7 +449,7 @@ async fn an_agent_answers_pauses_for_approval_and_resumes_on_this_model() {
 
     // 3. Approved with edited arguments: the edited call runs, the model hears about it.
     let data = json!({"decision_type": "approve",
-          "modified_args": {"call_Wq7dNn2sF1xKpR3tYbLc9vEa": {"path": "notes.txt", "content": "edited"}}});
+          "modified_args": {"call_1": {"path": "notes.txt", "content": "edited"}}});
     let third = send_stream(&app, GPT, decision(&task, &context, data)).await;
     assert_eq!(states(&third).last().unwrap(), "completed");
     assert_eq!(
@@ -504,6 +507,20 @@ async fn an_agent_answers_pauses_for_approval_and_resumes_on_this_model() {
         .unwrap(),
         json!({"content": "edited", "path": "notes.txt"}),
         "the assistant turn carries the arguments that ran"
+    );
+    let read_back: Vec<&str> = tail[0]["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| call["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        read_back,
+        [
+            "call_Wq7dNn2sF1xKpR3tYbLc9vEa",
+            "call_Rd2mK8pQx4ZsT7vNwB1yHcLf"
+        ],
+        "the model reads its calls back in its own ids"
     );
     let by_call = |id: &str| -> &Value {
         tail.iter()

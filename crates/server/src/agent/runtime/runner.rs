@@ -1,7 +1,7 @@
 //! The runner: drives a task from the store's state (model turn, settling calls, pausing with
 //! one batch), so the same code starts a task, resumes it after a decision or a restart.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -371,19 +371,13 @@ impl Runtime {
                     }
                 }
             }
-            // Every call of the turn is announced and recorded before any of them runs.
-            let mut used: HashSet<String> = run.calls.keys().cloned().collect();
-            let mut tool_calls = Vec::new();
-            for mut call in calls {
-                let base = call.id.clone();
-                let mut n = 1;
-                while used.contains(&call.id) || call.id.is_empty() {
-                    n += 1;
-                    call.id = format!("{base}_{n}");
-                }
-                used.insert(call.id.clone());
-                tool_calls.push(call);
-            }
+            // Every call of the turn gets the server's id, then is announced and recorded
+            // before any of them runs.
+            let mut tool_calls = calls;
+            let earlier_calls = calls_in(&earlier) + calls_in(&transcript);
+            ModelToolCall::assign_ids(&mut tool_calls, earlier_calls, &|id| {
+                run.calls.contains_key(id)
+            });
             let screened = self
                 .screen_calls(&agent, &run.user_id, &context_id, &tool_calls)
                 .await?;

@@ -45,6 +45,17 @@ pub(super) fn open_calls(transcript: &[ChatMessage]) -> Vec<ModelToolCall> {
         .collect()
 }
 
+/// How many tool calls the model made in `transcript`: the server's call ids number on from it.
+pub(super) fn calls_in(transcript: &[ChatMessage]) -> usize {
+    transcript
+        .iter()
+        .map(|message| match message {
+            ChatMessage::Assistant { tool_calls, .. } => tool_calls.len(),
+            ChatMessage::User { .. } | ChatMessage::Tool { .. } => 0,
+        })
+        .sum()
+}
+
 /// An earlier task's transcript, made safe to show a model: calls that never got a result
 /// (a canceled task) get one saying so.
 pub(super) fn closed(mut transcript: Vec<ChatMessage>) -> Vec<ChatMessage> {
@@ -82,6 +93,7 @@ mod tests {
     fn call(id: &str, name: &str, args: Value) -> ModelToolCall {
         ModelToolCall {
             id: id.into(),
+            model_id: None,
             name: name.into(),
             args,
         }

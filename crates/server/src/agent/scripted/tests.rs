@@ -50,11 +50,13 @@ fn reports_results_and_quotes_rejections() {
             tool_calls: vec![
                 ModelToolCall {
                     id: "call_1".into(),
+                    model_id: None,
                     name: "write_file".into(),
                     args: json!({"path": "notes.txt", "content": "hi"}),
                 },
                 ModelToolCall {
                     id: "call_2".into(),
+                    model_id: None,
                     name: "delete_file".into(),
                     args: json!({"path": "old.txt"}),
                 },
