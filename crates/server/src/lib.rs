@@ -76,6 +76,14 @@ pub struct Config {
         default_value_t = 15
     )]
     pub approvals_heartbeat_secs: u64,
+    /// How many approvals streams (`GET /api/approvals/stream`) one user may have open at once;
+    /// one more is refused with 429. A browser needs one (its tabs share it).
+    #[arg(
+        long = "approvals-streams-per-user",
+        env = "SIGNOFF_APPROVALS_STREAMS_PER_USER",
+        default_value_t = DEFAULT_APPROVALS_STREAMS_PER_USER
+    )]
+    pub approvals_streams_per_user: usize,
     /// Seconds a tool call may take before it fails.
     #[arg(long, env = "SIGNOFF_TOOL_TIMEOUT", default_value_t = 60)]
     pub tool_timeout_secs: u64,
@@ -115,6 +123,9 @@ pub struct Config {
 /// How long a stream may stay silent by default: 30 minutes, as kagent's.
 pub const DEFAULT_STREAM_IDLE_TIMEOUT_SECS: u64 = 30 * 60;
 
+/// How many approvals streams one user may have open by default.
+pub const DEFAULT_APPROVALS_STREAMS_PER_USER: usize = 16;
+
 impl Config {
     /// The defaults, with data in `data_dir` (for tests and embedding).
     pub fn new(data_dir: impl Into<PathBuf>) -> Config {
@@ -132,6 +143,7 @@ impl Config {
             read_timeout_secs: 30,
             stream_idle_timeout_secs: DEFAULT_STREAM_IDLE_TIMEOUT_SECS,
             approvals_heartbeat_secs: 15,
+            approvals_streams_per_user: DEFAULT_APPROVALS_STREAMS_PER_USER,
             max_message_bytes: agent::Limits::DEFAULT_MESSAGE_BYTES,
             max_reason_bytes: agent::Limits::DEFAULT_REASON_BYTES,
             max_tool_calls_per_turn: agent::Limits::DEFAULT_TOOL_CALLS_PER_TURN,
@@ -236,6 +248,7 @@ pub async fn run(
         trust_proxy: config.trust_proxy,
         stream_idle_timeout: Duration::from_secs(config.stream_idle_timeout_secs.max(1)),
         approvals_heartbeat: Duration::from_secs(config.approvals_heartbeat_secs.max(1)),
+        approvals_streams_per_user: config.approvals_streams_per_user,
         origin_agent,
         cards_since: chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp(), 0)
             .unwrap_or_default(),

@@ -5,7 +5,10 @@
 //!
 //! The file work runs in place on the caller's thread, like `resolve`'s checks: the sandbox is a
 //! local folder, reads are capped at 1 MiB and writes at the message size limit, and a hop to
-//! tokio's blocking pool and back costs more than such a file operation.
+//! tokio's blocking pool and back costs more than such a file operation. So nothing here may
+//! wait: files are opened with `O_NONBLOCK` (opening a named pipe for reading would wait for a
+//! writer, for ever) and only regular files and folders are used; a pipe, socket or device
+//! planted in the sandbox is refused with a tool error.
 
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
@@ -207,6 +210,10 @@ impl FileTools {
                         "{raw} is a folder; delete_file deletes files only"
                     )));
                 }
+                // A symlink is removed itself, never followed; other special files are refused.
+                if !meta.is_symlink() {
+                    only_regular(&meta, raw)?;
+                }
                 std::fs::remove_file(&path).map_err(|err| io_error("delete", raw, &err))?;
                 Ok(text_result(format!("Deleted {raw}")))
             }
@@ -216,8 +223,11 @@ impl FileTools {
 }
 
 /// Opens `path` without following a symlink at its last component (the components before it
-/// were checked by `resolve`), and refuses a file with more than one hard link: a link made
-/// inside the sandbox to a file outside it would otherwise be read or overwritten.
+/// were checked by `resolve`) and without waiting (`O_NONBLOCK`: a named pipe opened for reading
+/// would wait for a writer), then refuses what is not a regular file, as the opened file's
+/// metadata says (what is at the path may have changed since any earlier look), and a file with
+/// more than one hard link: a link made inside the sandbox to a file outside it would otherwise
+/// be read or overwritten. `O_NONBLOCK` changes nothing for a regular file's reads and writes.
 pub(super) fn open_no_links(
     path: &Path,
     raw: &str,
@@ -226,24 +236,28 @@ pub(super) fn open_no_links(
 ) -> Result<std::fs::File, ToolError> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let file = options
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
-        .map_err(|err| {
-            if err.raw_os_error() == Some(libc::ELOOP) {
-                ToolError::Failed(format!(
-                    "{raw} is a symlink; the file tools do not follow them"
-                ))
-            } else {
-                io_error(action, raw, &err)
-            }
+        .map_err(|err| match err.raw_os_error() {
+            Some(libc::ELOOP) => ToolError::Failed(format!(
+                "{raw} is a symlink; the file tools do not follow them"
+            )),
+            // A named pipe without a reader, opened for writing without waiting.
+            Some(libc::ENXIO) => std::fs::symlink_metadata(path)
+                .ok()
+                .and_then(|meta| only_regular(&meta, raw).err())
+                .unwrap_or_else(|| {
+                    ToolError::Failed(format!(
+                        "{raw} is not a regular file; the file tools use regular files only"
+                    ))
+                }),
+            _ => io_error(action, raw, &err),
         })?;
     let meta = file.metadata().map_err(|err| io_error(action, raw, &err))?;
     if meta.is_dir() {
         return Err(ToolError::Failed(format!("{raw} is a folder, not a file")));
     }
-    if !meta.is_file() {
-        return Err(ToolError::Failed(format!("{raw} is not a regular file")));
-    }
+    only_regular(&meta, raw)?;
     if meta.nlink() > 1 {
         return Err(ToolError::Failed(format!(
             "{raw} has {} hard links; the file tools refuse to {action} a file linked from elsewhere",
@@ -251,6 +265,26 @@ pub(super) fn open_no_links(
         )));
     }
     Ok(file)
+}
+
+/// Refuses anything but a regular file, naming what it is.
+pub(super) fn only_regular(meta: &std::fs::Metadata, raw: &str) -> Result<(), ToolError> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_fifo() {
+        "a named pipe"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    };
+    Err(ToolError::Failed(format!(
+        "{raw} is {what}; the file tools use regular files only"
+    )))
 }
 
 fn read_no_links(path: &Path, raw: &str) -> Result<Vec<u8>, ToolError> {
@@ -458,5 +492,62 @@ mod tests {
             std::fs::read_to_string(tools.root.join("inside.txt")).unwrap(),
             "inside"
         );
+    }
+
+    /// Opens the other end of `fifo` whenever a tool call waits in `open` for it (as one did
+    /// before opens stopped waiting), so such a call returns and the test fails instead of
+    /// hanging; says whether it ever had to.
+    fn rescue_stuck_calls(fifo: PathBuf) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let rescued = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = rescued.clone();
+        std::thread::spawn(move || {
+            let mut options = std::fs::OpenOptions::new();
+            options.custom_flags(libc::O_NONBLOCK);
+            for round in 0..600 {
+                std::thread::sleep(Duration::from_millis(100));
+                // Opening the writing end without waiting works only while a reader has it open.
+                if options.clone().write(true).open(&fifo).is_ok() {
+                    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+                // A writer waiting for a reader: opening the reading end never waits.
+                if round % 50 == 49 {
+                    let _ = options.clone().read(true).open(&fifo);
+                }
+            }
+        });
+        rescued
+    }
+
+    #[tokio::test]
+    async fn a_named_pipe_is_refused_without_waiting_for_its_other_end() {
+        let (_dir, tools) = tools();
+        let fifo = tools.root.join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success(), "mkfifo");
+        let rescued = rescue_stuck_calls(fifo.clone());
+        let refused = "pipe is a named pipe; the file tools use regular files only";
+        let err = tools
+            .run("read_file", json!({"path": "pipe"}))
+            .await
+            .unwrap_err();
+        assert_eq!(err.to_string(), refused);
+        let err = tools
+            .run("write_file", json!({"path": "pipe", "content": "x"}))
+            .await
+            .unwrap_err();
+        assert_eq!(err.to_string(), refused);
+        let err = tools
+            .run("delete_file", json!({"path": "pipe"}))
+            .await
+            .unwrap_err();
+        assert_eq!(err.to_string(), refused);
+        assert!(fifo.exists());
+        assert!(
+            !rescued.load(std::sync::atomic::Ordering::SeqCst),
+            "a call waited for the pipe's other end"
+        );
+        let list = tools.run("list_directory", json!({})).await.unwrap();
+        assert_eq!(super::super::tools::result_text(&list), "pipe");
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use signoff_protocol::hitl::Preview;
+use tracing::Instrument;
 
 /// What the model is told about one tool.
 #[derive(Debug, Clone, PartialEq)]
@@ -196,15 +197,107 @@ impl Toolbox {
     }
 
     /// Calls a tool with a timeout; every failure becomes an error result for the model.
+    ///
+    /// The call runs as a task of its own, so the timeout ends the wait whatever the tool does:
+    /// a source whose future blocks its thread (a file call stuck in a system call) or never
+    /// wakes cannot hold the caller past `timeout`. The call's task is aborted then, or when
+    /// the caller stops waiting (a cancel).
     pub async fn call(&self, name: &str, args: Value, timeout: Duration) -> Value {
         let Some(tool) = self.get(name) else {
             return error_result(ToolError::Unknown(name.to_owned()).to_string());
         };
-        let call = tool.source.call(name, args, timeout);
-        match tokio::time::timeout(timeout, call).await {
-            Ok(Ok(response)) => response,
-            Ok(Err(err)) => error_result(err.to_string()),
+        let source = tool.source.clone();
+        let tool_name = name.to_owned();
+        let call = async move { source.call(&tool_name, args, timeout).await };
+        let mut running = AbortOnDrop(tokio::spawn(call.in_current_span()));
+        match tokio::time::timeout(timeout, &mut running.0).await {
+            Ok(Ok(Ok(response))) => response,
+            Ok(Ok(Err(err))) => error_result(err.to_string()),
+            Ok(Err(join)) => {
+                tracing::error!(tool = name, error = %join, "a tool call panicked");
+                error_result(format!("the tool {name} failed unexpectedly"))
+            }
             Err(_elapsed) => error_result(ToolError::Timeout(timeout.as_secs()).to_string()),
         }
+    }
+}
+
+/// A spawned tool call, aborted when nobody waits for it any more.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::mpsc;
+    use std::sync::Mutex;
+
+    use futures_util::FutureExt;
+
+    use super::*;
+
+    /// A source whose call blocks its thread until it is released, as a system call that never
+    /// returns would.
+    struct Stuck {
+        released: Mutex<mpsc::Receiver<()>>,
+    }
+
+    impl ToolSource for Stuck {
+        fn name(&self) -> &str {
+            "stuck"
+        }
+
+        fn list_tools(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolError>> {
+            async { Ok(Vec::new()) }.boxed()
+        }
+
+        fn call<'a>(
+            &'a self,
+            _tool: &'a str,
+            _args: Value,
+            _timeout: Duration,
+        ) -> BoxFuture<'a, Result<Value, ToolError>> {
+            async move {
+                let _ = self.released.lock().unwrap().recv();
+                Ok(text_result("released"))
+            }
+            .boxed()
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_timeout_ends_a_call_whose_tool_blocks_its_thread() {
+        let (release, released) = mpsc::channel();
+        let mut toolbox = Toolbox::new();
+        let spec = ToolSpec {
+            name: "hang".into(),
+            description: "blocks".into(),
+            input_schema: json!({"type": "object"}),
+            source: "stuck".into(),
+        };
+        let source = Arc::new(Stuck {
+            released: Mutex::new(released),
+        });
+        toolbox.add(spec, false, source);
+        // Frees the blocked thread in the end whatever happens, so a failing run ends too.
+        let watchdog = release.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(20));
+            let _ = watchdog.send(());
+        });
+        let response = toolbox
+            .call("hang", json!({}), Duration::from_secs(1))
+            .await;
+        let _ = release.send(());
+        assert_eq!(
+            response,
+            error_result("the tool did not answer within 1 s"),
+            "the call's answer"
+        );
     }
 }

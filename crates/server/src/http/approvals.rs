@@ -1,6 +1,7 @@
 //! `GET /api/approvals/stream`: the caller's approval events as SSE (docs/rest.md, Approvals
 //! stream). Each event has an `id:` (resume with `Last-Event-ID`), an `event:` of `pending` or
-//! `decided` and one `data:` line of JSON; a quiet stream gets `: heartbeat` comments.
+//! `decided` and one `data:` line of JSON; a quiet stream gets `: heartbeat` comments. A user
+//! with `--approvals-streams-per-user` streams open gets 429 for one more.
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -46,9 +47,16 @@ pub async fn stream(
     user: User,
 ) -> Result<Response, HttpError> {
     let after = last_event_id(&headers)?;
+    let at_most = state.approvals_streams_per_user;
     let items = state
         .runtime
-        .approvals_stream(&user.0, after, state.approvals_heartbeat);
+        .approvals_stream(&user.0, after, state.approvals_heartbeat, at_most)
+        .ok_or_else(|| {
+            HttpError::TooManyRequests(format!(
+                "you have {at_most} approvals streams open, the most one user may; close one \
+                 (one per browser is enough: its tabs share it)"
+            ))
+        })?;
     // `retry:` first: how long an EventSource waits before it reconnects.
     let start = futures_util::stream::once(async { Bytes::from_static(b"retry: 1000\n\n") });
     let frames = start

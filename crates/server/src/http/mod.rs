@@ -64,6 +64,9 @@ pub struct AppState {
     /// How long an approvals stream stays quiet before a heartbeat comment
     /// (`--approvals-heartbeat`).
     pub approvals_heartbeat: Duration,
+    /// How many approvals streams one user may have open at once
+    /// (`--approvals-streams-per-user`); one more gets 429.
+    pub approvals_streams_per_user: usize,
     /// The agent (`namespace/name`) whose card is at the origin's
     /// `/.well-known/agent-card.json`; none: the first agent.
     pub origin_agent: Option<String>,
@@ -180,6 +183,9 @@ pub enum HttpError {
     Conflict(String),
     #[error("{0}")]
     BadRequest(String),
+    /// The caller holds as many of something as one caller may (open streams).
+    #[error("{0}")]
+    TooManyRequests(String),
     /// A remote agent did not take what was forwarded to it.
     #[error("{0}")]
     BadGateway(String),
@@ -221,6 +227,7 @@ impl IntoResponse for HttpError {
             HttpError::Forbidden(_) => StatusCode::FORBIDDEN,
             HttpError::Conflict(_) => StatusCode::CONFLICT,
             HttpError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            HttpError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             HttpError::BadGateway(_) => StatusCode::BAD_GATEWAY,
             HttpError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         };

@@ -1,9 +1,14 @@
 //! The approvals stream's rows (docs/rest.md, Approvals stream): one each time a batch starts
 //! waiting or stops waiting, numbered by the store in commit order, so a reader that resumes
 //! after a number misses nothing and sees nothing twice. Both backends select them with
-//! [`APPROVAL_EVENT_SELECT`]; the wake signal tells open streams to read again.
+//! [`APPROVAL_EVENT_SELECT`]; the wake signal tells a user's open streams to read again.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
+use sha2::{Digest, Sha256};
+use tokio::sync::watch;
 
 use super::columns::Columns;
 use super::rows::json_value;
@@ -103,4 +108,76 @@ pub(super) fn approval_event_from_row(row: &impl Columns) -> Result<ApprovalEven
         created_at: row.text(7)?,
         waiting,
     })
+}
+
+/// The SHA-256 of a user id in lowercase hex: how a change notification names the user whose
+/// approval event another replica wrote (a user id can be longer than a notification's payload
+/// may be). PostgreSQL computes the same with `encode(sha256(convert_to(user_id, 'UTF8')),
+/// 'hex')`.
+pub(super) fn user_digest(user_id: &str) -> String {
+    Sha256::digest(user_id.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// The wake signals of open approvals streams, one per user (keyed by [`user_digest`]): an
+/// approval event wakes only the streams of its own user, so a stream reads the store for its
+/// user's events, never for everyone's. Each open stream holds one receiver, so a signal's
+/// receivers are the user's open streams.
+#[derive(Debug, Default)]
+pub(super) struct ApprovalWakes {
+    users: Mutex<HashMap<String, watch::Sender<u64>>>,
+}
+
+impl ApprovalWakes {
+    /// A wake signal for one more stream of `user_id`; `None` when the user already has
+    /// `at_most` open.
+    pub(super) fn subscribe(&self, user_id: &str, at_most: usize) -> Option<watch::Receiver<u64>> {
+        // Only inserts and sends happen under the lock: a panic cannot leave the map half-changed.
+        let mut users = self.users.lock().unwrap_or_else(PoisonError::into_inner);
+        // The signals of users whose streams have all closed.
+        users.retain(|_, sender| sender.receiver_count() > 0);
+        let sender = users
+            .entry(user_digest(user_id))
+            .or_insert_with(|| watch::Sender::new(0));
+        (sender.receiver_count() < at_most).then(|| sender.subscribe())
+    }
+
+    /// Wakes the open streams of `user_id`.
+    pub(super) fn wake(&self, user_id: &str) {
+        self.wake_digest(&user_digest(user_id));
+    }
+
+    /// Wakes the open streams of the user whose [`user_digest`] is `digest`.
+    pub(super) fn wake_digest(&self, digest: &str) {
+        let users = self.users.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(sender) = users.get(digest) {
+            sender.send_modify(|count| *count = count.wrapping_add(1));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wake_reaches_its_own_users_streams_only_and_streams_are_capped_per_user() {
+        let wakes = ApprovalWakes::default();
+        let alice = wakes.subscribe("alice", 2).unwrap();
+        let second = wakes.subscribe("alice", 2).unwrap();
+        assert!(wakes.subscribe("alice", 2).is_none(), "a third stream");
+        let mut bob = wakes.subscribe("bob", 2).unwrap();
+        wakes.wake("bob");
+        assert!(!alice.has_changed().unwrap());
+        assert!(bob.has_changed().unwrap());
+        bob.borrow_and_update();
+        wakes.wake_digest(&user_digest("alice"));
+        assert!(alice.has_changed().unwrap());
+        assert!(!bob.has_changed().unwrap());
+        // A closed stream frees its place.
+        drop(second);
+        assert!(wakes.subscribe("alice", 2).is_some());
+    }
 }

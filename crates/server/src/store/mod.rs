@@ -25,6 +25,8 @@ use std::time::Duration;
 use signoff_protocol::TaskState;
 
 pub use approvals::{ApprovalEventKind, ApprovalEventRow, WaitingBatch, OUTCOME_DELETED};
+
+use approvals::ApprovalWakes;
 pub use rows::*;
 pub use sharing::{FeedbackRow, ShareRow};
 
@@ -121,9 +123,24 @@ fn seconds(duration: Duration) -> i64 {
 #[derive(Clone)]
 pub struct Store {
     backend: Arc<Backend>,
-    /// Bumped after each write of an approval event, here or (heard through `listen`) on
-    /// another replica: open approvals streams read again.
-    approvals_written: Arc<tokio::sync::watch::Sender<u64>>,
+    /// The open approvals streams' wake signals, one per user: each signals after a write of
+    /// an approval event of its user, here or (heard through `listen`) on another replica.
+    approval_wakes: Arc<ApprovalWakes>,
+}
+
+/// What a backend's write that may add an approval event hands back: the task's last event
+/// sequence number, and the user whose approvals stream got an event, if one was written.
+struct Written {
+    last_seq: i64,
+    approvals_of: Option<String>,
+}
+
+/// A change another replica committed, as `listen` hears it.
+enum Notice {
+    /// A task changed.
+    Task(String),
+    /// An approval event was written for the user with this [`approvals::user_digest`].
+    Approvals(String),
 }
 
 enum Backend {
@@ -157,7 +174,7 @@ impl Store {
         };
         Ok(Store {
             backend: Arc::new(backend),
-            approvals_written: Arc::new(tokio::sync::watch::Sender::new(0)),
+            approval_wakes: Arc::new(ApprovalWakes::default()),
         })
     }
 
@@ -219,21 +236,24 @@ impl Store {
         }
     }
 
-    /// The ids of tasks that other replicas change, as they commit; `None` on SQLite. Each
-    /// such change also wakes the approvals streams (an approval event is written with a task
-    /// change; a stream that wakes for nothing reads an empty page).
+    /// The ids of tasks that other replicas change, as they commit; `None` on SQLite. Their
+    /// approval events wake the streams of the user each is for, as local ones do.
     pub async fn listen(&self) -> Result<Option<tokio::sync::mpsc::Receiver<String>>> {
         match &*self.backend {
             Backend::Sqlite(_) => Ok(None),
             Backend::Postgres(backend) => {
                 let mut changes = backend.listen().await?;
                 let (sender, receiver) = tokio::sync::mpsc::channel(1024);
-                let store = self.clone();
+                let wakes = self.approval_wakes.clone();
                 tokio::spawn(async move {
-                    while let Some(task_id) = changes.recv().await {
-                        store.approvals_changed();
-                        if sender.send(task_id).await.is_err() {
-                            return;
+                    while let Some(notice) = changes.recv().await {
+                        match notice {
+                            Notice::Approvals(digest) => wakes.wake_digest(&digest),
+                            Notice::Task(task_id) => {
+                                if sender.send(task_id).await.is_err() {
+                                    return;
+                                }
+                            }
                         }
                     }
                 });
@@ -244,14 +264,22 @@ impl Store {
 
     // The approvals stream (docs/rest.md, Approvals stream).
 
-    /// Changes after each write of an approval event (see [`Store::approval_events`]).
-    pub fn approval_wakes(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.approvals_written.subscribe()
+    /// The wake signal of one more approvals stream of `user_id`: it changes after each write
+    /// of an approval event of that user (see [`Store::approval_events`]), and of no other.
+    /// `None` when the user already has `at_most` streams open (each holds its signal).
+    pub fn approval_wakes(
+        &self,
+        user_id: &str,
+        at_most: usize,
+    ) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.approval_wakes.subscribe(user_id, at_most)
     }
 
-    fn approvals_changed(&self) {
-        self.approvals_written
-            .send_modify(|count| *count = count.wrapping_add(1));
+    /// After a write: wakes the streams of the user it wrote an approval event for, if any.
+    fn approvals_written(&self, user_id: Option<&str>) {
+        if let Some(user_id) = user_id {
+            self.approval_wakes.wake(user_id);
+        }
     }
 
     /// The user's approval events after id `after`, in order, at most `limit`.
@@ -286,8 +314,9 @@ impl Store {
 
     /// Deletes a session with its tasks, events, batches, records and chat policies.
     pub async fn delete_session(&self, id: &str) -> Result<bool> {
-        let deleted = on_backend!(self, backend => backend.delete_session(id).await)?;
-        self.approvals_changed();
+        let (deleted, approvals_of) =
+            on_backend!(self, backend => backend.delete_session(id).await)?;
+        self.approvals_written(approvals_of.as_deref());
         Ok(deleted)
     }
 
@@ -369,12 +398,9 @@ impl Store {
 
     /// Applies one [`Commit`] atomically; returns the task's last event sequence number.
     pub async fn commit(&self, task_id: &str, commit: Commit) -> Result<i64> {
-        let opens_batch = commit.new_batch.is_some();
-        let last = on_backend!(self, backend => backend.commit(task_id, commit).await)?;
-        if opens_batch {
-            self.approvals_changed();
-        }
-        Ok(last)
+        let written = on_backend!(self, backend => backend.commit(task_id, commit).await)?;
+        self.approvals_written(written.approvals_of.as_deref());
+        Ok(written.last_seq)
     }
 
     /// Queues `message` (JSON) for the working task `task_id`; `false` when the task is not
@@ -420,10 +446,13 @@ impl Store {
             + 'static,
     {
         let outcome = on_backend!(self, backend => backend.decide_planned(task_id, plan).await)?;
-        if matches!(outcome, Ok((Some(_), _))) {
-            self.approvals_changed();
-        }
-        Ok(outcome)
+        Ok(outcome.map(|(written, back)| {
+            let written = written.map(|written| {
+                self.approvals_written(written.approvals_of.as_deref());
+                written.last_seq
+            });
+            (written, back)
+        }))
     }
 
     /// How many batches wait for a decision, across every user (the pending approvals gauge).
@@ -443,9 +472,9 @@ impl Store {
     /// row, sets the task's state and appends the events. The loser of a race gets
     /// [`StoreError::Conflict`] and nothing changes.
     pub async fn decide(&self, task_id: &str, decision: DecisionWrite) -> Result<i64> {
-        let last = on_backend!(self, backend => backend.decide(task_id, decision).await)?;
-        self.approvals_changed();
-        Ok(last)
+        let written = on_backend!(self, backend => backend.decide(task_id, decision).await)?;
+        self.approvals_written(written.approvals_of.as_deref());
+        Ok(written.last_seq)
     }
 
     /// The calls of a task, in the order the model asked for them.

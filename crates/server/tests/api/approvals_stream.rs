@@ -265,3 +265,48 @@ async fn on_a_shared_database_an_id_means_the_same_event_on_every_replica() {
     let mut there = open_approvals(&second, None, Some(waiting.id())).await;
     assert_eq!(there.next_event().await, decided_here);
 }
+
+#[tokio::test]
+async fn one_user_may_have_so_many_approvals_streams_open_and_no_more() {
+    let app = spawn_with(|config| {
+        config.auth = signoff_server::AuthMode::Tokens;
+        config.tokens = vec!["alice-token=alice".into(), "bob-token=bob".into()];
+        // A closed stream is noticed when its next heartbeat cannot be sent.
+        config.approvals_heartbeat_secs = 1;
+    })
+    .await;
+    let most = signoff_server::DEFAULT_APPROVALS_STREAMS_PER_USER;
+    let mut open = Vec::new();
+    for _ in 0..most {
+        open.push(open_approvals(&app, Some("alice-token"), None).await);
+    }
+    let one_more = || async {
+        app.client
+            .get(app.url("/api/approvals/stream"))
+            .bearer_auth("alice-token")
+            .send()
+            .await
+            .unwrap()
+    };
+    let refused = one_more().await;
+    assert_eq!(refused.status(), 429);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(
+        body,
+        json!({"error": format!("you have {most} approvals streams open, the most one user may; \
+                                 close one (one per browser is enough: its tabs share it)")})
+    );
+    // Another person's streams are counted apart.
+    let mut bob = open_approvals(&app, Some("bob-token"), None).await;
+    let (his, _) = pause_as(&app, Some("bob-token"), "his.txt").await;
+    assert_eq!(bob.next_event().await.about(), pending(&his));
+    // A stream that closes frees its place.
+    drop(open.pop());
+    let reopened = eventually("a closed stream's place to be free", || async {
+        let response = one_more().await;
+        (response.status() == 200).then_some(response)
+    })
+    .await;
+    drop(reopened);
+    app.stop().await;
+}

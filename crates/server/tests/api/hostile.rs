@@ -335,6 +335,55 @@ async fn a_declared_length_over_the_limit_gets_413_at_once() {
     app.stop().await;
 }
 
+/// Sends `request` whole over a connection of its own, then reads the answer to the end, as a
+/// blocking client does (Python's `urllib`): on a thread of its own, so the server works
+/// meanwhile. Any error on the way is the client's failure.
+fn send_whole_then_read(address: &str, request: &[u8]) -> Result<String, String> {
+    use std::io::{Read, Write};
+    let mut socket = std::net::TcpStream::connect(address).map_err(|err| err.to_string())?;
+    socket
+        .write_all(request)
+        .map_err(|err| format!("the body was cut off: {err}"))?;
+    let mut answer = Vec::new();
+    socket
+        .read_to_end(&mut answer)
+        .map_err(|err| format!("the answer was lost: {err}"))?;
+    Ok(String::from_utf8_lossy(&answer).into_owned())
+}
+
+#[tokio::test]
+async fn a_client_that_sends_its_whole_oversized_body_before_reading_gets_the_413() {
+    let app = spawn_app().await;
+    let address = app.base.trim_start_matches("http://").to_owned();
+    // Over the 1 MiB limit: 3 MiB, and 12 MiB, more than the sockets' buffers hold (so the
+    // client is still sending when the answer comes).
+    for (round, mib) in [3, 12, 3, 12].into_iter().enumerate() {
+        let body = format!("{{\"padding\": \"{}\"}}", "x".repeat(mib * 1024 * 1024));
+        let request = format!(
+            "POST /api/a2a/default/demo HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let address = address.clone();
+        let sent =
+            tokio::task::spawn_blocking(move || send_whole_then_read(&address, request.as_bytes()));
+        let answer = within("the answer", sent)
+            .await
+            .unwrap()
+            .unwrap_or_else(|err| panic!("round {round}: {err}"));
+        assert!(
+            answer.starts_with("HTTP/1.1 413"),
+            "round {round}: {answer}"
+        );
+        let json = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+        let json: Value = serde_json::from_str(json).unwrap();
+        assert_eq!(
+            json,
+            json!({"error": "request body over the limit of 1048576 bytes"})
+        );
+    }
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn a2a_version_values_that_are_not_visible_ascii_are_unsupported() {
     let app = spawn_app().await;
@@ -412,6 +461,58 @@ async fn an_approved_write_through_a_hard_link_is_refused() {
     let answer = answer_text(&approved);
     assert!(answer.contains("hard links"), "{answer}");
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep me");
+    app.stop().await;
+}
+
+/// Opens `fifo` for writing, without waiting, whenever a reader holds it open (a tool call
+/// stuck opening it, as one was before opens stopped waiting), so such a call returns and the
+/// test fails instead of hanging; says whether it ever had to.
+fn rescue_a_stuck_reader(fifo: std::path::PathBuf) -> Arc<std::sync::atomic::AtomicBool> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let rescued = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = rescued.clone();
+    std::thread::spawn(move || {
+        for _ in 0..600 {
+            std::thread::sleep(Duration::from_millis(100));
+            let opened = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&fifo);
+            if opened.is_ok() {
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    });
+    rescued
+}
+
+#[tokio::test]
+async fn reading_a_named_pipe_in_the_sandbox_fails_the_call_and_the_task_goes_on() {
+    let app = spawn_app().await;
+    // The sandbox exists once the server answers.
+    assert_eq!(app.get("/api/agents").await.0, 200);
+    let fifo = app.sandbox().join("pipe");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success(), "mkfifo");
+    let rescued = rescue_a_stuck_reader(fifo);
+    let results = say(&app, "read pipe and read readme.txt").await;
+    assert_eq!(
+        states(&results).last().map(String::as_str),
+        Some("completed")
+    );
+    let answer = answer_text(&results);
+    assert!(
+        answer.contains("pipe is a named pipe; the file tools use regular files only"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("Welcome to the Signoff sandbox"),
+        "{answer}"
+    );
+    assert!(
+        !rescued.load(std::sync::atomic::Ordering::SeqCst),
+        "the read waited for a writer of the pipe"
+    );
     app.stop().await;
 }
 

@@ -1,8 +1,10 @@
 //! Clients that stall: a request whose headers or body stop coming is cut off after the read
 //! timeout, and neither such a client nor one that trickles its body keeps the server from
 //! stopping (without a limit, each held its connection, and a graceful stop waited for it,
-//! forever).
+//! forever). And clients that leave: a decision sent whole is applied even if its client
+//! closes the connection at once.
 
+use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -62,4 +64,43 @@ async fn a_stalled_or_trickling_client_does_not_keep_the_server_from_stopping() 
     });
     app.stop().await;
     trickle.abort();
+}
+
+/// Sends `body` as JSON to `path` of `app` over a connection of its own, and closes it at once,
+/// without waiting for the answer.
+async fn post_and_leave(app: &TestApp, path: &str, body: &Value) {
+    let address = app.base.trim_start_matches("http://");
+    let body = body.to_string();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut socket = TcpStream::connect(address).await.unwrap();
+    socket.write_all(request.as_bytes()).await.unwrap();
+    drop(socket);
+}
+
+// On threads of its own, as the server runs: its connection then reads the client's close
+// while the decision is on its way, as it does in production.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_whose_client_leaves_at_once_is_applied_all_the_same() {
+    let app = spawn_app().await;
+    for round in 0..10 {
+        let file = format!("left-{round}.txt");
+        let paused = say(&app, &format!("write {file}: round {round}")).await;
+        let (task, context) = (task_id(&paused), context_id(&paused));
+        let approve = json!({"decision_type": "approve"});
+        // Over A2A and over REST, by turns.
+        if round % 2 == 0 {
+            let body = message_request("message/send", decision(&task, &context, approve));
+            post_and_leave(&app, DEMO, &body).await;
+        } else {
+            post_and_leave(&app, &format!("/api/approvals/{task}"), &approve).await;
+        }
+        wait_for_state(&app, &task, "completed").await;
+        let written = std::fs::read_to_string(app.sandbox().join(&file)).unwrap();
+        assert_eq!(written, format!("round {round}"), "round {round}");
+    }
+    app.stop().await;
 }

@@ -1,10 +1,14 @@
 //! The store's own guarantees, on the backend under test (SQLite, or PostgreSQL with
-//! `SIGNOFF_TEST_BACKEND=postgres`): each call starts at most once, whoever tries, and a
-//! runner writes only while its replica holds the task's lease.
+//! `SIGNOFF_TEST_BACKEND=postgres`): each call starts at most once, whoever tries, a runner
+//! writes only while its replica holds the task's lease, and an approval event wakes the
+//! approvals streams of its own user only, here or on another replica.
 
 use serde_json::json;
 use signoff_protocol::TaskState;
-use signoff_server::store::{now, CallUpdate, Commit, NewCall, Store, StoreError, TaskRow, LEASE};
+use signoff_server::store::{
+    now, BatchState, CallUpdate, Channel, Commit, DecisionWrite, NewCall, Store, StoreError,
+    TaskRow, LEASE,
+};
 
 use crate::support::*;
 
@@ -129,4 +133,112 @@ async fn a_runners_step_is_written_only_while_its_replica_holds_the_lease() {
     };
     store.commit("t-2", cancel).await.unwrap();
     store.close().await;
+}
+
+/// `task(id)` of `user`, in a session of its own.
+fn task_of(id: &str, user: &str) -> TaskRow {
+    TaskRow {
+        user_id: user.to_owned(),
+        ..task(id)
+    }
+}
+
+/// A step that opens a batch on the task (as a pause does).
+fn pause() -> Commit {
+    Commit {
+        new_batch: Some(json!([])),
+        state: Some(TaskState::InputRequired),
+        ..Commit::default()
+    }
+}
+
+/// The write that decides the task's pending batch.
+async fn decide(store: &Store, task_id: &str, user: &str) {
+    let batch = store.pending_batch(task_id).await.unwrap().unwrap();
+    let write = DecisionWrite {
+        batch_id: batch.id,
+        user_id: user.to_owned(),
+        channel: Channel::Rest,
+        decision: json!({"decision_type": "approve"}),
+        summary: "approve".into(),
+        verdicts: Vec::new(),
+        batch_state: BatchState::Decided,
+        task_state: TaskState::Working,
+        events: Vec::new(),
+    };
+    store.decide(task_id, write).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_approval_event_wakes_the_streams_of_its_own_user_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&test_database(dir.path()).await).await.unwrap();
+    let mut alice = store.approval_wakes("alice", 16).unwrap();
+    let mut bob = store.approval_wakes("bob", 16).unwrap();
+    for (id, user) in [("t-alice", "alice"), ("t-bob", "bob")] {
+        store
+            .create_task(&task_of(id, user), "a chat", Vec::new())
+            .await
+            .unwrap();
+    }
+    // Bob's batch starts and stops waiting: his stream wakes each time, Alice's never.
+    store.commit("t-bob", pause()).await.unwrap();
+    assert!(bob.has_changed().unwrap(), "bob's pause wakes bob");
+    bob.borrow_and_update();
+    decide(&store, "t-bob", "bob").await;
+    assert!(bob.has_changed().unwrap(), "bob's decision wakes bob");
+    bob.borrow_and_update();
+    assert!(!alice.has_changed().unwrap(), "bob's events woke alice");
+    // Alice's own pause wakes hers only.
+    store.commit("t-alice", pause()).await.unwrap();
+    assert!(alice.has_changed().unwrap(), "alice's pause wakes alice");
+    assert!(!bob.has_changed().unwrap(), "alice's pause woke bob");
+    // So does the deletion of her chat while it waits.
+    alice.borrow_and_update();
+    store.delete_session("context-of-t-alice").await.unwrap();
+    assert!(alice.has_changed().unwrap(), "a deleted chat wakes alice");
+    assert!(!bob.has_changed().unwrap(), "alice's deleted chat woke bob");
+    store.close().await;
+}
+
+#[tokio::test]
+async fn another_replicas_approval_event_wakes_the_streams_of_its_own_user_only() {
+    // Two stores on one PostgreSQL database are two replicas; an SQLite file has one process.
+    if !on_postgres() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let here = Store::open(&test_database(dir.path()).await).await.unwrap();
+    let there = Store::open(&test_database(dir.path()).await).await.unwrap();
+    let _changes = here.listen().await.unwrap().unwrap();
+    let users = ["alice", "bob", "carol"];
+    let mut wakes: Vec<_> = users
+        .iter()
+        .map(|user| here.approval_wakes(user, 16).unwrap())
+        .collect();
+    for user in users {
+        let task = task_of(&format!("t-{user}"), user);
+        there
+            .create_task(&task, "a chat", Vec::new())
+            .await
+            .unwrap();
+    }
+    // Each pauses on the other replica, Carol last: notices come in commit order, so once
+    // Carol's has woken her stream, the others' have been heard too.
+    for user in users {
+        there.commit(&format!("t-{user}"), pause()).await.unwrap();
+    }
+    within("carol's stream to wake", wakes[2].changed())
+        .await
+        .unwrap();
+    for (user, wake) in users.iter().zip(wakes.iter_mut()) {
+        assert_eq!(
+            *wake.borrow_and_update(),
+            1,
+            "{user} woken by her own event alone"
+        );
+    }
+    // Not `close`d: that would wait for the listening connection, which is `here`'s until the
+    // process ends.
+    there.close().await;
 }

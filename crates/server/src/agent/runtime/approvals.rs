@@ -4,8 +4,9 @@
 //!
 //! A stream without an id starts with the batches that wait now (each with the id of the event
 //! that opened it), then follows from the last id of all. It reads again whenever the store
-//! says an approval event was written (here, or on another replica), and at every heartbeat,
-//! so a missed wake costs a heartbeat's delay, never an event.
+//! says an approval event of its user was written (here, or on another replica; another
+//! user's events do not wake it), and at every heartbeat, so a missed wake costs a heartbeat's
+//! delay, never an event. A user may have a bounded number of streams open at once.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -135,20 +136,23 @@ impl Runtime {
     /// The approvals stream of `user`: after event `last_event_id`, or, without one, the
     /// batches waiting now and then what follows. A heartbeat comes after `heartbeat` of quiet.
     /// It ends at shutdown or when the store fails (the client resumes from its last id).
+    /// `None` when the user already has `at_most` streams open (a stream counts until it is
+    /// dropped).
     pub fn approvals_stream(
         self: &Arc<Self>,
         user: &str,
         last_event_id: Option<i64>,
         heartbeat: Duration,
-    ) -> impl Stream<Item = ApprovalsItem> + Send + 'static {
+        at_most: usize,
+    ) -> Option<impl Stream<Item = ApprovalsItem> + Send + 'static> {
         let follow = Follow {
             runtime: self.clone(),
             user: user.to_owned(),
             cursor: last_event_id,
             ready: VecDeque::new(),
-            wakes: self.store.approval_wakes(),
+            wakes: self.store.approval_wakes(user, at_most)?,
             heartbeat,
         };
-        stream::unfold(follow, Follow::next)
+        Some(stream::unfold(follow, Follow::next))
     }
 }

@@ -6,14 +6,40 @@
 //! a writer takes [`EVENTS_LOCK`] right before its insert, as the last statement before its
 //! commit (it then waits for nothing else, so no deadlock): the writers of events commit one
 //! after the other, and the ids grow in commit order across every replica.
+//!
+//! Each writer also tells the other replicas whose approvals stream changed (NOTIFY on
+//! [`APPROVALS_CHANNEL`], sent when it commits), so they wake that user's streams only.
 
 use sqlx::PgConnection;
 
 use super::tasks::map_rows;
 use super::{Postgres, Result};
 use crate::store::approvals::{
-    approval_event_from_row, ApprovalEventRow, APPROVAL_EVENT_SELECT, OUTCOME_DELETED,
+    approval_event_from_row, user_digest, ApprovalEventRow, APPROVAL_EVENT_SELECT, OUTCOME_DELETED,
 };
+
+/// The channel replicas announce approval events on; the payload is `<replica> <digest>`, the
+/// [`user_digest`] of the user whose event it is.
+pub(super) const APPROVALS_CHANNEL: &str = "signoff_approvals";
+
+/// The notice's prefix of `replica`, which the statements complete with the user's digest.
+fn notice_prefix(replica: &str) -> String {
+    format!("{replica} ")
+}
+
+/// Tells the other replicas, when the transaction commits, that `user_id` got an event.
+async fn announce(connection: &mut PgConnection, replica: &str, user_id: &str) -> Result<()> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(APPROVALS_CHANNEL)
+        .bind(format!(
+            "{}{}",
+            notice_prefix(replica),
+            user_digest(user_id)
+        ))
+        .execute(&mut *connection)
+        .await?;
+    Ok(())
+}
 
 /// The advisory lock that orders the writers of approval events ("approval" in ASCII).
 const EVENTS_LOCK: i64 = 0x6170_7072_6f76_616c;
@@ -26,54 +52,72 @@ async fn take_events_lock(connection: &mut PgConnection) -> Result<()> {
     Ok(())
 }
 
-/// The batch `batch_id` of `task_id` started waiting. Call it last before the commit. A local subagent's batch is no event
-/// of its own: its calls wait nested in its parent's batch, which has the event.
+/// The batch `batch_id` of `task_id` started waiting; the user whose event it is, if one was
+/// written. Call it last before the commit. A local subagent's batch is no event of its own:
+/// its calls wait nested in its parent's batch, which has the event.
 pub(super) async fn record_pending(
     connection: &mut PgConnection,
+    replica: &str,
     task_id: &str,
     batch_id: i64,
     now: &str,
-) -> Result<()> {
+) -> Result<Option<String>> {
     take_events_lock(connection).await?;
-    sqlx::query(
-        "INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind, created_at)
-         SELECT user_id, id, context_id, $2, 'pending', $3 FROM tasks WHERE id = $1
-               AND NOT EXISTS (SELECT 1 FROM subagent_tasks WHERE child_task_id = $1 AND remote = 0)",
+    Ok(sqlx::query_scalar(
+        "WITH event AS (
+             INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind,
+                                          created_at)
+             SELECT user_id, id, context_id, $2, 'pending', $3 FROM tasks WHERE id = $1
+               AND NOT EXISTS (SELECT 1 FROM subagent_tasks WHERE child_task_id = $1 AND remote = 0)
+             RETURNING user_id
+         )
+         SELECT user_id,
+                pg_notify($4, $5::text || encode(sha256(convert_to(user_id, 'UTF8')), 'hex'))
+         FROM event",
     )
     .bind(task_id)
     .bind(batch_id)
     .bind(now)
-    .execute(&mut *connection)
-    .await?;
-    Ok(())
+    .bind(APPROVALS_CHANNEL)
+    .bind(notice_prefix(replica))
+    .fetch_optional(&mut *connection)
+    .await?)
 }
 
 /// The batch `batch_id` of `task_id` was decided (or canceled, or expired) through `outcome`
-/// (not for a local subagent's batch, which had no pending event either).
-/// Call it last before the commit.
+/// (not for a local subagent's batch, which had no pending event either); the user whose event
+/// it is, if one was written. Call it last before the commit.
 pub(super) async fn record_decided(
     connection: &mut PgConnection,
+    replica: &str,
     task_id: &str,
     batch_id: i64,
     outcome: &str,
     decided_by: &str,
     now: &str,
-) -> Result<()> {
+) -> Result<Option<String>> {
     take_events_lock(connection).await?;
-    sqlx::query(
-        "INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind, outcome,
-                                      decided_by, created_at)
-         SELECT user_id, id, context_id, $2, 'decided', $3, $4, $5 FROM tasks WHERE id = $1
-               AND NOT EXISTS (SELECT 1 FROM subagent_tasks WHERE child_task_id = $1 AND remote = 0)",
+    Ok(sqlx::query_scalar(
+        "WITH event AS (
+             INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind, outcome,
+                                          decided_by, created_at)
+             SELECT user_id, id, context_id, $2, 'decided', $3, $4, $5 FROM tasks WHERE id = $1
+               AND NOT EXISTS (SELECT 1 FROM subagent_tasks WHERE child_task_id = $1 AND remote = 0)
+             RETURNING user_id
+         )
+         SELECT user_id,
+                pg_notify($6, $7::text || encode(sha256(convert_to(user_id, 'UTF8')), 'hex'))
+         FROM event",
     )
     .bind(task_id)
     .bind(batch_id)
     .bind(outcome)
     .bind(decided_by)
     .bind(now)
-    .execute(&mut *connection)
-    .await?;
-    Ok(())
+    .bind(APPROVALS_CHANNEL)
+    .bind(notice_prefix(replica))
+    .fetch_optional(&mut *connection)
+    .await?)
 }
 
 /// A batch that waited in a deleted session: its owner, task and id.
@@ -105,16 +149,18 @@ pub(super) async fn pending_in_session(
         .collect())
 }
 
-/// The batches of a deleted session stopped waiting. Call it last before the commit.
+/// The batches of a deleted session stopped waiting; the session's user, if it had any
+/// waiting (a session's tasks are all its user's). Call it last before the commit.
 pub(super) async fn record_session_deleted(
     connection: &mut PgConnection,
+    replica: &str,
     context_id: &str,
     batches: &[DeletedBatch],
     now: &str,
-) -> Result<()> {
-    if batches.is_empty() {
-        return Ok(());
-    }
+) -> Result<Option<String>> {
+    let Some(first) = batches.first() else {
+        return Ok(None);
+    };
     take_events_lock(connection).await?;
     let users: Vec<&str> = batches.iter().map(|batch| &*batch.user_id).collect();
     let tasks: Vec<&str> = batches.iter().map(|batch| &*batch.task_id).collect();
@@ -135,7 +181,8 @@ pub(super) async fn record_session_deleted(
     .bind(&ids)
     .execute(&mut *connection)
     .await?;
-    Ok(())
+    announce(connection, replica, &first.user_id).await?;
+    Ok(Some(first.user_id.clone()))
 }
 
 impl Postgres {

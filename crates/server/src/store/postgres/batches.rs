@@ -8,7 +8,7 @@ use super::rows::json_text;
 use super::tasks::{append_events, map_rows, task_row};
 use super::{
     now, task_state_text, BatchRow, BatchState, CallRow, CallStatus, DecisionRow, DecisionWrite,
-    PendingBatchRow, Postgres, Result, StoreError, TaskRow,
+    PendingBatchRow, Postgres, Result, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
 
@@ -59,7 +59,7 @@ async fn apply_decision(
     replica: &str,
     task_id: &str,
     decision: &DecisionWrite,
-) -> Result<i64> {
+) -> Result<Written> {
     let now = now();
     // The compare-and-set: of two replicas deciding at once, the second waits for the first's
     // row lock, then finds the batch no longer pending.
@@ -144,8 +144,9 @@ async fn apply_decision(
         &now,
     )
     .await?;
-    super::approvals::record_decided(
+    let approvals_of = super::approvals::record_decided(
         connection,
+        replica,
         task_id,
         decision.batch_id,
         decision.channel.as_str(),
@@ -153,7 +154,10 @@ async fn apply_decision(
         &now,
     )
     .await?;
-    Ok(last)
+    Ok(Written {
+        last_seq: last,
+        approvals_of,
+    })
 }
 
 /// The task's pending batch, if it has one.
@@ -175,11 +179,11 @@ impl Postgres {
         pending_batch_of(&mut connection, task_id).await
     }
 
-    pub async fn decide_planned<X, E, P>(
+    pub(in crate::store) async fn decide_planned<X, E, P>(
         &self,
         task_id: &str,
         mut plan: P,
-    ) -> Result<std::result::Result<(Option<i64>, X), E>>
+    ) -> Result<std::result::Result<(Option<Written>, X), E>>
     where
         P: FnMut(
             Option<&TaskRow>,
@@ -198,9 +202,10 @@ impl Postgres {
             Err(refused) => Err(refused),
             Ok((None, back)) => Ok((None, back)),
             Ok((Some(write), back)) => {
-                let seq = apply_decision(&mut transaction, &self.replica, task_id, &write).await?;
+                let written =
+                    apply_decision(&mut transaction, &self.replica, task_id, &write).await?;
                 super::leases::announce(&mut transaction, &self.replica, task_id).await?;
-                Ok((Some(seq), back))
+                Ok((Some(written), back))
             }
         };
         transaction.commit().await?;
@@ -241,17 +246,21 @@ impl Postgres {
         })
     }
 
-    pub async fn decide(&self, task_id: &str, decision: DecisionWrite) -> Result<i64> {
+    pub(in crate::store) async fn decide(
+        &self,
+        task_id: &str,
+        decision: DecisionWrite,
+    ) -> Result<Written> {
         let mut transaction = self.pool.begin().await?;
         // The task's row first, as `decide_planned` takes it: the same lock order, so a cancel
         // or an expiry racing a decision waits instead of deadlocking.
         task_row(&mut transaction, task_id, true)
             .await?
             .ok_or(StoreError::NotFound)?;
-        let last = apply_decision(&mut transaction, &self.replica, task_id, &decision).await?;
+        let written = apply_decision(&mut transaction, &self.replica, task_id, &decision).await?;
         super::leases::announce(&mut transaction, &self.replica, task_id).await?;
         transaction.commit().await?;
-        Ok(last)
+        Ok(written)
     }
 
     pub async fn calls(&self, task_id: &str) -> Result<Vec<CallRow>> {

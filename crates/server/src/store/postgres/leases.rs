@@ -7,7 +7,8 @@ use sqlx::postgres::PgListener;
 use sqlx::PgConnection;
 use tokio::sync::mpsc;
 
-use super::{Postgres, Result};
+use super::approvals::APPROVALS_CHANNEL;
+use super::{Notice, Postgres, Result};
 
 /// The channel replicas announce changed tasks on; the payload is `<replica> <task id>`.
 pub(super) const CHANNEL: &str = "signoff_tasks";
@@ -104,11 +105,12 @@ impl Postgres {
         .await?)
     }
 
-    /// The ids of tasks other replicas change, as they commit. Nothing is lost for good if the
-    /// listening connection drops (it reconnects; followers also poll the log).
-    pub async fn listen(&self) -> Result<mpsc::Receiver<String>> {
+    /// What other replicas change, as they commit: tasks, and whose approvals streams got an
+    /// event. Nothing is lost for good if the listening connection drops (it reconnects;
+    /// followers also poll the log, approvals streams read at each heartbeat).
+    pub(in crate::store) async fn listen(&self) -> Result<mpsc::Receiver<Notice>> {
         let mut listener = PgListener::connect_with(&self.pool).await?;
-        listener.listen(CHANNEL).await?;
+        listener.listen_all([CHANNEL, APPROVALS_CHANNEL]).await?;
         let (sender, receiver) = mpsc::channel(1024);
         let replica = self.replica.clone();
         tokio::spawn(async move {
@@ -121,13 +123,18 @@ impl Postgres {
                         continue;
                     }
                 };
-                let Some((origin, task_id)) = notification.payload().split_once(' ') else {
+                let Some((origin, about)) = notification.payload().split_once(' ') else {
                     continue;
                 };
                 if origin == replica {
                     continue;
                 }
-                if sender.send(task_id.to_owned()).await.is_err() {
+                let notice = if notification.channel() == APPROVALS_CHANNEL {
+                    Notice::Approvals(about.to_owned())
+                } else {
+                    Notice::Task(about.to_owned())
+                };
+                if sender.send(notice).await.is_err() {
                     return;
                 }
             }

@@ -8,7 +8,7 @@ use sqlx::{PgConnection, Row};
 use super::rows::json_text;
 use super::{
     now, task_state_text, CallStatus, CallUpdate, Commit, EventRow, Guard, NewEvent, PolicyScope,
-    Postgres, QueuedMessage, Result, RunnerView, SessionRow, StoreError, TaskRow,
+    Postgres, QueuedMessage, Result, RunnerView, SessionRow, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
 
@@ -93,7 +93,7 @@ async fn apply_commit(
     replica: &str,
     task_id: &str,
     commit: &Commit,
-) -> Result<i64> {
+) -> Result<Written> {
     let now = now();
     let guarded = commit.guard == Some(Guard::NotTerminal);
     let terminal: Vec<&str> = TERMINAL.map(task_state_text).to_vec();
@@ -213,6 +213,7 @@ async fn apply_commit(
             }
         }
     }
+    let mut approvals_of = None;
     if let Some(requests) = &commit.new_batch {
         let batch_id = super::batches::open_batch(connection, task_id, requests, &now).await?;
         if let Some(expires_at) = &commit.batch_deadline {
@@ -222,9 +223,13 @@ async fn apply_commit(
                 .execute(&mut *connection)
                 .await?;
         }
-        super::approvals::record_pending(connection, task_id, batch_id, &now).await?;
+        approvals_of =
+            super::approvals::record_pending(connection, replica, task_id, batch_id, &now).await?;
     }
-    Ok(last)
+    Ok(Written {
+        last_seq: last,
+        approvals_of,
+    })
 }
 
 impl Postgres {
@@ -246,7 +251,12 @@ impl Postgres {
         map_rows(rows, session_from_row)
     }
 
-    pub async fn delete_session(&self, id: &str) -> Result<bool> {
+    /// Deletes a session with everything of it; whether it was there, and the user it wrote
+    /// approval events for.
+    pub(in crate::store) async fn delete_session(
+        &self,
+        id: &str,
+    ) -> Result<(bool, Option<String>)> {
         let mut transaction = self.pool.begin().await?;
         let waiting = super::approvals::pending_in_session(&mut transaction, id).await?;
         // The foreign keys cascade from the session to its tasks and from them to the rest.
@@ -261,9 +271,16 @@ impl Postgres {
             .execute(&mut *transaction)
             .await?;
         // The inbox hears that the session's pending batches stop waiting.
-        super::approvals::record_session_deleted(&mut transaction, id, &waiting, &now()).await?;
+        let approvals_of = super::approvals::record_session_deleted(
+            &mut transaction,
+            &self.replica,
+            id,
+            &waiting,
+            &now(),
+        )
+        .await?;
         transaction.commit().await?;
-        Ok(deleted.rows_affected() > 0)
+        Ok((deleted.rows_affected() > 0, approvals_of))
     }
 
     pub async fn create_task(
@@ -485,15 +502,19 @@ impl Postgres {
         })
     }
 
-    pub async fn commit(&self, task_id: &str, commit: Commit) -> Result<i64> {
+    pub(in crate::store) async fn commit(&self, task_id: &str, commit: Commit) -> Result<Written> {
         if is_plain_step(&commit) {
-            return self.commit_plain_step(task_id, &commit).await;
+            let last_seq = self.commit_plain_step(task_id, &commit).await?;
+            return Ok(Written {
+                last_seq,
+                approvals_of: None,
+            });
         }
         let mut transaction = self.pool.begin().await?;
-        let last = apply_commit(&mut transaction, &self.replica, task_id, &commit).await?;
+        let written = apply_commit(&mut transaction, &self.replica, task_id, &commit).await?;
         super::leases::announce(&mut transaction, &self.replica, task_id).await?;
         transaction.commit().await?;
-        Ok(last)
+        Ok(written)
     }
 }
 

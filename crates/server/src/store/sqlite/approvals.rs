@@ -2,7 +2,7 @@
 //! deletes a batch, read back after an id. One writer commits at a time, so AUTOINCREMENT hands
 //! out ids in commit order.
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::tasks::collect;
 use super::{Result, Sqlite};
@@ -10,26 +10,29 @@ use crate::store::approvals::{
     approval_event_from_row, ApprovalEventRow, APPROVAL_EVENT_SELECT, OUTCOME_DELETED,
 };
 
-/// The batch `batch_id` of `task_id` started waiting. A local subagent's batch is no event
-/// of its own: its calls wait nested in its parent's batch, which has the event.
+/// The batch `batch_id` of `task_id` started waiting; the user whose event it is, if one was
+/// written. A local subagent's batch is no event of its own: its calls wait nested in its
+/// parent's batch, which has the event.
 pub(super) fn record_pending(
     connection: &Connection,
     task_id: &str,
     batch_id: i64,
     now: &str,
-) -> Result<()> {
-    connection
+) -> Result<Option<String>> {
+    Ok(connection
         .prepare_cached(
             "INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind, created_at)
              SELECT user_id, id, context_id, ?2, 'pending', ?3 FROM tasks WHERE id = ?1
-               AND NOT EXISTS (SELECT 1 FROM subagent_tasks WHERE child_task_id = ?1 AND remote = 0)",
+               AND NOT EXISTS (SELECT 1 FROM subagent_tasks WHERE child_task_id = ?1 AND remote = 0)
+             RETURNING user_id",
         )?
-        .execute(params![task_id, batch_id, now])?;
-    Ok(())
+        .query_row(params![task_id, batch_id, now], |row| row.get(0))
+        .optional()?)
 }
 
 /// The batch `batch_id` of `task_id` was decided (or canceled, or expired) through `outcome`
-/// (not for a local subagent's batch, which had no pending event either).
+/// (not for a local subagent's batch, which had no pending event either); the user whose
+/// event it is, if one was written.
 pub(super) fn record_decided(
     connection: &Connection,
     task_id: &str,
@@ -37,34 +40,43 @@ pub(super) fn record_decided(
     outcome: &str,
     decided_by: &str,
     now: &str,
-) -> Result<()> {
-    connection
+) -> Result<Option<String>> {
+    Ok(connection
         .prepare_cached(
             "INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind, outcome,
                                           decided_by, created_at)
              SELECT user_id, id, context_id, ?2, 'decided', ?3, ?4, ?5 FROM tasks WHERE id = ?1
-               AND NOT EXISTS (SELECT 1 FROM subagent_tasks WHERE child_task_id = ?1 AND remote = 0)",
+               AND NOT EXISTS (SELECT 1 FROM subagent_tasks WHERE child_task_id = ?1 AND remote = 0)
+             RETURNING user_id",
         )?
-        .execute(params![task_id, batch_id, outcome, decided_by, now])?;
-    Ok(())
+        .query_row(
+            params![task_id, batch_id, outcome, decided_by, now],
+            |row| row.get(0),
+        )
+        .optional()?)
 }
 
 /// The pending batches of session `context_id` stop waiting: the session is being deleted.
+/// The session's user, if it had any waiting (a session's tasks are all its user's).
 pub(super) fn record_session_deleted(
     connection: &Connection,
     context_id: &str,
     now: &str,
-) -> Result<()> {
-    connection
-        .prepare_cached(
-            "INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind, outcome,
-                                          created_at)
-             SELECT t.user_id, t.id, t.context_id, b.id, 'decided', ?2, ?3
-             FROM batches b JOIN tasks t ON t.id = b.task_id
-             WHERE t.context_id = ?1 AND b.state = 'pending' ORDER BY b.id",
-        )?
-        .execute(params![context_id, OUTCOME_DELETED, now])?;
-    Ok(())
+) -> Result<Option<String>> {
+    let mut statement = connection.prepare_cached(
+        "INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind, outcome,
+                                      created_at)
+         SELECT t.user_id, t.id, t.context_id, b.id, 'decided', ?2, ?3
+         FROM batches b JOIN tasks t ON t.id = b.task_id
+         WHERE t.context_id = ?1 AND b.state = 'pending' ORDER BY b.id
+         RETURNING user_id",
+    )?;
+    let users = statement
+        .query_map(params![context_id, OUTCOME_DELETED, now], |row| {
+            row.get::<_, String>(0)
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(users.into_iter().next())
 }
 
 impl Sqlite {

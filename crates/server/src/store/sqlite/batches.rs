@@ -8,7 +8,7 @@ use super::rows::json_text;
 use super::tasks::{append_events, collect, task_head};
 use super::{
     now, task_state_text, BatchRow, BatchState, CallRow, CallStatus, DecisionRow, DecisionWrite,
-    PendingBatchRow, Result, Sqlite, StoreError, TaskRow,
+    PendingBatchRow, Result, Sqlite, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
 
@@ -57,7 +57,11 @@ pub(super) fn open_batch(
     Ok(batch_id)
 }
 
-fn apply_decision(connection: &Connection, task_id: &str, decision: &DecisionWrite) -> Result<i64> {
+fn apply_decision(
+    connection: &Connection,
+    task_id: &str,
+    decision: &DecisionWrite,
+) -> Result<Written> {
     let now = now();
     let won = connection
         .prepare_cached(
@@ -121,7 +125,7 @@ fn apply_decision(connection: &Connection, task_id: &str, decision: &DecisionWri
             now,
             task_id
         ])?;
-    super::approvals::record_decided(
+    let approvals_of = super::approvals::record_decided(
         connection,
         task_id,
         decision.batch_id,
@@ -129,7 +133,10 @@ fn apply_decision(connection: &Connection, task_id: &str, decision: &DecisionWri
         &decision.user_id,
         &now,
     )?;
-    Ok(last)
+    Ok(Written {
+        last_seq: last,
+        approvals_of,
+    })
 }
 
 fn pending_batch_sql() -> String {
@@ -158,11 +165,11 @@ impl Sqlite {
     ///
     /// `plan` may run twice (see `writer`): it must only compute. The outer result is the
     /// store's, the inner one `plan`'s refusal; the sequence number is the last event written.
-    pub async fn decide_planned<X, E, P>(
+    pub(in crate::store) async fn decide_planned<X, E, P>(
         &self,
         task_id: &str,
         mut plan: P,
-    ) -> Result<std::result::Result<(Option<i64>, X), E>>
+    ) -> Result<std::result::Result<(Option<Written>, X), E>>
     where
         X: Send + 'static,
         E: Send + 'static,
@@ -184,8 +191,8 @@ impl Sqlite {
                 Err(refused) => Ok(Err(refused)),
                 Ok((None, back)) => Ok(Ok((None, back))),
                 Ok((Some(write), back)) => {
-                    let seq = apply_decision(connection, &task_id, &write)?;
-                    Ok(Ok((Some(seq), back)))
+                    let written = apply_decision(connection, &task_id, &write)?;
+                    Ok(Ok((Some(written), back)))
                 }
             }
         })
@@ -233,7 +240,11 @@ impl Sqlite {
     /// `batch_state` only if it is still pending, records every call's verdict and the audit
     /// row, sets the task's state and appends the events. The loser of a race gets
     /// [`StoreError::Conflict`] and nothing changes.
-    pub async fn decide(&self, task_id: &str, decision: DecisionWrite) -> Result<i64> {
+    pub(in crate::store) async fn decide(
+        &self,
+        task_id: &str,
+        decision: DecisionWrite,
+    ) -> Result<Written> {
         let task_id = task_id.to_owned();
         self.write(move |connection| apply_decision(connection, &task_id, &decision))
             .await

@@ -28,12 +28,17 @@ impl Sqlite {
         })
     }
 
-    /// Deletes a session with its tasks, events, batches, records and chat policies.
-    pub async fn delete_session(&self, id: &str) -> Result<bool> {
+    /// Deletes a session with its tasks, events, batches, records and chat policies; whether it
+    /// was there, and the user it wrote approval events for.
+    pub(in crate::store) async fn delete_session(
+        &self,
+        id: &str,
+    ) -> Result<(bool, Option<String>)> {
         let id = id.to_owned();
         self.write(move |connection| {
             // The inbox hears that its pending batches stop waiting.
-            super::approvals::record_session_deleted(connection, &id, &super::now())?;
+            let approvals_of =
+                super::approvals::record_session_deleted(connection, &id, &super::now())?;
             // Children first (foreign keys are not enforced, see `connect`).
             for child in [
                 "decisions",
@@ -70,7 +75,7 @@ impl Sqlite {
             let deleted = connection
                 .prepare_cached("DELETE FROM sessions WHERE id = ?1")?
                 .execute([&id])?;
-            Ok(deleted > 0)
+            Ok((deleted > 0, approvals_of))
         })
         .await
     }

@@ -7,7 +7,7 @@ use signoff_protocol::TaskState;
 use super::rows::json_text;
 use super::{
     now, parse_task_state, task_state_text, CallStatus, CallUpdate, Commit, EventRow, Guard,
-    NewEvent, QueuedMessage, Result, RunnerView, Sqlite, StoreError, TaskRow,
+    NewEvent, QueuedMessage, Result, RunnerView, Sqlite, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
 
@@ -68,7 +68,7 @@ const TERMINAL: [TaskState; 4] = [
     TaskState::Rejected,
 ];
 
-fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Result<i64> {
+fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Result<Written> {
     let now = now();
     let guarded = match commit.guard {
         Some(Guard::NotTerminal) => true,
@@ -203,12 +203,16 @@ fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Resu
             }
         }
     }
+    let mut approvals_of = None;
     if let Some(requests) = &commit.new_batch {
         let batch_id = super::batches::open_batch(connection, task_id, requests, &now)?;
         super::deadlines::set_deadline(connection, batch_id, commit.batch_deadline.as_deref())?;
-        super::approvals::record_pending(connection, task_id, batch_id, &now)?;
+        approvals_of = super::approvals::record_pending(connection, task_id, batch_id, &now)?;
     }
-    Ok(last)
+    Ok(Written {
+        last_seq: last,
+        approvals_of,
+    })
 }
 
 /// Creates a task with its first events, and its session if this is the session's first task;
@@ -423,7 +427,7 @@ impl Sqlite {
     }
 
     /// Applies one [`Commit`] atomically; returns the task's last event sequence number.
-    pub async fn commit(&self, task_id: &str, commit: Commit) -> Result<i64> {
+    pub(in crate::store) async fn commit(&self, task_id: &str, commit: Commit) -> Result<Written> {
         let task_id = task_id.to_owned();
         self.write(move |connection| apply_commit(connection, &task_id, &commit))
             .await
