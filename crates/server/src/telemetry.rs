@@ -43,7 +43,7 @@ const SERVICE_NAME: &str = "signoff";
 pub enum TelemetryError {
     #[error("the OTLP trace exporter: {0}")]
     Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
-    /// The exporter is built without TLS (no second TLS stack in the binary).
+    /// Traces go out over plain http only, to a collector beside the server.
     #[error(
         "{0} is https; traces go out over plain http only (run a collector beside the server)"
     )]

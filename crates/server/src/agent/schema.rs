@@ -1,83 +1,260 @@
-//! A small JSON Schema check of tool arguments against the tool's input schema: a model's call
-//! to an MCP tool that its server would refuse fails with a message the model can act on, and a
+//! Tool arguments against the tool's input schema, with the `jsonschema` crate: a model's call to
+//! an MCP tool that its server would refuse fails with a message the model can act on, and a
 //! person's edited arguments (`modified_args`) that do not fit are refused before anything runs.
-//! It covers what MCP servers put in input schemas: `type`, `properties`, `required`,
-//! `additionalProperties`, `items`, `enum`, `const`, the length and range bounds, and
-//! `anyOf`/`oneOf`/`allOf`. Other keywords (`$ref`, `format`, `pattern`, ...) are not
-//! checked: the server still validates, this is a first, clearer line.
+//! Each tool's schema is compiled once, when its source lists it. Every keyword of the schema's
+//! draft is checked (local `$ref`s into `$defs`/`definitions` included) except `format`, which
+//! stays an annotation as in draft 2020-12 (a server that reads `"format": "uri"` loosely must not
+//! see calls refused that it would take). Nothing is ever fetched: a remote `$ref` makes the
+//! schema fail to compile, and a schema that fails to compile is logged and not checked here (the
+//! tool's server still validates; this is a first, clearer line).
 
-use serde_json::{Map, Value};
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::{ValidationError, Validator};
+use serde_json::Value;
 
-/// Checks `value` against `schema`; the error names the first offending place, such as
-/// `arguments.path: expected a string, got the number 3`.
-pub fn check(schema: &Value, value: &Value) -> Result<(), String> {
-    check_at(schema, value, "arguments")
+/// A tool's input schema, compiled once.
+#[derive(Debug)]
+pub struct ArgsSchema {
+    /// `None` when the schema could not be compiled: then nothing is checked.
+    validator: Option<Validator>,
+    /// The schema itself, to name the allowed fields when an unknown one is sent.
+    schema: Value,
 }
 
-fn check_at(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
-    // `true`, `{}` and anything that is not an object accept everything; `false` nothing.
-    let schema = match schema {
-        Value::Object(schema) => schema,
-        Value::Bool(false) => return Err(format!("{at}: no value is allowed here")),
-        Value::Bool(true) | Value::Null | Value::Number(_) | Value::String(_) | Value::Array(_) => {
-            return Ok(())
-        }
-    };
-    check_type(schema, value, at)?;
-    if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
-        if !allowed.iter().any(|candidate| same(candidate, value)) {
-            let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
-            return Err(format!(
-                "{at}: {} is not one of {}",
-                describe(value),
-                list.join(", ")
-            ));
-        }
-    }
-    if let Some(expected) = schema.get("const") {
-        if !same(expected, value) {
-            return Err(format!("{at}: must be {expected}, got {}", describe(value)));
-        }
-    }
-    match value {
-        Value::Object(object) => check_object(schema, object, at)?,
-        Value::Array(items) => check_array(schema, items, at)?,
-        Value::String(text) => check_string(schema, text, at)?,
-        Value::Number(_) => check_number(schema, value, at)?,
-        Value::Null | Value::Bool(_) => {}
-    }
-    if let Some(all) = schema.get("allOf").and_then(Value::as_array) {
-        for sub in all {
-            check_at(sub, value, at)?;
-        }
-    }
-    for keyword in ["anyOf", "oneOf"] {
-        if let Some(options) = schema.get(keyword).and_then(Value::as_array) {
-            let mut first_error = None;
-            let matched = options.iter().any(|sub| match check_at(sub, value, at) {
-                Ok(()) => true,
-                Err(err) => {
-                    first_error.get_or_insert(err);
-                    false
+impl ArgsSchema {
+    /// Compiles `schema` without fetching anything; `tool` names it in the warning logged when
+    /// the schema cannot be used.
+    pub fn compile(tool: &str, schema: &Value) -> ArgsSchema {
+        let compiled = jsonschema::options()
+            .offline()
+            .should_validate_formats(false)
+            .build(schema);
+        match compiled {
+            Ok(validator) => ArgsSchema {
+                validator: Some(validator),
+                schema: schema.clone(),
+            },
+            Err(error) => {
+                tracing::warn!(
+                    tool,
+                    %error,
+                    "the tool's input schema cannot be compiled; its arguments are not checked"
+                );
+                ArgsSchema {
+                    validator: None,
+                    schema: Value::Null,
                 }
-            });
-            if !matched {
-                return Err(match first_error {
-                    Some(err) => format!("{err} (and no other allowed form matches)"),
-                    None => format!("{at}: no allowed form matches"),
-                });
             }
         }
     }
-    Ok(())
+
+    /// Checks `value`; the error names the first offending place, such as
+    /// `arguments.path: expected a string, got the number 3`.
+    pub fn check(&self, value: &Value) -> Result<(), String> {
+        let Some(validator) = &self.validator else {
+            return Ok(());
+        };
+        match validator.iter_errors(value).next() {
+            None => Ok(()),
+            Some(error) => Err(explain(&self.schema, value, &error)),
+        }
+    }
 }
 
-/// JSON Schema compares numbers by value: `1` equals `1.0`.
-fn same(a: &Value, b: &Value) -> bool {
-    match (a.as_f64(), b.as_f64()) {
-        (Some(x), Some(y)) if a.is_number() && b.is_number() => x == y,
-        _ => a == b,
+/// Compiles `schema` and checks `value` against it, for a schema used once.
+pub fn check(schema: &Value, value: &Value) -> Result<(), String> {
+    ArgsSchema::compile("", schema).check(value)
+}
+
+/// One validation error in words a model or a person acts on: where, and what is wrong.
+fn explain(schema: &Value, root: &Value, error: &ValidationError<'_>) -> String {
+    let at = place(root, error.instance_path().as_str());
+    let instance: &Value = error.instance();
+    let what = match error.kind() {
+        ValidationErrorKind::Type { kind } => {
+            let names: Vec<String> = match kind {
+                TypeKind::Single(name) => vec![name.to_string()],
+                TypeKind::Multiple(names) => names.iter().map(|name| name.to_string()).collect(),
+            };
+            let expected: Vec<String> = names.iter().map(|name| article(name)).collect();
+            format!(
+                "expected {}, got {}",
+                expected.join(" or "),
+                describe(instance)
+            )
+        }
+        ValidationErrorKind::Required { property } => match property.as_str() {
+            Some(name) => format!("the required field {name:?} is missing"),
+            None => format!("the required field {property} is missing"),
+        },
+        ValidationErrorKind::AdditionalProperties { unexpected }
+        | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
+            let names: Vec<String> = unexpected.iter().map(|name| format!("{name:?}")).collect();
+            let noun = if names.len() == 1 { "field" } else { "fields" };
+            match allowed_fields(schema, error.schema_path().as_str()) {
+                Some(allowed) => {
+                    format!("unknown {noun} {} (allowed: {allowed})", names.join(", "))
+                }
+                None => format!("unknown {noun} {}", names.join(", ")),
+            }
+        }
+        ValidationErrorKind::Enum { options } => {
+            let list: Vec<String> = match options.as_array() {
+                Some(options) => options.iter().map(Value::to_string).collect(),
+                None => vec![options.to_string()],
+            };
+            format!("{} is not one of {}", describe(instance), list.join(", "))
+        }
+        ValidationErrorKind::Constant { expected_value } => {
+            format!("must be {expected_value}, got {}", describe(instance))
+        }
+        ValidationErrorKind::FalseSchema => "no value is allowed here".to_owned(),
+        ValidationErrorKind::MinItems { limit } => {
+            format!("needs at least {limit} items, got {}", items(instance))
+        }
+        ValidationErrorKind::MaxItems { limit } => {
+            format!("allows at most {limit} items, got {}", items(instance))
+        }
+        ValidationErrorKind::MinLength { limit } => {
+            format!(
+                "needs at least {limit} characters, got {}",
+                characters(instance)
+            )
+        }
+        ValidationErrorKind::MaxLength { limit } => {
+            format!(
+                "allows at most {limit} characters, got {}",
+                characters(instance)
+            )
+        }
+        ValidationErrorKind::Minimum { limit } => {
+            format!("must be at least {limit}, got {instance}")
+        }
+        ValidationErrorKind::Maximum { limit } => {
+            format!("must be at most {limit}, got {instance}")
+        }
+        ValidationErrorKind::ExclusiveMinimum { limit } => {
+            format!("must be more than {limit}, got {instance}")
+        }
+        ValidationErrorKind::ExclusiveMaximum { limit } => {
+            format!("must be less than {limit}, got {instance}")
+        }
+        ValidationErrorKind::Pattern { pattern } => {
+            format!(
+                "{} does not match the pattern {pattern:?}",
+                describe(instance)
+            )
+        }
+        ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
+            // The complaint deepest in the value comes from the form that fitted best, so it is
+            // the likeliest fix; among equals, the first form's.
+            let deepest = context
+                .iter()
+                .flatten()
+                .fold(None, |best, candidate| match best {
+                    Some(best) if depth(best) >= depth(candidate) => Some(best),
+                    Some(_) | None => Some(candidate),
+                });
+            return match deepest {
+                Some(first) => format!(
+                    "{} (and no other allowed form matches)",
+                    explain(schema, root, first)
+                ),
+                None => format!("{at}: no allowed form matches"),
+            };
+        }
+        ValidationErrorKind::OneOfMultipleValid { .. } => {
+            "matches more than one of the allowed forms, and exactly one must match".to_owned()
+        }
+        // The rarer keywords (`not`, `multipleOf`, `uniqueItems`, `contains`, ...) in the
+        // crate's own words.
+        ValidationErrorKind::AdditionalItems { .. }
+        | ValidationErrorKind::BacktrackLimitExceeded { .. }
+        | ValidationErrorKind::RegexEngineFailure { .. }
+        | ValidationErrorKind::Contains
+        | ValidationErrorKind::ContentEncoding { .. }
+        | ValidationErrorKind::ContentMediaType { .. }
+        | ValidationErrorKind::Custom { .. }
+        | ValidationErrorKind::Format { .. }
+        | ValidationErrorKind::FromUtf8 { .. }
+        | ValidationErrorKind::MaxProperties { .. }
+        | ValidationErrorKind::MinProperties { .. }
+        | ValidationErrorKind::MultipleOf { .. }
+        | ValidationErrorKind::Not { .. }
+        | ValidationErrorKind::PropertyNames { .. }
+        | ValidationErrorKind::UnevaluatedItems { .. }
+        | ValidationErrorKind::UniqueItems
+        | ValidationErrorKind::Referencing(_) => error.to_string(),
+    };
+    format!("{at}: {what}")
+}
+
+/// `arguments.edits[1].oldText` for the JSON pointer `/edits/1/oldText`: the value itself tells
+/// an array index from an object key that is made of digits.
+fn place(root: &Value, pointer: &str) -> String {
+    let mut at = String::from("arguments");
+    let mut current = Some(root);
+    for raw in pointer.split('/').skip(1) {
+        let segment = raw.replace("~1", "/").replace("~0", "~");
+        match current {
+            Some(Value::Array(items)) => {
+                current = segment
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|index| items.get(index));
+                at.push_str(&format!("[{segment}]"));
+            }
+            Some(Value::Object(fields)) => {
+                current = fields.get(&segment);
+                at.push_str(&format!(".{segment}"));
+            }
+            Some(_) | None => {
+                current = None;
+                at.push_str(&format!(".{segment}"));
+            }
+        }
     }
+    at
+}
+
+/// How deep in the value an error is.
+fn depth(error: &ValidationError<'_>) -> usize {
+    error.instance_path().as_str().matches('/').count()
+}
+
+/// The fields the object schema around the keyword at `keyword_pointer` (such as
+/// `/$defs/Edit/additionalProperties`) lists, or `None` when it lists none.
+fn allowed_fields(schema: &Value, keyword_pointer: &str) -> Option<String> {
+    let (object_pointer, _keyword) = keyword_pointer.rsplit_once('/')?;
+    let properties = schema
+        .pointer(object_pointer)?
+        .get("properties")?
+        .as_object()?;
+    if properties.is_empty() {
+        return None;
+    }
+    Some(
+        properties
+            .keys()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}
+
+fn article(name: &str) -> String {
+    match name {
+        "integer" | "object" | "array" => format!("an {name}"),
+        other => format!("a {other}"),
+    }
+}
+
+fn items(value: &Value) -> usize {
+    value.as_array().map_or(0, Vec::len)
+}
+
+fn characters(value: &Value) -> usize {
+    value.as_str().map_or(0, |text| text.chars().count())
 }
 
 /// "the number 3", "an object", for error messages the model reads.
@@ -91,142 +268,6 @@ fn describe(value: &Value) -> String {
         Value::Array(_) => "an array".to_owned(),
         Value::Object(_) => "an object".to_owned(),
     }
-}
-
-fn has_type(value: &Value, name: &str) -> bool {
-    match name {
-        "integer" => value
-            .as_f64()
-            .is_some_and(|number| value.is_number() && number.fract() == 0.0),
-        "number" => value.is_number(),
-        "string" => value.is_string(),
-        "boolean" => value.is_boolean(),
-        "object" => value.is_object(),
-        "array" => value.is_array(),
-        "null" => value.is_null(),
-        // An unknown type name is the schema's problem, not the model's.
-        _ => true,
-    }
-}
-
-fn check_type(schema: &Map<String, Value>, value: &Value, at: &str) -> Result<(), String> {
-    let names: Vec<&str> = match schema.get("type") {
-        Some(Value::String(name)) => vec![name.as_str()],
-        Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
-        Some(_) | None => return Ok(()),
-    };
-    if names.is_empty() || names.iter().any(|name| has_type(value, name)) {
-        return Ok(());
-    }
-    let article = |name: &str| match name {
-        "integer" | "object" | "array" => format!("an {name}"),
-        other => format!("a {other}"),
-    };
-    let expected: Vec<String> = names.iter().map(|name| article(name)).collect();
-    Err(format!(
-        "{at}: expected {}, got {}",
-        expected.join(" or "),
-        describe(value)
-    ))
-}
-
-fn check_object(
-    schema: &Map<String, Value>,
-    object: &Map<String, Value>,
-    at: &str,
-) -> Result<(), String> {
-    if let Some(required) = schema.get("required").and_then(Value::as_array) {
-        for name in required.iter().filter_map(Value::as_str) {
-            if !object.contains_key(name) {
-                return Err(format!("{at}: the required field {name:?} is missing"));
-            }
-        }
-    }
-    let properties = schema.get("properties").and_then(Value::as_object);
-    for (name, field) in object {
-        let field_at = format!("{at}.{name}");
-        match properties.and_then(|properties| properties.get(name)) {
-            Some(sub) => check_at(sub, field, &field_at)?,
-            None => match schema.get("additionalProperties") {
-                Some(Value::Bool(false)) => {
-                    let known: Vec<&str> = properties
-                        .map(|properties| properties.keys().map(String::as_str).collect())
-                        .unwrap_or_default();
-                    return Err(format!(
-                        "{at}: unknown field {name:?} (allowed: {})",
-                        known.join(", ")
-                    ));
-                }
-                Some(sub @ Value::Object(_)) => check_at(sub, field, &field_at)?,
-                Some(_) | None => {}
-            },
-        }
-    }
-    Ok(())
-}
-
-fn check_array(schema: &Map<String, Value>, items: &[Value], at: &str) -> Result<(), String> {
-    if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
-        if (items.len() as u64) < min {
-            return Err(format!(
-                "{at}: needs at least {min} items, got {}",
-                items.len()
-            ));
-        }
-    }
-    if let Some(max) = schema.get("maxItems").and_then(Value::as_u64) {
-        if (items.len() as u64) > max {
-            return Err(format!(
-                "{at}: allows at most {max} items, got {}",
-                items.len()
-            ));
-        }
-    }
-    if let Some(item_schema) = schema.get("items").filter(|items| items.is_object()) {
-        for (index, item) in items.iter().enumerate() {
-            check_at(item_schema, item, &format!("{at}[{index}]"))?;
-        }
-    }
-    Ok(())
-}
-
-fn check_string(schema: &Map<String, Value>, text: &str, at: &str) -> Result<(), String> {
-    let length = text.chars().count() as u64;
-    if let Some(min) = schema.get("minLength").and_then(Value::as_u64) {
-        if length < min {
-            return Err(format!(
-                "{at}: needs at least {min} characters, got {length}"
-            ));
-        }
-    }
-    if let Some(max) = schema.get("maxLength").and_then(Value::as_u64) {
-        if length > max {
-            return Err(format!(
-                "{at}: allows at most {max} characters, got {length}"
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn check_number(schema: &Map<String, Value>, value: &Value, at: &str) -> Result<(), String> {
-    let Some(number) = value.as_f64() else {
-        return Ok(());
-    };
-    let bound = |keyword: &str| schema.get(keyword).and_then(Value::as_f64);
-    if let Some(min) = bound("minimum").filter(|min| number < *min) {
-        return Err(format!("{at}: must be at least {min}, got {number}"));
-    }
-    if let Some(max) = bound("maximum").filter(|max| number > *max) {
-        return Err(format!("{at}: must be at most {max}, got {number}"));
-    }
-    if let Some(min) = bound("exclusiveMinimum").filter(|min| number <= *min) {
-        return Err(format!("{at}: must be more than {min}, got {number}"));
-    }
-    if let Some(max) = bound("exclusiveMaximum").filter(|max| number >= *max) {
-        return Err(format!("{at}: must be less than {max}, got {number}"));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -309,6 +350,93 @@ mod tests {
         assert_eq!(
             error(either, json!({"v": 1})),
             "arguments.v: expected a string, got the number 1 (and no other allowed form matches)"
+        );
+    }
+
+    /// How MCP servers written with pydantic describe a list of objects: a `$ref` into `$defs`.
+    #[test]
+    fn follows_refs_into_defs() {
+        let edit_file = json!({"type": "object", "required": ["path", "edits"],
+            "properties": {"path": {"type": "string"},
+                           "edits": {"type": "array", "items": {"$ref": "#/$defs/Edit"}}},
+            "$defs": {"Edit": {"type": "object", "required": ["oldText", "newText"],
+                "properties": {"oldText": {"type": "string"}, "newText": {"type": "string"}},
+                "additionalProperties": false}}});
+        check(
+            &edit_file,
+            &json!({"path": "a", "edits": [{"oldText": "x", "newText": "y"}]}),
+        )
+        .unwrap();
+        assert_eq!(
+            error(
+                edit_file.clone(),
+                json!({"path": "a", "edits": [{"oldText": "x", "newText": "y"}, {"oldText": "x"}]})
+            ),
+            "arguments.edits[1]: the required field \"newText\" is missing"
+        );
+        assert_eq!(
+            error(
+                edit_file.clone(),
+                json!({"path": "a", "edits": [{"oldText": "x", "newText": 2}]})
+            ),
+            "arguments.edits[0].newText: expected a string, got the number 2"
+        );
+        assert_eq!(
+            error(
+                edit_file,
+                json!({"path": "a", "edits": [{"oldText": "x", "newText": "y", "dryRun": true}]})
+            ),
+            "arguments.edits[0]: unknown field \"dryRun\" (allowed: newText, oldText)"
+        );
+        // Draft 7's `definitions`, as older servers write it.
+        let draft7 = json!({"$schema": "http://json-schema.org/draft-07/schema#",
+            "properties": {"mode": {"$ref": "#/definitions/Mode"}},
+            "definitions": {"Mode": {"enum": ["fast", "safe"]}}});
+        assert_eq!(
+            error(draft7, json!({"mode": "slow"})),
+            "arguments.mode: the string \"slow\" is not one of \"fast\", \"safe\""
+        );
+    }
+
+    #[test]
+    fn checks_patterns_and_exactly_one_form() {
+        let named = json!({"properties": {"id": {"type": "string", "pattern": "^[a-z]+$"}}});
+        assert_eq!(
+            error(named, json!({"id": "A1"})),
+            "arguments.id: the string \"A1\" does not match the pattern \"^[a-z]+$\""
+        );
+        let exactly_one =
+            json!({"properties": {"n": {"oneOf": [{"type": "integer"}, {"type": "number"}]}}});
+        check(&exactly_one, &json!({"n": 1.5})).unwrap();
+        assert_eq!(
+            error(exactly_one, json!({"n": 2})),
+            "arguments.n: matches more than one of the allowed forms, and exactly one must match"
+        );
+        // Among the forms, the complaint from the one that fitted best.
+        let either = json!({"properties": {"v": {"anyOf": [{"type": "string"},
+            {"type": "object", "properties": {"x": {"type": "string"}}}]}}});
+        assert_eq!(
+            error(either, json!({"v": {"x": 1}})),
+            "arguments.v.x: expected a string, got the number 1 (and no other allowed form matches)"
+        );
+    }
+
+    /// A remote `$ref` is never fetched: the schema does not compile, and its arguments pass
+    /// unchecked (the tool's server still validates them).
+    #[test]
+    fn never_fetches_a_remote_ref() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let remote =
+            json!({"properties": {"path": {"$ref": format!("http://127.0.0.1:{port}/path.json")}}});
+        let schema = ArgsSchema::compile("remote", &remote);
+        assert!(schema.validator.is_none());
+        check(&remote, &json!({"path": 3})).unwrap();
+        // Compiling is synchronous: a fetch would have connected by now.
+        assert_eq!(
+            listener.accept().unwrap_err().kind(),
+            std::io::ErrorKind::WouldBlock
         );
     }
 }

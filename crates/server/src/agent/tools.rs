@@ -9,6 +9,8 @@ use serde_json::{json, Value};
 use signoff_protocol::hitl::Preview;
 use tracing::Instrument;
 
+use super::schema::ArgsSchema;
+
 /// What the model is told about one tool.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {
@@ -88,9 +90,26 @@ pub struct ExposedTool {
     pub spec: ToolSpec,
     pub requires_approval: bool,
     source: Arc<dyn ToolSource>,
+    /// `spec.input_schema`, compiled when the tool is added.
+    args_schema: Arc<ArgsSchema>,
 }
 
 impl ExposedTool {
+    fn new(spec: ToolSpec, requires_approval: bool, source: Arc<dyn ToolSource>) -> Self {
+        let args_schema = Arc::new(ArgsSchema::compile(&spec.name, &spec.input_schema));
+        ExposedTool {
+            spec,
+            requires_approval,
+            source,
+            args_schema,
+        }
+    }
+
+    /// Checks arguments against the tool's input schema ([`ArgsSchema::check`]).
+    pub fn check_args(&self, args: &Value) -> Result<(), String> {
+        self.args_schema.check(args)
+    }
+
     /// The source's preview of a call of this tool with `args` ([`ToolSource::preview`]).
     pub fn preview(&self, args: &Value) -> Option<(Preview, Option<String>)> {
         self.source.preview(&self.spec.name, args)
@@ -127,14 +146,11 @@ impl Toolbox {
 
     pub fn add(&mut self, spec: ToolSpec, requires_approval: bool, source: Arc<dyn ToolSource>) {
         self.add_source(source.clone());
+        let tool = ExposedTool::new(spec, requires_approval, source);
         self.tools
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(ExposedTool {
-                spec,
-                requires_approval,
-                source,
-            });
+            .push(tool);
     }
 
     /// Adds a source's tools, all or none: a name that another source already exposes is
@@ -145,8 +161,15 @@ impl Toolbox {
         source: Arc<dyn ToolSource>,
     ) -> Result<(), String> {
         self.add_source(source.clone());
+        // Compiled before the lock is taken: readers never wait on schema compilation.
+        let tools: Vec<ExposedTool> = tools
+            .into_iter()
+            .map(|(spec, requires_approval)| {
+                ExposedTool::new(spec, requires_approval, source.clone())
+            })
+            .collect();
         let mut list = self.tools.write().unwrap_or_else(PoisonError::into_inner);
-        for (spec, _) in &tools {
+        for ExposedTool { spec, .. } in &tools {
             if let Some(taken) = list.iter().find(|tool| tool.spec.name == spec.name) {
                 return Err(format!(
                     "the tool name {} is exposed by both {} and {}; set a `prefix` on one of them",
@@ -154,13 +177,7 @@ impl Toolbox {
                 ));
             }
         }
-        for (spec, requires_approval) in tools {
-            list.push(ExposedTool {
-                spec,
-                requires_approval,
-                source: source.clone(),
-            });
-        }
+        list.extend(tools);
         Ok(())
     }
 

@@ -23,6 +23,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::sse::SseClientTransport;
 use crate::agent::config::Endpoint;
+use crate::agent::schema::ArgsSchema;
 
 /// Delays between reconnect attempts: doubling from `FIRST_RETRY` up to `MAX_RETRY`.
 const FIRST_RETRY: Duration = Duration::from_millis(250);
@@ -36,6 +37,9 @@ pub struct Live {
     peer: Peer<RoleClient>,
     /// The server's tools, as listed right after connecting.
     pub tools: Arc<Vec<Tool>>,
+    /// Each listed tool's input schema, compiled once per connection (by the tool's name on
+    /// the server).
+    pub schemas: Arc<HashMap<String, ArgsSchema>>,
     /// Cancelled when this connection ends, so calls in flight fail at once instead of waiting
     /// for their timeout.
     ended: CancellationToken,
@@ -235,9 +239,18 @@ impl Supervisor {
                 Ok(Ok((service, tools))) => {
                     tracing::info!(server = %self.name, tools = tools.len(), "MCP server connected");
                     let ended = CancellationToken::new();
+                    let schemas = tools
+                        .iter()
+                        .map(|tool| {
+                            let schema = serde_json::Value::Object((*tool.input_schema).clone());
+                            let compiled = ArgsSchema::compile(&tool.name, &schema);
+                            (tool.name.to_string(), compiled)
+                        })
+                        .collect();
                     self.state.send_replace(State::Ready(Live {
                         peer: service.peer().clone(),
                         tools: Arc::new(tools),
+                        schemas: Arc::new(schemas),
                         ended: ended.clone(),
                         reset,
                     }));

@@ -189,14 +189,17 @@ impl McpSource {
                 )))
             }
         };
-        let schema = Value::Object((*definition.input_schema).clone());
-        crate::agent::schema::check(&schema, &Value::Object(arguments.clone())).map_err(
-            |error| {
-                ToolError::InvalidArgs(format!(
-                    "invalid arguments for {tool}: {error}. Its input schema is {schema}"
-                ))
-            },
-        )?;
+        // Compiled when the connection listed its tools; a tool always has its entry.
+        if let Some(schema) = live.schemas.get(server_tool) {
+            schema
+                .check(&Value::Object(arguments.clone()))
+                .map_err(|error| {
+                    ToolError::InvalidArgs(format!(
+                        "invalid arguments for {tool}: {error}. Its input schema is {}",
+                        Value::Object((*definition.input_schema).clone())
+                    ))
+                })?;
+        }
         let call = self.connection.call(&live, server_tool, arguments);
         match tokio::time::timeout_at(deadline, call).await {
             Err(_elapsed) => Err(ToolError::Timeout(timeout.as_secs())),

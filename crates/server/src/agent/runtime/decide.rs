@@ -408,7 +408,7 @@ impl Runtime {
                 }
             }
             if let Some(tool) = agent.tools.get(&call.request.name) {
-                crate::agent::schema::check(&tool.spec.input_schema, args).map_err(|error| {
+                tool.check_args(args).map_err(|error| {
                     AgentError::InvalidParams(format!(
                         "modified_args for {id} ({}) do not fit the tool's input schema: {}",
                         call.request.name,

@@ -33,7 +33,7 @@ pub(super) async fn applied(pool: &PgPool) -> Result<i64> {
 /// The advisory lock the migrating replica holds ("signoff" in ASCII).
 const MIGRATION_LOCK: i64 = 0x0073_6967_6e6f_6666;
 
-/// Brings the database up to the last migration, each in its own transaction.
+/// Brings the database up to the last migration, all in one transaction under the lock.
 pub(super) async fn migrate(pool: &PgPool) -> Result<()> {
     let mut transaction = pool.begin().await?;
     sqlx::query("SELECT pg_advisory_xact_lock($1)")
@@ -69,54 +69,49 @@ pub(super) async fn migrate(pool: &PgPool) -> Result<()> {
     Ok(())
 }
 
-/// Runs a migration's statements one by one. They are split on the `;` that ends a line: the
-/// migrations are written so (no `;` at the end of a comment line or inside a string).
+/// Runs a migration script whole, as `psql` would: sent as one simple query, PostgreSQL parses
+/// its statements itself (strings, comments and `DO` bodies included), in the open transaction.
 async fn run_script(connection: &mut sqlx::PgConnection, script: &str) -> Result<()> {
-    for statement in statements(script) {
-        sqlx::query(&statement).execute(&mut *connection).await?;
-    }
+    // Through `Executor::execute`, whose boxed future is `Send` as written: `RawSql::execute`'s
+    // own async fn leaves the server's future `Send` only for one lifetime, which
+    // `tokio::spawn` refuses.
+    sqlx::Executor::execute(&mut *connection, sqlx::raw_sql(script)).await?;
     Ok(())
 }
 
-/// The statements of a migration script: split where a line ends with `;`, comments dropped.
-fn statements(script: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    for line in script.lines() {
-        let code = match line.find("--") {
-            Some(at) => &line[..at],
-            None => line,
-        };
-        let code = code.trim_end();
-        if code.trim().is_empty() {
-            continue;
-        }
-        current.push_str(code);
-        current.push('\n');
-        if code.ends_with(';') {
-            out.push(std::mem::take(&mut current));
-        }
-    }
-    if !current.trim().is_empty() {
-        out.push(current);
-    }
-    out
-}
-
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use sqlx::Connection;
 
-    #[test]
-    fn every_migration_splits_into_whole_statements() {
-        for script in MIGRATIONS {
-            let statements = statements(script);
-            assert!(!statements.is_empty());
-            for statement in statements {
-                let statement = statement.trim();
-                assert!(statement.ends_with(';'), "{statement}");
-                assert!(!statement.contains("--"), "{statement}");
-            }
+    /// A script runs as written: a `;` or `--` inside a string or a `DO` block's body is SQL,
+    /// not the end of a statement or a comment. Needs PostgreSQL, so it runs with the server's
+    /// other PostgreSQL tests (`SIGNOFF_TEST_BACKEND=postgres`).
+    #[tokio::test]
+    async fn a_script_runs_whole() {
+        if std::env::var("SIGNOFF_TEST_BACKEND").ok().as_deref() != Some("postgres") {
+            return;
         }
+        let url = std::env::var("SIGNOFF_TEST_POSTGRES_URL")
+            .expect("SIGNOFF_TEST_POSTGRES_URL names the PostgreSQL the tests use");
+        let mut connection = sqlx::PgConnection::connect(&url).await.unwrap();
+        // Rolled back when dropped: the database is left as it was.
+        let mut transaction = connection.begin().await.unwrap();
+        let script = "CREATE TEMP TABLE script_notes (note TEXT NOT NULL); -- a table;
+INSERT INTO script_notes (note) VALUES ('one -- two;
+three');
+DO $$
+BEGIN
+  INSERT INTO script_notes (note) VALUES ('from a block');
+END
+$$;
+";
+        run_script(&mut transaction, script).await.unwrap();
+        let notes: Vec<String> = sqlx::query_scalar("SELECT note FROM script_notes ORDER BY note")
+            .fetch_all(&mut *transaction)
+            .await
+            .unwrap();
+        assert_eq!(notes, ["from a block", "one -- two;\nthree"]);
     }
 }
