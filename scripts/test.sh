@@ -33,6 +33,10 @@ cargo build --locked -p signoff-protocol --target wasm32-unknown-unknown
 step "UI size budget"
 "$ROOT/scripts/ui-size.sh"
 
+step "The binary with the UI inside (the embed-ui feature): clippy, and its test"
+cargo clippy --locked -p signoff-server --features embed-ui --lib --bins --test embedded_ui -- -D warnings
+cargo test --locked -p signoff-server --features embed-ui --test embedded_ui 2>&1 | tee -a "$LOG"
+
 step "MCP servers for the server's tests (npm, PyPI)"
 "$ROOT/crates/server/tests/mcp/install.sh"
 
