@@ -48,8 +48,15 @@ step "The server's tests again on PostgreSQL (store, HITL, restart, MCP, upstrea
 postgres_for_tests
 SIGNOFF_TEST_BACKEND=postgres cargo test --locked -p signoff-server --test api --test mcp --test upstream 2>&1 | tee -a "$LOG"
 
-step "Three replicas on one PostgreSQL: 300 chats, one replica killed and restarted"
-cargo test --locked -p signoff-server --test replicas -- --nocapture 2>&1 | tee -a "$LOG"
+if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
+  step "Installing nginx from Debian (the load balancer in front of the replicas)"
+  export DEBIAN_FRONTEND=noninteractive
+  as_root apt-get update -qq
+  as_root apt-get install -y -qq nginx-light openssl >/dev/null
+fi
+step "Three replicas on one PostgreSQL: 300 chats, one replica killed and restarted; and behind nginx"
+# One test at a time: each starts three replicas, and the kills must not starve each other.
+cargo test --locked -p signoff-server --test replicas -- --nocapture --test-threads=1 2>&1 | tee -a "$LOG"
 
 if [ -x "$ROOT/tests/interop/run.sh" ]; then
   step "Interop with third-party A2A clients (a2a-sdk from PyPI, @a2a-js/sdk from npm)"
