@@ -58,6 +58,9 @@ step "Three replicas on one PostgreSQL: 300 chats, one replica killed and restar
 # One test at a time: each starts three replicas, and the kills must not starve each other.
 cargo test --locked -p signoff-server --test replicas -- --nocapture --test-threads=1 2>&1 | tee -a "$LOG"
 
+step "The Kubernetes manifests (deploy/kubernetes): rendered and validated"
+"$ROOT/scripts/kubernetes.sh" 2>&1 | tee -a "$LOG"
+
 if [ -x "$ROOT/tests/interop/run.sh" ]; then
   step "Interop with third-party A2A clients (a2a-sdk from PyPI, @a2a-js/sdk from npm)"
   "$ROOT/tests/interop/run.sh" 2>&1 | tee -a "$LOG"

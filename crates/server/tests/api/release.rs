@@ -68,3 +68,15 @@ async fn a_binary_without_the_ui_says_how_to_build_it_and_serves_the_api() {
     assert_eq!(ready.status(), 200);
 }
 
+/// The agents files the deployments ship (deploy/kubernetes) load as the server loads them.
+#[test]
+fn the_shipped_agents_files_load() {
+    let deploy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy");
+    for file in [
+        "kubernetes/base/agents.toml",
+        "kubernetes/overlays/kagent/agents.toml",
+    ] {
+        let loaded = signoff_server::agent::AgentsFile::load(&deploy.join(file));
+        assert!(loaded.is_ok(), "{file}: {:?}", loaded.err());
+    }
+}
