@@ -4,6 +4,8 @@
 # kubernetes-validate (strict: an unknown field fails; it ships its schemas, so it works
 # offline), then checks what the README promises of them: probes on /readyz and /healthz, a
 # non-root read-only container, resource requests, the Secrets referenced, the SSE annotations.
+# It also reads deploy/compose.yaml: three replicas of the image on one PostgreSQL, and nginx with
+# deploy/nginx.conf, whose upstream must name those replicas.
 #
 #   scripts/kubernetes.sh            # every kustomization; the rendered YAML in target/kubernetes/
 #
@@ -98,4 +100,35 @@ print(f"kubernetes ok: {name}, {len(objects)} objects valid ({', '.join(sorted(k
 PY
   checked=$((checked + 1))
 done
-echo "kubernetes manifests ok: $checked kustomizations rendered and validated"
+step "deploy/compose.yaml against deploy/nginx.conf"
+"$VENV/bin/python" - "$ROOT/deploy/compose.yaml" "$ROOT/deploy/nginx.conf" <<'PY'
+import re, sys, yaml
+
+compose = yaml.safe_load(open(sys.argv[1]))
+nginx = open(sys.argv[2]).read()
+services = compose["services"]
+upstream = re.search(r"upstream signoff \{(.*?)\}", nginx, re.S).group(1)
+names = [m.split(":")[0] for m in re.findall(r"server\s+(\S+);", upstream)]
+problems = []
+for name in names:
+    service = services.get(name)
+    if service is None:
+        problems.append(f"nginx.conf names {name}, which compose.yaml does not run")
+        continue
+    if service.get("image") != "localhost/signoff:latest":
+        problems.append(f"{name} runs {service.get('image')}, not the image scripts/image.sh builds")
+    if "postgres:5432" not in service.get("environment", {}).get("SIGNOFF_DATABASE_URL", ""):
+        problems.append(f"{name} does not use the compose PostgreSQL")
+if len(names) != 3:
+    problems.append(f"nginx.conf's upstream has {len(names)} replicas, not 3")
+mounts = services["nginx"].get("volumes", [])
+if "./nginx.conf:/etc/nginx/conf.d/signoff.conf:ro" not in mounts:
+    problems.append("compose's nginx does not run deploy/nginx.conf")
+if "postgres" not in services:
+    problems.append("no PostgreSQL service")
+if problems:
+    print("compose.yaml: " + "; ".join(problems), file=sys.stderr)
+    sys.exit(1)
+print(f"compose ok: {', '.join(sorted(services))}; nginx runs deploy/nginx.conf over {', '.join(names)}")
+PY
+echo "kubernetes manifests ok: $checked kustomizations rendered and validated, and the compose file"
