@@ -247,7 +247,7 @@ struct Proxied {
     nginx: Nginx,
     client: reqwest::Client,
     database: String,
-    _data: tempfile::TempDir,
+    data: tempfile::TempDir,
     _nginx_dir: tempfile::TempDir,
 }
 
@@ -281,7 +281,7 @@ impl Proxied {
             nginx,
             client,
             database,
-            _data: data,
+            data,
             _nginx_dir: nginx_dir,
         };
         // nginx answers once it listens; what it answered last says what went wrong if not.
@@ -549,7 +549,7 @@ async fn a_batch_paused_through_one_replica_is_decided_through_another() {
     );
     assert!(proxied.addresses.contains(&decided_on[0]));
     proxied.wait_for_state(&task, "completed").await;
-    let written = std::fs::read_to_string(proxied._data.path().join("sandbox/nginx.txt"));
+    let written = std::fs::read_to_string(proxied.data.path().join("sandbox/nginx.txt"));
     assert_eq!(written.unwrap(), "through nginx");
 }
 
