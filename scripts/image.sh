@@ -2,7 +2,7 @@
 # Builds Signoff's container image (deploy/Containerfile: the static binary on an empty base)
 # with podman, tags it localhost/signoff:VERSION and localhost/signoff:latest, and checks it:
 # its config (a numeric non-root user, the entrypoint, port 8080, the /data volume, where the
-# server listens and keeps its data, the OCI labels) and its files (the binary and /data,
+# server listens and keeps its data, the OCI labels) and its files (the binary, /data and /tmp,
 # nothing else). Running a container is not needed for any of it.
 #
 #   scripts/image.sh              # builds the UI and the static binary first
@@ -95,7 +95,7 @@ with tarfile.open(archive) as outer:
                     data = inner.extractfile(entry).read() if entry.isfile() else None
                     files[name] = (entry, data)
 
-allowed_dirs = {"usr", "usr/local", "usr/local/bin", "data"}
+allowed_dirs = {"usr", "usr/local", "usr/local/bin", "data", "tmp"}
 for name, (entry, _) in sorted(files.items()):
     if entry.isdir() and name in allowed_dirs:
         continue
@@ -111,11 +111,12 @@ else:
         problems.append("/usr/local/bin/signoff is not the static binary just built")
     if not entry.mode & 0o001:
         problems.append(f"/usr/local/bin/signoff is not executable by others: {oct(entry.mode)}")
-data_entry = files.get("data")
-if data_entry is None or not data_entry[0].isdir():
-    problems.append("no /data folder in the image")
-elif (data_entry[0].uid, data_entry[0].gid) != (65532, 65532):
-    problems.append(f"/data belongs to {data_entry[0].uid}:{data_entry[0].gid}, not 65532:65532")
+for folder in ["data", "tmp"]:
+    entry = files.get(folder)
+    if entry is None or not entry[0].isdir():
+        problems.append(f"no /{folder} folder in the image")
+    elif (entry[0].uid, entry[0].gid) != (65532, 65532):
+        problems.append(f"/{folder} belongs to {entry[0].uid}:{entry[0].gid}, not 65532:65532")
 
 if problems:
     print("image check failed:\n  " + "\n  ".join(problems), file=sys.stderr)
