@@ -14,13 +14,13 @@ source "$ROOT/scripts/postgres.sh"
 cd "$ROOT"
 START=$SECONDS
 
-step "Building the server and the bench (release)"
+"$ROOT/scripts/build-ui.sh"
+
+step "Building the server (the UI inside) and the bench (release)"
 # Two builds, not one: built together, cargo would unify the bench's dependency features into
 # the server's, and the bench would measure a binary other than the one scripts/run.sh serves.
-cargo build --release --locked -p signoff-server
+cargo build --release --locked -p signoff-server --features embed-ui
 cargo build --release --locked -p signoff-bench
-
-"$ROOT/scripts/build-ui.sh"
 
 OUT="$ROOT/target/bench"
 mkdir -p "$OUT"
@@ -33,6 +33,15 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/signoff-bench.XXXXXX")"
 trap 'rm -rf "$WORK"; postgres_stop' EXIT
 # 1,000 concurrent chats need a few thousand sockets on each side.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+# The shipping sizes are of what scripts/build-static.sh and scripts/image.sh left (not rebuilt
+# here: the static build alone takes minutes); the table notes which commit the binary is of.
+SHIP=()
+[ -f "$ROOT/target/static/signoff" ] && SHIP+=(--static-binary "$ROOT/target/static/signoff")
+if command -v podman >/dev/null \
+  && IMAGE_BYTES="$(podman image inspect --format '{{.Size}}' localhost/signoff:latest 2>/dev/null)"; then
+  SHIP+=(--image-bytes "$IMAGE_BYTES")
+fi
 
 DIRTY=()
 [ -z "$(git status --porcelain --untracked-files=no)" ] || DIRTY=(--dirty)
@@ -50,6 +59,7 @@ step "Running the bench (the real server on 127.0.0.1, fresh data in $WORK)"
   --mcp-dir "$ROOT/crates/server/tests/mcp" \
   --dist "$ROOT/dist" \
   --postgres "$SIGNOFF_TEST_POSTGRES_URL" \
+  ${SHIP[@]+"${SHIP[@]}"} \
   "$@" | tee "$OUT/results.txt"
 
 step "Done in $((SECONDS - START)) s: $OUT/results.json"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs every check Signoff has: formatting, lints, native tests (protocol, server, UI reducer),
-# the wasm32 builds, the release UI with its size budget, the browser tests in headless
-# Chromium, the server's tests a second time on PostgreSQL, and the interop tests with third-party A2A clients. Exits non-zero on the first failure.
+# the wasm32 builds, the release UI with its size budget, the binary with the UI inside, the
+# browser tests in headless Chromium, the server's tests a second time on PostgreSQL, three
+# replicas on one PostgreSQL (alone, and behind the README's nginx), the container image (when
+# podman works here), the Kubernetes manifests, and the interop tests with third-party A2A
+# clients. Exits non-zero on the first failure.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT/scripts/postgres.sh"
@@ -33,6 +36,10 @@ cargo build --locked -p signoff-protocol --target wasm32-unknown-unknown
 step "UI size budget"
 "$ROOT/scripts/ui-size.sh"
 
+step "The binary with the UI inside (the embed-ui feature): clippy, and its test"
+cargo clippy --locked -p signoff-server --features embed-ui --lib --bins --test embedded_ui -- -D warnings
+cargo test --locked -p signoff-server --features embed-ui --test embedded_ui 2>&1 | tee -a "$LOG"
+
 step "MCP servers for the server's tests (npm, PyPI)"
 "$ROOT/crates/server/tests/mcp/install.sh"
 
@@ -44,8 +51,29 @@ step "The server's tests again on PostgreSQL (store, HITL, restart, MCP, upstrea
 postgres_for_tests
 SIGNOFF_TEST_BACKEND=postgres cargo test --locked -p signoff-server --test api --test mcp --test upstream 2>&1 | tee -a "$LOG"
 
-step "Three replicas on one PostgreSQL: 300 chats, one replica killed and restarted"
-cargo test --locked -p signoff-server --test replicas -- --nocapture 2>&1 | tee -a "$LOG"
+if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
+  step "Installing nginx from Debian (the load balancer in front of the replicas)"
+  export DEBIAN_FRONTEND=noninteractive
+  as_root apt-get update -qq
+  as_root apt-get install -y -qq nginx-light openssl >/dev/null
+fi
+step "Three replicas on one PostgreSQL: 300 chats, one replica killed and restarted; and behind nginx"
+# One test at a time: each starts three replicas, and the kills must not starve each other.
+cargo test --locked -p signoff-server --test replicas -- --nocapture --test-threads=1 2>&1 | tee -a "$LOG"
+
+step "The Kubernetes manifests (deploy/kubernetes): rendered and validated"
+"$ROOT/scripts/kubernetes.sh" 2>&1 | tee -a "$LOG"
+
+step "The container image (deploy/Containerfile, the static binary)"
+if ! command -v podman >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  as_root apt-get update -qq && as_root apt-get install -y -qq podman >/dev/null || true
+fi
+if command -v podman >/dev/null && podman info >/dev/null 2>&1; then
+  "$ROOT/scripts/image.sh" --ui-built 2>&1 | tee -a "$LOG"
+else
+  echo "image check skipped: podman does not work on this machine (podman info fails)" | tee -a "$LOG"
+fi
 
 if [ -x "$ROOT/tests/interop/run.sh" ]; then
   step "Interop with third-party A2A clients (a2a-sdk from PyPI, @a2a-js/sdk from npm)"
@@ -56,4 +84,5 @@ step "Summary"
 passed=$(grep -Eo 'test result: ok\. [0-9]+ passed' "$LOG" | awk '{s+=$4} END {print s+0}')
 suites=$(grep -c 'test result: ok\.' "$LOG" || true)
 interop=$(grep -c '^interop ok:' "$LOG" || true)
-echo "all checks passed: $passed Rust tests in $suites suites, $interop interop checks, in $((SECONDS - START)) s"
+deploy=$(grep -Ec '^(image ok|kubernetes manifests ok):' "$LOG" || true)
+echo "all checks passed: $passed Rust tests in $suites suites, $interop interop checks, $deploy deployment checks, in $((SECONDS - START)) s"

@@ -9,6 +9,7 @@ mod report;
 mod scenario;
 mod server;
 mod server_bench;
+mod ship;
 mod stats;
 mod stub;
 mod ui_ready;
@@ -42,6 +43,7 @@ enum Phase {
     UiRender,
     UiReady,
     Replicas,
+    Ship,
 }
 
 #[derive(Debug, Parser)]
@@ -78,6 +80,12 @@ struct Args {
     /// (scripts/bench.sh passes its throwaway server's).
     #[arg(long)]
     postgres: Option<String>,
+    /// The static binary (scripts/build-static.sh's target/static/signoff), for its size.
+    #[arg(long)]
+    static_binary: Option<PathBuf>,
+    /// The container image's size in bytes (scripts/bench.sh reads it from podman).
+    #[arg(long)]
+    image_bytes: Option<u64>,
     /// Which parts to run (default: all).
     #[arg(long, value_enum, value_delimiter = ',')]
     phases: Vec<Phase>,
@@ -119,6 +127,7 @@ async fn run(args: Args) -> Result<()> {
             Phase::UiRender,
             Phase::UiReady,
             Phase::Replicas,
+            Phase::Ship,
         ]
     } else {
         args.phases.clone()
@@ -207,6 +216,19 @@ async fn run(args: Args) -> Result<()> {
                 &args.work_dir,
                 args.postgres.as_deref(),
                 counts.load_large,
+            )
+            .await,
+        );
+    }
+
+    if phases.contains(&Phase::Ship) {
+        figures.extend(
+            ship::figures(
+                &args.server,
+                &args.work_dir,
+                args.postgres.as_deref(),
+                args.static_binary.as_deref(),
+                args.image_bytes,
             )
             .await,
         );

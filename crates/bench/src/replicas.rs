@@ -110,7 +110,7 @@ impl Outcome {
 }
 
 /// A fresh database on the server at `admin`; its URL.
-fn create_database(admin: &str, index: usize) -> Result<String> {
+pub(crate) fn create_database(admin: &str, index: usize) -> Result<String> {
     let name = format!("signoff_bench_{}_{index}", std::process::id());
     let created = Command::new("psql")
         .args(["-qtA", admin, "-c", &format!("CREATE DATABASE {name}")])

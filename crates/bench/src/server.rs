@@ -231,7 +231,7 @@ impl ServerProcess {
 }
 
 /// A port that was free a moment ago (the server binds it right after).
-fn free_port() -> Result<u16> {
+pub(crate) fn free_port() -> Result<u16> {
     let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
         .map_err(|err| BenchError::io("127.0.0.1:0", err))?;
     let port = listener

@@ -32,7 +32,7 @@ pub enum AuthMode {
 #[derive(Debug, Clone, clap::Parser)]
 #[command(
     name = "signoff",
-    version,
+    version = VERSION,
     about = "Signoff: a chat for AI agents whose risky tool calls wait for your sign-off"
 )]
 pub struct Config {
@@ -49,7 +49,8 @@ pub struct Config {
     /// Agents file (TOML). Without it, the demo agent default/demo is served.
     #[arg(long = "agents", env = "SIGNOFF_AGENTS")]
     pub agents_file: Option<PathBuf>,
-    /// Folder of the built UI (trunk's dist/), served at / with SPA fallback.
+    /// Folder of the built UI (trunk's dist/), served at / with SPA fallback, instead of the
+    /// copy inside the binary (for development: a fresh `trunk build` is served at once).
     #[arg(long, env = "SIGNOFF_UI_DIR")]
     pub ui_dir: Option<PathBuf>,
     /// Largest request body in bytes; larger requests get HTTP 413.
@@ -118,6 +119,20 @@ pub struct Config {
     /// its card is then the one at the origin's /.well-known/agent-card.json.
     #[arg(long, env = "SIGNOFF_CONFORMANCE_AGENT")]
     pub conformance_agent: bool,
+}
+
+/// This build's version and the git commit it was built from (`build.rs`; "unknown" when built
+/// outside a git checkout): what `signoff --version` prints and the first log line says.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SIGNOFF_GIT_COMMIT"),
+    ")"
+);
+
+/// Where the UI this server sends comes from, in words (for the log line at start).
+pub fn ui_source(config: &Config) -> String {
+    http::ui_source(config.ui_dir.as_deref())
 }
 
 /// How long a stream may stay silent by default: 30 minutes, as kagent's.

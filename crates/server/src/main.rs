@@ -63,6 +63,11 @@ fn main() -> anyhow::Result<()> {
 async fn serve(config: Config) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.addr).await?;
     let addr = listener.local_addr()?;
+    tracing::info!(
+        ui = %signoff_server::ui_source(&config),
+        "signoff {}",
+        signoff_server::VERSION
+    );
     tracing::info!("listening on http://{addr}");
     signoff_server::run(listener, config, shutdown_signal()).await?;
     Ok(())

@@ -16,6 +16,8 @@ mod shares;
 mod sse;
 mod ui;
 
+pub use ui::source as ui_source;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -49,7 +51,7 @@ pub const LOCAL_USER: &str = "local";
 pub struct AppState {
     pub runtime: Arc<Runtime>,
     pub auth: Arc<Auth>,
-    /// The built UI (trunk's `dist/`), served with SPA fallback.
+    /// A built UI's folder (trunk's `dist/`) to serve instead of the copy inside the binary.
     pub ui_dir: Option<PathBuf>,
     /// Requests with larger bodies get HTTP 413 before any handler runs.
     pub body_limit: usize,
@@ -261,13 +263,6 @@ async fn api_not_found(request: Request) -> HttpError {
     HttpError::NotFound(format!("no such endpoint: {}", request.uri().path()))
 }
 
-async fn no_ui() -> (StatusCode, &'static str) {
-    (
-        StatusCode::NOT_FOUND,
-        "Signoff server: no UI is served here (start it with --ui-dir dist).",
-    )
-}
-
 /// Every route of the server.
 pub fn router(state: AppState) -> Router {
     let a2a_routes = Router::new()
@@ -312,10 +307,7 @@ pub fn router(state: AppState) -> Router {
             axum::routing::delete(rest::revoke_policy),
         )
         .route("/api/{*rest}", axum::routing::any(api_not_found));
-    let router = match &state.ui_dir {
-        Some(dir) => a2a_routes.merge(ui::routes(dir)),
-        None => a2a_routes.fallback(no_ui),
-    };
+    let router = a2a_routes.merge(ui::routes(state.ui_dir.as_deref()));
     let limit = state.body_limit;
     router
         .layer(axum::extract::DefaultBodyLimit::max(limit))

@@ -24,6 +24,7 @@ mod policies;
 mod previews;
 mod questions;
 mod rebinding;
+mod release;
 mod rest;
 mod restart;
 mod rules;

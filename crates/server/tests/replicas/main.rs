@@ -3,6 +3,8 @@
 //! random, one replica is SIGKILLed mid-run and started again, and at the end every task has
 //! ended, every follower saw the log without a gap or a repeat, and no call ran twice.
 //!
+//! `nginx` runs the README's load balancer (`deploy/nginx.conf`) in front of three replicas.
+//!
 //! Needs `SIGNOFF_TEST_POSTGRES_URL` (`scripts/test.sh` provides a throwaway server); it is run
 //! by name (`cargo test -p signoff-server --test replicas`), not by a plain `cargo test`.
 
@@ -14,6 +16,7 @@
 mod support;
 
 mod cluster;
+mod nginx;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -11,8 +11,9 @@ use super::wait::within;
 
 /// Variables of the test's own environment that would change what the binary does; each start
 /// removes them, and a test that wants one passes it.
-const CLEARED_ENV: [&str; 4] = [
+const CLEARED_ENV: [&str; 5] = [
     "SIGNOFF_DATABASE_URL",
+    "SIGNOFF_UI_DIR",
     "OTEL_EXPORTER_OTLP_ENDPOINT",
     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
     "SIGNOFF_LOG_FORMAT",
