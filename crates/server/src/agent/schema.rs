@@ -233,13 +233,11 @@ fn allowed_fields(schema: &Value, keyword_pointer: &str) -> Option<String> {
     if properties.is_empty() {
         return None;
     }
-    Some(
-        properties
-            .keys()
-            .map(String::as_str)
-            .collect::<Vec<_>>()
-            .join(", "),
-    )
+    // Sorted: the map's own order depends on whether some crate in the build turned on
+    // serde_json's `preserve_order`, and the message must not.
+    let mut names: Vec<&str> = properties.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    Some(names.join(", "))
 }
 
 fn article(name: &str) -> String {
