@@ -2,7 +2,7 @@
 # Builds Signoff's container image (deploy/Containerfile: the static binary on an empty base)
 # with podman, tags it localhost/signoff:VERSION and localhost/signoff:latest, and checks it:
 # its config (a numeric non-root user, the entrypoint, port 8080, the /data volume, where the
-# server listens and keeps its data, the OCI labels) and its files (the binary, /data and /tmp,
+# server listens and keeps its data, the OCI labels) and its files (the binary, the CA bundle, /data and /tmp,
 # nothing else). Running a container is not needed for any of it.
 #
 #   scripts/image.sh              # builds the UI and the static binary first
@@ -45,6 +45,16 @@ STAGE="$(mktemp -d "${TMPDIR:-/tmp}/signoff-image.XXXXXX")"
 trap 'rm -rf "$STAGE"' EXIT
 cp "$BIN" "$STAGE/signoff"
 mkdir "$STAGE/data"
+# The public certificate authorities, from Debian's ca-certificates: the server checks HTTPS
+# (a model endpoint, a remote agent) against the system's trust store, and an empty base has none.
+CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
+if [ ! -s "$CA_BUNDLE" ]; then
+  step "Installing ca-certificates from Debian (the image's trust store)"
+  export DEBIAN_FRONTEND=noninteractive
+  as_root apt-get update -qq
+  as_root apt-get install -y -qq ca-certificates >/dev/null
+fi
+cp "$CA_BUNDLE" "$STAGE/ca-certificates.crt"
 
 step "Building $IMAGE (podman build, deploy/Containerfile)"
 podman build --quiet -f "$ROOT/deploy/Containerfile" \
@@ -54,10 +64,10 @@ podman build --quiet -f "$ROOT/deploy/Containerfile" \
 step "Checking $IMAGE: its config and its files"
 podman image inspect "$IMAGE" >"$STAGE/inspect.json"
 podman save --quiet --format docker-archive -o "$STAGE/image.tar" "$IMAGE"
-python3 - "$STAGE/inspect.json" "$STAGE/image.tar" "$BIN" "$VERSION" "$REVISION" "$SOURCE" <<'PY'
+python3 - "$STAGE/inspect.json" "$STAGE/image.tar" "$BIN" "$VERSION" "$REVISION" "$SOURCE" "$STAGE/ca-certificates.crt" <<'PY'
 import hashlib, json, sys, tarfile
 
-inspect_path, archive, binary, version, revision, source = sys.argv[1:]
+inspect_path, archive, binary, version, revision, source, ca_bundle = sys.argv[1:]
 image = json.load(open(inspect_path))[0]
 config = image["Config"]
 problems = []
@@ -95,13 +105,19 @@ with tarfile.open(archive) as outer:
                     data = inner.extractfile(entry).read() if entry.isfile() else None
                     files[name] = (entry, data)
 
-allowed_dirs = {"usr", "usr/local", "usr/local/bin", "data", "tmp"}
+allowed_dirs = {"usr", "usr/local", "usr/local/bin", "data", "tmp", "etc", "etc/ssl", "etc/ssl/certs"}
+allowed_files = {"usr/local/bin/signoff", "etc/ssl/certs/ca-certificates.crt"}
 for name, (entry, _) in sorted(files.items()):
     if entry.isdir() and name in allowed_dirs:
         continue
-    if entry.isfile() and name == "usr/local/bin/signoff":
+    if entry.isfile() and name in allowed_files:
         continue
     problems.append(f"unexpected entry in the image: /{name}")
+bundle_entry = files.get("etc/ssl/certs/ca-certificates.crt")
+if bundle_entry is None:
+    problems.append("no /etc/ssl/certs/ca-certificates.crt in the image: HTTPS would trust nobody")
+elif bundle_entry[1] != open(ca_bundle, "rb").read():
+    problems.append("/etc/ssl/certs/ca-certificates.crt is not Debian's bundle")
 binary_entry = files.get("usr/local/bin/signoff")
 if binary_entry is None:
     problems.append("no /usr/local/bin/signoff in the image")

@@ -13,7 +13,7 @@ use signoff_protocol::{Part, TaskState};
 use crate::agent::config::OnTimeout;
 use crate::agent::view;
 use crate::store::{
-    BatchState, CallStatus, CallVerdict, Channel, DecisionWrite, StoreError, Verdict,
+    BatchState, CallRow, CallStatus, CallVerdict, Channel, DecisionWrite, StoreError, Verdict,
 };
 
 use super::runner::RunnerStart;
@@ -91,26 +91,8 @@ impl Runtime {
             ),
             None => (SOME_TIMEOUT.to_owned(), OnTimeout::Reject),
         };
-        let held: Vec<_> = self
-            .store
-            .calls(task_id)
-            .await?
-            .into_iter()
-            .filter(|call| {
-                call.batch_id == Some(deadline.batch_id) && call.status == CallStatus::Held
-            })
-            .collect();
-        let verdicts = held
-            .iter()
-            .map(|call| CallVerdict {
-                call_id: call.call_id.clone(),
-                status: CallStatus::Expired,
-                verdict: Verdict::Expire,
-                reason: None,
-                run_args: None,
-                run_args_sha256: None,
-            })
-            .collect();
+        let held = held_calls(self.store.calls(task_id).await?, deadline.batch_id);
+        let verdicts = expire_each(&held);
         let (context_id, summary) = (&row.context_id, format!("Expired unanswered after {after}"));
         let events = match on_timeout {
             // The runner answers each call "expired" and the model goes on.
@@ -229,24 +211,8 @@ impl Runtime {
         let Some(row) = self.store.task(parent_id).await? else {
             return Ok(());
         };
-        let held: Vec<_> = self
-            .store
-            .calls(parent_id)
-            .await?
-            .into_iter()
-            .filter(|call| call.batch_id == Some(batch.id) && call.status == CallStatus::Held)
-            .collect();
-        let verdicts = held
-            .iter()
-            .map(|call| CallVerdict {
-                call_id: call.call_id.clone(),
-                status: CallStatus::Expired,
-                verdict: Verdict::Expire,
-                reason: None,
-                run_args: None,
-                run_args_sha256: None,
-            })
-            .collect();
+        let held = held_calls(self.store.calls(parent_id).await?, batch.id);
+        let verdicts = expire_each(&held);
         // The nested calls' results are written here: no model call of the parent's answers
         // them. The parent's own held calls are answered by its runner, as after any expiry.
         let nested: Vec<Part> = requests
@@ -338,4 +304,26 @@ impl Runtime {
             .as_ref()
             .map_or(SOME_TIMEOUT.to_owned(), |(_, text)| text.clone())
     }
+}
+
+/// The calls of `batch_id` among `calls` that still wait for a decision.
+fn held_calls(calls: Vec<CallRow>, batch_id: i64) -> Vec<CallRow> {
+    calls
+        .into_iter()
+        .filter(|call| call.batch_id == Some(batch_id) && call.status == CallStatus::Held)
+        .collect()
+}
+
+/// Each of `held` expired: nobody refused it, its deadline passed.
+fn expire_each(held: &[CallRow]) -> Vec<CallVerdict> {
+    held.iter()
+        .map(|call| CallVerdict {
+            call_id: call.call_id.clone(),
+            status: CallStatus::Expired,
+            verdict: Verdict::Expire,
+            reason: None,
+            run_args: None,
+            run_args_sha256: None,
+        })
+        .collect()
 }
