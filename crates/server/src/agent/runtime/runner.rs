@@ -17,6 +17,7 @@ use crate::agent::view::{self};
 use crate::store::{CallRow, Commit, Guard, NewCall, StoreError, TaskRow};
 
 use super::audit::args_sha256;
+use super::policies::Screened;
 use super::transcript::*;
 use super::{Agent, AgentError, Result, Runtime};
 
@@ -244,28 +245,7 @@ impl Runtime {
             RunnerStart::Stored { reply_message_id } => reply_message_id.clone(),
             RunnerStart::New { .. } => None,
         };
-        let (row, earlier_rows, calls) = match start {
-            RunnerStart::New { row, new_session } => {
-                let earlier = if new_session {
-                    Vec::new()
-                } else {
-                    let tasks = self.store.session_tasks(&row.context_id).await?;
-                    tasks
-                        .into_iter()
-                        .take_while(|other| other.id != row.id)
-                        .collect()
-                };
-                (row, earlier, Vec::new())
-            }
-            RunnerStart::Stored { .. } => {
-                let view = self
-                    .store
-                    .runner_view(task_id)
-                    .await?
-                    .ok_or_else(|| AgentError::TaskNotFound(task_id.to_owned()))?;
-                (view.task, view.earlier, view.calls)
-            }
-        };
+        let (row, earlier_rows, calls) = self.runner_rows(task_id, start).await?;
         let state = row.state;
         if !matches!(state, TaskState::Submitted | TaskState::Working) {
             return Ok(());
@@ -283,13 +263,7 @@ impl Runtime {
         };
         let (task_id, context_id) = (row.id.clone(), row.context_id.clone());
         if state == TaskState::Submitted {
-            let working = view::status_event(&task_id, &context_id, TaskState::Working, None, None);
-            let commit = Commit {
-                state: Some(TaskState::Working),
-                guard: Some(Guard::NotTerminal),
-                ..Commit::default()
-            };
-            self.commit(&task_id, vec![working], commit).await?;
+            self.mark_working(&task_id, &context_id).await?;
         }
         let mut transcript = transcript_of(&row)?;
         // The conversation before this task, in the same session.
@@ -340,118 +314,178 @@ impl Runtime {
                 as_message,
             } = turn;
             if calls.is_empty() {
-                // An answer given as one message is the completed status's message.
-                let reply = as_message
-                    .then(|| view::agent_message(&task_id, &context_id, vec![Part::text(&text)]));
-                transcript.push(ChatMessage::Assistant {
-                    text,
-                    tool_calls: Vec::new(),
-                });
-                let metadata = view::usage_metadata(run.usage.0, run.usage.1);
-                let done = view::status_event(
-                    &task_id,
-                    &context_id,
-                    TaskState::Completed,
-                    reply,
-                    Some(metadata),
-                );
-                let commit = Commit {
-                    state: Some(TaskState::Completed),
-                    transcript: Some(transcript_value(&transcript)?),
-                    guard: Some(Guard::NotTerminal),
-                    unless_queued: true,
-                    ..Commit::default()
-                };
-                match self.commit(&task_id, vec![done], commit).await {
-                    // A message that came during the turn gets a turn of its own first.
-                    Err(AgentError::Store(StoreError::MessagesWaiting)) => continue,
-                    completed => {
-                        completed?;
-                        return Ok(());
-                    }
+                if self
+                    .complete_turn(&run, &mut transcript, text, as_message)
+                    .await?
+                {
+                    return Ok(());
                 }
+                // A message that came during the turn gets a turn of its own first.
+                continue;
             }
-            // Every call of the turn gets the server's id, then is announced and recorded
-            // before any of them runs.
-            let mut tool_calls = calls;
-            let earlier_calls = calls_in(&earlier) + calls_in(&transcript);
-            ModelToolCall::assign_ids(&mut tool_calls, earlier_calls, &|id| {
-                run.calls.contains_key(id)
-            });
-            let screened = self
-                .screen_calls(&agent, &run.user_id, &context_id, &tool_calls)
+            self.record_calls(&mut run, &earlier, &mut transcript, text, calls)
                 .await?;
-            let decided_by: Vec<Option<DecidedBy>> = screened
-                .iter()
-                .map(|screened| screened.decided_by.clone())
-                .collect();
-            let events: Vec<StreamEvent> = tool_calls
-                .iter()
-                .zip(&screened)
-                .map(|(call, screened)| {
-                    let part = ToolCall {
-                        id: call.id.clone(),
-                        name: call.name.clone(),
-                        args: call.args.clone(),
-                    }
-                    .to_part();
-                    let part = match &screened.decided_by {
-                        Some(decided_by) => decided_by.mark(part),
-                        None => part,
-                    };
-                    let message = view::agent_message(&task_id, &context_id, vec![part]);
-                    view::status_event(
-                        &task_id,
-                        &context_id,
-                        TaskState::Working,
-                        Some(message),
-                        None,
-                    )
-                })
-                .collect();
-            let new_calls: Vec<NewCall> = tool_calls
-                .iter()
-                .zip(screened)
-                .map(|(call, screened)| NewCall {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    source: agent
-                        .tools
-                        .get(&call.name)
-                        .map(|tool| tool.spec.source.clone())
-                        .unwrap_or_default(),
-                    args: call.args.clone(),
-                    args_sha256: args_sha256(&call.args),
-                    held: screened.held,
-                    auto: screened.auto,
-                })
-                .collect();
-            let auto_decided: Vec<_> = new_calls
-                .iter()
-                .filter_map(|call| call.auto.as_ref().map(|auto| (auto.channel, auto.verdict)))
-                .collect();
-            for (call, decided_by) in tool_calls.iter().zip(decided_by) {
-                if let Some(decided_by) = decided_by {
-                    run.decided_by.insert(call.id.clone(), decided_by);
-                }
+        }
+    }
+
+    /// Reads what the runner lacks of its task: its row, the session's tasks before it (for
+    /// the earlier conversation) and its call records. A new task has no calls yet, and a new
+    /// session no earlier tasks, so neither is read for them.
+    async fn runner_rows(
+        &self,
+        task_id: &str,
+        start: RunnerStart,
+    ) -> Result<(TaskRow, Vec<TaskRow>, Vec<CallRow>)> {
+        Ok(match start {
+            RunnerStart::New { row, new_session } => {
+                let earlier = if new_session {
+                    Vec::new()
+                } else {
+                    let tasks = self.store.session_tasks(&row.context_id).await?;
+                    tasks
+                        .into_iter()
+                        .take_while(|other| other.id != row.id)
+                        .collect()
+                };
+                (row, earlier, Vec::new())
             }
-            let first_position = run.calls.len() as i64 + 1;
-            for (index, call) in new_calls.iter().enumerate() {
-                let record = CallRow::proposed(&task_id, first_position + index as i64, call);
-                run.calls.insert(record.call_id.clone(), record);
+            RunnerStart::Stored { .. } => {
+                let view = self
+                    .store
+                    .runner_view(task_id)
+                    .await?
+                    .ok_or_else(|| AgentError::TaskNotFound(task_id.to_owned()))?;
+                (view.task, view.earlier, view.calls)
             }
-            transcript.push(ChatMessage::Assistant { text, tool_calls });
-            let commit = Commit {
-                transcript: Some(transcript_value(&transcript)?),
-                new_calls,
-                guard: Some(Guard::NotTerminal),
-                ..Commit::default()
-            };
-            self.commit(&task_id, events, commit).await?;
-            for (channel, verdict) in auto_decided {
-                self.metrics.decided(channel, [verdict], None);
+        })
+    }
+
+    /// Moves a submitted task to `working`, the runner's first write (guarded, so a task
+    /// canceled meanwhile stays canceled).
+    async fn mark_working(&self, task_id: &str, context_id: &str) -> Result<()> {
+        let working = view::status_event(task_id, context_id, TaskState::Working, None, None);
+        let commit = Commit {
+            state: Some(TaskState::Working),
+            guard: Some(Guard::NotTerminal),
+            ..Commit::default()
+        };
+        self.commit(task_id, vec![working], commit).await?;
+        Ok(())
+    }
+
+    /// Completes the task with a turn that asked for no calls: its text closes the transcript,
+    /// and the completed status carries the tokens used. Returns `false`, with the text kept
+    /// in the transcript, when a message is waiting (the commit then leaves the task working,
+    /// so the runner takes another turn).
+    async fn complete_turn(
+        &self,
+        run: &TaskRun<'_>,
+        transcript: &mut Vec<ChatMessage>,
+        text: String,
+        as_message: bool,
+    ) -> Result<bool> {
+        let (task_id, context_id) = (run.task_id.as_str(), run.context_id.as_str());
+        // An answer given as one message is the completed status's message.
+        let reply =
+            as_message.then(|| view::agent_message(task_id, context_id, vec![Part::text(&text)]));
+        transcript.push(ChatMessage::Assistant {
+            text,
+            tool_calls: Vec::new(),
+        });
+        let metadata = view::usage_metadata(run.usage.0, run.usage.1);
+        let done = view::status_event(
+            task_id,
+            context_id,
+            TaskState::Completed,
+            reply,
+            Some(metadata),
+        );
+        let commit = Commit {
+            state: Some(TaskState::Completed),
+            transcript: Some(transcript_value(transcript)?),
+            guard: Some(Guard::NotTerminal),
+            unless_queued: true,
+            ..Commit::default()
+        };
+        match self.commit(task_id, vec![done], commit).await {
+            Err(AgentError::Store(StoreError::MessagesWaiting)) => Ok(false),
+            completed => {
+                completed?;
+                Ok(true)
             }
         }
+    }
+
+    /// Records a turn that asked for calls. Every call of the turn gets the server's id, is
+    /// screened (a policy may approve it, a rule deny it), then is announced and recorded, with
+    /// the turn's text in the transcript, in one commit before any of them runs; the calls
+    /// decided without a person are counted once that commit is written.
+    async fn record_calls(
+        &self,
+        run: &mut TaskRun<'_>,
+        earlier: &[ChatMessage],
+        transcript: &mut Vec<ChatMessage>,
+        text: String,
+        calls: Vec<ModelToolCall>,
+    ) -> Result<()> {
+        let agent = run.agent.clone();
+        let (task_id, context_id) = (run.task_id.clone(), run.context_id.clone());
+        let mut tool_calls = calls;
+        let earlier_calls = calls_in(earlier) + calls_in(transcript);
+        ModelToolCall::assign_ids(&mut tool_calls, earlier_calls, &|id| {
+            run.calls.contains_key(id)
+        });
+        let screened = self
+            .screen_calls(&agent, &run.user_id, &context_id, &tool_calls)
+            .await?;
+        let decided_by: Vec<Option<DecidedBy>> = screened
+            .iter()
+            .map(|screened| screened.decided_by.clone())
+            .collect();
+        let events = announce_calls(&task_id, &context_id, &tool_calls, &screened);
+        let new_calls: Vec<NewCall> = tool_calls
+            .iter()
+            .zip(screened)
+            .map(|(call, screened)| NewCall {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                source: agent
+                    .tools
+                    .get(&call.name)
+                    .map(|tool| tool.spec.source.clone())
+                    .unwrap_or_default(),
+                args: call.args.clone(),
+                args_sha256: args_sha256(&call.args),
+                held: screened.held,
+                auto: screened.auto,
+            })
+            .collect();
+        let auto_decided: Vec<_> = new_calls
+            .iter()
+            .filter_map(|call| call.auto.as_ref().map(|auto| (auto.channel, auto.verdict)))
+            .collect();
+        for (call, decided_by) in tool_calls.iter().zip(decided_by) {
+            if let Some(decided_by) = decided_by {
+                run.decided_by.insert(call.id.clone(), decided_by);
+            }
+        }
+        let first_position = run.calls.len() as i64 + 1;
+        for (index, call) in new_calls.iter().enumerate() {
+            let record = CallRow::proposed(&task_id, first_position + index as i64, call);
+            run.calls.insert(record.call_id.clone(), record);
+        }
+        transcript.push(ChatMessage::Assistant { text, tool_calls });
+        let commit = Commit {
+            transcript: Some(transcript_value(transcript)?),
+            new_calls,
+            guard: Some(Guard::NotTerminal),
+            ..Commit::default()
+        };
+        self.commit(&task_id, events, commit).await?;
+        for (channel, verdict) in auto_decided {
+            self.metrics.decided(channel, [verdict], None);
+        }
+        Ok(())
     }
 
     /// One streamed model turn: text chunks become artifact updates as they arrive (one held
@@ -586,6 +620,34 @@ impl Runtime {
             as_message,
         }))
     }
+}
+
+/// The `function_call` parts announcing a turn's calls, one working status each; a call a
+/// policy or rule decided is marked with who decided it.
+fn announce_calls(
+    task_id: &str,
+    context_id: &str,
+    calls: &[ModelToolCall],
+    screened: &[Screened],
+) -> Vec<StreamEvent> {
+    calls
+        .iter()
+        .zip(screened)
+        .map(|(call, screened)| {
+            let part = ToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                args: call.args.clone(),
+            }
+            .to_part();
+            let part = match &screened.decided_by {
+                Some(decided_by) => decided_by.mark(part),
+                None => part,
+            };
+            let message = view::agent_message(task_id, context_id, vec![part]);
+            view::status_event(task_id, context_id, TaskState::Working, Some(message), None)
+        })
+        .collect()
 }
 
 /// The failure text a person reads when the model fails.

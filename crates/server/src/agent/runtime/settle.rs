@@ -11,6 +11,7 @@ use signoff_protocol::{StreamEvent, TaskState};
 
 use crate::agent::metrics::UNKNOWN_TOOL;
 use crate::agent::model::{ChatMessage, ModelToolCall};
+use crate::agent::subagents::Subagent;
 use crate::agent::tools::error_result;
 use crate::agent::view::{self};
 use crate::store::{CallRow, CallStatus, CallUpdate, Commit, Guard};
@@ -18,7 +19,7 @@ use tracing::Instrument;
 
 use super::audit::args_sha256;
 use super::runner::TaskRun;
-use super::subagent::SubagentStep;
+use super::subagent::{NestedCall, SubagentStep};
 use super::transcript::*;
 use super::{AgentError, Result, Runtime};
 
@@ -37,6 +38,42 @@ fn defer(deferred: &mut Deferred, events: Vec<StreamEvent>, commit: Commit) {
     });
 }
 
+/// What settling one open call came to.
+enum Settled {
+    /// The call's answer for the model.
+    Answer(Answer),
+    /// The call waits for a person's decision: it joins the pause.
+    Held,
+    /// An agent-tool call's subagent waits for decisions: these of its calls join the pause.
+    Waiting(Vec<NestedCall>),
+    /// Stop settling: the call was canceled, the subagent stopped, or the server is stopping.
+    /// What is deferred is written first.
+    Stopped,
+    /// The person canceled while the call's tool ran: stop at once (its start was written
+    /// before it ran, and nothing was deferred since).
+    Canceled,
+}
+
+/// A settled call's answer for the model.
+struct Answer {
+    response: Value,
+    /// The model's own arguments, when a person edited them.
+    edited_from: Option<Value>,
+    /// The arguments the call ran with, when it ran in this step.
+    started: Option<Value>,
+}
+
+impl Settled {
+    /// The answer of a call that did not run in this step.
+    fn answered(response: Value) -> Self {
+        Settled::Answer(Answer {
+            response,
+            edited_from: None,
+            started: None,
+        })
+    }
+}
+
 impl Runtime {
     /// Settles the open calls of the last turn in order: runs auto and approved ones, answers
     /// rejected ones, reports calls interrupted by a crash, and pauses the task with ONE batch
@@ -50,13 +87,8 @@ impl Runtime {
         open: &[ModelToolCall],
         transcript: &mut Vec<ChatMessage>,
     ) -> Result<bool> {
-        let (agent, task_id, context_id, cancel) = (
-            run.agent.clone(),
-            run.task_id.clone(),
-            run.context_id.clone(),
-            run.cancel,
-        );
-        let (task_id, context_id) = (task_id.as_str(), context_id.as_str());
+        let (agent, task_id, cancel) = (run.agent.clone(), run.task_id.clone(), run.cancel);
+        let task_id = task_id.as_str();
         let mut deferred: Deferred = None;
         let mut held = Vec::new();
         // Subagents' calls that join this pause, and whether an agent-tool call waits for one.
@@ -91,141 +123,151 @@ impl Runtime {
                 }
                 _ => None,
             };
-            let (response, edited_from, started) = if let (Some(subagent), Some(run_args)) =
-                (&subagent, delegated)
-            {
-                let (step, mirrored) = self.run_subagent(run, call, subagent, &run_args).await?;
-                if let Some((events, commit)) = mirrored {
-                    defer(&mut deferred, events, commit);
-                }
-                match step {
-                    SubagentStep::Answer(response) => (response, None, None),
-                    SubagentStep::Waiting(calls) => {
-                        nested.extend(calls);
-                        subagent_waits = true;
-                        continue;
-                    }
-                    SubagentStep::Stopped => {
-                        self.write_deferred(task_id, deferred).await?;
-                        return Ok(true);
-                    }
-                }
+            let settled = if let (Some(subagent), Some(run_args)) = (&subagent, delegated) {
+                self.settle_delegated(run, call, subagent, &run_args, &mut deferred)
+                    .await?
             } else {
-                match record.status {
-                    CallStatus::Held => {
-                        held.push(record);
-                        continue;
-                    }
-                    CallStatus::Canceled => {
-                        self.write_deferred(task_id, deferred).await?;
-                        return Ok(true);
-                    }
-                    CallStatus::Finished => {
-                        // Finished but missing from the transcript cannot happen (one transaction
-                        // writes both); take the recorded result if it ever does.
-                        (record.result.clone().unwrap_or(Value::Null), None, None)
-                    }
-                    CallStatus::Started => (
-                        error_result(
-                            "interrupted by a restart: this call may or may not have run, and it \
-                                 was not run again",
-                        ),
-                        None,
-                        None,
-                    ),
-                    CallStatus::Rejected => {
-                        let rejected =
-                            ToolResult::rejected(&call.id, &call.name, record.reason.as_deref());
-                        (rejected.response, None, None)
-                    }
-                    CallStatus::Denied => {
-                        let rule = record.reason.as_deref().unwrap_or("of the agents file");
-                        (
-                            ToolResult::denied(&call.id, &call.name, rule).response,
-                            None,
-                            None,
-                        )
-                    }
-                    CallStatus::Expired => {
-                        let after = Self::expired_after(&agent);
-                        (
-                            ToolResult::expired(&call.id, &call.name, &after).response,
-                            None,
-                            None,
-                        )
-                    }
-                    CallStatus::Auto | CallStatus::Approved => {
-                        let (run_args, edited) =
-                            self.start_call(run, &record, &mut deferred).await?;
-                        // Only an exposed tool's name becomes a label (the model chooses the name).
-                        let tool = match agent.tools.get(&call.name) {
-                            Some(_) => call.name.as_str(),
-                            None => UNKNOWN_TOOL,
-                        };
-                        let span = tracing::info_span!(
-                            "tool_call",
-                            task.id = task_id,
-                            context.id = context_id,
-                            tool,
-                            call.id = %call.id,
-                        );
-                        let started = Instant::now();
-                        let running = agent
-                            .tools
-                            .call(&call.name, run_args.clone(), self.limits.tool_timeout)
-                            .instrument(span);
-                        // A tool call is not abandoned at shutdown (it would be reported as
-                        // interrupted); only the user's cancel stops waiting for it.
-                        let response = tokio::select! {
-                            _ = cancel.cancelled() => return Ok(true),
-                            response = running => response,
-                        };
-                        let failed = response.get("isError") == Some(&Value::Bool(true));
-                        self.metrics.tool_call(tool, started.elapsed(), failed);
-                        (response, edited, Some(run_args))
-                    }
+                self.settle_plain(run, call, &record, &mut deferred).await?
+            };
+            let answer = match settled {
+                Settled::Answer(answer) => answer,
+                Settled::Held => {
+                    held.push(record);
+                    continue;
                 }
-            };
-            if let Some(run_args) = &started {
-                if edited_from.is_some() {
-                    set_call_args(transcript, &call.id, run_args);
+                Settled::Waiting(calls) => {
+                    nested.extend(calls);
+                    subagent_waits = true;
+                    continue;
                 }
-            }
-            transcript.push(ChatMessage::Tool {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                response: response.clone(),
-                edited_from,
-                reply_message_id: rejected.then(|| run.reply_message_id.clone()).flatten(),
-            });
-            let part = ToolResult {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                response: response.clone(),
-            }
-            .to_part();
-            let part = match run.decided_by.get(&call.id) {
-                Some(decided_by) => decided_by.mark(part),
-                None => part,
+                Settled::Stopped => {
+                    self.write_deferred(task_id, deferred).await?;
+                    return Ok(true);
+                }
+                Settled::Canceled => return Ok(true),
             };
-            let message = view::agent_message(task_id, context_id, vec![part]);
-            let event =
-                view::status_event(task_id, context_id, TaskState::Working, Some(message), None);
-            if let Some(record) = run.calls.get_mut(&call.id) {
-                record.status = CallStatus::Finished;
-                record.result = Some(response.clone());
-            }
-            let finished = Commit {
-                transcript: Some(transcript_value(transcript)?),
-                call_updates: vec![CallUpdate::Finished {
-                    call_id: call.id.clone(),
-                    result: response,
-                }],
-                guard: Some(Guard::NotTerminal),
-                ..Commit::default()
-            };
-            defer(&mut deferred, vec![event], finished);
+            finish_call(run, call, answer, rejected, transcript, &mut deferred)?;
         }
+        self.pause_held(run, held, nested, subagent_waits, deferred)
+            .await
+    }
+
+    /// Goes on with an agent-tool call's subagent task: the results of nested calls it ran
+    /// since the last step are written with the next step, and its answer, its wait for
+    /// decisions or its stop is the call's.
+    async fn settle_delegated(
+        self: &Arc<Self>,
+        run: &mut TaskRun<'_>,
+        call: &ModelToolCall,
+        subagent: &Subagent,
+        run_args: &Value,
+        deferred: &mut Deferred,
+    ) -> Result<Settled> {
+        let (step, mirrored) = self.run_subagent(run, call, subagent, run_args).await?;
+        if let Some((events, commit)) = mirrored {
+            defer(deferred, events, commit);
+        }
+        Ok(match step {
+            SubagentStep::Answer(response) => Settled::answered(response),
+            SubagentStep::Waiting(calls) => Settled::Waiting(calls),
+            SubagentStep::Stopped => Settled::Stopped,
+        })
+    }
+
+    /// Settles a call that is not delegated to a subagent, by its record's status: held ones
+    /// wait, auto and approved ones run, and the others are answered from their record.
+    async fn settle_plain(
+        &self,
+        run: &mut TaskRun<'_>,
+        call: &ModelToolCall,
+        record: &CallRow,
+        deferred: &mut Deferred,
+    ) -> Result<Settled> {
+        Ok(match record.status {
+            CallStatus::Held => Settled::Held,
+            CallStatus::Canceled => Settled::Stopped,
+            CallStatus::Finished => {
+                // Finished but missing from the transcript cannot happen (one transaction
+                // writes both); take the recorded result if it ever does.
+                Settled::answered(record.result.clone().unwrap_or(Value::Null))
+            }
+            CallStatus::Started => Settled::answered(error_result(
+                "interrupted by a restart: this call may or may not have run, and it \
+                     was not run again",
+            )),
+            CallStatus::Rejected => {
+                let rejected = ToolResult::rejected(&call.id, &call.name, record.reason.as_deref());
+                Settled::answered(rejected.response)
+            }
+            CallStatus::Denied => {
+                let rule = record.reason.as_deref().unwrap_or("of the agents file");
+                Settled::answered(ToolResult::denied(&call.id, &call.name, rule).response)
+            }
+            CallStatus::Expired => {
+                let after = Self::expired_after(&run.agent);
+                Settled::answered(ToolResult::expired(&call.id, &call.name, &after).response)
+            }
+            CallStatus::Auto | CallStatus::Approved => {
+                self.run_tool(run, call, record, deferred).await?
+            }
+        })
+    }
+
+    /// Runs an auto or approved call's tool once its start is committed, under a `tool_call`
+    /// span, and counts it in the tool metrics.
+    async fn run_tool(
+        &self,
+        run: &mut TaskRun<'_>,
+        call: &ModelToolCall,
+        record: &CallRow,
+        deferred: &mut Deferred,
+    ) -> Result<Settled> {
+        let (run_args, edited) = self.start_call(run, record, deferred).await?;
+        let agent = run.agent.clone();
+        // Only an exposed tool's name becomes a label (the model chooses the name).
+        let tool = match agent.tools.get(&call.name) {
+            Some(_) => call.name.as_str(),
+            None => UNKNOWN_TOOL,
+        };
+        let span = tracing::info_span!(
+            "tool_call",
+            task.id = run.task_id.as_str(),
+            context.id = run.context_id.as_str(),
+            tool,
+            call.id = %call.id,
+        );
+        let started = Instant::now();
+        let running = agent
+            .tools
+            .call(&call.name, run_args.clone(), self.limits.tool_timeout)
+            .instrument(span);
+        // A tool call is not abandoned at shutdown (it would be reported as
+        // interrupted); only the user's cancel stops waiting for it.
+        let response = tokio::select! {
+            _ = run.cancel.cancelled() => return Ok(Settled::Canceled),
+            response = running => response,
+        };
+        let failed = response.get("isError") == Some(&Value::Bool(true));
+        self.metrics.tool_call(tool, started.elapsed(), failed);
+        Ok(Settled::Answer(Answer {
+            response,
+            edited_from: edited,
+            started: Some(run_args),
+        }))
+    }
+
+    /// Ends the settling: the held calls and the subagents' new nested calls pause the task
+    /// with ONE batch, written with what is deferred, and its deadline is watched; with none
+    /// (or none new) only what is deferred is written. Returns whether the task paused.
+    async fn pause_held(
+        self: &Arc<Self>,
+        run: &TaskRun<'_>,
+        held: Vec<CallRow>,
+        nested: Vec<NestedCall>,
+        subagent_waits: bool,
+        mut deferred: Deferred,
+    ) -> Result<bool> {
+        let (task_id, context_id) = (run.task_id.as_str(), run.context_id.as_str());
         // Held calls that already have a batch wait in it (a runner taken up after a restart),
         // as do nested calls already in one.
         if (held.is_empty() && nested.is_empty())
@@ -236,7 +278,7 @@ impl Runtime {
         }
         let requests: Vec<_> = nested.iter().map(|call| call.request.clone()).collect();
         let (event, mut pause, deadline) =
-            Self::pause_step(&agent, task_id, context_id, &held, &requests, run.usage);
+            Self::pause_step(&run.agent, task_id, context_id, &held, &requests, run.usage);
         let mut events: Vec<StreamEvent> = Vec::new();
         for call in nested {
             events.push(call.announced);
@@ -261,7 +303,6 @@ impl Runtime {
         Ok(true)
     }
 
-    /// Writes a deferred step, if there is one.
     /// Commits a call's start before it runs (with any step deferred so far), and returns the
     /// arguments it runs with and, when a person edited them, the model's own.
     async fn start_call(
@@ -295,10 +336,69 @@ impl Runtime {
         Ok((run_args, edited))
     }
 
+    /// Writes a deferred step, if there is one.
     async fn write_deferred(&self, task_id: &str, deferred: Deferred) -> Result<()> {
         if let Some((events, commit)) = deferred {
             self.commit(task_id, events, commit).await?;
         }
         Ok(())
     }
+}
+
+/// Answers a settled call: its result joins the transcript (with the arguments it ran with,
+/// when a person edited them) and the task's log (marked with who decided it, when no person
+/// was asked), and its record is finished; all written with the next step.
+fn finish_call(
+    run: &mut TaskRun<'_>,
+    call: &ModelToolCall,
+    answer: Answer,
+    rejected: bool,
+    transcript: &mut Vec<ChatMessage>,
+    deferred: &mut Deferred,
+) -> Result<()> {
+    let Answer {
+        response,
+        edited_from,
+        started,
+    } = answer;
+    let (task_id, context_id) = (run.task_id.as_str(), run.context_id.as_str());
+    if let Some(run_args) = &started {
+        if edited_from.is_some() {
+            set_call_args(transcript, &call.id, run_args);
+        }
+    }
+    transcript.push(ChatMessage::Tool {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        response: response.clone(),
+        edited_from,
+        reply_message_id: rejected.then(|| run.reply_message_id.clone()).flatten(),
+    });
+    let part = ToolResult {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        response: response.clone(),
+    }
+    .to_part();
+    let part = match run.decided_by.get(&call.id) {
+        Some(decided_by) => decided_by.mark(part),
+        None => part,
+    };
+    let message = view::agent_message(task_id, context_id, vec![part]);
+    let event = view::status_event(task_id, context_id, TaskState::Working, Some(message), None);
+    if let Some(record) = run.calls.get_mut(&call.id) {
+        record.status = CallStatus::Finished;
+        record.result = Some(response.clone());
+    }
+    let finished = Commit {
+        transcript: Some(transcript_value(transcript)?),
+        call_updates: vec![CallUpdate::Finished {
+            call_id: call.id.clone(),
+            result: response,
+        }],
+        guard: Some(Guard::NotTerminal),
+        ..Commit::default()
+    };
+    defer(deferred, vec![event], finished);
+    Ok(())
 }

@@ -5,6 +5,7 @@
 //! in that dialect. The link is stored once the remote agent has named its task.
 
 use std::collections::{BTreeMap, HashSet};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,6 +30,29 @@ use super::{Result, Runtime};
 /// `tasks/resubscribe`, kagent's among them).
 const REMOTE_POLL: Duration = Duration::from_millis(500);
 
+/// What a step of following a remote subagent ends with: the call's step, and the results it
+/// mirrors.
+type Outcome = (SubagentStep, Mirrored);
+
+/// A remote subagent task this runner follows.
+struct Followed {
+    client: RemoteClient,
+    link: SubagentLink,
+    /// What the last message's stream showed (results kagent streams but may not keep).
+    seen: Vec<StreamEvent>,
+    /// The nested calls this runner forwarded a decision on: a remote agent that still shows
+    /// the same pause a moment later is not sent it twice.
+    forwarded: HashSet<String>,
+}
+
+/// When the runner looks at a remote task that has not ended again.
+enum NextLook {
+    /// After a moment.
+    AfterPause,
+    /// At once (a decision was just sent).
+    Now,
+}
+
 impl Runtime {
     /// [`Runtime::run_subagent`] for a remote agent.
     pub(super) async fn run_remote_subagent(
@@ -37,151 +61,192 @@ impl Runtime {
         call: &ModelToolCall,
         subagent: &Subagent,
         run_args: &Value,
-    ) -> Result<(SubagentStep, Mirrored)> {
-        let failed = |why: String| {
-            let text = format!("{} could not be asked: {why}", subagent.agent);
-            Ok((SubagentStep::Answer(error_result(text)), None))
-        };
+    ) -> Result<Outcome> {
         let Some(spec) = &subagent.remote else {
-            return failed("it is not a remote agent".to_owned());
+            return Ok(could_not_ask(
+                subagent,
+                "it is not a remote agent".to_owned(),
+            ));
         };
         let client = match RemoteClient::new(spec) {
             Ok(client) => client,
-            Err(why) => return failed(why),
+            Err(why) => return Ok(could_not_ask(subagent, why)),
         };
-        let cancel = run.cancel.clone();
-        let user = run.user_id.clone();
-        // What the last message's stream showed (results kagent streams but may not keep).
-        let mut seen: Vec<StreamEvent> = Vec::new();
-        let link = match self.subagent_link(&run.task_id, &call.id).await? {
-            Some(link) => link,
-            None => {
-                let depth = match self.subagent_depth(run, subagent, run_args).await? {
-                    Ok(depth) => depth,
-                    Err(why) => return Ok((SubagentStep::Answer(error_result(why)), None)),
-                };
-                let text = request_text(run_args).unwrap_or_default();
-                let context_id = view::new_id();
-                let mut message = Message::new(view::new_id(), Role::User, vec![Part::text(text)]);
-                message.context_id = Some(context_id.clone());
-                let events = tokio::select! {
-                    _ = cancel.cancelled() => return Ok((SubagentStep::Stopped, None)),
-                    events = client.stream(&user, &message) => events,
-                };
-                let events = match events {
-                    Ok(events) => events,
-                    Err(why) => return failed(why),
-                };
-                let Some(task_id) = events.iter().find_map(|event| event.task_id()) else {
-                    // Answered with a message: no task to follow.
-                    let answer = message_text(&events);
-                    let answer = finished_answer(&subagent.agent, TaskState::Completed, &answer);
-                    return Ok((SubagentStep::Answer(answer), None));
-                };
-                let link = SubagentLink {
-                    parent_task_id: run.task_id.clone(),
-                    parent_call_id: call.id.clone(),
-                    agent: subagent.agent.clone(),
-                    child_task_id: task_id.to_owned(),
-                    child_context_id: context_id,
-                    remote: true,
-                    depth,
-                    created_at: crate::store::now(),
-                };
-                self.store.insert_subagent(link.clone(), None).await?;
-                tracing::info!(task = %run.task_id, call = %call.id, subagent = %subagent.agent, remote_task = %task_id, depth, "agent-tool call started a remote subagent task");
-                seen = events;
-                link
-            }
+        let (link, seen) = match self
+            .remote_link(run, call, subagent, run_args, &client)
+            .await?
+        {
+            ControlFlow::Continue(started) => started,
+            ControlFlow::Break(outcome) => return Ok(outcome),
         };
-        // The nested calls this runner forwarded a decision on: a remote agent that still shows
-        // the same pause a moment later is not sent it twice.
-        let mut forwarded: HashSet<String> = HashSet::new();
+        let mut followed = Followed {
+            client,
+            link,
+            seen,
+            forwarded: HashSet::new(),
+        };
         loop {
-            if cancel.is_cancelled() || self.shutdown.is_cancelled() {
+            if run.cancel.is_cancelled() || self.shutdown.is_cancelled() {
                 return Ok((SubagentStep::Stopped, None));
             }
             let task = tokio::select! {
-                _ = cancel.cancelled() => return Ok((SubagentStep::Stopped, None)),
-                task = client.get(&user, &link.child_task_id) => task,
+                _ = run.cancel.cancelled() => return Ok((SubagentStep::Stopped, None)),
+                task = followed.client.get(&run.user_id, &followed.link.child_task_id) => task,
             };
             let task = match task {
                 Ok(task) => task,
-                Err(why) => return failed(why),
+                Err(why) => return Ok(could_not_ask(subagent, why)),
             };
-            let results = remote_results(&task, &seen);
+            let results = remote_results(&task, &followed.seen);
             let state = task.status.state;
             if state.is_terminal() {
-                let mirrored = Self::mirror_results(run, call, &link, &results);
-                let answer = finished_answer(&link.agent, state, &remote_answer(&task, &seen));
+                let link = &followed.link;
+                let mirrored = Self::mirror_results(run, call, link, &results);
+                let answer =
+                    finished_answer(&link.agent, state, &remote_answer(&task, &followed.seen));
                 return Ok((SubagentStep::Answer(answer), mirrored));
             }
             if state == TaskState::InputRequired {
-                let interrupt = ApprovalInterrupt::from_status(&task.status).or_else(|| {
-                    seen.iter().rev().find_map(|event| match event {
-                        StreamEvent::StatusUpdate(update) => {
-                            ApprovalInterrupt::from_status(&update.status)
-                        }
-                        StreamEvent::Task(task) => ApprovalInterrupt::from_status(&task.status),
-                        StreamEvent::Message(_) | StreamEvent::ArtifactUpdate(_) => None,
-                    })
-                });
-                let Some(interrupt) = interrupt else {
-                    // It asks in words, not for approvals: its question is the answer.
-                    let mirrored = Self::mirror_results(run, call, &link, &results);
-                    let asks = task.status.message.as_ref().map(Message::text);
-                    let text = format!(
-                        "{} needs more input: {}",
-                        link.agent,
-                        asks.unwrap_or_default()
-                    );
-                    return Ok((SubagentStep::Answer(text_result(text)), mirrored));
-                };
-                let ids: HashSet<String> = interrupt.ids().map(str::to_owned).collect();
-                if !ids.is_disjoint(&forwarded) {
-                    self.pause_between_looks(run).await;
-                    continue;
-                }
-                match nested_state(run, call, &interrupt.action_requests) {
-                    Nested::New => {
-                        let mirrored = Self::mirror_results(run, call, &link, &results);
-                        let nested = nested_calls(
-                            run,
-                            call,
-                            subagent,
-                            &link,
-                            interrupt.action_requests.clone(),
-                        );
-                        return Ok((SubagentStep::Waiting(nested), mirrored));
-                    }
-                    Nested::Waiting => return Ok((SubagentStep::Waiting(Vec::new()), None)),
-                    Nested::Decided(decision) => {
-                        let message = decision.to_message(
-                            interrupt.dialect,
-                            &interrupt.action_requests,
-                            view::new_id(),
-                        );
-                        let mut message = match message {
-                            Ok(message) => message,
-                            Err(err) => return failed(err.to_string()),
-                        };
-                        message.task_id = Some(link.child_task_id.clone());
-                        message.context_id = Some(task.context_id.clone());
-                        forwarded.extend(ids);
-                        let events = tokio::select! {
-                            _ = cancel.cancelled() => return Ok((SubagentStep::Stopped, None)),
-                            events = client.stream(&user, &message) => events,
-                        };
-                        match events {
-                            Ok(events) => seen.extend(events),
-                            Err(why) => return failed(why),
-                        }
-                        continue;
-                    }
+                match self
+                    .on_remote_pause(run, call, subagent, &mut followed, &task, &results)
+                    .await?
+                {
+                    ControlFlow::Break(outcome) => return Ok(outcome),
+                    ControlFlow::Continue(NextLook::Now) => continue,
+                    ControlFlow::Continue(NextLook::AfterPause) => {}
                 }
             }
             self.pause_between_looks(run).await;
         }
+    }
+
+    /// The call's link to its remote task: the stored one, or else a new task started on the
+    /// remote agent with the call's request (stored once the remote agent has named its task,
+    /// with the events its stream showed). Breaks with the call's step when the call goes no
+    /// further: too deep, canceled, not reachable, or answered with a message.
+    async fn remote_link(
+        &self,
+        run: &TaskRun<'_>,
+        call: &ModelToolCall,
+        subagent: &Subagent,
+        run_args: &Value,
+        client: &RemoteClient,
+    ) -> Result<ControlFlow<Outcome, (SubagentLink, Vec<StreamEvent>)>> {
+        if let Some(link) = self.subagent_link(&run.task_id, &call.id).await? {
+            return Ok(ControlFlow::Continue((link, Vec::new())));
+        }
+        let depth = match self.subagent_depth(run, subagent, run_args).await? {
+            Ok(depth) => depth,
+            Err(why) => {
+                return Ok(ControlFlow::Break((
+                    SubagentStep::Answer(error_result(why)),
+                    None,
+                )))
+            }
+        };
+        let text = request_text(run_args).unwrap_or_default();
+        let context_id = view::new_id();
+        let mut message = Message::new(view::new_id(), Role::User, vec![Part::text(text)]);
+        message.context_id = Some(context_id.clone());
+        let events = tokio::select! {
+            _ = run.cancel.cancelled() => return Ok(ControlFlow::Break((SubagentStep::Stopped, None))),
+            events = client.stream(&run.user_id, &message) => events,
+        };
+        let events = match events {
+            Ok(events) => events,
+            Err(why) => return Ok(ControlFlow::Break(could_not_ask(subagent, why))),
+        };
+        let Some(task_id) = events.iter().find_map(|event| event.task_id()) else {
+            // Answered with a message: no task to follow.
+            let answer = message_text(&events);
+            let answer = finished_answer(&subagent.agent, TaskState::Completed, &answer);
+            return Ok(ControlFlow::Break((SubagentStep::Answer(answer), None)));
+        };
+        let link = SubagentLink {
+            parent_task_id: run.task_id.clone(),
+            parent_call_id: call.id.clone(),
+            agent: subagent.agent.clone(),
+            child_task_id: task_id.to_owned(),
+            child_context_id: context_id,
+            remote: true,
+            depth,
+            created_at: crate::store::now(),
+        };
+        self.store.insert_subagent(link.clone(), None).await?;
+        tracing::info!(task = %run.task_id, call = %call.id, subagent = %subagent.agent, remote_task = %task_id, depth, "agent-tool call started a remote subagent task");
+        Ok(ControlFlow::Continue((link, events)))
+    }
+
+    /// A remote task that waits for input: a pause asking for approvals nests its calls in the
+    /// parent's batch, or forwards the parent's decision on them; a question in words is the
+    /// call's answer. A pause whose decision was already forwarded is looked at again later.
+    async fn on_remote_pause(
+        &self,
+        run: &mut TaskRun<'_>,
+        call: &ModelToolCall,
+        subagent: &Subagent,
+        followed: &mut Followed,
+        task: &Task,
+        results: &BTreeMap<String, Value>,
+    ) -> Result<ControlFlow<Outcome, NextLook>> {
+        let link = &followed.link;
+        let Some(interrupt) = pending_interrupt(task, &followed.seen) else {
+            // It asks in words, not for approvals: its question is the answer.
+            let mirrored = Self::mirror_results(run, call, link, results);
+            let asks = task.status.message.as_ref().map(Message::text);
+            let text = format!(
+                "{} needs more input: {}",
+                link.agent,
+                asks.unwrap_or_default()
+            );
+            return Ok(ControlFlow::Break((
+                SubagentStep::Answer(text_result(text)),
+                mirrored,
+            )));
+        };
+        let ids: HashSet<String> = interrupt.ids().map(str::to_owned).collect();
+        if !ids.is_disjoint(&followed.forwarded) {
+            return Ok(ControlFlow::Continue(NextLook::AfterPause));
+        }
+        let decision = match nested_state(run, call, &interrupt.action_requests) {
+            Nested::New => {
+                let mirrored = Self::mirror_results(run, call, link, results);
+                let nested =
+                    nested_calls(run, call, subagent, link, interrupt.action_requests.clone());
+                return Ok(ControlFlow::Break((
+                    SubagentStep::Waiting(nested),
+                    mirrored,
+                )));
+            }
+            Nested::Waiting => {
+                return Ok(ControlFlow::Break((
+                    SubagentStep::Waiting(Vec::new()),
+                    None,
+                )))
+            }
+            Nested::Decided(decision) => decision,
+        };
+        let message = decision.to_message(
+            interrupt.dialect,
+            &interrupt.action_requests,
+            view::new_id(),
+        );
+        let mut message = match message {
+            Ok(message) => message,
+            Err(err) => return Ok(ControlFlow::Break(could_not_ask(subagent, err.to_string()))),
+        };
+        message.task_id = Some(link.child_task_id.clone());
+        message.context_id = Some(task.context_id.clone());
+        followed.forwarded.extend(ids);
+        let events = tokio::select! {
+            _ = run.cancel.cancelled() => return Ok(ControlFlow::Break((SubagentStep::Stopped, None))),
+            events = followed.client.stream(&run.user_id, &message) => events,
+        };
+        match events {
+            Ok(events) => followed.seen.extend(events),
+            Err(why) => return Ok(ControlFlow::Break(could_not_ask(subagent, why))),
+        }
+        Ok(ControlFlow::Continue(NextLook::Now))
     }
 
     /// Waits a moment before looking at a remote task again (or until a cancel).
@@ -216,6 +281,24 @@ impl Runtime {
                 .and_then(|subagent| subagent.remote.clone())
         })
     }
+}
+
+/// The call's step when the remote agent could not be asked, and why.
+fn could_not_ask(subagent: &Subagent, why: String) -> Outcome {
+    let text = format!("{} could not be asked: {why}", subagent.agent);
+    (SubagentStep::Answer(error_result(text)), None)
+}
+
+/// The approvals a remote task waits for: read from its status, else from the last status
+/// the last message's stream showed with one.
+fn pending_interrupt(task: &Task, seen: &[StreamEvent]) -> Option<ApprovalInterrupt> {
+    ApprovalInterrupt::from_status(&task.status).or_else(|| {
+        seen.iter().rev().find_map(|event| match event {
+            StreamEvent::StatusUpdate(update) => ApprovalInterrupt::from_status(&update.status),
+            StreamEvent::Task(task) => ApprovalInterrupt::from_status(&task.status),
+            StreamEvent::Message(_) | StreamEvent::ArtifactUpdate(_) => None,
+        })
+    })
 }
 
 /// Every tool result the remote task's history and the last stream hold, by call id.
