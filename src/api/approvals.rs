@@ -1,5 +1,6 @@
 //! The approvals stream (docs/rest.md, Approvals stream), read as it comes: each event with its
-//! id, for the one stream a tab keeps open (`components::inbox`).
+//! id, for the one stream a browser keeps open: its leading tab follows it and passes each event to
+//! the other tabs (`components::inbox`); where Web Locks are missing, each tab follows its own.
 
 use gloo_net::http::Request;
 

@@ -1,7 +1,8 @@
 //! The app's routes, as pure functions from and to URL paths.
 //!
 //! `/` opens the first agent, `/agents/{ns}/{agent}/chat` starts a chat,
-//! `/agents/{ns}/{agent}/chat/{session}` reopens one.
+//! `/agents/{ns}/{agent}/chat/{session}` reopens one, and `/approvals` lists every batch waiting
+//! for the person.
 
 /// Where the person is.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,11 +1,12 @@
-//! Signoff's A2A agent server: `http` (axum) -> `agent` (runtime) -> `store` (SQLite).
+//! Signoff's A2A agent server: `http` (axum) -> `agent` (runtime) -> `store` (SQLite, or PostgreSQL shared by
+//! replicas).
 //!
 //! Tests and benches start it in-process: bind a listener (port 0), build a [`Config`] and call
 //! [`run`] with a shutdown future.
 
 pub mod agent;
 pub mod http;
-pub mod store; // SHIM
+pub mod store;
 pub mod telemetry;
 
 use std::collections::HashMap;

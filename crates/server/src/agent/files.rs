@@ -4,7 +4,8 @@
 //! serves no person, and hides the rest of the name in logs and on cards).
 //!
 //! The file work runs in place on the caller's thread, like `resolve`'s checks: the sandbox is a
-//! local folder, reads are capped at 1 MiB and writes at the message size limit, and a hop to
+//! local folder, reads are capped at 1 MiB (a write is as large as its `content`: a model's
+//! arguments, or edited ones within the request body limit), and a hop to
 //! tokio's blocking pool and back costs more than such a file operation. So nothing here may
 //! wait: files are opened with `O_NONBLOCK` (opening a named pipe for reading would wait for a
 //! writer, for ever) and only regular files and folders are used; a pipe, socket or device

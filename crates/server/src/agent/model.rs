@@ -1,5 +1,5 @@
-//! The model seam: one trait for every language model (the offline scripted one, and later an
-//! OpenAI-compatible one), and the transcript type that is the model's memory of a task.
+//! The model seam: one trait for every language model (the offline scripted one, an
+//! OpenAI-compatible one, and the conformance agent's), and the transcript type that is the model's memory of a task.
 
 use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
@@ -10,7 +10,7 @@ use super::tools::ToolSpec;
 /// A tool call as the model proposed it.
 ///
 /// A model hands the runtime its calls with the ids it chose; the runtime then gives each call
-/// an id of its own ([`ModelToolCall::assign_id`]) before anything is announced or recorded. The
+/// an id of its own ([`ModelToolCall::assign_ids`]) before anything is announced or recorded. The
 /// model's id is untrusted: it may be empty, repeated, or shaped like an id the server composes
 /// (a subagent's call nested under an agent-tool call is `{call}/{subagent call}`), so it never
 /// names a call anywhere but in the model's own transcript.

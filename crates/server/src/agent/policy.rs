@@ -1,7 +1,8 @@
 //! Who decides a tool call before anyone is asked: the agent's argument rules (from the agents
 //! file) and a person's "always allow" policies (from the store), compiled into matchers. The
-//! runtime asks [`AgentApprovals::rule_for`] first (a `deny` rule wins over any policy), then
-//! the policies, then falls back to the tool's `require_approval` (crates/server/README.md,
+//! runtime asks [`AgentApprovals::rule_for`] first (a `deny` rule wins over any policy), else
+//! the tool's `require_approval`; only a call that would then wait is checked against the
+//! person's policies (crates/server/README.md,
 //! Argument rules; docs/rest.md, Policies).
 
 use std::collections::{BTreeMap, HashMap};

@@ -1,5 +1,5 @@
-//! The tool seam: a [`ToolSource`] lists and calls tools (the built-in file tools now; MCP
-//! servers later), and a [`Toolbox`] is one agent's tools with their approval rules.
+//! The tool seam: a [`ToolSource`] lists and calls tools (the built-in file tools, MCP
+//! servers, `ask_user`, and agents as tools), and a [`Toolbox`] is one agent's tools with their approval rules.
 
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 use std::time::Duration;

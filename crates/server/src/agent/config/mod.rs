@@ -16,7 +16,7 @@
 //! ```
 //!
 //! Tool sources are an enum tagged by `kind` (`builtin_files`; `mcp_stdio` and `mcp_http`, in
-//! the `mcp` child module), models too (`scripted`; `openai`, in `openai`); an agent may instead
+//! the `mcp` child module), models too (`scripted`, `conformance`; `openai`, in `openai`); an agent may instead
 //! be `remote = { url = … }`, relayed by the HTTP layer. A `.json` file is kagent's AgentConfig
 //! (`kagent`). This module is a leaf of the agent layer: it owns every spec, and the models,
 //! tools and MCP sources built from them (`agent::build`) import it, never the other way round.

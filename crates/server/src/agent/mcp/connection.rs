@@ -1,5 +1,6 @@
 //! One MCP server connection, opened once and shared by every call and chat: a supervisor task
-//! connects (stdio child process or streamable HTTP), publishes the live peer and its tool list,
+//! connects (stdio child process, streamable HTTP, or
+//! legacy HTTP+SSE), publishes the live peer and its tool list,
 //! notices when the connection dies, and reconnects with exponential backoff. Calls never open
 //! a connection themselves; they wait briefly for one that is being (re)opened, and otherwise
 //! fail at once with the last error.
