@@ -1,14 +1,15 @@
 //! Each table's columns as both backends select them, and the mapping of such a row to its
 //! typed struct, written once: a backend only says how to read one column of its rows
 //! ([`Columns`]). The SELECT and its mapping stand together because the mapping reads the
-//! columns by position.
+//! columns by position; so do the task's INSERT and its values.
 
 use serde_json::Value;
 
 use super::rows::json_value;
+use super::write::Param;
 use super::{
-    parse_task_state, BatchRow, BatchState, CallRow, CallStatus, Channel, Deadline, DecisionRow,
-    PolicyRow, PolicyScope, Result, SessionRow, TaskRow, Verdict,
+    parse_task_state, task_state_text, BatchRow, BatchState, CallRow, CallStatus, Channel,
+    Deadline, DecisionRow, PolicyRow, PolicyScope, Result, SessionRow, TaskRow, Verdict,
 };
 
 /// One row of a backend's answer, read by column position.
@@ -57,6 +58,29 @@ pub(super) fn task_from_row(row: &impl Columns) -> Result<TaskRow> {
         created_at: row.text(7)?,
         updated_at: row.text(8)?,
     })
+}
+
+/// Writes a new task's row: the columns of [`task_params`], in its order.
+pub(super) const TASK_INSERT: &str =
+    "INSERT INTO tasks (id, context_id, user_id, agent, state, transcript, last_seq, created_at,
+                        updated_at, remote)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+
+/// The values of [`TASK_INSERT`]: `task` with its log ending at `last_seq`, relayed to a remote
+/// agent if `remote`.
+pub(super) fn task_params(task: &TaskRow, last_seq: i64, remote: bool) -> Vec<Param<'_>> {
+    vec![
+        Param::Text(&task.id),
+        Param::Text(&task.context_id),
+        Param::Text(&task.user_id),
+        Param::Text(&task.agent),
+        Param::Text(task_state_text(task.state)),
+        Param::Text(&task.transcript),
+        Param::Int(last_seq),
+        Param::Text(&task.created_at),
+        Param::Text(&task.updated_at),
+        Param::Bool(remote),
+    ]
 }
 
 pub(super) const BATCH_SELECT: &str =

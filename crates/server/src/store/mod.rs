@@ -4,9 +4,23 @@
 //! folder; the runtime talks to [`Store`] only, and does not know which backend answers.
 //!
 //! Two backends, one behaviour: `sqlite` (the embedded default, a file in the data folder) and
-//! `postgres` (a server that several replicas share). Each speaks its own dialect; the rows and
-//! typed columns they read and write (`rows`) are shared, and the integration tests run against
-//! both.
+//! `postgres` (a server that several replicas share). What must not diverge is written once and
+//! shared: the rows and typed columns (`rows`), each table's SELECT with the mapping of its row
+//! and the task's INSERT with its values (`columns`, over a one-method-per-type `Columns`
+//! reader), and the task writes, a task's creation and the commit of a step (`write`). The
+//! commit is generic over `write::Transaction`, a small trait each backend implements: run a
+//! statement written with `$1` parameters (SQLite's side spells them `?1`), read a value back,
+//! and the three places where the dialects differ (PostgreSQL appends a step's events in one
+//! statement and notifies the other replicas of a pending approval; it also fences a runner's
+//! step on the task's lease, which SQLite, one process, does not need). SQLite's transaction
+//! answers synchronously on its writer's thread, so it drives the shared async code to its end
+//! in one poll. A trait rather than `sqlx::Any` or generics over `sqlx::Database`: the SQLite
+//! backend is rusqlite with its own group-committing writer, not sqlx. PostgreSQL keeps one path
+//! of its own, the plain step (events and state in one statement, no transaction); the store's
+//! contract tests (`tests/api/store_contract.rs`) run every commit path on both backends.
+//!
+//! [`Store`] holds one backend and dispatches by `match` (`on_backend!`); the methods a backend
+//! answers alone are declared by signature in one `forward!` list, the others written out.
 //!
 //! It knows rows, typed columns and JSON values, nothing of HTTP and nothing of A2A versions:
 //! the agent layer hands it events already encoded.
@@ -17,6 +31,7 @@ mod postgres;
 mod rows;
 mod sharing;
 mod sqlite;
+mod write;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -164,6 +179,23 @@ macro_rules! on_backend {
     };
 }
 
+/// Declares methods of [`Store`] that the backend answers alone: each hands its arguments, in
+/// order, to the backend's method of the same name and returns its answer. The methods that
+/// add something of their own (the approvals streams' wakes, the leases SQLite does not need, a
+/// generic plan) are written out in full above.
+macro_rules! forward {
+    ($($(#[$doc:meta])* pub async fn $name:ident(&self $(, $arg:ident: $ty:ty)* $(,)?) $(-> $ret:ty)?;)+) => {
+        impl Store {
+            $(
+                $(#[$doc])*
+                pub async fn $name(&self, $($arg: $ty),*) $(-> $ret)? {
+                    on_backend!(self, backend => backend.$name($($arg),*).await)
+                }
+            )+
+        }
+    };
+}
+
 impl Store {
     /// Opens the database (creating the SQLite file if needed) and runs the migrations, so a
     /// new binary upgrades an old database at start and nobody runs a separate migration step.
@@ -176,17 +208,6 @@ impl Store {
             backend: Arc::new(backend),
             approval_wakes: Arc::new(ApprovalWakes::default()),
         })
-    }
-
-    /// Finishes the queued writes and closes the store (later writes get [`StoreError::Closed`]).
-    pub async fn close(&self) {
-        on_backend!(self, backend => backend.close().await)
-    }
-
-    /// Whether the store can serve: a read answers, and the schema is at this binary's version.
-    /// For readiness checks (`GET /readyz`): cheap enough to run on every probe.
-    pub async fn check_ready(&self) -> Result<()> {
-        on_backend!(self, backend => backend.check_ready().await)
     }
 
     // Replicas: PostgreSQL only. One process owns an SQLite file and drives all its tasks, so
@@ -282,35 +303,7 @@ impl Store {
         }
     }
 
-    /// The user's approval events after id `after`, in order, at most `limit`.
-    pub async fn approval_events(
-        &self,
-        user_id: &str,
-        after: i64,
-        limit: i64,
-    ) -> Result<Vec<ApprovalEventRow>> {
-        on_backend!(self, backend => backend.approval_events(user_id, after, limit).await)
-    }
-
-    /// Where a new stream starts: the last event id of all (its horizon), and the `pending`
-    /// events (at or before it) of the user's batches that still wait, in order.
-    pub async fn waiting_approval_events(
-        &self,
-        user_id: &str,
-    ) -> Result<(i64, Vec<ApprovalEventRow>)> {
-        on_backend!(self, backend => backend.waiting_approval_events(user_id).await)
-    }
-
-    // Sessions.
-
-    pub async fn session(&self, id: &str) -> Result<Option<SessionRow>> {
-        on_backend!(self, backend => backend.session(id).await)
-    }
-
-    /// The user's sessions, most recently active first.
-    pub async fn sessions(&self, user_id: &str) -> Result<Vec<SessionRow>> {
-        on_backend!(self, backend => backend.sessions(user_id).await)
-    }
+    // Writes that may write an approval event, so wake its user's streams.
 
     /// Deletes a session with its tasks, events, batches, records and chat policies.
     pub async fn delete_session(&self, id: &str) -> Result<bool> {
@@ -320,105 +313,11 @@ impl Store {
         Ok(deleted)
     }
 
-    // Tasks and their event logs.
-
-    /// Creates a task and writes its first events, creating its session (titled `title`) if
-    /// this is the session's first task; says whether it did. A session that exists must be
-    /// the same user's and agent's, else [`StoreError::Conflict`].
-    pub async fn create_task(
-        &self,
-        task: &TaskRow,
-        title: &str,
-        events: Vec<NewEvent>,
-    ) -> Result<bool> {
-        on_backend!(self, backend => backend.create_task(task, title, events).await)
-    }
-
-    /// [`Store::create_task`] for a task of a chat relayed to a remote agent: marked remote, so
-    /// no runner of ours resumes it (it is left out of [`Store::unfinished_tasks`] and
-    /// [`Store::orphaned_tasks`]).
-    pub async fn create_relayed_task(
-        &self,
-        task: &TaskRow,
-        title: &str,
-        events: Vec<NewEvent>,
-    ) -> Result<bool> {
-        on_backend!(self, backend => backend.create_relayed_task(task, title, events).await)
-    }
-
-    /// Whether the task exists and is a relayed one (a remote agent drives it).
-    pub async fn is_relayed(&self, task_id: &str) -> Result<bool> {
-        on_backend!(self, backend => backend.is_relayed(task_id).await)
-    }
-
-    pub async fn task(&self, id: &str) -> Result<Option<TaskRow>> {
-        on_backend!(self, backend => backend.task(id).await)
-    }
-
-    /// A stored task as its runner takes it up (see [`RunnerView`]), or `None` if it is gone.
-    pub async fn runner_view(&self, id: &str) -> Result<Option<RunnerView>> {
-        on_backend!(self, backend => backend.runner_view(id).await)
-    }
-
-    /// The tasks of a session, in the order they were created.
-    pub async fn session_tasks(&self, context_id: &str) -> Result<Vec<TaskRow>> {
-        on_backend!(self, backend => backend.session_tasks(context_id).await)
-    }
-
-    /// A page of a user's tasks, newest first, optionally one session's or one state's; and
-    /// how many there are in all.
-    pub async fn list_tasks(
-        &self,
-        user_id: &str,
-        context_id: Option<&str>,
-        state: Option<TaskState>,
-        offset: i64,
-        limit: i64,
-    ) -> Result<(Vec<TaskRow>, i64)> {
-        on_backend!(self, backend => {
-            backend.list_tasks(user_id, context_id, state, offset, limit).await
-        })
-    }
-
-    /// Tasks left running or submitted by a previous process (to resume at start).
-    pub async fn unfinished_tasks(&self) -> Result<Vec<TaskRow>> {
-        on_backend!(self, backend => backend.unfinished_tasks().await)
-    }
-
-    /// The events of a task with `after < seq <= upto`, in order, at most `limit`.
-    pub async fn events(
-        &self,
-        task_id: &str,
-        after: i64,
-        upto: Option<i64>,
-        limit: i64,
-    ) -> Result<Vec<EventRow>> {
-        on_backend!(self, backend => backend.events(task_id, after, upto, limit).await)
-    }
-
     /// Applies one [`Commit`] atomically; returns the task's last event sequence number.
     pub async fn commit(&self, task_id: &str, commit: Commit) -> Result<i64> {
         let written = on_backend!(self, backend => backend.commit(task_id, commit).await)?;
         self.approvals_written(written.approvals_of.as_deref());
         Ok(written.last_seq)
-    }
-
-    /// Queues `message` (JSON) for the working task `task_id`; `false` when the task is not
-    /// working (it ended, or waits for a decision), and nothing is queued.
-    pub async fn queue_message(&self, task_id: &str, message: String) -> Result<bool> {
-        on_backend!(self, backend => backend.queue_message(task_id, message).await)
-    }
-
-    /// The messages waiting in a task's queue, oldest first.
-    pub async fn queued_messages(&self, task_id: &str) -> Result<Vec<QueuedMessage>> {
-        on_backend!(self, backend => backend.queued_messages(task_id).await)
-    }
-
-    // Batches, decisions and call records.
-
-    /// The task's pending batch, if it has one.
-    pub async fn pending_batch(&self, task_id: &str) -> Result<Option<BatchRow>> {
-        on_backend!(self, backend => backend.pending_batch(task_id).await)
     }
 
     /// A decision made inside the write that applies it: `plan` gets the task (if it exists)
@@ -455,18 +354,6 @@ impl Store {
         }))
     }
 
-    /// How many batches wait for a decision, across every user (the pending approvals gauge).
-    pub async fn count_pending_batches(&self) -> Result<i64> {
-        on_backend!(self, backend => backend.count_pending_batches().await)
-    }
-
-    /// Every pending batch of a user's tasks, oldest first, in one query (a team may have
-    /// thousands paused). A local subagent's batch is not one of them: its calls wait nested
-    /// in its parent's batch.
-    pub async fn pending_batches(&self, user_id: &str) -> Result<Vec<PendingBatchRow>> {
-        on_backend!(self, backend => backend.pending_batches(user_id).await)
-    }
-
     /// Decides (or cancels) a pending batch: ONE transaction that moves it from pending to
     /// `batch_state` only if it is still pending, records every call's verdict and the audit
     /// row, sets the task's state and appends the events. The loser of a race gets
@@ -477,47 +364,6 @@ impl Store {
         Ok(written.last_seq)
     }
 
-    /// The calls of a task, in the order the model asked for them.
-    pub async fn calls(&self, task_id: &str) -> Result<Vec<CallRow>> {
-        on_backend!(self, backend => backend.calls(task_id).await)
-    }
-
-    /// The audit rows of one task, oldest first.
-    pub async fn task_decisions(&self, task_id: &str) -> Result<Vec<DecisionRow>> {
-        on_backend!(self, backend => backend.task_decisions(task_id).await)
-    }
-
-    /// A user's most recent decisions, newest first.
-    pub async fn recent_decisions(&self, user_id: &str, limit: i64) -> Result<Vec<DecisionRow>> {
-        on_backend!(self, backend => backend.recent_decisions(user_id, limit).await)
-    }
-
-    // Subagent tasks.
-
-    /// Records the task an agent-tool call started on a subagent; a call starts one at most
-    /// ([`StoreError::Conflict`] for a second). A local subagent's `chat` (its session, with no
-    /// task yet) is created in the same transaction.
-    pub async fn insert_subagent(&self, link: SubagentLink, chat: Option<ChildChat>) -> Result<()> {
-        on_backend!(self, backend => backend.insert_subagent(link, chat).await)
-    }
-
-    /// The subagent tasks a parent task started, oldest first.
-    pub async fn subagents_of(&self, parent_task_id: &str) -> Result<Vec<SubagentLink>> {
-        on_backend!(self, backend => backend.subagents_of(parent_task_id).await)
-    }
-
-    /// The link that made a local task a subagent's task, if one did.
-    pub async fn subagent_parent(&self, child_task_id: &str) -> Result<Option<SubagentLink>> {
-        on_backend!(self, backend => backend.subagent_parent(child_task_id).await)
-    }
-
-    // Deadlines.
-
-    /// Every pending batch with a deadline (to watch them again after a restart).
-    pub async fn pending_deadlines(&self) -> Result<Vec<Deadline>> {
-        on_backend!(self, backend => backend.pending_deadlines().await)
-    }
-
     /// The deadline of a task's pending batch, if it has one.
     pub async fn pending_deadline(&self, task_id: &str) -> Result<Option<Deadline>> {
         Ok(self
@@ -526,31 +372,157 @@ impl Store {
             .into_iter()
             .next())
     }
+}
+
+forward! {
+    /// Finishes the queued writes and closes the store (later writes get [`StoreError::Closed`]).
+    pub async fn close(&self);
+
+    /// Whether the store can serve: a read answers, and the schema is at this binary's version.
+    /// For readiness checks (`GET /readyz`): cheap enough to run on every probe.
+    pub async fn check_ready(&self) -> Result<()>;
+
+    /// The user's approval events after id `after`, in order, at most `limit`.
+    pub async fn approval_events(
+        &self,
+        user_id: &str,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<ApprovalEventRow>>;
+
+    /// Where a new stream starts: the last event id of all (its horizon), and the `pending`
+    /// events (at or before it) of the user's batches that still wait, in order.
+    pub async fn waiting_approval_events(
+        &self,
+        user_id: &str,
+    ) -> Result<(i64, Vec<ApprovalEventRow>)>;
+
+    // Sessions.
+
+    pub async fn session(&self, id: &str) -> Result<Option<SessionRow>>;
+
+    /// The user's sessions, most recently active first.
+    pub async fn sessions(&self, user_id: &str) -> Result<Vec<SessionRow>>;
+
+    // Tasks and their event logs.
+
+    /// Creates a task and writes its first events, creating its session (titled `title`) if
+    /// this is the session's first task; says whether it did. A session that exists must be
+    /// the same user's and agent's, else [`StoreError::Conflict`].
+    pub async fn create_task(
+        &self,
+        task: &TaskRow,
+        title: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<bool>;
+
+    /// [`Store::create_task`] for a task of a chat relayed to a remote agent: marked remote, so
+    /// no runner of ours resumes it (it is left out of [`Store::unfinished_tasks`] and
+    /// [`Store::orphaned_tasks`]).
+    pub async fn create_relayed_task(
+        &self,
+        task: &TaskRow,
+        title: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<bool>;
+
+    /// Whether the task exists and is a relayed one (a remote agent drives it).
+    pub async fn is_relayed(&self, task_id: &str) -> Result<bool>;
+
+    pub async fn task(&self, id: &str) -> Result<Option<TaskRow>>;
+
+    /// A stored task as its runner takes it up (see [`RunnerView`]), or `None` if it is gone.
+    pub async fn runner_view(&self, id: &str) -> Result<Option<RunnerView>>;
+
+    /// The tasks of a session, in the order they were created.
+    pub async fn session_tasks(&self, context_id: &str) -> Result<Vec<TaskRow>>;
+
+    /// A page of a user's tasks, newest first, optionally one session's or one state's; and
+    /// how many there are in all.
+    pub async fn list_tasks(
+        &self,
+        user_id: &str,
+        context_id: Option<&str>,
+        state: Option<TaskState>,
+        offset: i64,
+        limit: i64,
+    ) -> Result<(Vec<TaskRow>, i64)>;
+
+    /// Tasks left running or submitted by a previous process (to resume at start).
+    pub async fn unfinished_tasks(&self) -> Result<Vec<TaskRow>>;
+
+    /// The events of a task with `after < seq <= upto`, in order, at most `limit`.
+    pub async fn events(
+        &self,
+        task_id: &str,
+        after: i64,
+        upto: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<EventRow>>;
+
+    /// Queues `message` (JSON) for the working task `task_id`; `false` when the task is not
+    /// working (it ended, or waits for a decision), and nothing is queued.
+    pub async fn queue_message(&self, task_id: &str, message: String) -> Result<bool>;
+
+    /// The messages waiting in a task's queue, oldest first.
+    pub async fn queued_messages(&self, task_id: &str) -> Result<Vec<QueuedMessage>>;
+
+    // Batches, decisions and call records.
+
+    /// The task's pending batch, if it has one.
+    pub async fn pending_batch(&self, task_id: &str) -> Result<Option<BatchRow>>;
+
+    /// How many batches wait for a decision, across every user (the pending approvals gauge).
+    pub async fn count_pending_batches(&self) -> Result<i64>;
+
+    /// Every pending batch of a user's tasks, oldest first, in one query (a team may have
+    /// thousands paused). A local subagent's batch is not one of them: its calls wait nested
+    /// in its parent's batch.
+    pub async fn pending_batches(&self, user_id: &str) -> Result<Vec<PendingBatchRow>>;
+
+    /// The calls of a task, in the order the model asked for them.
+    pub async fn calls(&self, task_id: &str) -> Result<Vec<CallRow>>;
+
+    /// The audit rows of one task, oldest first.
+    pub async fn task_decisions(&self, task_id: &str) -> Result<Vec<DecisionRow>>;
+
+    /// A user's most recent decisions, newest first.
+    pub async fn recent_decisions(&self, user_id: &str, limit: i64) -> Result<Vec<DecisionRow>>;
+
+    // Subagent tasks.
+
+    /// Records the task an agent-tool call started on a subagent; a call starts one at most
+    /// ([`StoreError::Conflict`] for a second). A local subagent's `chat` (its session, with no
+    /// task yet) is created in the same transaction.
+    pub async fn insert_subagent(&self, link: SubagentLink, chat: Option<ChildChat>) -> Result<()>;
+
+    /// The subagent tasks a parent task started, oldest first.
+    pub async fn subagents_of(&self, parent_task_id: &str) -> Result<Vec<SubagentLink>>;
+
+    /// The link that made a local task a subagent's task, if one did.
+    pub async fn subagent_parent(&self, child_task_id: &str) -> Result<Option<SubagentLink>>;
+
+    // Deadlines.
+
+    /// Every pending batch with a deadline (to watch them again after a restart).
+    pub async fn pending_deadlines(&self) -> Result<Vec<Deadline>>;
 
     /// The deadlines of these tasks' pending batches.
-    pub async fn pending_deadlines_of(&self, task_ids: &[String]) -> Result<Vec<Deadline>> {
-        on_backend!(self, backend => backend.pending_deadlines_of(task_ids).await)
-    }
+    pub async fn pending_deadlines_of(&self, task_ids: &[String]) -> Result<Vec<Deadline>>;
 
     /// The state and deadline of a task's latest batch, to tell a late decision why it came
     /// too late.
-    pub async fn last_batch(&self, task_id: &str) -> Result<Option<(BatchState, Option<String>)>> {
-        on_backend!(self, backend => backend.last_batch(task_id).await)
-    }
+    pub async fn last_batch(&self, task_id: &str) -> Result<Option<(BatchState, Option<String>)>>;
 
     // Policies.
 
     /// Stores a new policy unless its user already has `cap` policies in force or its chat
     /// (for a chat policy) is gone, atomically: concurrent creations cannot pass the cap, and a
     /// chat deleted meanwhile takes no policy with it into limbo.
-    pub async fn insert_policy(&self, policy: PolicyRow, cap: usize) -> Result<PolicyInsert> {
-        on_backend!(self, backend => backend.insert_policy(policy, cap).await)
-    }
+    pub async fn insert_policy(&self, policy: PolicyRow, cap: usize) -> Result<PolicyInsert>;
 
     /// A user's policies in force, oldest first.
-    pub async fn policies(&self, user_id: &str) -> Result<Vec<PolicyRow>> {
-        on_backend!(self, backend => backend.policies(user_id).await)
-    }
+    pub async fn policies(&self, user_id: &str) -> Result<Vec<PolicyRow>>;
 
     /// The policies in force that may approve a call of `agent` in chat `context_id` for
     /// `user_id`: the agent's, and the chat's. Read for every call, so a revoke counts at once.
@@ -559,51 +531,33 @@ impl Store {
         user_id: &str,
         agent: &str,
         context_id: &str,
-    ) -> Result<Vec<PolicyRow>> {
-        on_backend!(self, backend => backend.applicable_policies(user_id, agent, context_id).await)
-    }
+    ) -> Result<Vec<PolicyRow>>;
 
     /// Revokes `user_id`'s policy `id`; whether it was in force.
-    pub async fn revoke_policy(&self, user_id: &str, id: &str, now: &str) -> Result<bool> {
-        on_backend!(self, backend => backend.revoke_policy(user_id, id, now).await)
-    }
+    pub async fn revoke_policy(&self, user_id: &str, id: &str, now: &str) -> Result<bool>;
 
     // Share links and feedback.
 
     /// Stores a new share link.
-    pub async fn insert_share(&self, share: ShareRow) -> Result<()> {
-        on_backend!(self, backend => backend.insert_share(share).await)
-    }
+    pub async fn insert_share(&self, share: ShareRow) -> Result<()>;
 
     /// The live (not revoked) share links of a chat, oldest first.
-    pub async fn shares(&self, context_id: &str) -> Result<Vec<ShareRow>> {
-        on_backend!(self, backend => backend.shares(context_id).await)
-    }
+    pub async fn shares(&self, context_id: &str) -> Result<Vec<ShareRow>>;
 
     /// The live share link whose token hashes to `token_sha256`, if there is one.
-    pub async fn live_share(&self, token_sha256: &str) -> Result<Option<ShareRow>> {
-        on_backend!(self, backend => backend.live_share(token_sha256).await)
-    }
+    pub async fn live_share(&self, token_sha256: &str) -> Result<Option<ShareRow>>;
 
     /// Revokes the share link `id` of chat `context_id`; whether it was live.
-    pub async fn revoke_share(&self, context_id: &str, id: &str, now: &str) -> Result<bool> {
-        on_backend!(self, backend => backend.revoke_share(context_id, id, now).await)
-    }
+    pub async fn revoke_share(&self, context_id: &str, id: &str, now: &str) -> Result<bool>;
 
     /// Stores a rating of an answer.
-    pub async fn insert_feedback(&self, feedback: FeedbackRow) -> Result<()> {
-        on_backend!(self, backend => backend.insert_feedback(feedback).await)
-    }
+    pub async fn insert_feedback(&self, feedback: FeedbackRow) -> Result<()>;
 
     /// A user's feedback, oldest first.
-    pub async fn user_feedback(&self, user_id: &str) -> Result<Vec<FeedbackRow>> {
-        on_backend!(self, backend => backend.user_feedback(user_id).await)
-    }
+    pub async fn user_feedback(&self, user_id: &str) -> Result<Vec<FeedbackRow>>;
 
     /// The feedback given in one chat, oldest first.
-    pub async fn context_feedback(&self, context_id: &str) -> Result<Vec<FeedbackRow>> {
-        on_backend!(self, backend => backend.context_feedback(context_id).await)
-    }
+    pub async fn context_feedback(&self, context_id: &str) -> Result<Vec<FeedbackRow>>;
 }
 
 #[cfg(test)]

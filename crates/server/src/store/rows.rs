@@ -136,6 +136,33 @@ pub struct TaskRow {
     pub updated_at: String,
 }
 
+impl TaskRow {
+    /// The row of a new task, created now; its log is empty until the store writes the task with
+    /// its first events. A column added later gets its default here, so the callers that make
+    /// tasks stay as they are.
+    pub fn new(
+        id: String,
+        context_id: String,
+        user_id: String,
+        agent: String,
+        state: TaskState,
+        transcript: String,
+    ) -> TaskRow {
+        let now = super::now();
+        TaskRow {
+            id,
+            context_id,
+            user_id,
+            agent,
+            state,
+            transcript,
+            last_seq: 0,
+            created_at: now.clone(),
+            updated_at: now,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRow {
     pub seq: i64,

@@ -6,25 +6,21 @@
 use serde_json::json;
 use signoff_protocol::TaskState;
 use signoff_server::store::{
-    now, BatchState, CallUpdate, Channel, Commit, DecisionWrite, NewCall, Store, StoreError,
-    TaskRow, LEASE,
+    BatchState, CallUpdate, Channel, Commit, DecisionWrite, NewCall, Store, StoreError, TaskRow,
+    LEASE,
 };
 
 use crate::support::*;
 
 fn task(id: &str) -> TaskRow {
-    let now = now();
-    TaskRow {
-        id: id.to_owned(),
-        context_id: format!("context-of-{id}"),
-        user_id: "local".into(),
-        agent: "default/demo".into(),
-        state: TaskState::Working,
-        transcript: "[]".into(),
-        last_seq: 0,
-        created_at: now.clone(),
-        updated_at: now,
-    }
+    TaskRow::new(
+        id.to_owned(),
+        format!("context-of-{id}"),
+        "local".into(),
+        "default/demo".into(),
+        TaskState::Working,
+        "[]".into(),
+    )
 }
 
 fn started(call_id: &str) -> Commit {

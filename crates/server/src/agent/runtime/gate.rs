@@ -140,18 +140,14 @@ impl Runtime {
         // Written with the task, so the runner starts on a working task without a commit of
         // its own (one round trip less before the first answer).
         let working = view::status_event(&task_id, &context_id, TaskState::Working, None, None);
-        let now = crate::store::now();
-        let row = TaskRow {
-            id: task_id.clone(),
+        let row = TaskRow::new(
+            task_id.clone(),
             context_id,
-            user_id: user.to_owned(),
-            agent: agent.key(),
-            state: TaskState::Working,
-            transcript: transcript_value(&transcript)?,
-            last_seq: 0,
-            created_at: now.clone(),
-            updated_at: now,
-        };
+            user.to_owned(),
+            agent.key(),
+            TaskState::Working,
+            transcript_value(&transcript)?,
+        );
         let events = vec![Self::encode(&submitted), Self::encode(&working)];
         let committed = vec![
             LoggedEvent::committed(1, submitted, &events[0]),

@@ -204,18 +204,14 @@ impl Runtime {
         let row = match self.store.task(task_id).await? {
             Some(row) => row,
             None => {
-                let now = crate::store::now();
-                let row = TaskRow {
-                    id: task_id.to_owned(),
-                    context_id: context_id.to_owned(),
-                    user_id: exchange.user.clone(),
-                    agent: exchange.agent.clone(),
-                    state: TaskState::Submitted,
-                    transcript: "[]".to_owned(),
-                    last_seq: 0,
-                    created_at: now.clone(),
-                    updated_at: now,
-                };
+                let row = TaskRow::new(
+                    task_id.to_owned(),
+                    context_id.to_owned(),
+                    exchange.user.clone(),
+                    exchange.agent.clone(),
+                    TaskState::Submitted,
+                    "[]".to_owned(),
+                );
                 let title = title_of(exchange.request.as_ref());
                 self.store
                     .create_relayed_task(&row, &title, Vec::new())

@@ -186,17 +186,14 @@ mod tests {
             result("a"),
         ];
         let value = transcript_value(&transcript).unwrap();
-        let mut row = TaskRow {
-            id: "t".into(),
-            context_id: "c".into(),
-            user_id: "u".into(),
-            agent: "a/b".into(),
-            state: signoff_protocol::TaskState::Working,
-            transcript: value,
-            last_seq: 0,
-            created_at: String::new(),
-            updated_at: String::new(),
-        };
+        let mut row = TaskRow::new(
+            "t".into(),
+            "c".into(),
+            "u".into(),
+            "a/b".into(),
+            signoff_protocol::TaskState::Working,
+            value,
+        );
         assert_eq!(transcript_of(&row).unwrap(), transcript);
         row.transcript = json!([{"role": "nobody"}]).to_string();
         let err = transcript_of(&row).unwrap_err();

@@ -1,7 +1,6 @@
 //! Batches of held calls, the compare-and-set that decides them, the audit trail of decisions,
 //! and each call's execution record.
 
-use serde_json::Value;
 use sqlx::{PgConnection, Row};
 
 use super::rows::json_text;
@@ -24,34 +23,6 @@ pub(super) async fn task_calls(
     .fetch_all(&mut *connection)
     .await?;
     map_rows(rows, call_from_row)
-}
-
-/// Opens a pending batch of `requests`; every held call of the task without a batch joins it.
-pub(super) async fn open_batch(
-    connection: &mut PgConnection,
-    task_id: &str,
-    requests: &Value,
-    now: &str,
-) -> Result<i64> {
-    let batch_id: i64 = sqlx::query_scalar(
-        "INSERT INTO batches (task_id, state, requests, created_at)
-         VALUES ($1, $2, $3, $4) RETURNING id",
-    )
-    .bind(task_id)
-    .bind(BatchState::Pending.as_str())
-    .bind(json_text(requests)?)
-    .bind(now)
-    .fetch_one(&mut *connection)
-    .await?;
-    sqlx::query(
-        "UPDATE calls SET batch_id = $1 WHERE task_id = $2 AND status = $3 AND batch_id IS NULL",
-    )
-    .bind(batch_id)
-    .bind(task_id)
-    .bind(CallStatus::Held.as_str())
-    .execute(&mut *connection)
-    .await?;
-    Ok(batch_id)
 }
 
 async fn apply_decision(

@@ -1,70 +1,17 @@
-//! Approval deadlines, people's "always allow" policies, and the audit of calls decided without
-//! asking (a decided batch of their own and a decision row, written with the call).
+//! Approval deadlines and people's "always allow" policies. (The audit of calls decided without
+//! asking is written with the calls, by the shared commit in `store::write`.)
 
-use sqlx::{PgConnection, Row};
+use sqlx::Row;
 
 use super::rows::json_text;
 use super::tasks::map_rows;
-use super::{
-    BatchState, Deadline, NewCall, PolicyInsert, PolicyRow, PolicyScope, Postgres, Result,
-};
+use super::{BatchState, Deadline, PolicyInsert, PolicyRow, PolicyScope, Postgres, Result};
 use crate::store::columns::*;
 
 /// The first key of the advisory lock that one user's policy creations take, the second being
 /// a hash of the user ("poli" in ASCII; the two-key locks are a space apart from the one-key
 /// locks of the approvals and migrations).
 const POLICIES_LOCK: i32 = 0x706f_6c69;
-
-/// Writes the decided batch and audit row of each call of `calls` that was decided without
-/// asking; runs inside the commit that records the calls.
-pub(super) async fn record_auto_decisions(
-    connection: &mut PgConnection,
-    task_id: &str,
-    calls: &[NewCall],
-    now: &str,
-) -> Result<()> {
-    for call in calls {
-        let Some(auto) = &call.auto else { continue };
-        let request =
-            serde_json::json!([{"id": call.call_id, "name": call.name, "args": call.args}]);
-        let batch_id: i64 = sqlx::query_scalar(
-            "INSERT INTO batches (task_id, state, requests, created_at, decided_at)
-             VALUES ($1, $2, $3, $4, $4) RETURNING id",
-        )
-        .bind(task_id)
-        .bind(BatchState::Decided.as_str())
-        .bind(json_text(&request)?)
-        .bind(now)
-        .fetch_one(&mut *connection)
-        .await?;
-        sqlx::query(
-            "UPDATE calls SET batch_id = $1, verdict = $2, reason = $3
-             WHERE task_id = $4 AND call_id = $5",
-        )
-        .bind(batch_id)
-        .bind(auto.verdict.as_str())
-        .bind(auto.reason.as_deref())
-        .bind(task_id)
-        .bind(&call.call_id)
-        .execute(&mut *connection)
-        .await?;
-        sqlx::query(
-            "INSERT INTO decisions (batch_id, task_id, user_id, channel, decision, summary,
-                                    decided_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(batch_id)
-        .bind(task_id)
-        .bind(&auto.user_id)
-        .bind(auto.channel.as_str())
-        .bind(json_text(&auto.decision)?)
-        .bind(&auto.summary)
-        .bind(now)
-        .execute(&mut *connection)
-        .await?;
-    }
-    Ok(())
-}
 
 impl Postgres {
     pub async fn pending_deadlines(&self) -> Result<Vec<Deadline>> {

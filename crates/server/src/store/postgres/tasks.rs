@@ -1,16 +1,17 @@
-//! Sessions, tasks and their event logs, and the task commit: one task's step (events, state,
-//! transcript, call records, a new batch) written all or nothing.
+//! Sessions, tasks and their event logs in PostgreSQL, PostgreSQL's side of the shared task
+//! writes (`store::write`), and its own fast path for a plain step (one statement, no
+//! transaction).
 
 use signoff_protocol::TaskState;
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
-use super::rows::json_text;
 use super::{
-    now, task_state_text, CallStatus, CallUpdate, Commit, EventRow, Guard, NewEvent, PolicyScope,
-    Postgres, QueuedMessage, Result, RunnerView, SessionRow, StoreError, TaskRow, Written,
+    now, task_state_text, Commit, EventRow, Guard, NewEvent, PolicyScope, Postgres, QueuedMessage,
+    Result, RunnerView, SessionRow, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
+use crate::store::write::{self, Param, Transaction, TERMINAL};
 
 /// Every row mapped with a mapping that may find a corrupt row.
 pub(super) fn map_rows<T>(rows: Vec<PgRow>, map: impl Fn(&PgRow) -> Result<T>) -> Result<Vec<T>> {
@@ -64,172 +65,85 @@ pub(super) async fn append_events(
     Ok(())
 }
 
-/// The states a `NotTerminal` guard refuses.
-const TERMINAL: [TaskState; 4] = [
-    TaskState::Completed,
-    TaskState::Failed,
-    TaskState::Canceled,
-    TaskState::Rejected,
-];
+/// PostgreSQL's side of the shared writes (`store::write`): a connection inside a transaction,
+/// and this replica's name for the lease fence and the other replicas' notices.
+pub(super) struct PgTransaction<'c> {
+    pub(super) connection: &'c mut PgConnection,
+    pub(super) replica: &'c str,
+}
 
-/// Why a task's step wrote nothing: the task is gone, it has ended, or (a runner's step) this
-/// replica no longer holds its lease.
-async fn refused(connection: &mut PgConnection, task_id: &str) -> StoreError {
-    match task_row(connection, task_id, false).await {
-        Ok(Some(task)) if task.state.is_terminal() => StoreError::Conflict("the task has ended"),
-        Ok(Some(_)) => StoreError::Conflict("this replica no longer holds the task's lease"),
-        Ok(None) => StoreError::NotFound,
-        Err(err) => err,
+/// `sql` with `params` bound in order.
+fn bound<'q>(
+    sql: &'q str,
+    params: &[Param<'q>],
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    params
+        .iter()
+        .fold(sqlx::query(sql), |query, param| match *param {
+            Param::Text(text) => query.bind(text),
+            Param::OptionalText(text) => query.bind(text),
+            Param::Int(int) => query.bind(int),
+            Param::Bool(flag) => query.bind(flag),
+        })
+}
+
+impl Transaction for PgTransaction<'_> {
+    async fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
+        let done = bound(sql, params).execute(&mut *self.connection).await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn optional_int(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Option<i64>> {
+        let row = bound(sql, params)
+            .fetch_optional(&mut *self.connection)
+            .await?;
+        Ok(row.map(|row| row.try_get(0)).transpose()?)
+    }
+
+    async fn optional_texts(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+    ) -> Result<Option<(String, String)>> {
+        let row = bound(sql, params)
+            .fetch_optional(&mut *self.connection)
+            .await?;
+        Ok(row
+            .map(|row| Ok::<_, sqlx::Error>((row.try_get(0)?, row.try_get(1)?)))
+            .transpose()?)
+    }
+
+    async fn append_events(
+        &mut self,
+        task_id: &str,
+        first_seq: i64,
+        events: &[NewEvent],
+        now: &str,
+    ) -> Result<()> {
+        append_events(self.connection, task_id, first_seq, events, now).await
+    }
+
+    async fn record_pending(
+        &mut self,
+        task_id: &str,
+        batch_id: i64,
+        now: &str,
+    ) -> Result<Option<String>> {
+        super::approvals::record_pending(self.connection, self.replica, task_id, batch_id, now)
+            .await
+    }
+
+    fn lease_fence(&self) -> Option<(&'static str, &str)> {
+        Some((
+            "lease_owner = {owner} AND lease_until > clock_timestamp()",
+            self.replica,
+        ))
     }
 }
 
 /// The replica whose lease a runner's step must still hold (see [`Commit::leased`]).
 fn fence<'a>(commit: &Commit, replica: &'a str) -> Option<&'a str> {
     commit.leased.then_some(replica)
-}
-
-async fn apply_commit(
-    connection: &mut PgConnection,
-    replica: &str,
-    task_id: &str,
-    commit: &Commit,
-) -> Result<Written> {
-    let now = now();
-    let guarded = commit.guard == Some(Guard::NotTerminal);
-    let terminal: Vec<&str> = TERMINAL.map(task_state_text).to_vec();
-    let events = commit.events.len() as i64;
-    let last: Option<i64> = sqlx::query_scalar(
-        "UPDATE tasks SET last_seq = last_seq + $1, state = COALESCE($2, state),
-                          transcript = COALESCE($3, transcript), updated_at = $4
-         WHERE id = $5 AND NOT ($6 AND state = ANY($7))
-           AND ($8::text IS NULL OR (lease_owner = $8 AND lease_until > clock_timestamp()))
-         RETURNING last_seq",
-    )
-    .bind(events)
-    .bind(commit.state.map(task_state_text))
-    .bind(commit.transcript.as_deref())
-    .bind(&now)
-    .bind(task_id)
-    .bind(guarded)
-    .bind(&terminal)
-    .bind(fence(commit, replica))
-    .fetch_optional(&mut *connection)
-    .await?;
-    let Some(last) = last else {
-        return Err(refused(connection, task_id).await);
-    };
-    // The UPDATE above holds the task's row lock, and queueing a message takes it first, so
-    // no message can join the queue between this check and the commit.
-    if commit.unless_queued {
-        let waiting: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM queued_messages WHERE task_id = $1 LIMIT 1")
-                .bind(task_id)
-                .fetch_optional(&mut *connection)
-                .await?;
-        if waiting.is_some() {
-            return Err(StoreError::MessagesWaiting);
-        }
-    }
-    if !commit.delivered.is_empty() {
-        sqlx::query("DELETE FROM queued_messages WHERE id = ANY($1)")
-            .bind(&commit.delivered)
-            .execute(&mut *connection)
-            .await?;
-    }
-    // A task that ends takes no more messages: what still waits would never be delivered.
-    if commit.state.is_some_and(|state| state.is_terminal()) {
-        sqlx::query("DELETE FROM queued_messages WHERE task_id = $1")
-            .bind(task_id)
-            .execute(&mut *connection)
-            .await?;
-    }
-    append_events(connection, task_id, last - events + 1, &commit.events, &now).await?;
-    if !commit.new_calls.is_empty() {
-        let position: i64 =
-            sqlx::query_scalar("SELECT COALESCE(MAX(position), 0) FROM calls WHERE task_id = $1")
-                .bind(task_id)
-                .fetch_one(&mut *connection)
-                .await?;
-        for (index, call) in commit.new_calls.iter().enumerate() {
-            sqlx::query(
-                "INSERT INTO calls (task_id, call_id, position, name, source, args, args_sha256,
-                                    status)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            )
-            .bind(task_id)
-            .bind(&call.call_id)
-            .bind(position + 1 + index as i64)
-            .bind(&call.name)
-            .bind(&call.source)
-            .bind(json_text(&call.args)?)
-            .bind(&call.args_sha256)
-            .bind(call.status().as_str())
-            .execute(&mut *connection)
-            .await?;
-        }
-        super::records::record_auto_decisions(connection, task_id, &commit.new_calls, &now).await?;
-    }
-    for update in &commit.call_updates {
-        match update {
-            CallUpdate::Started {
-                call_id,
-                run_args,
-                run_args_sha256,
-            } => {
-                // Only a call free to run starts, once: a replica that lost the task's lease
-                // cannot start a call the replica that took it over has started.
-                let started = sqlx::query(
-                    "UPDATE calls SET status = $1, started_at = $2, run_args = $3,
-                                      run_args_sha256 = $4
-                     WHERE task_id = $5 AND call_id = $6 AND status IN ($7, $8)",
-                )
-                .bind(CallStatus::Started.as_str())
-                .bind(&now)
-                .bind(json_text(run_args)?)
-                .bind(run_args_sha256)
-                .bind(task_id)
-                .bind(call_id)
-                .bind(CallStatus::Auto.as_str())
-                .bind(CallStatus::Approved.as_str())
-                .execute(&mut *connection)
-                .await?
-                .rows_affected();
-                if started != 1 {
-                    return Err(StoreError::Conflict("the call was already started"));
-                }
-            }
-            CallUpdate::Finished { call_id, result } => {
-                sqlx::query(
-                    "UPDATE calls SET status = $1, finished_at = $2, result = $3
-                     WHERE task_id = $4 AND call_id = $5 AND result IS NULL",
-                )
-                .bind(CallStatus::Finished.as_str())
-                .bind(&now)
-                .bind(json_text(result)?)
-                .bind(task_id)
-                .bind(call_id)
-                .execute(&mut *connection)
-                .await?;
-            }
-        }
-    }
-    let mut approvals_of = None;
-    if let Some(requests) = &commit.new_batch {
-        let batch_id = super::batches::open_batch(connection, task_id, requests, &now).await?;
-        if let Some(expires_at) = &commit.batch_deadline {
-            sqlx::query("UPDATE batches SET expires_at = $1 WHERE id = $2")
-                .bind(expires_at)
-                .bind(batch_id)
-                .execute(&mut *connection)
-                .await?;
-        }
-        approvals_of =
-            super::approvals::record_pending(connection, replica, task_id, batch_id, &now).await?;
-    }
-    Ok(Written {
-        last_seq: last,
-        approvals_of,
-    })
 }
 
 impl Postgres {
@@ -302,58 +216,14 @@ impl Postgres {
         remote: bool,
     ) -> Result<bool> {
         let mut transaction = self.pool.begin().await?;
-        let created = sqlx::query(
-            "INSERT INTO sessions (id, user_id, agent, title, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (id) DO NOTHING",
-        )
-        .bind(&task.context_id)
-        .bind(&task.user_id)
-        .bind(&task.agent)
-        .bind(title)
-        .bind(&task.created_at)
-        .execute(&mut *transaction)
-        .await?
-        .rows_affected();
-        if created == 0 {
-            // Locks the session row: a concurrent delete waits for this task, or wins first.
-            let owner = sqlx::query(
-                "UPDATE sessions SET updated_at = $1 WHERE id = $2 RETURNING user_id, agent",
-            )
-            .bind(&task.updated_at)
-            .bind(&task.context_id)
-            .fetch_optional(&mut *transaction)
-            .await?;
-            let Some(owner) = owner else {
-                return Err(StoreError::Conflict("the session was deleted"));
-            };
-            let (user_id, agent): (String, String) = (owner.try_get(0)?, owner.try_get(1)?);
-            if user_id != task.user_id || agent != task.agent {
-                return Err(StoreError::Conflict(
-                    "the session belongs to another user or agent",
-                ));
-            }
-        }
-        sqlx::query(
-            "INSERT INTO tasks (id, context_id, user_id, agent, state, transcript, last_seq,
-                                created_at, updated_at, remote)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .bind(&task.id)
-        .bind(&task.context_id)
-        .bind(&task.user_id)
-        .bind(&task.agent)
-        .bind(task_state_text(task.state))
-        .bind(&task.transcript)
-        .bind(events.len() as i64)
-        .bind(&task.created_at)
-        .bind(&task.updated_at)
-        .bind(remote)
-        .execute(&mut *transaction)
-        .await?;
-        append_events(&mut transaction, &task.id, 1, &events, &task.updated_at).await?;
+        let mut shared = PgTransaction {
+            connection: &mut transaction,
+            replica: &self.replica,
+        };
+        let created = write::create_task(&mut shared, task, title, &events, remote).await?;
         super::leases::announce(&mut transaction, &self.replica, &task.id).await?;
         transaction.commit().await?;
-        Ok(created == 1)
+        Ok(created)
     }
 
     pub async fn task(&self, id: &str) -> Result<Option<TaskRow>> {
@@ -511,7 +381,11 @@ impl Postgres {
             });
         }
         let mut transaction = self.pool.begin().await?;
-        let written = apply_commit(&mut transaction, &self.replica, task_id, &commit).await?;
+        let mut shared = PgTransaction {
+            connection: &mut transaction,
+            replica: &self.replica,
+        };
+        let written = write::apply_commit(&mut shared, task_id, &commit).await?;
         super::leases::announce(&mut transaction, &self.replica, task_id).await?;
         transaction.commit().await?;
         Ok(written)
@@ -576,7 +450,11 @@ impl Postgres {
             Some(last) => Ok(last),
             None => {
                 let mut connection = self.pool.acquire().await?;
-                Err(refused(&mut connection, task_id).await)
+                let mut shared = PgTransaction {
+                    connection: &mut connection,
+                    replica: &self.replica,
+                };
+                Err(write::refused(&mut shared, task_id).await)
             }
         }
     }

@@ -2,12 +2,11 @@
 //! and each call's execution record.
 
 use rusqlite::{params, Connection};
-use serde_json::Value;
 
 use super::rows::json_text;
 use super::tasks::{append_events, collect, task_head};
 use super::{
-    now, task_state_text, BatchRow, BatchState, CallRow, CallStatus, DecisionRow, DecisionWrite,
+    now, task_state_text, BatchRow, CallRow, CallStatus, DecisionRow, DecisionWrite,
     PendingBatchRow, Result, Sqlite, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
@@ -25,36 +24,6 @@ pub(super) fn task_calls(connection: &Connection, task_id: &str) -> Result<Vec<C
     ))?;
     let rows = statement.query([task_id])?;
     collect(rows, |row| call_from_row(row))
-}
-
-/// Opens a pending batch of `requests`; every held call of the task without a batch joins it.
-pub(super) fn open_batch(
-    connection: &Connection,
-    task_id: &str,
-    requests: &Value,
-    now: &str,
-) -> Result<i64> {
-    let batch_id: i64 = connection
-        .prepare_cached(
-            "INSERT INTO batches (task_id, state, requests, created_at)
-             VALUES (?1, ?2, ?3, ?4) RETURNING id",
-        )?
-        .query_row(
-            params![
-                task_id,
-                BatchState::Pending.as_str(),
-                json_text(requests)?,
-                now
-            ],
-            |row| row.get(0),
-        )?;
-    connection
-        .prepare_cached(
-            "UPDATE calls SET batch_id = ?1
-             WHERE task_id = ?2 AND status = ?3 AND batch_id IS NULL",
-        )?
-        .execute(params![batch_id, task_id, CallStatus::Held.as_str()])?;
-    Ok(batch_id)
 }
 
 fn apply_decision(
@@ -282,6 +251,7 @@ mod tests {
     use rusqlite::StatementStatus;
 
     use super::*;
+    use crate::store::BatchState;
 
     #[test]
     fn the_pending_literal_is_the_pending_state() {
@@ -307,7 +277,14 @@ mod tests {
                 [],
             )
             .unwrap();
-        let batch = open_batch(&connection, "t", &serde_json::json!([]), "now").unwrap();
+        let batch: i64 = connection
+            .query_row(
+                "INSERT INTO batches (task_id, state, requests, created_at)
+                 VALUES ('t', 'pending', '[]', 'now') RETURNING id",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
         for _ in 0..3 {
             let found = pending_batch_of(&connection, "t").unwrap();
             assert_eq!(found.map(|batch| batch.id), Some(batch));

@@ -2,25 +2,11 @@
 //! batch (written by the commit that opens it), so a restart finds every one; expiring is the
 //! decision compare-and-set (`Store::decide`), so it happens at most once.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::OptionalExtension;
 
 use super::tasks::collect;
 use super::{BatchState, Deadline, Result, Sqlite};
 use crate::store::columns::*;
-
-/// Sets the deadline of the batch just opened; runs inside the commit that opens it.
-pub(super) fn set_deadline(
-    connection: &Connection,
-    batch_id: i64,
-    expires_at: Option<&str>,
-) -> Result<()> {
-    if let Some(expires_at) = expires_at {
-        connection
-            .prepare_cached("UPDATE batches SET expires_at = ?1 WHERE id = ?2")?
-            .execute(params![expires_at, batch_id])?;
-    }
-    Ok(())
-}
 
 impl Sqlite {
     /// Every pending batch with a deadline (to watch them again after a restart).

@@ -1,70 +1,13 @@
-//! "Always allow" policies (a person's standing approvals), and the audit of calls decided
-//! without asking: a call a policy approved or a rule denied is written with a decided batch of
-//! its own and a decision row, so the audit trail lists it like any other decision.
+//! "Always allow" policies (a person's standing approvals). A call a policy approved is written
+//! with a decided batch of its own and a decision row by the shared commit (`store::write`), so
+//! the audit trail lists it like any other decision.
 
-use rusqlite::{params, Connection};
+use rusqlite::params;
 
 use super::rows::json_text;
 use super::tasks::collect;
-use super::{BatchState, NewCall, PolicyInsert, PolicyRow, PolicyScope, Result, Sqlite};
+use super::{PolicyInsert, PolicyRow, PolicyScope, Result, Sqlite};
 use crate::store::columns::*;
-
-/// Writes the decided batch and audit row of each call of `calls` that was decided without
-/// asking; runs inside the commit that records the calls.
-pub(super) fn record_auto_decisions(
-    connection: &Connection,
-    task_id: &str,
-    calls: &[NewCall],
-    now: &str,
-) -> Result<()> {
-    for call in calls {
-        let Some(auto) = &call.auto else { continue };
-        let request =
-            serde_json::json!([{"id": call.call_id, "name": call.name, "args": call.args}]);
-        let batch_id: i64 = connection
-            .prepare_cached(
-                "INSERT INTO batches (task_id, state, requests, created_at, decided_at)
-                 VALUES (?1, ?2, ?3, ?4, ?4) RETURNING id",
-            )?
-            .query_row(
-                params![
-                    task_id,
-                    BatchState::Decided.as_str(),
-                    json_text(&request)?,
-                    now
-                ],
-                |row| row.get(0),
-            )?;
-        connection
-            .prepare_cached(
-                "UPDATE calls SET batch_id = ?1, verdict = ?2, reason = ?3
-                 WHERE task_id = ?4 AND call_id = ?5",
-            )?
-            .execute(params![
-                batch_id,
-                auto.verdict.as_str(),
-                auto.reason,
-                task_id,
-                call.call_id
-            ])?;
-        connection
-            .prepare_cached(
-                "INSERT INTO decisions (batch_id, task_id, user_id, channel, decision, summary,
-                                        decided_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
-            .execute(params![
-                batch_id,
-                task_id,
-                auto.user_id,
-                auto.channel.as_str(),
-                json_text(&auto.decision)?,
-                auto.summary,
-                now
-            ])?;
-    }
-    Ok(())
-}
 
 impl Sqlite {
     /// Stores a new policy unless its user has `cap` in force or its chat is gone (one writer:

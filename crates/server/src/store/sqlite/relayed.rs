@@ -3,7 +3,6 @@
 
 use rusqlite::OptionalExtension;
 
-use super::tasks::insert_task;
 use super::{NewEvent, Result, Sqlite, TaskRow};
 
 impl Sqlite {
@@ -14,10 +13,7 @@ impl Sqlite {
         title: &str,
         events: Vec<NewEvent>,
     ) -> Result<bool> {
-        let task = task.clone();
-        let title = title.to_owned();
-        self.write(move |connection| insert_task(connection, &task, &title, &events, true))
-            .await
+        self.insert_task(task, title, events, true).await
     }
 
     /// Whether the task exists and a remote agent drives it.

@@ -1,15 +1,16 @@
-//! Tasks and their event logs, and [`Store::commit`]: one task's step (events, state,
-//! transcript, call records, a new batch) written all or nothing.
+//! Tasks and their event logs in SQLite, and its side of the shared task writes
+//! (`store::write`: a task's creation and [`Store::commit`], driven on the write connection).
 
-use rusqlite::{params, Connection, OptionalExtension, Row, ToSql};
+use futures_util::FutureExt;
+use rusqlite::{params, Connection, OptionalExtension, Row};
 use signoff_protocol::TaskState;
 
-use super::rows::json_text;
 use super::{
-    now, parse_task_state, task_state_text, CallStatus, CallUpdate, Commit, EventRow, Guard,
-    NewEvent, QueuedMessage, Result, RunnerView, Sqlite, StoreError, TaskRow, Written,
+    now, parse_task_state, task_state_text, Commit, EventRow, NewEvent, QueuedMessage, Result,
+    RunnerView, Sqlite, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
+use crate::store::write::{self, sqlite_dialect, Param, Transaction};
 
 /// Every row of a statement, mapped with a mapping that may find a corrupt row.
 pub(super) fn collect<T>(
@@ -60,224 +61,88 @@ pub(super) fn task_head(connection: &Connection, task_id: &str) -> Result<(TaskS
     Ok((parse_task_state(&state)?, last_seq))
 }
 
-/// The stored text of the states a `NotTerminal` guard refuses.
-const TERMINAL: [TaskState; 4] = [
-    TaskState::Completed,
-    TaskState::Failed,
-    TaskState::Canceled,
-    TaskState::Rejected,
-];
+/// SQLite's side of the shared writes (`store::write`): the write connection, inside the
+/// writer's transaction.
+pub(super) struct SqliteTransaction<'c>(pub(super) &'c Connection);
 
-fn apply_commit(connection: &Connection, task_id: &str, commit: &Commit) -> Result<Written> {
-    let now = now();
-    let guarded = match commit.guard {
-        Some(Guard::NotTerminal) => true,
-        None => false,
-    };
-    // One statement moves the task on and says where its log ends, or refuses (guarded and
-    // ended, or gone). Most commits keep the state: their statement does not assign it, so the
-    // state index is left alone.
-    let [ended_1, ended_2, ended_3, ended_4] = TERMINAL.map(task_state_text);
-    let events = commit.events.len() as i64;
-    let state = commit.state.map(task_state_text);
-    let mut values: Vec<(&str, &dyn ToSql)> = vec![
-        (":events", &events),
-        (":transcript", &commit.transcript),
-        (":now", &now),
-        (":id", &task_id),
-        (":guarded", &guarded),
-        (":ended_1", &ended_1),
-        (":ended_2", &ended_2),
-        (":ended_3", &ended_3),
-        (":ended_4", &ended_4),
-    ];
-    let set_state = match &state {
-        Some(state) => {
-            values.push((":state", state));
-            "state = :state,"
-        }
-        None => "",
-    };
-    let last: Option<i64> = connection
-        .prepare_cached(&format!(
-            "UPDATE tasks SET last_seq = last_seq + :events, {set_state}
-                              transcript = COALESCE(:transcript, transcript), updated_at = :now
-             WHERE id = :id AND NOT (:guarded AND state IN (:ended_1, :ended_2, :ended_3, :ended_4))
-             RETURNING last_seq"
-        ))?
-        .query_row(values.as_slice(), |row| row.get(0))
-        .optional()?;
-    let Some(last) = last else {
-        return Err(match task_head(connection, task_id) {
-            Ok(_) => StoreError::Conflict("the task has ended"),
-            Err(err) => err,
-        });
-    };
-    // The writer runs one write at a time, so no message can join the queue between this
-    // check and the commit.
-    if commit.unless_queued && has_queued(connection, task_id)? {
-        return Err(StoreError::MessagesWaiting);
+impl SqliteTransaction<'_> {
+    fn prepare(&self, sql: &str) -> Result<rusqlite::CachedStatement<'_>> {
+        Ok(self.0.prepare_cached(&sqlite_dialect(sql))?)
     }
-    let mut take = connection.prepare_cached("DELETE FROM queued_messages WHERE id = ?1")?;
-    for id in &commit.delivered {
-        take.execute([id])?;
-    }
-    // A task that ends takes no more messages: what still waits would never be delivered.
-    if commit.state.is_some_and(|state| state.is_terminal()) {
-        connection
-            .prepare_cached("DELETE FROM queued_messages WHERE task_id = ?1")?
-            .execute([task_id])?;
-    }
-    append_events(
-        connection,
-        task_id,
-        last - commit.events.len() as i64,
-        &commit.events,
-        &now,
-    )?;
-    if !commit.new_calls.is_empty() {
-        let position: i64 = connection
-            .prepare_cached("SELECT COALESCE(MAX(position), 0) FROM calls WHERE task_id = ?1")?
-            .query_row([task_id], |row| row.get(0))?;
-        let mut insert = connection.prepare_cached(
-            "INSERT INTO calls (task_id, call_id, position, name, source, args, args_sha256,
-                                status)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        )?;
-        for (index, call) in commit.new_calls.iter().enumerate() {
-            insert.execute(params![
-                task_id,
-                call.call_id,
-                position + 1 + index as i64,
-                call.name,
-                call.source,
-                json_text(&call.args)?,
-                call.args_sha256,
-                call.status().as_str()
-            ])?;
-        }
-        super::policies::record_auto_decisions(connection, task_id, &commit.new_calls, &now)?;
-    }
-    for update in &commit.call_updates {
-        match update {
-            CallUpdate::Started {
-                call_id,
-                run_args,
-                run_args_sha256,
-            } => {
-                // Only a call free to run starts, once: a runner that lost its task to
-                // another (a lapsed lease) cannot start a call the other has started.
-                let started = connection
-                    .prepare_cached(
-                        "UPDATE calls SET status = ?1, started_at = ?2, run_args = ?3,
-                                          run_args_sha256 = ?4
-                         WHERE task_id = ?5 AND call_id = ?6 AND status IN (?7, ?8)",
-                    )?
-                    .execute(params![
-                        CallStatus::Started.as_str(),
-                        now,
-                        json_text(run_args)?,
-                        run_args_sha256,
-                        task_id,
-                        call_id,
-                        CallStatus::Auto.as_str(),
-                        CallStatus::Approved.as_str()
-                    ])?;
-                if started != 1 {
-                    return Err(StoreError::Conflict("the call was already started"));
-                }
-            }
-            CallUpdate::Finished { call_id, result } => {
-                connection
-                    .prepare_cached(
-                        "UPDATE calls SET status = ?1, finished_at = ?2, result = ?3
-                         WHERE task_id = ?4 AND call_id = ?5 AND result IS NULL",
-                    )?
-                    .execute(params![
-                        CallStatus::Finished.as_str(),
-                        now,
-                        json_text(result)?,
-                        task_id,
-                        call_id
-                    ])?;
-            }
-        }
-    }
-    let mut approvals_of = None;
-    if let Some(requests) = &commit.new_batch {
-        let batch_id = super::batches::open_batch(connection, task_id, requests, &now)?;
-        super::deadlines::set_deadline(connection, batch_id, commit.batch_deadline.as_deref())?;
-        approvals_of = super::approvals::record_pending(connection, task_id, batch_id, &now)?;
-    }
-    Ok(Written {
-        last_seq: last,
-        approvals_of,
-    })
 }
 
-/// Creates a task with its first events, and its session if this is the session's first task;
-/// whether it created the session. `remote`: a task relayed to a remote agent (`relayed`).
-pub(super) fn insert_task(
-    connection: &Connection,
-    task: &TaskRow,
-    title: &str,
-    events: &[NewEvent],
-    remote: bool,
-) -> Result<bool> {
-    let created = connection
-        .prepare_cached(
-            "INSERT INTO sessions (id, user_id, agent, title, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (id) DO NOTHING",
-        )?
-        .execute(params![
-            task.context_id,
-            task.user_id,
-            task.agent,
-            title,
-            task.created_at
-        ])?;
-    if created == 0 {
-        let (owner, agent): (String, String) = connection
-            .prepare_cached("SELECT user_id, agent FROM sessions WHERE id = ?1")?
-            .query_row([&task.context_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
-        if owner != task.user_id || agent != task.agent {
-            return Err(StoreError::Conflict(
-                "the session belongs to another user or agent",
-            ));
+impl rusqlite::ToSql for Param<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        match self {
+            Param::Text(text) => text.to_sql(),
+            Param::OptionalText(text) => text.to_sql(),
+            Param::Int(int) => int.to_sql(),
+            Param::Bool(flag) => flag.to_sql(),
         }
-        connection
-            .prepare_cached("UPDATE sessions SET updated_at = ?1 WHERE id = ?2")?
-            .execute(params![task.updated_at, task.context_id])?;
     }
-    let last = events.len() as i64;
-    connection
-        .prepare_cached(
-            "INSERT INTO tasks (id, context_id, user_id, agent, state, transcript,
-                                last_seq, created_at, updated_at, remote)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        )?
-        .execute(params![
-            task.id,
-            task.context_id,
-            task.user_id,
-            task.agent,
-            task_state_text(task.state),
-            task.transcript,
-            last,
-            task.created_at,
-            task.updated_at,
-            remote
-        ])?;
-    append_events(connection, &task.id, 0, events, &task.updated_at)?;
-    Ok(created == 1)
 }
 
-fn has_queued(connection: &Connection, task_id: &str) -> Result<bool> {
-    Ok(connection
-        .prepare_cached("SELECT 1 FROM queued_messages WHERE task_id = ?1 LIMIT 1")?
-        .query_row([task_id], |_| Ok(()))
-        .optional()?
-        .is_some())
+impl Transaction for SqliteTransaction<'_> {
+    async fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
+        let changed = self
+            .prepare(sql)?
+            .execute(rusqlite::params_from_iter(params))?;
+        Ok(changed as u64)
+    }
+
+    async fn optional_int(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Option<i64>> {
+        Ok(self
+            .prepare(sql)?
+            .query_row(rusqlite::params_from_iter(params), |row| row.get(0))
+            .optional()?)
+    }
+
+    async fn optional_texts(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+    ) -> Result<Option<(String, String)>> {
+        Ok(self
+            .prepare(sql)?
+            .query_row(rusqlite::params_from_iter(params), |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+            .optional()?)
+    }
+
+    async fn append_events(
+        &mut self,
+        task_id: &str,
+        first_seq: i64,
+        events: &[NewEvent],
+        now: &str,
+    ) -> Result<()> {
+        append_events(self.0, task_id, first_seq - 1, events, now)?;
+        Ok(())
+    }
+
+    async fn record_pending(
+        &mut self,
+        task_id: &str,
+        batch_id: i64,
+        now: &str,
+    ) -> Result<Option<String>> {
+        super::approvals::record_pending(self.0, task_id, batch_id, now)
+    }
+
+    fn lease_fence(&self) -> Option<(&'static str, &str)> {
+        // One process owns the file and drives every task: it holds every lease.
+        None
+    }
+}
+
+/// Runs a shared write (`store::write`) on the write connection. Every statement of
+/// [`SqliteTransaction`] answers at once, so the future ends at its first poll; one that did not
+/// would be a bug, refused rather than blocking the writer.
+pub(super) fn run_now<T>(write: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    write
+        .now_or_never()
+        .unwrap_or_else(|| Err(StoreError::Commit("an SQLite write waited".into())))
 }
 
 impl Sqlite {
@@ -290,10 +155,30 @@ impl Sqlite {
         title: &str,
         events: Vec<NewEvent>,
     ) -> Result<bool> {
+        self.insert_task(task, title, events, false).await
+    }
+
+    /// Creates a task (see `store::write::create_task`); `remote`: relayed to a remote agent.
+    pub(super) async fn insert_task(
+        &self,
+        task: &TaskRow,
+        title: &str,
+        events: Vec<NewEvent>,
+        remote: bool,
+    ) -> Result<bool> {
         let task = task.clone();
         let title = title.to_owned();
-        self.write(move |connection| insert_task(connection, &task, &title, &events, false))
-            .await
+        self.write(move |connection| {
+            let mut transaction = SqliteTransaction(connection);
+            run_now(write::create_task(
+                &mut transaction,
+                &task,
+                &title,
+                &events,
+                remote,
+            ))
+        })
+        .await
     }
 
     pub async fn task(&self, id: &str) -> Result<Option<TaskRow>> {
@@ -429,19 +314,13 @@ impl Sqlite {
     /// Applies one [`Commit`] atomically; returns the task's last event sequence number.
     pub(in crate::store) async fn commit(&self, task_id: &str, commit: Commit) -> Result<Written> {
         let task_id = task_id.to_owned();
-        self.write(move |connection| apply_commit(connection, &task_id, &commit))
-            .await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_guard_refuses_exactly_the_terminal_states() {
-        for state in TaskState::ALL {
-            assert_eq!(TERMINAL.contains(&state), state.is_terminal(), "{state:?}");
-        }
+        self.write(move |connection| {
+            run_now(write::apply_commit(
+                &mut SqliteTransaction(connection),
+                &task_id,
+                &commit,
+            ))
+        })
+        .await
     }
 }

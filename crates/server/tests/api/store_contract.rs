@@ -1,0 +1,601 @@
+//! The store's contract, the same tests on both backends in one process: SQLite always, and
+//! PostgreSQL too when `SIGNOFF_TEST_POSTGRES_URL` names a server (whatever
+//! `SIGNOFF_TEST_BACKEND` says). A backend whose statements diverge from the other's fails here
+//! under its own name: the commit (events numbered on, the state moved, the guard, the queue),
+//! the compare-and-set on a batch, the conflicts and their reasons, the lease fence, and the
+//! round trip of every column of a task and of a call.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use signoff_protocol::TaskState;
+use signoff_server::store::{
+    AutoDecision, BatchState, CallStatus, CallUpdate, CallVerdict, Channel, Commit, Database,
+    DecisionWrite, Guard, NewCall, NewEvent, Store, StoreError, TaskRow, Verdict, LEASE,
+};
+
+use crate::support::create_database;
+
+/// One backend under test: its name (for failure messages), the store, and its data folder.
+struct Backend {
+    name: &'static str,
+    store: Store,
+    _dir: tempfile::TempDir,
+}
+
+/// A fresh store on each backend this run can reach.
+async fn backends() -> Vec<Backend> {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Store::open(&Database::Sqlite(dir.path().to_owned()))
+        .await
+        .unwrap();
+    let mut backends = vec![Backend {
+        name: "sqlite",
+        store: sqlite,
+        _dir: dir,
+    }];
+    if std::env::var("SIGNOFF_TEST_POSTGRES_URL").is_ok_and(|url| !url.is_empty()) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = create_database().await;
+        let postgres = Store::open(&Database::Postgres(url)).await.unwrap();
+        backends.push(Backend {
+            name: "postgres",
+            store: postgres,
+            _dir: dir,
+        });
+    }
+    backends
+}
+
+/// A task with a distinct value in every column, so a column read from another (or not
+/// written) shows. Spelt out field by field: a new column fails to compile here until this test
+/// gives it a value.
+fn task(id: &str) -> TaskRow {
+    TaskRow {
+        id: id.to_owned(),
+        context_id: format!("context-of-{id}"),
+        user_id: format!("user-of-{id}"),
+        agent: "team/agent-of-test".into(),
+        state: TaskState::Working,
+        transcript: format!("[{{\"role\":\"user\",\"text\":\"{id}\"}}]"),
+        last_seq: 0,
+        created_at: "2026-01-02T03:04:05.006Z".into(),
+        updated_at: "2026-01-02T03:04:05.007Z".into(),
+    }
+}
+
+fn event(text: &str, is_final: bool) -> NewEvent {
+    NewEvent {
+        event: Arc::from(json!({ "text": text }).to_string()),
+        is_final,
+    }
+}
+
+fn call(call_id: &str, held: bool, auto: Option<AutoDecision>) -> NewCall {
+    NewCall {
+        call_id: call_id.to_owned(),
+        name: format!("tool_{call_id}"),
+        source: format!("source_{call_id}"),
+        args: json!({ "path": call_id, "n": 1 }),
+        args_sha256: format!("sha_{call_id}"),
+        held,
+        auto,
+    }
+}
+
+#[tokio::test]
+async fn a_task_row_round_trips_every_column_and_a_session_is_its_owners() {
+    for Backend { name, store, .. } in backends().await {
+        let row = task("t-row");
+        let events = vec![event("submitted", false), event("working", false)];
+        assert!(store.create_task(&row, "a title", events).await.unwrap());
+        let stored = store.task("t-row").await.unwrap().unwrap();
+        assert_eq!(
+            stored,
+            TaskRow {
+                last_seq: 2,
+                ..row.clone()
+            },
+            "{name}"
+        );
+        let session = store.session(&row.context_id).await.unwrap().unwrap();
+        assert_eq!(
+            (&*session.user_id, &*session.agent, &*session.title),
+            (&*row.user_id, &*row.agent, "a title"),
+            "{name}"
+        );
+        // A second task in the session creates no session; another user's is refused.
+        let second = TaskRow {
+            id: "t-row-2".into(),
+            ..row.clone()
+        };
+        assert!(!store.create_task(&second, "x", Vec::new()).await.unwrap());
+        let stranger = TaskRow {
+            id: "t-row-3".into(),
+            user_id: "someone else".into(),
+            ..row.clone()
+        };
+        match store.create_task(&stranger, "x", Vec::new()).await {
+            Err(StoreError::Conflict(reason)) => assert_eq!(
+                reason, "the session belongs to another user or agent",
+                "{name}"
+            ),
+            other => panic!("{name}: {other:?}"),
+        }
+        assert!(store.task("t-row-3").await.unwrap().is_none(), "{name}");
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_commit_numbers_its_events_on_and_moves_the_task() {
+    for Backend { name, store, .. } in backends().await {
+        store
+            .create_task(&task("t-log"), "chat", vec![event("first", false)])
+            .await
+            .unwrap();
+        // A plain step (on PostgreSQL, its one-statement path).
+        let plain = Commit {
+            events: vec![event("a", false), event("b", false)],
+            state: Some(TaskState::InputRequired),
+            transcript: Some("[\"plain\"]".into()),
+            ..Commit::default()
+        };
+        assert_eq!(store.commit("t-log", plain).await.unwrap(), 3, "{name}");
+        // A step with calls (on PostgreSQL, a transaction), then one that ends the task.
+        let with_call = Commit {
+            events: vec![event("c", false)],
+            new_calls: vec![call("call_1", false, None)],
+            ..Commit::default()
+        };
+        assert_eq!(store.commit("t-log", with_call).await.unwrap(), 4, "{name}");
+        let nothing = Commit::default();
+        assert_eq!(store.commit("t-log", nothing).await.unwrap(), 4, "{name}");
+        let done = Commit {
+            events: vec![event("d", true)],
+            state: Some(TaskState::Completed),
+            ..Commit::default()
+        };
+        assert_eq!(store.commit("t-log", done).await.unwrap(), 5, "{name}");
+
+        let events = store.events("t-log", 0, None, 100).await.unwrap();
+        let seen: Vec<(i64, String, bool)> = events
+            .iter()
+            .map(|row| (row.seq, row.event.clone(), row.is_final))
+            .collect();
+        let expected: Vec<(i64, String, bool)> = ["first", "a", "b", "c", "d"]
+            .iter()
+            .enumerate()
+            .map(|(index, text)| {
+                let text = json!({ "text": text }).to_string();
+                (index as i64 + 1, text, index == 4)
+            })
+            .collect();
+        assert_eq!(seen, expected, "{name}");
+        let paged = store.events("t-log", 1, Some(3), 100).await.unwrap();
+        assert_eq!(
+            paged.iter().map(|row| row.seq).collect::<Vec<_>>(),
+            [2, 3],
+            "{name}"
+        );
+        let row = store.task("t-log").await.unwrap().unwrap();
+        assert_eq!(
+            (row.state, &*row.transcript, row.last_seq),
+            (TaskState::Completed, "[\"plain\"]", 5),
+            "{name}"
+        );
+        assert_ne!(row.updated_at, task("t-log").updated_at, "{name}");
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_refused_commit_writes_nothing_and_says_why() {
+    for Backend { name, store, .. } in backends().await {
+        store
+            .create_task(&task("t-end"), "chat", Vec::new())
+            .await
+            .unwrap();
+        let cancel = Commit {
+            state: Some(TaskState::Canceled),
+            ..Commit::default()
+        };
+        store.commit("t-end", cancel).await.unwrap();
+        // Both of PostgreSQL's paths: a plain step, and one with a call.
+        let guarded = [
+            Commit {
+                events: vec![event("late", false)],
+                guard: Some(Guard::NotTerminal),
+                ..Commit::default()
+            },
+            Commit {
+                events: vec![event("late", false)],
+                new_calls: vec![call("late", false, None)],
+                guard: Some(Guard::NotTerminal),
+                ..Commit::default()
+            },
+        ];
+        for commit in guarded {
+            match store.commit("t-end", commit).await {
+                Err(StoreError::Conflict(reason)) => {
+                    assert_eq!(reason, "the task has ended", "{name}")
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+        assert!(store.calls("t-end").await.unwrap().is_empty(), "{name}");
+        assert!(store.events("t-end", 0, None, 10).await.unwrap().is_empty());
+        let row = store.task("t-end").await.unwrap().unwrap();
+        assert_eq!(
+            (row.state, row.last_seq),
+            (TaskState::Canceled, 0),
+            "{name}"
+        );
+        // An unguarded commit may still write to an ended task (a cancel's last word).
+        let unguarded = Commit {
+            events: vec![event("after", true)],
+            ..Commit::default()
+        };
+        assert_eq!(store.commit("t-end", unguarded).await.unwrap(), 1, "{name}");
+        // A task that is not there.
+        for commit in [
+            Commit::default(),
+            Commit {
+                new_calls: vec![call("x", false, None)],
+                ..Commit::default()
+            },
+        ] {
+            let missing = store.commit("t-missing", commit).await;
+            assert!(
+                matches!(missing, Err(StoreError::NotFound)),
+                "{name}: {missing:?}"
+            );
+        }
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_call_row_round_trips_every_column_and_starts_once() {
+    for Backend { name, store, .. } in backends().await {
+        store
+            .create_task(&task("t-call"), "chat", Vec::new())
+            .await
+            .unwrap();
+        let denied = AutoDecision {
+            user_id: "user-of-t-call".into(),
+            channel: Channel::Rule,
+            verdict: Verdict::Deny,
+            reason: Some("no writes".into()),
+            decision: json!({"decision_type": "deny", "rule": 3}),
+            summary: "denied by a rule".into(),
+        };
+        let commit = Commit {
+            new_calls: vec![
+                call("free", false, None),
+                call("ruled", false, Some(denied)),
+            ],
+            ..Commit::default()
+        };
+        store.commit("t-call", commit).await.unwrap();
+        let start = |run_args| Commit {
+            call_updates: vec![CallUpdate::Started {
+                call_id: "free".into(),
+                run_args,
+                run_args_sha256: "run_sha".into(),
+            }],
+            ..Commit::default()
+        };
+        store
+            .commit("t-call", start(json!({"path": "free", "edited": true})))
+            .await
+            .unwrap();
+        match store.commit("t-call", start(json!({"again": 1}))).await {
+            Err(StoreError::Conflict(reason)) => {
+                assert_eq!(reason, "the call was already started", "{name}")
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        let finish = |result| Commit {
+            call_updates: vec![CallUpdate::Finished {
+                call_id: "free".into(),
+                result,
+            }],
+            ..Commit::default()
+        };
+        store
+            .commit("t-call", finish(json!({"ok": "first"})))
+            .await
+            .unwrap();
+        // A call finishes once: a second result is not kept.
+        store
+            .commit("t-call", finish(json!({"ok": "second"})))
+            .await
+            .unwrap();
+
+        let calls = store.calls("t-call").await.unwrap();
+        assert_eq!(calls.len(), 2, "{name}");
+        let free = &calls[0];
+        assert_eq!(
+            (
+                &*free.task_id,
+                &*free.call_id,
+                free.position,
+                &*free.name,
+                &*free.source,
+                &free.args,
+                &*free.args_sha256,
+                free.batch_id,
+                free.status,
+                free.verdict,
+                &free.reason,
+            ),
+            (
+                "t-call",
+                "free",
+                1,
+                "tool_free",
+                "source_free",
+                &json!({"path": "free", "n": 1}),
+                "sha_free",
+                None,
+                CallStatus::Finished,
+                None,
+                &None,
+            ),
+            "{name}"
+        );
+        assert_eq!(
+            (
+                &free.run_args,
+                free.run_args_sha256.as_deref(),
+                &free.result
+            ),
+            (
+                &Some(json!({"path": "free", "edited": true})),
+                Some("run_sha"),
+                &Some(json!({"ok": "first"})),
+            ),
+            "{name}"
+        );
+        assert!(
+            free.started_at.is_some() && free.finished_at.is_some(),
+            "{name}"
+        );
+        // The call a rule denied: recorded with its own decided batch and the audit row.
+        let ruled = &calls[1];
+        assert_eq!(
+            (
+                ruled.position,
+                ruled.status,
+                ruled.verdict,
+                ruled.reason.as_deref()
+            ),
+            (
+                2,
+                CallStatus::Denied,
+                Some(Verdict::Deny),
+                Some("no writes")
+            ),
+            "{name}"
+        );
+        let decisions = store.task_decisions("t-call").await.unwrap();
+        assert_eq!(decisions.len(), 1, "{name}");
+        let audit = &decisions[0];
+        assert_eq!(Some(audit.batch_id), ruled.batch_id, "{name}");
+        assert_eq!(
+            (
+                &*audit.user_id,
+                audit.channel,
+                &audit.decision,
+                &*audit.summary
+            ),
+            (
+                "user-of-t-call",
+                Channel::Rule,
+                &json!({"decision_type": "deny", "rule": 3}),
+                "denied by a rule"
+            ),
+            "{name}"
+        );
+        store.close().await;
+    }
+}
+
+/// The write that approves every call of the task's pending batch `batch_id`.
+fn approval(batch_id: i64, call_ids: &[&str]) -> DecisionWrite {
+    DecisionWrite {
+        batch_id,
+        user_id: "user-of-t-batch".into(),
+        channel: Channel::Rest,
+        decision: json!({"decision_type": "approve"}),
+        summary: "approved".into(),
+        verdicts: call_ids
+            .iter()
+            .map(|call_id| CallVerdict {
+                call_id: (*call_id).to_owned(),
+                status: CallStatus::Approved,
+                verdict: Verdict::Approve,
+                reason: None,
+                run_args: None,
+                run_args_sha256: None,
+            })
+            .collect(),
+        batch_state: BatchState::Decided,
+        task_state: TaskState::Working,
+        events: vec![event("approved", false)],
+    }
+}
+
+#[tokio::test]
+async fn a_batch_opens_with_its_held_calls_and_is_decided_once() {
+    for Backend { name, store, .. } in backends().await {
+        store
+            .create_task(&task("t-batch"), "chat", Vec::new())
+            .await
+            .unwrap();
+        let pause = Commit {
+            events: vec![event("paused", false)],
+            state: Some(TaskState::InputRequired),
+            new_calls: vec![call("held_1", true, None), call("held_2", true, None)],
+            new_batch: Some(json!([{"id": "held_1"}, {"id": "held_2"}])),
+            batch_deadline: Some("2999-01-01T00:00:00.000Z".into()),
+            ..Commit::default()
+        };
+        assert_eq!(store.commit("t-batch", pause).await.unwrap(), 1, "{name}");
+        let batch = store.pending_batch("t-batch").await.unwrap().unwrap();
+        assert_eq!(
+            (&*batch.task_id, batch.state, &batch.requests),
+            (
+                "t-batch",
+                BatchState::Pending,
+                &json!([{"id": "held_1"}, {"id": "held_2"}])
+            ),
+            "{name}"
+        );
+        let deadline = store.pending_deadline("t-batch").await.unwrap().unwrap();
+        assert_eq!(
+            (deadline.batch_id, &*deadline.expires_at),
+            (batch.id, "2999-01-01T00:00:00.000Z"),
+            "{name}"
+        );
+        let calls = store.calls("t-batch").await.unwrap();
+        assert!(
+            calls
+                .iter()
+                .all(|call| call.batch_id == Some(batch.id) && call.status == CallStatus::Held),
+            "{name}: {calls:?}"
+        );
+        // The compare-and-set: the first decision wins, the second changes nothing.
+        let last = store
+            .decide("t-batch", approval(batch.id, &["held_1", "held_2"]))
+            .await
+            .unwrap();
+        assert_eq!(last, 2, "{name}");
+        match store
+            .decide("t-batch", approval(batch.id, &["held_1", "held_2"]))
+            .await
+        {
+            Err(StoreError::Conflict(reason)) => {
+                assert_eq!(reason, "the batch was already decided", "{name}")
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        assert!(store.pending_batch("t-batch").await.unwrap().is_none());
+        let row = store.task("t-batch").await.unwrap().unwrap();
+        assert_eq!((row.state, row.last_seq), (TaskState::Working, 2), "{name}");
+        assert_eq!(
+            store.last_batch("t-batch").await.unwrap(),
+            Some((
+                BatchState::Decided,
+                Some("2999-01-01T00:00:00.000Z".to_owned())
+            )),
+            "{name}"
+        );
+        let statuses: Vec<_> = (store.calls("t-batch").await.unwrap())
+            .iter()
+            .map(|call| (call.status, call.verdict))
+            .collect();
+        let approved = (CallStatus::Approved, Some(Verdict::Approve));
+        assert_eq!(statuses, [approved, approved], "{name}");
+        assert_eq!(
+            store.task_decisions("t-batch").await.unwrap().len(),
+            1,
+            "{name}"
+        );
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_step_takes_its_queued_messages_and_an_ended_task_drops_the_rest() {
+    for Backend { name, store, .. } in backends().await {
+        store
+            .create_task(&task("t-queue"), "chat", Vec::new())
+            .await
+            .unwrap();
+        for message in ["one", "two", "three"] {
+            assert!(store
+                .queue_message("t-queue", message.into())
+                .await
+                .unwrap());
+        }
+        let queued = store.queued_messages("t-queue").await.unwrap();
+        let texts: Vec<&str> = queued.iter().map(|queued| &*queued.message).collect();
+        assert_eq!(texts, ["one", "two", "three"], "{name}");
+        // A step that would complete the task while messages wait is refused whole.
+        let completing = Commit {
+            events: vec![event("done", true)],
+            state: Some(TaskState::Completed),
+            unless_queued: true,
+            ..Commit::default()
+        };
+        let refused = store.commit("t-queue", completing).await;
+        assert!(
+            matches!(refused, Err(StoreError::MessagesWaiting)),
+            "{name}: {refused:?}"
+        );
+        assert_eq!(store.task("t-queue").await.unwrap().unwrap().last_seq, 0);
+        // A step that delivers the first takes it from the queue.
+        let delivering = Commit {
+            events: vec![event("took one", false)],
+            delivered: vec![queued[0].id],
+            ..Commit::default()
+        };
+        store.commit("t-queue", delivering).await.unwrap();
+        let left = store.queued_messages("t-queue").await.unwrap();
+        assert_eq!(left, queued[1..], "{name}");
+        // Ending the task drops what still waits, and takes no more.
+        let failing = Commit {
+            state: Some(TaskState::Failed),
+            ..Commit::default()
+        };
+        store.commit("t-queue", failing).await.unwrap();
+        assert!(store.queued_messages("t-queue").await.unwrap().is_empty());
+        assert!(!store.queue_message("t-queue", "late".into()).await.unwrap());
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_runners_step_needs_the_lease_where_replicas_share_the_database() {
+    for Backend { name, store, .. } in backends().await {
+        store
+            .create_task(&task("t-lease"), "chat", Vec::new())
+            .await
+            .unwrap();
+        // Both of PostgreSQL's paths: a plain step, and one with a call.
+        let steps = || {
+            [
+                Commit {
+                    events: vec![event("step", false)],
+                    leased: true,
+                    ..Commit::default()
+                },
+                Commit {
+                    new_calls: vec![call("leased", false, None)],
+                    leased: true,
+                    ..Commit::default()
+                },
+            ]
+        };
+        if store.replica().is_some() {
+            for step in steps() {
+                match store.commit("t-lease", step).await {
+                    Err(StoreError::Conflict(reason)) => assert_eq!(
+                        reason, "this replica no longer holds the task's lease",
+                        "{name}"
+                    ),
+                    other => panic!("{name}: {other:?}"),
+                }
+            }
+            assert!(store.acquire_lease("t-lease", LEASE).await.unwrap());
+        }
+        // Held (or, on SQLite, every lease is this process's): written.
+        let [plain, with_call] = steps();
+        assert_eq!(store.commit("t-lease", plain).await.unwrap(), 1, "{name}");
+        assert_eq!(store.commit("t-lease", with_call).await.unwrap(), 1);
+        assert_eq!(store.calls("t-lease").await.unwrap().len(), 1, "{name}");
+        store.close().await;
+    }
+}
