@@ -3,16 +3,9 @@
 //! a kagent 0.10.4 agent's question through the relay, where answering runs every waiting call;
 //! and agents speaking kagent's HITL extension through the relay, approved, rejected and answered
 //! in the extension's shape.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/harness.rs"]
-mod harness;
-#[path = "support/kagent.rs"]
-mod kagent;
-
-use harness::{card, click, reject_with_reason, App, Options};
+use crate::support::harness::{card, click, reject_with_reason, App, Options};
+use crate::support::kagent;
 use serde_json::{json, Value};
 
 const FORM: &str = "[data-testid=question-form]";

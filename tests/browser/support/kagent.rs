@@ -2,7 +2,6 @@
 //! gets: kagent 0.10.4's recorded streams (crates/protocol/tests/fixtures/kagent-0.10.4), or
 //! the streams of kagent's HITL extension written from its documentation
 //! (crates/protocol/tests/fixtures/kagent-hitl-v1).
-#![allow(dead_code)] // each test binary uses a different part of it
 
 use std::sync::{Arc, Mutex};
 

@@ -2,16 +2,9 @@
 //! agent whose task completed without its result streamed is done ("no result reported"), an
 //! approved call with its result says Completed beside its decision, and toasts never cover
 //! the composer (its Stop and Send), in a small window and a large one.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/harness.rs"]
-mod harness;
-#[path = "support/kagent.rs"]
-mod kagent;
-
-use harness::{card, click, App, Options};
+use crate::support::harness::{card, click, App, Options};
+use crate::support::kagent;
 
 async fn wait_card(app: &App, tool: &str, status: &str) {
     app.wait_for(

@@ -2,14 +2,8 @@
 //! this chat" from a card (the next identical call runs without pausing and names the policy),
 //! the Policies panel revoking it (the next call pauses again), and a batch with a short
 //! `approval_timeout` counting down, then shown as Expired.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/harness.rs"]
-mod harness;
-
-use harness::{click, App, Options};
+use crate::support::harness::{click, App, Options};
 use serde_json::Value;
 
 /// The card of call `id` (call ids count over the conversation: call_1, call_2, …).

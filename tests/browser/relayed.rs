@@ -2,17 +2,10 @@
 //! reloaded while its batch waits still shows the batch and is approved from there; the
 //! Details panel lists a remote card's skills and says it publishes no approval settings; Stop
 //! on an agent that cannot cancel says so up front. The remote is the loopback stand-in for
-//! kagent of tests/support/kagent.rs.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! kagent of `support/kagent.rs`.
 
-#[path = "support/harness.rs"]
-mod harness;
-#[path = "support/kagent.rs"]
-mod kagent;
-
-use harness::{card, click, App, Options};
+use crate::support::harness::{card, click, App, Options};
+use crate::support::kagent;
 
 const PENDING_CARD: &str = "[data-testid=tool-card][data-status=pending]";
 

@@ -1,18 +1,11 @@
 //! Browser tests of tool cards and approvals: the real server's demo agent, whose
 //! `write_file` and `delete_file` wait for a decision, and a loopback stand-in for a kagent
 //! 0.10.4 agent that replays recorded streams and records the decisions it receives.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "support/harness.rs"]
-mod harness;
-#[path = "support/kagent.rs"]
-mod kagent;
 
 use std::path::PathBuf;
 
-use harness::{card, click, reject_with_reason, App, Options};
+use crate::support::harness::{card, click, reject_with_reason, App, Options};
+use crate::support::kagent;
 use serde_json::Value;
 
 const PENDING_CARD: &str = "[data-testid=tool-card][data-status=pending]";

@@ -1,7 +1,6 @@
 //! The browser-test harness: the real server in-process on port 0 with a fresh data directory,
 //! chromedriver on a free port, headless Chromium with a fresh profile, and helpers that select
 //! by `data-testid`, wait for conditions, collect console errors and save screenshots.
-#![allow(dead_code)] // each test binary uses a different part of it
 
 use std::net::TcpListener as StdListener;
 use std::path::{Path, PathBuf};

@@ -1,14 +1,8 @@
 //! Browser test of a subagent's calls nested in its parent's batch: the demo's boss delegates
 //! to the demo agent, whose two `write_file` calls show inside the delegation's card under
 //! "default/demo asks through default/boss", and Approve all decides them.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/harness.rs"]
-mod harness;
-
-use harness::{click, App};
+use crate::support::harness::{click, App};
 
 const NESTED: &str = "[data-testid=tool-nested] [data-testid=tool-card]";
 

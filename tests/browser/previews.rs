@@ -1,14 +1,8 @@
 //! Browser tests of previews on held cards (docs/wire.md, Previews): the diff of a
 //! `write_file` with its signs and colours, the diff of an edit before it is sent, and the
 //! notes for a new file, a delete, a missing file and a binary file.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/harness.rs"]
-mod harness;
-
-use harness::{card, click, App};
+use crate::support::harness::{card, click, App};
 
 /// Puts a file in the demo sandbox before the first turn (which would seed it otherwise).
 fn put(app: &App, name: &str, bytes: &[u8]) {
