@@ -14,14 +14,7 @@ fn count_in(text: &str) -> u64 {
 
 /// The total the header shows, as a number.
 async fn header_total(app: &App) -> u64 {
-    count_in(
-        &app.find("[data-testid=session-usage]")
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
-    )
+    count_in(&app.text("[data-testid=session-usage]").await)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

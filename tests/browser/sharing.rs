@@ -78,13 +78,7 @@ async fn a_share_link_opens_the_chat_read_only_in_a_fresh_tab_until_revoked() {
         .await;
     app.wait_for_text("[data-testid=message-agent]", "readme.txt")
         .await;
-    let banner = app
-        .find("[data-testid=shared-banner]")
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let banner = app.text("[data-testid=shared-banner]").await;
     assert!(banner.contains("Read-only shared view"), "{banner}");
     assert_eq!(
         app.texts("[data-testid=message-user]").await,

@@ -36,13 +36,7 @@ async fn a_subagents_calls_nest_under_the_delegation_and_approve_all_decides_the
     app.send("delegate default/demo: write a.txt: one and write b.txt: two")
         .await;
     wait_nested(&app, &["pending", "pending"]).await;
-    let label = app
-        .find("[data-testid=tool-nested-label]")
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let label = app.text("[data-testid=tool-nested-label]").await;
     assert_eq!(label, "default/demo asks through default/boss");
     // The nested cards are inside the delegation's card, not beside it.
     let outer = app
@@ -61,13 +55,7 @@ async fn a_subagents_calls_nest_under_the_delegation_and_approve_all_decides_the
         ids
     };
     assert_eq!(ids, ["call_1/call_1", "call_1/call_2"]);
-    let approve_all = app
-        .find("[data-testid=approve-all]")
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let approve_all = app.text("[data-testid=approve-all]").await;
     assert_eq!(approve_all, "Approve all (2)");
     app.shots("subagent-pending").await;
     click(&app, "[data-testid=approve-all]").await;

@@ -38,6 +38,13 @@ pub async fn fake_kagent_hitl(interrupt: &str, resume: &str) -> (String, Receive
     serve("kagent-hitl-v1", interrupt, resume).await
 }
 
+/// The agents-file entry of a kagent agent `name` (namespace `kagent`) at the stand-in's `url`.
+pub fn agent_toml(name: &str, url: &str) -> String {
+    format!(
+        "[[agents]]\nname = \"{name}\"\nnamespace = \"kagent\"\nremote = {{ url = \"{url}\" }}\n"
+    )
+}
+
 /// What the stand-in answers with, and what it keeps.
 struct Stub {
     card: Bytes,
