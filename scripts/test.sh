@@ -43,7 +43,7 @@ cargo test --locked -p signoff-server --features embed-ui --test embedded_ui 2>&
 step "MCP servers for the server's tests (npm, PyPI)"
 "$ROOT/crates/server/tests/mcp/install.sh"
 
-step "cargo test (protocol, server, UI reducer, browser tests in headless Chromium)"
+step "cargo test (protocol, server, UI reducer, browser tests in headless Chromium: --test browser)"
 export SIGNOFF_UI_DIR="$ROOT/dist"
 cargo test --locked --workspace 2>&1 | tee -a "$LOG"
 

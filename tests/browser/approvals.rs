@@ -1,52 +1,19 @@
 //! Browser tests of tool cards and approvals: the real server's demo agent, whose
 //! `write_file` and `delete_file` wait for a decision, and a loopback stand-in for a kagent
 //! 0.10.4 agent that replays recorded streams and records the decisions it receives.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/harness.rs"]
-mod harness;
-#[path = "support/kagent.rs"]
-mod kagent;
-
-use std::path::PathBuf;
-
-use harness::{card, click, reject_with_reason, App, Options};
+use crate::support::harness::{
+    card, card_status, click, edit_args, reject_with_reason, wait_card, App, Options, PENDING_CARD,
+};
+use crate::support::kagent;
 use serde_json::Value;
-
-const PENDING_CARD: &str = "[data-testid=tool-card][data-status=pending]";
-
-async fn card_status(app: &App, tool: &str) -> String {
-    match app.find(&card(tool)).await {
-        Ok(element) => element
-            .attr("data-status")
-            .await
-            .ok()
-            .flatten()
-            .unwrap_or_default(),
-        Err(_) => String::new(),
-    }
-}
-
-async fn wait_card(app: &App, tool: &str, status: &str) {
-    let what = format!("the {tool} card is {status}");
-    app.wait_until(&what, || async {
-        Ok(card_status(app, tool).await == status)
-    })
-    .await;
-}
-
-fn read(path: PathBuf) -> Option<String> {
-    std::fs::read_to_string(path).ok()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approve_one_call() {
     let app = App::start("approve-one").await;
     app.open_new_chat().await;
     app.send("write notes.txt: hello there").await;
-    wait_card(&app, "write_file", "pending").await;
+    wait_card(&app, &card("write_file"), "pending").await;
     app.wait_for_status("approval").await;
     // The composer stays usable: a message now is a reply that decides the batch, and the
     // composer says so.
@@ -68,18 +35,14 @@ async fn approve_one_call() {
         .await
         .unwrap()
         .is_some());
-    assert_eq!(
-        read(app.sandbox("notes.txt")),
-        None,
-        "ran before a decision"
-    );
+    assert_eq!(app.read_sandbox("notes.txt"), None, "ran before a decision");
     click(&app, "[data-testid=approve-button]").await;
     app.wait_for_status("ready").await;
-    wait_card(&app, "write_file", "approved").await;
+    wait_card(&app, &card("write_file"), "approved").await;
     app.wait_for_text("[data-testid=decision-note]", "Approved")
         .await;
     assert_eq!(
-        read(app.sandbox("notes.txt")).as_deref(),
+        app.read_sandbox("notes.txt").as_deref(),
         Some("hello there")
     );
     app.finish().await;
@@ -90,7 +53,7 @@ async fn reject_with_a_reason_the_agent_quotes() {
     let app = App::start("reject-reason").await;
     app.open_new_chat().await;
     app.send("delete old.txt").await;
-    wait_card(&app, "delete_file", "pending").await;
+    wait_card(&app, &card("delete_file"), "pending").await;
     click(&app, "[data-testid=reject-button]").await;
     let reason = app
         .wait_for("the reason box opens", "[data-testid=reject-reason]")
@@ -114,13 +77,13 @@ async fn reject_with_a_reason_the_agent_quotes() {
     assert_eq!(app.js(background).await, resting);
     click(&app, "[data-testid=reject-confirm]").await;
     app.wait_for_status("ready").await;
-    wait_card(&app, "delete_file", "rejected").await;
+    wait_card(&app, &card("delete_file"), "rejected").await;
     app.wait_for_text("[data-testid=message-agent]", "keep it for the audit")
         .await;
     app.wait_for_text("[data-testid=tool-reason]", "keep it for the audit")
         .await;
     assert!(
-        read(app.sandbox("old.txt")).is_some(),
+        app.read_sandbox("old.txt").is_some(),
         "a rejected delete ran"
     );
     app.finish().await;
@@ -135,13 +98,7 @@ async fn approve_all_on_a_batch_of_two() {
     let bar = app
         .wait_for("the batch bar shows", "[data-testid=batch-bar]")
         .await;
-    let label = app
-        .find("[data-testid=approve-all]")
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let label = app.text("[data-testid=approve-all]").await;
     assert_eq!(label, "Approve all (2)");
     let listed = bar.text().await.unwrap();
     assert!(
@@ -153,14 +110,14 @@ async fn approve_all_on_a_batch_of_two() {
         .js("return document.activeElement && document.activeElement.dataset.testid")
         .await;
     assert_eq!(focused, "batch-bar");
-    wait_card(&app, "read_file", "completed").await;
+    wait_card(&app, &card("read_file"), "completed").await;
     app.shots("batch-pending").await;
     click(&app, "[data-testid=approve-all]").await;
     app.wait_for_status("ready").await;
-    wait_card(&app, "write_file", "approved").await;
-    wait_card(&app, "delete_file", "approved").await;
-    assert_eq!(read(app.sandbox("a.txt")).as_deref(), Some("one"));
-    assert_eq!(read(app.sandbox("old.txt")), None);
+    wait_card(&app, &card("write_file"), "approved").await;
+    wait_card(&app, &card("delete_file"), "approved").await;
+    assert_eq!(app.read_sandbox("a.txt").as_deref(), Some("one"));
+    assert_eq!(app.read_sandbox("old.txt"), None);
     app.shots("batch-finished").await;
     app.finish().await;
 }
@@ -184,8 +141,8 @@ async fn a_mixed_batch_goes_out_once_every_card_is_decided() {
     .await;
     reject_with_reason(&app, "delete_file", "old.txt stays").await;
     // The choices show at once, before anything is sent, the reason too.
-    wait_card(&app, "write_file", "approved").await;
-    wait_card(&app, "delete_file", "rejected").await;
+    wait_card(&app, &card("write_file"), "approved").await;
+    wait_card(&app, &card("delete_file"), "rejected").await;
     app.wait_for_text(&card("delete_file"), "Reason: \"old.txt stays\"")
         .await;
     app.wait_for_text("[data-testid=batch-progress]", "2 of 2 decided")
@@ -195,7 +152,7 @@ async fn a_mixed_batch_goes_out_once_every_card_is_decided() {
         .js("return [...document.querySelectorAll('[data-testid=batch-bar] .primary')].map((b) => b.dataset.testid)")
         .await;
     assert_eq!(primary, serde_json::json!(["submit-decisions"]));
-    assert_eq!(read(app.sandbox("b.txt")), None);
+    assert_eq!(app.read_sandbox("b.txt"), None);
     app.shots("batch-mixed-in-progress").await;
     click(&app, "[data-testid=submit-decisions]").await;
     app.wait_for_status("ready").await;
@@ -206,8 +163,8 @@ async fn a_mixed_batch_goes_out_once_every_card_is_decided() {
     .await;
     app.wait_for_text("[data-testid=message-agent]", "old.txt stays")
         .await;
-    assert_eq!(read(app.sandbox("b.txt")).as_deref(), Some("two"));
-    assert!(read(app.sandbox("old.txt")).is_some());
+    assert_eq!(app.read_sandbox("b.txt").as_deref(), Some("two"));
+    assert!(app.read_sandbox("old.txt").is_some());
     app.shots("batch-mixed-finished").await;
     app.finish().await;
 }
@@ -217,25 +174,20 @@ async fn edited_arguments_are_what_runs() {
     let app = App::start("edit").await;
     app.open_new_chat().await;
     app.send("write c.txt: original").await;
-    wait_card(&app, "write_file", "pending").await;
-    click(&app, "[data-testid=edit-button]").await;
-    let editor = app
-        .wait_for("the editor opens", "[data-testid=args-editor]")
-        .await;
-    editor.clear().await.unwrap();
-    editor.send_keys("{\"path\": \"c.txt\", ").await.unwrap();
+    wait_card(&app, &card("write_file"), "pending").await;
+    edit_args(&app, "the editor opens", "{\"path\": \"c.txt\", ").await;
     click(&app, "[data-testid=approve-button]").await;
     app.wait_for("invalid JSON blocks approval", "[data-testid=args-error]")
         .await;
-    assert_eq!(card_status(&app, "write_file").await, "pending");
+    assert_eq!(card_status(&app, &card("write_file")).await, "pending");
     let editor = app.find("[data-testid=args-editor]").await.unwrap();
     editor.send_keys("\"content\": \"edited\"}").await.unwrap();
     click(&app, "[data-testid=approve-button]").await;
     app.wait_for_status("ready").await;
-    wait_card(&app, "write_file", "approved").await;
+    wait_card(&app, &card("write_file"), "approved").await;
     app.wait_for_text("[data-testid=tool-edited-args]", "edited")
         .await;
-    assert_eq!(read(app.sandbox("c.txt")).as_deref(), Some("edited"));
+    assert_eq!(app.read_sandbox("c.txt").as_deref(), Some("edited"));
     app.shot("edited-args").await;
     app.finish().await;
 }
@@ -276,15 +228,15 @@ async fn approve_all_waits_for_an_open_arguments_editor() {
         "save or cancel your edit of write_file",
     )
     .await;
-    wait_card(&app, "write_file", "pending").await;
-    wait_card(&app, "delete_file", "pending").await;
-    assert_eq!(read(app.sandbox("e.txt")), None);
+    wait_card(&app, &card("write_file"), "pending").await;
+    wait_card(&app, &card("delete_file"), "pending").await;
+    assert_eq!(app.read_sandbox("e.txt"), None);
     app.shot("approve-all-open-edit").await;
     click(&app, "[data-testid=edit-save]").await;
     click(&app, "[data-testid=approve-all]").await;
     app.wait_for_status("ready").await;
-    assert_eq!(read(app.sandbox("e.txt")).as_deref(), Some("edited"));
-    assert_eq!(read(app.sandbox("old.txt")), None);
+    assert_eq!(app.read_sandbox("e.txt").as_deref(), Some("edited"));
+    assert_eq!(app.read_sandbox("old.txt"), None);
     app.finish().await;
 }
 
@@ -293,38 +245,32 @@ async fn edited_arguments_the_tool_refuses_show_the_error_on_the_card() {
     let app = App::start("edit-refused").await;
     app.open_new_chat().await;
     app.send("write d.txt: original").await;
-    wait_card(&app, "write_file", "pending").await;
-    click(&app, "[data-testid=edit-button]").await;
-    let editor = app
-        .wait_for("the editor opens", "[data-testid=args-editor]")
-        .await;
-    editor.clear().await.unwrap();
-    editor
-        .send_keys("{\"path\": \"d.txt\", \"content\": \"x\", \"mode\": \"0777\"}")
-        .await
-        .unwrap();
+    wait_card(&app, &card("write_file"), "pending").await;
+    edit_args(
+        &app,
+        "the editor opens",
+        "{\"path\": \"d.txt\", \"content\": \"x\", \"mode\": \"0777\"}",
+    )
+    .await;
     click(&app, "[data-testid=approve-button]").await;
     app.wait_for_text("[data-testid=decision-error]", "modified_args")
         .await;
     let error = app.texts("[data-testid=decision-error]").await.join(" ");
     assert!(error.contains("mode"), "{error}");
     // Nothing ran, and the card can be decided again once the edit fits.
-    wait_card(&app, "write_file", "pending").await;
-    assert_eq!(read(app.sandbox("d.txt")), None);
+    wait_card(&app, &card("write_file"), "pending").await;
+    assert_eq!(app.read_sandbox("d.txt"), None);
     app.shot("edit-refused").await;
-    click(&app, "[data-testid=edit-button]").await;
-    let editor = app
-        .wait_for("the editor opens again", "[data-testid=args-editor]")
-        .await;
-    editor.clear().await.unwrap();
-    editor
-        .send_keys("{\"path\": \"d.txt\", \"content\": \"fixed\"}")
-        .await
-        .unwrap();
+    edit_args(
+        &app,
+        "the editor opens again",
+        "{\"path\": \"d.txt\", \"content\": \"fixed\"}",
+    )
+    .await;
     click(&app, "[data-testid=approve-button]").await;
-    wait_card(&app, "write_file", "approved").await;
+    wait_card(&app, &card("write_file"), "approved").await;
     app.wait_for_status("ready").await;
-    assert_eq!(read(app.sandbox("d.txt")).as_deref(), Some("fixed"));
+    assert_eq!(app.read_sandbox("d.txt").as_deref(), Some("fixed"));
     assert!(app.texts("[data-testid=decision-error]").await.is_empty());
     app.finish().await;
 }
@@ -334,11 +280,11 @@ async fn a_reload_while_pending_keeps_the_batch_decidable() {
     let app = App::start("reload-pending").await;
     app.open_new_chat().await;
     app.send("delete old.txt").await;
-    wait_card(&app, "delete_file", "pending").await;
+    wait_card(&app, &card("delete_file"), "pending").await;
     app.session_id().await;
     app.assert_no_errors().await;
     app.driver.refresh().await.unwrap();
-    wait_card(&app, "delete_file", "pending").await;
+    wait_card(&app, &card("delete_file"), "pending").await;
     app.wait_for_status("approval").await;
     // Keyboard: focus went to the lone card; A approves it.
     app.wait_until("focus is on the pending card", || async {
@@ -356,8 +302,8 @@ async fn a_reload_while_pending_keeps_the_batch_decidable() {
         .await
         .unwrap();
     app.wait_for_status("ready").await;
-    wait_card(&app, "delete_file", "approved").await;
-    assert_eq!(read(app.sandbox("old.txt")), None);
+    wait_card(&app, &card("delete_file"), "approved").await;
+    assert_eq!(app.read_sandbox("old.txt"), None);
     app.finish().await;
 }
 
@@ -366,12 +312,12 @@ async fn a_double_click_on_approve_runs_the_tool_once() {
     let app = App::start("double-click").await;
     app.open_new_chat().await;
     app.send("write d.txt: once").await;
-    wait_card(&app, "write_file", "pending").await;
+    wait_card(&app, &card("write_file"), "pending").await;
     // Two clicks in one script: faster than any person, with no round trip between them.
     app.js("const b = document.querySelector('[data-testid=approve-button]'); b.click(); b.click(); return true")
         .await;
     app.wait_for_status("ready").await;
-    wait_card(&app, "write_file", "approved").await;
+    wait_card(&app, &card("write_file"), "approved").await;
     assert_eq!(app.find_all("[data-testid=decision-note]").await.len(), 1);
     assert!(
         app.find_all("[data-testid=toast]").await.is_empty(),
@@ -383,7 +329,7 @@ async fn a_double_click_on_approve_runs_the_tool_once() {
         Some(1),
         "{decided}"
     );
-    assert_eq!(read(app.sandbox("d.txt")).as_deref(), Some("once"));
+    assert_eq!(app.read_sandbox("d.txt").as_deref(), Some("once"));
     app.finish().await;
 }
 
@@ -393,7 +339,7 @@ async fn hostile_arguments_are_shown_as_text() {
     app.open_new_chat().await;
     app.send("write x.txt: <img src=x onerror=window.__pwned=1><script>window.__pwned=2</script>")
         .await;
-    wait_card(&app, "write_file", "pending").await;
+    wait_card(&app, &card("write_file"), "pending").await;
     app.wait_for_text(
         &format!("{} [data-testid=tool-args]", card("write_file")),
         "<img src=x onerror=window.__pwned=1>",
@@ -421,7 +367,7 @@ async fn a_bidi_override_in_arguments_shows_as_its_escape() {
     // U+202E draws what follows right to left: "report<U+202E>fdp.sh" looks like
     // "reporths.pdf" while the file written ends in ".sh".
     app.send("write report\u{202E}fdp.sh: echo hi").await;
-    wait_card(&app, "write_file", "pending").await;
+    wait_card(&app, &card("write_file"), "pending").await;
     let args = card("write_file") + " [data-testid=tool-args]";
     app.wait_for_text(&args, r#""path": "report\u202Efdp.sh""#)
         .await;
@@ -434,7 +380,7 @@ async fn a_bidi_override_in_arguments_shows_as_its_escape() {
     click(&app, "[data-testid=approve-button]").await;
     app.wait_for_status("ready").await;
     assert_eq!(
-        read(app.sandbox("report\u{202E}fdp.sh")).as_deref(),
+        app.read_sandbox("report\u{202E}fdp.sh").as_deref(),
         Some("echo hi")
     );
     app.shot("bidi-args").await;
@@ -444,22 +390,15 @@ async fn a_bidi_override_in_arguments_shows_as_its_escape() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kagent_agent_gets_the_same_cards_and_decisions_in_its_terms() {
     let (url, received) = kagent::fake_kagent("e1_interrupt.sse", "e2_resume.sse").await;
-    let agents = format!("[[agents]]\nname = \"k8s-agent\"\nnamespace = \"kagent\"\nremote = {{ url = \"{url}\" }}\n");
-    let app = App::start_with(
-        "kagent",
-        Options {
-            agents_toml: Some(agents),
-            ..Options::default()
-        },
-    )
-    .await;
+    let agents = kagent::agent_toml("k8s-agent", &url);
+    let app = App::start_with("kagent", Options::with_agents(agents)).await;
     app.open_new_chat_of("/agents/kagent/k8s-agent/chat").await;
     app.send("Write notes_b.txt, delete old_b.txt and read readme.txt.")
         .await;
     app.wait_for("the batch bar shows", "[data-testid=batch-bar]")
         .await;
     assert_eq!(app.find_all(PENDING_CARD).await.len(), 2);
-    wait_card(&app, "read_file", "requested").await;
+    wait_card(&app, &card("read_file"), "requested").await;
     click(
         &app,
         &format!("{} [data-testid=approve-button]", card("write_file")),
@@ -469,8 +408,8 @@ async fn a_kagent_agent_gets_the_same_cards_and_decisions_in_its_terms() {
     app.shots("kagent-mixed-in-progress").await;
     click(&app, "[data-testid=submit-decisions]").await;
     app.wait_for_status("ready").await;
-    wait_card(&app, "write_file", "approved").await;
-    wait_card(&app, "delete_file", "rejected").await;
+    wait_card(&app, &card("write_file"), "approved").await;
+    wait_card(&app, &card("delete_file"), "rejected").await;
     app.wait_for_text("[data-testid=message-agent]", "Mixed decision handled")
         .await;
     app.shots("kagent-finished").await;
@@ -507,7 +446,7 @@ async fn a_batch_decided_elsewhere_shows_decided_after_a_reload() {
     let app = App::start("decided-elsewhere").await;
     app.open_new_chat().await;
     app.send("delete old.txt").await;
-    wait_card(&app, "delete_file", "pending").await;
+    wait_card(&app, &card("delete_file"), "pending").await;
     let session = app.session_id().await;
     let task = app.stored_tasks(&session).await[0]["id"]
         .as_str()
@@ -524,7 +463,7 @@ async fn a_batch_decided_elsewhere_shows_decided_after_a_reload() {
     assert!(answer.status().is_success(), "{}", answer.status());
     app.assert_no_errors().await;
     app.driver.refresh().await.unwrap();
-    wait_card(&app, "delete_file", "rejected").await;
+    wait_card(&app, &card("delete_file"), "rejected").await;
     app.wait_for_status("ready").await;
     assert!(app
         .find_all("[data-testid=approve-button]")

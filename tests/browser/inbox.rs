@@ -3,14 +3,8 @@
 //! runs once, the tab title counts, notifications (a stubbed `window.Notification`) come only
 //! when turned on and the tab is hidden, a broken approvals stream resumes after its last
 //! event, losing and repeating nothing, and seven tabs share one stream.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/harness.rs"]
-mod harness;
-
-use harness::{card, click, App, Browser, Options};
+use crate::support::harness::{card, click, App, Browser, Options};
 use serde_json::{json, Value};
 use thirtyfour::prelude::*;
 

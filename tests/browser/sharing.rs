@@ -1,16 +1,9 @@
 //! Browser tests of sharing and of what a person does around a chat: a read-only share link
 //! made from the header and opened in a fresh tab, thumbs up or down on answers, the guard
 //! that stops a send when the chat moved on in another tab, and a link holding another
-//! account's sign-in token, which switches only when the person confirms. Same harness as
-//! tests/browser.rs.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! account's sign-in token, which switches only when the person confirms.
 
-#[path = "support/harness.rs"]
-mod harness;
-
-use harness::{card, click, App, Options};
+use crate::support::harness::{card, click, App, Options};
 use serde_json::{json, Value};
 use thirtyfour::Key;
 
@@ -85,13 +78,7 @@ async fn a_share_link_opens_the_chat_read_only_in_a_fresh_tab_until_revoked() {
         .await;
     app.wait_for_text("[data-testid=message-agent]", "readme.txt")
         .await;
-    let banner = app
-        .find("[data-testid=shared-banner]")
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let banner = app.text("[data-testid=shared-banner]").await;
     assert!(banner.contains("Read-only shared view"), "{banner}");
     assert_eq!(
         app.texts("[data-testid=message-user]").await,

@@ -1,14 +1,8 @@
 //! Browser tests of what a person moving over from kagent's chat page expects to find: token
 //! counts in the header and on each answer, a page for a chat that does not exist, and long
-//! answers folded behind "Show more". Same harness as tests/browser.rs.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! answers folded behind "Show more".
 
-#[path = "support/harness.rs"]
-mod harness;
-
-use harness::App;
+use crate::support::harness::{self, App};
 
 /// `"1,234 tokens"` as 1234.
 fn count_in(text: &str) -> u64 {
@@ -20,14 +14,7 @@ fn count_in(text: &str) -> u64 {
 
 /// The total the header shows, as a number.
 async fn header_total(app: &App) -> u64 {
-    count_in(
-        &app.find("[data-testid=session-usage]")
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
-    )
+    count_in(&app.text("[data-testid=session-usage]").await)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,19 +2,10 @@
 //! reloaded while its batch waits still shows the batch and is approved from there; the
 //! Details panel lists a remote card's skills and says it publishes no approval settings; Stop
 //! on an agent that cannot cancel says so up front. The remote is the loopback stand-in for
-//! kagent of tests/support/kagent.rs.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! kagent of `support/kagent.rs`.
 
-#[path = "support/harness.rs"]
-mod harness;
-#[path = "support/kagent.rs"]
-mod kagent;
-
-use harness::{card, click, App, Options};
-
-const PENDING_CARD: &str = "[data-testid=tool-card][data-status=pending]";
+use crate::support::harness::{card, click, App, Options, PENDING_CARD};
+use crate::support::kagent;
 
 /// The agents file of one remote kagent agent at `url` that cannot cancel a task.
 fn kagent_agents(url: &str) -> String {
@@ -26,14 +17,7 @@ fn kagent_agents(url: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kagent_chat_reloaded_while_its_batch_waits_shows_it_and_approves() {
     let (url, received) = kagent::fake_kagent("c1_interrupt.sse", "c2_resume.sse").await;
-    let app = App::start_with(
-        "relayed",
-        Options {
-            agents_toml: Some(kagent_agents(&url)),
-            ..Options::default()
-        },
-    )
-    .await;
+    let app = App::start_with("relayed", Options::with_agents(kagent_agents(&url))).await;
     app.open_new_chat_of("/agents/kagent/k8s-agent/chat").await;
     app.send("Write notes_a.txt, delete old_a.txt and read readme.txt.")
         .await;
@@ -110,14 +94,7 @@ async fn details_list_a_remote_cards_skills_and_say_no_approval_settings_are_pub
         "p2_tool_approval_resume.sse",
     )
     .await;
-    let app = App::start_with(
-        "relayed-details",
-        Options {
-            agents_toml: Some(kagent_agents(&url)),
-            ..Options::default()
-        },
-    )
-    .await;
+    let app = App::start_with("relayed-details", Options::with_agents(kagent_agents(&url))).await;
     app.open_new_chat_of("/agents/kagent/k8s-agent/chat").await;
     let skill = app
         .wait_for("the card's skill shows", "[data-testid=skill]")

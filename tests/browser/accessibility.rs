@@ -2,14 +2,8 @@
 //! batch (with its reject and edit forms open, and a diff preview), the policies panel and the
 //! Approvals page, in light and dark, with no serious or critical violation; and a batch
 //! found, decided and announced by keyboard alone.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/harness.rs"]
-mod harness;
-
-use harness::{card, click, App};
+use crate::support::harness::{card, click, App};
 use thirtyfour::prelude::*;
 
 /// axe over the page in both colour schemes (contrast differs); fails listing every violation.

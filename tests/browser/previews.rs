@@ -1,14 +1,8 @@
 //! Browser tests of previews on held cards (docs/wire.md, Previews): the diff of a
 //! `write_file` with its signs and colours, the diff of an edit before it is sent, and the
 //! notes for a new file, a delete, a missing file and a binary file.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/harness.rs"]
-mod harness;
-
-use harness::{card, click, App};
+use crate::support::harness::{card, click, edit_args, App};
 
 /// Puts a file in the demo sandbox before the first turn (which would seed it otherwise).
 fn put(app: &App, name: &str, bytes: &[u8]) {
@@ -84,15 +78,12 @@ async fn a_write_shows_its_diff_and_an_edit_is_diffed_before_it_is_sent() {
     app.shots("preview-diff").await;
 
     // Edit, then Save: the edited content is diffed against the file before anything is sent.
-    click(&app, "[data-testid=edit-button]").await;
-    let editor = app
-        .wait_for("the editor opens", "[data-testid=args-editor]")
-        .await;
-    editor.clear().await.unwrap();
-    editor
-        .send_keys(r#"{"path": "notes.txt", "content": "alpha\nbeta\nGAMMA\n"}"#)
-        .await
-        .unwrap();
+    edit_args(
+        &app,
+        "the editor opens",
+        r#"{"path": "notes.txt", "content": "alpha\nbeta\nGAMMA\n"}"#,
+    )
+    .await;
     click(&app, "[data-testid=edit-save]").await;
     let edited = "[data-testid=tool-edited-preview] [data-testid=preview-diff]";
     app.wait_for("the edit's diff shows", edited).await;

@@ -2,50 +2,26 @@
 //! agent whose task completed without its result streamed is done ("no result reported"), an
 //! approved call with its result says Completed beside its decision, and toasts never cover
 //! the composer (its Stop and Send), in a small window and a large one.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/harness.rs"]
-mod harness;
-#[path = "support/kagent.rs"]
-mod kagent;
-
-use harness::{card, click, App, Options};
-
-async fn wait_card(app: &App, tool: &str, status: &str) {
-    app.wait_for(
-        &format!("the {tool} card is {status}"),
-        &format!("{}[data-status={status}]", card(tool)),
-    )
-    .await;
-}
+use crate::support::harness::{card, click, wait_card, App, Options};
+use crate::support::kagent;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kagent_call_without_a_streamed_result_is_done_when_the_task_completes() {
     let (url, _received) = kagent::fake_kagent("c1_interrupt.sse", "c2_resume.sse").await;
-    let agents = format!(
-        "[[agents]]\nname = \"k8s-agent\"\nnamespace = \"kagent\"\nremote = {{ url = \"{url}\" }}\n"
-    );
-    let app = App::start_with(
-        "no-result",
-        Options {
-            agents_toml: Some(agents),
-            ..Options::default()
-        },
-    )
-    .await;
+    let agents = kagent::agent_toml("k8s-agent", &url);
+    let app = App::start_with("no-result", Options::with_agents(agents)).await;
     app.open_new_chat_of("/agents/kagent/k8s-agent/chat").await;
     app.send("Write notes_a.txt, delete old_a.txt and read readme.txt.")
         .await;
     app.wait_for("the batch bar shows", "[data-testid=batch-bar]")
         .await;
     // While the batch waits, the ungated read is only requested.
-    wait_card(&app, "read_file", "requested").await;
+    wait_card(&app, &card("read_file"), "requested").await;
     assert!(app.find_all("[data-testid=no-result]").await.is_empty());
     click(&app, "[data-testid=approve-all]").await;
     app.wait_for_status("ready").await;
-    wait_card(&app, "read_file", "completed").await;
+    wait_card(&app, &card("read_file"), "completed").await;
     // Finished cards fold into a group: open it to read the card.
     for summary in app.find_all("[data-testid=tool-group-summary]").await {
         summary.click().await.unwrap();
@@ -62,7 +38,7 @@ async fn a_kagent_call_without_a_streamed_result_is_done_when_the_task_completes
     .await;
     // The approved calls have their results: Completed, with the decision beside it.
     for tool in ["write_file", "delete_file"] {
-        wait_card(&app, tool, "approved").await;
+        wait_card(&app, &card(tool), "approved").await;
         let badge = app
             .texts(&format!("{} [data-testid=tool-status]", card(tool)))
             .await;
@@ -87,10 +63,10 @@ async fn an_approved_call_of_our_own_says_completed_beside_its_decision() {
     let app = App::start("completed-approved").await;
     app.open_new_chat().await;
     app.send("write done.txt: yes").await;
-    wait_card(&app, "write_file", "pending").await;
+    wait_card(&app, &card("write_file"), "pending").await;
     click(&app, "[data-testid=approve-button]").await;
     app.wait_for_status("ready").await;
-    wait_card(&app, "write_file", "approved").await;
+    wait_card(&app, &card("write_file"), "approved").await;
     app.wait_for(
         "the card shows its outcome",
         &format!("{}[data-outcome=completed]", card("write_file")),

@@ -1,14 +1,8 @@
 //! Browser test of a subagent's calls nested in its parent's batch: the demo's boss delegates
 //! to the demo agent, whose two `write_file` calls show inside the delegation's card under
 //! "default/demo asks through default/boss", and Approve all decides them.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/harness.rs"]
-mod harness;
-
-use harness::{click, App};
+use crate::support::harness::{click, App};
 
 const NESTED: &str = "[data-testid=tool-nested] [data-testid=tool-card]";
 
@@ -42,13 +36,7 @@ async fn a_subagents_calls_nest_under_the_delegation_and_approve_all_decides_the
     app.send("delegate default/demo: write a.txt: one and write b.txt: two")
         .await;
     wait_nested(&app, &["pending", "pending"]).await;
-    let label = app
-        .find("[data-testid=tool-nested-label]")
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let label = app.text("[data-testid=tool-nested-label]").await;
     assert_eq!(label, "default/demo asks through default/boss");
     // The nested cards are inside the delegation's card, not beside it.
     let outer = app
@@ -67,13 +55,7 @@ async fn a_subagents_calls_nest_under_the_delegation_and_approve_all_decides_the
         ids
     };
     assert_eq!(ids, ["call_1/call_1", "call_1/call_2"]);
-    let approve_all = app
-        .find("[data-testid=approve-all]")
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let approve_all = app.text("[data-testid=approve-all]").await;
     assert_eq!(approve_all, "Approve all (2)");
     app.shots("subagent-pending").await;
     click(&app, "[data-testid=approve-all]").await;

@@ -3,16 +3,9 @@
 //! a kagent 0.10.4 agent's question through the relay, where answering runs every waiting call;
 //! and agents speaking kagent's HITL extension through the relay, approved, rejected and answered
 //! in the extension's shape.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/harness.rs"]
-mod harness;
-#[path = "support/kagent.rs"]
-mod kagent;
-
-use harness::{card, click, reject_with_reason, App, Options};
+use crate::support::harness::{card, click, reject_with_reason, App, Options};
+use crate::support::kagent;
 use serde_json::{json, Value};
 
 const FORM: &str = "[data-testid=question-form]";
@@ -126,15 +119,8 @@ async fn a_kagent_question_beside_a_write_says_the_write_runs_and_sends_kagents_
         "o2_answer_and_approve.sse",
     )
     .await;
-    let agents = format!("[[agents]]\nname = \"k8s-agent\"\nnamespace = \"kagent\"\nremote = {{ url = \"{url}\" }}\n");
-    let app = App::start_with(
-        "kagent-question",
-        Options {
-            agents_toml: Some(agents),
-            ..Options::default()
-        },
-    )
-    .await;
+    let agents = kagent::agent_toml("k8s-agent", &url);
+    let app = App::start_with("kagent-question", Options::with_agents(agents)).await;
     app.open_new_chat_of("/agents/kagent/k8s-agent/chat").await;
     app.send("Write a greeting to notes_o.txt.").await;
     app.wait_for("the question form shows", FORM).await;
@@ -214,17 +200,11 @@ async fn kagents_hitl_extension_through_the_relay_approve_reject_and_answer() {
     let (db_url, db_received, db_heads) =
         kagent::fake_kagent_hitl("q1_ask_user_request.sse", "q2_ask_user_resume.sse").await;
     let agents = format!(
-        "[[agents]]\nname = \"k8s-agent\"\nnamespace = \"kagent\"\nremote = {{ url = \"{k8s_url}\" }}\n\n\
-         [[agents]]\nname = \"db-agent\"\nnamespace = \"kagent\"\nremote = {{ url = \"{db_url}\" }}\n"
+        "{}\n{}",
+        kagent::agent_toml("k8s-agent", &k8s_url),
+        kagent::agent_toml("db-agent", &db_url)
     );
-    let app = App::start_with(
-        "kagent-extension",
-        Options {
-            agents_toml: Some(agents),
-            ..Options::default()
-        },
-    )
-    .await;
+    let app = App::start_with("kagent-extension", Options::with_agents(agents)).await;
 
     // Two approvals: reject one with a reason, approve the other.
     app.open_new_chat_of("/agents/kagent/k8s-agent/chat").await;

@@ -1,14 +1,8 @@
-//! Browser end-to-end tests: the release UI from trunk's dist/, the real server in-process on
-//! a free port with a fresh data directory, and Debian's headless Chromium driven through
-//! chromedriver. Selects by `data-testid`; screenshots land in tests/artifacts/.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Browser tests of the chat itself: the home page and agent list, a streamed answer, reloads
+//! and a server restart mid-turn, the sidebar, Stop, hostile text, a phone's layout, a refused
+//! message, messages queued while the agent works, and a reply to a waiting batch.
 
-#[path = "support/harness.rs"]
-mod harness;
-
-use harness::{click, App};
+use crate::support::harness::{self, click, App};
 use serde_json::Value;
 
 fn state_of(task: &Value) -> &str {

@@ -1,7 +1,6 @@
 //! The browser-test harness: the real server in-process on port 0 with a fresh data directory,
 //! chromedriver on a free port, headless Chromium with a fresh profile, and helpers that select
 //! by `data-testid`, wait for conditions, collect console errors and save screenshots.
-#![allow(dead_code)] // each test binary uses a different part of it
 
 use std::net::TcpListener as StdListener;
 use std::path::{Path, PathBuf};
@@ -14,7 +13,9 @@ use thirtyfour::prelude::*;
 use tokio::process::{Child, Command};
 use tokio::sync::{oneshot, Mutex, MutexGuard};
 
-/// One browser at a time: two cores do not run several Chromiums and the server well.
+/// One browser at a time: two cores do not run several Chromiums and the server well. The
+/// binary's tests run on parallel threads; each holds this from `App::start` until its `App`
+/// is dropped, so the browser parts of the tests run one after another.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
 
 /// How long a condition may take before the test fails (generous: CI machines are slow).
@@ -179,6 +180,16 @@ pub struct Options {
     pub stream_idle_timeout_secs: Option<u64>,
     /// `--auth tokens` with these `TOKEN=USER` pairs; none: `--auth none`.
     pub tokens: Option<Vec<String>>,
+}
+
+impl Options {
+    /// The defaults, with this agents file.
+    pub fn with_agents(toml: impl Into<String>) -> Options {
+        Options {
+            agents_toml: Some(toml.into()),
+            ..Options::default()
+        }
+    }
 }
 
 impl Default for Options {
@@ -361,16 +372,22 @@ impl App {
         .await;
     }
 
-    pub async fn status(&self) -> String {
-        match self.find("[data-testid=chat-status]").await {
-            Ok(element) => element
-                .attr("data-status")
-                .await
-                .ok()
-                .flatten()
-                .unwrap_or_default(),
+    /// The text of the element matching `css` (fails when none does).
+    pub async fn text(&self, css: &str) -> String {
+        self.find(css).await.unwrap().text().await.unwrap()
+    }
+
+    /// Attribute `name` of the element matching `css`; empty when either is missing.
+    pub async fn attribute(&self, css: &str, name: &str) -> String {
+        match self.find(css).await {
+            Ok(element) => element.attr(name).await.ok().flatten().unwrap_or_default(),
             Err(_) => String::new(),
         }
+    }
+
+    pub async fn status(&self) -> String {
+        self.attribute("[data-testid=chat-status]", "data-status")
+            .await
     }
 
     pub async fn wait_for_status(&self, status: &str) {
@@ -526,6 +543,11 @@ impl App {
         self.data.path().join("sandbox").join(file)
     }
 
+    /// The text of `file` in the demo agent's sandbox; `None` when it does not exist.
+    pub fn read_sandbox(&self, file: &str) -> Option<String> {
+        std::fs::read_to_string(self.sandbox(file)).ok()
+    }
+
     pub async fn finish(mut self) {
         self.assert_no_errors().await;
         let _ = self.driver.clone().quit().await;
@@ -553,9 +575,39 @@ fn serve(
     (shutdown, server)
 }
 
+/// Any card of a call that waits for a decision.
+pub const PENDING_CARD: &str = "[data-testid=tool-card][data-status=pending]";
+
 /// The card of the call to `tool`.
 pub fn card(tool: &str) -> String {
     format!("[data-testid=tool-card][data-tool={tool}]")
+}
+
+/// The card of call `id` (call ids count over the conversation: call_1, call_2, …).
+pub fn call_card(id: &str) -> String {
+    format!("[data-testid=tool-card][data-call-id={id}]")
+}
+
+/// The status of the card `card_css` (`card` or `call_card`); empty while it is not shown.
+pub async fn card_status(app: &App, card_css: &str) -> String {
+    app.attribute(card_css, "data-status").await
+}
+
+/// Waits until the card `card_css` (`card` or `call_card`) shows `status`.
+pub async fn wait_card(app: &App, card_css: &str, status: &str) {
+    let what = format!("the card {card_css} is {status}");
+    app.wait_until(&what, || async {
+        Ok(card_status(app, card_css).await == status)
+    })
+    .await;
+}
+
+/// Opens the pending card's arguments editor (its only Edit) and types `args` over them.
+pub async fn edit_args(app: &App, what: &str, args: &str) {
+    click(app, "[data-testid=edit-button]").await;
+    let editor = app.wait_for(what, "[data-testid=args-editor]").await;
+    editor.clear().await.unwrap();
+    editor.send_keys(args).await.unwrap();
 }
 
 /// Clicks `css` once it shows and is enabled.

@@ -2,43 +2,9 @@
 //! this chat" from a card (the next identical call runs without pausing and names the policy),
 //! the Policies panel revoking it (the next call pauses again), and a batch with a short
 //! `approval_timeout` counting down, then shown as Expired.
-#![cfg(not(target_arch = "wasm32"))]
-// Tests fail loudly: unwrapping is how they report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/harness.rs"]
-mod harness;
-
-use harness::{click, App, Options};
+use crate::support::harness::{call_card, click, wait_card, App, Options};
 use serde_json::Value;
-
-/// The card of call `id` (call ids count over the conversation: call_1, call_2, …).
-fn card(id: &str) -> String {
-    format!("[data-testid=tool-card][data-call-id={id}]")
-}
-
-async fn card_status(app: &App, id: &str) -> String {
-    match app.find(&card(id)).await {
-        Ok(element) => element
-            .attr("data-status")
-            .await
-            .ok()
-            .flatten()
-            .unwrap_or_default(),
-        Err(_) => String::new(),
-    }
-}
-
-/// Waits for call `id`'s card to show `status`.
-async fn wait_card(app: &App, id: &str, status: &str) {
-    let what = format!("the card of {id} is {status}");
-    app.wait_until(&what, || async { Ok(card_status(app, id).await == status) })
-        .await;
-}
-
-fn read(app: &App, file: &str) -> Option<String> {
-    std::fs::read_to_string(app.sandbox(file)).ok()
-}
 
 /// The audit entries of the server's decided approvals.
 async fn decided(app: &App) -> Vec<Value> {
@@ -52,12 +18,12 @@ async fn always_allow_in_this_chat_then_revoke_it_in_the_policies_panel() {
     app.open_new_chat().await;
     app.wait_for_text("[data-testid=no-policies]", "None").await;
     app.send("write a.txt: 1").await;
-    wait_card(&app, "call_1", "pending").await;
+    wait_card(&app, &call_card("call_1"), "pending").await;
 
     // The choice shows what it will allow before it takes effect.
     click(
         &app,
-        &format!("{} [data-testid=always-allow-button]", card("call_1")),
+        &format!("{} [data-testid=always-allow-button]", call_card("call_1")),
     )
     .await;
     app.wait_for_text(
@@ -74,11 +40,15 @@ async fn always_allow_in_this_chat_then_revoke_it_in_the_policies_panel() {
     click(&app, "[data-testid=allow-scope-chat]").await;
     app.wait_for_text("[data-testid=allow-summary]", "in this chat")
         .await;
-    assert_eq!(read(&app, "a.txt"), None, "nothing ran before the choice");
+    assert_eq!(
+        app.read_sandbox("a.txt"),
+        None,
+        "nothing ran before the choice"
+    );
     click(&app, "[data-testid=allow-confirm]").await;
-    wait_card(&app, "call_1", "approved").await;
+    wait_card(&app, &call_card("call_1"), "approved").await;
     app.wait_for_status("ready").await;
-    assert_eq!(read(&app, "a.txt").as_deref(), Some("1"));
+    assert_eq!(app.read_sandbox("a.txt").as_deref(), Some("1"));
     app.wait_for_text(
         "[data-testid=policy]",
         "Always allow write_file with any arguments, in this chat",
@@ -87,18 +57,21 @@ async fn always_allow_in_this_chat_then_revoke_it_in_the_policies_panel() {
 
     // The next identical call runs without a pause, and its card names the policy.
     app.send("write a.txt: 2").await;
-    wait_card(&app, "call_2", "completed").await;
+    wait_card(&app, &call_card("call_2"), "completed").await;
     app.wait_for_status("ready").await;
-    assert_eq!(read(&app, "a.txt").as_deref(), Some("2"));
+    assert_eq!(app.read_sandbox("a.txt").as_deref(), Some("2"));
     app.wait_for_text(
-        &format!("{} [data-testid=decided-by]", card("call_2")),
+        &format!("{} [data-testid=decided-by]", call_card("call_2")),
         "Allowed by your policy: write_file with any arguments, in this chat",
     )
     .await;
     assert!(
-        app.find_all(&format!("{} [data-testid=approve-button]", card("call_2")))
-            .await
-            .is_empty(),
+        app.find_all(&format!(
+            "{} [data-testid=approve-button]",
+            call_card("call_2")
+        ))
+        .await
+        .is_empty(),
         "it never waited"
     );
     let audit = decided(&app).await;
@@ -113,9 +86,9 @@ async fn always_allow_in_this_chat_then_revoke_it_in_the_policies_panel() {
     click(&app, "[data-testid=policy-revoke]").await;
     app.wait_for_text("[data-testid=no-policies]", "None").await;
     app.send("write a.txt: 3").await;
-    wait_card(&app, "call_3", "pending").await;
+    wait_card(&app, &call_card("call_3"), "pending").await;
     app.wait_for_status("approval").await;
-    assert_eq!(read(&app, "a.txt").as_deref(), Some("2"));
+    assert_eq!(app.read_sandbox("a.txt").as_deref(), Some("2"));
     app.assert_no_errors().await;
     app.finish().await;
 }
@@ -134,45 +107,37 @@ require_approval = ["write_file", "delete_file"]
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_with_a_short_timeout_counts_down_then_shows_expired() {
-    let app = App::start_with(
-        "expiry",
-        Options {
-            agents_toml: Some(EXPIRING.to_owned()),
-            ..Options::default()
-        },
-    )
-    .await;
+    let app = App::start_with("expiry", Options::with_agents(EXPIRING.to_owned())).await;
     app.open_new_chat().await;
     app.send("write b.txt: 1").await;
-    wait_card(&app, "call_1", "pending").await;
+    wait_card(&app, &call_card("call_1"), "pending").await;
     app.wait_for_text(
-        &format!("{} [data-testid=countdown]", card("call_1")),
+        &format!("{} [data-testid=countdown]", call_card("call_1")),
         "Expires in 0:0",
     )
     .await;
-    wait_card(&app, "call_1", "expired").await;
+    wait_card(&app, &call_card("call_1"), "expired").await;
     let badge = app
-        .find(&format!("{} [data-testid=tool-status]", card("call_1")))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+        .text(&format!(
+            "{} [data-testid=tool-status]",
+            call_card("call_1")
+        ))
+        .await;
     assert!(
         badge.contains("Expired") && !badge.contains("Rejected"),
         "{badge}"
     );
     app.wait_for_text(
-        &format!("{} [data-testid=expired-note]", card("call_1")),
+        &format!("{} [data-testid=expired-note]", call_card("call_1")),
         "Nobody decided in time",
     )
     .await;
     assert!(app
-        .find_all(&format!("{} [data-testid=countdown]", card("call_1")))
+        .find_all(&format!("{} [data-testid=countdown]", call_card("call_1")))
         .await
         .is_empty());
     app.wait_for_status("ready").await;
-    assert_eq!(read(&app, "b.txt"), None);
+    assert_eq!(app.read_sandbox("b.txt"), None);
     app.assert_no_errors().await;
     app.finish().await;
 }

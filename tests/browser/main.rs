@@ -1,0 +1,22 @@
+//! Browser end-to-end tests, one binary: the release UI from trunk's dist/, the real server
+//! in-process on a free port with a fresh data directory, and Debian's headless Chromium driven
+//! through chromedriver. Selects by `data-testid`; screenshots land in tests/artifacts/. One
+//! binary links the server once; its tests take turns at the browser (`support/harness.rs`).
+#![cfg(not(target_arch = "wasm32"))]
+// Tests fail loudly: unwrapping is how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+mod accessibility;
+mod approvals;
+mod chat;
+mod honest_cards;
+mod inbox;
+mod parity;
+mod policies;
+mod previews;
+mod questions;
+mod relayed;
+mod sharing;
+mod subagents;
