@@ -4,7 +4,7 @@
 use leptos::html::Div;
 use leptos::prelude::*;
 
-use crate::components::chat::controller::ChatCtl;
+use crate::components::controller::ChatCtl;
 use crate::components::util::typing_in_field;
 use crate::state::draft::{reject_all, BatchDraft};
 

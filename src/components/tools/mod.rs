@@ -13,7 +13,7 @@ use leptos::prelude::*;
 
 use self::batch::BatchBar;
 use self::card::ToolCard;
-use crate::components::chat::controller::ChatCtl;
+use crate::components::controller::ChatCtl;
 use crate::state::group::{segments, Segment};
 use crate::state::nesting::is_nested;
 

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use super::card::ToolCard;
-use crate::components::chat::controller::ChatCtl;
+use crate::components::controller::ChatCtl;
 use crate::state::nesting::{nested_keys, nested_label};
 
 #[component]

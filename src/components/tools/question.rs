@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use signoff_protocol::hitl::question::{answers_from_result, Question};
 
-use crate::components::chat::controller::ChatCtl;
+use crate::components::controller::ChatCtl;
 use crate::state::draft::{reject_all, BatchDraft};
 use crate::state::PendingBatch;
 
