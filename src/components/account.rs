@@ -6,7 +6,7 @@ use leptos::html::Dialog;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use super::app::AppCtx;
+use super::context::AppCtx;
 use crate::api;
 use crate::state::account::{self, Arrival, Outcome, Switch};
 

@@ -5,7 +5,7 @@
 
 use leptos::prelude::*;
 
-use super::app::AppCtx;
+use super::context::AppCtx;
 
 #[component]
 pub fn AgentPanel() -> impl IntoView {

@@ -7,9 +7,9 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use signoff_protocol::rest::NewFeedback;
 
-use super::chat::controller::ChatCtl;
-use super::share::SharedView;
+use super::context::SharedView;
 use crate::api;
+use crate::components::controller::ChatCtl;
 use crate::state::feedback::{rateable_task, Rating};
 
 /// The rating buttons of one transcript row (its `items`), when it holds a finished answer.

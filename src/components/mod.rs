@@ -6,6 +6,8 @@ mod agent_panel;
 pub mod app;
 pub mod chat;
 mod clamp;
+pub mod context;
+pub mod controller;
 mod feedback;
 pub mod inbox;
 mod nav;

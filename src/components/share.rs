@@ -1,34 +1,14 @@
 //! Read-only share links in the UI (docs/rest.md, Share links): the chat header's Share menu,
-//! which makes a link, copies it, and lists and revokes the chat's links; and the shared view
-//! that a page URL with `?share=TOKEN` opens instead of the app: the chat's transcript as it
-//! was when opened, with no composer, no decision buttons, no Stop and no delete.
+//! which makes a link, copies it, and lists and revokes the chat's links. The page such a link
+//! opens is `chat::shared`.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use signoff_protocol::rest::Share;
 
-use super::app::{AppCtx, ChatKey};
-use super::chat::controller::ChatCtl;
-use super::chat::Transcript;
-use super::nav;
 use super::util::copy_to_clipboard;
-use crate::api::{self, ApiError};
-use crate::state::route::Route;
-
-/// Marks a read-only shared view, for the parts that offer actions (feedback) to hide them.
-#[derive(Clone, Copy)]
-pub struct SharedView;
-
-/// The `share` token of the page URL, if there is one.
-pub fn page_token() -> Option<String> {
-    let search = web_sys::window()?.location().search().ok()?;
-    search.trim_start_matches('?').split('&').find_map(|pair| {
-        let (name, value) = pair.split_once('=')?;
-        (name == "share" && !value.is_empty())
-            .then(|| js_sys::decode_uri_component(value).ok().map(String::from))
-            .flatten()
-    })
-}
+use crate::api;
+use crate::components::controller::ChatCtl;
 
 /// When a link was made, in the person's locale.
 fn made_at(created_at: &str) -> String {
@@ -154,71 +134,4 @@ pub fn ShareMenu() -> impl IntoView {
             </div>
         </Show>
     }
-}
-
-/// The page of a share link: the chat read with its token, nothing else loaded.
-#[component]
-pub fn SharedPage(token: String) -> impl IntoView {
-    let app = expect_context::<AppCtx>();
-    let Route::Chat {
-        namespace,
-        agent,
-        session: Some(session),
-    } = nav::current_route()
-    else {
-        return view! {
-            <main class="shared-page">
-                <div class="empty-state" role="alert">"This is not a link to a chat."</div>
-            </main>
-        }
-        .into_any();
-    };
-    let title = format!("{namespace}/{agent}");
-    let key = ChatKey {
-        namespace,
-        agent,
-        session: Some(session.clone()),
-        nonce: 0,
-    };
-    let ctl = ChatCtl::new(key, app);
-    provide_context(ctl);
-    provide_context(SharedView);
-    spawn_local(async move {
-        match api::shares::load_shared(&session, &token).await {
-            Ok(tasks) => {
-                let mut view = crate::state::replay(&tasks);
-                // Nothing here decides: the cards show their state, never the buttons.
-                view.pending = None;
-                ctl.view.set(view);
-            }
-            Err(ApiError::Http { status: 404, .. }) => ctl.missing.set(true),
-            Err(err) => app.toast(format!("Could not load this chat: {err}")),
-        }
-        ctl.loading.set(false);
-    });
-    view! {
-        <main class="shared-page" data-testid="shared-view">
-            <section class="chat" aria-label="Shared chat">
-                <header class="chat-header">
-                    <h1 class="chat-title" data-testid="chat-title">{title}</h1>
-                </header>
-                <p class="shared-banner" role="note" data-testid="shared-banner">
-                    <strong>"Read-only shared view"</strong>
-                    " · You can read this chat as it was when you opened it; nothing can be sent, decided or stopped here."
-                </p>
-                <Show
-                    when=move || !ctl.missing.get()
-                    fallback=|| view! {
-                        <div class="empty-state not-found" role="alert" data-testid="share-gone">
-                            <h2>"Link not valid"</h2>
-                            <p>"This share link was revoked, or its chat was deleted."</p>
-                        </div>
-                    }
-                >
-                    <Transcript />
-                </Show>
-            </section>
-        </main>
-    }
-    .into_any()
 }

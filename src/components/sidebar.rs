@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use super::app::AppCtx;
+use super::context::AppCtx;
 use super::util::{now_ms, utc_offset_minutes};
 use crate::api;
 use crate::state::route::Route;

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use super::app::AppCtx;
+use super::context::AppCtx;
 
 #[component]
 pub fn Toasts() -> impl IntoView {

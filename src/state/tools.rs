@@ -396,138 +396,140 @@ impl ToolLog {
         let mut card: Option<(Order, ToolCallView)> = None;
         // Pass 1: requests set requested / pending approval, decisions approved / rejected.
         for fact in facts {
-            match fact {
-                Fact::Request(at) => {
-                    if let Some(LogEntry::Request {
-                        task,
-                        item,
-                        call,
-                        decided_by,
-                        via,
-                        ..
-                    }) = self.entries.get(*at)
-                    {
-                        let (_, card) = card.get_or_insert_with(|| {
-                            let new = new_card(slot, task, item, &call.id, &call.name, &call.args);
-                            ((0, *at, 0), new)
-                        });
-                        if decided_by.is_some() {
-                            card.decided_by = decided_by.clone();
-                        }
-                        card.via = card.via.take().or_else(|| via.clone());
-                    }
-                }
-                Fact::Held { at, index } => {
-                    let Some(LogEntry::Interrupt {
-                        task,
-                        item,
-                        interrupt,
-                        ..
-                    }) = self.entries.get(*at)
-                    else {
-                        continue;
-                    };
-                    let Some(request) = interrupt.action_requests.get(*index) else {
-                        continue;
-                    };
-                    let (_, card) = card.get_or_insert_with(|| {
-                        let new =
-                            new_card(slot, task, item, &request.id, &request.name, &request.args);
-                        ((0, *at, *index), new)
-                    });
-                    card.status = ToolStatus::PendingApproval;
-                    card.args = request.args.clone();
-                    card.via = card.via.take().or_else(|| request.via.clone());
-                    if request.description.is_some() {
-                        card.description = request.description.clone();
-                    }
-                    if request.server.is_some() {
-                        card.server = request.server.clone();
-                    }
-                }
-                Fact::Decided {
-                    verdict,
-                    modified_args,
-                    reason,
-                } => {
-                    let Some((_, card)) = card.as_mut() else {
-                        continue;
-                    };
-                    if card.status != ToolStatus::PendingApproval {
-                        continue;
-                    }
-                    match verdict {
-                        Verdict::Approve => {
-                            card.status = ToolStatus::Approved;
-                            card.edited_args = modified_args.clone();
-                        }
-                        Verdict::Deny => {
-                            card.status = ToolStatus::Rejected;
-                            card.reason = reason.clone();
-                        }
-                    }
-                }
-                Fact::Result(_) => {}
-            }
+            self.apply_fact(slot, fact, &mut card);
         }
         // Pass 2: results attach, and set executing unless the call was approved or rejected.
         // A result for a call still pending means it was decided elsewhere (another tab, REST).
-        let results = facts.iter().filter_map(|fact| match fact {
-            Fact::Result(at) => match self.entries.get(*at) {
-                Some(LogEntry::Result {
-                    task,
-                    item,
-                    result,
-                    decided_by,
-                    ..
-                }) => Some((*at, task, item, result, decided_by)),
-                Some(_) | None => None,
-            },
-            Fact::Request(_) | Fact::Held { .. } | Fact::Decided { .. } => None,
-        });
-        for (at, task, item, result, decided_by) in results.clone() {
+        let results = facts.iter().filter_map(|fact| self.result_at(fact));
+        for found in results.clone() {
             let (_, card) = card.get_or_insert_with(|| {
-                let new = new_card(slot, task, item, &result.id, &result.name, &Value::Null);
-                ((1, at, 0), new)
+                let result = found.result;
+                let new = new_card(
+                    slot,
+                    found.task,
+                    found.item,
+                    &result.id,
+                    &result.name,
+                    &Value::Null,
+                );
+                ((1, found.at, 0), new)
             });
-            card.result = Some(result.response.clone());
-            card.is_error = result.is_error();
-            if decided_by.is_some() {
-                card.decided_by = decided_by.clone();
-            }
-            // Denied and expired calls never ran: their result is the last word.
-            if result.is_denied() {
-                card.status = ToolStatus::Denied;
-                card.reason = result.denied_rule().map(str::to_owned);
-                continue;
-            }
-            if result.is_expired() {
-                card.status = ToolStatus::Expired;
-                continue;
-            }
-            let rejected = is_rejected(result);
-            card.status = match card.status {
-                ToolStatus::Approved | ToolStatus::Rejected => card.status,
-                ToolStatus::Denied | ToolStatus::Expired => card.status,
-                ToolStatus::PendingApproval if rejected => ToolStatus::Rejected,
-                ToolStatus::PendingApproval => ToolStatus::Approved,
-                ToolStatus::Requested
-                | ToolStatus::Executing
-                | ToolStatus::Completed
-                | ToolStatus::Failed
-                | ToolStatus::NotRun => ToolStatus::Executing,
-            };
-            if card.status == ToolStatus::Rejected && card.reason.is_none() {
-                card.reason = rejection_reason(result);
-            }
+            attach_result(card, found.result, found.decided_by);
         }
         let (order, mut card) = card?;
-        // Pass 3: a result followed by more of its turn (text, another call, the end) is
-        // complete, or failed when it reported an error. Calls still pending when their task
-        // ended badly never ran.
-        for (at, task, _, _, _) in results {
-            let last_move = self.task(task).and_then(|task| task.last_move);
-            let moved_on = last_move.is_some_and(|last| last > at);
+        self.complete(&mut card, results);
+        Some((order, card))
+    }
+
+    /// Pass 1 for one fact: a request or a held call makes the card (requested, or pending
+    /// approval); a decision the rules accepted approves or rejects it while it waits.
+    fn apply_fact(&self, slot: &str, fact: &Fact, card: &mut Option<(Order, ToolCallView)>) {
+        match fact {
+            Fact::Request(at) => self.apply_request(slot, *at, card),
+            Fact::Held { at, index } => self.apply_held(slot, *at, *index, card),
+            Fact::Decided {
+                verdict,
+                modified_args,
+                reason,
+            } => {
+                if let Some((_, card)) = card.as_mut() {
+                    apply_decision(card, *verdict, modified_args, reason);
+                }
+            }
+            Fact::Result(_) => {}
+        }
+    }
+
+    /// The request at log position `at`: it makes the card (requested), with who decided it
+    /// without asking and what it is nested under.
+    fn apply_request(&self, slot: &str, at: usize, card: &mut Option<(Order, ToolCallView)>) {
+        let Some(LogEntry::Request {
+            task,
+            item,
+            call,
+            decided_by,
+            via,
+            ..
+        }) = self.entries.get(at)
+        else {
+            return;
+        };
+        let (_, card) = card.get_or_insert_with(|| {
+            let new = new_card(slot, task, item, &call.id, &call.name, &call.args);
+            ((0, at, 0), new)
+        });
+        if decided_by.is_some() {
+            card.decided_by = decided_by.clone();
+        }
+        card.via = card.via.take().or_else(|| via.clone());
+    }
+
+    /// Request `index` of the interrupt at log position `at`: the card waits for approval, with
+    /// the held call's arguments, and its description and server when the interrupt gives them.
+    fn apply_held(
+        &self,
+        slot: &str,
+        at: usize,
+        index: usize,
+        card: &mut Option<(Order, ToolCallView)>,
+    ) {
+        let Some(LogEntry::Interrupt {
+            task,
+            item,
+            interrupt,
+            ..
+        }) = self.entries.get(at)
+        else {
+            return;
+        };
+        let Some(request) = interrupt.action_requests.get(index) else {
+            return;
+        };
+        let (_, card) = card.get_or_insert_with(|| {
+            let new = new_card(slot, task, item, &request.id, &request.name, &request.args);
+            ((0, at, index), new)
+        });
+        card.status = ToolStatus::PendingApproval;
+        card.args = request.args.clone();
+        card.via = card.via.take().or_else(|| request.via.clone());
+        if request.description.is_some() {
+            card.description = request.description.clone();
+        }
+        if request.server.is_some() {
+            card.server = request.server.clone();
+        }
+    }
+
+    /// The result a fact points at, if it is one.
+    fn result_at<'a>(&'a self, fact: &Fact) -> Option<ResultAt<'a>> {
+        let Fact::Result(at) = fact else {
+            return None;
+        };
+        match self.entries.get(*at) {
+            Some(LogEntry::Result {
+                task,
+                item,
+                result,
+                decided_by,
+                ..
+            }) => Some(ResultAt {
+                at: *at,
+                task,
+                item,
+                result,
+                decided_by: decided_by.as_ref(),
+            }),
+            Some(_) | None => None,
+        }
+    }
+
+    /// Pass 3: a result followed by more of its turn (text, another call, the end) is
+    /// complete, or failed when it reported an error. Calls still pending when their task
+    /// ended badly never ran.
+    fn complete<'a>(&self, card: &mut ToolCallView, results: impl Iterator<Item = ResultAt<'a>>) {
+        for found in results {
+            let last_move = self.task(found.task).and_then(|task| task.last_move);
+            let moved_on = last_move.is_some_and(|last| last > found.at);
             if moved_on && card.status == ToolStatus::Executing {
                 card.status = if card.is_error {
                     ToolStatus::Failed
@@ -554,7 +556,6 @@ impl ToolLog {
         if failed && card.status == ToolStatus::PendingApproval {
             card.status = ToolStatus::NotRun;
         }
-        Some((order, card))
     }
 
     /// The whole-log reference: the cards as the three passes over every entry give them.
@@ -564,24 +565,73 @@ impl ToolLog {
     }
 }
 
-/// Whether a result says the call was rejected: ours (`{"status":"rejected"}`) or kagent's
-/// (`{"result":"Tool call was rejected by user. …"}`).
-pub(crate) fn is_rejected(result: &ToolResult) -> bool {
-    result.is_rejected()
-        || result
-            .response
-            .get("result")
-            .and_then(Value::as_str)
-            .is_some_and(|text| text.starts_with("Tool call was rejected"))
+/// A result the log holds about a card, with its log position.
+#[derive(Clone, Copy)]
+struct ResultAt<'a> {
+    at: usize,
+    task: &'a str,
+    item: &'a str,
+    result: &'a ToolResult,
+    decided_by: Option<&'a DecidedBy>,
 }
 
-pub(super) fn rejection_reason(result: &ToolResult) -> Option<String> {
-    if let Some(reason) = result.response.get("reason").and_then(Value::as_str) {
-        return Some(reason.to_owned());
+/// A decision on a waiting card (pass 1): approved with any edited arguments, or rejected with
+/// the reason. A card no longer waiting keeps its status.
+fn apply_decision(
+    card: &mut ToolCallView,
+    verdict: Verdict,
+    modified_args: &Option<Value>,
+    reason: &Option<String>,
+) {
+    if card.status != ToolStatus::PendingApproval {
+        return;
     }
-    let text = result.response.get("result").and_then(Value::as_str)?;
-    text.split_once("Reason: ")
-        .map(|(_, reason)| reason.trim().to_owned())
+    match verdict {
+        Verdict::Approve => {
+            card.status = ToolStatus::Approved;
+            card.edited_args = modified_args.clone();
+        }
+        Verdict::Deny => {
+            card.status = ToolStatus::Rejected;
+            card.reason = reason.clone();
+        }
+    }
+}
+
+/// A result on its card (pass 2): it attaches, and sets executing unless the call was approved
+/// or rejected; a result for a call still pending means it was decided elsewhere. The reading
+/// of a rejection (ours, or kagent's sentence) is the protocol's ([`ToolResult::is_rejected`]).
+fn attach_result(card: &mut ToolCallView, result: &ToolResult, decided_by: Option<&DecidedBy>) {
+    card.result = Some(result.response.clone());
+    card.is_error = result.is_error();
+    if decided_by.is_some() {
+        card.decided_by = decided_by.cloned();
+    }
+    // Denied and expired calls never ran: their result is the last word.
+    if result.is_denied() {
+        card.status = ToolStatus::Denied;
+        card.reason = result.denied_rule().map(str::to_owned);
+        return;
+    }
+    if result.is_expired() {
+        card.status = ToolStatus::Expired;
+        return;
+    }
+    let rejected = result.is_rejected();
+    card.status = match card.status {
+        ToolStatus::Approved | ToolStatus::Rejected => card.status,
+        ToolStatus::Denied | ToolStatus::Expired => card.status,
+        ToolStatus::PendingApproval if rejected => ToolStatus::Rejected,
+        ToolStatus::PendingApproval => ToolStatus::Approved,
+        ToolStatus::Requested
+        | ToolStatus::Executing
+        | ToolStatus::Completed
+        | ToolStatus::Failed
+        | ToolStatus::NotRun => ToolStatus::Executing,
+    };
+    if card.status == ToolStatus::Rejected && card.reason.is_none() {
+        card.reason = result.rejection_reason().map(str::to_owned);
+    }
 }
 
 pub(super) fn new_card(

@@ -5,8 +5,8 @@
 
 use leptos::prelude::*;
 
-use super::controller::ChatCtl;
 use super::stop::StopButton;
+use crate::components::controller::ChatCtl;
 use crate::state::compose::{self, SendEffect};
 use crate::state::ChatStatus;
 

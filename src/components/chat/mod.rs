@@ -1,7 +1,7 @@
 //! One chat: header, transcript, status line and composer, over a [`ChatCtl`].
 
 mod composer;
-pub mod controller;
+pub mod shared;
 mod stop;
 mod transcript;
 mod usage;
@@ -9,10 +9,10 @@ mod usage;
 use leptos::prelude::*;
 
 use self::composer::Composer;
-use self::controller::ChatCtl;
-pub(crate) use self::transcript::Transcript;
+use self::transcript::Transcript;
 use self::usage::SessionUsage;
-use crate::components::app::{AppCtx, ChatKey};
+use crate::components::context::{AppCtx, ChatKey};
+use crate::components::controller::ChatCtl;
 use crate::components::share::ShareMenu;
 use crate::state::route::Route;
 use crate::state::ChatStatus;

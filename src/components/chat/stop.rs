@@ -6,8 +6,8 @@
 use leptos::prelude::*;
 use signoff_protocol::hitl::Decision;
 
-use super::controller::ChatCtl;
-use crate::components::app::AppCtx;
+use crate::components::context::AppCtx;
+use crate::components::controller::ChatCtl;
 
 /// The reason the agent's model reads for calls rejected by "Reject all and stop".
 const STOP_REASON: &str = "The person stopped this task: do not run these calls, and finish now.";

@@ -5,9 +5,9 @@ use leptos::html::Div;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::controller::ChatCtl;
 use super::usage::AnswerUsage;
 use crate::components::clamp::{is_long, ShowMore};
+use crate::components::controller::ChatCtl;
 use crate::components::feedback::AnswerFeedback;
 use crate::components::tools::ToolList;
 use crate::components::util::copy_to_clipboard;

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use super::controller::ChatCtl;
+use crate::components::controller::ChatCtl;
 use crate::state::Usage;
 
 /// `12345` as `12,345`.

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::LiveApprovals;
-use crate::components::chat::controller::ChatCtl;
+use crate::components::controller::ChatCtl;
 use crate::state::inbox::elsewhere_text;
 
 #[component]

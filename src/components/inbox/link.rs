@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 
 use super::LiveApprovals;
-use crate::components::app::AppCtx;
+use crate::components::context::AppCtx;
 use crate::state::inbox::Inbox;
 use crate::state::route::Route;
 

@@ -21,7 +21,7 @@ use leptos::task::spawn_local;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 
-use super::app::AppCtx;
+use super::context::AppCtx;
 use super::util::wait_ms;
 use crate::api::{self, Abort, ApiError};
 use crate::state::inbox::{tab_title, Change, Inbox};

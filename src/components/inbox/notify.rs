@@ -11,7 +11,7 @@ use web_sys::{Notification, NotificationOptions, NotificationPermission};
 
 use super::LiveApprovals;
 use crate::api::http;
-use crate::components::app::AppCtx;
+use crate::components::context::AppCtx;
 use crate::state::inbox::notification_text;
 use crate::state::route::Route;
 

@@ -7,8 +7,8 @@ use signoff_protocol::rest::PendingApproval;
 
 use super::notify::NotifySwitch;
 use super::LiveApprovals;
-use crate::components::app::{AppCtx, ChatKey};
-use crate::components::chat::controller::ChatCtl;
+use crate::components::context::{AppCtx, ChatKey};
+use crate::components::controller::ChatCtl;
 use crate::components::tools::pending::PendingCards;
 use crate::components::util::now_ms;
 use crate::state::inbox::{age, tool_names};

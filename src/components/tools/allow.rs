@@ -12,7 +12,7 @@ use signoff_protocol::hitl::DecidedBy;
 use signoff_protocol::rest::PolicyScope;
 
 use crate::api;
-use crate::components::app::AppCtx;
+use crate::components::context::AppCtx;
 use crate::state::policy::{describe, folder_of, new_policy, AllowWhat};
 
 /// "Always allow…": the choice, how it reads, and Approve-and-allow. `on_allowed` approves the

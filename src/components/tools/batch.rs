@@ -3,36 +3,47 @@
 
 use leptos::html::Div;
 use leptos::prelude::*;
+use signoff_protocol::hitl::Verdict;
 
-use crate::components::chat::controller::ChatCtl;
+use super::focus_on_open;
+use crate::components::controller::ChatCtl;
 use crate::components::util::typing_in_field;
 use crate::state::draft::{reject_all, BatchDraft};
+use crate::state::PendingBatch;
 
-#[component]
-pub fn BatchBar() -> impl IntoView {
-    let ctl = expect_context::<ChatCtl>();
-    let batch = Memo::new(move |_| ctl.view.with(|view| view.pending.clone()));
-    let node = NodeRef::<Div>::new();
-    // The reason box is open; its text lives apart so typing never re-renders it.
-    let rejecting = RwSignal::new(false);
-    let reason_text = RwSignal::new(String::new());
-    let count = move || batch.with(|batch| batch.as_ref().map_or(0, |batch| batch.requests.len()));
-    let draft_for = move || {
-        let batch = batch.get_untracked()?;
-        let draft = ctl.draft.get_untracked();
-        let draft = if draft.task_id == batch.task_id {
-            draft
-        } else {
-            BatchDraft::new(&batch.task_id)
-        };
-        Some((batch, draft))
-    };
-    let decided = move || {
-        batch.with(|batch| {
+/// The bar's state and intents. Copy: only arena handles, cheap to move into closures.
+#[derive(Clone, Copy)]
+struct Bar {
+    ctl: ChatCtl,
+    batch: Memo<Option<PendingBatch>>,
+    /// The reason box is open; its text lives apart so typing never re-renders it.
+    rejecting: RwSignal<bool>,
+    reason_text: RwSignal<String>,
+}
+
+impl Bar {
+    fn new(ctl: ChatCtl) -> Self {
+        Bar {
+            ctl,
+            batch: Memo::new(move |_| ctl.view.with(|view| view.pending.clone())),
+            rejecting: RwSignal::new(false),
+            reason_text: RwSignal::new(String::new()),
+        }
+    }
+
+    /// How many calls the batch holds.
+    fn count(self) -> usize {
+        self.batch
+            .with(|batch| batch.as_ref().map_or(0, |batch| batch.requests.len()))
+    }
+
+    /// How many of them the person decided on their cards.
+    fn decided(self) -> usize {
+        self.batch.with(|batch| {
             let Some(batch) = batch else {
                 return 0;
             };
-            ctl.draft.with(|draft| {
+            self.ctl.draft.with(|draft| {
                 if draft.task_id != batch.task_id {
                     return 0;
                 }
@@ -43,81 +54,17 @@ pub fn BatchBar() -> impl IntoView {
                     .count()
             })
         })
-    };
-    let approve_all = move || {
-        let Some((batch, mut draft)) = draft_for() else {
-            return;
-        };
-        if ctl.deciding.get_untracked() {
-            return;
-        }
-        let decision = match draft.approve_all(&batch) {
-            Ok(decision) => decision,
-            Err(err) => return ctl.app().toast(err.to_string()),
-        };
-        for request in &batch.requests {
-            draft.choose(&request.id, signoff_protocol::hitl::Verdict::Approve, None);
-        }
-        ctl.draft.set(draft);
-        ctl.decide(batch, decision);
-    };
-    let confirm_reject_all = move || {
-        let Some((batch, mut draft)) = draft_for() else {
-            return;
-        };
-        let reason = reason_text.get_untracked();
-        if ctl.deciding.get_untracked() {
-            return;
-        }
-        for request in &batch.requests {
-            draft.choose(
-                &request.id,
-                signoff_protocol::hitl::Verdict::Deny,
-                Some(&reason),
-            );
-        }
-        ctl.draft.set(draft);
-        rejecting.set(false);
-        ctl.decide(batch, reject_all(Some(&reason)));
-    };
-    let submit = move || {
-        let Some((batch, draft)) = draft_for() else {
-            return;
-        };
-        match draft.decision(&batch) {
-            Ok(decision) => ctl.decide(batch, decision),
-            Err(err) => ctl.app().toast(err.to_string()),
-        }
-    };
-    // Focus moves to the batch when it arrives, so A / R work at once.
-    Effect::new(move |_| {
-        if let Some(element) = node.get() {
-            let _ = element.focus();
-        }
-    });
-    let on_keydown = move |event: web_sys::KeyboardEvent| {
-        if typing_in_field(&event) || event.ctrl_key() || event.meta_key() || event.alt_key() {
-            return;
-        }
-        match event.key().as_str() {
-            "a" | "A" => {
-                event.prevent_default();
-                approve_all();
-            }
-            "r" | "R" => {
-                event.prevent_default();
-                reason_text.set(String::new());
-                rejecting.set(true);
-            }
-            _ => {}
-        }
-    };
-    let disabled = move || ctl.deciding.get();
-    // Once every card is decided, Submit is the step left, and Approve all (which would
-    // override those choices) steps back.
-    let all_decided = move || count() > 0 && decided() == count();
-    let names = move || {
-        batch.with(|batch| {
+    }
+
+    /// Once every card is decided, Submit is the step left, and Approve all (which would
+    /// override those choices) steps back.
+    fn all_decided(self) -> bool {
+        self.count() > 0 && self.decided() == self.count()
+    }
+
+    /// The tools of the batch's calls, in order.
+    fn names(self) -> Vec<String> {
+        self.batch.with(|batch| {
             batch
                 .as_ref()
                 .map(|batch| {
@@ -129,7 +76,108 @@ pub fn BatchBar() -> impl IntoView {
                 })
                 .unwrap_or_default()
         })
-    };
+    }
+
+    /// A decision is on its way: the buttons wait for the server's answer.
+    fn disabled(self) -> bool {
+        self.ctl.deciding.get()
+    }
+
+    /// The batch with its draft (a fresh one when the draft is another task's).
+    fn draft_for(self) -> Option<(PendingBatch, BatchDraft)> {
+        let batch = self.batch.get_untracked()?;
+        let draft = self.ctl.draft.get_untracked();
+        let draft = if draft.task_id == batch.task_id {
+            draft
+        } else {
+            BatchDraft::new(&batch.task_id)
+        };
+        Some((batch, draft))
+    }
+
+    /// Approves every call, with any arguments edited on the cards, and sends it.
+    fn approve_all(self) {
+        let Some((batch, mut draft)) = self.draft_for() else {
+            return;
+        };
+        if self.ctl.deciding.get_untracked() {
+            return;
+        }
+        let decision = match draft.approve_all(&batch) {
+            Ok(decision) => decision,
+            Err(err) => return self.ctl.app().toast(err.to_string()),
+        };
+        for request in &batch.requests {
+            draft.choose(&request.id, Verdict::Approve, None);
+        }
+        self.ctl.draft.set(draft);
+        self.ctl.decide(batch, decision);
+    }
+
+    /// Opens the reason box, empty.
+    fn open_reject(self) {
+        self.reason_text.set(String::new());
+        self.rejecting.set(true);
+    }
+
+    /// Rejects every call with the reason typed, and sends it.
+    fn confirm_reject_all(self) {
+        let Some((batch, mut draft)) = self.draft_for() else {
+            return;
+        };
+        let reason = self.reason_text.get_untracked();
+        if self.ctl.deciding.get_untracked() {
+            return;
+        }
+        for request in &batch.requests {
+            draft.choose(&request.id, Verdict::Deny, Some(&reason));
+        }
+        self.ctl.draft.set(draft);
+        self.rejecting.set(false);
+        self.ctl.decide(batch, reject_all(Some(&reason)));
+    }
+
+    /// Sends the decisions made on each card.
+    fn submit(self) {
+        let Some((batch, draft)) = self.draft_for() else {
+            return;
+        };
+        match draft.decision(&batch) {
+            Ok(decision) => self.ctl.decide(batch, decision),
+            Err(err) => self.ctl.app().toast(err.to_string()),
+        }
+    }
+
+    /// The bar's keys: A approves all, R opens the reason box.
+    fn on_keydown(self, event: web_sys::KeyboardEvent) {
+        if typing_in_field(&event) || event.ctrl_key() || event.meta_key() || event.alt_key() {
+            return;
+        }
+        match event.key().as_str() {
+            "a" | "A" => {
+                event.prevent_default();
+                self.approve_all();
+            }
+            "r" | "R" => {
+                event.prevent_default();
+                self.open_reject();
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The bar of the chat's pending batch.
+#[component]
+pub fn BatchBar() -> impl IntoView {
+    let bar = Bar::new(expect_context::<ChatCtl>());
+    let node = NodeRef::<Div>::new();
+    // Focus moves to the batch when it arrives, so A / R work at once.
+    Effect::new(move |_| {
+        if let Some(element) = node.get() {
+            let _ = element.focus();
+        }
+    });
     view! {
         <div
             class="batch-bar"
@@ -138,76 +186,100 @@ pub fn BatchBar() -> impl IntoView {
             aria-label="Pending tool calls"
             tabindex="-1"
             node_ref=node
-            on:keydown=on_keydown
+            on:keydown=move |event| bar.on_keydown(event)
         >
-            <div class="batch-summary">
-                <strong>{move || format!("{} tool calls wait for your decision", count())}</strong>
-                <span class="hint" data-testid="batch-progress">
-                    {move || format!("{} of {} decided · A approves all, R rejects all", decided(), count())}
-                </span>
-            </div>
-            <ul class="batch-calls" aria-label="Calls in this batch">
-                {move || names().into_iter().map(|name| view! { <li>{name}</li> }).collect_view()}
-            </ul>
+            <BatchSummary bar=bar />
+            <BatchButtons bar=bar />
+            {move || bar.rejecting.get().then(|| view! { <RejectAllPanel bar=bar /> })}
+        </div>
+    }
+}
+
+/// How many calls wait, how many are decided, and which tools they are.
+#[component]
+fn BatchSummary(bar: Bar) -> impl IntoView {
+    view! {
+        <div class="batch-summary">
+            <strong>{move || format!("{} tool calls wait for your decision", bar.count())}</strong>
+            <span class="hint" data-testid="batch-progress">
+                {move || format!("{} of {} decided · A approves all, R rejects all", bar.decided(), bar.count())}
+            </span>
+        </div>
+        <ul class="batch-calls" aria-label="Calls in this batch">
+            {move || bar.names().into_iter().map(|name| view! { <li>{name}</li> }).collect_view()}
+        </ul>
+    }
+}
+
+/// Approve all (N), Reject all, and Submit.
+#[component]
+fn BatchButtons(bar: Bar) -> impl IntoView {
+    let disabled = move || bar.disabled();
+    view! {
+        <div class="tool-actions">
+            <button
+                type="button"
+                class="button"
+                class:primary=move || !bar.all_decided()
+                data-testid="approve-all"
+                aria-label=move || format!("Approve all {} calls: {}", bar.count(), bar.names().join(", "))
+                disabled=disabled
+                on:click=move |_| bar.approve_all()
+            >
+                {move || format!("Approve all ({})", bar.count())}
+            </button>
+            <button
+                type="button"
+                class="button danger-outline"
+                data-testid="reject-all"
+                aria-label="Reject all calls"
+                disabled=disabled
+                on:click=move |_| bar.open_reject()
+            >
+                "Reject all"
+            </button>
+            <button
+                type="button"
+                class="button"
+                class:primary=move || bar.all_decided()
+                data-testid="submit-decisions"
+                aria-label="Submit the decisions made on each card"
+                disabled=move || disabled() || bar.decided() < bar.count()
+                on:click=move |_| bar.submit()
+            >
+                "Submit"
+            </button>
+        </div>
+    }
+}
+
+/// The one reason for rejecting every call, and Confirm rejection.
+#[component]
+fn RejectAllPanel(bar: Bar) -> impl IntoView {
+    let reason_text = bar.reason_text;
+    view! {
+        <div class="panel reject-panel">
+            <label class="field-label" for="reject-all-reason">
+                "Reason for rejecting all (optional, the agent reads it)"
+            </label>
+            <textarea
+                id="reject-all-reason"
+                data-testid="reject-all-reason"
+                node_ref=focus_on_open()
+                rows="2"
+                prop:value=move || reason_text.get()
+                on:input=move |event| reason_text.set(event_target_value(&event))
+            ></textarea>
             <div class="tool-actions">
-                <button
-                    type="button"
-                    class="button"
-                    class:primary=move || !all_decided()
-                    data-testid="approve-all"
-                    aria-label=move || format!("Approve all {} calls: {}", count(), names().join(", "))
-                    disabled=disabled
-                    on:click=move |_| approve_all()
-                >
-                    {move || format!("Approve all ({})", count())}
+                <button type="button" class="button danger" data-testid="reject-all-confirm"
+                    disabled=move || bar.disabled() on:click=move |_| bar.confirm_reject_all()>
+                    "Confirm rejection"
                 </button>
-                <button
-                    type="button"
-                    class="button danger-outline"
-                    data-testid="reject-all"
-                    aria-label="Reject all calls"
-                    disabled=disabled
-                    on:click=move |_| { reason_text.set(String::new()); rejecting.set(true) }
-                >
-                    "Reject all"
-                </button>
-                <button
-                    type="button"
-                    class="button"
-                    class:primary=all_decided
-                    data-testid="submit-decisions"
-                    aria-label="Submit the decisions made on each card"
-                    disabled=move || disabled() || decided() < count()
-                    on:click=move |_| submit()
-                >
-                    "Submit"
+                <button type="button" class="button" data-testid="reject-all-cancel"
+                    on:click=move |_| bar.rejecting.set(false)>
+                    "Cancel"
                 </button>
             </div>
-            {move || rejecting.get().then(|| view! {
-                <div class="panel reject-panel">
-                    <label class="field-label" for="reject-all-reason">
-                        "Reason for rejecting all (optional, the agent reads it)"
-                    </label>
-                    <textarea
-                        id="reject-all-reason"
-                        data-testid="reject-all-reason"
-                        node_ref=super::card::focus_on_open()
-                        rows="2"
-                        prop:value=move || reason_text.get()
-                        on:input=move |event| reason_text.set(event_target_value(&event))
-                    ></textarea>
-                    <div class="tool-actions">
-                        <button type="button" class="button danger" data-testid="reject-all-confirm"
-                            disabled=disabled on:click=move |_| confirm_reject_all()>
-                            "Confirm rejection"
-                        </button>
-                        <button type="button" class="button" data-testid="reject-all-cancel"
-                            on:click=move |_| rejecting.set(false)>
-                            "Cancel"
-                        </button>
-                    </div>
-                </div>
-            })}
         </div>
     }
 }

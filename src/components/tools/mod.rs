@@ -4,7 +4,6 @@
 mod allow;
 mod batch;
 mod card;
-mod nested;
 pub mod pending;
 mod preview;
 mod question;
@@ -13,7 +12,7 @@ use leptos::prelude::*;
 
 use self::batch::BatchBar;
 use self::card::ToolCard;
-use crate::components::chat::controller::ChatCtl;
+use crate::components::controller::ChatCtl;
 use crate::state::group::{segments, Segment};
 use crate::state::nesting::is_nested;
 
@@ -89,4 +88,14 @@ pub(crate) fn pretty(value: &serde_json::Value) -> String {
     crate::state::hidden::reveal(
         &serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()),
     )
+}
+
+/// A box that takes the focus when it opens (scrolled into view): the reason or the arguments
+/// a person opened it to type.
+fn focus_on_open() -> NodeRef<leptos::html::Textarea> {
+    let node = NodeRef::new();
+    node.on_load(|element: web_sys::HtmlTextAreaElement| {
+        let _ = element.focus();
+    });
+    node
 }

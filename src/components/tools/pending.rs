@@ -5,7 +5,7 @@ use leptos::prelude::*;
 
 use super::batch::BatchBar;
 use super::card::ToolCard;
-use crate::components::chat::controller::ChatCtl;
+use crate::components::controller::ChatCtl;
 
 /// The pending batch of the [`ChatCtl`] in context; "Loading…" until its chat has loaded.
 #[component]

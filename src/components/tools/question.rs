@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use signoff_protocol::hitl::question::{answers_from_result, Question};
 
-use crate::components::chat::controller::ChatCtl;
+use crate::components::controller::ChatCtl;
 use crate::state::draft::{reject_all, BatchDraft};
 use crate::state::PendingBatch;
 
@@ -32,6 +32,59 @@ pub(super) fn gated_notice(batch: &PendingBatch) -> Option<String> {
     })
 }
 
+/// The draft a question form writes its answers into: its batch's, and the error of the last
+/// Submit (cleared by the next answer). Copy: only arena handles.
+#[derive(Clone, Copy)]
+struct Answering {
+    ctl: ChatCtl,
+    batch: Memo<Option<PendingBatch>>,
+    error: RwSignal<Option<String>>,
+}
+
+impl Answering {
+    /// Changes the draft; a stale one (of another task) is replaced before the first answer.
+    fn update(self, change: impl FnOnce(&mut BatchDraft)) {
+        let Some(task) = self
+            .batch
+            .with_untracked(|batch| batch.as_ref().map(|b| b.task_id.clone()))
+        else {
+            return;
+        };
+        self.ctl.draft.update(|draft| {
+            if draft.task_id != task {
+                *draft = BatchDraft::new(&task);
+            }
+            change(draft);
+        });
+        self.error.set(None);
+    }
+
+    /// Sends the answers with the batch's other decisions, or says what is missing.
+    fn submit(self) {
+        let Some(batch) = self.batch.get_untracked() else {
+            return;
+        };
+        let decision = self.ctl.draft.with_untracked(|draft| {
+            if draft.task_id == batch.task_id {
+                draft.submit(&batch)
+            } else {
+                BatchDraft::new(&batch.task_id).submit(&batch)
+            }
+        });
+        match decision {
+            Ok(decision) => self.ctl.decide(batch, decision),
+            Err(err) => self.error.set(Some(err.to_string())),
+        }
+    }
+
+    /// Rejects the whole batch (the question is cancelled).
+    fn reject(self) {
+        if let Some(batch) = self.batch.get_untracked() {
+            self.ctl.decide(batch, reject_all(None));
+        }
+    }
+}
+
 /// The questions of a waiting call, as inputs bound to the batch's draft.
 #[component]
 pub(super) fn QuestionForm(
@@ -41,41 +94,10 @@ pub(super) fn QuestionForm(
 ) -> impl IntoView {
     let ctl = expect_context::<ChatCtl>();
     let count = questions.len();
-    let error = RwSignal::new(None::<String>);
-    // The draft belongs to this batch's task; a stale one is replaced before the first answer.
-    let update = move |change: &dyn Fn(&mut BatchDraft)| {
-        let Some(task) = batch.with_untracked(|batch| batch.as_ref().map(|b| b.task_id.clone()))
-        else {
-            return;
-        };
-        ctl.draft.update(|draft| {
-            if draft.task_id != task {
-                *draft = BatchDraft::new(&task);
-            }
-            change(draft);
-        });
-        error.set(None);
-    };
-    let submit = move || {
-        let Some(batch) = batch.get_untracked() else {
-            return;
-        };
-        let decision = ctl.draft.with_untracked(|draft| {
-            if draft.task_id == batch.task_id {
-                draft.submit(&batch)
-            } else {
-                BatchDraft::new(&batch.task_id).submit(&batch)
-            }
-        });
-        match decision {
-            Ok(decision) => ctl.decide(batch, decision),
-            Err(err) => error.set(Some(err.to_string())),
-        }
-    };
-    let reject = move || {
-        if let Some(batch) = batch.get_untracked() {
-            ctl.decide(batch, reject_all(None));
-        }
+    let form = Answering {
+        ctl,
+        batch,
+        error: RwSignal::new(None),
     };
     let notice = move || batch.with(|batch| batch.as_ref().and_then(gated_notice));
     let disabled = move || ctl.deciding.get();
@@ -91,92 +113,101 @@ pub(super) fn QuestionForm(
         .into_iter()
         .enumerate()
         .map(|(at, question)| {
-            let id = call_id.clone();
-            let group = format!("q-{id}-{at}");
-            let input = if question.is_free_text() {
-                let current = {
-                    let id = id.clone();
-                    move || {
-                        ctl.draft.with(|draft| {
-                            draft.answer(&id, at).first().cloned().unwrap_or_default()
-                        })
-                    }
-                };
-                view! {
-                    <textarea
-                        id=group.clone()
-                        class="question-text"
-                        data-testid="question-text"
-                        rows="2"
-                        prop:value=current
-                        on:input=move |event| {
-                            let text = event_target_value(&event);
-                            update(&|draft: &mut BatchDraft| draft.write(&id, at, count, &text));
-                        }
-                    ></textarea>
-                }
-                .into_any()
-            } else {
-                let multiple = question.multiple;
-                let kind = if multiple { "checkbox" } else { "radio" };
-                question
-                    .choices
-                    .into_iter()
-                    .map(|choice| {
-                        let (id, group) = (id.clone(), group.clone());
-                        let (check_id, value) = (id.clone(), choice.clone());
-                        let checked = move || {
-                            ctl.draft
-                                .with(|draft| draft.answer(&check_id, at).contains(&value))
-                        };
-                        let option = choice.clone();
-                        view! {
-                            <label class="question-choice">
-                                <input
-                                    type=kind
-                                    name=group
-                                    value=choice.clone()
-                                    data-testid="question-choice"
-                                    prop:checked=checked
-                                    on:change=move |event| {
-                                        let on = event_target_checked(&event);
-                                        update(&|draft: &mut BatchDraft| {
-                                            draft.pick(&id, at, count, &option, multiple, on)
-                                        });
-                                    }
-                                />
-                                <span>{choice}</span>
-                            </label>
-                        }
-                    })
-                    .collect_view()
-                    .into_any()
-            };
-            let hint = if question.multiple { " (pick any)" } else { "" };
-            view! {
-                <fieldset class="question" data-testid="question">
-                    <legend class="field-label">{question.question}{hint}</legend>
-                    {input}
-                </fieldset>
-            }
+            view! { <QuestionField form=form call_id=call_id.clone() at=at count=count question=question /> }
         })
         .collect_view();
     view! {
         <div class="question-form" data-testid="question-form">
             {fields}
             {move || notice().map(|notice| view! { <p class="question-notice" data-testid="question-notice">{notice}</p> })}
-            {move || error.get().map(|error| view! { <p class="field-error" role="alert" data-testid="question-error">{error}</p> })}
+            {move || form.error.get().map(|error| view! { <p class="field-error" role="alert" data-testid="question-error">{error}</p> })}
             <div class="tool-actions">
                 <button type="button" class="button primary" data-testid="question-submit"
-                    disabled=disabled on:click=move |_| submit()>
+                    disabled=disabled on:click=move |_| form.submit()>
                     "Submit"
                 </button>
                 <button type="button" class="button danger-outline" data-testid="question-reject"
-                    hidden=move || !can_reject() disabled=disabled on:click=move |_| reject()>
+                    hidden=move || !can_reject() disabled=disabled on:click=move |_| form.reject()>
                     "Reject all"
                 </button>
             </div>
         </div>
+    }
+}
+
+/// Question `at` (of `count`) of call `call_id`: a text box where it takes free text, else its
+/// choices as radio buttons, or checkboxes when it takes several.
+#[component]
+fn QuestionField(
+    form: Answering,
+    call_id: String,
+    at: usize,
+    count: usize,
+    question: Question,
+) -> impl IntoView {
+    let ctl = form.ctl;
+    let id = call_id;
+    let group = format!("q-{id}-{at}");
+    let input = if question.is_free_text() {
+        let current = {
+            let id = id.clone();
+            move || {
+                ctl.draft
+                    .with(|draft| draft.answer(&id, at).first().cloned().unwrap_or_default())
+            }
+        };
+        view! {
+            <textarea
+                id=group.clone()
+                class="question-text"
+                data-testid="question-text"
+                rows="2"
+                prop:value=current
+                on:input=move |event| {
+                    let text = event_target_value(&event);
+                    form.update(|draft| draft.write(&id, at, count, &text));
+                }
+            ></textarea>
+        }
+        .into_any()
+    } else {
+        let multiple = question.multiple;
+        let kind = if multiple { "checkbox" } else { "radio" };
+        question
+            .choices
+            .into_iter()
+            .map(|choice| {
+                let (id, group) = (id.clone(), group.clone());
+                let (check_id, value) = (id.clone(), choice.clone());
+                let checked =
+                    move || ctl.draft.with(|draft| draft.answer(&check_id, at).contains(&value));
+                let option = choice.clone();
+                view! {
+                    <label class="question-choice">
+                        <input
+                            type=kind
+                            name=group
+                            value=choice.clone()
+                            data-testid="question-choice"
+                            prop:checked=checked
+                            on:change=move |event| {
+                                let on = event_target_checked(&event);
+                                form.update(|draft| draft.pick(&id, at, count, &option, multiple, on));
+                            }
+                        />
+                        <span>{choice}</span>
+                    </label>
+                }
+            })
+            .collect_view()
+            .into_any()
+    };
+    let hint = if question.multiple { " (pick any)" } else { "" };
+    view! {
+        <fieldset class="question" data-testid="question">
+            <legend class="field-label">{question.question}{hint}</legend>
+            {input}
+        </fieldset>
     }
 }
 

@@ -244,3 +244,38 @@ fn a_call_still_requested_when_its_task_fails_is_not_called_done() {
     assert_eq!(view.tools[0].status, ToolStatus::Requested);
     assert!(!view.tools[0].no_result_reported());
 }
+
+#[test]
+fn kagent_rejection_sentences_are_read_as_the_protocol_reads_them() {
+    use serde_json::json;
+    let held = |id: &str| {
+        json!([{"kind": "data", "metadata": {"kagent_type": "interrupt_data"},
+            "data": {"interrupt_type": "tool_approval",
+                     "action_requests": [{"id": id, "name": "write_file", "args": {}}]}}])
+    };
+    let result = |id: &str, sentence: &str| {
+        json!([{"kind": "data", "metadata": {"kagent_type": "function_response"},
+            "data": {"id": id, "name": "write_file", "response": {"result": sentence}}}])
+    };
+    let view = run(&[
+        status_with("input-required", held("c1"), true),
+        status_with(
+            "working",
+            result("c1", "Tool call was rejected by user. Reason: keep it"),
+            false,
+        ),
+        status_with("input-required", held("c2"), true),
+        // An empty reason is no reason: the card shows none rather than an empty quote.
+        status_with(
+            "working",
+            result("c2", "Tool call was rejected by user. Reason: "),
+            false,
+        ),
+    ]);
+    let with_reason = view.tool("t-9:c1").unwrap();
+    assert_eq!(with_reason.status, ToolStatus::Rejected);
+    assert_eq!(with_reason.reason.as_deref(), Some("keep it"));
+    let without = view.tool("t-9:c2").unwrap();
+    assert_eq!(without.status, ToolStatus::Rejected);
+    assert_eq!(without.reason, None);
+}

@@ -8,7 +8,7 @@ use signoff_protocol::hitl::{self, ApprovalInterrupt, Verdict};
 use signoff_protocol::TaskState;
 
 use super::super::view::{ToolCallView, ToolStatus};
-use super::{is_rejected, new_card, rejection_reason, LogEntry};
+use super::{new_card, LogEntry};
 
 impl LogEntry {
     fn task(&self) -> &str {
@@ -177,7 +177,7 @@ fn pass_results(log: &[LogEntry], cards: &mut Cards) {
             card.status = ToolStatus::Expired;
             continue;
         }
-        let rejected = is_rejected(result);
+        let rejected = result.is_rejected();
         card.status = match card.status {
             ToolStatus::Approved | ToolStatus::Rejected => card.status,
             ToolStatus::Denied | ToolStatus::Expired => card.status,
@@ -190,7 +190,7 @@ fn pass_results(log: &[LogEntry], cards: &mut Cards) {
             | ToolStatus::NotRun => ToolStatus::Executing,
         };
         if card.status == ToolStatus::Rejected && card.reason.is_none() {
-            card.reason = rejection_reason(result);
+            card.reason = result.rejection_reason().map(str::to_owned);
         }
     }
 }

@@ -12,7 +12,7 @@ use signoff_protocol::{Message, Part, Role, StreamEvent, TaskState};
 
 use crate::api::rpc::{self, Endpoint};
 use crate::api::{self, Abort, ApiError};
-use crate::components::app::{AppCtx, ChatKey};
+use crate::components::context::{AppCtx, ChatKey};
 use crate::components::util::new_id;
 use crate::state::compose::{self, SendEffect};
 use crate::state::draft::{self, BatchDraft};

@@ -4,12 +4,13 @@
 
 use leptos::prelude::*;
 
-use super::card::ToolCard;
-use crate::components::chat::controller::ChatCtl;
+use super::ToolCard;
+use crate::components::controller::ChatCtl;
 use crate::state::nesting::{nested_keys, nested_label};
 
+/// The cards of the calls a subagent makes through the call `parent_key`, if it made any.
 #[component]
-pub fn NestedCards(parent_key: String) -> impl IntoView {
+pub(super) fn NestedCards(parent_key: String) -> impl IntoView {
     let ctl = expect_context::<ChatCtl>();
     let lookup = parent_key.clone();
     let keys = Memo::new(move |_| {

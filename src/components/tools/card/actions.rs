@@ -1,0 +1,95 @@
+//! A waiting card's decision buttons (Approve, Reject, Always allow…, Edit), the hint in their
+//! place on a call that runs with its batch's answers, and once chosen here, the choice with
+//! its Change button until the batch's Submit sends it.
+
+use leptos::prelude::*;
+
+use super::model::{CardModel, Panel};
+
+/// The hint a call shows when it cannot be decided alone, or the buttons that decide it.
+#[component]
+pub(super) fn DecisionButtons(model: CardModel) -> impl IntoView {
+    let disabled = move || model.disabled();
+    let name = move || model.name();
+    view! {
+        <Show when=move || model.waiting() && model.runs_with_answers()>
+            <p class="hint" data-testid="runs-with-answers">"Runs when the question is answered (this agent cannot reject it alone); Reject all stops it."</p>
+        </Show>
+        <Show when=move || model.waiting() && !model.is_question() && !model.runs_with_answers()>
+            <div class="tool-actions">
+                <button
+                    type="button"
+                    class="button primary"
+                    data-testid="approve-button"
+                    aria-label=move || format!("Approve {} (A)", name())
+                    disabled=disabled
+                    on:click=move |_| model.approve()
+                >
+                    "Approve"
+                </button>
+                <button
+                    type="button"
+                    class="button danger-outline"
+                    data-testid="reject-button"
+                    aria-label=move || format!("Reject {} (R)", name())
+                    disabled=disabled
+                    on:click=move |_| model.open_reject()
+                >
+                    "Reject"
+                </button>
+                <Show when=move || model.can_allow()>
+                    <button
+                        type="button"
+                        class="button"
+                        data-testid="always-allow-button"
+                        aria-label=move || format!("Approve {} and always allow such calls", name())
+                        disabled=disabled
+                        on:click=move |_| model.panel.set(Panel::Always)
+                    >
+                        "Always allow…"
+                    </button>
+                </Show>
+                <button
+                    type="button"
+                    class="button"
+                    data-testid="edit-button"
+                    hidden=move || !model.can_edit()
+                    aria-label=move || format!("Edit the arguments of {}", name())
+                    disabled=disabled
+                    on:click=move |_| model.open_editor()
+                >
+                    "Edit"
+                </button>
+            </div>
+        </Show>
+    }
+}
+
+/// The choice made on this card of a batch, not sent yet, with the button that takes it back.
+#[component]
+pub(super) fn ChosenHere(model: CardModel) -> impl IntoView {
+    let choice = model.choice;
+    view! {
+        <Show when=move || !model.waiting() && choice.with(Option::is_some) && model.batch.with(Option::is_some)>
+            <div class="tool-actions">
+                <span class="hint">
+                    {move || {
+                        let reason = choice.get().and_then(|choice| choice.reason);
+                        let reason = reason.map(|reason| format!("Reason: \"{reason}\". "));
+                        format!("{}Decided here; sent with Submit.", reason.unwrap_or_default())
+                    }}
+                </span>
+                <button
+                    type="button"
+                    class="button"
+                    data-testid="undo-button"
+                    aria-label=move || format!("Change the decision on {}", model.name())
+                    disabled=move || model.disabled()
+                    on:click=move |_| model.undo()
+                >
+                    "Change"
+                </button>
+            </div>
+        </Show>
+    }
+}

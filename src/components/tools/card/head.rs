@@ -1,0 +1,57 @@
+//! A card's header line: the tool's name, the call id, the server it runs on, the countdown to
+//! its batch's deadline, the status badge, and the chip of the decision behind a finished call.
+
+use leptos::prelude::*;
+
+use super::model::CardModel;
+use crate::components::tools::allow::Countdown;
+use crate::state::ToolStatus;
+
+/// The badge's sign for each status (beside its word, hidden from screen readers).
+fn badge_icon(status: ToolStatus) -> &'static str {
+    match status {
+        ToolStatus::Requested => "○",
+        ToolStatus::PendingApproval => "●",
+        ToolStatus::Approved => "✓",
+        ToolStatus::Rejected => "✕",
+        ToolStatus::Executing => "…",
+        ToolStatus::Completed => "✓",
+        ToolStatus::Failed => "!",
+        ToolStatus::NotRun => "–",
+        ToolStatus::Denied => "⊘",
+        ToolStatus::Expired => "⌛",
+    }
+}
+
+/// The header: what the call is, and where it stands.
+#[component]
+pub(super) fn CardHead(model: CardModel) -> impl IntoView {
+    let ctl = model.ctl;
+    view! {
+        <div class="tool-head">
+            <span class="tool-name" data-testid="tool-name">{move || model.name()}</span>
+            <span class="tool-id">{move || model.call_id()}</span>
+            {move || {
+                model.card.with(|card| card.as_ref().and_then(|card| card.server.clone()))
+                    .map(|server| view! { <span class="tool-server">{server}</span> })
+            }}
+            {move || model.expires_at().map(|at| {
+                let task = model.batch.with_untracked(|batch| batch.as_ref().map(|batch| batch.task_id.clone())).unwrap_or_default();
+                view! { <Countdown expires_at=at on_due=Callback::new(move |()| ctl.watch_expiry(task.clone())) /> }
+            })}
+            <span
+                class="badge"
+                data-testid="tool-status"
+            >
+                <span aria-hidden="true">{move || model.outcome().map(|(status, _)| badge_icon(status))}</span>
+                {move || match model.outcome().map(|(status, _)| status) {
+                    Some(ToolStatus::PendingApproval) if model.is_question() => Some("Waiting for your answer"),
+                    status => status.map(ToolStatus::label),
+                }}
+            </span>
+            {move || model.outcome().and_then(|(_, decision)| decision).map(|decision| view! {
+                <span class="decision-chip" data-testid="decision-chip">{decision.label()}</span>
+            })}
+        </div>
+    }
+}
