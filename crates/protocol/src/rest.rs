@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+use crate::hitl::RecordedDecision;
 use crate::model::TaskState;
 
 mod sharing;
@@ -230,22 +231,64 @@ pub struct AuditEntry {
     pub task_id: String,
     pub context_id: String,
     pub agent: String,
-    pub decided_by: String,
+    pub decided_by: Decider,
     pub decided_at: String,
-    /// How the decision came: `a2a`, `text`, `rest`, `cancel`, `policy` (a person's "always
-    /// allow" policy), `rule` (an argument rule denied it) or `expiry` (nobody decided in time).
-    pub channel: String,
+    pub channel: DecisionChannel,
     /// Channel `policy`: the policy that approved the call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_id: Option<String>,
     pub summary: String,
     /// The decision object as stored, in native terms.
-    pub decision: Value,
+    pub decision: RecordedDecision,
     pub calls: Vec<AuditCall>,
     /// A subagent's task (docs/wire.md, Subagents): the parent task whose agent-tool call
     /// started it; its calls were decided in the parent's batch, nested under that call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<AuditParent>,
+}
+
+/// Who decided, by user id: the person who decided, or the task's owner for whom a policy, a
+/// rule, a cancel or an expiry decided. A string on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Decider(pub String);
+
+impl Decider {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// How a decision came (docs/rest.md, Approvals: `channel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionChannel {
+    /// A decision DataPart (or kagent's HITL extension response) in an A2A message.
+    A2a,
+    /// Approve or reject words in an A2A message.
+    Text,
+    /// `POST /api/approvals/{taskId}`.
+    Rest,
+    /// The task was canceled while its batch waited.
+    Cancel,
+    /// One of the person's "always allow" policies approved the call.
+    Policy,
+    /// An argument rule of the agents file denied the call.
+    Rule,
+    /// Nobody decided before the batch's deadline.
+    Expiry,
+}
+
+/// What was decided about one call of an [`AuditEntry`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditVerdict {
+    Approve,
+    Deny,
+    /// Its task was canceled before anyone decided.
+    Cancel,
+    /// Nobody decided before its batch's deadline.
+    Expire,
 }
 
 /// The parent of a subagent's task in an [`AuditEntry`].
@@ -264,8 +307,7 @@ pub struct AuditParent {
 pub struct AuditCall {
     pub id: String,
     pub name: String,
-    /// `approve`, `deny`, `cancel` or `expire`.
-    pub verdict: String,
+    pub verdict: AuditVerdict,
     /// For a rejection: the person's reason, if any.
     #[serde(deserialize_with = "nullable")]
     pub reason: Option<String>,

@@ -17,6 +17,8 @@ pub mod keys;
 mod outcome;
 pub mod preview;
 pub mod question;
+mod read;
+mod recorded;
 mod rules;
 pub mod subagent;
 mod text;
@@ -30,6 +32,8 @@ pub use keys::{
 pub use outcome::DecidedBy;
 pub use preview::Preview;
 pub use question::{Answer, Question, ASK_USER};
+pub use read::DecisionSource;
+pub use recorded::{ExpiredWith, RecordedDecision};
 pub use rules::{resolve, ResolvedCall};
 pub use subagent::Via;
 

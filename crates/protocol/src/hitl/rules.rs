@@ -138,6 +138,20 @@ impl ResolvedCall {
     pub fn effective_args(&self) -> &Value {
         self.modified_args.as_ref().unwrap_or(&self.request.args)
     }
+
+    /// What an approved call runs with, as the audit records it: a question call's arguments
+    /// with its answers added (they are what it returns), else the edited arguments where
+    /// given, else the proposed ones. `None` for a rejected call, which never runs. One mapping
+    /// for every chat, local or relayed, so the record of a call agrees wherever it ran.
+    pub fn run_args(&self) -> Option<Value> {
+        match self.verdict {
+            Verdict::Deny => None,
+            Verdict::Approve => Some(match &self.answers {
+                Some(answers) => question::args_with_answers(&self.request.args, answers),
+                None => self.effective_args().clone(),
+            }),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -200,5 +214,29 @@ mod tests {
         .unwrap();
         assert_eq!(mixed[1].verdict, Verdict::Deny);
         assert!(mixed[0].answers.is_some());
+    }
+
+    #[test]
+    fn run_args_carry_answers_or_edits_and_a_rejected_call_runs_nothing() {
+        let asked = json!({"questions": [{"question": "Which database?", "choices": ["SQLite"]}]});
+        let pending = [
+            request("call_ask", "ask_user", asked.clone()),
+            request("call_1", "write_file", json!({"path": "a"})),
+            request("call_2", "delete_file", json!({"path": "b"})),
+        ];
+        let decision = Decision::from_data(&json!({"decision_type": "batch",
+            "decisions": {"call_ask": "approve", "call_1": "approve", "call_2": "deny"},
+            "modified_args": {"call_1": {"path": "safe"}},
+            "ask_user_answers": [{"answer": ["SQLite"]}]}))
+        .unwrap();
+        let resolved = resolve(&pending, &decision).unwrap();
+        let answered = resolved[0].run_args().unwrap();
+        assert_eq!(
+            question::answers_from_args(&answered),
+            Some(vec![vec!["SQLite".to_owned()]])
+        );
+        assert_eq!(answered["questions"], asked["questions"]);
+        assert_eq!(resolved[1].run_args(), Some(json!({"path": "safe"})));
+        assert_eq!(resolved[2].run_args(), None);
     }
 }

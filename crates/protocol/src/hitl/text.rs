@@ -64,11 +64,9 @@ impl Decision {
     }
 
     /// The message's decision: its DataPart, else its text read as a reply
-    /// ([`Decision::from_reply`]); an error when neither decides.
+    /// ([`Decision::from_reply`]); an error when neither decides. With no pause to name,
+    /// [`Decision::from_message_on`] without its requests.
     pub fn from_message_or_text(message: &Message) -> Result<Decision, DecisionError> {
-        match Decision::from_message(message)? {
-            Some(decision) => Ok(decision),
-            None => Decision::from_reply(&message.text()).ok_or(DecisionError::NoDecision),
-        }
+        Decision::from_message_on(message, &[]).map(|(decision, _)| decision)
     }
 }

@@ -5,6 +5,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use super::*;
+use crate::hitl::Decision;
 
 /// Reads `body` as `T`, checks it writes back to the same JSON, and returns it.
 fn round_trip<T: Serialize + DeserializeOwned>(body: Value) -> T {
@@ -157,6 +158,32 @@ fn decided_approvals_round_trip_and_null_is_not_missing() {
     assert!(err.contains("missing field `reason`"), "{err}");
     let err = without::<AuditEntry>(audit_entry("text"), "", "decidedBy");
     assert!(err.contains("missing field `decidedBy`"), "{err}");
+}
+
+#[test]
+fn an_audit_entry_reads_its_channel_verdicts_decider_and_decision_typed() {
+    let entry: AuditEntry = round_trip(audit_entry("policy"));
+    assert_eq!(entry.channel, DecisionChannel::Policy);
+    assert_eq!(entry.decided_by, Decider("local".to_owned()));
+    assert_eq!(entry.calls[0].verdict, AuditVerdict::Deny);
+    assert_eq!(entry.calls[1].verdict, AuditVerdict::Approve);
+    assert_eq!(
+        entry.decision,
+        RecordedDecision::Person(Decision::deny_all(Some("No, keep it".to_owned())))
+    );
+    for (path, key, value, says) in [
+        ("", "channel", json!("email"), "unknown variant `email`"),
+        ("/calls/0", "verdict", json!(""), "unknown variant ``"),
+        ("", "decision", json!({"decision_type": "expire"}), "after"),
+    ] {
+        let mut body = audit_entry("text");
+        body.pointer_mut(path).unwrap()[key] = value;
+        let err = serde_json::from_value::<AuditEntry>(body)
+            .err()
+            .map(|err| err.to_string())
+            .unwrap_or_default();
+        assert!(err.contains(says), "{key}: {err}");
+    }
 }
 
 #[test]

@@ -82,7 +82,7 @@ fn rpc_error(version: ProtocolVersion, err: &AgentError) -> (ErrorCode, String) 
         | AgentError::NotPaused(_)
         | AgentError::Decision(_)
         | AgentError::ChatInUse(_)
-        | AgentError::TaskEnded => (ErrorCode::InvalidParams, err.to_string()),
+        | AgentError::Conflict(_) => (ErrorCode::InvalidParams, err.to_string()),
         AgentError::NotCancelable { .. } => (ErrorCode::TaskNotCancelable, err.to_string()),
         AgentError::ShuttingDown => (ErrorCode::InternalError, err.to_string()),
         AgentError::Store(_) | AgentError::Internal(_) => {
@@ -141,8 +141,9 @@ fn plain_error(id: Id, version: ProtocolVersion, code: ErrorCode, message: &str)
 
 /// A JSON-RPC error for a body that repeats a key in any object, or `None` for a body without
 /// repeats (or that is not JSON, which the caller reports). Parsers disagree on which repeat
-/// wins, so `{"decision_type":"deny","decision_type":"approve"}` could read as a rejection to a
-/// proxy or a log and as an approval here: such a body is refused, never guessed at.
+/// wins, so a decision object that gives its type twice, deny then approve, could read as a
+/// rejection to a proxy or a log and as an approval here: such a body is refused, never guessed
+/// at.
 pub fn refuse_duplicate_keys(
     body: &[u8],
     headers: &HeaderMap,

@@ -206,7 +206,7 @@ impl From<AgentError> for HttpError {
             | AgentError::TaskDeleted(_) => HttpError::NotFound(err.to_string()),
             AgentError::Forbidden(_) => HttpError::Forbidden(err.to_string()),
             AgentError::NotPaused(_)
-            | AgentError::TaskEnded
+            | AgentError::Conflict(_)
             | AgentError::Terminal(_)
             | AgentError::NotCancelable { .. }
             | AgentError::ChatInUse(_) => HttpError::Conflict(err.to_string()),

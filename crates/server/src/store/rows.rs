@@ -243,7 +243,7 @@ pub struct AutoDecision {
     pub verdict: Verdict,
     /// The rule that denied it, as the model and the person read it.
     pub reason: Option<String>,
-    /// The decision as audited (`{"decision_type":"approve","policy_id":…}`).
+    /// The decision as audited, a policy's or a rule's (`hitl::RecordedDecision::to_value`).
     pub decision: Value,
     pub summary: String,
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
+use signoff_protocol::rest::AuditVerdict;
 use signoff_protocol::{Message, Part, Role};
 use signoff_server::agent::model::{Model, ModelEvent, ModelRequest, ModelStream, ModelToolCall};
 use signoff_server::agent::tools::{ToolError, ToolSource, ToolSpec, Toolbox};
@@ -100,7 +101,7 @@ async fn a_call_running_when_its_task_is_canceled_gets_a_result_saying_so() {
         .unwrap()
         .unwrap();
     let call = &entry.calls[0];
-    assert_eq!(call.verdict, "approve");
+    assert_eq!(call.verdict, AuditVerdict::Approve);
     let result = call
         .result
         .as_ref()

@@ -316,6 +316,33 @@ async fn refused_decisions_change_nothing() {
     assert_eq!(unknown[0]["error"]["code"], -32001);
 }
 
+/// A decision the store refuses for a reason of its own reaches the client with that reason,
+/// over REST and over A2A: here a call of the pending batch is no longer held (as a damaged
+/// row would leave it), so the store's write refuses the batch and nothing changes.
+#[tokio::test]
+async fn a_store_conflict_reaches_the_client_with_its_reason() {
+    let app = spawn_app().await;
+    let (task, context) = pause(&app, None).await;
+    sql_execute(
+        app.data_dir.path(),
+        &[&format!(
+            "UPDATE calls SET status = 'finished' WHERE task_id = '{task}' AND call_id = 'call_2'"
+        )],
+    )
+    .await;
+    let (status, body) = decide_rest(&app, None, &task, json!({"decision_type": "approve"})).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"], "a call of the batch is not held", "{body}");
+    let events = decision_events(&app, &task, &context, json!({"decision_type": "approve"})).await;
+    assert_eq!(events[0]["error"]["code"], -32602, "{events:?}");
+    assert_eq!(
+        events[0]["error"]["message"], "a call of the batch is not held",
+        "{events:?}"
+    );
+    assert_eq!(task_state(&app, &task).await, "input-required");
+    assert!(!app.sandbox().join("notes.txt").exists());
+}
+
 #[tokio::test]
 async fn the_paused_status_is_what_tasks_get_returns() {
     let app = spawn_app().await;

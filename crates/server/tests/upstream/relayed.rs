@@ -371,6 +371,71 @@ async fn a_relayed_chat_with_another_signoff_is_recorded_and_approved_over_rest(
     app.stop().await;
 }
 
+/// A question of the remote agent, answered in the relayed chat: the answers reach the remote
+/// agent (its model reads them), and our record of the call agrees with the remote's own: it
+/// ran with the answers added to its arguments, which is no edit.
+#[tokio::test]
+async fn a_relayed_questions_answers_reach_the_remote_and_are_recorded_as_it_ran_them() {
+    let remote_dir = tempfile::tempdir().unwrap();
+    let remote = start_binary(remote_dir.path(), &[], &[]).await;
+    let app = spawn_with_agents(
+        &agents_toml(&format!("{}/api/a2a/default/demo", remote.base)),
+        |_| {},
+    )
+    .await;
+    let message = json!({"kind": "message", "messageId": "m-ask-1", "role": "user",
+        "parts": [{"kind": "text", "text": "ask Which database? PostgreSQL / SQLite / other"}]});
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "message/stream",
+                      "params": {"message": message}});
+    relay(&app, RELAY, body.to_string().into_bytes()).await;
+    let approvals = pending(&app, 1).await;
+    assert_eq!(approvals[0]["calls"][0]["name"], "ask_user");
+    let task = approvals[0]["taskId"].as_str().unwrap().to_owned();
+    let context = approvals[0]["contextId"].as_str().unwrap().to_owned();
+
+    let answer = json!({"kind": "message", "messageId": "m-ask-2", "role": "user",
+        "taskId": task, "contextId": context,
+        "parts": [{"kind": "data", "data": {"decision_type": "approve",
+                                            "ask_user_answers": [{"answer": ["SQLite"]}]}}]});
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "message/stream",
+                      "params": {"message": answer}});
+    relay(&app, RELAY, body.to_string().into_bytes()).await;
+    let done = session_in_state(&app, &context, "completed").await;
+    // The remote's ask_user call returned the answers, so its model read them.
+    let history = done["tasks"][0]["history"].as_array().unwrap();
+    let returned = history
+        .iter()
+        .flat_map(|message| message["parts"].as_array().unwrap())
+        .find(|part| part["metadata"]["kagent_type"] == "function_response")
+        .unwrap_or_else(|| panic!("no ask_user result: {history:?}"));
+    let pairs: Value =
+        serde_json::from_str(returned["data"]["response"]["result"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        pairs,
+        json!([{"question": "Which database?", "answer": ["SQLite"]}])
+    );
+
+    let decided_call = |body: Value| body["decisions"][0]["calls"][0].clone();
+    let (_, here) = app.get("/api/approvals?state=decided").await;
+    let here = decided_call(here);
+    let there: Value = reqwest::get(format!("{}/api/approvals?state=decided", remote.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let there = decided_call(there);
+    assert_eq!(here["verdict"], "approve", "{here}");
+    assert_eq!(here["argsSha256"], there["argsSha256"], "{here} {there}");
+    assert_eq!(
+        here["runArgsSha256"], there["runArgsSha256"],
+        "{here} {there}"
+    );
+    assert_ne!(here["runArgsSha256"], here["argsSha256"], "{here}");
+    assert_eq!(here["edited"], false, "{here}");
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn a_remote_that_refuses_to_cancel_is_listed_as_not_cancelable() {
     let stub = fake_kagent().await;

@@ -4,14 +4,39 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use signoff_protocol::hitl::question::answers_from_args;
+use signoff_protocol::hitl::RecordedDecision;
+use signoff_protocol::rest::{AuditVerdict, Decider, DecisionChannel};
 
-use crate::store::{Channel, TaskRow};
+use crate::store::{Channel, StoreError, TaskRow, Verdict};
 
 use super::{Result, Runtime};
 
 /// Pending batches and audit entries as `GET /api/approvals` lists them: the REST contract's
 /// types (docs/rest.md, Approvals).
 pub use signoff_protocol::rest::{AuditCall, AuditEntry, AuditParent, PendingApproval};
+
+/// A stored channel as the REST contract names it.
+fn wire_channel(channel: Channel) -> DecisionChannel {
+    match channel {
+        Channel::A2a => DecisionChannel::A2a,
+        Channel::Text => DecisionChannel::Text,
+        Channel::Rest => DecisionChannel::Rest,
+        Channel::Cancel => DecisionChannel::Cancel,
+        Channel::Policy => DecisionChannel::Policy,
+        Channel::Rule => DecisionChannel::Rule,
+        Channel::Expiry => DecisionChannel::Expiry,
+    }
+}
+
+/// A stored verdict as the REST contract names it.
+fn wire_verdict(verdict: Verdict) -> AuditVerdict {
+    match verdict {
+        Verdict::Approve => AuditVerdict::Approve,
+        Verdict::Deny => AuditVerdict::Deny,
+        Verdict::Cancel => AuditVerdict::Cancel,
+        Verdict::Expire => AuditVerdict::Expire,
+    }
+}
 
 /// The sha256 of a JSON value (keys sorted, so equal arguments hash equally).
 pub fn args_sha256(args: &Value) -> String {
@@ -55,7 +80,7 @@ impl Runtime {
                 continue;
             };
             let calls = self.store.calls(&task.id).await?;
-            let mut entry = Self::audit_entry(&task, decision, &calls);
+            let mut entry = Self::audit_entry(&task, decision, &calls)?;
             entry.parent = self.audit_parent(&task).await?;
             out.push(entry);
         }
@@ -69,13 +94,15 @@ impl Runtime {
         }
         let calls = self.store.calls(&row.id).await?;
         let parent = self.audit_parent(row).await?;
-        Ok(decisions
+        decisions
             .into_iter()
-            .map(|decision| AuditEntry {
-                parent: parent.clone(),
-                ..Self::audit_entry(row, decision, &calls)
+            .map(|decision| {
+                Ok(AuditEntry {
+                    parent: parent.clone(),
+                    ..Self::audit_entry(row, decision, &calls)?
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// For a subagent's task: the parent task and agent-tool call that started it.
@@ -98,39 +125,38 @@ impl Runtime {
         Ok(parent)
     }
 
+    /// One audit row as the REST contract types it. A stored decision that fits no kind of
+    /// decision is a corrupt row, as unknown column text is.
     pub(super) fn audit_entry(
         task: &TaskRow,
         decision: crate::store::DecisionRow,
         calls: &[crate::store::CallRow],
-    ) -> AuditEntry {
-        AuditEntry {
+    ) -> Result<AuditEntry> {
+        let recorded = RecordedDecision::from_value(&decision.decision).map_err(|err| {
+            StoreError::Corrupt(format!(
+                "decision {} of task {}: {err}",
+                decision.id, task.id
+            ))
+        })?;
+        Ok(AuditEntry {
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
             agent: task.agent.clone(),
-            decided_by: decision.user_id,
+            decided_by: Decider(decision.user_id),
             decided_at: decision.decided_at,
-            channel: decision.channel.as_str().to_owned(),
-            policy_id: (decision.channel == Channel::Policy)
-                .then(|| {
-                    decision
-                        .decision
-                        .get("policy_id")?
-                        .as_str()
-                        .map(str::to_owned)
-                })
-                .flatten(),
+            channel: wire_channel(decision.channel),
+            policy_id: recorded.policy_id().map(str::to_owned),
             summary: decision.summary,
-            decision: decision.decision,
+            decision: recorded,
             calls: calls
                 .iter()
                 .filter(|call| call.batch_id == Some(decision.batch_id))
-                .map(|call| AuditCall {
+                // A call of the batch without a verdict was not decided in it.
+                .filter_map(|call| Some((call, wire_verdict(call.verdict?))))
+                .map(|(call, verdict)| AuditCall {
                     id: call.call_id.clone(),
                     name: call.name.clone(),
-                    verdict: call
-                        .verdict
-                        .map(|verdict| verdict.as_str().to_owned())
-                        .unwrap_or_default(),
+                    verdict,
                     reason: call.reason.clone(),
                     args_sha256: call.args_sha256.clone(),
                     run_args_sha256: call.run_args_sha256.clone(),
@@ -147,7 +173,7 @@ impl Runtime {
                 })
                 .collect(),
             parent: None,
-        }
+        })
     }
 
     /// The audit entry of one batch, with results of the calls that have finished.
@@ -165,7 +191,7 @@ impl Runtime {
             return Ok(None);
         };
         let calls = self.store.calls(task_id).await?;
-        let mut entry = Self::audit_entry(&row, decision, &calls);
+        let mut entry = Self::audit_entry(&row, decision, &calls)?;
         entry.parent = self.audit_parent(&row).await?;
         Ok(Some(entry))
     }

@@ -1,41 +1,129 @@
-//! Decisions on a paused batch (an A2A message, text, or REST): each is admitted, checked and
-//! applied in ONE store write that reads the task and its pending batch on the writer's
-//! connection, so the checks and the compare-and-set see the same moment and the decision pays
-//! for no read of its own. Only the winner of the compare-and-set runs the calls.
+//! The decision core: every decision on a paused batch (an A2A decision DataPart, kagent's HITL
+//! extension, text, REST, a cancel, an expiry, a relayed chat's) is read into the protocol's
+//! typed decision and written through ONE function, [`Runtime::apply_decision`], which commits
+//! it (one store write that reads the task and its pending batch on the writer's connection, so
+//! the checks and the compare-and-set see the same moment), counts it and announces it, in that
+//! order. Only the winner of the compare-and-set runs the calls.
 
 use std::sync::Arc;
 
 use serde_json::Value;
-use signoff_protocol::hitl::{self, ActionRequest, Decision, Dialect, Verdict};
+use signoff_protocol::hitl::{
+    self, Decision, DecisionError, DecisionSource, Dialect, RecordedDecision, ResolvedCall, Verdict,
+};
 use signoff_protocol::{Message, Role, StreamEvent, TaskState};
 
 use crate::agent::config::RuleAction;
 use crate::agent::view;
 use crate::store::{
     task_state_text, BatchRow, BatchState, CallStatus, CallVerdict, Channel, DecisionWrite,
-    NewEvent, StoreError, SubagentLink, TaskRow, Verdict as StoredVerdict,
+    NewEvent, SubagentLink, TaskRow, Verdict as StoredVerdict,
 };
 
 use super::audit::args_sha256;
 use super::runner::RunnerStart;
+use super::subagent::batch_requests;
 use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
 
-/// A decision as planned inside the write: what the caller needs once it has committed.
-pub(super) struct Decided {
-    task_id: String,
-    batch_id: i64,
-    channel: Channel,
-    summary: String,
-    working: StreamEvent,
-    stored: NewEvent,
-    /// Each decided call's verdict, and when the batch paused (RFC 3339), for the metrics.
-    verdicts: Vec<StoredVerdict>,
-    paused_at: String,
+/// Who decides a batch, and through which channel: the explicit input every decision carries
+/// into [`Runtime::apply_decision`]. A rule of who may decide looks at this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct DecisionInput {
+    pub channel: Channel,
+    /// The user on whose authority the batch is decided: the person who decided, or the task's
+    /// owner for whom a cancel or an expiry decided.
+    pub decider: String,
+}
+
+/// A decision on one pending batch, planned: what the store writes, and what is counted and
+/// announced once it has committed.
+#[derive(Debug, Clone)]
+pub(super) struct PlannedDecision {
+    pub by: DecisionInput,
+    pub batch_id: i64,
+    pub decision: RecordedDecision,
+    pub summary: String,
+    pub verdicts: Vec<CallVerdict>,
+    /// `Decided`, `Canceled` or `Expired`.
+    pub batch_state: BatchState,
+    pub task_state: TaskState,
+    /// The events written with it, in order.
+    pub events: Vec<StreamEvent>,
+    /// When the batch paused (RFC 3339), for the time to a decision; `None`: not timed.
+    pub paused_at: Option<String>,
+}
+
+impl PlannedDecision {
+    /// A plan that writes this decision if its batch still waits, and nothing if another
+    /// decision (or a cancel, or an expiry) came first.
+    pub(super) fn if_pending(
+        self,
+    ) -> impl FnMut(Option<&TaskRow>, Option<&BatchRow>) -> Result<(Option<PlannedDecision>, ())>
+           + Send
+           + 'static {
+        move |_, batch| {
+            let waits = batch.is_some_and(|batch| batch.id == self.batch_id);
+            Ok((waits.then(|| self.clone()), ()))
+        }
+    }
+}
+
+/// A person's decision on a pending batch once the decision rules resolved it: each call's
+/// verdict (one mapping for local and relayed chats) and the task working again.
+pub(super) fn person_decision(
+    by: DecisionInput,
+    batch: &BatchRow,
+    decision: &Decision,
+    resolved: &[ResolvedCall],
+    events: Vec<StreamEvent>,
+) -> PlannedDecision {
+    PlannedDecision {
+        by,
+        batch_id: batch.id,
+        decision: RecordedDecision::Person(decision.clone()),
+        summary: decision.summary(),
+        verdicts: call_verdicts(resolved),
+        batch_state: BatchState::Decided,
+        task_state: TaskState::Working,
+        events,
+        paused_at: Some(batch.created_at.clone()),
+    }
+}
+
+/// Each resolved call's verdict as stored, with the arguments an approved call runs with (a
+/// question's answers added, or the person's edits; [`ResolvedCall::run_args`]).
+pub(super) fn call_verdicts(resolved: &[ResolvedCall]) -> Vec<CallVerdict> {
+    resolved
+        .iter()
+        .map(|call| {
+            let run_args = call.run_args();
+            let (status, verdict) = match call.verdict {
+                Verdict::Approve => (CallStatus::Approved, StoredVerdict::Approve),
+                Verdict::Deny => (CallStatus::Rejected, StoredVerdict::Deny),
+            };
+            CallVerdict {
+                call_id: call.request.id.clone(),
+                status,
+                verdict,
+                reason: call.reason.clone(),
+                run_args_sha256: run_args.as_ref().map(args_sha256),
+                run_args,
+            }
+        })
+        .collect()
+}
+
+/// A decision written: by whom, and its events as logged.
+pub(super) struct Applied {
+    pub by: DecisionInput,
+    pub logged: Vec<LoggedEvent>,
 }
 
 /// What a message to an existing task turns into.
 enum Continuation {
-    Decided(Box<Decided>),
+    /// A decision; a text reply's message id goes with the calls it rejected (its text is
+    /// their reason).
+    Decided { reply_message_id: Option<String> },
     /// Text for a working task, taken before its next model turn; its log ended at `last_seq`.
     Queued {
         message: Box<Message>,
@@ -43,7 +131,76 @@ enum Continuation {
     },
 }
 
+/// The refusal of text to a paused task that says neither approve nor reject.
+const NO_DECISION_IN_TEXT: &str = "the task waits for a decision on its tool calls: say approve \
+                                   or reject (or send a decision DataPart)";
+
 impl Runtime {
+    /// THE way a decision is written. `plan` sees the task and its pending batch inside the
+    /// store's write (it may run twice: it must only compute) and returns the decision to
+    /// write, if any, and what its caller needs back. Once the write has committed, the
+    /// decision is counted (metrics), then announced (the task's followers; the store wakes the
+    /// approvals streams), in that order, so whoever sees it sees it counted. `None` when the
+    /// plan wrote nothing. A store conflict comes back with its reason.
+    pub(super) async fn apply_decision<X, P>(
+        &self,
+        task_id: &str,
+        mut plan: P,
+    ) -> Result<(Option<Applied>, X)>
+    where
+        X: Send + 'static,
+        P: FnMut(Option<&TaskRow>, Option<&BatchRow>) -> Result<(Option<PlannedDecision>, X)>
+            + Send
+            + 'static,
+    {
+        type Back<X> = (Option<(PlannedDecision, Vec<NewEvent>)>, X);
+        let outcome: Result<(Option<i64>, Back<X>)> = self
+            .store
+            .decide_planned(task_id, move |row, batch| {
+                let (planned, back) = plan(row, batch)?;
+                let Some(planned) = planned else {
+                    return Ok((None, (None, back)));
+                };
+                let stored: Vec<NewEvent> = planned.events.iter().map(Self::encode).collect();
+                let write = DecisionWrite {
+                    batch_id: planned.batch_id,
+                    user_id: planned.by.decider.clone(),
+                    channel: planned.by.channel,
+                    decision: planned.decision.to_value(),
+                    summary: planned.summary.clone(),
+                    verdicts: planned.verdicts.clone(),
+                    batch_state: planned.batch_state,
+                    task_state: planned.task_state,
+                    events: stored.clone(),
+                };
+                Ok((Some(write), (Some((planned, stored)), back)))
+            })
+            .await?;
+        let (seq, (planned, back)) = outcome?;
+        let (Some(seq), Some((planned, stored))) = (seq, planned) else {
+            return Ok((None, back));
+        };
+        let PlannedDecision {
+            by,
+            summary,
+            verdicts,
+            task_state,
+            events,
+            paused_at,
+            ..
+        } = planned;
+        self.metrics.decided(
+            by.channel,
+            verdicts.iter().map(|verdict| verdict.verdict),
+            paused_at.as_deref().and_then(waited_since),
+        );
+        self.metrics.task_entered(task_state);
+        let logged = LoggedEvent::numbered(seq, events, &stored);
+        self.notify(task_id, logged.clone());
+        tracing::info!(task = %task_id, user = %by.decider, channel = by.channel.as_str(), decision = %summary, "batch decided");
+        Ok((Some(Applied { by, logged }), back))
+    }
+
     /// A message to task `task_id` of `agent`: a decision on its pending batch, or text for it
     /// while it works. Its span (under the message's) is the parent of the resumed runner's;
     /// its `channel` (a2a or text) is recorded once the message turns out to be a decision.
@@ -61,9 +218,8 @@ impl Runtime {
         let runtime = self.clone();
         let (user_id, agent_key, id) = (user.to_owned(), agent.key(), task_id.to_owned());
         let driven_by = self.driving_parent(task_id).await?;
-        let planned = self
-            .store
-            .decide_planned(task_id, move |row, batch| {
+        let applied = self
+            .apply_decision(task_id, move |row, batch| {
                 // Over A2A, another user's or agent's task does not exist.
                 let row = row
                     .filter(|row| row.user_id == user_id && row.agent == agent_key)
@@ -88,12 +244,12 @@ impl Runtime {
                 }
                 let mut message = message.clone();
                 message.context_id = Some(row.context_id.clone());
-                let data_decision = Decision::from_message(&message)?;
-                // A working task takes text before its next model turn; a decision DataPart is
-                // late (another decision won a moment ago) and refused, so a batch is decided
-                // once.
+                let requests = batch.map(batch_requests).unwrap_or_default();
+                // A working task takes text before its next model turn; a decision (a DataPart,
+                // an extension response) is late (another decision won a moment ago) and
+                // refused, so a batch is decided once.
                 if matches!(state, TaskState::Submitted | TaskState::Working)
-                    && data_decision.is_none()
+                    && Decision::from_message_parts(&message, &requests)?.is_none()
                 {
                     let last_seq = row.last_seq;
                     let message = Box::new(message);
@@ -105,47 +261,41 @@ impl Runtime {
                         task_state_text(state)
                     )));
                 }
-                // A paused task reads a decision from a DataPart, else from the text; any other
-                // text rejects the pending calls with the text as the reason, which the model
-                // reads.
-                let (decision, channel) = match data_decision {
-                    Some(decision) => (decision, Channel::A2a),
-                    None => match Decision::from_reply(&message.text()) {
-                        Some(decision) => (decision, Channel::Text),
-                        None => {
-                            return Err(AgentError::InvalidParams(
-                                "the task waits for a decision on its tool calls: say approve \
-                                 or reject (or send a decision DataPart)"
-                                    .into(),
-                            ))
-                        }
-                    },
-                };
+                // A paused task reads a decision from a DataPart or an extension response, else
+                // from the text; any other text rejects the pending calls with the text as the
+                // reason, which the model reads.
+                let read = Decision::from_message_on(&message, &requests);
+                if matches!(read, Err(DecisionError::NoDecision)) {
+                    return Err(AgentError::InvalidParams(NO_DECISION_IN_TEXT.into()));
+                }
+                let (decision, source) = read?;
                 let batch = batch.ok_or_else(|| {
                     AgentError::NotPaused(format!(
                         "task {id} has no pending batch: it was already decided"
                     ))
                 })?;
-                let (write, decided) = runtime.plan_decision(
-                    &user_id,
-                    row,
-                    batch,
-                    &decision,
+                let channel = match source {
+                    DecisionSource::DataPart | DecisionSource::Extension => Channel::A2a,
+                    DecisionSource::Text => Channel::Text,
+                };
+                let reply_message_id =
+                    (source == DecisionSource::Text).then(|| message.message_id.clone());
+                let by = DecisionInput {
                     channel,
-                    Some(message),
-                )?;
-                Ok((Some(write), Continuation::Decided(Box::new(decided))))
+                    decider: user_id.clone(),
+                };
+                let planned = runtime.plan_decision(by, row, batch, &decision, message)?;
+                Ok((Some(planned), Continuation::Decided { reply_message_id }))
             })
             .await;
-        match self
-            .or_expired(task_id, Self::committed(task_id, planned))
-            .await?
-        {
-            (Some(seq), Continuation::Decided(decided)) => Ok(self.decided(user, seq, *decided)),
+        match self.or_expired(task_id, applied).await? {
+            (Some(applied), Continuation::Decided { reply_message_id }) => {
+                Ok(self.decided(task_id, applied, reply_message_id))
+            }
             (_, Continuation::Queued { message, last_seq }) => {
                 self.queue_message(task_id, last_seq, *message).await
             }
-            (None, Continuation::Decided(_)) => Err(AgentError::Internal(
+            (None, Continuation::Decided { .. }) => Err(AgentError::Internal(
                 "a planned decision was not written".into(),
             )),
         }
@@ -176,9 +326,8 @@ impl Runtime {
     ) -> Result<(Accepted, i64)> {
         let runtime = self.clone();
         let (user_id, id, data) = (user.to_owned(), task_id.to_owned(), data.clone());
-        let planned = self
-            .store
-            .decide_planned(task_id, move |row, batch| {
+        let applied = self
+            .apply_decision(task_id, move |row, batch| {
                 let row = row.ok_or_else(|| AgentError::TaskNotFound(id.clone()))?;
                 if row.user_id != user_id {
                     return Err(AgentError::Forbidden(id.clone()));
@@ -200,24 +349,17 @@ impl Runtime {
                         task_state_text(row.state)
                     ))
                 })?;
-                let (write, decided) = runtime.plan_decision(
-                    &user_id,
-                    row,
-                    batch,
-                    &decision,
-                    Channel::Rest,
-                    Some(message),
-                )?;
-                Ok((Some(write), decided))
+                let by = DecisionInput {
+                    channel: Channel::Rest,
+                    decider: user_id.clone(),
+                };
+                let planned = runtime.plan_decision(by, row, batch, &decision, message)?;
+                Ok((Some(planned), batch.id))
             })
             .await;
-        match self
-            .or_expired(task_id, Self::committed(task_id, planned))
-            .await?
-        {
-            (Some(seq), decided) => {
-                let batch_id = decided.batch_id;
-                let mut accepted = self.decided(user, seq, decided);
+        match self.or_expired(task_id, applied).await? {
+            (Some(applied), batch_id) => {
+                let mut accepted = self.decided(task_id, applied, None);
                 accepted.start_runner();
                 Ok((accepted, batch_id))
             }
@@ -227,134 +369,52 @@ impl Runtime {
         }
     }
 
-    /// The store's answer to a planned decision, as the runtime's error.
-    fn committed<X>(
-        task_id: &str,
-        planned: crate::store::Result<Result<(Option<i64>, X)>>,
-    ) -> Result<(Option<i64>, X)> {
-        match planned {
-            Ok(outcome) => outcome,
-            // Cannot happen (the plan saw the batch pending in the same transaction); kept so a
-            // lost compare-and-set never runs anything.
-            Err(StoreError::Conflict(_)) => Err(AgentError::NotPaused(format!(
-                "the pending batch of task {task_id} was already decided"
-            ))),
-            Err(err) => Err(err.into()),
-        }
-    }
-
-    /// The decision rules (docs/wire.md, Decision rules) on the task's pending `batch`: the
-    /// write that decides it, and what to announce once it has committed. Pure: it runs inside
-    /// the store's write, perhaps twice.
+    /// The decision rules (docs/wire.md, Decision rules) on the task's pending `batch`, and the
+    /// checks only the server can make ([`Runtime::check_decided_calls`]): the planned decision,
+    /// its `echo` (the decision message) in the `working` status it moves the task to. Pure: it
+    /// runs inside the store's write, perhaps twice.
     fn plan_decision(
         &self,
-        user: &str,
+        by: DecisionInput,
         row: &TaskRow,
         batch: &BatchRow,
         decision: &Decision,
-        channel: Channel,
-        echo: Option<Message>,
-    ) -> Result<(DecisionWrite, Decided)> {
-        let requests: Vec<ActionRequest> = batch
-            .requests
-            .as_array()
-            .map(|items| items.iter().filter_map(ActionRequest::from_value).collect())
-            .unwrap_or_default();
-        let resolved = hitl::resolve(&requests, decision)?;
+        echo: Message,
+    ) -> Result<PlannedDecision> {
+        let resolved = hitl::resolve(&batch_requests(batch), decision)?;
         self.check_decided_calls(row, &resolved)?;
-        let verdicts: Vec<CallVerdict> = resolved
-            .iter()
-            .map(|call| match call.verdict {
-                Verdict::Approve => {
-                    // A question call keeps its answers with it: they are what it returns.
-                    let run_args = match (&call.answers, &call.modified_args) {
-                        (Some(answers), _) => {
-                            hitl::question::args_with_answers(&call.request.args, answers)
-                        }
-                        (None, Some(args)) => args.clone(),
-                        (None, None) => call.request.args.clone(),
-                    };
-                    CallVerdict {
-                        call_id: call.request.id.clone(),
-                        status: CallStatus::Approved,
-                        verdict: StoredVerdict::Approve,
-                        reason: None,
-                        run_args_sha256: Some(args_sha256(&run_args)),
-                        run_args: Some(run_args),
-                    }
-                }
-                Verdict::Deny => CallVerdict {
-                    call_id: call.request.id.clone(),
-                    status: CallStatus::Rejected,
-                    verdict: StoredVerdict::Deny,
-                    reason: call.reason.clone(),
-                    run_args: None,
-                    run_args_sha256: None,
-                },
-            })
-            .collect();
-        let decided_verdicts = verdicts.iter().map(|verdict| verdict.verdict).collect();
-        let working = view::status_event(&row.id, &row.context_id, TaskState::Working, echo, None);
-        let stored = Self::encode(&working);
-        let summary = decision.summary();
-        let write = DecisionWrite {
-            batch_id: batch.id,
-            user_id: user.to_owned(),
-            channel,
-            decision: decision.to_data(Dialect::Native),
-            summary: summary.clone(),
-            verdicts,
-            batch_state: BatchState::Decided,
-            task_state: TaskState::Working,
-            events: vec![stored.clone()],
-        };
-        let decided = Decided {
-            task_id: row.id.clone(),
-            batch_id: batch.id,
-            channel,
-            summary,
-            working,
-            stored,
-            verdicts: decided_verdicts,
-            paused_at: batch.created_at.clone(),
-        };
-        Ok((write, decided))
+        let working = view::status_event(
+            &row.id,
+            &row.context_id,
+            TaskState::Working,
+            Some(echo),
+            None,
+        );
+        Ok(person_decision(
+            by,
+            batch,
+            decision,
+            &resolved,
+            vec![working],
+        ))
     }
 
-    /// After a decision's commit: announce it, start the runner, answer with the event.
-    fn decided(self: &Arc<Self>, user: &str, seq: i64, decided: Decided) -> Accepted {
-        let Decided {
-            task_id,
-            channel,
-            summary,
-            working,
-            stored,
-            verdicts,
-            paused_at,
-            ..
-        } = decided;
-        tracing::Span::current().record("channel", channel.as_str());
-        self.metrics
-            .decided(channel, verdicts, waited_since(&paused_at));
-        self.metrics.task_entered(TaskState::Working);
-        // A text reply's id goes with the calls it rejected (its text is their reason).
-        let reply_message_id = match (&channel, &working) {
-            (Channel::Text, StreamEvent::StatusUpdate(update)) => update
-                .status
-                .message
-                .as_ref()
-                .map(|message| message.message_id.clone()),
-            _ => None,
-        };
-        let logged = LoggedEvent::committed(seq, working, &stored);
-        self.notify(&task_id, vec![logged.clone()]);
-        tracing::info!(task = %task_id, user, channel = channel.as_str(), decision = %summary, "batch decided");
-        let watch = Some(self.watch_early(&task_id));
-        let runner = self.pending_runner(&task_id, RunnerStart::Stored { reply_message_id });
+    /// After a person's decision on a local task has committed: start its runner, answer with
+    /// the event.
+    fn decided(
+        self: &Arc<Self>,
+        task_id: &str,
+        applied: Applied,
+        reply_message_id: Option<String>,
+    ) -> Accepted {
+        tracing::Span::current().record("channel", applied.by.channel.as_str());
+        let after_seq = applied.logged.first().map_or(0, |first| first.seq - 1);
+        let watch = Some(self.watch_early(task_id));
+        let runner = self.pending_runner(task_id, RunnerStart::Stored { reply_message_id });
         Accepted {
-            after_seq: seq - 1,
-            committed: vec![logged],
-            task_id,
+            after_seq,
+            committed: applied.logged,
+            task_id: task_id.to_owned(),
             watch,
             runner: Some(runner),
         }

@@ -5,20 +5,18 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
 use signoff_protocol::hitl::keys::SUBAGENT;
-use signoff_protocol::hitl::ToolResult;
+use signoff_protocol::hitl::{ExpiredWith, RecordedDecision, ToolResult};
 use signoff_protocol::{Part, TaskState};
 
 use crate::agent::config::OnTimeout;
 use crate::agent::view;
-use crate::store::{
-    BatchState, CallRow, CallStatus, CallVerdict, Channel, DecisionWrite, StoreError, Verdict,
-};
+use crate::store::{BatchState, CallRow, CallStatus, CallVerdict, Channel, Verdict};
 
+use super::decide::{DecisionInput, PlannedDecision};
 use super::runner::RunnerStart;
 use super::subagent::batch_requests;
-use super::{Agent, AgentError, LoggedEvent, Result, Runtime};
+use super::{Agent, AgentError, Result, Runtime};
 
 /// How a person reads a timeout when the agent that set it is gone.
 const SOME_TIMEOUT: &str = "its approval timeout";
@@ -135,32 +133,29 @@ impl Runtime {
                 ]
             }
         };
-        let stored: Vec<_> = events.iter().map(Self::encode).collect();
-        let expired_calls = held.len();
         let task_state = match on_timeout {
             OnTimeout::Reject => TaskState::Working,
             OnTimeout::Cancel => TaskState::Canceled,
         };
-        let write = DecisionWrite {
+        let planned = PlannedDecision {
+            by: DecisionInput {
+                channel: Channel::Expiry,
+                decider: row.user_id.clone(),
+            },
             batch_id: deadline.batch_id,
-            user_id: row.user_id.clone(),
-            channel: Channel::Expiry,
-            decision: json!({"decision_type": "expire", "after": after}),
+            decision: RecordedDecision::Expire {
+                after: after.clone(),
+                with: None,
+            },
             summary,
             verdicts,
             batch_state: BatchState::Expired,
             task_state,
-            events: stored.clone(),
+            events,
+            paused_at: None,
         };
-        match self.store.decide(task_id, write).await {
-            Ok(seq) => {
-                self.metrics.decided(
-                    Channel::Expiry,
-                    std::iter::repeat_n(Verdict::Expire, expired_calls),
-                    None,
-                );
-                self.metrics.task_entered(task_state);
-                self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
+        match self.apply_decision(task_id, planned.if_pending()).await {
+            Ok((Some(_), ())) => {
                 tracing::info!(task = %task_id, after, "approval expired unanswered");
                 match on_timeout {
                     OnTimeout::Reject => self.spawn_runner(
@@ -176,8 +171,8 @@ impl Runtime {
                 self.expire_nesting_parent(task_id, &after).await
             }
             // A decision won the race: nothing expired.
-            Err(StoreError::Conflict(_)) => Ok(()),
-            Err(err) => Err(err.into()),
+            Ok((None, ())) | Err(AgentError::Conflict(_)) => Ok(()),
+            Err(err) => Err(err),
         }
     }
 
@@ -228,14 +223,19 @@ impl Runtime {
         let results =
             (!nested.is_empty()).then(|| view::agent_message(parent_id, context_id, nested));
         let event = view::status_event(parent_id, context_id, TaskState::Working, results, None);
-        let stored = vec![Self::encode(&event)];
-        let expired_calls = held.len();
-        let write = DecisionWrite {
+        let planned = PlannedDecision {
+            by: DecisionInput {
+                channel: Channel::Expiry,
+                decider: row.user_id.clone(),
+            },
             batch_id: batch.id,
-            user_id: row.user_id.clone(),
-            channel: Channel::Expiry,
-            decision: json!({"decision_type": "expire", "after": after,
-                             "subagent": {"taskId": child_task_id, "callId": link.parent_call_id}}),
+            decision: RecordedDecision::Expire {
+                after: after.to_owned(),
+                with: Some(ExpiredWith {
+                    task_id: child_task_id.to_owned(),
+                    call_id: link.parent_call_id.clone(),
+                }),
+            },
             summary: format!(
                 "Expired with the approval request of {}, unanswered after {after}",
                 link.agent
@@ -243,17 +243,11 @@ impl Runtime {
             verdicts,
             batch_state: BatchState::Expired,
             task_state: TaskState::Working,
-            events: stored.clone(),
+            events: vec![event],
+            paused_at: None,
         };
-        match self.store.decide(parent_id, write).await {
-            Ok(seq) => {
-                self.metrics.decided(
-                    Channel::Expiry,
-                    std::iter::repeat_n(Verdict::Expire, expired_calls),
-                    None,
-                );
-                self.metrics.task_entered(TaskState::Working);
-                self.notify(parent_id, LoggedEvent::numbered(seq, vec![event], &stored));
+        match self.apply_decision(parent_id, planned.if_pending()).await {
+            Ok((Some(_), ())) => {
                 tracing::info!(task = %parent_id, child = %child_task_id, after, "a subagent's approval expired: so did its parent's");
                 self.spawn_runner(
                     parent_id,
@@ -266,8 +260,8 @@ impl Runtime {
             }
             // A decision on the parent came first: its runner finds the subagent's batch gone
             // and takes the subagent's outcome.
-            Err(StoreError::Conflict(_)) => Ok(()),
-            Err(err) => Err(err.into()),
+            Ok((None, ())) | Err(AgentError::Conflict(_)) => Ok(()),
+            Err(err) => Err(err),
         }
     }
 

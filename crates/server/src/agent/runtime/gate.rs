@@ -5,17 +5,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use serde_json::json;
+use signoff_protocol::hitl::RecordedDecision;
 use signoff_protocol::{Message, Part, Role, Task, TaskState};
 
 use crate::agent::model::ChatMessage;
 use crate::agent::tools::error_result;
 use crate::agent::view::{self};
 use crate::store::{
-    task_state_text, BatchState, CallStatus, CallUpdate, CallVerdict, Channel, Commit,
-    DecisionWrite, Guard, StoreError, TaskRow, Verdict as StoredVerdict,
+    task_state_text, BatchState, CallStatus, CallUpdate, CallVerdict, Channel, Commit, Guard,
+    StoreError, TaskRow, Verdict as StoredVerdict,
 };
 
+use super::decide::{DecisionInput, PlannedDecision};
 use super::runner::RunnerStart;
 use super::transcript::*;
 use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
@@ -225,7 +226,6 @@ impl Runtime {
             Some(message),
             None,
         );
-        let stored_canceled = [Self::encode(&canceled)];
         let mut done = false;
         if let Some(batch) = self.store.pending_batch(task_id).await? {
             let verdicts: Vec<CallVerdict> = self
@@ -243,33 +243,25 @@ impl Runtime {
                     run_args_sha256: None,
                 })
                 .collect();
-            let canceled_calls = verdicts.len();
-            let write = DecisionWrite {
+            let planned = PlannedDecision {
+                by: DecisionInput {
+                    channel: Channel::Cancel,
+                    decider: user.to_owned(),
+                },
                 batch_id: batch.id,
-                user_id: user.to_owned(),
-                channel: Channel::Cancel,
-                decision: json!({"decision_type": "cancel"}),
+                decision: RecordedDecision::Cancel,
                 summary: "Canceled".into(),
                 verdicts,
                 batch_state: BatchState::Canceled,
                 task_state: TaskState::Canceled,
-                events: stored_canceled.to_vec(),
+                events: vec![canceled.clone()],
+                paused_at: None,
             };
-            match self.store.decide(task_id, write).await {
-                Ok(seq) => {
-                    self.metrics.decided(
-                        Channel::Cancel,
-                        std::iter::repeat_n(StoredVerdict::Cancel, canceled_calls),
-                        None,
-                    );
-                    self.metrics.task_entered(TaskState::Canceled);
-                    let logged = LoggedEvent::committed(seq, canceled.clone(), &stored_canceled[0]);
-                    self.notify(task_id, vec![logged]);
-                    done = true;
-                }
+            match self.apply_decision(task_id, planned.if_pending()).await {
+                Ok((applied, ())) => done = applied.is_some(),
                 // Decided a moment ago: the task is running now; cancel it as such.
-                Err(StoreError::Conflict(_)) => {}
-                Err(err) => return Err(err.into()),
+                Err(AgentError::Conflict(_)) => {}
+                Err(err) => return Err(err),
             }
         }
         if !done {
@@ -302,7 +294,7 @@ impl Runtime {
             // Not the runner's step: any replica may cancel.
             match self.commit_any(task_id, vec![canceled], commit).await {
                 Ok(_) => {}
-                Err(AgentError::TaskEnded) => {
+                Err(AgentError::Conflict(_)) => {
                     let current = self
                         .store
                         .task(task_id)

@@ -84,9 +84,11 @@ pub enum AgentError {
     ChatInUse(String),
     #[error("{0}")]
     Decision(#[from] DecisionError),
-    /// The task ended (canceled) while a runner was still working on it.
-    #[error("the task has ended")]
-    TaskEnded,
+    /// A write the store refused because something changed under it (the task ended while a
+    /// runner worked on it, another replica took its lease, a call of the batch is no longer
+    /// held): the store's reason, as the client reads it.
+    #[error("{0}")]
+    Conflict(&'static str),
     /// The task was deleted (with its session) while someone followed it.
     #[error("task {0} was deleted")]
     TaskDeleted(String),
@@ -101,7 +103,7 @@ pub enum AgentError {
 impl From<StoreError> for AgentError {
     fn from(err: StoreError) -> Self {
         match err {
-            StoreError::Conflict(_) => AgentError::TaskEnded,
+            StoreError::Conflict(reason) => AgentError::Conflict(reason),
             StoreError::Db(_)
             | StoreError::MessagesWaiting
             | StoreError::Postgres(_)

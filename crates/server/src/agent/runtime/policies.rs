@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
-use signoff_protocol::hitl::{DecidedBy, ASK_USER};
+use serde_json::Value;
+use signoff_protocol::hitl::{DecidedBy, RecordedDecision, ASK_USER};
 use signoff_protocol::rest::{NewPolicy, Policy, PolicyScope as WireScope};
 
 use crate::agent::config::RuleAction;
@@ -63,7 +63,10 @@ impl Runtime {
                         channel: Channel::Rule,
                         verdict: Verdict::Deny,
                         reason: Some(rule.label.clone()),
-                        decision: json!({"decision_type": "deny", "rule": rule.label}),
+                        decision: RecordedDecision::Rule {
+                            rule: rule.label.clone(),
+                        }
+                        .to_value(),
                         summary: format!("Denied by rule {}", rule.label),
                     }),
                     decided_by: Some(DecidedBy::Rule {
@@ -97,10 +100,10 @@ impl Runtime {
                                     channel: Channel::Policy,
                                     verdict: Verdict::Approve,
                                     reason: None,
-                                    decision: json!({
-                                        "decision_type": "approve",
-                                        "policy_id": policy.row.id,
-                                    }),
+                                    decision: RecordedDecision::Policy {
+                                        policy_id: policy.row.id.clone(),
+                                    }
+                                    .to_value(),
                                     summary: format!("Allowed by your policy: {summary}"),
                                 }),
                                 decided_by: Some(DecidedBy::Policy {

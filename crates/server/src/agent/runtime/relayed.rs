@@ -7,19 +7,22 @@
 //! tasks: they are stored marked remote.
 
 use serde_json::Value;
-use signoff_protocol::hitl::{self, extension, keys, ApprovalInterrupt, Decision, ToolResult};
+use signoff_protocol::hitl::{
+    self, keys, ApprovalInterrupt, Decision, RecordedDecision, ToolResult,
+};
 use signoff_protocol::{
     Message, Role, StreamEvent, Task, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 
 use crate::agent::view;
 use crate::store::{
-    BatchState, CallStatus, CallUpdate, CallVerdict, Channel, Commit, DecisionWrite, NewCall,
-    TaskRow, Verdict as StoredVerdict,
+    BatchState, CallStatus, CallUpdate, CallVerdict, Channel, Commit, NewCall, TaskRow,
+    Verdict as StoredVerdict,
 };
 
 use super::audit::args_sha256;
-use super::{Result, Runtime};
+use super::decide::{person_decision, DecisionInput, PlannedDecision};
+use super::{AgentError, Result, Runtime};
 
 /// The `source` of a relayed call's record: the calls run at the remote agent.
 const REMOTE_SOURCE: &str = "remote";
@@ -279,7 +282,9 @@ impl Runtime {
 
     /// A decision in a message to a paused relayed task: its batch closed with the audit row,
     /// and the message recorded with it (`with_message`; else the remote's echo records it).
-    /// `false` when the message decides nothing here.
+    /// `false` when the message decides nothing here. The message is read and its calls'
+    /// verdicts are mapped as a local chat's are (`decide`); its text is the remote agent's to
+    /// read, not a decision here.
     async fn record_relayed_decision(
         &self,
         row: &TaskRow,
@@ -293,45 +298,13 @@ impl Runtime {
         let Some(interrupt) = self.relayed_interrupt(&row.id).await? else {
             return Ok(false);
         };
-        let decision = match Decision::from_message(request) {
-            Ok(Some(decision)) => decision,
-            Ok(None) | Err(_) => {
-                match extension::decision_from_message(request, &interrupt.action_requests) {
-                    Some(decision) => decision,
-                    None => return Ok(false),
-                }
-            }
-        };
-        let Ok(resolved) = hitl::resolve(&interrupt.action_requests, &decision) else {
+        let requests = &interrupt.action_requests;
+        let Ok(Some((decision, _))) = Decision::from_message_parts(request, requests) else {
             return Ok(false);
         };
-        let verdicts = resolved
-            .iter()
-            .map(|call| match call.verdict {
-                hitl::Verdict::Approve => {
-                    let run_args = call
-                        .modified_args
-                        .clone()
-                        .unwrap_or_else(|| call.request.args.clone());
-                    CallVerdict {
-                        call_id: call.request.id.clone(),
-                        status: CallStatus::Approved,
-                        verdict: StoredVerdict::Approve,
-                        reason: None,
-                        run_args_sha256: Some(args_sha256(&run_args)),
-                        run_args: Some(run_args),
-                    }
-                }
-                hitl::Verdict::Deny => CallVerdict {
-                    call_id: call.request.id.clone(),
-                    status: CallStatus::Rejected,
-                    verdict: StoredVerdict::Deny,
-                    reason: call.reason.clone(),
-                    run_args: None,
-                    run_args_sha256: None,
-                },
-            })
-            .collect();
+        let Ok(resolved) = hitl::resolve(requests, &decision) else {
+            return Ok(false);
+        };
         let echo = view::status_event(
             &row.id,
             &row.context_id,
@@ -339,24 +312,14 @@ impl Runtime {
             Some(request.clone()),
             None,
         );
-        let write = DecisionWrite {
-            batch_id: batch.id,
-            user_id: row.user_id.clone(),
+        let by = DecisionInput {
             channel,
-            decision: decision.to_data(hitl::Dialect::Native),
-            summary: decision.summary(),
-            verdicts,
-            batch_state: BatchState::Decided,
-            task_state: TaskState::Working,
-            events: if with_message {
-                vec![Self::encode(&echo)]
-            } else {
-                Vec::new()
-            },
+            decider: row.user_id.clone(),
         };
-        self.store.decide(&row.id, write).await?;
-        self.notify_changed(&row.id);
-        Ok(true)
+        let events = if with_message { vec![echo] } else { Vec::new() };
+        let planned = person_decision(by, &batch, &decision, &resolved, events);
+        let (applied, ()) = self.apply_decision(&row.id, planned.if_pending()).await?;
+        Ok(applied.is_some())
     }
 
     /// Appends relayed events to a task's log with the state they move it to; a pause opens
@@ -416,16 +379,19 @@ impl Runtime {
                 let held = known.iter().filter(|call| {
                     call.batch_id == Some(batch.id) && call.status == CallStatus::Held
                 });
-                let write = DecisionWrite {
+                let decider = self
+                    .store
+                    .task(task_id)
+                    .await?
+                    .map(|row| row.user_id)
+                    .unwrap_or_default();
+                let planned = PlannedDecision {
+                    by: DecisionInput {
+                        channel: Channel::Cancel,
+                        decider,
+                    },
                     batch_id: batch.id,
-                    user_id: self
-                        .store
-                        .task(task_id)
-                        .await?
-                        .map(|row| row.user_id)
-                        .unwrap_or_default(),
-                    channel: Channel::Cancel,
-                    decision: serde_json::json!({"decision_type": "cancel"}),
+                    decision: RecordedDecision::Cancel,
                     summary: "The remote agent went on without a decision made here".to_owned(),
                     verdicts: held
                         .map(|call| CallVerdict {
@@ -439,10 +405,13 @@ impl Runtime {
                         .collect(),
                     batch_state: BatchState::Canceled,
                     task_state: state.unwrap_or(TaskState::Working),
-                    events: events.iter().map(Self::encode).collect(),
+                    events,
+                    paused_at: None,
                 };
-                self.store.decide(task_id, write).await?;
-                self.notify_changed(task_id);
+                let (applied, ()) = self.apply_decision(task_id, planned.if_pending()).await?;
+                if applied.is_none() {
+                    return Err(AgentError::Conflict("the batch was already decided"));
+                }
                 return Ok(());
             }
             (Some(_), Some(_)) | (None, Some(_)) | (None, None) => {}

@@ -199,7 +199,7 @@ impl Runtime {
             running.remove(task_id);
         }
         let failure = match outcome {
-            Ok(Ok(())) | Ok(Err(AgentError::TaskEnded)) => None,
+            Ok(Ok(())) | Ok(Err(AgentError::Conflict(_))) => None,
             Ok(Err(err)) => Some(err.to_string()),
             Err(join) => Some(format!("runner panicked: {join}")),
         };
