@@ -47,6 +47,7 @@ use tokio_util::task::TaskTracker;
 use super::metrics::Metrics;
 use super::model::Model;
 use super::policy::{AgentApprovals, PolicyCache};
+use super::remote::RemoteAgents;
 use super::subagents::Subagents;
 use super::tools::Toolbox;
 use crate::store::{Store, StoreError};
@@ -226,6 +227,8 @@ pub struct Runtime {
     metrics: Metrics,
     /// The people's policies, compiled once (by id) rather than on every turn.
     policies: PolicyCache,
+    /// The remote agents' clients, shared with the relay ([`Runtime::remote_agents`]).
+    remotes: RemoteAgents,
 }
 
 /// Why the server cannot take work now (`GET /readyz` answers 503 with it).
@@ -253,7 +256,14 @@ impl Runtime {
             tracker: TaskTracker::new(),
             metrics: Metrics::new(),
             policies: PolicyCache::default(),
+            remotes: RemoteAgents::default(),
         })
+    }
+
+    /// The remote agents' clients: remote subagents and the relay reach a remote through the
+    /// same one.
+    pub fn remote_agents(&self) -> &RemoteAgents {
+        &self.remotes
     }
 
     pub fn metrics(&self) -> &Metrics {
