@@ -22,6 +22,7 @@ mod replicas;
 mod runner;
 mod settle;
 mod sharing;
+mod streams;
 mod subagent;
 mod subagent_remote;
 mod transcript;
@@ -34,6 +35,7 @@ pub use reads::Session;
 pub use relayed::{as_recorded, RelayedExchange};
 pub use runner::PendingRunner;
 pub use sharing::{CreatedShare, ShareGrant};
+pub use streams::{Opening, TaskStream};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -191,14 +193,15 @@ pub struct Accepted {
     pub after_seq: i64,
     /// The events the acceptance itself committed (numbered from `after_seq + 1`), so a stream
     /// can send them at once instead of waiting for a follower to read them back.
-    pub committed: Vec<LoggedEvent>,
+    committed: Vec<LoggedEvent>,
     /// The task's announcements, subscribed before its runner started: a stream that sends
     /// every event up to `after_seq + committed.len()` itself follows on from there with it
     /// (see [`Runtime::follow_from`]).
-    pub watch: Option<EarlyWatch>,
+    watch: Option<EarlyWatch>,
     /// The task's runner, if it has not started yet ([`Runtime::send_for_stream`]): it starts
-    /// when this is dropped, which a stream does once its follower is spawned.
-    pub runner: Option<PendingRunner>,
+    /// when this is dropped, which the message's stream does once its follower is spawned
+    /// (`streams`, the one owner of that order).
+    runner: Option<PendingRunner>,
 }
 
 impl Accepted {
