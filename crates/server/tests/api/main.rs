@@ -31,5 +31,6 @@ mod rules;
 mod shares;
 mod slow_clients;
 mod store;
+mod streams;
 mod subagents;
 mod traces;

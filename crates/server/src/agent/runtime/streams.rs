@@ -104,6 +104,11 @@ impl Runtime {
 }
 
 impl TaskStream {
+    /// The task streamed.
+    pub fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
     /// The events after the opening snapshot, in order: those the request committed, then the
     /// task's live events up to the stream's end. The follower is spawned here, then the
     /// message's runner is started.
