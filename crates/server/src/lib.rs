@@ -254,7 +254,10 @@ pub async fn run(
     if resumed > 0 {
         tracing::info!(resumed, "resumed tasks left running");
     }
-    let remotes = Arc::new(http::relay::Remotes::new(&agents_file)?);
+    let remotes = Arc::new(http::relay::Remotes::new(
+        &agents_file,
+        runtime.remote_agents(),
+    )?);
     let state = AppState {
         runtime: runtime.clone(),
         auth: Arc::new(auth),

@@ -17,7 +17,7 @@ use signoff_protocol::{json_keys, ProtocolVersion, Role, StreamEvent, Task, Task
 
 use super::sse::{sse, IdleLimit};
 use super::{AppState, User};
-use crate::agent::runtime::StreamEnd;
+use crate::agent::runtime::{Opening, StreamEnd};
 use crate::agent::{Agent, AgentError, Runtime};
 use crate::store::EVENT_LOG_VERSION;
 
@@ -373,53 +373,39 @@ async fn unary_call(call: Call) -> RpcResponse {
 }
 
 /// The items of a streaming call: events as JSON-RPC responses; `Err` for an error found before
-/// the stream opens.
+/// the stream opens. The runtime's [`crate::agent::runtime::TaskStream`] owns the order of
+/// the events; this encodes them in the call's version.
 async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcResponse> {
     let runtime = call.runtime.clone();
-    // Events the call itself committed, sent before the follower's.
-    let mut committed = Vec::new();
-    // Subscribed before the runner started; good for following on from everything the call
-    // committed, not from an earlier point.
-    let mut early_watch = None;
-    // The runner, started once the follower is spawned (`PendingRunner` says why).
-    let mut runner = None;
-    let (task_id, snapshot_upto, follow_after, close_if_final) = match call.method {
+    let resubscribe = call.method == Method::SubscribeToTask;
+    let opened = match call.method {
         Method::SendStreamingMessage => {
             let params = match codec::decode_send_params(call.version, &call.params) {
                 Ok(params) => params,
                 Err(err) => return Err(call.decode_error(&err)),
             };
-            let accepted = match runtime
-                .send_for_stream(&call.user, &call.agent, params.message)
-                .await
-            {
-                Ok(accepted) => accepted,
-                Err(err) => return Err(call.agent_error(&err)),
+            let opening = match call.version {
+                // v0.3 replays the turn's events as written, `submitted` (or `working`) first.
+                ProtocolVersion::V0_3 => Opening::Committed,
+                // v1.0 opens with a task snapshot.
+                ProtocolVersion::V1_0 => Opening::Snapshot,
             };
-            match call.version {
-                // v0.3 replays the turn's events as written, `submitted` (or `working`) first:
-                // those the acceptance committed at once, then the follower's.
-                ProtocolVersion::V0_3 => {
-                    let after = accepted.after_seq + accepted.committed.len() as i64;
-                    committed = accepted.committed;
-                    early_watch = accepted.watch;
-                    runner = accepted.runner;
-                    (accepted.task_id, None, after, false)
-                }
-                // v1.0 opens with a task snapshot that includes the first event the acceptance
-                // committed (a message queued for a working task commits none).
-                ProtocolVersion::V1_0 => {
-                    let upto = accepted.after_seq + accepted.committed.len().min(1) as i64;
-                    (accepted.task_id, Some(upto), upto, false)
-                }
-            }
+            runtime
+                .stream_message(&call.user, &call.agent, params.message, opening)
+                .await
         }
         Method::SubscribeToTask => {
             let params = match codec::decode_task_id_params(call.version, &call.params) {
                 Ok(params) => params,
                 Err(err) => return Err(call.decode_error(&err)),
             };
-            (params.id, Some(-1), 0, true)
+            // v0.3's resubscribe ends at the next pause; v1.0's follows the task on through its
+            // pauses until it ends.
+            let end = match call.version {
+                ProtocolVersion::V0_3 => StreamEnd::Final,
+                ProtocolVersion::V1_0 => StreamEnd::Terminal,
+            };
+            runtime.subscribe(&call.user, &params.id, end).await
         }
         Method::SendMessage | Method::GetTask | Method::CancelTask | Method::ListTasks => {
             return Err(call.error(
@@ -428,34 +414,16 @@ async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcRespon
             ))
         }
     };
+    let mut opened = opened.map_err(|err| call.agent_error(&err))?;
     let mut first = Vec::new();
-    let mut follow_after = follow_after;
-    if let Some(upto) = snapshot_upto {
-        // -1: the snapshot of now (resubscribe), checked for ownership.
-        let snapshot = if upto < 0 {
-            runtime.owned_snapshot(&call.user, &task_id).await
-        } else {
-            runtime.snapshot(&task_id, Some(upto)).await
-        };
-        let (task, seq) = match snapshot {
-            Ok(snapshot) => snapshot,
-            Err(AgentError::Forbidden(id)) => {
-                return Err(call.agent_error(&AgentError::TaskNotFound(id)))
-            }
-            Err(err) => return Err(call.agent_error(&err)),
-        };
-        if upto < 0 {
-            follow_after = seq;
-        }
+    if let Some(task) = opened.snapshot.take() {
         let ended = task.status.state.ends_stream();
         // v1.0: subscribing to a task that has ended is an unsupported operation; v0.3 sends the
         // task and closes.
-        if close_if_final
-            && task.status.state.is_terminal()
-            && call.version == ProtocolVersion::V1_0
-        {
+        if resubscribe && task.status.state.is_terminal() && call.version == ProtocolVersion::V1_0 {
             let err = AgentError::Terminal(format!(
-                "task {task_id} is {} and has nothing more to stream; read it with GetTask",
+                "task {} is {} and has nothing more to stream; read it with GetTask",
+                task.id,
                 codec::state_name(ProtocolVersion::V0_3, task.status.state)
             ));
             return Err(call.agent_error(&err));
@@ -464,42 +432,31 @@ async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcRespon
             call.success(codec::encode_event(call.version, &StreamEvent::Task(task)))
                 .to_json(),
         );
-        // v0.3's resubscribe ends with a paused task's snapshot; v1.0's follows the task on
-        // through its pauses until it ends.
-        if close_if_final && ended && call.version == ProtocolVersion::V0_3 {
+        // v0.3's resubscribe ends with a paused task's snapshot.
+        if resubscribe && ended && call.version == ProtocolVersion::V0_3 {
             return Ok(stream::iter(first).boxed());
         }
     }
-    let version = call.version;
-    let id = call.id.clone();
-    let end = if close_if_final && version == ProtocolVersion::V1_0 {
-        StreamEnd::Terminal
-    } else {
-        StreamEnd::Final
-    };
-    let follower = runtime.follow_from(&task_id, follow_after, early_watch, end);
-    drop(runner);
-    let events = stream::iter(committed.into_iter().map(Ok))
-        .chain(follower)
-        .map(move |item| {
-            let event = match item {
-                // Stored in this very version: sent on as stored, not decoded and encoded again.
-                Ok(logged) if version == EVENT_LOG_VERSION => {
-                    return RpcResponse::success_json_with_raw_result(&id, &logged.stored)
-                }
-                Ok(logged) => logged.event(),
-                Err(err) => Err(err),
-            };
-            match event {
-                Ok(event) => {
-                    RpcResponse::success(id.clone(), codec::encode_event(version, &event)).to_json()
-                }
-                Err(err) => {
-                    let (code, message) = rpc_error(version, &err);
-                    RpcResponse::error(id.clone(), codec::error_object(version, code, message))
-                        .to_json()
-                }
+    let (version, id) = (call.version, call.id.clone());
+    let events = opened.events().map(move |item| {
+        let event = match item {
+            // Stored in this very version: sent on as stored, not decoded and encoded again.
+            Ok(logged) if version == EVENT_LOG_VERSION => {
+                return RpcResponse::success_json_with_raw_result(&id, &logged.stored)
             }
-        });
+            Ok(logged) => logged.event(),
+            Err(err) => Err(err),
+        };
+        match event {
+            Ok(event) => {
+                RpcResponse::success(id.clone(), codec::encode_event(version, &event)).to_json()
+            }
+            Err(err) => {
+                let (code, message) = rpc_error(version, &err);
+                RpcResponse::error(id.clone(), codec::error_object(version, code, message))
+                    .to_json()
+            }
+        }
+    });
     Ok(stream::iter(first).chain(events).boxed())
 }

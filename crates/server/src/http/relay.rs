@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, RawQuery, State};
@@ -25,14 +25,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::a2a::request_version;
 use super::{a2a, card, origin, rest, AppState, User};
+use crate::agent::remote::{RemoteAgents, RemoteClient, RemoteError};
 use crate::agent::{AgentsFile, ConfigError};
 use listing::rewrite_card;
 use record::Recording;
 
 pub use chats::{decide, session};
 
-/// The header that tells the remote who is asking (kagent scopes sessions by it).
-const USER_HEADER: &str = "x-user-id";
 /// Request headers passed on to the remote; everything else (cookies, our bearer token) stays.
 /// The extension headers (v1.0 `A2A-Extensions`, v0.3 `X-A2A-Extensions`) activate extensions
 /// such as kagent's HITL extension, and travel back as the remote's echo of what it activated.
@@ -45,13 +44,6 @@ const FORWARDED: [&str; 5] = [
 ];
 /// Response headers passed back from the remote: the extensions it activated.
 const ECHOED: [&str; 2] = ["a2a-extensions", "x-a2a-extensions"];
-const DEFAULT_CONNECT_TIMEOUT_SECS: u64 = 5;
-const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 300;
-/// The agents list waits this long for a remote's card, so one slow remote cannot stall it.
-const CARD_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a fetched card (for the agents list) is reused; a failed fetch is retried sooner.
-const CARD_FRESH: Duration = Duration::from_secs(300);
-const CARD_RETRY: Duration = Duration::from_secs(30);
 
 /// The remote agents of the agents file.
 #[derive(Default)]
@@ -62,21 +54,14 @@ pub struct Remotes {
     shutdown: CancellationToken,
 }
 
+/// A remote agent as the relay knows it: reached through its one client (shared with remote
+/// subagents), listed under its name, and what its relayed answers taught.
 struct RemoteAgent {
     namespace: String,
     name: String,
     /// From the agents file; when empty the remote card's description is shown.
     description: String,
-    url: reqwest::Url,
-    card_url: reqwest::Url,
-    /// `host:port` of the remote: the only part of its address that errors show.
-    host: String,
-    /// Carries the connect timeout; no overall timeout, since streams last as long as a task.
-    client: reqwest::Client,
-    /// The longest the remote may stay silent, before its answer and within a stream.
-    idle_timeout: Duration,
-    /// The last card fetch for the agents list, so listing does not call every remote each time.
-    card: Mutex<Option<CachedCard>>,
+    client: Arc<RemoteClient>,
     /// Whether it can cancel a task: from the agents file, else `false` once a relayed
     /// `tasks/cancel` was refused (`record`), else unknown.
     cancel: Option<bool>,
@@ -86,74 +71,30 @@ struct RemoteAgent {
     live: Mutex<HashMap<String, usize>>,
 }
 
-#[derive(Clone)]
-struct CachedCard {
-    fetched: Instant,
-    card: Option<Value>,
-}
-
 impl Remotes {
-    /// The remote entries of a (checked) agents file.
-    pub fn new(file: &AgentsFile) -> Result<Remotes, ConfigError> {
+    /// The remote entries of a (checked) agents file, each reached through its client in
+    /// `clients` (the runtime's, so remote subagents share it).
+    pub fn new(file: &AgentsFile, clients: &RemoteAgents) -> Result<Remotes, ConfigError> {
         let mut agents = Vec::new();
         for (index, spec) in file.agents.iter().enumerate() {
             let Some(remote) = &spec.remote else { continue };
-            let at = format!("agents[{index}].remote");
-            let parse = |field: &str, raw: &str| {
-                reqwest::Url::parse(raw).map_err(|err| ConfigError::Invalid {
-                    path: format!("{at}.{field}"),
-                    message: format!("{raw:?} is not a URL: {err}"),
-                })
-            };
-            let url = parse("url", &remote.url)?;
-            let card_url = match &remote.card_url {
-                Some(card_url) => parse("card_url", card_url)?,
-                None => parse(
-                    "url",
-                    &format!(
-                        "{}/.well-known/agent-card.json",
-                        remote.url.trim_end_matches('/')
-                    ),
-                )?,
-            };
-            let host = match (url.host_str(), url.port_or_known_default()) {
-                (Some(host), Some(port)) => format!("{host}:{port}"),
-                (Some(host), None) => host.to_owned(),
-                (None, _) => {
-                    return Err(ConfigError::Invalid {
-                        path: format!("{at}.url"),
-                        message: format!("{:?} has no host", remote.url),
-                    })
-                }
-            };
-            let connect_timeout = Duration::from_secs(
-                remote
-                    .connect_timeout_secs
-                    .unwrap_or(DEFAULT_CONNECT_TIMEOUT_SECS)
-                    .max(1),
-            );
-            let client = reqwest::Client::builder()
-                .connect_timeout(connect_timeout)
-                .build()
-                .map_err(|err| ConfigError::Invalid {
-                    path: at.clone(),
-                    message: format!("cannot set up an HTTP client: {err}"),
-                })?;
+            let key = format!("{}/{}", spec.namespace, spec.name);
+            let client = clients.client(&key, remote).map_err(|err| {
+                let (path, message) = match err {
+                    RemoteError::Invalid { field, message } => {
+                        (format!("agents[{index}].remote.{field}"), message)
+                    }
+                    err @ RemoteError::Client(_) => {
+                        (format!("agents[{index}].remote"), err.to_string())
+                    }
+                };
+                ConfigError::Invalid { path, message }
+            })?;
             agents.push(Arc::new(RemoteAgent {
                 namespace: spec.namespace.clone(),
                 name: spec.name.clone(),
                 description: spec.description.clone(),
-                url,
-                card_url,
-                host,
                 client,
-                idle_timeout: Duration::from_secs(
-                    remote
-                        .idle_timeout_secs
-                        .unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS)
-                        .max(1),
-                ),
-                card: Mutex::new(None),
                 cancel: remote.cancel,
                 cancel_refused: std::sync::atomic::AtomicBool::new(false),
                 live: Mutex::new(HashMap::new()),
@@ -259,9 +200,8 @@ pub async fn agent_card(
             .get("A2A-Version")
             .and_then(|value| HeaderValue::from_str(value).ok())
     });
-    match remote.fetch_card(version).await {
+    match remote.client.fetch_card(version).await {
         Ok(mut card) => {
-            remote.remember_card(Some(card.clone()));
             let relay_url = format!(
                 "{}{}",
                 origin(&headers, state.trust_proxy),
@@ -314,15 +254,8 @@ impl RemoteAgent {
             translation,
         }: Passing,
     ) -> Response {
-        let mut url = self.url.clone();
-        if let Some(extra) = raw_query.filter(|query| !query.is_empty()) {
-            let query = match url.query() {
-                Some(own) => format!("{own}&{extra}"),
-                None => extra.to_owned(),
-            };
-            url.set_query(Some(&query));
-        }
-        let mut request = self.client.post(url).header(USER_HEADER, user);
+        let (host, idle_timeout) = (self.client.host(), self.client.idle_timeout());
+        let mut request = self.client.post(user, raw_query);
         for name in FORWARDED {
             if let Some(value) = headers.get(name) {
                 request = request.header(name, value);
@@ -331,29 +264,24 @@ impl RemoteAgent {
         if !headers.contains_key(header::CONTENT_TYPE) {
             request = request.header(header::CONTENT_TYPE, "application/json");
         }
-        let response = match tokio::time::timeout(self.idle_timeout, request.body(body).send())
-            .await
-        {
+        let response = match tokio::time::timeout(idle_timeout, request.body(body).send()).await {
             Err(_elapsed) => {
                 return call.error_response(format!(
-                    "the remote agent at {} did not answer within {} s",
-                    self.host,
-                    self.idle_timeout.as_secs()
+                    "the remote agent at {host} did not answer within {} s",
+                    idle_timeout.as_secs()
                 ))
             }
             Ok(Err(err)) => {
-                tracing::warn!(remote = %self.host, error = %err, "cannot reach a remote agent");
-                return call
-                    .error_response(format!("the remote agent at {} is unreachable", self.host));
+                tracing::warn!(remote = %host, error = %err, "cannot reach a remote agent");
+                return call.error_response(format!("the remote agent at {host} is unreachable"));
             }
             Ok(Ok(response)) => response,
         };
         let status = response.status();
         if !status.is_success() {
-            tracing::warn!(remote = %self.host, status = status.as_u16(), "a remote agent refused a call");
+            tracing::warn!(remote = %host, status = status.as_u16(), "a remote agent refused a call");
             return call.error_response(format!(
-                "the remote agent at {} answered HTTP {}",
-                self.host,
+                "the remote agent at {host} answered HTTP {}",
                 status.as_u16()
             ));
         }
@@ -373,8 +301,8 @@ impl RemoteAgent {
         let id = call.id.clone();
         let relayed = RelayedBody {
             response,
-            idle_timeout: self.idle_timeout,
-            host: self.host.clone(),
+            idle_timeout,
+            host: host.to_owned(),
             sse_call: is_sse.then_some(call),
             shutdown,
             tail: Vec::new(),

@@ -32,5 +32,6 @@ mod shares;
 mod slow_clients;
 mod store;
 mod store_contract;
+mod streams;
 mod subagents;
 mod traces;

@@ -1,6 +1,8 @@
 //! A remote kagent agent as a subagent: a loopback server replays kagent 0.10.4's recorded
 //! mixed-decision scenario (e1 pause, e2 resume); the parent pauses with kagent's confirmation
 //! calls nested, and its decision reaches kagent in kagent's dialect, as kagent's UI sends it.
+//! A remote that offers only A2A v1.0 is asked in v1.0, and a remote's card is fetched once
+//! while its `Cache-Control` keeps it fresh, by the relay and subagent calls alike.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -9,6 +11,7 @@ use serde_json::{json, Value};
 
 use crate::stub::{fixture, json_response, sse, Stub};
 use crate::support::*;
+use crate::translated::v10_only_front;
 
 const REMOTE_PATH: &str = "/api/a2a/harness/hitl_harness/";
 const BOSS: &str = "/api/a2a/default/boss";
@@ -129,4 +132,135 @@ async fn a_kagent_subagents_confirmations_nest_and_a_mixed_decision_goes_back_in
             .any(|result| result["id"] == "call_1/call_write_b"),
         "{results:?}"
     );
+}
+
+#[tokio::test]
+async fn a_subagent_that_offers_only_v10_is_asked_in_v10() {
+    let remote_dir = tempfile::tempdir().unwrap();
+    let remote = start_binary(remote_dir.path(), &[], &[]).await;
+    let front = v10_only_front(format!("{}/api/a2a/default/demo", remote.base)).await;
+    let agents = format!(
+        "[[agents]]\nname = \"v10\"\nnamespace = \"kagent\"\n\
+         remote = {{ url = \"{}/\" }}\n\
+         [[agents]]\nname = \"boss\"\nagents = [\"kagent/v10\"]\n",
+        front.base
+    );
+    let app = spawn_with_agents(&agents, |_| {}).await;
+    let paused = send_stream(
+        &app,
+        BOSS,
+        message_v03("delegate kagent/v10: write v10.txt: hi", None, None),
+    )
+    .await;
+    assert_eq!(
+        states(&paused).last().unwrap(),
+        "input-required",
+        "{paused:?}"
+    );
+    let interrupt = data_parts(&paused, "interrupt_data");
+    let requests = interrupt.last().unwrap()["action_requests"].clone();
+    assert_eq!(requests[0]["id"], "call_1/call_1", "{requests}");
+    assert_eq!(requests[0]["name"], "write_file");
+    assert_eq!(requests[0]["metadata"]["subagent"]["agent"], "kagent/v10");
+
+    let (task, context) = (task_id(&paused), context_id(&paused));
+    let done = send_stream(
+        &app,
+        BOSS,
+        decision(&task, &context, json!({"decision_type": "approve"})),
+    )
+    .await;
+    assert_eq!(states(&done).last().unwrap(), "completed", "{done:?}");
+    assert_eq!(
+        std::fs::read_to_string(remote_dir.path().join("sandbox/v10.txt")).unwrap(),
+        "hi"
+    );
+    // Every call reached the remote in v1.0 (it refuses any other).
+    let calls = front.calls.lock().unwrap().clone();
+    assert!(calls.len() >= 3, "{calls:?}");
+    for (version, call) in &calls {
+        assert_eq!(version.as_deref(), Some("1.0"), "{call}");
+    }
+}
+
+/// A remote agent that answers every message at once ("done"), each in a task of its own, and
+/// serves its card (kagent's) with `Cache-Control: max-age=MAX_AGE`.
+async fn quick_remote(max_age: u64) -> Stub {
+    let tasks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    Stub::start(move |request| {
+        if request.method == "GET" {
+            let card: Value = serde_json::from_slice(&kagent("agent_card.json")).unwrap();
+            let mut response = json_response(200, &card);
+            response.headers_mut().insert(
+                "cache-control",
+                format!("public, max-age={max_age}").parse().unwrap(),
+            );
+            return response;
+        }
+        let body = request.json();
+        let done = json!({"state": "completed", "message": {"kind": "message",
+            "messageId": "m-done", "role": "agent", "parts": [{"kind": "text", "text": "done"}]}});
+        match body["method"].as_str().unwrap() {
+            "message/stream" => {
+                let task = format!("quick-{}", tasks.fetch_add(1, Ordering::SeqCst));
+                let context = body["params"]["message"]["contextId"].clone();
+                let event = json!({"jsonrpc": "2.0", "id": body["id"], "result": {
+                    "kind": "status-update", "taskId": task, "contextId": context,
+                    "status": done, "final": true}});
+                sse(format!("data: {event}\n\n").into_bytes())
+            }
+            "tasks/get" => json_response(
+                200,
+                &json!({"jsonrpc": "2.0", "id": body["id"], "result": {
+                    "kind": "task", "id": body["params"]["id"], "contextId": "c",
+                    "status": done}}),
+            ),
+            other => panic!("unexpected {other}"),
+        }
+    })
+    .await
+}
+
+fn card_fetches(remote: &Stub) -> usize {
+    remote
+        .requests()
+        .iter()
+        .filter(|request| request.method == "GET")
+        .count()
+}
+
+#[tokio::test]
+async fn a_remote_card_is_fetched_once_while_fresh_and_again_after_its_max_age() {
+    let (kept, brief) = (quick_remote(600).await, quick_remote(2).await);
+    let agents = format!(
+        "[[agents]]\nname = \"kept\"\nnamespace = \"remote\"\nremote = {{ url = \"{}/a2a\" }}\n\
+         [[agents]]\nname = \"brief\"\nnamespace = \"remote\"\nremote = {{ url = \"{}/a2a\" }}\n\
+         [[agents]]\nname = \"boss\"\nagents = [\"remote/kept\", \"remote/brief\"]\n",
+        kept.base, brief.base
+    );
+    let app = spawn_with_agents(&agents, |_| {}).await;
+    let ask = |text: &'static str| {
+        let app = &app;
+        async move {
+            let done = send_stream(app, BOSS, message_v03(text, None, None)).await;
+            assert_eq!(states(&done).last().unwrap(), "completed", "{done:?}");
+            assert!(answer_text(&done).contains("done"), "{done:?}");
+        }
+    };
+    // The agents list (the relay) and three subagent calls share one fetch of the card.
+    let (status, listed) = app.get("/api/agents").await;
+    assert_eq!(status, 200, "{listed}");
+    for _ in 0..3 {
+        ask("delegate remote/kept: hello").await;
+    }
+    assert_eq!(card_fetches(&kept), 1);
+    assert!(kept.requests().len() >= 7, "3 streams and their tasks/get");
+
+    // A card kept for 2 s is fetched again once they have passed.
+    ask("delegate remote/brief: hello").await;
+    let before = card_fetches(&brief);
+    assert!(before >= 1);
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    ask("delegate remote/brief: hello").await;
+    assert!(card_fetches(&brief) > before, "fetched again after max-age");
 }

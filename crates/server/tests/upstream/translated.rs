@@ -28,19 +28,19 @@ fn agents_toml(remote_url: &str) -> String {
 }
 
 /// What the front got: each call's `A2A-Version` and its body.
-type Calls = Arc<Mutex<Vec<(Option<String>, Value)>>>;
+pub type Calls = Arc<Mutex<Vec<(Option<String>, Value)>>>;
 
 #[derive(Clone)]
-struct Front {
+pub struct Front {
     /// The agent's endpoint on the `signoff` behind the front.
     agent: String,
     /// The front's own address.
-    base: String,
-    calls: Calls,
+    pub base: String,
+    pub calls: Calls,
 }
 
 /// Serves `agent` (a `signoff` agent's endpoint) as an agent that offers only v1.0.
-async fn v10_only_front(agent: String) -> Front {
+pub async fn v10_only_front(agent: String) -> Front {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let front = Front {
         agent,

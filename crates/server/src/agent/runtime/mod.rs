@@ -22,6 +22,7 @@ mod replicas;
 mod runner;
 mod settle;
 mod sharing;
+mod streams;
 mod subagent;
 mod subagent_remote;
 mod transcript;
@@ -34,6 +35,7 @@ pub use reads::Session;
 pub use relayed::{as_recorded, RelayedExchange};
 pub use runner::PendingRunner;
 pub use sharing::{CreatedShare, ShareGrant};
+pub use streams::{Opening, TaskStream};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -47,6 +49,7 @@ use tokio_util::task::TaskTracker;
 use super::metrics::Metrics;
 use super::model::Model;
 use super::policy::{AgentApprovals, PolicyCache};
+use super::remote::RemoteAgents;
 use super::subagents::Subagents;
 use super::tools::Toolbox;
 use crate::store::{Store, StoreError};
@@ -192,14 +195,15 @@ pub struct Accepted {
     pub after_seq: i64,
     /// The events the acceptance itself committed (numbered from `after_seq + 1`), so a stream
     /// can send them at once instead of waiting for a follower to read them back.
-    pub committed: Vec<LoggedEvent>,
+    committed: Vec<LoggedEvent>,
     /// The task's announcements, subscribed before its runner started: a stream that sends
     /// every event up to `after_seq + committed.len()` itself follows on from there with it
     /// (see [`Runtime::follow_from`]).
-    pub watch: Option<EarlyWatch>,
+    watch: Option<EarlyWatch>,
     /// The task's runner, if it has not started yet ([`Runtime::send_for_stream`]): it starts
-    /// when this is dropped, which a stream does once its follower is spawned.
-    pub runner: Option<PendingRunner>,
+    /// when this is dropped, which the message's stream does once its follower is spawned
+    /// (`streams`, the one owner of that order).
+    runner: Option<PendingRunner>,
 }
 
 impl Accepted {
@@ -228,6 +232,8 @@ pub struct Runtime {
     metrics: Metrics,
     /// The people's policies, compiled once (by id) rather than on every turn.
     policies: PolicyCache,
+    /// The remote agents' clients, shared with the relay ([`Runtime::remote_agents`]).
+    remotes: RemoteAgents,
 }
 
 /// Why the server cannot take work now (`GET /readyz` answers 503 with it).
@@ -255,7 +261,14 @@ impl Runtime {
             tracker: TaskTracker::new(),
             metrics: Metrics::new(),
             policies: PolicyCache::default(),
+            remotes: RemoteAgents::default(),
         })
+    }
+
+    /// The remote agents' clients: remote subagents and the relay reach a remote through the
+    /// same one.
+    pub fn remote_agents(&self) -> &RemoteAgents {
+        &self.remotes
     }
 
     pub fn metrics(&self) -> &Metrics {

@@ -1,5 +1,6 @@
 //! Remote subagents (docs/wire.md, Subagents): an agent-tool call of a remote A2A agent runs
-//! as that agent's task, over A2A v0.3 (`agent::remote`). Its pause is read in whichever
+//! as that agent's task, in the A2A version its card offers, through the remote's one client
+//! (`agent::remote`, shared with the relay). Its pause is read in whichever
 //! dialect it speaks (native, kagent's confirmation calls, kagent's HITL extension) and nested
 //! in the parent's batch as a local subagent's is; the parent's decisions go back as a message
 //! in that dialect. The link is stored once the remote agent has named its task.
@@ -36,7 +37,7 @@ type Outcome = (SubagentStep, Mirrored);
 
 /// A remote subagent task this runner follows.
 struct Followed {
-    client: RemoteClient,
+    client: Arc<RemoteClient>,
     link: SubagentLink,
     /// What the last message's stream showed (results kagent streams but may not keep).
     seen: Vec<StreamEvent>,
@@ -68,9 +69,9 @@ impl Runtime {
                 "it is not a remote agent".to_owned(),
             ));
         };
-        let client = match RemoteClient::new(spec) {
+        let client = match self.remotes.client(&subagent.agent, spec) {
             Ok(client) => client,
-            Err(why) => return Ok(could_not_ask(subagent, why)),
+            Err(why) => return Ok(could_not_ask(subagent, why.to_string())),
         };
         let (link, seen) = match self
             .remote_link(run, call, subagent, run_args, &client)
@@ -91,7 +92,7 @@ impl Runtime {
             }
             let task = tokio::select! {
                 _ = run.cancel.cancelled() => return Ok((SubagentStep::Stopped, None)),
-                task = followed.client.get(&run.user_id, &followed.link.child_task_id) => task,
+                task = followed.client.get_task(&run.user_id, &followed.link.child_task_id, followed.client.idle_timeout()) => task,
             };
             let task = match task {
                 Ok(task) => task,
@@ -267,7 +268,9 @@ impl Runtime {
         let spec = self
             .agent_subagent_spec(&link.agent)
             .ok_or_else(|| format!("{} is no longer a remote agent of this server", link.agent))?;
-        RemoteClient::new(&spec)?
+        self.remotes
+            .client(&link.agent, &spec)
+            .map_err(|err| err.to_string())?
             .cancel(user, &link.child_task_id)
             .await
     }

@@ -8,18 +8,18 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures_util::future::join_all;
-use serde_json::{json, Value};
+use serde_json::Value;
 use signoff_protocol::codec::{self, Method};
-use signoff_protocol::hitl::{self, extension, Decision, Dialect};
+use signoff_protocol::hitl::{self, Decision, Dialect};
 use signoff_protocol::rest::{DecideResponse, Follow, FollowParams, SessionDetail};
 use signoff_protocol::{Message, ProtocolVersion, SendMessageParams, StreamEvent};
 
 use super::record::{self, Recording};
-use super::{RemoteAgent, USER_HEADER};
+use super::RemoteAgent;
 use crate::agent::view;
 use crate::http::{rest, AppState, HttpError, User};
 
@@ -141,46 +141,34 @@ impl RemoteAgent {
                 metadata: None,
             },
         );
-        let body = json!({
-            "jsonrpc": "2.0",
-            "id": view::new_id(),
-            "method": Method::SendStreamingMessage.name(version),
-            "params": params,
-        })
-        .to_string();
-        let mut request = self
-            .client
-            .post(self.url.clone())
-            .header(USER_HEADER, user)
-            .header(header::CONTENT_TYPE, "application/json")
-            .header(header::ACCEPT, "text/event-stream");
-        if version == ProtocolVersion::V1_0 {
-            request = request.header("a2a-version", "1.0");
-        }
-        if dialect == Dialect::KagentExtension {
-            request = request.header(extension::activation_header(version), extension::URI);
-        }
+        let (request, body) = self.client.call(
+            user,
+            version,
+            Method::SendStreamingMessage,
+            params,
+            dialect == Dialect::KagentExtension,
+        );
         let recording = Recording::start_rest(runtime, self, user, body.as_bytes(), version);
         let unreachable = |what: &str| {
             HttpError::BadGateway(format!(
                 "the remote agent at {} {what}; the decision was not delivered",
-                self.host
+                self.client.host()
             ))
         };
-        let mut response =
-            match tokio::time::timeout(self.idle_timeout, request.body(body).send()).await {
-                Ok(Ok(response)) if response.status().is_success() => response,
-                Ok(Ok(response)) => {
-                    return Err(unreachable(&format!(
-                        "answered HTTP {}",
-                        response.status().as_u16()
-                    )))
-                }
-                Ok(Err(_)) => return Err(unreachable("is unreachable")),
-                Err(_) => return Err(unreachable("did not answer in time")),
-            };
+        let idle_timeout = self.client.idle_timeout();
+        let mut response = match tokio::time::timeout(idle_timeout, request.send()).await {
+            Ok(Ok(response)) if response.status().is_success() => response,
+            Ok(Ok(response)) => {
+                return Err(unreachable(&format!(
+                    "answered HTTP {}",
+                    response.status().as_u16()
+                )))
+            }
+            Ok(Err(_)) => return Err(unreachable("is unreachable")),
+            Err(_) => return Err(unreachable("did not answer in time")),
+        };
         loop {
-            match tokio::time::timeout(self.idle_timeout, response.chunk()).await {
+            match tokio::time::timeout(idle_timeout, response.chunk()).await {
                 Ok(Ok(Some(bytes))) => {
                     if let Some(recording) = &recording {
                         recording.chunk(&bytes);

@@ -8,15 +8,15 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::http::header;
-use serde_json::{json, Value};
+use serde_json::Value;
 use signoff_protocol::codec::{self, Method};
 use signoff_protocol::jsonrpc::{ErrorCode, Response as RpcResponse};
 use signoff_protocol::sse::{SseFrame, SseParser};
-use signoff_protocol::{ProtocolVersion, StreamEvent, Task, TaskQueryParams};
+use signoff_protocol::{ProtocolVersion, StreamEvent, Task};
 use tokio::sync::mpsc;
 
-use super::{RemoteAgent, USER_HEADER};
+use super::RemoteAgent;
+use crate::agent::remote::CARD_TIMEOUT;
 use crate::agent::runtime::RelayedExchange;
 use crate::agent::Runtime;
 
@@ -183,7 +183,7 @@ impl Recorder {
                     }
                 };
                 let Ok(frames) = parser.feed(&bytes) else {
-                    tracing::warn!(remote = %self.remote.host, "a relayed stream could not be read; not recorded further");
+                    tracing::warn!(remote = %self.remote.client.host(), "a relayed stream could not be read; not recorded further");
                     return;
                 };
                 for frame in frames {
@@ -224,7 +224,7 @@ impl Recorder {
             Ok(Ok(event)) => self.record(&event).await,
             Ok(Err(_)) => {} // the remote's error: nothing happened to record
             Err(err) => {
-                tracing::warn!(remote = %self.remote.host, error = %err, "a relayed event could not be decoded; not recorded");
+                tracing::warn!(remote = %self.remote.client.host(), error = %err, "a relayed event could not be decoded; not recorded");
             }
         }
     }
@@ -256,7 +256,7 @@ impl Recorder {
             Method::SendMessage => match codec::decode_send_result(self.version, &result) {
                 Ok(event) => self.record(&event).await,
                 Err(err) => {
-                    tracing::warn!(remote = %self.remote.host, error = %err, "a relayed answer could not be decoded; not recorded");
+                    tracing::warn!(remote = %self.remote.client.host(), error = %err, "a relayed answer could not be decoded; not recorded");
                 }
             },
             Method::GetTask | Method::CancelTask => {
@@ -293,7 +293,7 @@ impl Recorder {
             }
         }
         if let Err(err) = self.runtime.record_relayed(&mut self.exchange, event).await {
-            tracing::warn!(remote = %self.remote.host, error = %err, "a relayed event could not be recorded");
+            tracing::warn!(remote = %self.remote.client.host(), error = %err, "a relayed event could not be recorded");
         }
     }
 
@@ -331,7 +331,7 @@ pub(super) async fn refresh(
             }
         }
         None => {
-            tracing::info!(remote = %remote.host, task = %task_id, "the remote agent did not report the task's state");
+            tracing::info!(remote = %remote.client.host(), task = %task_id, "the remote agent did not report the task's state");
         }
     }
 }
@@ -364,46 +364,13 @@ impl RemoteAgent {
         format!("{}/{}", self.namespace, self.name)
     }
 
-    /// The remote's `tasks/get` of a task (A2A v0.3, which kagent speaks, or v1.0 for a
-    /// remote that offers only v1.0); `None` when it does not answer with one in time.
+    /// The remote's `tasks/get` of a task, in the version its card offers; `None` when it
+    /// does not answer with one in time.
     pub(super) async fn get_task(&self, user: &str, task_id: &str) -> Option<Task> {
-        let version = self.own_calls_version().await;
-        let params = codec::encode_task_query(
-            version,
-            &TaskQueryParams {
-                id: task_id.to_owned(),
-                history_length: None,
-                metadata: None,
-            },
-        );
-        let body = json!({
-            "jsonrpc": "2.0",
-            "id": format!("signoff-refresh-{task_id}"),
-            "method": Method::GetTask.name(version),
-            "params": params,
-        });
-        let mut request = self
-            .client
-            .post(self.url.clone())
-            .header(USER_HEADER, user)
-            .header(header::CONTENT_TYPE, "application/json")
-            .header(header::ACCEPT, "application/json");
-        if version == ProtocolVersion::V1_0 {
-            request = request.header("a2a-version", version.as_str());
-        }
-        let request = request.body(body.to_string());
-        let answer = tokio::time::timeout(super::CARD_TIMEOUT, async {
-            request
-                .send()
-                .await?
-                .error_for_status()?
-                .json::<Value>()
-                .await
-        })
-        .await
-        .ok()?
-        .ok()?;
-        let result = RpcResponse::from_value(answer).ok()?.outcome.ok()?;
-        codec::decode_task(version, &result).ok()
+        self.client
+            .get_task(user, task_id, CARD_TIMEOUT)
+            .await
+            .map_err(|why| tracing::debug!(remote = %self.client.host(), %why, "tasks/get"))
+            .ok()
     }
 }

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::record::Recording;
 use super::{Passing, RelayedBody, RemoteAgent, RpcCall, FORWARDED};
+use crate::agent::remote;
 use crate::http::AppState;
 
 /// The caller's version and the remote's.
@@ -31,45 +32,23 @@ const REMOTE: ProtocolVersion = ProtocolVersion::V1_0;
 const MAX_TRANSLATED_BYTES: usize = 8 * 1024 * 1024;
 
 impl RemoteAgent {
-    /// Whether the remote's card offers v1.0 and not v0.3: the last card it gave, however old
-    /// (the UI reads it, and the agents list, before they call), else the card fetched now. A
-    /// remote that gives no card is relayed unchanged, as it was before cards were read.
+    /// Whether the remote's card offers v1.0 and not v0.3 (its client's card, else the last
+    /// one it gave). A remote that gives no card is relayed unchanged, as it was before cards
+    /// were read.
     pub(super) async fn offers_only_v10(&self) -> bool {
-        let cached = self
-            .card
-            .lock()
-            .ok()
-            .and_then(|cached| cached.as_ref().and_then(|cached| cached.card.clone()));
-        let card = match cached {
-            Some(card) => Some(card),
-            None => self.listed_card().await,
-        };
-        card.as_ref().is_some_and(offers_only_v10)
+        self.client.version().await == REMOTE
     }
 
     /// The version to speak to the remote in calls of our own (`tasks/get`, a REST decision).
     pub(super) async fn own_calls_version(&self) -> ProtocolVersion {
-        if self.offers_only_v10().await {
-            REMOTE
-        } else {
-            CLIENT
-        }
+        self.client.version().await
     }
-}
-
-/// Whether a card's JSON-RPC interfaces are all v1.0.
-fn offers_only_v10(card: &Value) -> bool {
-    let interfaces = codec::decode_card_interfaces(card);
-    !interfaces.is_empty()
-        && interfaces
-            .iter()
-            .all(|interface| interface.version == REMOTE)
 }
 
 /// The card served for a remote that offers only v1.0 also offers v0.3 at the relay (a lenient
 /// card gets v0.3's main fields too, unless the caller asked for the strict v1.0 card).
 pub(super) fn offer_v03(card: &mut Value, relay_url: &str, asked_v10: bool) {
-    if offers_only_v10(card) {
+    if remote::offers_only_v10(card) {
         let flavor = if asked_v10 {
             CardFlavor::StrictV1
         } else {
