@@ -1,5 +1,6 @@
-//! Thin views: they render the state and emit intents; only the chat controller calls the
-//! network module.
+//! Thin views: they render the state and emit intents. Every request goes through `crate::api`:
+//! a chat's through its controller (`controller`), the rest (lists, policies, shares, feedback,
+//! the account, the approvals stream) from the component that owns the action.
 
 mod account;
 mod agent_panel;

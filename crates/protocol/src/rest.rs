@@ -1,9 +1,10 @@
 //! The JSON of Signoff's REST surfaces (docs/rest.md) as serde types: the server builds these
 //! and the UI reads them, so the two cannot drift apart.
 //!
-//! camelCase on the wire. The server writes every field of these objects, so unknown keys are
-//! refused and a missing key is an error that names it (a field that is always sent but may be
-//! `null` is read with [`nullable`], not defaulted). Tasks stay raw JSON: they are A2A tasks in
+//! camelCase on the wire (policy and share-link keys are snake_case). Unknown keys are refused;
+//! a field is required unless it is marked optional (absent means none), so a missing key is an
+//! error that names it (a field that is always sent but may be `null` is read with
+//! [`nullable`], not defaulted). Tasks stay raw JSON: they are A2A tasks in
 //! the caller's version, read with [`crate::codec::decode_task`].
 
 use std::collections::BTreeMap;

@@ -3,7 +3,9 @@
 //! Decision message, Decision rules).
 //!
 //! kagent's `adk_request_confirmation` dialect (docs/wire.md, kagent dialect) is read into the
-//! same types by [`kagent`]; nothing outside it depends on which dialect the peer speaks. The
+//! same types by [`kagent`]. After that, what differs is the [`Dialect`] an interrupt carries:
+//! how a decision is written back (`Decision::to_data`) and what the peer accepts
+//! (`Dialect::supports_modified_args` and the like). The
 //! `ask_user` questions and their answers, the same in both dialects, are in [`question`].
 //! kagent's newer HITL extension (`https://kagent.dev/extensions/hitl/v1`, requests and
 //! responses in message metadata) is read and written by [`extension`].

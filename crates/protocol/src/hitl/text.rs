@@ -1,6 +1,7 @@
 //! Text decisions (docs/wire.md, Text decisions): when a paused task gets plain text instead
-//! of a decision DataPart, only a clear approval approves, and other text rejects with itself as
-//! the reason, so the model reads what the person said instead.
+//! of a decision DataPart, only a clear approval approves, a blank text or one of only polite words
+//! ("ok") decides nothing (the person is asked again), and other text rejects with itself as the
+//! reason, so the model reads what the person said instead.
 
 use super::{Decision, DecisionError};
 use crate::model::Message;

@@ -1,7 +1,8 @@
 //! Remote agents: an agents-file entry with `remote = { url = … }` is listed with our own agents
 //! and reached through this server. JSON-RPC calls, SSE streams (byte for byte, as they come)
 //! and the agent card (its URLs pointing back at us) are relayed unchanged, with the caller's
-//! user id added as `X-User-Id`. The browser so talks to one origin, kagent agents included,
+//! user id added as `X-User-Id`, except that a v0.3 call to a remote offering only v1.0 is
+//! translated both ways (`translate`). The browser so talks to one origin, kagent agents included,
 //! as kagent's UI does through its own server.
 
 use std::collections::HashMap;

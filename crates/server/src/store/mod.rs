@@ -22,8 +22,9 @@
 //! [`Store`] holds one backend and dispatches by `match` (`on_backend!`); the methods a backend
 //! answers alone are declared by signature in one `forward!` list, the others written out.
 //!
-//! It knows rows, typed columns and JSON values, nothing of HTTP and nothing of A2A versions:
-//! the agent layer hands it events already encoded.
+//! It knows rows, typed columns and JSON values and nothing of HTTP; of A2A it knows only the
+//! version its event log and state column are written in (`EVENT_LOG_VERSION`): the agent layer
+//! hands it events already encoded.
 
 mod approvals;
 mod columns;

@@ -1,6 +1,8 @@
 //! What the store reads and writes: rows, the changes the runtime asks for, and the typed
 //! columns (task state, batch state, call status, verdict, channel) with their stored spelling.
-//! No other module spells a column's text; a text the store does not know is a corrupt row.
+//! The typed columns are declared here (SQL that filters on a fixed value, `state = 'pending'`,
+//! spells it in the backends; approval-event kinds are in `approvals`); a text the store does
+//! not know is a corrupt row.
 
 use serde_json::Value;
 use signoff_protocol::{codec, ProtocolVersion, TaskState};

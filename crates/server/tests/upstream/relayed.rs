@@ -228,6 +228,32 @@ async fn a_rest_decision_on_a_relayed_kagent_task_is_forwarded_in_kagents_dialec
         )
         .await;
     assert_eq!(status, 400, "{body}");
+    // Nor does a reason over the size limit, which a local task refuses too.
+    let (status, body) = app
+        .post_json_as(
+            &format!("/api/approvals/{TASK}"),
+            None,
+            &json!({"decision_type": "deny", "reason": "x".repeat(5000)}),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("the limit is 4096 bytes"),
+        "{body}"
+    );
+    let forwarded_decisions = stub
+        .requests()
+        .iter()
+        .filter(|request| request.method == "POST")
+        .filter(|request| request.json()["method"] == "message/stream")
+        .count();
+    assert_eq!(
+        forwarded_decisions, 1,
+        "only the first message reached kagent"
+    );
 
     let (status, body) = app
         .post_json_as(

@@ -3,7 +3,8 @@
 //! typed decision and written through ONE function, [`Runtime::apply_decision`], which commits
 //! it (one store write that reads the task and its pending batch on the writer's connection, so
 //! the checks and the compare-and-set see the same moment), counts it and announces it, in that
-//! order. Only the winner of the compare-and-set runs the calls.
+//! order. Only the winner of the compare-and-set runs the calls. The one read before the write
+//! asks whether a live parent drives the task (a subagent's task takes no decision of its own).
 
 use std::sync::Arc;
 

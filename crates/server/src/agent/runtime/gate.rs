@@ -50,9 +50,9 @@ impl Runtime {
         Ok(accepted)
     }
 
-    /// [`Runtime::send`] for a stream: a decision's runner comes back unstarted in
-    /// [`Accepted::runner`], for the stream to drop once its follower is spawned.
-    pub async fn send_for_stream(
+    /// [`Runtime::send`] for a stream (`streams`): a decision's runner comes back unstarted in
+    /// the [`Accepted`], for the stream to start once its follower is spawned.
+    pub(super) async fn send_for_stream(
         self: &Arc<Self>,
         user: &str,
         agent: &Arc<Agent>,

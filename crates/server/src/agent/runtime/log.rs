@@ -1,5 +1,7 @@
-//! The task log: every transition is persisted, then announced; snapshots fold a task from
-//! its events, followers read the log (not a channel), so nothing is missed or sent twice.
+//! The task log: every transition is persisted, then announced with its events; snapshots fold
+//! a task from its events. A follower sends on the announced events when they follow on from
+//! what it sent, and reads the log otherwise (at the start, after a gap, on a poll), so nothing
+//! is missed or sent twice.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -302,9 +304,9 @@ impl Runtime {
         EarlyWatch(self.watch(task_id))
     }
 
-    /// Streams a task's events after `after`, from the store, until a final event (or
-    /// shutdown). Reading the log rather than a channel means nothing is sent twice or missed,
-    /// whoever wrote the events.
+    /// Streams a task's events after `after` until a final event (or shutdown): the announced
+    /// events when they follow on from the last one sent, else read from the log, so nothing is
+    /// sent twice or missed, whoever wrote the events.
     pub fn follow(
         self: &Arc<Self>,
         task_id: &str,

@@ -1,6 +1,6 @@
 //! Calls decided before anyone is asked, and the "always allow" policies behind them: the
-//! screening of a model turn's calls (rules, then the person's policies, then the tool's
-//! `require_approval`), and creating, listing and revoking policies (docs/rest.md, Policies).
+//! screening of a model turn's calls (rules first; else the tool's `require_approval`; a call
+//! that would then wait is checked against the person's policies), and creating, listing and revoking policies (docs/rest.md, Policies).
 
 use std::sync::Arc;
 

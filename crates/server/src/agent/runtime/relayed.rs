@@ -149,6 +149,17 @@ fn title_of(message: Option<&Message>) -> String {
 }
 
 impl Runtime {
+    /// What the decision rules cannot know about a REST decision on a relayed task, checked
+    /// as for a local task before it is forwarded: reasons and answers within the size limits.
+    /// (Edited arguments are the remote's to check against its tools' schemas.)
+    pub fn check_relayed_decision(
+        &self,
+        row: &TaskRow,
+        resolved: &[hitl::ResolvedCall],
+    ) -> Result<()> {
+        self.check_decided_calls(row, resolved)
+    }
+
     /// The relayed task `task_id` if `user` owns it; `None` for a task of ours or none at all.
     pub async fn relayed_task(&self, user: &str, task_id: &str) -> Result<Option<TaskRow>> {
         if !self.store.is_relayed(task_id).await? {

@@ -84,8 +84,9 @@ pub async fn decide(
             )))
         }
     };
-    hitl::resolve(&pause.action_requests, &decision)
+    let resolved = hitl::resolve(&pause.action_requests, &decision)
         .map_err(|err| HttpError::BadRequest(err.to_string()))?;
+    runtime.check_relayed_decision(&row, &resolved)?;
     let mut message = decision
         .to_message(pause.dialect, &pause.action_requests, view::new_id())
         .map_err(|err| HttpError::BadRequest(err.to_string()))?;
