@@ -101,11 +101,12 @@ pub async fn idle_deployed(
 ) -> Vec<Figure> {
     let name = "RSS at rest, OpenAI-compatible model + MCP over HTTP";
     match measure(binary, work_dir, mcp_dir).await {
-        Ok((at_start, after_chats)) => vec![
-            Figure::samples(group, name, "MiB", &at_start).with_note(
+        Ok((at_start, after_chats, split)) => vec![
+            Figure::samples(group, name, "MiB", &at_start).with_note(format!(
                 "one agent: the OpenAI stub, write/delete built in, read_file from the Python MCP \
-                 server over streamable HTTP; after start with its tools listed; 5 readings",
-            ),
+                 server over streamable HTTP; after start with its tools listed; 5 readings; \
+                 {split}"
+            )),
             Figure::samples(
                 group,
                 &format!("{name}, after {CHATS} chats"),
@@ -122,7 +123,7 @@ async fn measure(
     binary: &Path,
     work_dir: &Path,
     mcp_dir: Option<&Path>,
-) -> Result<(Vec<f64>, Vec<f64>)> {
+) -> Result<(Vec<f64>, Vec<f64>, String)> {
     let script = mcp_dir
         .map(|dir| dir.join("http_server.py"))
         .filter(|script| script.exists())
@@ -144,6 +145,16 @@ async fn measure(
     let outcome = async {
         wait_for_tools(&server, "deployed", &["read_file", "write_file"]).await?;
         let at_start = rss_readings(&server).await;
+        let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+        let split = match server.rss_anon_file_bytes() {
+            Ok((anon, file)) => format!(
+                "of it {:.1} MiB anonymous (heap, stacks) and {:.1} MiB file pages (the binary's \
+                 code and read-only data)",
+                mib(anon),
+                mib(file)
+            ),
+            Err(err) => format!("no anonymous/file split: {err}"),
+        };
         let client = client_for(&server, "deployed");
         for _ in 0..CHATS {
             let (_, paused) = scenario::pause(&client).await?;
@@ -151,7 +162,7 @@ async fn measure(
         }
         drop(client);
         let after_chats = rss_readings(&server).await;
-        Ok((at_start, after_chats))
+        Ok((at_start, after_chats, split))
     }
     .await;
     let _ = server.stop().await;
