@@ -4,6 +4,7 @@
 
 mod client;
 mod error;
+mod pin;
 mod replicas;
 mod report;
 mod scenario;
@@ -38,6 +39,8 @@ enum Phase {
     Load,
     Throughput,
     Footprint,
+    /// RSS at rest with an OpenAI-compatible model and an MCP server over HTTP.
+    Idle,
     Endpoints,
     UiSize,
     UiRender,
@@ -123,6 +126,7 @@ async fn run(args: Args) -> Result<()> {
             Phase::Load,
             Phase::Throughput,
             Phase::Footprint,
+            Phase::Idle,
             Phase::Endpoints,
             Phase::UiRender,
             Phase::UiReady,
@@ -178,6 +182,17 @@ async fn run(args: Args) -> Result<()> {
                 format!("failed: {err}"),
             )),
         }
+    }
+    if phases.contains(&Phase::Idle) {
+        figures.extend(
+            server_bench::idle_deployed(
+                &args.server,
+                &args.work_dir,
+                mcp_dir.as_deref(),
+                "footprint (fresh server)",
+            )
+            .await,
+        );
     }
     if phases.contains(&Phase::Endpoints) {
         figures.extend(

@@ -147,6 +147,15 @@ impl ServerProcess {
         self.status_kib("VmRSS:").map(|kib| kib * 1024)
     }
 
+    /// Of the resident set now: anonymous memory (heap, stacks) and file pages (mostly the
+    /// binary's own code and read-only data), in bytes.
+    pub fn rss_anon_file_bytes(&self) -> Result<(u64, u64)> {
+        Ok((
+            self.status_kib("RssAnon:")? * 1024,
+            self.status_kib("RssFile:")? * 1024,
+        ))
+    }
+
     /// The highest resident set size so far (VmHWM).
     pub fn peak_rss_bytes(&self) -> Result<u64> {
         self.status_kib("VmHWM:").map(|kib| kib * 1024)

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use crate::client::A2aClient;
 use crate::error::{BenchError, Result};
+use crate::pin::Pinned;
 use crate::progress;
 use crate::scenario;
 use crate::server::ServerProcess;
@@ -64,9 +65,15 @@ fn client_for(server: &ServerProcess, agent: &str) -> Arc<A2aClient> {
     Arc::new(A2aClient::new(http, server.endpoint("default", agent)))
 }
 
-/// Time to pause and time to resume, one chat at a time.
+/// Time to pause and time to resume, one chat at a time, with client and server on separate
+/// CPUs where there are two.
 pub async fn latency(server: &ServerProcess, counts: &Counts) -> Vec<Figure> {
     const GROUP: &str = "latency (one chat at a time)";
+    let pinned = Pinned::apart(server.pid);
+    let placement = match &pinned {
+        Ok(pinned) => pinned.note.clone(),
+        Err(why) => format!("not pinned: {why}"),
+    };
     let client = client_for(server, "demo");
     progress(format_args!(
         "latency: {} chats to their pause, then their approvals",
@@ -108,13 +115,16 @@ pub async fn latency(server: &ServerProcess, counts: &Counts) -> Vec<Figure> {
             Err(err) => errors.push(err.to_string()),
         }
     }
+    drop(client);
+    drop(pinned);
     let chunks = Summary::of(&chunks).map_or(0.0, |s| s.median);
     let mut figures = vec![
         Figure::samples(GROUP, "time to pause", "ms", &pause_ms).with_note(
             "POST message/stream (write a.txt, delete b.txt, read c.txt) -> final input-required",
         ),
-        Figure::samples(GROUP, "time to resume: first event", "ms", &first_ms)
-            .with_note("POST of the approve decision -> its stream's first event (working)"),
+        Figure::samples(GROUP, "time to resume: first event", "ms", &first_ms).with_note(format!(
+            "POST of the approve decision -> its stream's first event (working); {placement}"
+        )),
         Figure::samples(GROUP, "time to resume: completed", "ms", &completed_ms).with_note(
             format!(
                 "POST of the approve decision -> final completed; includes the scripted model's \
@@ -490,4 +500,6 @@ pub async fn footprint(binary: &Path, work_dir: &Path, counts: &Counts) -> Resul
 }
 
 mod endpoints;
+mod idle;
 pub use endpoints::endpoints;
+pub use idle::idle_deployed;

@@ -180,7 +180,11 @@ async fn endpoint_figure(
 
 /// Waits until `GET /api/agents` lists every tool in `tools` for `agent` (an MCP server joins
 /// the agent's tools once its process has started and answered).
-async fn wait_for_tools(server: &ServerProcess, agent: &str, tools: &[&str]) -> Result<()> {
+pub(super) async fn wait_for_tools(
+    server: &ServerProcess,
+    agent: &str,
+    tools: &[&str],
+) -> Result<()> {
     let http = reqwest::Client::new();
     let url = format!("{}/api/agents", server.base);
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -19,6 +19,7 @@ mod hitl;
 mod hostile;
 mod idle;
 mod live;
+mod migrations;
 mod ops;
 mod policies;
 mod previews;

@@ -1,6 +1,6 @@
 //! The approvals stream's events in SQLite: written in the transaction that opens, decides or
-//! deletes a batch, read back after an id. One writer commits at a time, so AUTOINCREMENT hands
-//! out ids in commit order.
+//! deletes a batch, read back after an id. One writer commits at a time and events are never
+//! deleted, so rowids (the highest plus one) are handed out in commit order.
 
 use rusqlite::{params, Connection, OptionalExtension};
 
