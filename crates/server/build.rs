@@ -1,4 +1,5 @@
 //! Build facts for the `signoff` binary: the git commit it is built from (for `--version`),
+//! each backend's list of migrations (every file of `migrations/{sqlite,postgres}/`, in order),
 //! and, with the `embed-ui` feature, a check that the built UI is there to be put inside it.
 
 // Cargo reads a build script's directives from its standard output; a build that cannot go on
@@ -15,6 +16,10 @@ fn main() {
         "cargo:rustc-env=SIGNOFF_GIT_COMMIT={}",
         git_commit(&manifest)
     );
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
+    for backend in ["sqlite", "postgres"] {
+        list_migrations(&manifest.join("migrations").join(backend), &out, backend);
+    }
     if std::env::var_os("CARGO_FEATURE_EMBED_UI").is_some() {
         check_built_ui(&manifest.join("../../dist"));
     }
@@ -81,4 +86,38 @@ fn check_built_ui(dist: &Path) {
             dist.display()
         );
     }
+}
+
+/// Writes `{backend}_migrations.rs` in `out`: an array of the `include_str!`s of every `.sql`
+/// file in `dir`, oldest first, so a new migration is a new file and nothing else. The files
+/// must be numbered `0001_…`, `0002_…` without a gap: a database records how many it has
+/// applied, so a missing or doubled number would skip or repeat one.
+fn list_migrations(dir: &Path, out: &Path, backend: &str) {
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let entries = std::fs::read_dir(dir)
+        .unwrap_or_else(|err| panic!("reading the migrations in {}: {err}", dir.display()));
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "sql"))
+        .collect();
+    files.sort();
+    let mut array = String::from("[\n");
+    for (index, file) in files.iter().enumerate() {
+        let name = file.file_name().unwrap_or_default().to_string_lossy();
+        let expected = format!("{:04}_", index + 1);
+        if !name.starts_with(&expected) {
+            panic!(
+                "migrations/{backend}/{name}: expected a file named {expected}…; migrations are \
+                 numbered from 0001 without a gap"
+            );
+        }
+        array.push_str(&format!(
+            "    include_str!({:?}),\n",
+            file.display().to_string()
+        ));
+    }
+    array.push(']');
+    let target = out.join(format!("{backend}_migrations.rs"));
+    std::fs::write(&target, array)
+        .unwrap_or_else(|err| panic!("writing {}: {err}", target.display()));
 }

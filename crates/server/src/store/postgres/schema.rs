@@ -6,19 +6,10 @@ use sqlx::PgPool;
 
 use super::Result;
 
-/// Every migration, oldest first; a new one is appended, never edited. The same steps as the
+/// Every migration, oldest first: each file of `migrations/postgres/`, listed by `build.rs`.
+/// A new one is a new file, never an edit of an applied one. The same steps as the
 /// SQLite backend's, in PostgreSQL's dialect.
-const MIGRATIONS: [&str; 9] = [
-    include_str!("../../../migrations/postgres/0001_init.sql"),
-    include_str!("../../../migrations/postgres/0002_policies_and_deadlines.sql"),
-    include_str!("../../../migrations/postgres/0003_leases.sql"),
-    include_str!("../../../migrations/postgres/0004_queued_messages.sql"),
-    include_str!("../../../migrations/postgres/0005_shares_and_feedback.sql"),
-    include_str!("../../../migrations/postgres/0006_relayed_chats.sql"),
-    include_str!("../../../migrations/postgres/0007_approval_events.sql"),
-    include_str!("../../../migrations/postgres/0008_subagent_tasks.sql"),
-    include_str!("../../../migrations/postgres/0009_deadline_index.sql"),
-];
+const MIGRATIONS: &[&str] = &include!(concat!(env!("OUT_DIR"), "/postgres_migrations.rs"));
 
 /// The schema version of a database with every migration of this binary applied.
 pub(super) const LATEST: i64 = MIGRATIONS.len() as i64;

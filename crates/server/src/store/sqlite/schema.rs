@@ -5,18 +5,9 @@ use rusqlite::Connection;
 
 use super::Result;
 
-/// Every migration, oldest first; a new one is appended, never edited.
-const MIGRATIONS: [&str; 9] = [
-    include_str!("../../../migrations/sqlite/0001_init.sql"),
-    include_str!("../../../migrations/sqlite/0002_policies_and_deadlines.sql"),
-    include_str!("../../../migrations/sqlite/0003_leases.sql"),
-    include_str!("../../../migrations/sqlite/0004_queued_messages.sql"),
-    include_str!("../../../migrations/sqlite/0005_shares_and_feedback.sql"),
-    include_str!("../../../migrations/sqlite/0006_relayed_chats.sql"),
-    include_str!("../../../migrations/sqlite/0007_approval_events.sql"),
-    include_str!("../../../migrations/sqlite/0008_subagent_tasks.sql"),
-    include_str!("../../../migrations/sqlite/0009_rowids_and_deadline_index.sql"),
-];
+/// Every migration, oldest first: each file of `migrations/sqlite/`, listed by `build.rs`.
+/// A new one is a new file, never an edit of an applied one.
+const MIGRATIONS: &[&str] = &include!(concat!(env!("OUT_DIR"), "/sqlite_migrations.rs"));
 
 /// The schema version of a database with every migration of this binary applied.
 pub(super) const LATEST: i64 = MIGRATIONS.len() as i64;
