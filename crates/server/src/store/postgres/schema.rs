@@ -8,7 +8,7 @@ use super::Result;
 
 /// Every migration, oldest first; a new one is appended, never edited. The same steps as the
 /// SQLite backend's, in PostgreSQL's dialect.
-const MIGRATIONS: [&str; 8] = [
+const MIGRATIONS: [&str; 9] = [
     include_str!("../../../migrations/postgres/0001_init.sql"),
     include_str!("../../../migrations/postgres/0002_policies_and_deadlines.sql"),
     include_str!("../../../migrations/postgres/0003_leases.sql"),
@@ -17,6 +17,7 @@ const MIGRATIONS: [&str; 8] = [
     include_str!("../../../migrations/postgres/0006_relayed_chats.sql"),
     include_str!("../../../migrations/postgres/0007_approval_events.sql"),
     include_str!("../../../migrations/postgres/0008_subagent_tasks.sql"),
+    include_str!("../../../migrations/postgres/0009_logins.sql"),
 ];
 
 /// The schema version of a database with every migration of this binary applied.

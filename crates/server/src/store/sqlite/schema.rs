@@ -6,7 +6,7 @@ use rusqlite::Connection;
 use super::Result;
 
 /// Every migration, oldest first; a new one is appended, never edited.
-const MIGRATIONS: [&str; 8] = [
+const MIGRATIONS: [&str; 9] = [
     include_str!("../../../migrations/sqlite/0001_init.sql"),
     include_str!("../../../migrations/sqlite/0002_policies_and_deadlines.sql"),
     include_str!("../../../migrations/sqlite/0003_leases.sql"),
@@ -15,6 +15,7 @@ const MIGRATIONS: [&str; 8] = [
     include_str!("../../../migrations/sqlite/0006_relayed_chats.sql"),
     include_str!("../../../migrations/sqlite/0007_approval_events.sql"),
     include_str!("../../../migrations/sqlite/0008_subagent_tasks.sql"),
+    include_str!("../../../migrations/sqlite/0009_logins.sql"),
 ];
 
 /// The schema version of a database with every migration of this binary applied.
