@@ -441,6 +441,16 @@ async fn tampered_and_logged_out_cookies_are_refused() {
     );
     assert!(next.contains("id_token_hint="), "{next}");
     assert_eq!(me_with_cookie(&app.base, &cookie).await.0, 401);
+    // Counted, by mode and event.
+    let text = app.client.get(app.url("/metrics")).send().await.unwrap();
+    let text = text.text().await.unwrap();
+    for line in [
+        "signoff_auth_events_total{mode=\"oidc\",event=\"sign_in\"} 1",
+        "signoff_auth_events_total{mode=\"oidc\",event=\"sign_out\"} 1",
+        "signoff_auth_events_total{mode=\"oidc\",event=\"refused\"} 2",
+    ] {
+        assert!(text.contains(line), "{line} in {text}");
+    }
 }
 
 #[tokio::test]
