@@ -179,6 +179,9 @@ impl Oidc {
         let redirect = RedirectUrl::new(format!("{origin}/auth/callback"))
             .map_err(|err| format!("the redirect URI: {err}"))?;
         let end_session = metadata.additional_metadata().end_session_endpoint.clone();
+        // The issuer exactly as the provider names itself (a trailing slash included): the
+        // `iss` its JWTs carry.
+        let issuer = metadata.issuer().as_str().to_owned();
         let keys = Keys::fetch(metadata.jwks_uri().url().to_string(), reqwest).await?;
         let client: OidcClient = Client::from_provider_metadata(
             metadata,
@@ -191,7 +194,7 @@ impl Oidc {
             http,
             keys,
             checks: Checks {
-                issuer: settings.issuer.trim_end_matches('/').to_owned(),
+                issuer,
                 audience: settings.audience,
                 groups_claim: settings.groups_claim,
             },
