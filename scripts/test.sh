@@ -24,6 +24,7 @@ step "cargo clippy (native, all targets) -D warnings"
 cargo clippy --locked --workspace --all-targets -- -D warnings
 # Run by name only (it needs PostgreSQL), so --all-targets leaves it out.
 cargo clippy --locked -p signoff-server --test replicas -- -D warnings
+cargo clippy --locked -p signoff-server --test oidc -- -D warnings
 
 step "cargo clippy (UI for wasm32) -D warnings"
 cargo clippy --locked -p signoff-ui --target wasm32-unknown-unknown -- -D warnings
@@ -43,6 +44,9 @@ cargo test --locked -p signoff-server --features embed-ui --test embedded_ui 2>&
 step "MCP servers for the server's tests (npm, PyPI)"
 "$ROOT/crates/server/tests/mcp/install.sh"
 
+step "The OpenID provider for the sign-in tests (npm's oidc-provider)"
+"$ROOT/crates/server/tests/oidc/install.sh"
+
 step "cargo test (protocol, server, UI reducer, browser tests in headless Chromium: --test browser)"
 export SIGNOFF_UI_DIR="$ROOT/dist"
 cargo test --locked --workspace 2>&1 | tee -a "$LOG"
@@ -50,6 +54,10 @@ cargo test --locked --workspace 2>&1 | tee -a "$LOG"
 step "The server's tests again on PostgreSQL (store, HITL, restart, MCP, upstream)"
 postgres_for_tests
 SIGNOFF_TEST_BACKEND=postgres cargo test --locked -p signoff-server --test api --test mcp --test upstream 2>&1 | tee -a "$LOG"
+
+step "Sign-in against a real OpenID provider (--auth oidc), on SQLite and on PostgreSQL"
+cargo test --locked -p signoff-server --test oidc 2>&1 | tee -a "$LOG"
+SIGNOFF_TEST_BACKEND=postgres cargo test --locked -p signoff-server --test oidc 2>&1 | tee -a "$LOG"
 
 if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
   step "Installing nginx from Debian (the load balancer in front of the replicas)"

@@ -41,6 +41,22 @@ pub async fn list_agents() -> Result<Vec<AgentInfo>, ApiError> {
     Ok(agents_of(list))
 }
 
+/// `GET /api/me`: who this browser is signed in as, for the account menu.
+pub async fn me() -> Result<Me, ApiError> {
+    http::get("/api/me").await
+}
+
+/// `POST /auth/logout` (`--auth oidc`): ends the session; where to go next (the provider's
+/// logout, or the signed-out page).
+pub async fn sign_out() -> Result<String, ApiError> {
+    let answer: serde_json::Value = http::post("/auth/logout", "{}".to_owned()).await?;
+    Ok(answer
+        .get("next")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("/auth/signed-out")
+        .to_owned())
+}
+
 /// `GET /api/me`: whose `token` is (`None`: the saved one); a token the server refuses (`401`)
 /// is [`Holder::Unknown`], any other failure an error.
 pub async fn holder_of(token: Option<&str>) -> Result<Holder, ApiError> {

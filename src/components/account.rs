@@ -1,6 +1,8 @@
-//! A link's sign-in token (`/#token=…`): taken at once on a first sign-in, and otherwise only
-//! after the person confirms the switch in a modal dialog naming both accounts (the rules are
-//! `state::account`'s). Until then the saved token stays and every request uses it.
+//! The account: who is signed in (the sidebar's account menu: name, email, groups, and Sign out
+//! when the server signs people in with an OpenID provider), and a link's sign-in token
+//! (`/#token=…`): taken at once on a first sign-in, and otherwise only after the person confirms
+//! the switch in a modal dialog naming both accounts (the rules are `state::account`'s). Until
+//! then the saved token stays and every request uses it.
 
 use leptos::html::Dialog;
 use leptos::prelude::*;
@@ -37,6 +39,59 @@ pub fn take_address_token(app: AppCtx, ask: RwSignal<Option<Switch>>) {
                 )),
             }
         }),
+    }
+}
+
+/// Who is signed in, from `GET /api/me`; nothing until the server answers, nor with
+/// `--auth none`.
+#[component]
+pub fn AccountMenu() -> impl IntoView {
+    let app = expect_context::<AppCtx>();
+    let me = RwSignal::new(None::<signoff_protocol::rest::Me>);
+    spawn_local(async move {
+        // With `--auth none` everyone is the one local user: nothing to show.
+        if let Ok(found) = api::me().await {
+            if found.auth.as_deref() != Some("none") {
+                me.set(Some(found));
+            }
+        }
+    });
+    let sign_out = move |_| {
+        spawn_local(async move {
+            match api::sign_out().await {
+                Ok(next) => {
+                    if let Some(window) = web_sys::window() {
+                        let _ = window.location().set_href(&next);
+                    }
+                }
+                Err(err) => app.toast(format!("Could not sign out: {err}")),
+            }
+        });
+    };
+    move || {
+        me.get().map(|me| {
+            let shown = me.name.clone().unwrap_or_else(|| me.user.clone());
+            let groups = me.groups.join(", ");
+            let signs_out = me.auth.as_deref() == Some("oidc");
+            view! {
+                <details class="account" data-testid="account">
+                    <summary data-testid="account-name">{shown}</summary>
+                    <div class="account-menu">
+                        <p class="account-subject">{me.email.clone().unwrap_or(me.user.clone())}</p>
+                        {(!groups.is_empty()).then(|| view! {
+                            <p class="account-groups" data-testid="account-groups">
+                                "Groups: " {groups}
+                            </p>
+                        })}
+                        {signs_out.then(|| view! {
+                            <button type="button" class="button" data-testid="sign-out" on:click=sign_out>
+                                "Sign out"
+                            </button>
+                        })}
+                    </div>
+                </details>
+            }
+        })
     }
 }
 

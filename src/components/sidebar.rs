@@ -25,6 +25,7 @@ pub fn Sidebar() -> impl IntoView {
                 <span class="brand-mark" aria-hidden="true">"✓"</span>
                 "Signoff"
             </div>
+            <super::account::AccountMenu />
             <AgentPicker />
             <button
                 type="button"

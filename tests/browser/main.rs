@@ -19,4 +19,5 @@ mod previews;
 mod questions;
 mod relayed;
 mod sharing;
+mod signin;
 mod subagents;

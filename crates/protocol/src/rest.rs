@@ -85,12 +85,23 @@ pub struct UnavailableSource {
     pub error: String,
 }
 
-/// `GET /api/me`: the user the caller's bearer token signs in as (`local` with `--auth none`).
-/// The UI asks it before a link's `#token=` may switch the person to another account.
+/// `GET /api/me`: who the caller is (`local` with `--auth none`): the subject, and what the auth
+/// mode knows of them. The UI asks it before a link's `#token=` may switch the person to another
+/// account, and shows it in its account menu.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Me {
     pub user: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    /// The server's `--auth` mode (`none`, `tokens`, `proxy`, `oidc`); with `oidc` a signed-in
+    /// browser signs out with `POST /auth/logout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<String>,
 }
 
 /// `GET /api/sessions`: the caller's sessions, the most recently updated first.

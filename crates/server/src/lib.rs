@@ -27,6 +27,10 @@ pub enum AuthMode {
     None,
     /// `Authorization: Bearer TOKEN`, with tokens from `--tokens`.
     Tokens,
+    /// The user and groups from an authenticating proxy's headers (`--trusted-proxies`).
+    Proxy,
+    /// Sign-in with an OpenID provider (`--oidc-*`), and its JWTs for programs.
+    Oidc,
 }
 
 /// The server's configuration: flags, each also an environment variable.
@@ -57,12 +61,60 @@ pub struct Config {
     /// Largest request body in bytes; larger requests get HTTP 413.
     #[arg(long, env = "SIGNOFF_BODY_LIMIT", default_value_t = 1024 * 1024)]
     pub body_limit: usize,
-    /// How callers are identified: none (one local user) or tokens (bearer tokens).
+    /// How callers are identified: none (one local user), tokens (bearer tokens), proxy (an
+    /// authenticating proxy's headers) or oidc (sign-in with an OpenID provider).
     #[arg(long, env = "SIGNOFF_AUTH", value_enum, default_value_t = AuthMode::None)]
     pub auth: AuthMode,
-    /// Bearer tokens for --auth tokens: TOKEN=USER pairs, separated by commas.
+    /// Bearer tokens for --auth tokens: TOKEN=USER or TOKEN=USER:GROUP+GROUP, separated by
+    /// commas.
     #[arg(long, env = "SIGNOFF_TOKENS", value_delimiter = ',')]
     pub tokens: Vec<String>,
+    /// A file of more --tokens entries, one or more a line (`#` comments).
+    #[arg(long, env = "SIGNOFF_TOKENS_FILE")]
+    pub tokens_file: Option<PathBuf>,
+    /// For --auth proxy: the addresses the proxy connects from (CIDR networks or addresses,
+    /// comma-separated); its headers from anywhere else are ignored.
+    #[arg(long, env = "SIGNOFF_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<String>,
+    /// For --auth proxy: the header naming the user.
+    #[arg(long, env = "SIGNOFF_PROXY_USER_HEADER", default_value = http::auth::proxy::DEFAULT_USER_HEADER)]
+    pub proxy_user_header: String,
+    /// For --auth proxy: the header holding the user's email.
+    #[arg(long, env = "SIGNOFF_PROXY_EMAIL_HEADER", default_value = http::auth::proxy::DEFAULT_EMAIL_HEADER)]
+    pub proxy_email_header: String,
+    /// For --auth proxy: the header holding the user's groups, comma-separated.
+    #[arg(long, env = "SIGNOFF_PROXY_GROUPS_HEADER", default_value = http::auth::proxy::DEFAULT_GROUPS_HEADER)]
+    pub proxy_groups_header: String,
+    /// For --auth oidc: the provider's issuer URL (its discovery document is under it).
+    #[arg(long, env = "SIGNOFF_OIDC_ISSUER")]
+    pub oidc_issuer: Option<String>,
+    /// For --auth oidc: this server's client id at the provider.
+    #[arg(long, env = "SIGNOFF_OIDC_CLIENT_ID")]
+    pub oidc_client_id: Option<String>,
+    /// For --auth oidc: the client secret (better: --oidc-client-secret-file).
+    #[arg(long, env = "SIGNOFF_OIDC_CLIENT_SECRET", hide_env_values = true)]
+    pub oidc_client_secret: Option<String>,
+    /// For --auth oidc: a file holding the client secret.
+    #[arg(long, env = "SIGNOFF_OIDC_CLIENT_SECRET_FILE")]
+    pub oidc_client_secret_file: Option<PathBuf>,
+    /// For --auth oidc: the scopes asked for, comma-separated.
+    #[arg(
+        long,
+        env = "SIGNOFF_OIDC_SCOPES",
+        value_delimiter = ',',
+        default_value = "openid,profile,email"
+    )]
+    pub oidc_scopes: Vec<String>,
+    /// For --auth oidc: the claim that lists a person's groups.
+    #[arg(long, env = "SIGNOFF_OIDC_GROUPS_CLAIM", default_value = "groups")]
+    pub oidc_groups_claim: String,
+    /// For --auth oidc: the `aud` programs' bearer JWTs must carry; default: the client id.
+    #[arg(long, env = "SIGNOFF_OIDC_AUDIENCE")]
+    pub oidc_audience: Option<String>,
+    /// For --auth oidc: where people reach this server (`https://signoff.example.com`); the
+    /// redirect URI is its `/auth/callback`.
+    #[arg(long, env = "SIGNOFF_PUBLIC_URL")]
+    pub public_url: Option<String>,
     /// Seconds a model may stay silent within a turn before its task fails.
     #[arg(long, env = "SIGNOFF_MODEL_TIMEOUT", default_value_t = 120)]
     pub model_timeout_secs: u64,
@@ -154,6 +206,19 @@ impl Config {
             body_limit: 1024 * 1024,
             auth: AuthMode::None,
             tokens: Vec::new(),
+            tokens_file: None,
+            trusted_proxies: Vec::new(),
+            proxy_user_header: http::auth::proxy::DEFAULT_USER_HEADER.to_owned(),
+            proxy_email_header: http::auth::proxy::DEFAULT_EMAIL_HEADER.to_owned(),
+            proxy_groups_header: http::auth::proxy::DEFAULT_GROUPS_HEADER.to_owned(),
+            oidc_issuer: None,
+            oidc_client_id: None,
+            oidc_client_secret: None,
+            oidc_client_secret_file: None,
+            oidc_scopes: vec!["openid".into(), "profile".into(), "email".into()],
+            oidc_groups_claim: "groups".to_owned(),
+            oidc_audience: None,
+            public_url: None,
             model_timeout_secs: 120,
             tool_timeout_secs: 60,
             read_timeout_secs: 30,
@@ -171,21 +236,28 @@ impl Config {
         }
     }
 
-    fn auth(&self) -> Result<http::Auth, ServerError> {
+    async fn auth(&self) -> Result<http::Auth, ServerError> {
         match self.auth {
             AuthMode::None => Ok(http::Auth::None),
             AuthMode::Tokens => {
                 let mut tokens = HashMap::new();
-                for pair in &self.tokens {
-                    let (token, user) = pair.split_once('=').ok_or_else(|| {
-                        ServerError::Config(format!("--tokens: {pair:?} is not TOKEN=USER"))
+                http::auth::tokens::parse(
+                    self.tokens.iter().map(String::as_str),
+                    "--tokens",
+                    &mut tokens,
+                )
+                .map_err(ServerError::Config)?;
+                if let Some(path) = &self.tokens_file {
+                    let text = std::fs::read_to_string(path).map_err(|err| {
+                        ServerError::Config(format!("--tokens-file {}: {err}", path.display()))
                     })?;
-                    if token.trim().is_empty() || user.trim().is_empty() {
-                        return Err(ServerError::Config(format!(
-                            "--tokens: {pair:?} has an empty token or user"
-                        )));
-                    }
-                    tokens.insert(token.trim().to_owned(), user.trim().to_owned());
+                    let source = path.display().to_string();
+                    http::auth::tokens::parse(
+                        http::auth::tokens::file_entries(&text),
+                        &source,
+                        &mut tokens,
+                    )
+                    .map_err(ServerError::Config)?;
                 }
                 if tokens.is_empty() {
                     return Err(ServerError::Config(
@@ -194,7 +266,58 @@ impl Config {
                 }
                 Ok(http::Auth::Tokens(tokens))
             }
+            AuthMode::Proxy => http::auth::proxy::Proxy::new(
+                &self.trusted_proxies,
+                &self.proxy_user_header,
+                &self.proxy_email_header,
+                &self.proxy_groups_header,
+            )
+            .map(http::Auth::Proxy)
+            .map_err(ServerError::Config),
+            AuthMode::Oidc => {
+                let settings = self.oidc_settings()?;
+                let oidc = http::auth::oidc::Oidc::discover(settings)
+                    .await
+                    .map_err(ServerError::Config)?;
+                Ok(http::Auth::Oidc(Arc::new(oidc)))
+            }
         }
+    }
+
+    fn oidc_settings(&self) -> Result<http::auth::oidc::Settings, ServerError> {
+        let needed = |value: &Option<String>, flag: &str| {
+            value
+                .clone()
+                .filter(|value| !value.trim().is_empty())
+                .ok_or_else(|| ServerError::Config(format!("--auth oidc needs {flag}")))
+        };
+        let client_id = needed(&self.oidc_client_id, "--oidc-client-id")?;
+        let client_secret = match &self.oidc_client_secret_file {
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|err| {
+                        ServerError::Config(format!(
+                            "--oidc-client-secret-file {}: {err}",
+                            path.display()
+                        ))
+                    })?
+                    .trim()
+                    .to_owned(),
+            ),
+            None => self.oidc_client_secret.clone(),
+        };
+        Ok(http::auth::oidc::Settings {
+            issuer: needed(&self.oidc_issuer, "--oidc-issuer")?,
+            audience: self
+                .oidc_audience
+                .clone()
+                .unwrap_or_else(|| client_id.clone()),
+            client_id,
+            client_secret,
+            scopes: self.oidc_scopes.clone(),
+            groups_claim: self.oidc_groups_claim.clone(),
+            public_url: needed(&self.public_url, "--public-url")?,
+        })
     }
 }
 
@@ -221,7 +344,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
     std::fs::create_dir_all(&config.data_dir)?;
-    let auth = config.auth()?;
+    let auth = config.auth().await?;
     let agents_file = match &config.agents_file {
         Some(path) => agent::AgentsFile::load(path)?,
         None => agent::AgentsFile::demo(),

@@ -18,6 +18,12 @@ use tokio::sync::{oneshot, Mutex, MutexGuard};
 /// is dropped, so the browser parts of the tests run one after another.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
 
+/// The browser's turn, for a test that drives a [`Browser`] of its own rather than an [`App`]:
+/// held until dropped.
+pub async fn browser_turn() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().await
+}
+
 /// How long a condition may take before the test fails (generous: CI machines are slow).
 const WAIT: Duration = Duration::from_secs(40);
 

@@ -49,6 +49,12 @@ struct ChannelLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AuthLabels {
+    mode: &'static str,
+    event: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabels {
     state: &'static str,
 }
@@ -113,6 +119,7 @@ pub struct Metrics {
     tool_calls: HistogramFamily<ToolLabels>,
     tool_errors: Family<ToolLabels, Counter>,
     open_streams: Gauge,
+    auth_events: Family<AuthLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -194,6 +201,12 @@ impl Metrics {
             "Open SSE streams of A2A calls",
             open_streams.clone(),
         );
+        let auth_events = Family::default();
+        registry.register(
+            "signoff_auth_events",
+            "Sign-ins, sign-outs, refreshed sessions and refused credentials, by auth mode",
+            auth_events.clone(),
+        );
         Metrics {
             registry,
             pending_approvals,
@@ -206,7 +219,16 @@ impl Metrics {
             tool_calls,
             tool_errors,
             open_streams,
+            auth_events,
         }
+    }
+
+    /// An event of the HTTP layer's sign-in (`sign_in`, `sign_out`, `refreshed`, `refused`)
+    /// in auth mode `mode`.
+    pub fn auth_event(&self, mode: &'static str, event: &'static str) {
+        self.auth_events
+            .get_or_create(&AuthLabels { mode, event })
+            .inc();
     }
 
     /// The scrape's text, with `pending_approvals` as the store counts them now.

@@ -3,6 +3,7 @@
 
 mod a2a;
 mod approvals;
+pub mod auth;
 mod card;
 mod feedback;
 mod host;
@@ -18,7 +19,6 @@ mod ui;
 
 pub use ui::source as ui_source;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,14 +34,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::agent::{AgentError, Runtime, ShareGrant};
 
-/// How callers are identified.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Auth {
-    /// Everyone is the one local user.
-    None,
-    /// `Authorization: Bearer TOKEN`, mapped to user ids.
-    Tokens(HashMap<String, String>),
-}
+pub use auth::{Auth, Caller, Identity};
 
 /// The user id in `--auth none` mode.
 pub const LOCAL_USER: &str = "local";
@@ -136,7 +129,7 @@ async fn no_referrer(request: Request, next: axum::middleware::Next) -> Response
     response
 }
 
-/// The caller, from the `Authorization` header.
+/// The caller's subject (`auth`: whichever `--auth` mode names it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct User(pub String);
 
@@ -148,28 +141,11 @@ impl FromRequestParts<AppState> for User {
         if let Some(grant) = parts.extensions.get::<ShareGrant>() {
             return Ok(User(grant.owner.clone()));
         }
-        match state.auth.as_ref() {
-            Auth::None => Ok(User(LOCAL_USER.to_owned())),
-            Auth::Tokens(tokens) => {
-                let token = parts
-                    .headers
-                    .get(header::AUTHORIZATION)
-                    .and_then(|value| value.to_str().ok())
-                    .and_then(bearer_token);
-                match token.and_then(|token| tokens.get(token)) {
-                    Some(user) => Ok(User(user.clone())),
-                    None => Err(HttpError::Unauthorized.into_response()),
-                }
-            }
-        }
+        let caller = auth::caller(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(User(caller.identity.subject))
     }
-}
-
-/// The token of an `Authorization: Bearer TOKEN` value; the scheme is case-insensitive
-/// (RFC 9110 §11.1).
-fn bearer_token(authorization: &str) -> Option<&str> {
-    let (scheme, token) = authorization.trim().split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// REST errors: a status and a short message; internals are logged, never sent.
@@ -306,7 +282,11 @@ pub fn router(state: AppState) -> Router {
             "/api/policies/{id}",
             axum::routing::delete(rest::revoke_policy),
         )
-        .route("/api/{*rest}", axum::routing::any(api_not_found));
+        .route("/api/{*rest}", axum::routing::any(api_not_found))
+        .route("/auth/login", get(auth::oidc::login))
+        .route("/auth/callback", get(auth::oidc::callback))
+        .route("/auth/logout", post(auth::oidc::logout))
+        .route("/auth/signed-out", get(auth::oidc::signed_out));
     let router = a2a_routes.merge(ui::routes(state.ui_dir.as_deref()));
     let limit = state.body_limit;
     router
@@ -319,6 +299,10 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             shares::guard,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::oidc::require_sign_in,
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

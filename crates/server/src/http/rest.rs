@@ -68,9 +68,17 @@ pub async fn agents(State(state): State<AppState>, _user: User) -> Json<AgentLis
     Json(AgentList { agents })
 }
 
-/// The user the caller's token signs in as: the UI shows it before it lets a link switch accounts.
-pub async fn me(user: User) -> Json<Me> {
-    Json(Me { user: user.0 })
+/// Who the caller is: the UI shows it before it lets a link switch accounts, and in its account
+/// menu.
+pub async fn me(State(state): State<AppState>, caller: super::Caller) -> Json<Me> {
+    let identity = caller.identity;
+    Json(Me {
+        user: identity.subject,
+        name: identity.name,
+        email: identity.email,
+        groups: identity.groups,
+        auth: Some(state.auth.mode().to_owned()),
+    })
 }
 
 pub async fn sessions(

@@ -64,8 +64,8 @@ pub async fn serve(
         };
         // Reap finished connections, so the set holds only open ones.
         while connections.try_join_next().is_some() {}
-        let tcp = match accepted {
-            Ok((tcp, _peer)) => tcp,
+        let (tcp, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(err) => {
                 tracing::warn!("could not accept a connection: {err}");
                 // Out of file descriptors or the like: give it a moment instead of spinning.
@@ -82,7 +82,13 @@ pub async fn serve(
             tracing::warn!("could not set TCP_NODELAY: {err}");
         }
         let app = TowerToHyperService::new(app.clone());
-        let service = hyper::service::service_fn(move |request| serve_request(&app, request));
+        // The peer's address, for `--auth proxy`'s trusted proxies.
+        let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+            request
+                .extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
+            serve_request(&app, request)
+        });
         let closing = closing.clone();
         let io = Lingering::new(tcp, closing.clone());
         connections.spawn(async move {

@@ -28,6 +28,7 @@
 
 mod approvals;
 mod columns;
+mod logins;
 mod postgres;
 mod rows;
 mod sharing;
@@ -43,6 +44,7 @@ use signoff_protocol::TaskState;
 pub use approvals::{ApprovalEventKind, ApprovalEventRow, WaitingBatch, OUTCOME_DELETED};
 
 use approvals::ApprovalWakes;
+pub use logins::{LoginAttemptRow, LoginRow};
 pub use rows::*;
 pub use sharing::{FeedbackRow, ShareRow};
 
@@ -559,6 +561,24 @@ forward! {
 
     /// The feedback given in one chat, oldest first.
     pub async fn context_feedback(&self, context_id: &str) -> Result<Vec<FeedbackRow>>;
+
+    // Browser sign-ins (`--auth oidc`), in the store so that every replica knows them and they
+    // outlive a restart.
+
+    /// Stores a signed-in session, or replaces the one with the same id (a refresh).
+    pub async fn put_login(&self, login: LoginRow) -> Result<()>;
+
+    /// The session whose cookie hashes to `id_sha256`, if there is one.
+    pub async fn login(&self, id_sha256: &str) -> Result<Option<LoginRow>>;
+
+    /// Ends a session; whether there was one.
+    pub async fn delete_login(&self, id_sha256: &str) -> Result<bool>;
+
+    /// Stores a sign-in on its way through the provider.
+    pub async fn put_login_attempt(&self, attempt: LoginAttemptRow) -> Result<()>;
+
+    /// Takes the sign-in whose `state` hashes to `state_sha256`: only the first caller gets it.
+    pub async fn take_login_attempt(&self, state_sha256: &str) -> Result<Option<LoginAttemptRow>>;
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ mod support;
 
 mod a2a;
 mod approvals_stream;
+mod auth;
 mod cancel_calls;
 mod conformance;
 mod conformance_agent;

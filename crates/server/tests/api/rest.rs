@@ -281,13 +281,23 @@ async fn refusals_before_a_handler_are_json_too() {
 async fn me_names_the_user_of_the_callers_token() {
     let app = spawn_with(|config| {
         config.auth = signoff_server::AuthMode::Tokens;
-        config.tokens = vec!["alice-token=alice".into(), "bob-token=bob".into()];
+        config.tokens = vec![
+            "alice-token=alice:sre+oncall".into(),
+            "bob-token=bob".into(),
+        ];
     })
     .await;
-    for (token, user) in [("alice-token", "alice"), ("bob-token", "bob")] {
+    for (token, user, answer) in [
+        (
+            "alice-token",
+            "alice",
+            json!({"user": "alice", "groups": ["oncall", "sre"], "auth": "tokens"}),
+        ),
+        ("bob-token", "bob", json!({"user": "bob", "auth": "tokens"})),
+    ] {
         let (status, body) = app.get_as("/api/me", Some(token)).await;
         assert_eq!(status, 200, "{body}");
-        assert_eq!(body, json!({ "user": user }));
+        assert_eq!(body, answer);
         let me: signoff_protocol::rest::Me = serde_json::from_value(body).unwrap();
         assert_eq!(me.user, user);
     }
@@ -300,5 +310,5 @@ async fn me_names_the_user_of_the_callers_token() {
     let anyone = spawn_app().await;
     let (status, body) = anyone.get("/api/me").await;
     assert_eq!(status, 200);
-    assert_eq!(body, json!({"user": "local"}));
+    assert_eq!(body, json!({"user": "local", "auth": "none"}));
 }

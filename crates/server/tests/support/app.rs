@@ -54,6 +54,16 @@ pub fn write_agents(dir: &Path, agents_toml: &str) -> PathBuf {
 /// The server on the data in `data_dir` (a restart keeps what the last run stored).
 pub async fn spawn_in(data_dir: tempfile::TempDir, configure: impl FnOnce(&mut Config)) -> TestApp {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    spawn_on(listener, data_dir, configure).await
+}
+
+/// The server on `listener`, bound beforehand (a test that must know its address before it
+/// configures the server: an identity provider's redirect URI).
+pub async fn spawn_on(
+    listener: tokio::net::TcpListener,
+    data_dir: tempfile::TempDir,
+    configure: impl FnOnce(&mut Config),
+) -> TestApp {
     let addr = listener.local_addr().unwrap();
     let mut config = Config::new(data_dir.path());
     config.database_url = database_url(data_dir.path()).await;

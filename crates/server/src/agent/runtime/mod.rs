@@ -271,6 +271,12 @@ impl Runtime {
         &self.remotes
     }
 
+    /// The store, for the HTTP layer's sign-in sessions (`http::auth::oidc`), which are no
+    /// business of the runtime's.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
     }

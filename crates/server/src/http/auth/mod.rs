@@ -1,0 +1,224 @@
+//! Who a request comes from. Four modes (`--auth`), one [`Identity`] for all of them: `none`
+//! (the one local user, for a laptop), `tokens` (static bearer tokens from `--tokens`, each with
+//! its user and groups), `proxy` (an authenticating proxy in front names the user and groups in
+//! headers, believed only from `--trusted-proxies`) and `oidc` (people sign in with the
+//! organisation's OpenID provider and hold a session cookie; programs send the provider's
+//! JWTs). Handlers read the caller through the [`User`](super::User) and [`Caller`] extractors;
+//! the caller is worked out once per request and kept in its extensions.
+
+pub mod jwt;
+pub mod oidc;
+pub mod proxy;
+pub mod tokens;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{header, Method};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use super::{AppState, HttpError};
+
+/// A person or a program, as every mode names them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Identity {
+    /// The stable id the store keys chats, policies and decisions on.
+    pub subject: String,
+    /// A name to show; `None`: show the subject.
+    pub name: Option<String>,
+    pub email: Option<String>,
+    /// The groups the identity belongs to, as the mode names them (sorted, each once).
+    pub groups: Vec<String>,
+}
+
+impl Identity {
+    /// An identity with only a subject.
+    pub fn subject(subject: impl Into<String>) -> Identity {
+        Identity {
+            subject: subject.into(),
+            name: None,
+            email: None,
+            groups: Vec::new(),
+        }
+    }
+
+    /// Sorts the groups and drops empty and repeated ones.
+    pub fn with_groups(mut self, groups: impl IntoIterator<Item = String>) -> Identity {
+        let mut groups: Vec<String> = groups
+            .into_iter()
+            .map(|group| group.trim().to_owned())
+            .filter(|group| !group.is_empty())
+            .collect();
+        groups.sort();
+        groups.dedup();
+        self.groups = groups;
+        self
+    }
+}
+
+/// How callers are identified (`--auth`).
+pub enum Auth {
+    /// Everyone is the one local user.
+    None,
+    /// `Authorization: Bearer TOKEN`, each token standing for an identity.
+    Tokens(HashMap<String, Identity>),
+    /// The user and groups from an authenticating proxy's headers.
+    Proxy(proxy::Proxy),
+    /// An OpenID provider: session cookies for people, bearer JWTs for programs.
+    Oidc(Arc<oidc::Oidc>),
+}
+
+impl Auth {
+    /// The mode's name, as `--auth` spells it (audit entries and metrics carry it).
+    pub fn mode(&self) -> &'static str {
+        match self {
+            Auth::None => "none",
+            Auth::Tokens(_) => "tokens",
+            Auth::Proxy(_) => "proxy",
+            Auth::Oidc(_) => "oidc",
+        }
+    }
+}
+
+/// How this request's caller was told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Via {
+    Local,
+    Token,
+    Proxy,
+    Jwt,
+    Session,
+}
+
+/// The caller of a request: who, and how we know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub identity: Identity,
+    pub via: Via,
+}
+
+/// Why a request has no caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// No credentials, or ones we do not take: 401.
+    Unauthenticated(&'static str),
+    /// A state-changing request carrying the session cookie from another site: 403.
+    CrossSite,
+    /// The store or the provider did not answer: 500 (logged where it happened).
+    Internal,
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::Unauthenticated(_) => HttpError::Unauthorized.into_response(),
+            Refusal::CrossSite => HttpError::Forbidden(
+                "a request that changes something must come from this site's own pages".to_owned(),
+            )
+            .into_response(),
+            Refusal::Internal => HttpError::Internal.into_response(),
+        }
+    }
+}
+
+/// Works out the caller of a request, once: the answer is kept in the request's extensions.
+pub async fn caller(parts: &mut Parts, state: &AppState) -> Result<Caller, Refusal> {
+    if let Some(known) = parts.extensions.get::<Caller>() {
+        return Ok(known.clone());
+    }
+    let found = authenticate(parts, state).await;
+    match &found {
+        Ok(caller) => {
+            parts.extensions.insert(caller.clone());
+        }
+        Err(Refusal::Unauthenticated(reason)) if has_credentials(parts) => {
+            // Credentials were given and refused: logged (never their value) and counted.
+            tracing::info!(
+                mode = state.auth.mode(),
+                reason,
+                path = parts.uri.path(),
+                "refused credentials"
+            );
+            state
+                .runtime
+                .metrics()
+                .auth_event(state.auth.mode(), "refused");
+        }
+        Err(_) => {}
+    }
+    found
+}
+
+/// Whether the request carries any credentials (a bearer token or a session cookie).
+fn has_credentials(parts: &Parts) -> bool {
+    parts.headers.contains_key(header::AUTHORIZATION)
+        || parts
+            .headers
+            .get_all(header::COOKIE)
+            .iter()
+            .any(|value| !value.is_empty())
+}
+
+async fn authenticate(parts: &Parts, state: &AppState) -> Result<Caller, Refusal> {
+    match state.auth.as_ref() {
+        Auth::None => Ok(Caller {
+            identity: Identity::subject(super::LOCAL_USER),
+            via: Via::Local,
+        }),
+        Auth::Tokens(tokens) => match bearer(parts).and_then(|token| tokens.get(token)) {
+            Some(identity) => Ok(Caller {
+                identity: identity.clone(),
+                via: Via::Token,
+            }),
+            None => Err(Refusal::Unauthenticated("missing or unknown bearer token")),
+        },
+        Auth::Proxy(proxy) => proxy.identify(parts).map(|identity| Caller {
+            identity,
+            via: Via::Proxy,
+        }),
+        Auth::Oidc(oidc) => oidc.identify(parts, state).await,
+    }
+}
+
+/// The token of the request's `Authorization: Bearer TOKEN`; the scheme is case-insensitive
+/// (RFC 9110 §11.1).
+pub fn bearer(parts: &Parts) -> Option<&str> {
+    let authorization = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = authorization.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// Whether a method may change something (anything but GET, HEAD and OPTIONS).
+pub fn changes_state(method: &Method) -> bool {
+    !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        caller(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_are_sorted_trimmed_and_kept_once() {
+        let identity = Identity::subject("alice").with_groups(
+            ["sre", " oncall", "", "sre"]
+                .into_iter()
+                .map(str::to_owned)
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(identity.groups, ["oncall", "sre"]);
+    }
+}

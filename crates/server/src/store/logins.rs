@@ -1,0 +1,45 @@
+//! The rows of browser sign-ins (`--auth oidc`): signed-in sessions, keyed by their cookie's
+//! SHA-256, and sign-ins on their way through the provider, keyed by their `state`'s. Each
+//! backend's `logins` writes and reads them.
+
+/// A signed-in browser.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoginRow {
+    pub id_sha256: String,
+    pub subject: String,
+    pub name: Option<String>,
+    pub email: Option<String>,
+    pub groups: Vec<String>,
+    pub refresh_token: Option<String>,
+    pub id_token: Option<String>,
+    /// RFC 3339, as [`super::now`] writes it.
+    pub expires_at: String,
+    pub created_at: String,
+}
+
+/// A sign-in sent to the provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoginAttemptRow {
+    pub state_sha256: String,
+    pub pkce_verifier: String,
+    pub nonce: String,
+    pub return_to: String,
+    pub created_at: String,
+}
+
+pub(super) const LOGIN_SELECT: &str = "SELECT id_sha256, subject, name, email, groups_json, \
+     refresh_token, id_token, expires_at, created_at FROM logins";
+
+pub(super) const ATTEMPT_COLUMNS: &str =
+    "state_sha256, pkce_verifier, nonce, return_to, created_at";
+
+/// The groups column's JSON.
+pub(super) fn groups_json(groups: &[String]) -> super::Result<String> {
+    Ok(serde_json::to_string(groups)?)
+}
+
+/// The groups column read back.
+pub(super) fn groups_from_json(text: &str) -> super::Result<Vec<String>> {
+    serde_json::from_str(text)
+        .map_err(|err| super::StoreError::Corrupt(format!("a login's groups: {err}")))
+}

@@ -1,0 +1,95 @@
+//! Browser sign-ins in PostgreSQL.
+
+use sqlx::postgres::PgRow;
+use sqlx::Row;
+
+use super::{Postgres, Result};
+use crate::store::logins::*;
+
+fn login_from_row(row: &PgRow) -> Result<LoginRow> {
+    Ok(LoginRow {
+        id_sha256: row.try_get(0)?,
+        subject: row.try_get(1)?,
+        name: row.try_get(2)?,
+        email: row.try_get(3)?,
+        groups: groups_from_json(&row.try_get::<String, _>(4)?)?,
+        refresh_token: row.try_get(5)?,
+        id_token: row.try_get(6)?,
+        expires_at: row.try_get(7)?,
+        created_at: row.try_get(8)?,
+    })
+}
+
+impl Postgres {
+    pub async fn put_login(&self, login: LoginRow) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO logins (id_sha256, subject, name, email, groups_json, refresh_token,
+                                 id_token, expires_at, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+             ON CONFLICT (id_sha256) DO UPDATE SET subject = $2, name = $3, email = $4,
+                 groups_json = $5, refresh_token = $6, id_token = $7, expires_at = $8",
+        )
+        .bind(&login.id_sha256)
+        .bind(&login.subject)
+        .bind(login.name.as_deref())
+        .bind(login.email.as_deref())
+        .bind(groups_json(&login.groups)?)
+        .bind(login.refresh_token.as_deref())
+        .bind(login.id_token.as_deref())
+        .bind(&login.expires_at)
+        .bind(&login.created_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn login(&self, id_sha256: &str) -> Result<Option<LoginRow>> {
+        let row = sqlx::query(&format!("{LOGIN_SELECT} WHERE id_sha256 = $1"))
+            .bind(id_sha256)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(login_from_row).transpose()
+    }
+
+    pub async fn delete_login(&self, id_sha256: &str) -> Result<bool> {
+        let deleted = sqlx::query("DELETE FROM logins WHERE id_sha256 = $1")
+            .bind(id_sha256)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+        Ok(deleted == 1)
+    }
+
+    pub async fn put_login_attempt(&self, attempt: LoginAttemptRow) -> Result<()> {
+        sqlx::query(&format!(
+            "INSERT INTO login_attempts ({ATTEMPT_COLUMNS}) VALUES ($1, $2, $3, $4, $5)"
+        ))
+        .bind(&attempt.state_sha256)
+        .bind(&attempt.pkce_verifier)
+        .bind(&attempt.nonce)
+        .bind(&attempt.return_to)
+        .bind(&attempt.created_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn take_login_attempt(&self, state_sha256: &str) -> Result<Option<LoginAttemptRow>> {
+        let row = sqlx::query(&format!(
+            "DELETE FROM login_attempts WHERE state_sha256 = $1 RETURNING {ATTEMPT_COLUMNS}"
+        ))
+        .bind(state_sha256)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| {
+            Ok(LoginAttemptRow {
+                state_sha256: row.try_get(0)?,
+                pkce_verifier: row.try_get(1)?,
+                nonce: row.try_get(2)?,
+                return_to: row.try_get(3)?,
+                created_at: row.try_get(4)?,
+            })
+        })
+        .transpose()
+    }
+}

@@ -1,0 +1,75 @@
+// The OpenID provider of the sign-in tests: npm's oidc-provider (certified), on loopback, with
+// two people and their groups, its own login form (devInteractions), RP-initiated logout, and
+// JWT access tokens for programs (client credentials for the `signoff-api` audience).
+//
+// Environment: PORT (to listen on), REDIRECT_URIS and POST_LOGOUT_URIS (comma-separated, the
+// Signoff servers' /auth/callback and /auth/signed-out), KEY_DIR (where the signing key's PEM
+// is written, with a second, unpublished key: the tests sign hostile tokens with them).
+// Prints "listening" when it serves.
+import { generateKeyPairSync } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import Provider from "oidc-provider";
+
+const port = Number(process.env.PORT);
+const list = (name) => (process.env[name] || "").split(",").filter(Boolean);
+
+function key(kid, file) {
+  const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  writeFileSync(`${process.env.KEY_DIR}/${file}.pem`, privateKey.export({ type: "pkcs8", format: "pem" }));
+  writeFileSync(`${process.env.KEY_DIR}/${file}.pub.pem`, publicKey.export({ type: "spki", format: "pem" }));
+  return { ...privateKey.export({ format: "jwk" }), kid, alg: "RS256", use: "sig" };
+}
+const signing = key("provider-key-1", "provider");
+key("rogue-key", "rogue"); // never published
+
+const people = {
+  alice: { sub: "alice", name: "Alice Example", email: "alice@example.com", groups: ["oncall", "sre"] },
+  bob: { sub: "bob", name: "Bob Example", email: "bob@example.com", groups: ["dev"] },
+};
+
+const provider = new Provider(`http://127.0.0.1:${port}`, {
+  clients: [
+    {
+      client_id: "signoff",
+      client_secret: "signoff-secret",
+      redirect_uris: list("REDIRECT_URIS"),
+      post_logout_redirect_uris: list("POST_LOGOUT_URIS"),
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+    },
+    {
+      client_id: "ci-job",
+      client_secret: "ci-secret",
+      grant_types: ["client_credentials"],
+      response_types: [],
+      redirect_uris: [],
+    },
+  ],
+  jwks: { keys: [signing] },
+  findAccount: async (_ctx, id) =>
+    people[id] && { accountId: id, claims: async () => people[id] },
+  claims: { openid: ["sub"], profile: ["name"], email: ["email"], groups: ["groups"] },
+  scopes: ["openid", "offline_access", "api"],
+  conformIdTokenClaims: false,
+  features: {
+    devInteractions: { enabled: true },
+    clientCredentials: { enabled: true },
+    rpInitiatedLogout: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: () => "urn:signoff",
+      useGrantedResource: () => true,
+      getResourceServerInfo: () => ({
+        scope: "api",
+        audience: "signoff-api",
+        accessTokenFormat: "jwt",
+        jwt: { sign: { alg: "RS256" } },
+      }),
+    },
+  },
+  extraTokenClaims: async (_ctx, token) =>
+    token.kind === "ClientCredentials" ? { groups: ["ci"] } : undefined,
+});
+// What went wrong inside the provider, on its stderr (a test failing on it shows why).
+provider.on("server_error", (_ctx, err) => console.error("server_error:", err));
+provider.listen(port, "127.0.0.1", () => console.log("listening"));
