@@ -185,7 +185,8 @@ macro_rules! on_backend {
 /// Declares methods of [`Store`] that the backend answers alone: each hands its arguments, in
 /// order, to the backend's method of the same name and returns its answer. The methods that
 /// add something of their own (the approvals streams' wakes, the leases SQLite does not need, a
-/// generic plan) are written out in full above.
+/// generic plan) are written out in full above. One invocation per concern (sessions, tasks,
+/// batches, …), each a plain list of signatures.
 macro_rules! forward {
     ($($(#[$doc:meta])* pub async fn $name:ident(&self $(, $arg:ident: $ty:ty)* $(,)?) $(-> $ret:ty)?;)+) => {
         impl Store {
@@ -399,16 +400,18 @@ forward! {
         &self,
         user_id: &str,
     ) -> Result<(i64, Vec<ApprovalEventRow>)>;
+}
 
-    // Sessions.
-
+// Sessions.
+forward! {
     pub async fn session(&self, id: &str) -> Result<Option<SessionRow>>;
 
     /// The user's sessions, most recently active first.
     pub async fn sessions(&self, user_id: &str) -> Result<Vec<SessionRow>>;
+}
 
-    // Tasks and their event logs.
-
+// Tasks and their event logs.
+forward! {
     /// Creates a task and writes its first events, creating its session (titled `title`) if
     /// this is the session's first task; says whether it did. A session that exists must be
     /// the same user's and agent's, else [`StoreError::Conflict`].
@@ -469,9 +472,10 @@ forward! {
 
     /// The messages waiting in a task's queue, oldest first.
     pub async fn queued_messages(&self, task_id: &str) -> Result<Vec<QueuedMessage>>;
+}
 
-    // Batches, decisions and call records.
-
+// Batches, decisions and call records.
+forward! {
     /// The task's pending batch, if it has one.
     pub async fn pending_batch(&self, task_id: &str) -> Result<Option<BatchRow>>;
 
@@ -491,9 +495,10 @@ forward! {
 
     /// A user's most recent decisions, newest first.
     pub async fn recent_decisions(&self, user_id: &str, limit: i64) -> Result<Vec<DecisionRow>>;
+}
 
-    // Subagent tasks.
-
+// Subagent tasks.
+forward! {
     /// Records the task an agent-tool call started on a subagent; a call starts one at most
     /// ([`StoreError::Conflict`] for a second). A local subagent's `chat` (its session, with no
     /// task yet) is created in the same transaction.
@@ -504,9 +509,10 @@ forward! {
 
     /// The link that made a local task a subagent's task, if one did.
     pub async fn subagent_parent(&self, child_task_id: &str) -> Result<Option<SubagentLink>>;
+}
 
-    // Deadlines.
-
+// Deadlines.
+forward! {
     /// Every pending batch with a deadline (to watch them again after a restart).
     pub async fn pending_deadlines(&self) -> Result<Vec<Deadline>>;
 
@@ -516,9 +522,10 @@ forward! {
     /// The state and deadline of a task's latest batch, to tell a late decision why it came
     /// too late.
     pub async fn last_batch(&self, task_id: &str) -> Result<Option<(BatchState, Option<String>)>>;
+}
 
-    // Policies.
-
+// Policies.
+forward! {
     /// Stores a new policy unless its user already has `cap` policies in force or its chat
     /// (for a chat policy) is gone, atomically: concurrent creations cannot pass the cap, and a
     /// chat deleted meanwhile takes no policy with it into limbo.
@@ -538,9 +545,10 @@ forward! {
 
     /// Revokes `user_id`'s policy `id`; whether it was in force.
     pub async fn revoke_policy(&self, user_id: &str, id: &str, now: &str) -> Result<bool>;
+}
 
-    // Share links and feedback.
-
+// Share links and feedback.
+forward! {
     /// Stores a new share link.
     pub async fn insert_share(&self, share: ShareRow) -> Result<()>;
 
@@ -561,10 +569,11 @@ forward! {
 
     /// The feedback given in one chat, oldest first.
     pub async fn context_feedback(&self, context_id: &str) -> Result<Vec<FeedbackRow>>;
+}
 
-    // Browser sign-ins (`--auth oidc`), in the store so that every replica knows them and they
-    // outlive a restart.
-
+// Browser sign-ins (`--auth oidc`), in the store so that every replica knows them and they
+// outlive a restart.
+forward! {
     /// Stores a signed-in session, or replaces the one with the same id (a refresh).
     pub async fn put_login(&self, login: LoginRow) -> Result<()>;
 
