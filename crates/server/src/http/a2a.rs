@@ -16,9 +16,9 @@ use signoff_protocol::jsonrpc::{self, ErrorCode, ErrorObject, Id, Response as Rp
 use signoff_protocol::{json_keys, ProtocolVersion, Role, StreamEvent, Task, TaskState};
 
 use super::sse::{sse, IdleLimit};
-use super::{AppState, User};
+use super::{AppState, Person};
 use crate::agent::runtime::{Opening, StreamEnd};
-use crate::agent::{Agent, AgentError, Runtime};
+use crate::agent::{Agent, AgentError, Decider, Runtime};
 use crate::store::EVENT_LOG_VERSION;
 
 /// The request's A2A version: the `A2A-Version` header, or the `A2A-Version` query parameter;
@@ -79,6 +79,8 @@ fn rpc_error(version: ProtocolVersion, err: &AgentError) -> (ErrorCode, String) 
         | AgentError::PolicyNotFound(_)
         | AgentError::ShareNotFound(_) => (ErrorCode::InvalidParams, err.to_string()),
         AgentError::InvalidParams(_)
+        | AgentError::NotEligible(_)
+        | AgentError::AlreadyApproved(_)
         | AgentError::NotPaused(_)
         | AgentError::Decision(_)
         | AgentError::ChatInUse(_)
@@ -99,6 +101,8 @@ struct Call {
     method: Method,
     params: Value,
     user: String,
+    /// The caller with their email and groups, for decisions.
+    who: Decider,
     agent: Arc<Agent>,
     runtime: Arc<Runtime>,
 }
@@ -168,7 +172,7 @@ pub async fn handle(
     State(state): State<AppState>,
     Path((namespace, name)): Path<(String, String)>,
     Query(query): Query<std::collections::HashMap<String, String>>,
-    user: User,
+    who: Person,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -268,7 +272,8 @@ pub async fn handle(
         version,
         method,
         params,
-        user: user.0,
+        user: who.0.subject.clone(),
+        who: who.0,
         agent,
         runtime: state.runtime.clone(),
     };
@@ -310,7 +315,7 @@ async fn unary_call(call: Call) -> RpcResponse {
                 Err(err) => return call.decode_error(&err),
             };
             let configuration = params.configuration.clone().unwrap_or_default();
-            let accepted = match runtime.send(&call.user, &call.agent, params.message).await {
+            let accepted = match runtime.send(&call.who, &call.agent, params.message).await {
                 Ok(accepted) => accepted,
                 Err(err) => return call.agent_error(&err),
             };
@@ -323,7 +328,7 @@ async fn unary_call(call: Call) -> RpcResponse {
                 }
             }
             match runtime
-                .task(&call.user, &accepted.task_id, configuration.history_length)
+                .task(&call.who, &accepted.task_id, configuration.history_length)
                 .await
             {
                 Ok(task) => {
@@ -338,7 +343,7 @@ async fn unary_call(call: Call) -> RpcResponse {
                 Err(err) => return call.decode_error(&err),
             };
             match runtime
-                .task(&call.user, &query.id, query.history_length)
+                .task(&call.who, &query.id, query.history_length)
                 .await
             {
                 Ok(task) => call.success(codec::encode_task(call.version, &task)),
@@ -391,7 +396,7 @@ async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcRespon
                 ProtocolVersion::V1_0 => Opening::Snapshot,
             };
             runtime
-                .stream_message(&call.user, &call.agent, params.message, opening)
+                .stream_message(&call.who, &call.agent, params.message, opening)
                 .await
         }
         Method::SubscribeToTask => {
@@ -405,7 +410,7 @@ async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcRespon
                 ProtocolVersion::V0_3 => StreamEnd::Final,
                 ProtocolVersion::V1_0 => StreamEnd::Terminal,
             };
-            runtime.subscribe(&call.user, &params.id, end).await
+            runtime.subscribe(&call.who, &params.id, end).await
         }
         Method::SendMessage | Method::GetTask | Method::CancelTask | Method::ListTasks => {
             return Err(call.error(

@@ -490,6 +490,20 @@ forward! {
     /// The calls of a task, in the order the model asked for them.
     pub async fn calls(&self, task_id: &str) -> Result<Vec<CallRow>>;
 
+    /// Whether `user_id` voted on a call of the task (`call_votes`).
+    pub async fn voted_on(&self, task_id: &str, user_id: &str) -> Result<bool>;
+
+    /// Every vote on the task's calls, by batch, oldest first.
+    pub async fn task_votes(&self, task_id: &str) -> Result<Vec<(i64, CallVote)>>;
+
+    /// The pending batches of tasks of `agents` (`namespace/name`), oldest first, with what
+    /// the approvals list shows of their tasks and each task's owner: those routed to
+    /// approvers. A local subagent's batch is not one of them.
+    pub async fn pending_batches_of_agents(
+        &self,
+        agents: &[String],
+    ) -> Result<Vec<(PendingBatchRow, String)>>;
+
     /// The audit rows of one task, oldest first.
     pub async fn task_decisions(&self, task_id: &str) -> Result<Vec<DecisionRow>>;
 

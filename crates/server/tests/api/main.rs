@@ -25,6 +25,7 @@ mod ops;
 mod policies;
 mod previews;
 mod questions;
+mod quorum;
 mod rebinding;
 mod release;
 mod rest;

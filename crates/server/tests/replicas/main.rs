@@ -17,6 +17,7 @@ mod support;
 
 mod cluster;
 mod nginx;
+mod quorum;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -45,6 +45,7 @@ fn stream_event(row: ApprovalEventRow) -> Option<(i64, ApprovalEvent)> {
                 since: waiting.since,
                 calls: waiting.requests.as_array().cloned().unwrap_or_default(),
                 expires_at: waiting.expires_at,
+                routing: None,
             })
         }
         ApprovalEventKind::Decided => ApprovalEvent::Decided(ApprovalDecided {

@@ -16,8 +16,10 @@ mod inbox;
 mod log;
 mod pause;
 mod policies;
+mod quorum;
 mod reads;
 mod relayed;
+mod routing;
 mod replicas;
 mod runner;
 mod settle;
@@ -31,6 +33,7 @@ pub use crate::store::Channel;
 pub use approvals::ApprovalsItem;
 pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
+pub use quorum::Decider;
 pub use reads::Session;
 pub use relayed::{as_recorded, RelayedExchange};
 pub use runner::PendingRunner;
@@ -74,6 +77,12 @@ pub enum AgentError {
     ShareNotFound(String),
     #[error("{0}")]
     InvalidParams(String),
+    /// A decision by someone the agents file's approvers do not let give it: what it needs.
+    #[error("{0}")]
+    NotEligible(String),
+    /// A second approval of the same arguments by the same person: it counts once.
+    #[error("{0}")]
+    AlreadyApproved(String),
     /// The task is not waiting for a decision, or its batch was already decided.
     #[error("{0}")]
     NotPaused(String),
