@@ -15,12 +15,13 @@ pub async fn list() -> Result<Vec<SessionInfo>, ApiError> {
 }
 
 /// `GET /api/sessions/{id}`: the session and its tasks, oldest first (read as v0.3, the
-/// server's default encoding).
-pub async fn load(id: &str) -> Result<(SessionInfo, Vec<Task>), ApiError> {
+/// server's default encoding), and whose chat it is when the reader is an approver, not its
+/// owner (docs/rest.md, Approvers).
+pub async fn load(id: &str) -> Result<(SessionInfo, Vec<Task>, Option<String>), ApiError> {
     let url = format!("/api/sessions/{}", encode(id));
     let detail: SessionDetail = http::get(&url).await?;
     let tasks = decode_tasks(&url, &detail.tasks)?;
-    Ok((detail.session.into(), tasks))
+    Ok((detail.session.into(), tasks, detail.requested_by))
 }
 
 /// A session detail's tasks, decoded as v0.3. One loop for the chat and the shared page: each

@@ -13,6 +13,7 @@ use signoff_protocol::{Message, Part, Role, StreamEvent, TaskState};
 use crate::api::rpc::{self, Endpoint};
 use crate::api::{self, Abort, ApiError};
 use crate::components::context::{AppCtx, ChatKey};
+use crate::components::inbox::{refresh_routed, LiveApprovals};
 use crate::components::util::new_id;
 use crate::state::compose::{self, SendEffect};
 use crate::state::draft::{self, BatchDraft};
@@ -31,6 +32,9 @@ pub struct ChatCtl {
     /// The server knows no chat with this session id (deleted, or a wrong link).
     pub missing: RwSignal<bool>,
     pub composer: RwSignal<String>,
+    /// Whose chat this is, when the reader is an approver of a batch routed to them: they read
+    /// it and decide its cards, but write nothing else to it.
+    pub requested_by: RwSignal<Option<String>>,
     /// Why the composer is disabled, for the placeholder.
     key: StoredValue<ChatKey>,
     endpoint: RwSignal<Option<Endpoint>>,
@@ -39,6 +43,8 @@ pub struct ChatCtl {
     /// The task whose batch passed its deadline and is being looked at (once per task).
     expiring: StoredValue<Option<String>>,
     app: AppCtx,
+    /// The tab's approvals: a decision re-reads the routed batches at once.
+    pub live: Option<LiveApprovals>,
 }
 
 impl ChatCtl {
@@ -50,11 +56,13 @@ impl ChatCtl {
             loading: RwSignal::new(key.session.is_some()),
             missing: RwSignal::new(false),
             composer: RwSignal::new(String::new()),
+            requested_by: RwSignal::new(None),
             key: StoredValue::new(key),
             endpoint: RwSignal::new(None),
             stream: StoredValue::new_local(None),
             expiring: StoredValue::new(None),
             app,
+            live: use_context::<LiveApprovals>(),
         };
         on_cleanup(move || ctl.stream.set_value(None));
         ctl
@@ -121,7 +129,10 @@ impl ChatCtl {
             let loaded = api::sessions::load(&session).await;
             self.loading.set(false);
             let tasks = match loaded {
-                Ok((_, tasks)) => tasks,
+                Ok((_, tasks, requested_by)) => {
+                    self.requested_by.set(requested_by);
+                    tasks
+                }
                 Err(ApiError::Http { status: 404, .. }) => {
                     self.missing.set(true);
                     return;
@@ -459,6 +470,9 @@ impl ChatCtl {
             if accepted {
                 self.draft.set(BatchDraft::default());
                 self.finish_stream(result, None);
+                if let Some(live) = self.live {
+                    refresh_routed(live).await;
+                }
             } else if let Err(err) = result {
                 // Aborted: the view went away (a batch on the Approvals page is gone once
                 // decided); nobody is left to tell.

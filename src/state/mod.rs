@@ -16,6 +16,7 @@ pub mod policy;
 pub mod preview;
 mod reduce;
 pub mod route;
+pub mod routing;
 pub mod sessions;
 pub mod tabs;
 mod tools;

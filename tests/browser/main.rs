@@ -17,6 +17,7 @@ mod parity;
 mod policies;
 mod previews;
 mod questions;
+mod quorum;
 mod relayed;
 mod sharing;
 mod signin;

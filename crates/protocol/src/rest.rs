@@ -132,6 +132,10 @@ pub struct SessionDetail {
     pub session: Session,
     /// Each task as `tasks/get` returns it, in the caller's A2A version (v0.3 by default).
     pub tasks: Vec<Value>,
+    /// Whose chat it is, when the reader is not its owner but an approver of a batch routed to
+    /// them (docs/rest.md, Approvers): they read only those tasks and may not write to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
 }
 
 /// `GET /api/approvals` (or `?state=pending`): the caller's pending batches, oldest first.

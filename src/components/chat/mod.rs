@@ -52,7 +52,16 @@ pub fn Chat(key: ChatKey) -> impl IntoView {
             <Show when=move || !ctl.missing.get() fallback=move || view! { <SessionNotFound /> }>
                 <crate::components::inbox::DecidedElsewhere />
                 <Transcript />
-                <Composer />
+                <Show
+                    when=move || ctl.requested_by.with(Option::is_none)
+                    fallback=move || view! {
+                        <p class="hint read-only" data-testid="read-only">
+                            {move || format!("{}'s chat, routed to you to decide its calls: read only.", ctl.requested_by.get().unwrap_or_default())}
+                        </p>
+                    }
+                >
+                    <Composer />
+                </Show>
             </Show>
         </section>
     }

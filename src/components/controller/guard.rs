@@ -24,7 +24,7 @@ impl ChatCtl {
         let Some(session) = seen.context_id.clone() else {
             return false;
         };
-        let Ok((_, tasks)) = api::sessions::load(&session).await else {
+        let Ok((_, tasks, _)) = api::sessions::load(&session).await else {
             return false;
         };
         if !moved_on(seen, &tasks) {

@@ -13,12 +13,16 @@ use crate::components::tools::pending::PendingCards;
 use crate::components::util::now_ms;
 use crate::state::inbox::{age, tool_names};
 use crate::state::route::Route;
+use crate::state::routing::{asked_text, with_routed};
 
 #[component]
 pub fn ApprovalsPage() -> impl IntoView {
     let app = expect_context::<AppCtx>();
     let live = expect_context::<LiveApprovals>();
-    let batches = Memo::new(move |_| live.inbox.with(|inbox| inbox.newest_first()));
+    let batches = Memo::new(move |_| {
+        let stream = live.inbox.with(|inbox| inbox.newest_first());
+        live.routed.with(|routed| with_routed(stream, routed))
+    });
     view! {
         <section class="approvals-page" aria-label="Approvals" data-testid="approvals-page">
             <header class="chat-header">
@@ -100,6 +104,9 @@ fn InboxBatch(batch: PendingApproval) -> impl IntoView {
                 </a>
                 <span class="inbox-age" data-testid="inbox-age">{age(since, now_ms())}</span>
             </header>
+            {batch.routing.as_ref().map(|routing| view! {
+                <p class="hint" data-testid="inbox-routing">{asked_text(&batch.agent, routing)}</p>
+            })}
             <PendingCards />
         </article>
     }

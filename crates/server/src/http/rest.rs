@@ -95,15 +95,19 @@ pub async fn session(
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
-    user: User,
+    who: Person,
 ) -> Result<Json<SessionDetail>, HttpError> {
     let version = request_version(&headers, &query).unwrap_or(ProtocolVersion::V0_3);
-    let (session, tasks) = state.runtime.session(&user.0, &id).await?;
+    let (session, tasks, requested_by) = state.runtime.session(&who.0, &id).await?;
     let tasks = tasks
         .iter()
         .map(|task| codec::encode_task(version, task))
         .collect();
-    Ok(Json(SessionDetail { session, tasks }))
+    Ok(Json(SessionDetail {
+        session,
+        tasks,
+        requested_by,
+    }))
 }
 
 pub async fn delete_session(

@@ -114,7 +114,10 @@ async fn a_two_person_rule_with_a_quorum_of_two_runs_the_call_once_two_others_ap
         json!(["bob"]),
         "{inbox}"
     );
-    assert_eq!(inbox["approvals"][0]["routing"]["eligibleBy"], json!(["user:frank"]));
+    assert_eq!(
+        inbox["approvals"][0]["routing"]["eligibleBy"],
+        json!(["user:frank"])
+    );
 
     // Bob reads the chat he approves, but may not cancel it; erin may not read it.
     let got = app
@@ -141,6 +144,21 @@ async fn a_two_person_rule_with_a_quorum_of_two_runs_the_call_once_two_others_ap
         )
         .await;
     assert_eq!(got["error"]["code"], -32001, "{got}");
+    // The chat as the UI loads it: Bob gets the task, with whose chat it is; erin nothing.
+    let (status, chat) = app
+        .get_as(&format!("/api/sessions/{context}"), Some("bob-token"))
+        .await;
+    assert_eq!(status, 200, "{chat}");
+    assert_eq!(chat["requestedBy"], "carol", "{chat}");
+    assert_eq!(chat["tasks"][0]["id"], task.as_str(), "{chat}");
+    let (_, own) = app
+        .get_as(&format!("/api/sessions/{context}"), Some("carol-token"))
+        .await;
+    assert_eq!(own.get("requestedBy"), None, "{own}");
+    let (status, _) = app
+        .get_as(&format!("/api/sessions/{context}"), Some("erin-token"))
+        .await;
+    assert_eq!(status, 404);
 
     // Frank (named as a user) approves over A2A: the second approval runs the call, once.
     let events = decide_a2a(&app, "frank-token", &task, &context, approve.clone()).await;

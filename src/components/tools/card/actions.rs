@@ -5,13 +5,19 @@
 use leptos::prelude::*;
 
 use super::model::{CardModel, Panel};
+use crate::state::routing::{voided_text, waiting_for};
 
-/// The hint a call shows when it cannot be decided alone, or the buttons that decide it.
+/// The hint a call shows when it cannot be decided alone, or the buttons that decide it; above
+/// them, for a call routed to approvers, whom it waits for and how far its quorum has come.
 #[component]
 pub(super) fn DecisionButtons(model: CardModel) -> impl IntoView {
     let disabled = move || model.disabled();
     let name = move || model.name();
     view! {
+        {move || model.quorum.get().map(|(call, _)| view! {
+            <p class="hint" data-testid="quorum">{waiting_for(&call)}</p>
+            {voided_text(&call).map(|text| view! { <p class="hint" data-testid="quorum-voided">{text}</p> })}
+        })}
         <Show when=move || model.waiting() && model.runs_with_answers()>
             <p class="hint" data-testid="runs-with-answers">"Runs when the question is answered (this agent cannot reject it alone); Reject all stops it."</p>
         </Show>
@@ -21,6 +27,7 @@ pub(super) fn DecisionButtons(model: CardModel) -> impl IntoView {
                     type="button"
                     class="button primary"
                     data-testid="approve-button"
+                    hidden=move || !model.may_approve()
                     aria-label=move || format!("Approve {} (A)", name())
                     disabled=disabled
                     on:click=move |_| model.approve()
@@ -37,7 +44,7 @@ pub(super) fn DecisionButtons(model: CardModel) -> impl IntoView {
                 >
                     "Reject"
                 </button>
-                <Show when=move || model.can_allow()>
+                <Show when=move || model.can_allow() && model.quorum.with(Option::is_none)>
                     <button
                         type="button"
                         class="button"
@@ -53,7 +60,7 @@ pub(super) fn DecisionButtons(model: CardModel) -> impl IntoView {
                     type="button"
                     class="button"
                     data-testid="edit-button"
-                    hidden=move || !model.can_edit()
+                    hidden=move || !model.can_edit() || !model.may_approve()
                     aria-label=move || format!("Edit the arguments of {}", name())
                     disabled=disabled
                     on:click=move |_| model.open_editor()

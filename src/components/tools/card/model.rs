@@ -6,11 +6,13 @@ use leptos::html::Div;
 use leptos::prelude::*;
 use serde_json::Value;
 use signoff_protocol::hitl::{Dialect, Question, Verdict, ASK_USER};
+use signoff_protocol::rest::CallQuorum;
 
 use crate::components::controller::ChatCtl;
 use crate::components::tools::pretty;
 use crate::components::util::typing_in_field;
 use crate::state::draft::{parse_args, reject_all, BatchDraft, Choice};
+use crate::state::routing::call_quorum;
 use crate::state::{PendingBatch, ToolCallView, ToolStatus};
 
 /// What the card shows while its call waits: nothing open, the reason box, or the editor.
@@ -39,6 +41,9 @@ pub(super) struct CardModel {
     pub refused: Memo<Option<String>>,
     /// A question call's questions: it is answered, not approved.
     pub questions: Memo<Option<Vec<Question>>>,
+    /// A call routed to approvers: how far its quorum has come, and whether the reader may
+    /// still approve it (docs/rest.md, Approvers).
+    pub quorum: Memo<Option<(CallQuorum, bool)>>,
     pub panel: RwSignal<Panel>,
     /// The boxes' text lives apart from `panel`, so typing never re-renders the box.
     pub reason_text: RwSignal<String>,
@@ -98,10 +103,18 @@ impl CardModel {
                     .and_then(|card| Question::list_from_args(&card.args))
             })
         });
+        let quorum = Memo::new(move |_| {
+            let live = ctl.live?;
+            let task = batch.with(|batch| batch.as_ref().map(|batch| batch.task_id.clone()))?;
+            let me = live.me.get();
+            live.routed
+                .with(|routed| call_quorum(routed, &task, &id_of(card), me.as_deref()))
+        });
         CardModel {
             ctl,
             card,
             batch,
+            quorum,
             choice: from_draft(ctl, card, batch, |draft, id| draft.choices.get(id).cloned()),
             draft_args: from_draft(ctl, card, batch, |draft, id| {
                 draft.edited_args.get(id).cloned()
@@ -191,6 +204,13 @@ impl CardModel {
         self.ctl.deciding.get()
     }
 
+    /// The reader may approve the call: it is not routed, or they are eligible and have not
+    /// approved it yet.
+    pub fn may_approve(self) -> bool {
+        self.quorum
+            .with(|quorum| quorum.as_ref().is_none_or(|(_, may)| *may))
+    }
+
     /// kagent's peers cannot take edited arguments (docs/wire.md, kagent dialect).
     pub fn can_edit(self) -> bool {
         self.batch.with(|batch| {
@@ -264,7 +284,7 @@ impl CardModel {
         let Some(batch) = self.batch.get_untracked() else {
             return;
         };
-        if self.ctl.deciding.get_untracked() || !self.save_edit() {
+        if self.ctl.deciding.get_untracked() || !self.may_approve() || !self.save_edit() {
             return;
         }
         self.ensure_draft(&batch);

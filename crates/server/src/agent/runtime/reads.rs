@@ -150,19 +150,31 @@ impl Runtime {
             .collect())
     }
 
-    /// A user's session with its tasks, in order.
-    pub async fn session(&self, user: &str, id: &str) -> Result<(Session, Vec<Task>)> {
+    /// A session with its tasks, in order: the owner's whole chat, or for an approver of a
+    /// batch routed to them (docs/rest.md, Approvers) only the tasks they may read, with whose
+    /// chat it is. Anyone else gets "not found", as for a chat that does not exist.
+    pub async fn session(
+        &self,
+        who: &Decider,
+        id: &str,
+    ) -> Result<(Session, Vec<Task>, Option<String>)> {
         let row = self
             .store
             .session(id)
             .await?
-            .filter(|row| row.user_id == user)
             .ok_or_else(|| AgentError::SessionNotFound(id.to_owned()))?;
+        let owner = row.user_id == who.subject;
         let mut tasks = Vec::new();
         for task in self.store.session_tasks(id).await? {
-            tasks.push(self.snapshot(&task.id, None).await?.0);
+            if owner || self.approves_in(&task, who).await? {
+                tasks.push(self.snapshot(&task.id, None).await?.0);
+            }
+        }
+        if !owner && tasks.is_empty() {
+            return Err(AgentError::SessionNotFound(id.to_owned()));
         }
         self.attach_feedback(id, &mut tasks).await?;
+        let requested_by = (!owner).then(|| row.user_id.clone());
         let session = Session {
             id: row.id,
             agent: row.agent,
@@ -170,7 +182,7 @@ impl Runtime {
             created_at: row.created_at,
             updated_at: row.updated_at,
         };
-        Ok((session, tasks))
+        Ok((session, tasks, requested_by))
     }
 
     /// Deletes a user's session; its running tasks are stopped first, and the subagent tasks

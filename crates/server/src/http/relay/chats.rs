@@ -32,19 +32,22 @@ pub async fn session(
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
-    user: User,
+    who: Person,
 ) -> Result<Json<SessionDetail>, HttpError> {
-    let open = state.runtime.relayed_tasks_to_refresh(&user.0, &id).await?;
+    let open = state
+        .runtime
+        .relayed_tasks_to_refresh(&who.0.subject, &id)
+        .await?;
     join_all(open.iter().filter_map(|task| {
         let remote = state
             .remotes
             .by_key(&task.agent)
             .filter(|remote| !remote.is_live(&task.id))?;
-        let (runtime, user) = (state.runtime.clone(), user.0.clone());
+        let (runtime, user) = (state.runtime.clone(), who.0.subject.clone());
         Some(async move { record::refresh(&runtime, &remote, &user, &task.id).await })
     }))
     .await;
-    rest::session(State(state), Path(id), Query(query), headers, user).await
+    rest::session(State(state), Path(id), Query(query), headers, who).await
 }
 
 /// `POST /api/approvals/{taskId}`: our own task's decision, or for a relayed task the same

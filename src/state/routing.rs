@@ -1,0 +1,208 @@
+//! Batches routed to approvers (docs/rest.md, Approvers), in words: who asked, why the reader
+//! is asked, how far each call's quorum has come, and which approvals an edit voided; and the
+//! Approvals page's list, the stream's batches with the routed ones only `GET /api/approvals`
+//! names. Pure, so it is tested natively.
+
+use signoff_protocol::rest::{ApprovalRouting, CallQuorum, PendingApproval};
+
+/// An approvers list as a person reads it: `group:sre` and `user:dave` are "sre or dave".
+pub fn approvers_label(entries: &[String]) -> String {
+    let mut names: Vec<&str> = Vec::with_capacity(entries.len());
+    for entry in entries {
+        names.push(
+            entry
+                .split_once(':')
+                .map_or(entry.as_str(), |(_, name)| name),
+        );
+    }
+    names.join(" or ")
+}
+
+/// How far a call's quorum has come: "0 of 2", "1 of 2: approved by bob".
+pub fn progress(call: &CallQuorum) -> String {
+    match call.approved_by.as_slice() {
+        [] => format!("0 of {}", call.quorum),
+        by => format!(
+            "{} of {}: approved by {}",
+            by.len(),
+            call.quorum,
+            by.join(", ")
+        ),
+    }
+}
+
+/// The line of a card whose call waits for approvers: "Waiting for sre: 1 of 2: approved by
+/// bob"; `None` when the requester decides alone.
+pub fn waiting_for(call: &CallQuorum) -> Option<String> {
+    if call.approvers.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "Waiting for {}: {}",
+        approvers_label(&call.approvers),
+        progress(call)
+    ))
+}
+
+/// What a card says when an edit voided approvals: they were for other arguments.
+pub fn voided_text(call: &CallQuorum) -> Option<String> {
+    if call.voided.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "The arguments were edited: the approval of {} no longer counts.",
+        call.voided.join(", ")
+    ))
+}
+
+/// Who asked and why the reader is asked: "default/deploy asks for alice · you are asked as
+/// group sre", or for the requester under a two-person rule, that others approve.
+pub fn asked_text(agent: &str, routing: &ApprovalRouting) -> String {
+    let why = match routing.eligible_by.as_slice() {
+        [] => "others approve; you may reject or stop it".to_owned(),
+        [only] if only == "requester" => "you may approve it".to_owned(),
+        entries => format!("you are asked as {}", entries.join(", ").replace(':', " ")),
+    };
+    format!("{agent} asks for {} · {why}", routing.requested_by)
+}
+
+/// The quorum of `call_id` in `task_id`'s batch and whether `me` may still approve it (eligible,
+/// and not approved already), as the routed batches say; `None` for a batch not routed.
+pub fn call_quorum(
+    routed: &[PendingApproval],
+    task_id: &str,
+    call_id: &str,
+    me: Option<&str>,
+) -> Option<(CallQuorum, bool)> {
+    let routing = routed
+        .iter()
+        .find(|batch| batch.task_id == task_id)?
+        .routing
+        .as_ref()?;
+    let call = routing.calls.iter().find(|call| call.call_id == call_id)?;
+    let approved = me.is_some_and(|me| call.approved_by.iter().any(|by| by == me));
+    Some((call.clone(), !routing.eligible_by.is_empty() && !approved))
+}
+
+/// The Approvals page's batches, newest first: the stream's (each with its routing, if the
+/// routed list has one), then those routed to the reader that the stream does not carry.
+pub fn with_routed(
+    stream: Vec<PendingApproval>,
+    routed: &[PendingApproval],
+) -> Vec<PendingApproval> {
+    let mut batches = stream;
+    for batch in &mut batches {
+        if let Some(known) = routed.iter().find(|known| known.task_id == batch.task_id) {
+            batch.routing = known.routing.clone();
+        }
+    }
+    for known in routed {
+        if !batches.iter().any(|batch| batch.task_id == known.task_id) {
+            batches.push(known.clone());
+        }
+    }
+    batches.sort_by(|a, b| b.since.cmp(&a.since));
+    batches
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(approved_by: &[&str], voided: &[&str]) -> CallQuorum {
+        CallQuorum {
+            call_id: "call_1".to_owned(),
+            approvers: vec!["group:sre".to_owned(), "user:dave".to_owned()],
+            requester_may_approve: false,
+            quorum: 2,
+            approved_by: approved_by.iter().map(|by| (*by).to_owned()).collect(),
+            voided: voided.iter().map(|by| (*by).to_owned()).collect(),
+            args_sha256: None,
+            requirement: String::new(),
+        }
+    }
+
+    fn batch(task: &str, since: &str, routing: Option<ApprovalRouting>) -> PendingApproval {
+        PendingApproval {
+            task_id: task.to_owned(),
+            context_id: format!("s-{task}"),
+            agent: "default/deploy".to_owned(),
+            title: String::new(),
+            since: since.to_owned(),
+            calls: Vec::new(),
+            expires_at: None,
+            routing,
+        }
+    }
+
+    fn routing(eligible_by: &[&str], approved_by: &[&str]) -> ApprovalRouting {
+        ApprovalRouting {
+            requested_by: "alice".to_owned(),
+            eligible_by: eligible_by.iter().map(|by| (*by).to_owned()).collect(),
+            calls: vec![call(approved_by, &[])],
+        }
+    }
+
+    #[test]
+    fn a_card_says_whom_it_waits_for_and_how_far_it_came() {
+        assert_eq!(
+            waiting_for(&call(&[], &[])).as_deref(),
+            Some("Waiting for sre or dave: 0 of 2")
+        );
+        assert_eq!(
+            waiting_for(&call(&["bob"], &[])).as_deref(),
+            Some("Waiting for sre or dave: 1 of 2: approved by bob")
+        );
+        let mut alone = call(&[], &[]);
+        alone.approvers.clear();
+        assert_eq!(waiting_for(&alone), None);
+        assert_eq!(voided_text(&call(&["bob"], &[])), None);
+        assert_eq!(
+            voided_text(&call(&[], &["bob"])).as_deref(),
+            Some("The arguments were edited: the approval of bob no longer counts.")
+        );
+    }
+
+    #[test]
+    fn the_inbox_says_who_asked_and_why_the_reader_is_asked() {
+        assert_eq!(
+            asked_text("default/deploy", &routing(&["group:sre"], &[])),
+            "default/deploy asks for alice · you are asked as group sre"
+        );
+        assert_eq!(
+            asked_text("default/deploy", &routing(&[], &[])),
+            "default/deploy asks for alice · others approve; you may reject or stop it"
+        );
+    }
+
+    #[test]
+    fn only_an_eligible_reader_who_has_not_approved_may_approve() {
+        let routed = [batch("t-1", "1", Some(routing(&["group:sre"], &["bob"])))];
+        let may = |me| call_quorum(&routed, "t-1", "call_1", me).map(|(_, may)| may);
+        assert_eq!(may(Some("carol")), Some(true));
+        assert_eq!(may(Some("bob")), Some(false));
+        assert_eq!(call_quorum(&routed, "t-2", "call_1", Some("carol")), None);
+        let requester = [batch("t-1", "1", Some(routing(&[], &[])))];
+        assert_eq!(
+            call_quorum(&requester, "t-1", "call_1", Some("alice")).map(|(_, may)| may),
+            Some(false)
+        );
+    }
+
+    #[test]
+    fn routed_batches_join_the_stream_s_newest_first_each_once() {
+        let stream = vec![batch("t-1", "2026-11-26T10:00:00Z", None)];
+        let routed = [
+            batch("t-1", "2026-11-26T10:00:00Z", Some(routing(&[], &[]))),
+            batch(
+                "t-2",
+                "2026-11-26T11:00:00Z",
+                Some(routing(&["group:sre"], &[])),
+            ),
+        ];
+        let merged = with_routed(stream, &routed);
+        let order: Vec<&str> = merged.iter().map(|batch| batch.task_id.as_str()).collect();
+        assert_eq!(order, ["t-2", "t-1"]);
+        assert!(merged[1].routing.is_some());
+    }
+}
