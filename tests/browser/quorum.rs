@@ -5,7 +5,7 @@
 //! chat from hers, read only, and approves there; only then the call runs, and Alice's chat
 //! shows its result. Screenshots, light and dark, of each step.
 
-use crate::support::harness::{card, click, wait_card, App, Browser, Options};
+use crate::support::harness::{card_status, click, wait_card, App, Browser, Options};
 use thirtyfour::prelude::*;
 
 const AGENTS: &str = "[[agents]]\nname = \"deploy\"\ndescription = \"Ships releases\"\n\
@@ -82,11 +82,16 @@ async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_s
     click(&app, &format!("{CARD} [data-testid=approve-button]")).await;
     app.wait_for_text(&waiting, "Waiting for sre: 1 of 2: approved by bob")
         .await;
-    // Approved once: his Approve is gone; the call has not run.
-    app.wait_until("Bob's Approve is gone", || async {
-        Ok(!shows(&app, &format!("{CARD} [data-testid=approve-button]")).await)
+    // Approved once: his Approve is gone, and so is his choice (the server said the batch
+    // still waits): the card is pending, without "Decided here" nor Change; the call has not run.
+    app.wait_until("Bob's Approve and choice are gone", || async {
+        Ok(
+            !shows(&app, &format!("{CARD} [data-testid=approve-button]")).await
+                && !shows(&app, &format!("{CARD} [data-testid=undo-button]")).await,
+        )
     })
     .await;
+    assert_eq!(card_status(&app, CARD).await, "pending");
     assert!(!app.sandbox("release.txt").exists());
     shots(&app, "quorum-one-of-two").await;
     // Bob opens the chat: read only, no composer nor Stop.
@@ -118,7 +123,7 @@ async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_s
         Ok(std::fs::read_to_string(app.sandbox("release.txt")).is_ok_and(|text| text == "v2"))
     })
     .await;
-    wait_card(&app, &card("write_file"), "completed").await;
+    ran(&app).await;
     // Still read only after she decided.
     assert!(!shows(&app, "[data-testid=composer-input]").await);
     assert!(!shows(&app, "[data-testid=stop-button]").await);
@@ -126,6 +131,17 @@ async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_s
 
     // Alice's chat shows the result.
     switch(&mut app, &alice);
-    wait_card(&app, CARD, "completed").await;
+    ran(&app).await;
     app.finish().await;
+}
+
+/// Waits until the card shows that its approved call ran: its status stays `approved`, its
+/// outcome says completed.
+async fn ran(app: &App) {
+    wait_card(app, CARD, "approved").await;
+    app.wait_for(
+        "the card shows its outcome",
+        &format!("{CARD}[data-outcome=completed]"),
+    )
+    .await;
 }

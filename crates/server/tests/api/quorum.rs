@@ -285,3 +285,32 @@ async fn an_approver_outside_the_chat_may_not_send_it_messages() {
         .await;
     assert_eq!(got["result"]["status"]["state"], "input-required", "{got}");
 }
+
+#[tokio::test]
+async fn an_approval_short_of_the_quorum_ends_its_stream_at_the_batch_still_waiting() {
+    let app = spawn_with_agents(
+        &agents("approvers = [\"group:sre\"]\nrequester_may_approve = false\nquorum = 2"),
+        people,
+    )
+    .await;
+    let (task, context) = pause(&app, "half.txt", "hi").await;
+    // Bob's approval is one of two: its stream ends with the one final event that says the
+    // task still waits and how far the quorum came (docs/wire.md, Approvers), not at the
+    // decision that has yet to come.
+    let approve = json!({"decision_type": "approve"});
+    let events = within(
+        "the stream of an approval short of its quorum",
+        decide_a2a(&app, "bob-token", &task, &context, approve),
+    )
+    .await;
+    let results = results(&events);
+    let last = results.last().cloned().unwrap_or_default();
+    assert_eq!(last["final"], true, "{events:?}");
+    assert_eq!(last["status"]["state"], "input-required", "{events:?}");
+    assert_eq!(
+        last["metadata"]["quorum"][0]["approvedBy"],
+        json!(["bob"]),
+        "{events:?}"
+    );
+    assert!(!app.sandbox().join("half.txt").exists());
+}

@@ -87,7 +87,7 @@ pub enum StreamEnd {
 
 impl StreamEnd {
     /// Whether the final event `event` ends a stream of this kind.
-    fn ends_at(self, event: &LoggedEvent) -> bool {
+    pub(super) fn ends_at(self, event: &LoggedEvent) -> bool {
         match self {
             StreamEnd::Final => true,
             StreamEnd::Terminal => match event.event() {

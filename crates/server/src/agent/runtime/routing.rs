@@ -99,9 +99,10 @@ impl Runtime {
                 .iter()
                 .filter(|vote| vote.call_id == request.id && vote.verdict == Verdict::Approve)
                 .collect();
-            let current = mine
-                .last()
-                .map_or_else(|| args_sha256(&request.args), |vote| vote.args_sha256.clone());
+            let current = mine.last().map_or_else(
+                || args_sha256(&request.args),
+                |vote| vote.args_sha256.clone(),
+            );
             let mut approved_by: Vec<String> = Vec::new();
             let mut voided: Vec<String> = Vec::new();
             for vote in &mine {

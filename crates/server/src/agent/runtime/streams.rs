@@ -111,12 +111,17 @@ impl TaskStream {
 
     /// The events after the opening snapshot, in order: those the request committed, then the
     /// task's live events up to the stream's end. The follower is spawned here, then the
-    /// message's runner is started.
+    /// message's runner is started. A request whose own events already ended the stream (an
+    /// approval short of its quorum: its final `status-update` says the task still waits)
+    /// follows nothing more.
     pub fn events(self) -> impl Stream<Item = Result<LoggedEvent>> + Send + 'static {
-        let follower = self
-            .runtime
-            .follow_from(&self.task_id, self.after, self.early, self.end);
+        let end = self.end;
+        let ended = (self.committed.iter()).any(|event| event.is_final && end.ends_at(event));
+        let follower = (!ended).then(|| {
+            self.runtime
+                .follow_from(&self.task_id, self.after, self.early, self.end)
+        });
         drop(self.runner);
-        stream::iter(self.committed.into_iter().map(Ok)).chain(follower)
+        stream::iter(self.committed.into_iter().map(Ok)).chain(stream::iter(follower).flatten())
     }
 }
