@@ -23,7 +23,8 @@ pub use http::{router, AppState};
 /// How callers are identified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AuthMode {
-    /// One local user; for the local demo.
+    /// One local user; for a laptop: the server refuses to start on an address that is not
+    /// loopback.
     None,
     /// `Authorization: Bearer TOKEN`, with tokens from `--tokens`.
     Tokens,
@@ -343,6 +344,15 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
+    let listening = listener.local_addr()?;
+    if config.auth == AuthMode::None && !listening.ip().is_loopback() {
+        return Err(ServerError::Config(format!(
+            "--auth none makes everyone who reaches the server its one local user, so it listens \
+             only on a loopback address (127.0.0.1:8080, [::1]:8080), not {listening}; to serve \
+             others, identify them: --auth tokens with --tokens or --tokens-file, --auth proxy \
+             behind an authenticating proxy (--trusted-proxies), or --auth oidc"
+        )));
+    }
     std::fs::create_dir_all(&config.data_dir)?;
     let auth = config.auth().await?;
     let agents_file = match &config.agents_file {
@@ -394,7 +404,7 @@ pub async fn run(
         origin_agent,
         cards_since: chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp(), 0)
             .unwrap_or_default(),
-        loopback_only: config.auth == AuthMode::None && listener.local_addr()?.ip().is_loopback(),
+        loopback_only: config.auth == AuthMode::None,
     };
     let read_timeout = Duration::from_secs(config.read_timeout_secs.max(1));
     // A body that stops coming is cut off, as headers that stop coming are (`http::serve`).

@@ -95,6 +95,31 @@ async fn a_tokens_file_gives_tokens_with_groups() {
 }
 
 #[tokio::test]
+async fn auth_none_is_refused_on_an_address_that_is_not_loopback() {
+    // Bound on every interface but never sent anything: the server must refuse before serving.
+    for address in ["0.0.0.0:0", "[::]:0"] {
+        let Ok(listener) = tokio::net::TcpListener::bind(address).await else {
+            continue; // no IPv6 on this machine
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let config = signoff_server::Config::new(dir.path());
+        let started = signoff_server::run(listener, config, std::future::pending());
+        let err = within("the server to refuse", started)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("--auth none") && err.contains("only on a loopback address"),
+            "{err}"
+        );
+        // It says what to use instead.
+        for instead in ["--auth tokens", "--auth proxy", "--auth oidc"] {
+            assert!(err.contains(instead), "{instead} in {err}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn bad_auth_flags_stop_the_server_with_a_clear_error() {
     type Configure = Box<dyn FnOnce(&mut signoff_server::Config)>;
     let cases: [(Configure, &str); 3] = [
