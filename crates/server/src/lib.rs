@@ -112,6 +112,10 @@ pub struct Config {
     /// For --auth oidc: the `aud` programs' bearer JWTs must carry; default: the client id.
     #[arg(long, env = "SIGNOFF_OIDC_AUDIENCE")]
     pub oidc_audience: Option<String>,
+    /// For --auth oidc: how often expired sessions and abandoned sign-ins are deleted from the
+    /// store (not a flag: tests shorten it).
+    #[arg(skip = http::auth::oidc::SWEEP_EVERY)]
+    pub login_sweep_every: Duration,
     /// For --auth oidc: where people reach this server (`https://signoff.example.com`); the
     /// redirect URI is its `/auth/callback`.
     #[arg(long, env = "SIGNOFF_PUBLIC_URL")]
@@ -220,6 +224,7 @@ impl Config {
             oidc_groups_claim: "groups".to_owned(),
             oidc_audience: None,
             public_url: None,
+            login_sweep_every: http::auth::oidc::SWEEP_EVERY,
             model_timeout_secs: 120,
             tool_timeout_secs: 60,
             read_timeout_secs: 30,
@@ -391,6 +396,7 @@ pub async fn run(
         &agents_file,
         runtime.remote_agents(),
     )?);
+    let sweeps_logins = matches!(auth, http::Auth::Oidc(_));
     let state = AppState {
         runtime: runtime.clone(),
         auth: Arc::new(auth),
@@ -410,6 +416,12 @@ pub async fn run(
     // A body that stops coming is cut off, as headers that stop coming are (`http::serve`).
     let app = router(state).layer(RequestBodyTimeoutLayer::new(read_timeout));
     let stopping = runtime.clone();
+    let login_sweeper = sweeps_logins.then(|| {
+        tokio::spawn(http::auth::oidc::sweep_logins(
+            store.clone(),
+            config.login_sweep_every,
+        ))
+    });
     http::serve::serve(listener, app, read_timeout, async move {
         shutdown.await;
         tracing::info!("shutting down");
@@ -419,6 +431,9 @@ pub async fn run(
     })
     .await;
     runtime.shutdown(Duration::from_secs(10)).await;
+    if let Some(sweeper) = login_sweeper {
+        sweeper.abort();
+    }
     store.close().await;
     Ok(())
 }

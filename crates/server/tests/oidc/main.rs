@@ -700,3 +700,76 @@ async fn a_rotated_key_is_fetched_again_for_sign_ins_and_programs_at_most_once_a
 fn jwt_refetch() -> Duration {
     signoff_server::http::auth::jwt::REFETCH_EVERY
 }
+
+#[tokio::test]
+async fn expired_sessions_and_abandoned_sign_ins_are_swept_by_every_replica() {
+    // Two replicas on PostgreSQL sweep the same rows at once; one server on SQLite.
+    let count = if on_postgres() { 2 } else { 1 };
+    let (_provider, apps) = start_with(count, &[], |config| {
+        config.login_sweep_every = Duration::from_millis(200);
+    })
+    .await;
+    let app = &apps[0];
+    // A live sign-in, made the usual way, stays.
+    let (browser, jar) = browser();
+    sign_in(&browser, &app.base, "/", "alice").await;
+    let cookie = session_cookie(&jar, &app.base);
+    let at = |delta: chrono::TimeDelta| {
+        (chrono::Utc::now() + delta).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    };
+    let hour = chrono::TimeDelta::hours(1);
+    let session = |id: &str, refresh: &str, expires: &str| {
+        format!(
+            "INSERT INTO logins (id_sha256, subject, name, email, groups_json, refresh_token,
+                                 id_token, expires_at, created_at)
+             VALUES ('{id}', 'swept', NULL, NULL, '[]', {refresh}, NULL, '{expires}', '{now}')",
+            now = at(chrono::TimeDelta::zero())
+        )
+    };
+    let attempt = |state: &str, created: &str| {
+        format!(
+            "INSERT INTO login_attempts (state_sha256, pkce_verifier, nonce, return_to, created_at)
+             VALUES ('{state}', 'v', 'n', '/', '{created}')"
+        )
+    };
+    sql_execute(
+        app.data_dir.path(),
+        &[
+            // Gone: expired without a refresh token; unused for over a week with one; a
+            // sign-in started an hour ago.
+            &session("expired", "NULL", &at(-hour)),
+            &session("idle", "'r'", &at(-chrono::TimeDelta::days(8))),
+            &attempt("abandoned", &at(-hour)),
+            // Kept: expired an hour ago but renewable; not expired; a sign-in on its way.
+            &session("renewable", "'r'", &at(-hour)),
+            &session("live", "NULL", &at(hour)),
+            &attempt("on-its-way", &at(chrono::TimeDelta::zero())),
+        ],
+    )
+    .await;
+    let count_of = |table: &'static str, key: &'static str, id: &'static str| {
+        let dir = app.data_dir.path().to_owned();
+        async move {
+            let sql = format!("SELECT COUNT(*) FROM {table} WHERE {key} = ?1");
+            sql_count(&dir, &sql, id).await
+        }
+    };
+    eventually("the expired rows to be swept", || async {
+        let left = count_of("logins", "id_sha256", "expired").await
+            + count_of("logins", "id_sha256", "idle").await
+            + count_of("login_attempts", "state_sha256", "abandoned").await;
+        (left == 0).then_some(())
+    })
+    .await;
+    // A few more sweeps (of every replica) later, the rest is still there.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for id in ["renewable", "live"] {
+        assert_eq!(count_of("logins", "id_sha256", id).await, 1, "{id}");
+    }
+    assert_eq!(
+        count_of("login_attempts", "state_sha256", "on-its-way").await,
+        1
+    );
+    assert_eq!(sessions_of(app, "alice", false).await, 1);
+    assert_eq!(me_with_cookie(&app.base, &cookie).await.0, 200);
+}

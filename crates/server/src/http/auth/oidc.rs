@@ -44,6 +44,14 @@ use crate::store::{LoginAttemptRow, LoginRow};
 /// How long a sign-in may take at the provider.
 const ATTEMPT_LIFETIME: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
 
+/// How long a session holding a refresh token may lie unused past its ID token's expiry before
+/// the sweeper deletes it: the provider does not say how long its refresh tokens last, and a
+/// week matches oauth2-proxy's cookie; after that, the person signs in again.
+pub const RENEWABLE_FOR: chrono::TimeDelta = chrono::TimeDelta::days(7);
+
+/// How often expired sessions and abandoned sign-ins are deleted.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(10 * 60);
+
 /// What `--oidc-*` configure.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -314,6 +322,32 @@ impl Oidc {
             login.refresh_token = Some(next.secret().clone());
         }
         Some(login)
+    }
+}
+
+/// Deletes expired sessions and abandoned sign-ins from the store at start and then `every`,
+/// until the task is aborted. Every replica sweeps; the deletes are safe to run at once.
+pub async fn sweep_logins(store: crate::store::Store, every: Duration) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let now = chrono::Utc::now();
+        let swept = store
+            .sweep_logins(
+                &rfc3339(now),
+                &rfc3339(now - RENEWABLE_FOR),
+                &rfc3339(now - ATTEMPT_LIFETIME),
+            )
+            .await;
+        match swept {
+            Ok((0, 0)) => {}
+            Ok((sessions, attempts)) => {
+                tracing::info!(sessions, attempts, "deleted expired sign-ins");
+            }
+            // The next sweep tries again.
+            Err(err) => tracing::warn!(error = %err, "could not delete expired sign-ins"),
+        }
     }
 }
 
