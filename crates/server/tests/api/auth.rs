@@ -152,3 +152,26 @@ async fn bad_auth_flags_stop_the_server_with_a_clear_error() {
         assert!(!err.contains("secret-token"), "{err}");
     }
 }
+
+#[tokio::test]
+async fn a_decision_records_that_the_proxy_authenticated_its_decider() {
+    let app = spawn_with(proxy("127.0.0.0/8")).await;
+    let prompt = crate::hitl::PROMPT;
+    let message = a2a::message_request("message/send", a2a::message_v03(prompt, None, None));
+    let (status, answer) = as_alice(&app, DEMO, Some(message)).await;
+    assert_eq!(status, 200, "{answer}");
+    let task = eventually("the batch to wait for alice", || async {
+        let (_, pending) = as_alice(&app, "/api/approvals", None).await;
+        pending["approvals"][0]["taskId"]
+            .as_str()
+            .map(str::to_owned)
+    })
+    .await;
+    let path = format!("/api/approvals/{task}");
+    let (status, body) = as_alice(&app, &path, Some(json!({"decision_type": "approve"}))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["decision"]["decidedBy"], "alice");
+    assert_eq!(body["decision"]["deciderAuth"], "proxy");
+    let (_, decided) = as_alice(&app, "/api/approvals?state=decided", None).await;
+    assert_eq!(decided["decisions"][0]["deciderAuth"], "proxy", "{decided}");
+}

@@ -773,3 +773,70 @@ async fn expired_sessions_and_abandoned_sign_ins_are_swept_by_every_replica() {
     assert_eq!(sessions_of(app, "alice", false).await, 1);
     assert_eq!(me_with_cookie(&app.base, &cookie).await.0, 200);
 }
+
+#[tokio::test]
+async fn decisions_record_whether_a_session_or_a_jwt_authenticated_the_decider() {
+    let (provider, apps) = start(1).await;
+    let app = &apps[0];
+    let prompt = "write notes.txt: hi and delete old.txt and read readme.txt";
+    let pause = |cookie: Option<String>, token: Option<String>| {
+        let message = a2a::message_request("message/send", a2a::message_v03(prompt, None, None));
+        let mut request = reqwest::Client::new().post(app.url(DEMO)).json(&message);
+        if let Some(cookie) = cookie {
+            request = request
+                .header("cookie", cookie)
+                .header("sec-fetch-site", "same-origin");
+        }
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        async move {
+            let answer: Value = request.send().await.unwrap().json().await.unwrap();
+            answer["result"]["id"].as_str().expect("a task").to_owned()
+        }
+    };
+    let decide = |task: String, cookie: Option<String>, token: Option<String>| {
+        let mut request = reqwest::Client::new()
+            .post(app.url(&format!("/api/approvals/{task}")))
+            .json(&json!({"decision_type": "approve"}));
+        if let Some(cookie) = cookie {
+            request = request
+                .header("cookie", cookie)
+                .header("sec-fetch-site", "same-origin");
+        }
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap())
+        }
+    };
+    let (browser, jar) = browser();
+    sign_in(&browser, &app.base, "/", "alice").await;
+    let cookie = session_cookie(&jar, &app.base);
+    let task = pause(Some(cookie.clone()), None).await;
+    let (status, body) = eventually("alice's batch to wait", || {
+        let decided = decide(task.clone(), Some(cookie.clone()), None);
+        async move {
+            let (status, body) = decided.await;
+            (status != 409).then_some((status, body))
+        }
+    })
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["decision"]["deciderAuth"], "oidc_session");
+    let token = provider.program_token().await;
+    let task = pause(None, Some(token.clone())).await;
+    let (status, body) = eventually("the program's batch to wait", || {
+        let decided = decide(task.clone(), None, Some(token.clone()));
+        async move {
+            let (status, body) = decided.await;
+            (status != 409).then_some((status, body))
+        }
+    })
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["decision"]["deciderAuth"], "oidc_jwt");
+}
