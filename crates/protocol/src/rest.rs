@@ -244,6 +244,10 @@ pub struct AuditEntry {
     pub context_id: String,
     pub agent: String,
     pub decided_by: Decider,
+    /// How the person who decided was authenticated; absent when no request decided (a
+    /// policy, a rule, an expiry) and for decisions recorded before servers kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decider_auth: Option<DeciderAuth>,
     pub decided_at: String,
     pub channel: DecisionChannel,
     /// Channel `policy`: the policy that approved the call.
@@ -268,6 +272,49 @@ pub struct Decider(pub String);
 impl Decider {
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// How the person who decided was authenticated (the server's `--auth` mode, and for `oidc`
+/// whether a signed-in browser or a program's JWT).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeciderAuth {
+    /// `--auth none`: the one local user.
+    None,
+    /// A bearer token of `--auth tokens`.
+    Tokens,
+    /// An authenticating proxy's headers (`--auth proxy`).
+    Proxy,
+    /// A signed-in browser's session (`--auth oidc`).
+    OidcSession,
+    /// A program's bearer JWT from the provider (`--auth oidc`).
+    OidcJwt,
+}
+
+impl DeciderAuth {
+    /// The name the store and the wire use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeciderAuth::None => "none",
+            DeciderAuth::Tokens => "tokens",
+            DeciderAuth::Proxy => "proxy",
+            DeciderAuth::OidcSession => "oidc_session",
+            DeciderAuth::OidcJwt => "oidc_jwt",
+        }
+    }
+
+    /// The mode a stored name stands for.
+    pub fn parse(text: &str) -> Option<DeciderAuth> {
+        [
+            DeciderAuth::None,
+            DeciderAuth::Tokens,
+            DeciderAuth::Proxy,
+            DeciderAuth::OidcSession,
+            DeciderAuth::OidcJwt,
+        ]
+        .into_iter()
+        .find(|auth| auth.as_str() == text)
     }
 }
 

@@ -23,7 +23,8 @@ pub use http::{router, AppState};
 /// How callers are identified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AuthMode {
-    /// One local user; for the local demo.
+    /// One local user; for a laptop: the server refuses to start on an address that is not
+    /// loopback.
     None,
     /// `Authorization: Bearer TOKEN`, with tokens from `--tokens`.
     Tokens,
@@ -111,6 +112,10 @@ pub struct Config {
     /// For --auth oidc: the `aud` programs' bearer JWTs must carry; default: the client id.
     #[arg(long, env = "SIGNOFF_OIDC_AUDIENCE")]
     pub oidc_audience: Option<String>,
+    /// For --auth oidc: how often expired sessions and abandoned sign-ins are deleted from the
+    /// store (not a flag: tests shorten it).
+    #[arg(skip = http::auth::oidc::SWEEP_EVERY)]
+    pub login_sweep_every: Duration,
     /// For --auth oidc: where people reach this server (`https://signoff.example.com`); the
     /// redirect URI is its `/auth/callback`.
     #[arg(long, env = "SIGNOFF_PUBLIC_URL")]
@@ -219,6 +224,7 @@ impl Config {
             oidc_groups_claim: "groups".to_owned(),
             oidc_audience: None,
             public_url: None,
+            login_sweep_every: http::auth::oidc::SWEEP_EVERY,
             model_timeout_secs: 120,
             tool_timeout_secs: 60,
             read_timeout_secs: 30,
@@ -343,6 +349,15 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
+    let listening = listener.local_addr()?;
+    if config.auth == AuthMode::None && !listening.ip().is_loopback() {
+        return Err(ServerError::Config(format!(
+            "--auth none makes everyone who reaches the server its one local user, so it listens \
+             only on a loopback address (127.0.0.1:8080, [::1]:8080), not {listening}; to serve \
+             others, identify them: --auth tokens with --tokens or --tokens-file, --auth proxy \
+             behind an authenticating proxy (--trusted-proxies), or --auth oidc"
+        )));
+    }
     std::fs::create_dir_all(&config.data_dir)?;
     let auth = config.auth().await?;
     let agents_file = match &config.agents_file {
@@ -381,6 +396,7 @@ pub async fn run(
         &agents_file,
         runtime.remote_agents(),
     )?);
+    let sweeps_logins = matches!(auth, http::Auth::Oidc(_));
     let state = AppState {
         runtime: runtime.clone(),
         auth: Arc::new(auth),
@@ -394,12 +410,18 @@ pub async fn run(
         origin_agent,
         cards_since: chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp(), 0)
             .unwrap_or_default(),
-        loopback_only: config.auth == AuthMode::None && listener.local_addr()?.ip().is_loopback(),
+        loopback_only: config.auth == AuthMode::None,
     };
     let read_timeout = Duration::from_secs(config.read_timeout_secs.max(1));
     // A body that stops coming is cut off, as headers that stop coming are (`http::serve`).
     let app = router(state).layer(RequestBodyTimeoutLayer::new(read_timeout));
     let stopping = runtime.clone();
+    let login_sweeper = sweeps_logins.then(|| {
+        tokio::spawn(http::auth::oidc::sweep_logins(
+            store.clone(),
+            config.login_sweep_every,
+        ))
+    });
     http::serve::serve(listener, app, read_timeout, async move {
         shutdown.await;
         tracing::info!("shutting down");
@@ -409,6 +431,9 @@ pub async fn run(
     })
     .await;
     runtime.shutdown(Duration::from_secs(10)).await;
+    if let Some(sweeper) = login_sweeper {
+        sweeper.abort();
+    }
     store.close().await;
     Ok(())
 }

@@ -17,7 +17,7 @@ use signoff_protocol::{json_keys, ProtocolVersion, Role, StreamEvent, Task, Task
 
 use super::sse::{sse, IdleLimit};
 use super::{AppState, User};
-use crate::agent::runtime::{Opening, StreamEnd};
+use crate::agent::runtime::{as_authenticated, Opening, StreamEnd};
 use crate::agent::{Agent, AgentError, Runtime};
 use crate::store::EVENT_LOG_VERSION;
 
@@ -99,6 +99,8 @@ struct Call {
     method: Method,
     params: Value,
     user: String,
+    /// How the user was authenticated, for the audit of a decision the call makes.
+    auth: Option<signoff_protocol::rest::DeciderAuth>,
     agent: Arc<Agent>,
     runtime: Arc<Runtime>,
 }
@@ -269,6 +271,7 @@ pub async fn handle(
         method,
         params,
         user: user.0,
+        auth: user.1,
         agent,
         runtime: state.runtime.clone(),
     };
@@ -310,7 +313,8 @@ async fn unary_call(call: Call) -> RpcResponse {
                 Err(err) => return call.decode_error(&err),
             };
             let configuration = params.configuration.clone().unwrap_or_default();
-            let accepted = match runtime.send(&call.user, &call.agent, params.message).await {
+            let sent = runtime.send(&call.user, &call.agent, params.message);
+            let accepted = match as_authenticated(call.auth, sent).await {
                 Ok(accepted) => accepted,
                 Err(err) => return call.agent_error(&err),
             };
@@ -350,7 +354,7 @@ async fn unary_call(call: Call) -> RpcResponse {
                 Ok(params) => params,
                 Err(err) => return call.decode_error(&err),
             };
-            match runtime.cancel(&call.user, &params.id).await {
+            match as_authenticated(call.auth, runtime.cancel(&call.user, &params.id)).await {
                 Ok(task) => call.success(codec::encode_task(call.version, &task)),
                 Err(err) => call.agent_error(&err),
             }
@@ -390,9 +394,8 @@ async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcRespon
                 // v1.0 opens with a task snapshot.
                 ProtocolVersion::V1_0 => Opening::Snapshot,
             };
-            runtime
-                .stream_message(&call.user, &call.agent, params.message, opening)
-                .await
+            let streamed = runtime.stream_message(&call.user, &call.agent, params.message, opening);
+            as_authenticated(call.auth, streamed).await
         }
         Method::SubscribeToTask => {
             let params = match codec::decode_task_id_params(call.version, &call.params) {

@@ -129,9 +129,10 @@ async fn no_referrer(request: Request, next: axum::middleware::Next) -> Response
     response
 }
 
-/// The caller's subject (`auth`: whichever `--auth` mode names it).
+/// The caller's subject (`auth`: whichever `--auth` mode names it), and how it was
+/// authenticated (`None`: a share link, which reads as the chat's owner and decides nothing).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct User(pub String);
+pub struct User(pub String, pub Option<signoff_protocol::rest::DeciderAuth>);
 
 impl FromRequestParts<AppState> for User {
     type Rejection = Response;
@@ -139,12 +140,15 @@ impl FromRequestParts<AppState> for User {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
         // A share request that `shares::guard` let through reads as the chat's owner.
         if let Some(grant) = parts.extensions.get::<ShareGrant>() {
-            return Ok(User(grant.owner.clone()));
+            return Ok(User(grant.owner.clone(), None));
         }
         let caller = auth::caller(parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
-        Ok(User(caller.identity.subject))
+        Ok(User(
+            caller.identity.subject,
+            Some(caller.via.decider_auth()),
+        ))
     }
 }
 

@@ -17,6 +17,7 @@ use signoff_protocol::{ProtocolVersion, StreamEvent};
 
 use super::a2a::request_version;
 use super::{AppState, HttpError, User};
+use crate::agent::runtime::as_authenticated;
 use crate::agent::Agent;
 
 pub(super) fn endpoint(agent: &Agent) -> String {
@@ -160,7 +161,8 @@ pub async fn decide(
     let data: Value = serde_json::from_slice(&body)
         .map_err(|err| HttpError::BadRequest(format!("invalid JSON: {err}")))?;
     let runtime = state.runtime.clone();
-    let (accepted, batch_id) = runtime.decide_rest(&user.0, &task_id, &data).await?;
+    let decided = runtime.decide_rest(&user.0, &task_id, &data);
+    let (accepted, batch_id) = as_authenticated(user.1, decided).await?;
     runtime
         .wait_batch(&task_id, batch_id, accepted.after_seq)
         .await?;

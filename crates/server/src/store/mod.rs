@@ -588,6 +588,17 @@ forward! {
 
     /// Takes the sign-in whose `state` hashes to `state_sha256`: only the first caller gets it.
     pub async fn take_login_attempt(&self, state_sha256: &str) -> Result<Option<LoginAttemptRow>>;
+
+    /// Deletes the sessions nobody can use any more (without a refresh token: expired before
+    /// `expired_before`; with one: expired before `idle_before`) and the sign-ins started
+    /// before `attempts_before`; how many of each. Each is one `DELETE … WHERE`, so replicas
+    /// sweeping at once delete each row once, and a session renewed meanwhile is kept.
+    pub async fn sweep_logins(
+        &self,
+        expired_before: &str,
+        idle_before: &str,
+        attempts_before: &str,
+    ) -> Result<(u64, u64)>;
 }
 
 #[cfg(test)]

@@ -382,6 +382,9 @@ pub struct CallVerdict {
 pub struct DecisionWrite {
     pub batch_id: i64,
     pub user_id: String,
+    /// How the decider was authenticated (`none`, `tokens`, `proxy`, `oidc_session`,
+    /// `oidc_jwt`); `None`: no request decided.
+    pub decider_auth: Option<String>,
     pub channel: Channel,
     pub decision: Value,
     pub summary: String,
@@ -398,6 +401,7 @@ pub struct DecisionRow {
     pub batch_id: i64,
     pub task_id: String,
     pub user_id: String,
+    pub decider_auth: Option<String>,
     pub channel: Channel,
     pub decision: Value,
     pub summary: String,

@@ -154,6 +154,7 @@ async fn decide(store: &Store, task_id: &str, user: &str) {
     let write = DecisionWrite {
         batch_id: batch.id,
         user_id: user.to_owned(),
+        decider_auth: Some("none".into()),
         channel: Channel::Rest,
         decision: json!({"decision_type": "approve"}),
         summary: "approve".into(),

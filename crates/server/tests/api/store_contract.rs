@@ -383,6 +383,8 @@ async fn a_call_row_round_trips_every_column_and_starts_once() {
         assert_eq!(decisions.len(), 1, "{name}");
         let audit = &decisions[0];
         assert_eq!(Some(audit.batch_id), ruled.batch_id, "{name}");
+        // A rule decided: no request, so no authentication.
+        assert_eq!(audit.decider_auth, None, "{name}");
         assert_eq!(
             (
                 &*audit.user_id,
@@ -407,6 +409,7 @@ fn approval(batch_id: i64, call_ids: &[&str]) -> DecisionWrite {
     DecisionWrite {
         batch_id,
         user_id: "user-of-t-batch".into(),
+        decider_auth: Some("tokens".into()),
         channel: Channel::Rest,
         decision: json!({"decision_type": "approve"}),
         summary: "approved".into(),

@@ -34,6 +34,8 @@ pub(super) struct DecisionInput {
     /// The user on whose authority the batch is decided: the person who decided, or the task's
     /// owner for whom a cancel or an expiry decided.
     pub decider: String,
+    /// How the person who decided was authenticated; `None` when no request decided.
+    pub auth: Option<signoff_protocol::rest::DeciderAuth>,
 }
 
 /// A decision on one pending batch, planned: what the store writes, and what is counted and
@@ -166,6 +168,7 @@ impl Runtime {
                 let write = DecisionWrite {
                     batch_id: planned.batch_id,
                     user_id: planned.by.decider.clone(),
+                    decider_auth: planned.by.auth.map(|auth| auth.as_str().to_owned()),
                     channel: planned.by.channel,
                     decision: planned.decision.to_value(),
                     summary: planned.summary.clone(),
@@ -218,6 +221,7 @@ impl Runtime {
     ) -> Result<Accepted> {
         let runtime = self.clone();
         let (user_id, agent_key, id) = (user.to_owned(), agent.key(), task_id.to_owned());
+        let auth = super::authenticated::decider_auth();
         let driven_by = self.driving_parent(task_id).await?;
         let applied = self
             .apply_decision(task_id, move |row, batch| {
@@ -284,6 +288,7 @@ impl Runtime {
                 let by = DecisionInput {
                     channel,
                     decider: user_id.clone(),
+                    auth,
                 };
                 let planned = runtime.plan_decision(by, row, batch, &decision, message)?;
                 Ok((Some(planned), Continuation::Decided { reply_message_id }))
@@ -327,6 +332,7 @@ impl Runtime {
     ) -> Result<(Accepted, i64)> {
         let runtime = self.clone();
         let (user_id, id, data) = (user.to_owned(), task_id.to_owned(), data.clone());
+        let auth = super::authenticated::decider_auth();
         let applied = self
             .apply_decision(task_id, move |row, batch| {
                 let row = row.ok_or_else(|| AgentError::TaskNotFound(id.clone()))?;
@@ -353,6 +359,7 @@ impl Runtime {
                 let by = DecisionInput {
                     channel: Channel::Rest,
                     decider: user_id.clone(),
+                    auth,
                 };
                 let planned = runtime.plan_decision(by, row, batch, &decision, message)?;
                 Ok((Some(planned), batch.id))

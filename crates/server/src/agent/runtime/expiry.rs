@@ -141,6 +141,7 @@ impl Runtime {
             by: DecisionInput {
                 channel: Channel::Expiry,
                 decider: row.user_id.clone(),
+                auth: None,
             },
             batch_id: deadline.batch_id,
             decision: RecordedDecision::Expire {
@@ -227,6 +228,7 @@ impl Runtime {
             by: DecisionInput {
                 channel: Channel::Expiry,
                 decider: row.user_id.clone(),
+                auth: None,
             },
             batch_id: batch.id,
             decision: RecordedDecision::Expire {

@@ -247,6 +247,7 @@ impl Runtime {
                 by: DecisionInput {
                     channel: Channel::Cancel,
                     decider: user.to_owned(),
+                    auth: super::authenticated::decider_auth(),
                 },
                 batch_id: batch.id,
                 decision: RecordedDecision::Cancel,

@@ -9,6 +9,7 @@
 
 mod approvals;
 mod audit;
+mod authenticated;
 mod decide;
 mod expiry;
 mod gate;
@@ -30,6 +31,7 @@ mod transcript;
 pub use crate::store::Channel;
 pub use approvals::ApprovalsItem;
 pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
+pub use authenticated::as_authenticated;
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
 pub use reads::Session;
 pub use relayed::{as_recorded, RelayedExchange};

@@ -326,6 +326,7 @@ impl Runtime {
         let by = DecisionInput {
             channel,
             decider: row.user_id.clone(),
+            auth: super::authenticated::decider_auth(),
         };
         let events = if with_message { vec![echo] } else { Vec::new() };
         let planned = person_decision(by, &batch, &decision, &resolved, events);
@@ -400,6 +401,7 @@ impl Runtime {
                     by: DecisionInput {
                         channel: Channel::Cancel,
                         decider,
+                        auth: super::authenticated::decider_auth(),
                     },
                     batch_id: batch.id,
                     decision: RecordedDecision::Cancel,

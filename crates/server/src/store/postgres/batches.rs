@@ -73,8 +73,8 @@ async fn apply_decision(
     }
     sqlx::query(
         "INSERT INTO decisions (batch_id, task_id, user_id, channel, decision, summary,
-                                decided_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                                decided_at, decider_auth)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(decision.batch_id)
     .bind(task_id)
@@ -83,6 +83,7 @@ async fn apply_decision(
     .bind(json_text(&decision.decision)?)
     .bind(&decision.summary)
     .bind(&now)
+    .bind(decision.decider_auth.as_deref())
     .execute(&mut *connection)
     .await?;
     let events = decision.events.len() as i64;

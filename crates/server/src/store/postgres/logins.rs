@@ -92,4 +92,24 @@ impl Postgres {
         })
         .transpose()
     }
+
+    pub async fn sweep_logins(
+        &self,
+        expired_before: &str,
+        idle_before: &str,
+        attempts_before: &str,
+    ) -> Result<(u64, u64)> {
+        let sessions = sqlx::query(&sweep_sessions_sql("$1", "$2"))
+            .bind(expired_before)
+            .bind(idle_before)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+        let attempts = sqlx::query("DELETE FROM login_attempts WHERE created_at < $1")
+            .bind(attempts_before)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+        Ok((sessions, attempts))
+    }
 }

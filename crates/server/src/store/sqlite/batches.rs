@@ -70,8 +70,8 @@ fn apply_decision(
     connection
         .prepare_cached(
             "INSERT INTO decisions (batch_id, task_id, user_id, channel, decision, summary,
-                                    decided_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                    decided_at, decider_auth)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?
         .execute(params![
             decision.batch_id,
@@ -80,7 +80,8 @@ fn apply_decision(
             decision.channel.as_str(),
             json_text(&decision.decision)?,
             decision.summary,
-            now
+            now,
+            decision.decider_auth
         ])?;
     let (_, last_seq) = task_head(connection, task_id)?;
     let last = append_events(connection, task_id, last_seq, &decision.events, &now)?;

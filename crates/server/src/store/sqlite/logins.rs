@@ -108,4 +108,27 @@ impl Sqlite {
         })
         .await
     }
+
+    pub async fn sweep_logins(
+        &self,
+        expired_before: &str,
+        idle_before: &str,
+        attempts_before: &str,
+    ) -> Result<(u64, u64)> {
+        let (expired, idle, started) = (
+            expired_before.to_owned(),
+            idle_before.to_owned(),
+            attempts_before.to_owned(),
+        );
+        self.write(move |connection| {
+            let sessions = connection
+                .prepare_cached(&sweep_sessions_sql("?1", "?2"))?
+                .execute(params![expired, idle])?;
+            let attempts = connection
+                .prepare_cached("DELETE FROM login_attempts WHERE created_at < ?1")?
+                .execute([&started])?;
+            Ok((sessions as u64, attempts as u64))
+        })
+        .await
+    }
 }
