@@ -70,7 +70,7 @@ if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
   as_root apt-get update -qq
   as_root apt-get install -y -qq nginx-light openssl >/dev/null
 fi
-step "Three replicas on one PostgreSQL: 300 chats, one replica killed and restarted; and behind nginx"
+step "Three replicas on one PostgreSQL: 300 chats, one replica killed and restarted; notifications through a kill; and behind nginx"
 # One test at a time: each starts three replicas, and the kills must not starve each other.
 cargo test --locked -p signoff-server --test replicas -- --nocapture --test-threads=1 2>&1 | tee -a "$LOG"
 
