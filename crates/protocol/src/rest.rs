@@ -16,7 +16,9 @@ use crate::hitl::RecordedDecision;
 use crate::model::TaskState;
 
 mod sharing;
-pub use sharing::{Feedback, FeedbackList, NewFeedback, NewShare, Rating, Share, ShareList};
+pub use sharing::{
+    Feedback, FeedbackList, NewDecisionLinks, NewFeedback, NewShare, Rating, Share, ShareList,
+};
 
 /// `GET /api/agents`: the local agents, then the remote ones.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -289,6 +291,8 @@ pub enum DecisionChannel {
     Rule,
     /// Nobody decided before the batch's deadline.
     Expiry,
+    /// A decision link in a message to the person (an email's Approve or Reject).
+    Link,
 }
 
 /// What was decided about one call of an [`AuditEntry`].

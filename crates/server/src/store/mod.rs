@@ -28,6 +28,7 @@
 
 mod approvals;
 mod columns;
+mod links;
 mod logins;
 mod postgres;
 mod rows;
@@ -44,6 +45,7 @@ use signoff_protocol::TaskState;
 pub use approvals::{ApprovalEventKind, ApprovalEventRow, WaitingBatch, OUTCOME_DELETED};
 
 use approvals::ApprovalWakes;
+pub use links::DecisionLinkRow;
 pub use logins::{LoginAttemptRow, LoginRow};
 pub use rows::*;
 pub use sharing::{FeedbackRow, ShareRow};
@@ -569,6 +571,15 @@ forward! {
 
     /// The feedback given in one chat, oldest first.
     pub async fn context_feedback(&self, context_id: &str) -> Result<Vec<FeedbackRow>>;
+}
+
+// Decision links (an Approve or a Reject link in a message to one person).
+forward! {
+    /// Stores new decision links, all or none.
+    pub async fn insert_decision_links(&self, links: Vec<DecisionLinkRow>) -> Result<()>;
+
+    /// The decision link whose token hashes to `token_sha256`, used or not, if there is one.
+    pub async fn decision_link(&self, token_sha256: &str) -> Result<Option<DecisionLinkRow>>;
 }
 
 // Browser sign-ins (`--auth oidc`), in the store so that every replica knows them and they

@@ -13,6 +13,7 @@ mod decide;
 mod expiry;
 mod gate;
 mod inbox;
+mod links;
 mod log;
 mod pause;
 mod policies;
@@ -30,6 +31,9 @@ mod transcript;
 pub use crate::store::Channel;
 pub use approvals::ApprovalsItem;
 pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
+pub use links::{
+    shortened_args, BatchSummary, DecidedBy, IssuedLinks, LinkAction, LinkDecision, LinkState,
+};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
 pub use reads::Session;
 pub use relayed::{as_recorded, RelayedExchange};
