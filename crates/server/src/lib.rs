@@ -115,6 +115,15 @@ pub struct Config {
     /// redirect URI is its `/auth/callback`.
     #[arg(long, env = "SIGNOFF_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// The notifications file: channels (signed webhooks, Slack) that hear of batches waiting
+    /// for sign-off, their decisions and expiries (crates/server/README.md, Notifications);
+    /// needs --public-url for the links.
+    #[arg(long, env = "SIGNOFF_NOTIFICATIONS")]
+    pub notifications: Option<PathBuf>,
+    /// Groups whose members are operators (they read `GET /api/notifications/failed`),
+    /// comma-separated. With --auth none the local user is one.
+    #[arg(long, env = "SIGNOFF_OPERATOR_GROUPS", value_delimiter = ',')]
+    pub operator_groups: Vec<String>,
     /// Seconds a model may stay silent within a turn before its task fails.
     #[arg(long, env = "SIGNOFF_MODEL_TIMEOUT", default_value_t = 120)]
     pub model_timeout_secs: u64,
@@ -222,6 +231,8 @@ impl Config {
             oidc_groups_claim: "groups".to_owned(),
             oidc_audience: None,
             public_url: None,
+            notifications: None,
+            operator_groups: Vec::new(),
             model_timeout_secs: 120,
             tool_timeout_secs: 60,
             read_timeout_secs: 30,
@@ -376,7 +387,16 @@ pub async fn run(
         max_policies_per_user: config.max_policies_per_user,
         ..agent::Limits::default()
     };
-    let runtime = agent::Runtime::new(store.clone(), agents, limits);
+    let notifications = match &config.notifications {
+        Some(path) => agent::notify::Notifications::load(path, config.public_url.as_deref())
+            .map_err(|err| ServerError::Config(err.to_string()))?,
+        None => agent::notify::Notifications::none(),
+    };
+    if notifications.is_active() {
+        let channels: Vec<&str> = notifications.channel_names().collect();
+        tracing::info!(channels = %channels.join(", "), "notifications on");
+    }
+    let runtime = agent::Runtime::with_notifications(store.clone(), agents, limits, notifications);
     let resumed = runtime.resume_unfinished().await?;
     if resumed > 0 {
         tracing::info!(resumed, "resumed tasks left running");
@@ -401,6 +421,7 @@ pub async fn run(
         cards_since: chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp(), 0)
             .unwrap_or_default(),
         loopback_only: config.auth == AuthMode::None && listener.local_addr()?.ip().is_loopback(),
+        operator_groups: Arc::new(config.operator_groups.clone()),
     };
     let read_timeout = Duration::from_secs(config.read_timeout_secs.max(1));
     // A body that stops coming is cut off, as headers that stop coming are (`http::serve`).

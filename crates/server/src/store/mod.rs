@@ -30,6 +30,7 @@ mod approvals;
 mod columns;
 mod links;
 mod logins;
+mod outbox;
 mod postgres;
 mod rows;
 mod sharing;
@@ -47,6 +48,9 @@ pub use approvals::{ApprovalEventKind, ApprovalEventRow, WaitingBatch, OUTCOME_D
 use approvals::ApprovalWakes;
 pub use links::DecisionLinkRow;
 pub use logins::{LoginAttemptRow, LoginRow};
+pub use outbox::{
+    now_ms, AttemptFailed, NewNotification, NotificationKind, NotificationRow, OutboxDepth,
+};
 pub use rows::*;
 pub use sharing::{FeedbackRow, ShareRow};
 
@@ -580,6 +584,39 @@ forward! {
 
     /// The decision link whose token hashes to `token_sha256`, used or not, if there is one.
     pub async fn decision_link(&self, token_sha256: &str) -> Result<Option<DecisionLinkRow>>;
+}
+
+// The notifications outbox (`outbox`): the sender's side. Notifications are written by the
+// commits of the events they report (`Commit::notifications`, `DecisionWrite::notifications`).
+forward! {
+    /// Leases up to `limit` notifications that are due and not leased by a live sender to
+    /// `owner` until `now_ms + lease_ms`, oldest due first.
+    pub async fn claim_notifications(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: i64,
+    ) -> Result<Vec<NotificationRow>>;
+
+    /// A notification was delivered: it leaves the outbox.
+    pub async fn notification_delivered(&self, id: &str) -> Result<()>;
+
+    /// An attempt of `owner`'s did not deliver: counted, with its error, and retried later or
+    /// kept as failed. Nothing changes if `owner` no longer holds the lease.
+    pub async fn notification_attempt_failed(
+        &self,
+        owner: &str,
+        id: &str,
+        error: &str,
+        outcome: AttemptFailed,
+    ) -> Result<()>;
+
+    /// The notifications that failed for good, most recent first, at most `limit`.
+    pub async fn failed_notifications(&self, limit: i64) -> Result<Vec<NotificationRow>>;
+
+    /// How many notifications wait to be sent, and when the oldest of them was written.
+    pub async fn outbox_depth(&self) -> Result<OutboxDepth>;
 }
 
 // Browser sign-ins (`--auth oidc`), in the store so that every replica knows them and they

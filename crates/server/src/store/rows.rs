@@ -5,6 +5,8 @@
 //! not know is a corrupt row.
 
 use serde_json::Value;
+
+use super::outbox::NewNotification;
 use signoff_protocol::{codec, ProtocolVersion, TaskState};
 
 use super::{Result, StoreError};
@@ -332,6 +334,9 @@ pub struct Commit {
     /// ([`StoreError::Conflict`]) unless this replica still holds the task's lease, so a runner
     /// that lost its task to another replica writes nothing more.
     pub leased: bool,
+    /// Notifications of what this step does (a pause: its batch waits), written with it
+    /// (`store::outbox`); each names the batch this commit opens, if it opens one.
+    pub notifications: Vec<NewNotification>,
 }
 
 impl Commit {
@@ -343,6 +348,7 @@ impl Commit {
         self.new_calls.extend(next.new_calls);
         self.call_updates.extend(next.call_updates);
         self.delivered.extend(next.delivered);
+        self.notifications.extend(next.notifications);
         Commit {
             events: self.events,
             state: next.state.or(self.state),
@@ -355,6 +361,7 @@ impl Commit {
             delivered: self.delivered,
             unless_queued: self.unless_queued || next.unless_queued,
             leased: self.leased || next.leased,
+            notifications: self.notifications,
         }
     }
 }
@@ -395,6 +402,8 @@ pub struct DecisionWrite {
     /// The hex SHA-256 of the decision link this decision comes through, marked used in the
     /// same transaction: a link already used, expired or of another batch fails the decision.
     pub uses_link: Option<String>,
+    /// Notifications of this decision (decided, canceled, expired), written with it.
+    pub notifications: Vec<NewNotification>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -8,6 +8,7 @@
 use signoff_protocol::TaskState;
 
 use super::columns::{task_params, TASK_INSERT};
+use super::outbox::insert_notifications;
 use super::rows::json_text;
 use super::{
     now, task_state_text, BatchState, CallStatus, CallUpdate, Commit, Guard, NewCall, NewEvent,
@@ -20,6 +21,7 @@ pub(super) enum Param<'a> {
     Text(&'a str),
     OptionalText(Option<&'a str>),
     Int(i64),
+    OptionalInt(Option<i64>),
     Bool(bool),
 }
 
@@ -179,6 +181,7 @@ pub(super) async fn apply_commit(
         update_call(tx, task_id, update, &now).await?;
     }
     let mut approvals_of = None;
+    let mut opened = None;
     if let Some(requests) = &commit.new_batch {
         let batch_id = open_batch(tx, task_id, &json_text(requests)?, &now).await?;
         if let Some(expires_at) = &commit.batch_deadline {
@@ -189,6 +192,10 @@ pub(super) async fn apply_commit(
             .await?;
         }
         approvals_of = tx.record_pending(task_id, batch_id, &now).await?;
+        opened = Some(batch_id);
+    }
+    if !commit.notifications.is_empty() {
+        insert_notifications(tx, task_id, opened, &commit.notifications, &now).await?;
     }
     Ok(Written {
         last_seq: last,

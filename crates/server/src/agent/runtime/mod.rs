@@ -15,6 +15,7 @@ mod gate;
 mod inbox;
 mod links;
 mod log;
+mod notify;
 mod pause;
 mod policies;
 mod reads;
@@ -52,6 +53,7 @@ use tokio_util::task::TaskTracker;
 
 use super::metrics::Metrics;
 use super::model::Model;
+use super::notify::Notifications;
 use super::policy::{AgentApprovals, PolicyCache};
 use super::remote::RemoteAgents;
 use super::subagents::Subagents;
@@ -238,6 +240,10 @@ pub struct Runtime {
     policies: PolicyCache,
     /// The remote agents' clients, shared with the relay ([`Runtime::remote_agents`]).
     remotes: RemoteAgents,
+    /// The operator's notification channels (`agent::notify`); none by default.
+    notifications: Arc<Notifications>,
+    /// Wakes this replica's notification sender after a commit wrote notifications.
+    outbox_wake: tokio::sync::Notify,
 }
 
 /// Why the server cannot take work now (`GET /readyz` answers 503 with it).
@@ -254,6 +260,17 @@ pub enum NotReady {
 
 impl Runtime {
     pub fn new(store: Store, agents: Vec<Arc<Agent>>, limits: Limits) -> Arc<Runtime> {
+        Runtime::with_notifications(store, agents, limits, Notifications::none())
+    }
+
+    /// [`Runtime::new`] with the operator's notification channels; their sender starts with
+    /// [`Runtime::resume_unfinished`].
+    pub fn with_notifications(
+        store: Store,
+        agents: Vec<Arc<Agent>>,
+        limits: Limits,
+        notifications: Notifications,
+    ) -> Arc<Runtime> {
         Arc::new(Runtime {
             store,
             agents,
@@ -266,6 +283,8 @@ impl Runtime {
             metrics: Metrics::new(),
             policies: PolicyCache::default(),
             remotes: RemoteAgents::default(),
+            notifications: Arc::new(notifications),
+            outbox_wake: tokio::sync::Notify::new(),
         })
     }
 
@@ -289,8 +308,9 @@ impl Runtime {
     /// (right after a restart, and across servers that share the database).
     pub async fn metrics_text(&self) -> Result<String> {
         let pending = self.store.count_pending_batches().await?;
+        let outbox = self.store.outbox_depth().await?;
         self.metrics
-            .render(pending)
+            .render(pending, &outbox)
             .map_err(|err| AgentError::Internal(format!("metrics text: {err}")))
     }
 

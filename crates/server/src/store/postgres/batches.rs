@@ -128,6 +128,20 @@ async fn apply_decision(
         &now,
     )
     .await?;
+    if !decision.notifications.is_empty() {
+        let mut shared = super::tasks::PgTransaction {
+            connection: &mut *connection,
+            replica,
+        };
+        crate::store::outbox::insert_notifications(
+            &mut shared,
+            task_id,
+            Some(decision.batch_id),
+            &decision.notifications,
+            &now,
+        )
+        .await?;
+    }
     Ok(Written {
         last_seq: last,
         approvals_of,

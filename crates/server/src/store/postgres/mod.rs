@@ -12,6 +12,7 @@ mod batches;
 mod leases;
 mod links;
 mod logins;
+mod outbox;
 mod records;
 mod relayed;
 mod schema;

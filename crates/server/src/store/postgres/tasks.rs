@@ -83,6 +83,7 @@ fn bound<'q>(
             Param::Text(text) => query.bind(text),
             Param::OptionalText(text) => query.bind(text),
             Param::Int(int) => query.bind(int),
+            Param::OptionalInt(int) => query.bind(int),
             Param::Bool(flag) => query.bind(flag),
         })
 }
@@ -401,6 +402,7 @@ fn is_plain_step(commit: &Commit) -> bool {
         && commit.call_updates.is_empty()
         && commit.new_batch.is_none()
         && commit.delivered.is_empty()
+        && commit.notifications.is_empty()
         && !commit.unless_queued
         && !commit.state.is_some_and(|state| state.is_terminal())
 }

@@ -105,6 +105,15 @@ fn apply_decision(
         &decision.user_id,
         &now,
     )?;
+    if !decision.notifications.is_empty() {
+        super::tasks::run_now(crate::store::outbox::insert_notifications(
+            &mut super::tasks::SqliteTransaction(connection),
+            task_id,
+            Some(decision.batch_id),
+            &decision.notifications,
+            &now,
+        ))?;
+    }
     Ok(Written {
         last_seq: last,
         approvals_of,

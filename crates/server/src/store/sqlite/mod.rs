@@ -10,6 +10,7 @@ mod batches;
 mod deadlines;
 mod links;
 mod logins;
+mod outbox;
 mod policies;
 mod relayed;
 mod schema;

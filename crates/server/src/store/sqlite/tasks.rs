@@ -77,6 +77,7 @@ impl rusqlite::ToSql for Param<'_> {
             Param::Text(text) => text.to_sql(),
             Param::OptionalText(text) => text.to_sql(),
             Param::Int(int) => int.to_sql(),
+            Param::OptionalInt(int) => int.to_sql(),
             Param::Bool(flag) => flag.to_sql(),
         }
     }

@@ -1,4 +1,4 @@
--- Decision links, as in migrations/sqlite/0011: an Approve or a Reject link in a message to one
+-- Decision links, as in migrations/sqlite/0012: an Approve or a Reject link in a message to one
 -- person, bound to that person, that batch and that action; only its token's SHA-256 is kept;
 -- single use (`used_at`, set in the decision's own transaction), until `expires_at`, and only
 -- while its batch still waits.
