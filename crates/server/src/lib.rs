@@ -385,6 +385,7 @@ pub async fn run(
         max_tool_calls_per_turn: config.max_tool_calls_per_turn.max(1),
         max_subagent_depth: config.max_subagent_depth,
         max_policies_per_user: config.max_policies_per_user,
+        decision_link_ttl: config.decision_link_ttl,
         ..agent::Limits::default()
     };
     let notifications = match &config.notifications {

@@ -46,7 +46,7 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<NewDecisionLinks>), HttpError> {
     let issued = state
         .runtime
-        .create_decision_links(&user.0, &task_id, state.decision_link_ttl)
+        .create_decision_links(&user.0, &task_id, None, state.decision_link_ttl)
         .await?;
     let base = base_url(&state, &headers);
     Ok((

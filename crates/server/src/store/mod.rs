@@ -628,6 +628,9 @@ forward! {
     /// The session whose cookie hashes to `id_sha256`, if there is one.
     pub async fn login(&self, id_sha256: &str) -> Result<Option<LoginRow>>;
 
+    /// The email of `subject`'s most recent sign-in that brought one (`--auth oidc`).
+    pub async fn login_email(&self, subject: &str) -> Result<Option<String>>;
+
     /// Ends a session; whether there was one.
     pub async fn delete_login(&self, id_sha256: &str) -> Result<bool>;
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
-use serde_json::{json, Value};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 use signoff_protocol::hitl::{ActionRequest, Decision, Dialect};
 use signoff_protocol::{Message, Role};
@@ -153,12 +153,14 @@ fn link_decision(action: LinkAction, reason: Option<&str>) -> Result<Decision> {
 }
 
 impl Runtime {
-    /// Makes an Approve and a Reject link of `task_id`'s pending batch for `person`, valid for
-    /// `ttl`. Only a person who may decide the batch gets links: its task's owner.
+    /// Makes an Approve and a Reject link of `task_id`'s pending batch (the batch `batch_id`,
+    /// when given) for `person`, valid for `ttl`. Only a person who may decide the batch gets
+    /// links: its task's owner.
     pub async fn create_decision_links(
         &self,
         person: &str,
         task_id: &str,
+        batch_id: Option<i64>,
         ttl: Duration,
     ) -> Result<IssuedLinks> {
         let row = self
@@ -181,12 +183,17 @@ impl Runtime {
                 link.parent_task_id
             )));
         }
-        let batch = self.store.pending_batch(task_id).await?.ok_or_else(|| {
-            AgentError::NotPaused(format!(
-                "task {task_id} is {} and waits for no decision",
-                task_state_text(row.state)
-            ))
-        })?;
+        let batch = self
+            .store
+            .pending_batch(task_id)
+            .await?
+            .filter(|batch| batch_id.is_none_or(|id| id == batch.id))
+            .ok_or_else(|| {
+                AgentError::NotPaused(format!(
+                    "task {task_id} is {} and this batch waits for no decision",
+                    task_state_text(row.state)
+                ))
+            })?;
         let (approve, reject) = (new_token()?, new_token()?);
         let (created_at, expires_at) = (store::now(), expiry_after(ttl)?);
         let link = |token: &str, action: LinkAction| DecisionLinkRow {
@@ -340,18 +347,6 @@ impl Runtime {
     }
 }
 
-/// A call's arguments as one line of JSON, cut to about `max` characters (on a character
-/// boundary) with `…` when longer: what an email shows of them.
-pub fn shortened_args(args: &Value, max: usize) -> String {
-    let text = args.to_string();
-    if text.chars().count() <= max {
-        return text;
-    }
-    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,18 +368,5 @@ mod tests {
         assert_eq!(reject.summary(), "Rejected: too risky");
         let bare = link_decision(LinkAction::Reject, Some(" ")).unwrap();
         assert_eq!(bare.summary(), "Rejected");
-    }
-
-    #[test]
-    fn long_arguments_are_shortened_on_a_character_boundary() {
-        let args = json!({"path": "notes.txt", "content": "é".repeat(100)});
-        let short = shortened_args(&args, 40);
-        assert_eq!(short.chars().count(), 40);
-        assert!(short.ends_with('…'));
-        assert_eq!(
-            shortened_args(&json!({"a": 1}), 40),
-            "{\"a\":1}",
-            "short ones stay whole"
-        );
     }
 }
