@@ -47,6 +47,9 @@ step "MCP servers for the server's tests (npm, PyPI)"
 step "The OpenID provider for the sign-in tests (npm's oidc-provider)"
 "$ROOT/crates/server/tests/oidc/install.sh"
 
+step "The SMTP server for the email test (PyPI's aiosmtpd)"
+"$ROOT/crates/server/tests/email/install.sh"
+
 step "cargo test (protocol, server, UI reducer, browser tests in headless Chromium: --test browser)"
 export SIGNOFF_UI_DIR="$ROOT/dist"
 cargo test --locked --workspace 2>&1 | tee -a "$LOG"

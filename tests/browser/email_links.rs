@@ -343,6 +343,8 @@ people = {{ local = "Local Person <local@example.test>" }}
     assert_eq!(status_of(&http, &approve_second).await, 409);
     assert!(data.path().join("sandbox/old.txt").exists());
 
+    // Quitting the session ends Chromium at once (dropping the driver alone waits on it).
+    let _ = browser.driver.clone().quit().await;
     let _ = stop.send(());
     server.await.unwrap().unwrap();
 }
