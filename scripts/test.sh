@@ -51,6 +51,8 @@ step "The OpenID provider for the sign-in tests (npm's oidc-provider)"
 
 step "The webhook verifier for the notification tests (PyPI's standardwebhooks)"
 "$ROOT/crates/server/tests/notify/install.sh"
+step "The SMTP server for the email test (PyPI's aiosmtpd)"
+"$ROOT/crates/server/tests/email/install.sh"
 
 step "cargo test (protocol, server, UI reducer, browser tests in headless Chromium: --test browser)"
 export SIGNOFF_UI_DIR="$ROOT/dist"

@@ -16,7 +16,9 @@ use crate::hitl::RecordedDecision;
 use crate::model::TaskState;
 
 mod sharing;
-pub use sharing::{Feedback, FeedbackList, NewFeedback, NewShare, Rating, Share, ShareList};
+pub use sharing::{
+    Feedback, FeedbackList, NewDecisionLinks, NewFeedback, NewShare, Rating, Share, ShareList,
+};
 
 /// `GET /api/agents`: the local agents, then the remote ones.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -290,6 +292,8 @@ pub enum DeciderAuth {
     OidcSession,
     /// A program's bearer JWT from the provider (`--auth oidc`).
     OidcJwt,
+    /// A decision link sent to one person (its token is the credential).
+    DecisionLink,
 }
 
 impl DeciderAuth {
@@ -301,6 +305,7 @@ impl DeciderAuth {
             DeciderAuth::Proxy => "proxy",
             DeciderAuth::OidcSession => "oidc_session",
             DeciderAuth::OidcJwt => "oidc_jwt",
+            DeciderAuth::DecisionLink => "decision_link",
         }
     }
 
@@ -312,6 +317,7 @@ impl DeciderAuth {
             DeciderAuth::Proxy,
             DeciderAuth::OidcSession,
             DeciderAuth::OidcJwt,
+            DeciderAuth::DecisionLink,
         ]
         .into_iter()
         .find(|auth| auth.as_str() == text)
@@ -336,6 +342,8 @@ pub enum DecisionChannel {
     Rule,
     /// Nobody decided before the batch's deadline.
     Expiry,
+    /// A decision link in a message to the person (an email's Approve or Reject).
+    Link,
 }
 
 /// What was decided about one call of an [`AuditEntry`].

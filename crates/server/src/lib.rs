@@ -176,6 +176,9 @@ pub struct Config {
     /// refused until they revoke one.
     #[arg(long = "max-policies", env = "SIGNOFF_MAX_POLICIES", default_value_t = agent::Limits::DEFAULT_POLICIES_PER_USER)]
     pub max_policies_per_user: usize,
+    /// How long a decision link (an Approve or Reject link in a message) works (`24h`, `30m`).
+    #[arg(long, env = "SIGNOFF_DECISION_LINK_TTL", default_value = "24h", value_parser = humantime::parse_duration)]
+    pub decision_link_ttl: Duration,
     /// Trust `X-Forwarded-Host` and `X-Forwarded-Proto` (only behind a proxy that sets them).
     #[arg(long, env = "SIGNOFF_TRUST_PROXY")]
     pub trust_proxy: bool,
@@ -247,6 +250,7 @@ impl Config {
             max_tool_calls_per_turn: agent::Limits::DEFAULT_TOOL_CALLS_PER_TURN,
             max_subagent_depth: agent::Limits::DEFAULT_SUBAGENT_DEPTH,
             max_policies_per_user: agent::Limits::DEFAULT_POLICIES_PER_USER,
+            decision_link_ttl: Duration::from_secs(24 * 60 * 60),
             trust_proxy: false,
             log_format: telemetry::LogFormat::Text,
             conformance_agent: false,
@@ -396,6 +400,7 @@ pub async fn run(
         max_tool_calls_per_turn: config.max_tool_calls_per_turn.max(1),
         max_subagent_depth: config.max_subagent_depth,
         max_policies_per_user: config.max_policies_per_user,
+        decision_link_ttl: config.decision_link_ttl,
         ..agent::Limits::default()
     };
     let notifications = match &config.notifications {
@@ -424,6 +429,8 @@ pub async fn run(
         body_limit: config.body_limit,
         remotes: remotes.clone(),
         trust_proxy: config.trust_proxy,
+        public_url: config.public_url.clone(),
+        decision_link_ttl: config.decision_link_ttl,
         stream_idle_timeout: Duration::from_secs(config.stream_idle_timeout_secs.max(1)),
         approvals_heartbeat: Duration::from_secs(config.approvals_heartbeat_secs.max(1)),
         approvals_streams_per_user: config.approvals_streams_per_user,

@@ -23,4 +23,7 @@ pub mod view;
 
 pub use build::build_agents;
 pub use config::{AgentsFile, ConfigError};
-pub use runtime::{Agent, AgentError, Limits, NotReady, Runtime, ShareGrant};
+pub use runtime::{
+    Agent, AgentError, BatchSummary, DecidedBy, Limits, LinkAction, LinkDecision, LinkState,
+    NotReady, Runtime, ShareGrant,
+};

@@ -9,6 +9,7 @@ mod feedback;
 mod host;
 mod json_body;
 mod json_errors;
+mod links;
 mod notifications;
 mod ops;
 pub mod relay;
@@ -54,6 +55,11 @@ pub struct AppState {
     /// Whether `X-Forwarded-Host` and `X-Forwarded-Proto` come from a proxy we trust
     /// (`--trust-proxy`); otherwise anyone could choose the URLs our agent cards advertise.
     pub trust_proxy: bool,
+    /// Where people reach this server (`--public-url`), for the links it hands out; none: the
+    /// origin the request came to.
+    pub public_url: Option<String>,
+    /// How long a decision link works (`--decision-link-ttl`).
+    pub decision_link_ttl: Duration,
     /// An SSE stream that sends no event for this long is ended with an error event
     /// (`--stream-idle-timeout`).
     pub stream_idle_timeout: Duration,
@@ -282,6 +288,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/approvals", get(rest::approvals))
         .route("/api/approvals/stream", get(approvals::stream))
         .route("/api/approvals/{task_id}", post(relay::decide))
+        .route("/api/approvals/{task_id}/links", post(links::create))
+        .route("/decide/{token}", get(links::page).post(links::confirm))
         .route(
             "/api/policies",
             get(rest::policies).post(rest::create_policy),

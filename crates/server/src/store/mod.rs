@@ -28,6 +28,7 @@
 
 mod approvals;
 mod columns;
+mod links;
 mod logins;
 mod outbox;
 mod postgres;
@@ -45,6 +46,7 @@ use signoff_protocol::TaskState;
 pub use approvals::{ApprovalEventKind, ApprovalEventRow, WaitingBatch, OUTCOME_DELETED};
 
 use approvals::ApprovalWakes;
+pub use links::DecisionLinkRow;
 pub use logins::{LoginAttemptRow, LoginRow};
 pub use outbox::{
     now_ms, AttemptFailed, NewNotification, NotificationKind, NotificationRow, OutboxDepth,
@@ -575,6 +577,15 @@ forward! {
     pub async fn context_feedback(&self, context_id: &str) -> Result<Vec<FeedbackRow>>;
 }
 
+// Decision links (an Approve or a Reject link in a message to one person).
+forward! {
+    /// Stores new decision links, all or none.
+    pub async fn insert_decision_links(&self, links: Vec<DecisionLinkRow>) -> Result<()>;
+
+    /// The decision link whose token hashes to `token_sha256`, used or not, if there is one.
+    pub async fn decision_link(&self, token_sha256: &str) -> Result<Option<DecisionLinkRow>>;
+}
+
 // The notifications outbox (`outbox`): the sender's side. Notifications are written by the
 // commits of the events they report (`Commit::notifications`, `DecisionWrite::notifications`).
 forward! {
@@ -616,6 +627,9 @@ forward! {
 
     /// The session whose cookie hashes to `id_sha256`, if there is one.
     pub async fn login(&self, id_sha256: &str) -> Result<Option<LoginRow>>;
+
+    /// The email of `subject`'s most recent sign-in that brought one (`--auth oidc`).
+    pub async fn login_email(&self, subject: &str) -> Result<Option<String>>;
 
     /// Ends a session; whether there was one.
     pub async fn delete_login(&self, id_sha256: &str) -> Result<bool>;

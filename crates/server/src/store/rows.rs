@@ -113,6 +113,8 @@ column!(
         Rule => "rule",
         /// The batch's approval timeout passed unanswered.
         Expiry => "expiry",
+        /// A person's decision link (an Approve or Reject link in a message to them).
+        Link => "link",
     }
 );
 
@@ -400,6 +402,9 @@ pub struct DecisionWrite {
     pub batch_state: BatchState,
     pub task_state: TaskState,
     pub events: Vec<NewEvent>,
+    /// The hex SHA-256 of the decision link this decision comes through, marked used in the
+    /// same transaction: a link already used, expired or of another batch fails the decision.
+    pub uses_link: Option<String>,
     /// Notifications of this decision (decided, canceled, expired), written with it.
     pub notifications: Vec<NewNotification>,
 }
@@ -581,6 +586,7 @@ mod tests {
             Channel::Policy,
             Channel::Rule,
             Channel::Expiry,
+            Channel::Link,
         ] {
             assert_eq!(Channel::parse(channel.as_str()).unwrap(), channel);
         }

@@ -19,6 +19,7 @@ mod feedback;
 mod hitl;
 mod hostile;
 mod idle;
+mod links;
 mod live;
 mod migrations;
 mod notifications;

@@ -11,8 +11,8 @@ use serde_json::json;
 use signoff_protocol::TaskState;
 use signoff_server::store::{
     now_ms, AttemptFailed, AutoDecision, BatchState, CallStatus, CallUpdate, CallVerdict, Channel,
-    Commit, Database, DecisionWrite, Guard, NewCall, NewEvent, NewNotification, NotificationKind,
-    OutboxDepth, Store, StoreError, TaskRow, Verdict, LEASE,
+    Commit, Database, DecisionLinkRow, DecisionWrite, Guard, NewCall, NewEvent, NewNotification,
+    NotificationKind, OutboxDepth, Store, StoreError, TaskRow, Verdict, LEASE,
 };
 
 use crate::support::create_database;
@@ -428,6 +428,7 @@ fn approval(batch_id: i64, call_ids: &[&str]) -> DecisionWrite {
         batch_state: BatchState::Decided,
         task_state: TaskState::Working,
         events: vec![event("approved", false)],
+        uses_link: None,
         notifications: Vec::new(),
     }
 }
@@ -747,6 +748,68 @@ async fn a_runners_step_needs_the_lease_where_replicas_share_the_database() {
         assert_eq!(store.commit("t-lease", plain).await.unwrap(), 1, "{name}");
         assert_eq!(store.commit("t-lease", with_call).await.unwrap(), 1);
         assert_eq!(store.calls("t-lease").await.unwrap().len(), 1, "{name}");
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_decision_link_is_used_in_its_decisions_write_and_only_once() {
+    for Backend { name, store, .. } in backends().await {
+        store
+            .create_task(&task("t-link"), "chat", Vec::new())
+            .await
+            .unwrap();
+        let pause = Commit {
+            events: vec![event("paused", false)],
+            state: Some(TaskState::InputRequired),
+            new_calls: vec![call("held_1", true, None)],
+            new_batch: Some(json!([{"id": "held_1"}])),
+            ..Commit::default()
+        };
+        store.commit("t-link", pause).await.unwrap();
+        let batch = store.pending_batch("t-link").await.unwrap().unwrap();
+        let link = |hash: &str, expires_at: &str| DecisionLinkRow {
+            token_sha256: hash.to_owned(),
+            task_id: "t-link".into(),
+            batch_id: batch.id,
+            user_id: "user-of-t-batch".into(),
+            action: "approve".into(),
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+            expires_at: expires_at.to_owned(),
+            used_at: None,
+        };
+        store
+            .insert_decision_links(vec![
+                link("live", "2999-01-01T00:00:00.000Z"),
+                link("old", "2000-01-01T00:00:00.000Z"),
+            ])
+            .await
+            .unwrap();
+        // An expired link fails the whole decision: the batch still waits.
+        let through = |hash: &str| DecisionWrite {
+            uses_link: Some(hash.to_owned()),
+            ..approval(batch.id, &["held_1"])
+        };
+        match store.decide("t-link", through("old")).await {
+            Err(StoreError::Conflict(reason)) => assert_eq!(
+                reason, "the decision link was already used or has expired",
+                "{name}"
+            ),
+            other => panic!("{name}: {other:?}"),
+        }
+        assert_eq!(
+            store.pending_batch("t-link").await.unwrap().map(|b| b.id),
+            Some(batch.id),
+            "{name}: nothing of the refused decision was kept"
+        );
+        assert!(store.task_decisions("t-link").await.unwrap().is_empty());
+        store.decide("t-link", through("live")).await.unwrap();
+        let used = store.decision_link("live").await.unwrap().unwrap();
+        assert!(used.used_at.is_some(), "{name}");
+        assert_eq!(used.batch_id, batch.id);
+        let unused = store.decision_link("old").await.unwrap().unwrap();
+        assert_eq!(unused.used_at, None, "{name}");
+        assert_eq!(store.decision_link("none").await.unwrap(), None);
         store.close().await;
     }
 }

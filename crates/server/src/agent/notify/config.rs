@@ -57,6 +57,8 @@ pub enum ChannelKindSpec {
     Webhook,
     /// A Slack incoming webhook: a Block Kit message.
     Slack,
+    /// Email over SMTP (`[channels.email]`), with decision links for the person who may decide.
+    Email,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -79,6 +81,44 @@ pub struct ChannelSpec {
     /// Which batches it hears of; default: every batch.
     #[serde(default)]
     pub route: RouteSpec,
+    /// An email channel's server, sender and recipients.
+    pub email: Option<EmailSpec>,
+}
+
+/// `[channels.email]`: where an email channel sends and to whom.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmailSpec {
+    pub smtp_host: String,
+    /// Default: 587 for `starttls`, 465 for `tls`, 25 for `none`.
+    pub smtp_port: Option<u16>,
+    /// `starttls` (the default), `tls` or `none` (a relay on the same host only).
+    #[serde(default = "starttls")]
+    pub tls: String,
+    /// The SMTP user; its password from `password_file` or `password_env`.
+    pub username: Option<String>,
+    pub password_env: Option<String>,
+    pub password_file: Option<PathBuf>,
+    /// The sender (`Signoff <signoff@example.com>`).
+    pub from: String,
+    /// Fixed addresses that hear of every batch the channel takes (no decision links).
+    #[serde(default)]
+    pub to: Vec<String>,
+    /// Whether the requester gets the message with their decision links (default true): at the
+    /// address of their latest sign-in (`--auth oidc`), else the one `people` gives.
+    #[serde(default = "yes")]
+    pub to_requester: bool,
+    /// People's addresses by user id.
+    #[serde(default)]
+    pub people: std::collections::BTreeMap<String, String>,
+}
+
+fn starttls() -> String {
+    "starttls".into()
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// A channel's filter. Each field given narrows it; a batch must pass all of them. Approver

@@ -12,12 +12,14 @@
 //! `kind` in the file (`config::ChannelKindSpec`) and its arm in `deliver`.
 
 mod config;
+pub mod email;
 pub mod payload;
 mod send;
 mod slack;
 mod webhook;
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::{HeaderName, HeaderValue};
@@ -31,8 +33,12 @@ use crate::store::{AttemptFailed, NewNotification, NotificationKind, Notificatio
 /// What kind of receiver a channel is.
 #[derive(Debug, Clone)]
 pub enum ChannelKind {
-    Webhook { key: SigningKey },
+    Webhook {
+        key: SigningKey,
+    },
     Slack,
+    /// Sent by the runtime (`runtime::notify`), which makes each person's decision links.
+    Email(Arc<email::EmailChannel>),
 }
 
 /// One configured channel.
@@ -195,6 +201,24 @@ impl Notifications {
                     format!("{:?}: each channel needs a name of its own", spec.name),
                 ));
             }
+            if spec.kind == config::ChannelKindSpec::Email {
+                let kind = email_channel(spec, &delivery)
+                    .map_err(|(field, message)| fail(at(&field), message))?;
+                channels.push(Channel {
+                    name: spec.name.clone(),
+                    kind,
+                    url: String::new(),
+                    events: events(spec).map_err(|(field, message)| fail(at(&field), message))?,
+                    agents: spec.route.agents.clone(),
+                });
+                continue;
+            }
+            if spec.email.is_some() {
+                return Err(fail(
+                    at("email"),
+                    "only a channel of kind \"email\" takes [email]".into(),
+                ));
+            }
             let url = config::secret(
                 "url",
                 spec.url_env.as_deref(),
@@ -226,18 +250,11 @@ impl Notifications {
                 (config::ChannelKindSpec::Slack, Some(_)) => {
                     return Err(fail(at("secret_file"), "a Slack webhook takes no signing secret (its URL is the secret: url_env or url_file)".into()))
                 }
+                (config::ChannelKindSpec::Email, _) => {
+                    return Err(fail(at("kind"), "an email channel is read above".into()))
+                }
             };
-            let events = match &spec.events {
-                None => NotificationKind::ALL.to_vec(),
-                Some(names) => names
-                    .iter()
-                    .enumerate()
-                    .map(|(i, name)| {
-                        config::event_kind(name)
-                            .map_err(|message| fail(at(&format!("events[{i}]")), message))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-            };
+            let events = events(spec).map_err(|(field, message)| fail(at(&field), message))?;
             channels.push(Channel {
                 name: spec.name.clone(),
                 kind,
@@ -259,6 +276,17 @@ impl Notifications {
     /// Whether any channel is configured.
     pub fn is_active(&self) -> bool {
         !self.channels.is_empty()
+    }
+
+    /// The email channel named `name`, if it is one: the runtime sends its messages.
+    pub fn email(&self, name: &str) -> Option<Arc<email::EmailChannel>> {
+        self.channels
+            .iter()
+            .find(|channel| channel.name == name)
+            .and_then(|channel| match &channel.kind {
+                ChannelKind::Email(email) => Some(email.clone()),
+                ChannelKind::Webhook { .. } | ChannelKind::Slack => None,
+            })
     }
 
     /// The channels' names.
@@ -330,13 +358,162 @@ impl Notifications {
                 let body = slack::message(row).to_string().into_bytes();
                 send::post(&self.client, &channel.url, Vec::new(), body).await
             }
+            ChannelKind::Email(_) => {
+                Err("an email channel's messages are sent by the runtime, with their links".into())
+            }
         }
     }
+}
+
+/// The events a channel takes: those it names, or all. A bad name is `(field, why)`.
+fn events(spec: &config::ChannelSpec) -> Result<Vec<NotificationKind>, (String, String)> {
+    match &spec.events {
+        None => Ok(NotificationKind::ALL.to_vec()),
+        Some(names) => names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                config::event_kind(name).map_err(|message| (format!("events[{i}]"), message))
+            })
+            .collect(),
+    }
+}
+
+/// An email channel from its `[email]` table: every address parsed, the password read. A bad
+/// value is `(field, why)`, never naming the password.
+fn email_channel(
+    spec: &config::ChannelSpec,
+    delivery: &Delivery,
+) -> Result<ChannelKind, (String, String)> {
+    let field = |name: &str| format!("email.{name}");
+    if spec.url.is_some() || spec.url_env.is_some() || spec.url_file.is_some() {
+        return Err((
+            "url".into(),
+            "an email channel takes no url: [email] says where".into(),
+        ));
+    }
+    if spec.secret_env.is_some() || spec.secret_file.is_some() {
+        return Err((
+            "secret_file".into(),
+            "an email channel takes no signing secret".into(),
+        ));
+    }
+    let email = spec.email.as_ref().ok_or_else(|| {
+        (
+            "email".to_owned(),
+            "an email channel needs its [email] table".to_owned(),
+        )
+    })?;
+    let tls = email::SmtpTls::parse(&email.tls).map_err(|message| (field("tls"), message))?;
+    let password = config::secret(
+        "the SMTP password",
+        email.password_env.as_deref(),
+        email.password_file.as_deref(),
+        None,
+    )
+    .map_err(|message| (field("password_file"), message))?;
+    let credentials = match (&email.username, password) {
+        (Some(user), Some(password)) => Some((user.clone(), password)),
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err((
+                field("password_file"),
+                "a username needs its password: password_file or password_env".into(),
+            ))
+        }
+        (None, Some(_)) => return Err((field("username"), "a password needs its username".into())),
+    };
+    let from = email::mailbox(&email.from).map_err(|message| (field("from"), message))?;
+    let to = email
+        .to
+        .iter()
+        .enumerate()
+        .map(|(i, to)| email::mailbox(to).map_err(|message| (field(&format!("to[{i}]")), message)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let people = email
+        .people
+        .iter()
+        .map(|(person, address)| {
+            email::mailbox(address)
+                .map(|mailbox| (person.clone(), mailbox))
+                .map_err(|message| (field(&format!("people.{person}")), message))
+        })
+        .collect::<Result<_, _>>()?;
+    if to.is_empty() && !email.to_requester {
+        return Err((
+            field("to"),
+            "no one gets this channel's messages: give to, or leave to_requester on".into(),
+        ));
+    }
+    let smtp = email::SmtpSettings {
+        host: email.smtp_host.clone(),
+        port: email.smtp_port,
+        tls,
+        credentials,
+        timeout: delivery.timeout,
+    };
+    let channel = email::EmailChannel::new(smtp, from, to, email.to_requester, people)
+        .map_err(|message| (field("smtp_host"), message))?;
+    Ok(ChannelKind::Email(Arc::new(channel)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Loads a notifications file of `channels` (TOML after `[[channels]]`).
+    fn load(dir: &Path, channels: &str) -> Result<Notifications, NotifyConfigError> {
+        let path = dir.join("notifications.toml");
+        std::fs::write(&path, format!("[[channels]]\n{channels}")).unwrap();
+        Notifications::load(&path, Some("https://signoff.example.com"))
+    }
+
+    // The SMTP transport's pool runs on the runtime, as the server's does.
+    #[tokio::test]
+    async fn an_email_channel_is_checked_and_never_shows_its_password() {
+        let dir = tempfile::tempdir().unwrap();
+        let password = dir.path().join("smtp-password");
+        std::fs::write(&password, "hunter2-secret\n").unwrap();
+        let good = format!(
+            "name = \"mail\"\nkind = \"email\"\n[channels.email]\nsmtp_host = \"smtp.example.com\"\n\
+             username = \"signoff\"\npassword_file = {:?}\nfrom = \"Signoff <s@example.com>\"\n\
+             to = [\"oncall@example.com\"]\npeople = {{ alice = \"alice@example.com\" }}\n",
+            password.display().to_string()
+        );
+        let loaded = load(dir.path(), &good).unwrap();
+        let email = loaded.email("mail").unwrap();
+        assert_eq!(email.to.len(), 1);
+        assert!(email.to_requester);
+        assert!(email.people.contains_key("alice"));
+        assert!(!format!("{loaded:?}").contains("hunter2"));
+        for (broken, field, says) in [
+            (
+                good.replace("username = \"signoff\"\n", ""),
+                "email.username",
+                "a password needs its username",
+            ),
+            (
+                good.replace("oncall@example.com", "not an address"),
+                "email.to[0]",
+                "not an email address",
+            ),
+            (
+                good.replace("smtp_host", "tls = \"ssl\"\nsmtp_host"),
+                "email.tls",
+                "not a TLS mode",
+            ),
+            (
+                good.replace("kind = \"email\"", "kind = \"slack\"\nurl = \"https://h\""),
+                "email",
+                "only a channel of kind",
+            ),
+        ] {
+            let err = load(dir.path(), &broken).unwrap_err();
+            assert_eq!(err.path, format!("channels[0].{field}"), "{err}");
+            assert!(err.message.contains(says), "{err}");
+            assert!(!err.to_string().contains("hunter2"), "{err}");
+        }
+    }
 
     #[test]
     fn retries_double_with_jitter_up_to_the_cap_and_stop_after_retry_for() {

@@ -25,6 +25,7 @@ fn wire_channel(channel: Channel) -> DecisionChannel {
         Channel::Policy => DecisionChannel::Policy,
         Channel::Rule => DecisionChannel::Rule,
         Channel::Expiry => DecisionChannel::Expiry,
+        Channel::Link => DecisionChannel::Link,
     }
 }
 

@@ -56,6 +56,8 @@ pub(super) struct PlannedDecision {
     pub events: Vec<StreamEvent>,
     /// When the batch paused (RFC 3339), for the time to a decision; `None`: not timed.
     pub paused_at: Option<String>,
+    /// The hex SHA-256 of the decision link it comes through, used in the same write.
+    pub uses_link: Option<String>,
 }
 
 impl PlannedDecision {
@@ -92,6 +94,7 @@ pub(super) fn person_decision(
         task_state: TaskState::Working,
         events,
         paused_at: Some(batch.created_at.clone()),
+        uses_link: None,
     }
 }
 
@@ -186,6 +189,7 @@ impl Runtime {
                     batch_state: planned.batch_state,
                     task_state: planned.task_state,
                     events: stored.clone(),
+                    uses_link: planned.uses_link.clone(),
                     notifications,
                 };
                 Ok((Some(write), (Some((planned, stored)), back)))
@@ -395,7 +399,7 @@ impl Runtime {
     /// checks only the server can make ([`Runtime::check_decided_calls`]): the planned decision,
     /// its `echo` (the decision message) in the `working` status it moves the task to. Pure: it
     /// runs inside the store's write, perhaps twice.
-    fn plan_decision(
+    pub(super) fn plan_decision(
         &self,
         by: DecisionInput,
         row: &TaskRow,
@@ -423,7 +427,7 @@ impl Runtime {
 
     /// After a person's decision on a local task has committed: start its runner, answer with
     /// the event.
-    fn decided(
+    pub(super) fn decided(
         self: &Arc<Self>,
         task_id: &str,
         applied: Applied,

@@ -154,6 +154,7 @@ impl Runtime {
             task_state,
             events,
             paused_at: None,
+            uses_link: None,
         };
         match self.apply_decision(task_id, planned.if_pending()).await {
             Ok((Some(_), ())) => {
@@ -247,6 +248,7 @@ impl Runtime {
             task_state: TaskState::Working,
             events: vec![event],
             paused_at: None,
+            uses_link: None,
         };
         match self.apply_decision(parent_id, planned.if_pending()).await {
             Ok((Some(_), ())) => {

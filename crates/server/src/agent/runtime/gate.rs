@@ -257,6 +257,7 @@ impl Runtime {
                 task_state: TaskState::Canceled,
                 events: vec![canceled.clone()],
                 paused_at: None,
+                uses_link: None,
             };
             match self.apply_decision(task_id, planned.if_pending()).await {
                 Ok((applied, ())) => done = applied.is_some(),

@@ -11,9 +11,11 @@ mod approvals;
 mod audit;
 mod authenticated;
 mod decide;
+mod email;
 mod expiry;
 mod gate;
 mod inbox;
+mod links;
 mod log;
 mod notify;
 mod pause;
@@ -33,6 +35,7 @@ pub use crate::store::Channel;
 pub use approvals::ApprovalsItem;
 pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
 pub use authenticated::as_authenticated;
+pub use links::{BatchSummary, DecidedBy, IssuedLinks, LinkAction, LinkDecision, LinkState};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
 pub use reads::Session;
 pub use relayed::{as_recorded, RelayedExchange};
@@ -167,6 +170,8 @@ pub struct Limits {
     pub max_subagent_depth: usize,
     /// The most "always allow" policies one user may have in force.
     pub max_policies_per_user: usize,
+    /// How long a decision link sent in a notification works.
+    pub decision_link_ttl: Duration,
 }
 
 impl Limits {
@@ -188,6 +193,7 @@ impl Default for Limits {
             max_tool_calls_per_turn: Limits::DEFAULT_TOOL_CALLS_PER_TURN,
             max_subagent_depth: Limits::DEFAULT_SUBAGENT_DEPTH,
             max_policies_per_user: Limits::DEFAULT_POLICIES_PER_USER,
+            decision_link_ttl: Duration::from_secs(24 * 60 * 60),
         }
     }
 }

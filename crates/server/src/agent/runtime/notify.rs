@@ -104,7 +104,10 @@ impl Runtime {
 
     /// One attempt at `row`, and its outcome written and counted.
     async fn send_one(&self, owner: &str, row: NotificationRow) {
-        let outcome = self.notifications.deliver(&row).await;
+        let outcome = match self.notifications.email(&row.channel) {
+            Some(email) => self.deliver_email(&email, &row).await,
+            None => self.notifications.deliver(&row).await,
+        };
         let written = match &outcome {
             Ok(()) => {
                 self.metrics.notification(&row.channel, "delivered");

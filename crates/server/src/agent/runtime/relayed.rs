@@ -420,6 +420,7 @@ impl Runtime {
                     task_state: state.unwrap_or(TaskState::Working),
                     events,
                     paused_at: None,
+                    uses_link: None,
                 };
                 let (applied, ()) = self.apply_decision(task_id, planned.if_pending()).await?;
                 if applied.is_none() {

@@ -739,8 +739,9 @@ fn signed_out_page(status: StatusCode, message: &str) -> Response {
 }
 
 /// Before the UI's pages in `--auth oidc`: a page opened while signed out goes to the provider,
-/// and comes back to the same page. API calls, the sign-in routes and the operations endpoints
-/// are left alone (they answer 401 themselves, or need no user).
+/// and comes back to the same page. API calls, the sign-in routes, the operations endpoints and
+/// decision links' confirm pages (their token is their credential) are left alone (they answer
+/// 401 themselves, or need no user).
 pub async fn require_sign_in(
     State(state): State<AppState>,
     request: Request,
@@ -751,7 +752,7 @@ pub async fn require_sign_in(
     };
     let path = request.uri().path();
     let is_page = matches!(*request.method(), Method::GET | Method::HEAD)
-        && !["/api/", "/auth/", "/.well-known/"]
+        && !["/api/", "/auth/", "/.well-known/", "/decide/"]
             .iter()
             .any(|prefix| path.starts_with(prefix))
         && !["/healthz", "/readyz", "/metrics"].contains(&path)

@@ -49,6 +49,9 @@ async fn apply_decision(
     if won != 1 {
         return Err(StoreError::Conflict("the batch was already decided"));
     }
+    if let Some(link) = &decision.uses_link {
+        super::links::use_link(&mut *connection, link, decision.batch_id, &now).await?;
+    }
     for verdict in &decision.verdicts {
         let done = sqlx::query(
             "UPDATE calls SET status = $1, verdict = $2, reason = $3, run_args = $4,

@@ -10,6 +10,7 @@
 mod approvals;
 mod batches;
 mod leases;
+mod links;
 mod logins;
 mod outbox;
 mod records;

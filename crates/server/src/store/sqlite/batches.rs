@@ -46,6 +46,9 @@ fn apply_decision(
     if won != 1 {
         return Err(StoreError::Conflict("the batch was already decided"));
     }
+    if let Some(link) = &decision.uses_link {
+        super::links::use_link(connection, link, decision.batch_id, &now)?;
+    }
     let mut update = connection.prepare_cached(
         "UPDATE calls SET status = ?1, verdict = ?2, reason = ?3, run_args = ?4,
                           run_args_sha256 = ?5

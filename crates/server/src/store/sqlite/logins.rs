@@ -57,6 +57,20 @@ impl Sqlite {
         })
     }
 
+    pub async fn login_email(&self, subject: &str) -> Result<Option<String>> {
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT email FROM logins WHERE subject = ?1 AND email IS NOT NULL
+                 ORDER BY created_at DESC LIMIT 1",
+            )?;
+            let mut rows = statement.query([subject])?;
+            match rows.next()? {
+                Some(row) => Ok(Some(row.get(0)?)),
+                None => Ok(None),
+            }
+        })
+    }
+
     pub async fn delete_login(&self, id_sha256: &str) -> Result<bool> {
         let id_sha256 = id_sha256.to_owned();
         self.write(move |connection| {

@@ -8,6 +8,7 @@
 mod approvals;
 mod batches;
 mod deadlines;
+mod links;
 mod logins;
 mod outbox;
 mod policies;

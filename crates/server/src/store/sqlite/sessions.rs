@@ -41,6 +41,7 @@ impl Sqlite {
                 super::approvals::record_session_deleted(connection, &id, &super::now())?;
             // Children first (foreign keys are not enforced, see `connect`).
             for child in [
+                "decision_links",
                 "decisions",
                 "calls",
                 "task_events",
