@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod http;
+pub mod notify;
 pub mod store;
 pub mod telemetry;
 
@@ -162,6 +163,10 @@ pub struct Config {
     /// refused until they revoke one.
     #[arg(long = "max-policies", env = "SIGNOFF_MAX_POLICIES", default_value_t = agent::Limits::DEFAULT_POLICIES_PER_USER)]
     pub max_policies_per_user: usize,
+    /// Networks push notifications may be posted to although they are loopback, private,
+    /// link-local or otherwise not public (CIDR, comma-separated; e.g. `10.1.0.0/16`).
+    #[arg(long = "push-allow", env = "SIGNOFF_PUSH_ALLOW", value_delimiter = ',')]
+    pub push_allow: Vec<String>,
     /// Trust `X-Forwarded-Host` and `X-Forwarded-Proto` (only behind a proxy that sets them).
     #[arg(long, env = "SIGNOFF_TRUST_PROXY")]
     pub trust_proxy: bool,
@@ -230,6 +235,7 @@ impl Config {
             max_tool_calls_per_turn: agent::Limits::DEFAULT_TOOL_CALLS_PER_TURN,
             max_subagent_depth: agent::Limits::DEFAULT_SUBAGENT_DEPTH,
             max_policies_per_user: agent::Limits::DEFAULT_POLICIES_PER_USER,
+            push_allow: Vec::new(),
             trust_proxy: false,
             log_format: telemetry::LogFormat::Text,
             conformance_agent: false,
@@ -282,6 +288,23 @@ impl Config {
                 Ok(http::Auth::Oidc(Arc::new(oidc)))
             }
         }
+    }
+
+    /// The push-notification sender: `--push-allow`'s networks, and the signing key in the
+    /// store (made by the first server to start), issued as `--public-url` or `signoff`.
+    async fn notifier(&self, store: &store::Store) -> Result<notify::Notifier, ServerError> {
+        let allow = notify::AllowList::parse(self.push_allow.iter().map(String::as_str))
+            .map_err(ServerError::Config)?;
+        let outbound =
+            notify::Outbound::new(allow).map_err(|err| ServerError::Config(err.to_string()))?;
+        let issuer = self
+            .public_url
+            .clone()
+            .unwrap_or_else(|| "signoff".to_owned());
+        let signer = notify::Signer::load(store, issuer)
+            .await
+            .map_err(|err| ServerError::Config(err.to_string()))?;
+        Ok(notify::Notifier::new(outbound, signer))
     }
 
     fn oidc_settings(&self) -> Result<http::auth::oidc::Settings, ServerError> {
@@ -373,6 +396,7 @@ pub async fn run(
         ..agent::Limits::default()
     };
     let runtime = agent::Runtime::new(store.clone(), agents, limits);
+    runtime.set_notifier(Arc::new(config.notifier(&store).await?));
     let resumed = runtime.resume_unfinished().await?;
     if resumed > 0 {
         tracing::info!(resumed, "resumed tasks left running");

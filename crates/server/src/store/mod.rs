@@ -30,6 +30,7 @@ mod approvals;
 mod columns;
 mod logins;
 mod postgres;
+mod push;
 mod rows;
 mod sharing;
 mod sqlite;
@@ -45,6 +46,7 @@ pub use approvals::{ApprovalEventKind, ApprovalEventRow, WaitingBatch, OUTCOME_D
 
 use approvals::ApprovalWakes;
 pub use logins::{LoginAttemptRow, LoginRow};
+pub use push::{PushConfigRow, PushPut};
 pub use rows::*;
 pub use sharing::{FeedbackRow, ShareRow};
 
@@ -588,6 +590,18 @@ forward! {
 
     /// Takes the sign-in whose `state` hashes to `state_sha256`: only the first caller gets it.
     pub async fn take_login_attempt(&self, state_sha256: &str) -> Result<Option<LoginAttemptRow>>;
+}
+
+forward! {
+    /// Writes a task's push config (replacing the one of the same id) unless the task already
+    /// has `cap` others.
+    pub async fn put_push_config(&self, config: PushConfigRow, cap: usize) -> Result<PushPut>;
+    /// A task's push configs, oldest first.
+    pub async fn push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>>;
+    /// Deletes one push config of a task; whether it was there.
+    pub async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool>;
+    /// The signing key named `name`, or `candidate` stored as it when there is none yet.
+    pub async fn server_key(&self, name: &str, candidate: String) -> Result<String>;
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ mod migrations;
 mod ops;
 mod policies;
 mod previews;
+mod push;
 mod questions;
 mod rebinding;
 mod release;

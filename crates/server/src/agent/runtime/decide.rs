@@ -198,6 +198,7 @@ impl Runtime {
         self.metrics.task_entered(task_state);
         let logged = LoggedEvent::numbered(seq, events, &stored);
         self.notify(task_id, logged.clone());
+        self.push_state(task_id, task_state, seq).await;
         tracing::info!(task = %task_id, user = %by.decider, channel = by.channel.as_str(), decision = %summary, "batch decided");
         Ok((Some(Applied { by, logged }), back))
     }

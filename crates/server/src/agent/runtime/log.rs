@@ -216,6 +216,9 @@ impl Runtime {
             self.metrics.task_entered(state);
         }
         self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
+        if let Some(state) = entered {
+            self.push_state(task_id, state, seq).await;
+        }
         Ok(seq)
     }
 

@@ -16,6 +16,7 @@ mod inbox;
 mod log;
 mod pause;
 mod policies;
+mod push;
 mod reads;
 mod relayed;
 mod replicas;
@@ -163,6 +164,8 @@ pub struct Limits {
     pub max_subagent_depth: usize,
     /// The most "always allow" policies one user may have in force.
     pub max_policies_per_user: usize,
+    /// The most push-notification configs one task may have.
+    pub max_push_configs_per_task: usize,
 }
 
 impl Limits {
@@ -171,6 +174,7 @@ impl Limits {
     pub const DEFAULT_TOOL_CALLS_PER_TURN: usize = 64;
     pub const DEFAULT_SUBAGENT_DEPTH: usize = 3;
     pub const DEFAULT_POLICIES_PER_USER: usize = 100;
+    pub const DEFAULT_PUSH_CONFIGS_PER_TASK: usize = 8;
 }
 
 impl Default for Limits {
@@ -184,6 +188,7 @@ impl Default for Limits {
             max_tool_calls_per_turn: Limits::DEFAULT_TOOL_CALLS_PER_TURN,
             max_subagent_depth: Limits::DEFAULT_SUBAGENT_DEPTH,
             max_policies_per_user: Limits::DEFAULT_POLICIES_PER_USER,
+            max_push_configs_per_task: Limits::DEFAULT_PUSH_CONFIGS_PER_TASK,
         }
     }
 }
@@ -234,6 +239,8 @@ pub struct Runtime {
     policies: PolicyCache,
     /// The remote agents' clients, shared with the relay ([`Runtime::remote_agents`]).
     remotes: RemoteAgents,
+    /// The push-notification sender, set once at start (`push`).
+    notifier: std::sync::OnceLock<Arc<crate::notify::Notifier>>,
 }
 
 /// Why the server cannot take work now (`GET /readyz` answers 503 with it).
@@ -262,6 +269,7 @@ impl Runtime {
             metrics: Metrics::new(),
             policies: PolicyCache::default(),
             remotes: RemoteAgents::default(),
+            notifier: std::sync::OnceLock::new(),
         })
     }
 

@@ -10,6 +10,7 @@ mod batches;
 mod deadlines;
 mod logins;
 mod policies;
+mod push;
 mod relayed;
 mod schema;
 mod sessions;
