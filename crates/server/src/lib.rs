@@ -6,7 +6,6 @@
 
 pub mod agent;
 pub mod http;
-pub mod notify;
 pub mod store;
 pub mod telemetry;
 
@@ -116,6 +115,15 @@ pub struct Config {
     /// redirect URI is its `/auth/callback`.
     #[arg(long, env = "SIGNOFF_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// The notifications file: channels (signed webhooks, Slack) that hear of batches waiting
+    /// for sign-off, their decisions and expiries (crates/server/README.md, Notifications);
+    /// needs --public-url for the links.
+    #[arg(long, env = "SIGNOFF_NOTIFICATIONS")]
+    pub notifications: Option<PathBuf>,
+    /// Groups whose members are operators (they read `GET /api/notifications/failed`),
+    /// comma-separated. With --auth none the local user is one.
+    #[arg(long, env = "SIGNOFF_OPERATOR_GROUPS", value_delimiter = ',')]
+    pub operator_groups: Vec<String>,
     /// Seconds a model may stay silent within a turn before its task fails.
     #[arg(long, env = "SIGNOFF_MODEL_TIMEOUT", default_value_t = 120)]
     pub model_timeout_secs: u64,
@@ -224,6 +232,8 @@ impl Config {
             oidc_groups_claim: "groups".to_owned(),
             oidc_audience: None,
             public_url: None,
+            notifications: None,
+            operator_groups: Vec::new(),
             model_timeout_secs: 120,
             tool_timeout_secs: 60,
             read_timeout_secs: 30,
@@ -290,13 +300,19 @@ impl Config {
         }
     }
 
-    /// The push-notification sender: `--push-allow`'s networks, and the signing key in the
-    /// store (made by the first server to start), issued as `--public-url` or `signoff`.
-    async fn notifier(&self, store: &store::Store) -> Result<notify::Notifier, ServerError> {
+    /// The push-notification sender: `--push-allow`'s networks, the outbox's time limits, and
+    /// the signing key in the store (made by the first server to start), issued as
+    /// `--public-url` or `signoff`.
+    async fn notifier(
+        &self,
+        store: &store::Store,
+        delivery: &agent::notify::Delivery,
+    ) -> Result<agent::notify::Notifier, ServerError> {
+        use agent::notify;
         let allow = notify::AllowList::parse(self.push_allow.iter().map(String::as_str))
             .map_err(ServerError::Config)?;
-        let outbound =
-            notify::Outbound::new(allow).map_err(|err| ServerError::Config(err.to_string()))?;
+        let outbound = notify::Outbound::new(allow, delivery.connect_timeout, delivery.timeout)
+            .map_err(|err| ServerError::Config(err.to_string()))?;
         let issuer = self
             .public_url
             .clone()
@@ -395,8 +411,18 @@ pub async fn run(
         max_policies_per_user: config.max_policies_per_user,
         ..agent::Limits::default()
     };
-    let runtime = agent::Runtime::new(store.clone(), agents, limits);
-    runtime.set_notifier(Arc::new(config.notifier(&store).await?));
+    let notifications = match &config.notifications {
+        Some(path) => agent::notify::Notifications::load(path, config.public_url.as_deref())
+            .map_err(|err| ServerError::Config(err.to_string()))?,
+        None => agent::notify::Notifications::none(),
+    };
+    if notifications.is_active() {
+        let channels: Vec<&str> = notifications.channel_names().collect();
+        tracing::info!(channels = %channels.join(", "), "notifications on");
+    }
+    let notifier = config.notifier(&store, &notifications.delivery).await?;
+    let runtime = agent::Runtime::with_notifications(store.clone(), agents, limits, notifications);
+    runtime.set_notifier(Arc::new(notifier));
     let resumed = runtime.resume_unfinished().await?;
     if resumed > 0 {
         tracing::info!(resumed, "resumed tasks left running");
@@ -419,6 +445,7 @@ pub async fn run(
         cards_since: chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp(), 0)
             .unwrap_or_default(),
         loopback_only: config.auth == AuthMode::None && listener.local_addr()?.ip().is_loopback(),
+        operator_groups: Arc::new(config.operator_groups.clone()),
     };
     let read_timeout = Duration::from_secs(config.read_timeout_secs.max(1));
     // A body that stops coming is cut off, as headers that stop coming are (`http::serve`).

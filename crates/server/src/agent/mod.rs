@@ -10,6 +10,7 @@ pub mod files;
 pub mod mcp;
 pub mod metrics;
 pub mod model;
+pub mod notify;
 pub mod openai;
 pub mod policy;
 pub mod remote;

@@ -9,6 +9,7 @@ mod feedback;
 mod host;
 mod json_body;
 mod json_errors;
+mod notifications;
 mod ops;
 pub mod relay;
 mod rest;
@@ -71,6 +72,9 @@ pub struct AppState {
     /// Answer only requests for a loopback `Host` (`--auth none` on a loopback address; see
     /// `host`).
     pub loopback_only: bool,
+    /// The groups whose members are operators (`--operator-groups`): they read the failed
+    /// notifications.
+    pub operator_groups: Arc<Vec<String>>,
 }
 
 /// `scheme://host` as the caller reached us, for absolute URLs in agent cards. The forwarded
@@ -283,6 +287,7 @@ pub fn router(state: AppState) -> Router {
             "/api/policies/{id}",
             axum::routing::delete(rest::revoke_policy),
         )
+        .route("/api/notifications/failed", get(notifications::failed))
         .route("/api/{*rest}", axum::routing::any(api_not_found))
         .route("/auth/login", get(auth::oidc::login))
         .route("/auth/callback", get(auth::oidc::callback))

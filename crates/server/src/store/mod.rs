@@ -29,6 +29,7 @@
 mod approvals;
 mod columns;
 mod logins;
+mod outbox;
 mod postgres;
 mod push;
 mod rows;
@@ -46,6 +47,10 @@ pub use approvals::{ApprovalEventKind, ApprovalEventRow, WaitingBatch, OUTCOME_D
 
 use approvals::ApprovalWakes;
 pub use logins::{LoginAttemptRow, LoginRow};
+pub use outbox::{
+    now_ms, AttemptFailed, NewNotification, NotificationKind, NotificationRow, OutboxDepth,
+    PUSH_CHANNEL,
+};
 pub use push::{PushConfigRow, PushPut};
 pub use rows::*;
 pub use sharing::{FeedbackRow, ShareRow};
@@ -573,6 +578,39 @@ forward! {
     pub async fn context_feedback(&self, context_id: &str) -> Result<Vec<FeedbackRow>>;
 }
 
+// The notifications outbox (`outbox`): the sender's side. Notifications are written by the
+// commits of the events they report (`Commit::notifications`, `DecisionWrite::notifications`).
+forward! {
+    /// Leases up to `limit` notifications that are due and not leased by a live sender to
+    /// `owner` until `now_ms + lease_ms`, oldest due first.
+    pub async fn claim_notifications(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: i64,
+    ) -> Result<Vec<NotificationRow>>;
+
+    /// A notification was delivered: it leaves the outbox.
+    pub async fn notification_delivered(&self, id: &str) -> Result<()>;
+
+    /// An attempt of `owner`'s did not deliver: counted, with its error, and retried later or
+    /// kept as failed. Nothing changes if `owner` no longer holds the lease.
+    pub async fn notification_attempt_failed(
+        &self,
+        owner: &str,
+        id: &str,
+        error: &str,
+        outcome: AttemptFailed,
+    ) -> Result<()>;
+
+    /// The notifications that failed for good, most recent first, at most `limit`.
+    pub async fn failed_notifications(&self, limit: i64) -> Result<Vec<NotificationRow>>;
+
+    /// How many notifications wait to be sent, and when the oldest of them was written.
+    pub async fn outbox_depth(&self) -> Result<OutboxDepth>;
+}
+
 // Browser sign-ins (`--auth oidc`), in the store so that every replica knows them and they
 // outlive a restart.
 forward! {
@@ -600,6 +638,9 @@ forward! {
     pub async fn push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>>;
     /// Deletes one push config of a task; whether it was there.
     pub async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool>;
+    /// Queues the push of `task_id` as of its event `seq` to its config `config_id` (a config
+    /// set after the task reached the state it reports; `store::outbox`).
+    pub async fn queue_push(&self, task_id: &str, config_id: &str, seq: i64) -> Result<()>;
     /// The signing key named `name`, or `candidate` stored as it when there is none yet.
     pub async fn server_key(&self, name: &str, candidate: String) -> Result<String>;
 }

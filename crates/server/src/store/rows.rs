@@ -5,6 +5,8 @@
 //! not know is a corrupt row.
 
 use serde_json::Value;
+
+use super::outbox::NewNotification;
 use signoff_protocol::{codec, ProtocolVersion, TaskState};
 
 use super::{Result, StoreError};
@@ -330,6 +332,12 @@ pub struct Commit {
     /// ([`StoreError::Conflict`]) unless this replica still holds the task's lease, so a runner
     /// that lost its task to another replica writes nothing more.
     pub leased: bool,
+    /// Notifications of what this step does (a pause: its batch waits), written with it
+    /// (`store::outbox`); each names the batch this commit opens, if it opens one.
+    pub notifications: Vec<NewNotification>,
+    /// Posts the task as of this commit to each of its push configs: one outbox row per config,
+    /// written with it (`store::outbox`).
+    pub push: bool,
 }
 
 impl Commit {
@@ -341,6 +349,7 @@ impl Commit {
         self.new_calls.extend(next.new_calls);
         self.call_updates.extend(next.call_updates);
         self.delivered.extend(next.delivered);
+        self.notifications.extend(next.notifications);
         Commit {
             events: self.events,
             state: next.state.or(self.state),
@@ -353,6 +362,8 @@ impl Commit {
             delivered: self.delivered,
             unless_queued: self.unless_queued || next.unless_queued,
             leased: self.leased || next.leased,
+            notifications: self.notifications,
+            push: self.push || next.push,
         }
     }
 }
@@ -390,6 +401,10 @@ pub struct DecisionWrite {
     pub batch_state: BatchState,
     pub task_state: TaskState,
     pub events: Vec<NewEvent>,
+    /// Notifications of this decision (decided, canceled, expired), written with it.
+    pub notifications: Vec<NewNotification>,
+    /// Posts the task as of this decision to each of its push configs, as [`Commit::push`].
+    pub push: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

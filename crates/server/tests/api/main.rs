@@ -21,6 +21,7 @@ mod hostile;
 mod idle;
 mod live;
 mod migrations;
+mod notifications;
 mod ops;
 mod policies;
 mod previews;

@@ -2,8 +2,10 @@
 //! versions, owned and validated; a paused task's update posted to a real receiver in each
 //! version's payload, with the config's token and authentication and a JWT checked against the
 //! served JWKS; client-chosen URLs on loopback, private, metadata or redirecting receivers
-//! refused, and nothing sent there.
+//! refused, and nothing sent there; a push whose receiver was down is delivered by the server
+//! restarted since, from the outbox, under the same id.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
@@ -23,12 +25,14 @@ struct Received {
     body: Value,
 }
 
-/// A push receiver listening on `ip`; it answers 200, or redirects to `redirect` when set.
+/// A push receiver listening on `ip`; it answers 200, or redirects to `redirect` when set, or
+/// 503 while it is `down`.
 #[derive(Clone)]
 struct Receiver {
     url: String,
     got: Arc<Mutex<Vec<Received>>>,
     arrived: Arc<Notify>,
+    down: Arc<AtomicBool>,
 }
 
 impl Receiver {
@@ -37,14 +41,17 @@ impl Receiver {
         let url = format!("http://{}/hook", listener.local_addr().unwrap());
         let got = Arc::new(Mutex::new(Vec::new()));
         let arrived = Arc::new(Notify::new());
-        let (store, wake) = (got.clone(), arrived.clone());
+        let down = Arc::new(AtomicBool::new(false));
+        let (store, wake, is_down) = (got.clone(), arrived.clone(), down.clone());
         let handler = move |headers: HeaderMap, body: Bytes| {
             let (store, wake, redirect) = (store.clone(), wake.clone(), redirect.clone());
+            let down = is_down.load(Ordering::SeqCst);
             async move {
                 let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
                 store.lock().unwrap().push(Received { headers, body });
                 wake.notify_waiters();
                 match redirect {
+                    _ if down => StatusCode::SERVICE_UNAVAILABLE.into_response(),
                     Some(to) => {
                         (StatusCode::TEMPORARY_REDIRECT, [("location", to)]).into_response()
                     }
@@ -54,7 +61,12 @@ impl Receiver {
         };
         let app = axum::Router::new().route("/hook", axum::routing::post(handler));
         tokio::spawn(async move { axum::serve(listener, app).await });
-        Receiver { url, got, arrived }
+        Receiver {
+            url,
+            got,
+            arrived,
+            down,
+        }
     }
 
     fn got(&self) -> Vec<Received> {
@@ -407,6 +419,86 @@ async fn the_signing_key_is_kept_in_the_store_across_restarts() {
     let app = spawn_in(data_dir, |_| {}).await;
     let (_, after) = app.get("/.well-known/jwks.json").await;
     assert_eq!(before, after);
+}
+
+/// The text of the server's `/metrics` once it has a line `wanted`.
+async fn metrics_with(app: &TestApp, wanted: &str) -> String {
+    eventually(wanted, || async {
+        let text = app
+            .client
+            .get(app.url("/metrics"))
+            .send()
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        text.lines().any(|line| line == wanted).then_some(text)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_push_whose_receiver_was_down_is_delivered_after_a_restart_under_the_same_id() {
+    let app = spawn_push_app().await;
+    let receiver = Receiver::start("127.0.0.1", None).await;
+    receiver.down.store(true, Ordering::SeqCst);
+    let mut params = json!({"message": message_v03(PROMPT, None, None)});
+    params["configuration"] =
+        json!({"blocking": false, "pushNotificationConfig": {"url": receiver.url}});
+    let sent = app.rpc(None, request("message/send", params)).await;
+    let task = sent["result"]["id"].as_str().unwrap().to_owned();
+    let refused = receiver
+        .wait_for("the first try, refused", |body| {
+            body["status"]["state"] == "input-required"
+        })
+        .await;
+    let first = verify(&app, jwt_of(&refused), &receiver.url).await;
+    // The failed try is written back (the row waits for its retry) before the server stops.
+    metrics_with(
+        &app,
+        r#"signoff_notifications_total{channel="a2a-push",outcome="retry"} 1"#,
+    )
+    .await;
+    let data_dir = app.stop().await;
+    let tries = receiver.got().len();
+    receiver.down.store(false, Ordering::SeqCst);
+
+    let app = spawn_in(data_dir, |config| {
+        config.push_allow = vec!["127.0.0.1/32".into()];
+    })
+    .await;
+    let delivered = within("the push from the restarted server", async {
+        loop {
+            let notified = receiver.arrived.notified();
+            if let Some(found) = receiver.got().get(tries) {
+                return found.clone();
+            }
+            notified.await;
+        }
+    })
+    .await;
+    assert_eq!(delivered.body["id"], task.as_str());
+    assert_eq!(delivered.body["status"]["state"], "input-required");
+    let again = verify(&app, jwt_of(&delivered), &receiver.url).await;
+    assert_eq!(again["jti"], first["jti"], "one notification, one id");
+    assert!(again["jti"].as_str().unwrap().starts_with("push_"));
+    // Counted under the pushes' own channel, and nothing is left queued.
+    let metrics = metrics_with(
+        &app,
+        r#"signoff_notifications_total{channel="a2a-push",outcome="delivered"} 1"#,
+    )
+    .await;
+    assert!(
+        metrics.contains("signoff_notifications_queued 0"),
+        "{metrics}"
+    );
+}
+
+fn jwt_of(received: &Received) -> &str {
+    received.headers["x-a2a-notification-signature"]
+        .to_str()
+        .unwrap()
 }
 
 /// The JWT's claims, checked with the key the server serves at `/.well-known/jwks.json`, for

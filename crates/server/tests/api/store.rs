@@ -161,6 +161,8 @@ async fn decide(store: &Store, task_id: &str, user: &str) {
         batch_state: BatchState::Decided,
         task_state: TaskState::Working,
         events: Vec::new(),
+        notifications: Vec::new(),
+        push: false,
     };
     store.decide(task_id, write).await.unwrap();
 }

@@ -15,10 +15,12 @@ use signoff_protocol::hitl::{
 use signoff_protocol::{Message, Role, StreamEvent, TaskState};
 
 use crate::agent::config::RuleAction;
+use crate::agent::notify::payload::{self, About};
+use crate::agent::notify::Notifications;
 use crate::agent::view;
 use crate::store::{
     task_state_text, BatchRow, BatchState, CallStatus, CallVerdict, Channel, DecisionWrite,
-    NewEvent, SubagentLink, TaskRow, Verdict as StoredVerdict,
+    NewEvent, NewNotification, NotificationKind, SubagentLink, TaskRow, Verdict as StoredVerdict,
 };
 
 use super::audit::args_sha256;
@@ -155,6 +157,12 @@ impl Runtime {
             + 'static,
     {
         type Back<X> = (Option<(PlannedDecision, Vec<NewEvent>)>, X);
+        let notifications = self
+            .notifies(task_id)
+            .await?
+            .then(|| self.notifications.clone());
+        let notifies = notifications.is_some();
+        let pushes = self.pushes_on();
         let outcome: Result<(Option<i64>, Back<X>)> = self
             .store
             .decide_planned(task_id, move |row, batch| {
@@ -163,6 +171,12 @@ impl Runtime {
                     return Ok((None, (None, back)));
                 };
                 let stored: Vec<NewEvent> = planned.events.iter().map(Self::encode).collect();
+                let notifications = match (&notifications, row) {
+                    (Some(notifications), Some(row)) => {
+                        decision_notifications(notifications, row, &planned)
+                    }
+                    _ => Vec::new(),
+                };
                 let write = DecisionWrite {
                     batch_id: planned.batch_id,
                     user_id: planned.by.decider.clone(),
@@ -173,6 +187,8 @@ impl Runtime {
                     batch_state: planned.batch_state,
                     task_state: planned.task_state,
                     events: stored.clone(),
+                    notifications,
+                    push: pushes && super::push::pushed_state(planned.task_state),
                 };
                 Ok((Some(write), (Some((planned, stored)), back)))
             })
@@ -198,7 +214,9 @@ impl Runtime {
         self.metrics.task_entered(task_state);
         let logged = LoggedEvent::numbered(seq, events, &stored);
         self.notify(task_id, logged.clone());
-        self.push_state(task_id, task_state, seq).await;
+        if notifies || (pushes && super::push::pushed_state(task_state)) {
+            self.wake_sender();
+        }
         tracing::info!(task = %task_id, user = %by.decider, channel = by.channel.as_str(), decision = %summary, "batch decided");
         Ok((Some(Applied { by, logged }), back))
     }
@@ -493,6 +511,36 @@ fn driven_by_parent(task_id: &str, link: &SubagentLink) -> AgentError {
          task's batch; decide them there",
         link.parent_task_id, link.parent_call_id
     ))
+}
+
+/// The rows of a decision, a cancel or an expiry of `row`'s batch, for each channel that takes
+/// its kind.
+fn decision_notifications(
+    notifications: &Notifications,
+    row: &TaskRow,
+    planned: &PlannedDecision,
+) -> Vec<NewNotification> {
+    let kind = match planned.batch_state {
+        BatchState::Expired => NotificationKind::Expired,
+        BatchState::Canceled => NotificationKind::Canceled,
+        BatchState::Pending | BatchState::Decided => NotificationKind::Decided,
+    };
+    let about = About {
+        task_id: &row.id,
+        context_id: &row.context_id,
+        agent: &row.agent,
+        requester: &row.user_id,
+    };
+    notifications.for_event(kind, &row.agent, |public_url| {
+        payload::decided(
+            &about,
+            public_url,
+            &planned.by.decider,
+            planned.by.channel.as_str(),
+            &planned.summary,
+            &planned.verdicts,
+        )
+    })
 }
 
 /// The time since `at` (RFC 3339), if it parses and lies in the past.

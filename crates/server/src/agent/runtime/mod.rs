@@ -14,6 +14,7 @@ mod expiry;
 mod gate;
 mod inbox;
 mod log;
+mod notify;
 mod pause;
 mod policies;
 mod push;
@@ -49,6 +50,7 @@ use tokio_util::task::TaskTracker;
 
 use super::metrics::Metrics;
 use super::model::Model;
+use super::notify::Notifications;
 use super::policy::{AgentApprovals, PolicyCache};
 use super::remote::RemoteAgents;
 use super::subagents::Subagents;
@@ -239,8 +241,12 @@ pub struct Runtime {
     policies: PolicyCache,
     /// The remote agents' clients, shared with the relay ([`Runtime::remote_agents`]).
     remotes: RemoteAgents,
+    /// The operator's notification channels (`agent::notify`); none by default.
+    notifications: Arc<Notifications>,
+    /// Wakes this replica's notification sender after a commit wrote notifications.
+    outbox_wake: tokio::sync::Notify,
     /// The push-notification sender, set once at start (`push`).
-    notifier: std::sync::OnceLock<Arc<crate::notify::Notifier>>,
+    notifier: std::sync::OnceLock<Arc<crate::agent::notify::Notifier>>,
 }
 
 /// Why the server cannot take work now (`GET /readyz` answers 503 with it).
@@ -257,6 +263,17 @@ pub enum NotReady {
 
 impl Runtime {
     pub fn new(store: Store, agents: Vec<Arc<Agent>>, limits: Limits) -> Arc<Runtime> {
+        Runtime::with_notifications(store, agents, limits, Notifications::none())
+    }
+
+    /// [`Runtime::new`] with the operator's notification channels; their sender starts with
+    /// [`Runtime::resume_unfinished`].
+    pub fn with_notifications(
+        store: Store,
+        agents: Vec<Arc<Agent>>,
+        limits: Limits,
+        notifications: Notifications,
+    ) -> Arc<Runtime> {
         Arc::new(Runtime {
             store,
             agents,
@@ -269,6 +286,8 @@ impl Runtime {
             metrics: Metrics::new(),
             policies: PolicyCache::default(),
             remotes: RemoteAgents::default(),
+            notifications: Arc::new(notifications),
+            outbox_wake: tokio::sync::Notify::new(),
             notifier: std::sync::OnceLock::new(),
         })
     }
@@ -293,8 +312,9 @@ impl Runtime {
     /// (right after a restart, and across servers that share the database).
     pub async fn metrics_text(&self) -> Result<String> {
         let pending = self.store.count_pending_batches().await?;
+        let outbox = self.store.outbox_depth().await?;
         self.metrics
-            .render(pending)
+            .render(pending, &outbox)
             .map_err(|err| AgentError::Internal(format!("metrics text: {err}")))
     }
 

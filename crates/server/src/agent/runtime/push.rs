@@ -1,22 +1,24 @@
 //! A2A push notifications in the runtime: each task's push configs (set, read, listed and
 //! deleted by the task's owner only: another user's task does not exist for them), and the
-//! post of a task's update to them when it enters a state its owner waits for (input-required
-//! above all, and the end states), through [`crate::notify::Notifier`].
+//! push of a task's update to them when it enters a state its owner waits for (input-required
+//! above all, and the end states). The commit that moves the task there writes one outbox row
+//! per config (`store::outbox`, [`crate::store::Commit::push`]); the outbox's sender
+//! (`runtime::notify`) delivers each through [`Notifier`], retried under the row's id.
 
 use std::sync::Arc;
 
 use signoff_protocol::{
-    ProtocolVersion, PushAuthentication, PushConfig, PushConfigQuery, Task, TaskPushConfig,
-    TaskState,
+    ProtocolVersion, PushAuthentication, PushConfig, PushConfigQuery, TaskPushConfig, TaskState,
 };
 
-use crate::notify::Notifier;
-use crate::store::{PushConfigRow, PushPut, TaskRow};
+use crate::agent::notify::Notifier;
+use crate::store::{NotificationRow, PushConfigRow, PushPut, TaskRow};
 
+use super::notify::Attempt;
 use super::{Accepted, Agent, AgentError, Result, Runtime};
 
 /// Whether entering `state` is posted to a task's push receivers.
-fn notifies(state: TaskState) -> bool {
+pub(super) fn pushed_state(state: TaskState) -> bool {
     match state {
         TaskState::InputRequired
         | TaskState::AuthRequired
@@ -49,6 +51,11 @@ impl Runtime {
         self.notifier.get().ok_or_else(|| {
             AgentError::InvalidParams("push notifications are not set up on this server".into())
         })
+    }
+
+    /// Whether push notifications are on (the server set up their sender).
+    pub(super) fn pushes_on(&self) -> bool {
+        self.notifier.get().is_some()
     }
 
     /// The public key push notifications are signed with, as a JWKS.
@@ -191,7 +198,7 @@ impl Runtime {
     }
 
     /// A stream's push config, written once the stream is open: if the task has already
-    /// reached a state its receivers hear of, that state is posted now.
+    /// reached a state its receivers hear of, that state is queued for this config now.
     pub async fn stream_push(
         &self,
         user: &str,
@@ -200,59 +207,47 @@ impl Runtime {
         config: PushConfig,
     ) -> Result<()> {
         let stored = self.put_push(user, task_id, version, config).await?;
+        let Some(config_id) = stored.config.id else {
+            return Ok(());
+        };
         if let Some(row) = self.store.task(task_id).await? {
-            if notifies(row.state) {
-                let configs = self.store.push_configs(task_id).await?;
-                let only: Vec<PushConfigRow> = configs
-                    .into_iter()
-                    .filter(|c| Some(&c.id) == stored.config.id.as_ref())
-                    .collect();
-                let (task, _) = self.snapshot(task_id, None).await?;
-                self.post_pushes(only, task);
+            if pushed_state(row.state) {
+                let (_, seq) = self.snapshot(task_id, None).await?;
+                self.store.queue_push(task_id, &config_id, seq).await?;
+                self.wake_sender();
             }
         }
         Ok(())
     }
 
-    /// After a commit that put the task in `state` (its event number `seq`): posts the task
-    /// as of that event to its push receivers, if the state is one they hear of. A failure is
-    /// logged; the commit stands.
-    pub(super) async fn push_state(&self, task_id: &str, state: TaskState, seq: i64) {
-        if !notifies(state) || self.notifier.get().is_none() {
-            return;
-        }
-        let configs = match self.store.push_configs(task_id).await {
-            Ok(configs) if configs.is_empty() => return,
-            Ok(configs) => configs,
-            Err(err) => {
-                tracing::warn!(task = %task_id, error = %err, "push configs unreadable");
-                return;
-            }
+    /// One attempt at a push row (`store::outbox`): the task as of the row's event, to its
+    /// config as it is now. A config or task deleted since has nothing left to be told.
+    pub(super) async fn deliver_push(&self, row: &NotificationRow) -> Attempt {
+        let Some(notifier) = self.notifier.get() else {
+            return Attempt::Failed("push notifications are not set up on this server".into());
         };
-        match self.snapshot(task_id, Some(seq)).await {
-            Ok((task, _)) => self.post_pushes(configs, task),
-            Err(err) => tracing::warn!(task = %task_id, error = %err, "push snapshot failed"),
-        }
-    }
-
-    /// Posts `task` to each config's receiver in the background.
-    fn post_pushes(&self, configs: Vec<PushConfigRow>, task: Task) {
-        let Some(notifier) = self.notifier.get().cloned() else {
-            return;
+        let (Some(config_id), Some(seq)) = (
+            row.payload["config_id"].as_str(),
+            row.payload["seq"].as_i64(),
+        ) else {
+            return Attempt::Refused("the push names no config or event".into());
         };
-        let task = Arc::new(task);
-        for config in configs {
-            let (notifier, task) = (notifier.clone(), task.clone());
-            tokio::spawn(async move {
-                match notifier.deliver(&config, &task).await {
-                    Ok(()) => {
-                        tracing::info!(task = %task.id, config = %config.id, "push notification sent")
-                    }
-                    Err(err) => {
-                        tracing::warn!(task = %task.id, config = %config.id, error = %err, "push notification not delivered")
-                    }
-                }
-            });
+        let config = match self.store.push_configs(&row.task_id).await {
+            Ok(configs) => configs.into_iter().find(|config| config.id == config_id),
+            Err(err) => return Attempt::Failed(format!("push configs unreadable: {err}")),
+        };
+        let Some(config) = config else {
+            return Attempt::Moot("its push config was deleted");
+        };
+        let task = match self.snapshot(&row.task_id, Some(seq)).await {
+            Ok((task, _)) => task,
+            Err(AgentError::TaskNotFound(_)) => return Attempt::Moot("its task was deleted"),
+            Err(err) => return Attempt::Failed(format!("the task's snapshot: {err}")),
+        };
+        match notifier.post(&config, &task, &row.id).await {
+            Ok(()) => Attempt::Delivered,
+            Err(err) if err.is_transient() => Attempt::Failed(err.to_string()),
+            Err(err) => Attempt::Refused(err.to_string()),
         }
     }
 }

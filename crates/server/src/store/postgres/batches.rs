@@ -125,6 +125,27 @@ async fn apply_decision(
         &now,
     )
     .await?;
+    if !decision.notifications.is_empty() {
+        let mut shared = super::tasks::PgTransaction {
+            connection: &mut *connection,
+            replica,
+        };
+        crate::store::outbox::insert_notifications(
+            &mut shared,
+            task_id,
+            Some(decision.batch_id),
+            &decision.notifications,
+            &now,
+        )
+        .await?;
+    }
+    if decision.push {
+        let mut shared = super::tasks::PgTransaction {
+            connection: &mut *connection,
+            replica,
+        };
+        crate::store::outbox::insert_pushes(&mut shared, task_id, last, &now).await?;
+    }
     Ok(Written {
         last_seq: last,
         approvals_of,

@@ -11,6 +11,7 @@ mod approvals;
 mod batches;
 mod leases;
 mod logins;
+mod outbox;
 mod push;
 mod records;
 mod relayed;

@@ -102,6 +102,23 @@ fn apply_decision(
         &decision.user_id,
         &now,
     )?;
+    if !decision.notifications.is_empty() {
+        super::tasks::run_now(crate::store::outbox::insert_notifications(
+            &mut super::tasks::SqliteTransaction(connection),
+            task_id,
+            Some(decision.batch_id),
+            &decision.notifications,
+            &now,
+        ))?;
+    }
+    if decision.push {
+        super::tasks::run_now(crate::store::outbox::insert_pushes(
+            &mut super::tasks::SqliteTransaction(connection),
+            task_id,
+            last,
+            &now,
+        ))?;
+    }
     Ok(Written {
         last_seq: last,
         approvals_of,

@@ -9,6 +9,7 @@ mod approvals;
 mod batches;
 mod deadlines;
 mod logins;
+mod outbox;
 mod policies;
 mod push;
 mod relayed;

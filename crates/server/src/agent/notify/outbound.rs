@@ -15,10 +15,6 @@ use ipnet::IpNet;
 
 /// The longest URL a client may give.
 pub const MAX_URL_BYTES: usize = 2048;
-/// How long a connect may take.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a whole request (connect, send, answer) may take.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// How much of a receiver's answer is read; the rest is dropped with the connection.
 pub const MAX_RESPONSE_BYTES: usize = 64 * 1024;
 
@@ -268,7 +264,13 @@ pub struct Outbound {
 }
 
 impl Outbound {
-    pub fn new(allow: AllowList) -> Result<Outbound, OutboundError> {
+    /// The client, whose connects take at most `connect_timeout` and whole requests (connect,
+    /// send, answer) at most `timeout`: the outbox's delivery schedule, whose lease outlasts them.
+    pub fn new(
+        allow: AllowList,
+        connect_timeout: Duration,
+        timeout: Duration,
+    ) -> Result<Outbound, OutboundError> {
         let allow = Arc::new(allow);
         let client = reqwest::Client::builder()
             .dns_resolver(Arc::new(CheckedResolver {
@@ -276,8 +278,8 @@ impl Outbound {
             }))
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(connect_timeout)
+            .timeout(timeout)
             .build()
             .map_err(|err| OutboundError::Request(err.to_string()))?;
         Ok(Outbound { client, allow })
@@ -451,7 +453,8 @@ mod tests {
     #[tokio::test]
     async fn the_client_refuses_at_connect_time_what_resolves_to_a_refused_address() {
         // Nothing listens there, and nothing must be tried: the resolver refuses first.
-        let outbound = Outbound::new(AllowList::default()).unwrap();
+        let second = Duration::from_secs(1);
+        let outbound = Outbound::new(AllowList::default(), second, second).unwrap();
         let err = outbound
             .post_json("http://localhost:9/x", Vec::new(), b"{}".to_vec())
             .await

@@ -1,19 +1,14 @@
-//! A2A push notifications: a task's update is POSTed to each of its push configs' URLs, in
+//! A2A push notifications: a task's update is POSTed to one of its push configs' URLs, in
 //! the payload of the version the config was set in, with the config's token
 //! (`X-A2A-Notification-Token`) and authentication (`Authorization: SCHEME CREDENTIALS`), and
-//! signed by the server's key as a JWT (`outbound` keeps client-chosen URLs off private
-//! networks; `signer` holds the key and serves its JWKS). docs/wire.md, Push notifications.
-
-pub mod outbound;
-pub mod signer;
-
-use std::time::Duration;
+//! signed by the server's key as a JWT whose `jti` is the outbox row's id, the same on every
+//! retry (`outbound` keeps client-chosen URLs off private networks; `signer` holds the key and
+//! serves its JWKS). docs/wire.md, Push notifications.
 
 use signoff_protocol::{codec, ProtocolVersion, PushConfig, Task};
 
-pub use outbound::{AllowList, Outbound, OutboundError};
-pub use signer::{Signer, SignerError};
-
+use super::outbound::{self, Outbound, OutboundError};
+use super::signer::Signer;
 use crate::store::PushConfigRow;
 
 /// The header that carries the config's token back to its receiver.
@@ -27,9 +22,6 @@ pub const MAX_TOKEN_BYTES: usize = 1024;
 pub const MAX_SCHEME_BYTES: usize = 64;
 pub const MAX_CREDENTIALS_BYTES: usize = 4096;
 pub const MAX_ID_BYTES: usize = 256;
-
-/// How many times a push is tried, and the waits between tries.
-const BACKOFF: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(4)];
 
 /// The sender of push notifications.
 pub struct Notifier {
@@ -100,23 +92,13 @@ impl Notifier {
             .map_err(|err| Refused(format!("push notification URL refused: {err}")))
     }
 
-    /// Posts `task` to one config's receiver, trying again after transient failures.
-    pub async fn deliver(&self, config: &PushConfigRow, task: &Task) -> Result<(), OutboundError> {
-        let mut waits = BACKOFF.iter();
-        loop {
-            match self.post(config, task).await {
-                Ok(()) => return Ok(()),
-                Err(err) if err.is_transient() => match waits.next() {
-                    Some(wait) => tokio::time::sleep(*wait).await,
-                    None => return Err(err),
-                },
-                Err(err) => return Err(err),
-            }
-        }
-    }
-
-    /// One POST of `task` to the config's URL.
-    pub async fn post(&self, config: &PushConfigRow, task: &Task) -> Result<(), OutboundError> {
+    /// One POST of `task` to the config's URL, as the notification `id` (the JWT's `jti`).
+    pub async fn post(
+        &self,
+        config: &PushConfigRow,
+        task: &Task,
+        id: &str,
+    ) -> Result<(), OutboundError> {
         let version =
             ProtocolVersion::from_header(&config.version).unwrap_or(ProtocolVersion::V0_3);
         let body = codec::encode_push_notification(version, task)
@@ -124,7 +106,7 @@ impl Notifier {
             .into_bytes();
         let jwt = self
             .signer
-            .sign(&config.url, &task.id, &body)
+            .sign(&config.url, &task.id, id, &body)
             .map_err(|err| OutboundError::Request(err.to_string()))?;
         let mut headers = vec![
             (SIGNATURE_HEADER.to_owned(), jwt.clone()),

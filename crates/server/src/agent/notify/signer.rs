@@ -28,7 +28,8 @@ pub enum SignerError {
 }
 
 /// The claims of a push's JWT: who sent it (`iss`), to which URL (`aud`), when (`iat`,
-/// `exp`), a unique id against replays (`jti`), the task, and the SHA-256 of the exact body
+/// `exp`), the notification's id (`jti`: the same on every retry, so a receiver that keeps the
+/// ids it took takes each notification once, and a replay is seen), the task, and the SHA-256 of the exact body
 /// posted (`request_body_sha256`, hex), so the signature covers the payload.
 #[derive(Debug, Serialize)]
 struct Claims<'a> {
@@ -36,7 +37,7 @@ struct Claims<'a> {
     aud: &'a str,
     iat: i64,
     exp: i64,
-    jti: String,
+    jti: &'a str,
     #[serde(rename = "taskId")]
     task_id: &'a str,
     request_body_sha256: String,
@@ -96,15 +97,21 @@ impl Signer {
         }]})
     }
 
-    /// A JWT for posting `body` about `task_id` to `url`.
-    pub fn sign(&self, url: &str, task_id: &str, body: &[u8]) -> Result<String, SignerError> {
+    /// A JWT for posting `body` about `task_id` to `url` as the notification `id`.
+    pub fn sign(
+        &self,
+        url: &str,
+        task_id: &str,
+        id: &str,
+        body: &[u8],
+    ) -> Result<String, SignerError> {
         let now = chrono::Utc::now().timestamp();
         let claims = Claims {
             iss: &self.issuer,
             aud: url,
             iat: now,
             exp: now + LIFETIME_SECS,
-            jti: uuid::Uuid::new_v4().to_string(),
+            jti: id,
             task_id,
             request_body_sha256: hex(&Sha256::digest(body)),
         };
@@ -132,7 +139,7 @@ mod tests {
         let pkcs8 = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new()).unwrap();
         let signer = Signer::from_pkcs8(pkcs8.as_ref().to_vec(), "signoff".into()).unwrap();
         let token = signer
-            .sign("https://example.com/hook", "t-1", b"{\"a\":1}")
+            .sign("https://example.com/hook", "t-1", "push_1", b"{\"a\":1}")
             .unwrap();
         let jwks: jsonwebtoken::jwk::JwkSet = serde_json::from_value(signer.jwks()).unwrap();
         let header = jsonwebtoken::decode_header(&token).unwrap();
@@ -143,6 +150,7 @@ mod tests {
         validation.set_issuer(&["signoff"]);
         let data = jsonwebtoken::decode::<Value>(&token, &key, &validation).unwrap();
         assert_eq!(data.claims["taskId"], "t-1");
+        assert_eq!(data.claims["jti"], "push_1");
         assert_eq!(
             data.claims["request_body_sha256"],
             hex(&Sha256::digest(b"{\"a\":1}"))
@@ -151,7 +159,7 @@ mod tests {
         let other = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new()).unwrap();
         let other = Signer::from_pkcs8(other.as_ref().to_vec(), "signoff".into()).unwrap();
         let forged = other
-            .sign("https://example.com/hook", "t-1", b"{}")
+            .sign("https://example.com/hook", "t-1", "push_1", b"{}")
             .unwrap();
         assert!(jsonwebtoken::decode::<Value>(&forged, &key, &validation).is_err());
     }
