@@ -152,7 +152,9 @@ pub fn now_ms() -> i64 {
 }
 
 /// Writes `notifications` about `task_id`'s batch `batch_id` inside the caller's transaction,
-/// each due at once.
+/// each due at once; none when `task_id` is a local subagent's task (its calls wait, and are
+/// notified, in its parent's batch). That check is part of the insert, so a pause or a decision
+/// makes no read of its own for it.
 pub(super) async fn insert_notifications(
     tx: &mut impl Transaction,
     task_id: &str,
@@ -167,7 +169,9 @@ pub(super) async fn insert_notifications(
         tx.execute(
             "INSERT INTO notifications (id, channel, kind, task_id, batch_id, payload, state,
                                         next_attempt_ms, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
+             WHERE NOT EXISTS (SELECT 1 FROM subagent_tasks
+                               WHERE child_task_id = $4 AND remote = 0)",
             &[
                 Text(&note.id),
                 Text(&note.channel),

@@ -65,8 +65,14 @@ async fn receiver(fail_first: Option<usize>) -> Receiver {
     Receiver { url, got }
 }
 
-/// The server with a webhook channel to `url` and a fast retry schedule.
+/// The server with a webhook channel to `url` for the demo agent's batches and a fast retry
+/// schedule.
 async fn spawn_notifying(url: &str, retry_for: &str) -> TestApp {
+    spawn_routed(url, retry_for, "route = { agents = [\"default/demo\"] }\n").await
+}
+
+/// [`spawn_notifying`] with the channel's `route` line (empty: every agent).
+async fn spawn_routed(url: &str, retry_for: &str, route: &str) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("hook.secret"), SECRET).unwrap();
     let file = dir.path().join("notifications.toml");
@@ -75,7 +81,7 @@ async fn spawn_notifying(url: &str, retry_for: &str) -> TestApp {
         format!(
             "[delivery]\nretry_base = \"50ms\"\nretry_max = \"200ms\"\nretry_for = \"{retry_for}\"\n\
              poll = \"50ms\"\ntimeout = \"2s\"\n\n[[channels]]\nname = \"hook\"\nkind = \"webhook\"\n\
-             url = \"{url}\"\nsecret_file = \"{}\"\nroute = {{ agents = [\"default/demo\"] }}\n",
+             url = \"{url}\"\nsecret_file = \"{}\"\n{route}",
             dir.path().join("hook.secret").display()
         ),
     )
@@ -298,5 +304,56 @@ async fn a_notification_out_of_retries_is_kept_and_listed_for_operators() {
     );
     let (status, _) = app.get("/api/notifications/failed?limit=0").await;
     assert_eq!(status, 400);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_subagents_batch_is_notified_through_its_parents_only() {
+    let hook = receiver(Some(0)).await;
+    let app = spawn_routed(&hook.url, "1h", "").await;
+    let paused = send_stream(
+        &app,
+        "/api/a2a/default/boss",
+        message_v03("delegate default/demo: write a.txt: one", None, None),
+    )
+    .await;
+    assert_eq!(states(&paused).last().unwrap(), "input-required");
+    let parent = task_id(&paused);
+    let (status, _) = app
+        .post_json_as(
+            &format!("/api/approvals/{parent}"),
+            None,
+            &json!({"decision_type": "approve"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    wait_for_state_at(&app, "/api/a2a/default/boss", &parent, "completed").await;
+    // Every commit is made: once the outbox is empty, every notification has arrived.
+    eventually("the outbox drained", || async {
+        let text = app.client.get(app.url("/metrics")).send().await.ok()?;
+        let text = text.text().await.ok()?;
+        text.contains("signoff_notifications_queued 0")
+            .then_some(())
+    })
+    .await;
+    let got = hook.got.lock().unwrap().clone();
+    let seen: Vec<(String, String, String)> = verify(&got)
+        .into_iter()
+        .map(|verified| {
+            let payload = verified.unwrap();
+            let data = &payload["data"];
+            (
+                payload["type"].as_str().unwrap().to_owned(),
+                data["task_id"].as_str().unwrap().to_owned(),
+                data["agent"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let boss = |kind: &str| (kind.to_owned(), parent.clone(), "default/boss".to_owned());
+    assert_eq!(
+        seen,
+        [boss("batch.pending"), boss("batch.decided")],
+        "the subagent's own pause and decision are not notified"
+    );
     app.stop().await;
 }

@@ -157,10 +157,7 @@ impl Runtime {
             + 'static,
     {
         type Back<X> = (Option<(PlannedDecision, Vec<NewEvent>)>, X);
-        let notifications = self
-            .notifies(task_id)
-            .await?
-            .then(|| self.notifications.clone());
+        let notifications = self.notifies().then(|| self.notifications.clone());
         let notifies = notifications.is_some();
         let pushes = self.pushes_on();
         let outcome: Result<(Option<i64>, Back<X>)> = self

@@ -281,7 +281,7 @@ impl Runtime {
         let requests: Vec<_> = nested.iter().map(|call| call.request.clone()).collect();
         let (event, mut pause, deadline) =
             Self::pause_step(&run.agent, task_id, context_id, &held, &requests, run.usage);
-        let notifies = self.notifies(task_id).await?;
+        let notifies = self.notifies();
         if notifies {
             let agent = run.agent.key();
             let about = About {
