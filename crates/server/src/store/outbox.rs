@@ -152,8 +152,8 @@ pub fn now_ms() -> i64 {
 }
 
 /// Writes `notifications` about `task_id`'s batch `batch_id` inside the caller's transaction,
-/// each due at once; none when `task_id` is a local subagent's task (its calls wait, and are
-/// notified, in its parent's batch). That check is part of the insert, so a pause or a decision
+/// each due at once; no channel's when `task_id` is a local subagent's task (its calls wait, and
+/// are notified, in its parent's batch). That check is part of the insert, so a pause or a decision
 /// makes no read of its own for it.
 pub(super) async fn insert_notifications(
     tx: &mut impl Transaction,
@@ -166,12 +166,26 @@ pub(super) async fn insert_notifications(
     let due = now_ms();
     for note in notifications {
         let payload = json_text(&note.payload)?;
+        // A push goes to receivers the task's owner set on that very task, a subagent's too.
+        let sql = match note.kind {
+            NotificationKind::Push => {
+                "INSERT INTO notifications (id, channel, kind, task_id, batch_id, payload, state,
+                                            next_attempt_ms, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+            }
+            NotificationKind::Pending
+            | NotificationKind::Decided
+            | NotificationKind::Canceled
+            | NotificationKind::Expired => {
+                "INSERT INTO notifications (id, channel, kind, task_id, batch_id, payload, state,
+                                            next_attempt_ms, created_at)
+                 SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
+                 WHERE NOT EXISTS (SELECT 1 FROM subagent_tasks
+                                   WHERE child_task_id = $4 AND remote = 0)"
+            }
+        };
         tx.execute(
-            "INSERT INTO notifications (id, channel, kind, task_id, batch_id, payload, state,
-                                        next_attempt_ms, created_at)
-             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
-             WHERE NOT EXISTS (SELECT 1 FROM subagent_tasks
-                               WHERE child_task_id = $4 AND remote = 0)",
+            sql,
             &[
                 Text(&note.id),
                 Text(&note.channel),

@@ -12,7 +12,8 @@ use signoff_protocol::TaskState;
 use signoff_server::store::{
     now_ms, AttemptFailed, AutoDecision, BatchState, CallStatus, CallUpdate, CallVerdict, Channel,
     Commit, Database, DecisionWrite, Guard, NewCall, NewEvent, NewNotification, NotificationKind,
-    OutboxDepth, PushConfigRow, Store, StoreError, TaskRow, Verdict, LEASE, PUSH_CHANNEL,
+    OutboxDepth, PushConfigRow, Store, StoreError, SubagentLink, TaskRow, Verdict, LEASE,
+    PUSH_CHANNEL,
 };
 
 use crate::support::create_database;
@@ -737,6 +738,28 @@ async fn a_pushing_commit_writes_one_push_per_config_of_its_task_with_it() {
             .await
             .is_err());
         assert_eq!(store.outbox_depth().await.unwrap().queued, 2, "{name}");
+        // A local subagent's task is pushed too: its owner set the configs on it (the
+        // operator's channels hear of its calls through its parent's batch instead).
+        store
+            .create_task(&task("t-push-parent"), "chat", Vec::new())
+            .await
+            .unwrap();
+        let link = SubagentLink {
+            parent_task_id: "t-push-parent".into(),
+            parent_call_id: "call_sub".into(),
+            agent: "team/sub".into(),
+            child_task_id: "t-push".into(),
+            child_context_id: "context-of-t-push".into(),
+            remote: false,
+            depth: 1,
+            created_at: "2026-01-02T03:04:05.008Z".into(),
+        };
+        store.insert_subagent(link, None).await.unwrap();
+        store
+            .commit("t-push", step(TaskState::InputRequired))
+            .await
+            .unwrap();
+        assert_eq!(store.outbox_depth().await.unwrap().queued, 4, "{name}");
         store.close().await;
     }
 }
