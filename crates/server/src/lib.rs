@@ -179,6 +179,10 @@ pub struct Config {
     /// How long a decision link (an Approve or Reject link in a message) works (`24h`, `30m`).
     #[arg(long, env = "SIGNOFF_DECISION_LINK_TTL", default_value = "24h", value_parser = humantime::parse_duration)]
     pub decision_link_ttl: Duration,
+    /// Networks push notifications may be posted to although they are loopback, private,
+    /// link-local or otherwise not public (CIDR, comma-separated; e.g. `10.1.0.0/16`).
+    #[arg(long = "push-allow", env = "SIGNOFF_PUSH_ALLOW", value_delimiter = ',')]
+    pub push_allow: Vec<String>,
     /// Trust `X-Forwarded-Host` and `X-Forwarded-Proto` (only behind a proxy that sets them).
     #[arg(long, env = "SIGNOFF_TRUST_PROXY")]
     pub trust_proxy: bool,
@@ -251,6 +255,7 @@ impl Config {
             max_subagent_depth: agent::Limits::DEFAULT_SUBAGENT_DEPTH,
             max_policies_per_user: agent::Limits::DEFAULT_POLICIES_PER_USER,
             decision_link_ttl: Duration::from_secs(24 * 60 * 60),
+            push_allow: Vec::new(),
             trust_proxy: false,
             log_format: telemetry::LogFormat::Text,
             conformance_agent: false,
@@ -303,6 +308,29 @@ impl Config {
                 Ok(http::Auth::Oidc(Arc::new(oidc)))
             }
         }
+    }
+
+    /// The push-notification sender: `--push-allow`'s networks, the outbox's time limits, and
+    /// the signing key in the store (made by the first server to start), issued as
+    /// `--public-url` or `signoff`.
+    async fn notifier(
+        &self,
+        store: &store::Store,
+        delivery: &agent::notify::Delivery,
+    ) -> Result<agent::notify::Notifier, ServerError> {
+        use agent::notify;
+        let allow = notify::AllowList::parse(self.push_allow.iter().map(String::as_str))
+            .map_err(ServerError::Config)?;
+        let outbound = notify::Outbound::new(allow, delivery.connect_timeout, delivery.timeout)
+            .map_err(|err| ServerError::Config(err.to_string()))?;
+        let issuer = self
+            .public_url
+            .clone()
+            .unwrap_or_else(|| "signoff".to_owned());
+        let signer = notify::Signer::load(store, issuer)
+            .await
+            .map_err(|err| ServerError::Config(err.to_string()))?;
+        Ok(notify::Notifier::new(outbound, signer))
     }
 
     fn oidc_settings(&self) -> Result<http::auth::oidc::Settings, ServerError> {
@@ -412,7 +440,9 @@ pub async fn run(
         let channels: Vec<&str> = notifications.channel_names().collect();
         tracing::info!(channels = %channels.join(", "), "notifications on");
     }
+    let notifier = config.notifier(&store, &notifications.delivery).await?;
     let runtime = agent::Runtime::with_notifications(store.clone(), agents, limits, notifications);
+    runtime.set_notifier(Arc::new(notifier));
     let resumed = runtime.resume_unfinished().await?;
     if resumed > 0 {
         tracing::info!(resumed, "resumed tasks left running");

@@ -266,6 +266,7 @@ pub fn router(state: AppState) -> Router {
             "/.well-known/agent-card.json",
             get(card::default_agent_card),
         )
+        .route("/.well-known/jwks.json", get(card::jwks))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

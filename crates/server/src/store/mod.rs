@@ -32,6 +32,7 @@ mod links;
 mod logins;
 mod outbox;
 mod postgres;
+mod push;
 mod rows;
 mod sharing;
 mod sqlite;
@@ -50,7 +51,9 @@ pub use links::DecisionLinkRow;
 pub use logins::{LoginAttemptRow, LoginRow};
 pub use outbox::{
     now_ms, AttemptFailed, NewNotification, NotificationKind, NotificationRow, OutboxDepth,
+    PUSH_CHANNEL,
 };
+pub use push::{PushConfigRow, PushPut};
 pub use rows::*;
 pub use sharing::{FeedbackRow, ShareRow};
 
@@ -650,6 +653,21 @@ forward! {
         idle_before: &str,
         attempts_before: &str,
     ) -> Result<(u64, u64)>;
+}
+
+forward! {
+    /// Writes a task's push config (replacing the one of the same id) unless the task already
+    /// has `cap` others.
+    pub async fn put_push_config(&self, config: PushConfigRow, cap: usize) -> Result<PushPut>;
+    /// A task's push configs, oldest first.
+    pub async fn push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>>;
+    /// Deletes one push config of a task; whether it was there.
+    pub async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool>;
+    /// Queues the push of `task_id` as of its event `seq` to its config `config_id` (a config
+    /// set after the task reached the state it reports; `store::outbox`).
+    pub async fn queue_push(&self, task_id: &str, config_id: &str, seq: i64) -> Result<()>;
+    /// The signing key named `name`, or `candidate` stored as it when there is none yet.
+    pub async fn server_key(&self, name: &str, candidate: String) -> Result<String>;
 }
 
 #[cfg(test)]

@@ -29,9 +29,13 @@ pub enum NotificationKind {
     Canceled,
     /// The batch expired unanswered.
     Expired,
+    /// An A2A push notification: the task, as of the commit that moved it into a state its
+    /// push receivers hear of, to one of its push configs ([`PUSH_CHANNEL`]).
+    Push,
 }
 
 impl NotificationKind {
+    /// The kinds an operator's channel may take (a push goes to the task's own receivers only).
     pub const ALL: [NotificationKind; 4] = [
         NotificationKind::Pending,
         NotificationKind::Decided,
@@ -46,12 +50,14 @@ impl NotificationKind {
             NotificationKind::Decided => "batch.decided",
             NotificationKind::Canceled => "batch.canceled",
             NotificationKind::Expired => "batch.expired",
+            NotificationKind::Push => "task.push",
         }
     }
 
     pub fn parse(text: &str) -> Result<NotificationKind> {
         NotificationKind::ALL
             .into_iter()
+            .chain([NotificationKind::Push])
             .find(|kind| kind.as_str() == text)
             .ok_or_else(|| StoreError::Corrupt(format!("unknown notification kind {text:?}")))
     }
@@ -67,6 +73,22 @@ pub struct NewNotification {
     pub kind: NotificationKind,
     pub payload: Value,
 }
+
+impl NewNotification {
+    /// The push of a task as of its event `seq` to its push config `config_id`.
+    pub fn push(config_id: &str, seq: i64) -> NewNotification {
+        NewNotification {
+            id: format!("push_{}", uuid::Uuid::new_v4().simple()),
+            channel: PUSH_CHANNEL.to_owned(),
+            kind: NotificationKind::Push,
+            payload: serde_json::json!({"config_id": config_id, "seq": seq}),
+        }
+    }
+}
+
+/// The channel of A2A push notifications in the outbox, in `/metrics`, the logs and the failed
+/// list. It is no operator's channel: none may take its name.
+pub const PUSH_CHANNEL: &str = "a2a-push";
 
 /// A stored notification: claimed to be sent, or failed for good.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,8 +152,8 @@ pub fn now_ms() -> i64 {
 }
 
 /// Writes `notifications` about `task_id`'s batch `batch_id` inside the caller's transaction,
-/// each due at once; none when `task_id` is a local subagent's task (its calls wait, and are
-/// notified, in its parent's batch). That check is part of the insert, so a pause or a decision
+/// each due at once; no channel's when `task_id` is a local subagent's task (its calls wait, and
+/// are notified, in its parent's batch). That check is part of the insert, so a pause or a decision
 /// makes no read of its own for it.
 pub(super) async fn insert_notifications(
     tx: &mut impl Transaction,
@@ -144,12 +166,26 @@ pub(super) async fn insert_notifications(
     let due = now_ms();
     for note in notifications {
         let payload = json_text(&note.payload)?;
+        // A push goes to receivers the task's owner set on that very task, a subagent's too.
+        let sql = match note.kind {
+            NotificationKind::Push => {
+                "INSERT INTO notifications (id, channel, kind, task_id, batch_id, payload, state,
+                                            next_attempt_ms, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+            }
+            NotificationKind::Pending
+            | NotificationKind::Decided
+            | NotificationKind::Canceled
+            | NotificationKind::Expired => {
+                "INSERT INTO notifications (id, channel, kind, task_id, batch_id, payload, state,
+                                            next_attempt_ms, created_at)
+                 SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
+                 WHERE NOT EXISTS (SELECT 1 FROM subagent_tasks
+                                   WHERE child_task_id = $4 AND remote = 0)"
+            }
+        };
         tx.execute(
-            "INSERT INTO notifications (id, channel, kind, task_id, batch_id, payload, state,
-                                        next_attempt_ms, created_at)
-             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
-             WHERE NOT EXISTS (SELECT 1 FROM subagent_tasks
-                               WHERE child_task_id = $4 AND remote = 0)",
+            sql,
             &[
                 Text(&note.id),
                 Text(&note.channel),
@@ -165,4 +201,29 @@ pub(super) async fn insert_notifications(
         .await?;
     }
     Ok(())
+}
+
+/// Writes, inside the caller's transaction, one push notification per push config `task_id`
+/// has now: the task as of `seq`, the commit's last event. Read in the transaction, so a config
+/// set before the commit is never missed.
+pub(super) async fn insert_pushes(
+    tx: &mut impl Transaction,
+    task_id: &str,
+    seq: i64,
+    now: &str,
+) -> Result<()> {
+    let configs = tx
+        .texts(
+            "SELECT id FROM push_configs WHERE task_id = $1 ORDER BY created_at, id",
+            &[Param::Text(task_id)],
+        )
+        .await?;
+    if configs.is_empty() {
+        return Ok(());
+    }
+    let pushes: Vec<NewNotification> = configs
+        .iter()
+        .map(|config_id| NewNotification::push(config_id, seq))
+        .collect();
+    insert_notifications(tx, task_id, None, &pushes, now).await
 }

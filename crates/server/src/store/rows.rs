@@ -337,6 +337,9 @@ pub struct Commit {
     /// Notifications of what this step does (a pause: its batch waits), written with it
     /// (`store::outbox`); each names the batch this commit opens, if it opens one.
     pub notifications: Vec<NewNotification>,
+    /// Posts the task as of this commit to each of its push configs: one outbox row per config,
+    /// written with it (`store::outbox`).
+    pub push: bool,
 }
 
 impl Commit {
@@ -362,6 +365,7 @@ impl Commit {
             unless_queued: self.unless_queued || next.unless_queued,
             leased: self.leased || next.leased,
             notifications: self.notifications,
+            push: self.push || next.push,
         }
     }
 }
@@ -407,6 +411,8 @@ pub struct DecisionWrite {
     pub uses_link: Option<String>,
     /// Notifications of this decision (decided, canceled, expired), written with it.
     pub notifications: Vec<NewNotification>,
+    /// Posts the task as of this decision to each of its push configs, as [`Commit::push`].
+    pub push: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

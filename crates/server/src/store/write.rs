@@ -8,7 +8,7 @@
 use signoff_protocol::TaskState;
 
 use super::columns::{task_params, TASK_INSERT};
-use super::outbox::insert_notifications;
+use super::outbox::{insert_notifications, insert_pushes};
 use super::rows::json_text;
 use super::{
     now, task_state_text, BatchState, CallStatus, CallUpdate, Commit, Guard, NewCall, NewEvent,
@@ -32,6 +32,8 @@ pub(super) trait Transaction {
     async fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64>;
     /// The first column (an integer) of the first row of a query, if it returned one.
     async fn optional_int(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Option<i64>>;
+    /// The first column (text) of every row of a query.
+    async fn texts(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Vec<String>>;
     /// The first two columns (text) of the first row of a query, if it returned one.
     async fn optional_texts(
         &mut self,
@@ -196,6 +198,9 @@ pub(super) async fn apply_commit(
     }
     if !commit.notifications.is_empty() {
         insert_notifications(tx, task_id, opened, &commit.notifications, &now).await?;
+    }
+    if commit.push {
+        insert_pushes(tx, task_id, last, &now).await?;
     }
     Ok(Written {
         last_seq: last,

@@ -26,6 +26,7 @@ mod notifications;
 mod ops;
 mod policies;
 mod previews;
+mod push;
 mod questions;
 mod rebinding;
 mod release;

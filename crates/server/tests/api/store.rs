@@ -164,6 +164,7 @@ async fn decide(store: &Store, task_id: &str, user: &str) {
         events: Vec::new(),
         uses_link: None,
         notifications: Vec::new(),
+        push: false,
     };
     store.decide(task_id, write).await.unwrap();
 }

@@ -12,7 +12,8 @@ use signoff_protocol::TaskState;
 use signoff_server::store::{
     now_ms, AttemptFailed, AutoDecision, BatchState, CallStatus, CallUpdate, CallVerdict, Channel,
     Commit, Database, DecisionLinkRow, DecisionWrite, Guard, NewCall, NewEvent, NewNotification,
-    NotificationKind, OutboxDepth, Store, StoreError, TaskRow, Verdict, LEASE,
+    NotificationKind, OutboxDepth, PushConfigRow, Store, StoreError, SubagentLink, TaskRow,
+    Verdict, LEASE, PUSH_CHANNEL,
 };
 
 use crate::support::create_database;
@@ -430,6 +431,7 @@ fn approval(batch_id: i64, call_ids: &[&str]) -> DecisionWrite {
         events: vec![event("approved", false)],
         uses_link: None,
         notifications: Vec::new(),
+        push: false,
     }
 }
 
@@ -655,6 +657,113 @@ async fn notifications_are_written_by_their_events_commit_claimed_once_and_retri
             OutboxDepth::default(),
             "{name}"
         );
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_pushing_commit_writes_one_push_per_config_of_its_task_with_it() {
+    for Backend { name, store, .. } in backends().await {
+        store
+            .create_task(&task("t-push"), "chat", Vec::new())
+            .await
+            .unwrap();
+        let step = |state| Commit {
+            events: vec![event("moved", false)],
+            state: Some(state),
+            push: true,
+            ..Commit::default()
+        };
+        // No config: nothing to push.
+        store
+            .commit("t-push", step(TaskState::InputRequired))
+            .await
+            .unwrap();
+        assert_eq!(store.outbox_depth().await.unwrap().queued, 0, "{name}");
+        for id in ["c1", "c2"] {
+            let config = PushConfigRow {
+                task_id: "t-push".into(),
+                id: id.into(),
+                user_id: "user-of-t-push".into(),
+                version: "0.3".into(),
+                url: "https://example.com/hook".into(),
+                token: None,
+                auth_scheme: None,
+                auth_credentials: None,
+                created_at: format!("2026-01-02T03:04:05.00{}Z", id.len()),
+            };
+            store.put_push_config(config, 8).await.unwrap();
+        }
+        let seq = store
+            .commit("t-push", step(TaskState::Completed))
+            .await
+            .unwrap();
+        let mut rows = store
+            .claim_notifications("a", now_ms(), 60_000, 10)
+            .await
+            .unwrap();
+        rows.sort_by(|a, b| {
+            a.payload["config_id"]
+                .as_str()
+                .cmp(&b.payload["config_id"].as_str())
+        });
+        let got: Vec<_> = rows
+            .iter()
+            .map(|row| (&*row.channel, row.kind, &*row.task_id, row.payload.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    PUSH_CHANNEL,
+                    NotificationKind::Push,
+                    "t-push",
+                    json!({"config_id": "c1", "seq": seq})
+                ),
+                (
+                    PUSH_CHANNEL,
+                    NotificationKind::Push,
+                    "t-push",
+                    json!({"config_id": "c2", "seq": seq})
+                ),
+            ],
+            "{name}: the pushes name the commit's last event"
+        );
+        assert_ne!(rows[0].id, rows[1].id, "{name}");
+        // A refused commit pushes nothing.
+        assert!(store
+            .commit(
+                "t-push",
+                Commit {
+                    guard: Some(Guard::NotTerminal),
+                    ..step(TaskState::Failed)
+                }
+            )
+            .await
+            .is_err());
+        assert_eq!(store.outbox_depth().await.unwrap().queued, 2, "{name}");
+        // A local subagent's task is pushed too: its owner set the configs on it (the
+        // operator's channels hear of its calls through its parent's batch instead).
+        store
+            .create_task(&task("t-push-parent"), "chat", Vec::new())
+            .await
+            .unwrap();
+        let link = SubagentLink {
+            parent_task_id: "t-push-parent".into(),
+            parent_call_id: "call_sub".into(),
+            agent: "team/sub".into(),
+            child_task_id: "t-push".into(),
+            child_context_id: "context-of-t-push".into(),
+            remote: false,
+            depth: 1,
+            created_at: "2026-01-02T03:04:05.008Z".into(),
+        };
+        store.insert_subagent(link, None).await.unwrap();
+        store
+            .commit("t-push", step(TaskState::InputRequired))
+            .await
+            .unwrap();
+        assert_eq!(store.outbox_depth().await.unwrap().queued, 4, "{name}");
         store.close().await;
     }
 }

@@ -213,6 +213,12 @@ pub fn render(kind: NotificationKind, data: &Value, links: Option<&DecisionLinks
                 ),
             )
         }
+        // A2A push rows go to their client's URL, never to an email channel; named for the
+        // match to stay exhaustive.
+        NotificationKind::Push => (
+            format!("{agent}: the task changed"),
+            format!("The task {agent} runs for {requester} changed state."),
+        ),
     };
     let mut text = format!("{headline}\n\n");
     let mut html = format!("<p>{}</p>", escape(&headline));

@@ -3,6 +3,11 @@
 //! `config`); a webhook signed as Standard Webhooks (`webhook`) or a Slack incoming webhook
 //! (`slack`), each with a route (which agents' batches) and the events it takes.
 //!
+//! A2A push notifications go through the same outbox to the URLs clients set on their tasks
+//! (`push`: the [`Notifier`] that posts them), kept off non-public addresses (`outbound`, with
+//! `--push-allow`) and signed with the server's Ed25519 key (`signer`, its JWKS served at
+//! `/.well-known/jwks.json`). Their rows are written by the runtime (`runtime::push`).
+//!
 //! The runtime asks [`Notifications::for_event`] for the rows of an event and puts them in the
 //! event's own commit (`store::outbox`); the sender (`runtime::notify`) delivers them through
 //! [`Notifications::deliver`] at least once, retried on the schedule of [`Delivery`].
@@ -13,8 +18,11 @@
 
 mod config;
 pub mod email;
+pub mod outbound;
 pub mod payload;
+pub mod push;
 mod send;
+pub mod signer;
 mod slack;
 mod webhook;
 
@@ -26,9 +34,14 @@ use http::header::{HeaderName, HeaderValue};
 use serde_json::Value;
 
 pub use config::NotifyConfigError;
+pub use outbound::{AllowList, Outbound, OutboundError};
+pub use push::{Notifier, Refused};
+pub use signer::{Signer, SignerError};
 pub use webhook::SigningKey;
 
-use crate::store::{AttemptFailed, NewNotification, NotificationKind, NotificationRow};
+use crate::store::{
+    AttemptFailed, NewNotification, NotificationKind, NotificationRow, PUSH_CHANNEL,
+};
 
 /// What kind of receiver a channel is.
 #[derive(Debug, Clone)]
@@ -195,10 +208,17 @@ impl Notifications {
         let mut channels: Vec<Channel> = Vec::new();
         for (index, spec) in file.channels.iter().enumerate() {
             let at = |field: &str| format!("channels[{index}].{field}");
-            if spec.name.trim().is_empty() || channels.iter().any(|c| c.name == spec.name) {
+            if spec.name.trim().is_empty()
+                || spec.name == PUSH_CHANNEL
+                || channels.iter().any(|c| c.name == spec.name)
+            {
                 return Err(fail(
                     at("name"),
-                    format!("{:?}: each channel needs a name of its own", spec.name),
+                    format!(
+                        "{:?}: each channel needs a name of its own (and {PUSH_CHANNEL:?} is \
+                         the A2A push notifications')",
+                        spec.name
+                    ),
                 ));
             }
             if spec.kind == config::ChannelKindSpec::Email {
@@ -513,6 +533,20 @@ mod tests {
             assert!(err.message.contains(says), "{err}");
             assert!(!err.to_string().contains("hunter2"), "{err}");
         }
+    }
+
+    #[test]
+    fn no_channel_may_take_the_push_notifications_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("notifications.toml");
+        let channel = |name: &str| {
+            format!("[[channels]]\nname = \"{name}\"\nkind = \"slack\"\nurl = \"https://hooks.example.com/x\"\n")
+        };
+        std::fs::write(&file, channel(PUSH_CHANNEL)).unwrap();
+        let err = Notifications::load(&file, Some("https://signoff.example.com")).unwrap_err();
+        assert!(err.to_string().contains("A2A push"), "{err}");
+        std::fs::write(&file, channel("ops")).unwrap();
+        assert!(Notifications::load(&file, Some("https://signoff.example.com")).is_ok());
     }
 
     #[test]

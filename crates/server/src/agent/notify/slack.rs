@@ -39,6 +39,8 @@ pub fn message(row: &NotificationRow) -> Value {
         ),
         NotificationKind::Canceled => format!("*{agent}*: the batch was canceled"),
         NotificationKind::Expired => format!("*{agent}*: the batch expired unanswered"),
+        // Pushes go to their task's own receivers, never to a channel.
+        NotificationKind::Push => format!("*{agent}*: the task changed"),
     };
     let mut blocks = vec![json!({
         "type": "section",

@@ -164,6 +164,7 @@ impl Runtime {
         type Back<X> = (Option<(PlannedDecision, Vec<NewEvent>)>, X);
         let notifications = self.notifies().then(|| self.notifications.clone());
         let notifies = notifications.is_some();
+        let pushes = self.pushes_on();
         let outcome: Result<(Option<i64>, Back<X>)> = self
             .store
             .decide_planned(task_id, move |row, batch| {
@@ -191,6 +192,7 @@ impl Runtime {
                     events: stored.clone(),
                     uses_link: planned.uses_link.clone(),
                     notifications,
+                    push: pushes && super::push::pushed_state(planned.task_state),
                 };
                 Ok((Some(write), (Some((planned, stored)), back)))
             })
@@ -216,7 +218,7 @@ impl Runtime {
         self.metrics.task_entered(task_state);
         let logged = LoggedEvent::numbered(seq, events, &stored);
         self.notify(task_id, logged.clone());
-        if notifies {
+        if notifies || (pushes && super::push::pushed_state(task_state)) {
             self.wake_sender();
         }
         tracing::info!(task = %task_id, user = %by.decider, channel = by.channel.as_str(), decision = %summary, "batch decided");

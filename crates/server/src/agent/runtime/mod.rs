@@ -20,6 +20,7 @@ mod log;
 mod notify;
 mod pause;
 mod policies;
+mod push;
 mod reads;
 mod relayed;
 mod replicas;
@@ -172,6 +173,8 @@ pub struct Limits {
     pub max_policies_per_user: usize,
     /// How long a decision link sent in a notification works.
     pub decision_link_ttl: Duration,
+    /// The most push-notification configs one task may have.
+    pub max_push_configs_per_task: usize,
 }
 
 impl Limits {
@@ -180,6 +183,7 @@ impl Limits {
     pub const DEFAULT_TOOL_CALLS_PER_TURN: usize = 64;
     pub const DEFAULT_SUBAGENT_DEPTH: usize = 3;
     pub const DEFAULT_POLICIES_PER_USER: usize = 100;
+    pub const DEFAULT_PUSH_CONFIGS_PER_TASK: usize = 8;
 }
 
 impl Default for Limits {
@@ -194,6 +198,7 @@ impl Default for Limits {
             max_subagent_depth: Limits::DEFAULT_SUBAGENT_DEPTH,
             max_policies_per_user: Limits::DEFAULT_POLICIES_PER_USER,
             decision_link_ttl: Duration::from_secs(24 * 60 * 60),
+            max_push_configs_per_task: Limits::DEFAULT_PUSH_CONFIGS_PER_TASK,
         }
     }
 }
@@ -248,6 +253,8 @@ pub struct Runtime {
     notifications: Arc<Notifications>,
     /// Wakes this replica's notification sender after a commit wrote notifications.
     outbox_wake: tokio::sync::Notify,
+    /// The push-notification sender, set once at start (`push`).
+    notifier: std::sync::OnceLock<Arc<crate::agent::notify::Notifier>>,
 }
 
 /// Why the server cannot take work now (`GET /readyz` answers 503 with it).
@@ -289,6 +296,7 @@ impl Runtime {
             remotes: RemoteAgents::default(),
             notifications: Arc::new(notifications),
             outbox_wake: tokio::sync::Notify::new(),
+            notifier: std::sync::OnceLock::new(),
         })
     }
 

@@ -1,5 +1,6 @@
 //! The runtime's side of notifications (`agent::notify`): the rows of a pause or a decision,
-//! built for its commit, and the sender that delivers the outbox (`store::outbox`).
+//! built for its commit, and the sender that delivers the outbox (`store::outbox`): the
+//! operator's channels' rows and the A2A push notifications' (`runtime::push`) alike.
 //!
 //! The sender: every replica runs one. It claims due rows with a lease ([`Delivery::lease`]),
 //! so one replica sends a given row at a time, delivers them concurrently, and deletes each
@@ -15,6 +16,18 @@ use serde_json::Value;
 
 use crate::agent::notify::payload::{self, About};
 use crate::store::{now_ms, AttemptFailed, NewNotification, NotificationKind, NotificationRow};
+
+/// How one attempt at a notification ended.
+pub(super) enum Attempt {
+    Delivered,
+    /// Nothing is left to send (a push whose config or task was deleted): the row goes.
+    Moot(&'static str),
+    /// Not delivered; tried again later, until its retries run out.
+    Failed(String),
+    /// Not delivered, and another try would not be either (an address refused, a redirect, a
+    /// client error): kept as failed at once.
+    Refused(String),
+}
 
 use super::{Result, Runtime};
 
@@ -54,9 +67,9 @@ impl Runtime {
         self.outbox_wake.notify_one();
     }
 
-    /// Starts the sender when a channel is configured.
+    /// Starts the sender when a channel is configured or push notifications are on.
     pub(super) fn start_sender(self: &Arc<Self>) {
-        if !self.notifications.is_active() {
+        if !self.notifications.is_active() && !self.pushes_on() {
             return;
         }
         let runtime = self.clone();
@@ -102,18 +115,33 @@ impl Runtime {
         }
     }
 
-    /// One attempt at `row`, and its outcome written and counted.
+    /// One attempt at `row`, and its outcome written and counted (a push under its own
+    /// channel, [`crate::store::PUSH_CHANNEL`]).
     async fn send_one(&self, owner: &str, row: NotificationRow) {
-        let outcome = match self.notifications.email(&row.channel) {
-            Some(email) => self.deliver_email(&email, &row).await,
-            None => self.notifications.deliver(&row).await,
-        };
-        let written = match &outcome {
-            Ok(()) => {
-                self.metrics.notification(&row.channel, "delivered");
-                self.store.notification_delivered(&row.id).await
+        let attempt = match row.kind {
+            NotificationKind::Push => self.deliver_push(&row).await,
+            NotificationKind::Pending
+            | NotificationKind::Decided
+            | NotificationKind::Canceled
+            | NotificationKind::Expired => {
+                let sent = match self.notifications.email(&row.channel) {
+                    Some(email) => self.deliver_email(&email, &row).await,
+                    None => self.notifications.deliver(&row).await,
+                };
+                match sent {
+                    Ok(()) => Attempt::Delivered,
+                    Err(error) => Attempt::Failed(error),
+                }
             }
-            Err(error) => {
+        };
+        let (outcome, error, next) = match attempt {
+            Attempt::Delivered => ("delivered", None, None),
+            Attempt::Moot(why) => {
+                tracing::info!(notification = %row.id, channel = %row.channel, "a notification dropped: {why}");
+                ("dropped", None, None)
+            }
+            Attempt::Refused(error) => ("failed", Some(error), Some(AttemptFailed::GiveUp)),
+            Attempt::Failed(error) => {
                 let created_ms = chrono::DateTime::parse_from_rfc3339(&row.created_at)
                     .map_or_else(|_| now_ms(), |at| at.timestamp_millis());
                 let next = self.notifications.delivery.after_failure(
@@ -122,18 +150,26 @@ impl Runtime {
                     now_ms(),
                     jitter(),
                 );
-                let outcome = if next == AttemptFailed::GiveUp {
+                let outcome = match next {
+                    AttemptFailed::GiveUp => "failed",
+                    AttemptFailed::RetryAt(_) => "retry",
+                };
+                (outcome, Some(error), Some(next))
+            }
+        };
+        self.metrics.notification(&row.channel, outcome);
+        let written = match (error, next) {
+            (Some(error), Some(next)) => {
+                if next == AttemptFailed::GiveUp {
                     tracing::warn!(notification = %row.id, channel = %row.channel, attempts = row.attempts + 1, error = %error, "a notification failed for good");
-                    "failed"
                 } else {
                     tracing::info!(notification = %row.id, channel = %row.channel, attempt = row.attempts + 1, error = %error, "a notification will be retried");
-                    "retry"
-                };
-                self.metrics.notification(&row.channel, outcome);
+                }
                 self.store
-                    .notification_attempt_failed(owner, &row.id, error, next)
+                    .notification_attempt_failed(owner, &row.id, &error, next)
                     .await
             }
+            _ => self.store.notification_delivered(&row.id).await,
         };
         if let Err(err) = written {
             // The lease lapses and the row is sent again: at least once.

@@ -143,6 +143,13 @@ async fn apply_decision(
         )
         .await?;
     }
+    if decision.push {
+        let mut shared = super::tasks::PgTransaction {
+            connection: &mut *connection,
+            replica,
+        };
+        crate::store::outbox::insert_pushes(&mut shared, task_id, last, &now).await?;
+    }
     Ok(Written {
         last_seq: last,
         approvals_of,

@@ -13,6 +13,7 @@ mod leases;
 mod links;
 mod logins;
 mod outbox;
+mod push;
 mod records;
 mod relayed;
 mod schema;

@@ -101,6 +101,14 @@ impl Transaction for PgTransaction<'_> {
         Ok(row.map(|row| row.try_get(0)).transpose()?)
     }
 
+    async fn texts(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Vec<String>> {
+        let rows = bound(sql, params).fetch_all(&mut *self.connection).await?;
+        Ok(rows
+            .iter()
+            .map(|row| row.try_get(0))
+            .collect::<std::result::Result<Vec<String>, sqlx::Error>>()?)
+    }
+
     async fn optional_texts(
         &mut self,
         sql: &str,
@@ -403,6 +411,7 @@ fn is_plain_step(commit: &Commit) -> bool {
         && commit.new_batch.is_none()
         && commit.delivered.is_empty()
         && commit.notifications.is_empty()
+        && !commit.push
         && !commit.unless_queued
         && !commit.state.is_some_and(|state| state.is_terminal())
 }

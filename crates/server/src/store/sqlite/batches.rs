@@ -115,6 +115,14 @@ fn apply_decision(
             &now,
         ))?;
     }
+    if decision.push {
+        super::tasks::run_now(crate::store::outbox::insert_pushes(
+            &mut super::tasks::SqliteTransaction(connection),
+            task_id,
+            last,
+            &now,
+        ))?;
+    }
     Ok(Written {
         last_seq: last,
         approvals_of,

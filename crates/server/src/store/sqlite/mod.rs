@@ -12,6 +12,7 @@ mod links;
 mod logins;
 mod outbox;
 mod policies;
+mod push;
 mod relayed;
 mod schema;
 mod sessions;

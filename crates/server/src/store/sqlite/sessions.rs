@@ -47,6 +47,7 @@ impl Sqlite {
                 "task_events",
                 "batches",
                 "queued_messages",
+                "push_configs",
             ] {
                 connection
                     .prepare_cached(&format!(

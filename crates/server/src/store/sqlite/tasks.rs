@@ -98,6 +98,12 @@ impl Transaction for SqliteTransaction<'_> {
             .optional()?)
     }
 
+    async fn texts(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Vec<String>> {
+        let mut statement = self.prepare(sql)?;
+        let rows = statement.query_map(rusqlite::params_from_iter(params), |row| row.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
+    }
+
     async fn optional_texts(
         &mut self,
         sql: &str,
