@@ -11,6 +11,7 @@ mod support;
 mod accessibility;
 mod approvals;
 mod chat;
+mod chunks;
 mod honest_cards;
 mod inbox;
 mod parity;
