@@ -44,12 +44,14 @@ where
 }
 
 type Make = fn() -> AnyView;
+/// The thumbs of an answer, given the ids of its messages.
+type MakeFeedback = fn(Memo<Vec<String>>) -> AnyView;
 
 thread_local! {
     static APPROVALS: Slot<Make> = ArcRwSignal::new(None);
     static SHARE: Slot<Make> = ArcRwSignal::new(None);
     static SHARED: Slot<fn(String) -> AnyView> = ArcRwSignal::new(None);
-    static FEEDBACK: Slot<fn(Memo<Vec<String>>) -> AnyView> = ArcRwSignal::new(None);
+    static FEEDBACK: Slot<MakeFeedback> = ArcRwSignal::new(None);
     static MARKDOWN: Slot<fn(&str) -> String> = ArcRwSignal::new(None);
 }
 
