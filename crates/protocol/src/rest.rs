@@ -161,7 +161,7 @@ pub struct PendingApproval {
     /// Who asked, why the reader is asked and where each call's quorum stands (docs/rest.md,
     /// Approvers); absent where the requester decides alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub routing: Option<ApprovalRouting>,
+    pub routing: Option<Box<ApprovalRouting>>,
 }
 
 /// Why a person is asked to decide a batch, and where it stands (docs/rest.md, Approvers).

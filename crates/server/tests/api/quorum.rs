@@ -114,7 +114,10 @@ async fn a_two_person_rule_with_a_quorum_of_two_runs_the_call_once_two_others_ap
         json!(["bob"]),
         "{inbox}"
     );
-    assert_eq!(inbox["approvals"][0]["routing"]["eligibleBy"], json!(["user:frank"]));
+    assert_eq!(
+        inbox["approvals"][0]["routing"]["eligibleBy"],
+        json!(["user:frank"])
+    );
 
     // Bob reads the chat he approves, but may not cancel it; erin may not read it.
     let got = app

@@ -43,7 +43,7 @@ fn wire_verdict(verdict: Verdict) -> AuditVerdict {
 fn vote_entry(call: &CallRow, vote: &CallVote) -> CallVoteEntry {
     let counted = match vote.verdict {
         Verdict::Approve => call.run_args_sha256.as_deref() == Some(vote.args_sha256.as_str()),
-        _ => call.verdict == Some(vote.verdict),
+        Verdict::Deny | Verdict::Cancel | Verdict::Expire => call.verdict == Some(vote.verdict),
     };
     CallVoteEntry {
         by: vote.user_id.clone(),

@@ -41,7 +41,7 @@ impl Runtime {
             let routing = self.routing(&row.agent, &owner, &row.batch, &votes, who);
             if owner == who.subject {
                 if let Some(mine) = own.iter_mut().find(|p| p.task_id == row.batch.task_id) {
-                    mine.routing = Some(routing);
+                    mine.routing = Some(Box::new(routing));
                 }
                 continue;
             }
@@ -56,7 +56,7 @@ impl Runtime {
                 since: row.batch.created_at.clone(),
                 calls: row.batch.requests.as_array().cloned().unwrap_or_default(),
                 expires_at: row.batch.expires_at.clone(),
-                routing: Some(routing),
+                routing: Some(Box::new(routing)),
             });
         }
         own.extend(others);
@@ -99,9 +99,10 @@ impl Runtime {
                 .iter()
                 .filter(|vote| vote.call_id == request.id && vote.verdict == Verdict::Approve)
                 .collect();
-            let current = mine
-                .last()
-                .map_or_else(|| args_sha256(&request.args), |vote| vote.args_sha256.clone());
+            let current = mine.last().map_or_else(
+                || args_sha256(&request.args),
+                |vote| vote.args_sha256.clone(),
+            );
             let mut approved_by: Vec<String> = Vec::new();
             let mut voided: Vec<String> = Vec::new();
             for vote in &mine {
