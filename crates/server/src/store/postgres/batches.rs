@@ -74,9 +74,19 @@ async fn apply_decision(
             &now,
         )
         .await?;
+        // The batch's approvers' streams hear how far it has come.
+        let approvals_of = super::approvals::record_progress(
+            connection,
+            replica,
+            task_id,
+            decision.batch_id,
+            &decision.user_id,
+            &now,
+        )
+        .await?;
         return Ok(Written {
             last_seq: last,
-            approvals_of: None,
+            approvals_of,
         });
     }
     for verdict in &decision.verdicts {

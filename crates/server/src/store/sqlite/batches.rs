@@ -58,9 +58,17 @@ fn apply_decision(
         connection
             .prepare_cached("UPDATE tasks SET last_seq = ?1, updated_at = ?2 WHERE id = ?3")?
             .execute(params![last, now, task_id])?;
+        // The batch's approvers' streams hear how far it has come.
+        let approvals_of = super::approvals::record_progress(
+            connection,
+            task_id,
+            decision.batch_id,
+            &decision.user_id,
+            &now,
+        )?;
         return Ok(Written {
             last_seq: last,
-            approvals_of: None,
+            approvals_of,
         });
     }
     let mut update = connection.prepare_cached(
