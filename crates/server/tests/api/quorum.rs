@@ -282,6 +282,11 @@ async fn call_ids(app: &TestApp) -> Vec<String> {
         .collect()
 }
 
+/// The next event on `stream`, within the tests' patience (heartbeats alone fail).
+async fn heard(stream: &mut ApprovalsStream) -> ApprovalsFrame {
+    within("the next approvals event", stream.next_event()).await
+}
+
 #[tokio::test]
 async fn a_routed_batch_reaches_every_eligible_persons_approvals_stream_live() {
     let app = spawn_with_agents(
@@ -295,7 +300,7 @@ async fn a_routed_batch_reaches_every_eligible_persons_approvals_stream_live() {
     let (task, _) = pause(&app, "live.txt", "hi").await;
 
     // Bob (sre) hears of carol's batch as it starts waiting, with who asked and why him.
-    let first = bob.next_event().await;
+    let first = heard(&mut bob).await;
     assert_eq!(first.about(), ("pending".to_owned(), task.clone()));
     let routing = &first.data()["routing"];
     assert_eq!(routing["requestedBy"], "carol", "{first:?}");
@@ -303,7 +308,7 @@ async fn a_routed_batch_reaches_every_eligible_persons_approvals_stream_live() {
     assert_eq!(routing["calls"][0]["approvedBy"], json!([]));
     assert_eq!(first.data()["calls"][0]["args"]["path"], "live.txt");
     // Carol hears of her own, routed.
-    let own = carol.next_event().await;
+    let own = heard(&mut carol).await;
     assert_eq!(own.about(), ("pending".to_owned(), task.clone()));
     assert_eq!(own.data()["routing"]["requestedBy"], "carol", "{own:?}");
 
@@ -311,7 +316,7 @@ async fn a_routed_batch_reaches_every_eligible_persons_approvals_stream_live() {
     let approve = json!({"decision_type": "approve"});
     let (status, body) = decide_rest(&app, Some("dave-token"), &task, approve.clone()).await;
     assert_eq!(status, 200, "{body}");
-    let progress = bob.next_event().await;
+    let progress = heard(&mut bob).await;
     assert_eq!(progress.about(), ("pending".to_owned(), task.clone()));
     assert!(progress.id() > first.id());
     assert_eq!(
@@ -319,7 +324,7 @@ async fn a_routed_batch_reaches_every_eligible_persons_approvals_stream_live() {
         json!(["dave"]),
         "{progress:?}"
     );
-    let progress = carol.next_event().await;
+    let progress = heard(&mut carol).await;
     assert_eq!(
         progress.data()["routing"]["calls"][0]["approvedBy"],
         json!(["dave"]),
@@ -329,11 +334,11 @@ async fn a_routed_batch_reaches_every_eligible_persons_approvals_stream_live() {
     // Bob's approval completes the quorum: the batch is decided, on both streams.
     let (status, body) = decide_rest(&app, Some("bob-token"), &task, approve).await;
     assert_eq!(status, 200, "{body}");
-    let done = bob.next_event().await;
+    let done = heard(&mut bob).await;
     assert_eq!(done.about(), ("decided".to_owned(), task.clone()));
     assert_eq!(done.data()["decidedBy"], "bob");
     assert_eq!(
-        carol.next_event().await.about(),
+        heard(&mut carol).await.about(),
         ("decided".to_owned(), task.clone())
     );
 
@@ -345,7 +350,7 @@ async fn a_routed_batch_reaches_every_eligible_persons_approvals_stream_live() {
     let erins = task_id(&results(
         &app.stream_as(None, Some("erin-token"), body).await,
     ));
-    let first = erin.next_event().await;
+    let first = heard(&mut erin).await;
     assert_eq!(
         first.about(),
         ("pending".to_owned(), erins.clone()),
@@ -353,7 +358,7 @@ async fn a_routed_batch_reaches_every_eligible_persons_approvals_stream_live() {
     );
     // A stream bob opens now starts with what waits for him: erin's batch (he is in sre).
     let mut later = open_approvals(&app, Some("bob-token"), None).await;
-    let waiting = later.next_event().await;
+    let waiting = heard(&mut later).await;
     assert_eq!(waiting.about(), ("pending".to_owned(), erins));
     assert_eq!(waiting.data()["routing"]["requestedBy"], "erin");
 }
