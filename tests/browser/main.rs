@@ -11,6 +11,7 @@ mod support;
 mod accessibility;
 mod approvals;
 mod chat;
+mod email_links;
 mod honest_cards;
 mod inbox;
 mod parity;
