@@ -160,6 +160,73 @@ pub struct PendingApproval {
     /// When the batch expires unanswered (RFC 3339), if its agent has an approval timeout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
+    /// Who asked, why the reader is asked and where each call's quorum stands (docs/rest.md,
+    /// Approvers); absent where the requester decides alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing: Option<Box<ApprovalRouting>>,
+}
+
+/// Why a person is asked to decide a batch, and where it stands (docs/rest.md, Approvers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApprovalRouting {
+    /// The subject of the person who started the chat.
+    pub requested_by: String,
+    /// What lets the reader approve: the agents file's entries that match them (`group:sre`,
+    /// `user:alice@example.com`) or `requester`; empty when they may only reject or cancel
+    /// (the requester under a two-person rule).
+    pub eligible_by: Vec<String>,
+    /// Each call of the batch, in order.
+    pub calls: Vec<CallQuorum>,
+}
+
+/// Who may approve one call and how far its quorum has come: in [`ApprovalRouting`], in a
+/// [`DecideResponse`] that left the batch waiting, and in the `quorum` metadata of the
+/// `input-required` event such an approval writes (docs/wire.md, Approvers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CallQuorum {
+    pub call_id: String,
+    /// The agents file's `approvers` entries for the call; empty: the requester decides.
+    pub approvers: Vec<String>,
+    pub requester_may_approve: bool,
+    /// How many distinct eligible people must approve it.
+    pub quorum: u32,
+    /// Who approved the call's current arguments so far, in order (subjects).
+    pub approved_by: Vec<String>,
+    /// Whose approvals an edit voided: they approved other arguments than those now proposed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub voided: Vec<String>,
+    /// The sha256 of the arguments the approvals so far are for; none before any approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args_sha256: Option<String>,
+    /// What approving takes, in words: `needs approval by group sre; the requester may not
+    /// approve; 2 distinct approvals`.
+    pub requirement: String,
+}
+
+/// One person's verdict on one call (docs/rest.md, Approvers): an [`AuditCall`]'s `votes`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CallVoteEntry {
+    /// The person's subject.
+    pub by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// `approve` or `deny`.
+    pub verdict: AuditVerdict,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The entries that made them eligible (`group:sre`, `user:alice`, `requester`).
+    pub eligible_by: Vec<String>,
+    pub channel: DecisionChannel,
+    /// RFC 3339.
+    pub at: String,
+    /// The sha256 of the arguments they approved or rejected.
+    pub args_sha256: String,
+    /// Whether it counted toward the outcome: an approval of arguments an edit replaced does
+    /// not.
+    pub counted: bool,
 }
 
 /// The data of a `decided` event of `GET /api/approvals/stream`: the batch of `taskId` waits no
@@ -387,6 +454,10 @@ pub struct AuditCall {
     /// The call's result once it has run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
+    /// Each person's verdict on the call, in order: the approvals that made its quorum (or the
+    /// rejection that ended it), with who, why they were eligible, how and when.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub votes: Vec<CallVoteEntry>,
 }
 
 /// The answer to `POST /api/approvals/{taskId}`.
@@ -397,9 +468,13 @@ pub struct DecideResponse {
     /// The task's state when the answer was made, in its v0.3 spelling.
     #[serde(with = "v03_state")]
     pub state: TaskState,
-    /// This batch's audit entry; `null` if the task is gone.
+    /// This batch's audit entry; `null` if the task is gone, or while the batch still waits
+    /// for more approvals (then `quorum` says how far each call has come).
     #[serde(deserialize_with = "nullable")]
     pub decision: Option<AuditEntry>,
+    /// An approval that left a call short of its quorum: each call of the still waiting batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<Vec<CallQuorum>>,
     pub follow: Follow,
     /// The task now, always in the v0.3 shape.
     pub task: Value,

@@ -246,3 +246,36 @@ fn approval_events_read_back_by_name_and_refuse_what_does_not_fit() {
     let err = ApprovalEvent::parse("gone", "{}").unwrap_err();
     assert_eq!(err, "unknown approvals event \"gone\"");
 }
+
+#[test]
+fn a_routed_batch_says_who_asked_why_and_how_far_its_quorum_has_come() {
+    let pending: PendingApproval = round_trip(json!({
+        "taskId": "t1", "contextId": "c1", "agent": "default/ops", "title": "deploy",
+        "since": "2026-11-26T10:00:00Z", "calls": [],
+        "routing": {
+            "requestedBy": "carol",
+            "eligibleBy": ["group:sre"],
+            "calls": [{
+                "callId": "call_1", "approvers": ["group:sre"], "requesterMayApprove": false,
+                "quorum": 2, "approvedBy": ["bob"], "voided": ["alice"],
+                "argsSha256": "ab12",
+                "requirement": "needs approval by group sre; the requester may not approve; 2 distinct approvals"
+            }]
+        }
+    }));
+    let routing = pending.routing.unwrap();
+    assert_eq!(routing.calls[0].approved_by, ["bob"]);
+    assert_eq!(routing.calls[0].quorum, 2);
+    let vote: CallVoteEntry = round_trip(json!({
+        "by": "bob", "email": "bob@example.com", "verdict": "approve",
+        "eligibleBy": ["group:sre"], "channel": "rest", "at": "2026-11-26T10:01:00Z",
+        "argsSha256": "ab12", "counted": true
+    }));
+    assert_eq!(vote.verdict, AuditVerdict::Approve);
+    // Without a quorum configured the old shapes read as before.
+    let plain: PendingApproval = round_trip(json!({
+        "taskId": "t1", "contextId": "c1", "agent": "default/demo", "title": "",
+        "since": "2026-11-26T10:00:00Z", "calls": []
+    }));
+    assert_eq!(plain.routing, None);
+}

@@ -77,6 +77,11 @@ struct ModelErrorLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GroupLabels {
+    group: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ToolLabels {
     tool: String,
 }
@@ -118,6 +123,7 @@ pub struct Metrics {
     pending_approvals: Gauge,
     decisions: Family<DecisionLabels, Counter>,
     decision_wait: HistogramFamily<ChannelLabels>,
+    vote_wait: HistogramFamily<GroupLabels>,
     time_to_pause: Histogram,
     task_transitions: Family<StateLabels, Counter>,
     model_turns: HistogramFamily<AgentLabels>,
@@ -166,6 +172,15 @@ impl Metrics {
             "signoff_decision_wait_seconds",
             "Time from a pause to a person's decision on its batch, by channel",
             decision_wait.clone(),
+        );
+        let vote_wait: HistogramFamily<GroupLabels> =
+            Family::new_with_constructor(decision_histogram);
+        registry.register(
+            "signoff_approver_wait_seconds",
+            "Time from a pause to each approval or rejection of its calls, by the approvers \
+             entry that made the person eligible (a group's name, `user` for one named, \
+             `requester` for the requester alone)",
+            vote_wait.clone(),
         );
         let time_to_pause = step_histogram();
         registry.register(
@@ -240,6 +255,7 @@ impl Metrics {
             pending_approvals,
             decisions,
             decision_wait,
+            vote_wait,
             time_to_pause,
             task_transitions,
             model_turns,
@@ -321,6 +337,28 @@ impl Metrics {
         }
     }
 
+    /// A person's approval or rejection, `waited` after the pause, through the approvers
+    /// entries `eligible_by` (`group:sre`, `user:alice`, `requester`): once per group.
+    pub fn voted<'a>(&self, eligible_by: impl IntoIterator<Item = &'a str>, waited: Duration) {
+        let mut groups: Vec<&str> = eligible_by
+            .into_iter()
+            .map(|entry| match entry.split_once(':') {
+                Some(("group", group)) => group,
+                Some(("user", _)) => "user",
+                _ => entry,
+            })
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        for group in groups {
+            self.vote_wait
+                .get_or_create(&GroupLabels {
+                    group: group.to_owned(),
+                })
+                .observe(waited.as_secs_f64());
+        }
+    }
+
     /// A task entered `state`.
     pub fn task_entered(&self, state: TaskState) {
         self.task_transitions
@@ -396,6 +434,10 @@ mod tests {
             [Verdict::Approve, Verdict::Deny, Verdict::Approve],
             Some(Duration::from_secs(3)),
         );
+        metrics.voted(
+            ["group:sre", "group:oncall", "group:sre", "user:alice"],
+            Duration::from_secs(2),
+        );
         metrics.task_entered(TaskState::InputRequired);
         metrics.paused(Duration::from_millis(20));
         metrics.model_turn("default/demo", Duration::from_millis(5), None);
@@ -412,6 +454,9 @@ mod tests {
             r#"signoff_decisions_total{verdict="approve",channel="rest"} 2"#,
             r#"signoff_decisions_total{verdict="deny",channel="rest"} 1"#,
             r#"signoff_decision_wait_seconds_count{channel="rest"} 1"#,
+            r#"signoff_approver_wait_seconds_count{group="sre"} 1"#,
+            r#"signoff_approver_wait_seconds_count{group="oncall"} 1"#,
+            r#"signoff_approver_wait_seconds_count{group="user"} 1"#,
             "signoff_time_to_pause_seconds_count 1",
             r#"signoff_task_transitions_total{state="input-required"} 1"#,
             r#"signoff_model_turn_seconds_count{agent="default/demo"} 2"#,

@@ -16,9 +16,9 @@ use signoff_protocol::jsonrpc::{self, ErrorCode, ErrorObject, Id, Response as Rp
 use signoff_protocol::{json_keys, ProtocolVersion, Role, StreamEvent, Task, TaskState};
 
 use super::sse::{sse, IdleLimit};
-use super::{AppState, User};
+use super::{AppState, Person};
 use crate::agent::runtime::{as_authenticated, Opening, StreamEnd};
-use crate::agent::{Agent, AgentError, Runtime};
+use crate::agent::{Agent, AgentError, Decider, Runtime};
 use crate::store::EVENT_LOG_VERSION;
 
 /// The request's A2A version: the `A2A-Version` header, or the `A2A-Version` query parameter;
@@ -66,6 +66,8 @@ fn rpc_error(version: ProtocolVersion, err: &AgentError) -> (ErrorCode, String) 
         | AgentError::PolicyNotFound(_)
         | AgentError::ShareNotFound(_) => (ErrorCode::InvalidParams, err.to_string()),
         AgentError::InvalidParams(_)
+        | AgentError::NotEligible(_)
+        | AgentError::AlreadyApproved(_)
         | AgentError::NotPaused(_)
         | AgentError::Decision(_)
         | AgentError::ChatInUse(_)
@@ -86,6 +88,8 @@ struct Call {
     method: Method,
     params: Value,
     user: String,
+    /// The caller with their email and groups, for decisions.
+    who: Decider,
     /// How the user was authenticated, for the audit of a decision the call makes.
     auth: Option<signoff_protocol::rest::DeciderAuth>,
     agent: Arc<Agent>,
@@ -157,7 +161,7 @@ pub async fn handle(
     State(state): State<AppState>,
     Path((namespace, name)): Path<(String, String)>,
     Query(query): Query<std::collections::HashMap<String, String>>,
-    user: User,
+    who: Person,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -238,7 +242,7 @@ pub async fn handle(
             id,
             version,
             params,
-            user: user.0,
+            user: who.0.subject.clone(),
             agent,
             runtime: state.runtime.clone(),
         };
@@ -261,8 +265,9 @@ pub async fn handle(
         version,
         method,
         params,
-        user: user.0,
-        auth: user.1,
+        user: who.0.subject.clone(),
+        who: who.0,
+        auth: who.1,
         agent,
         runtime: state.runtime.clone(),
     };
@@ -305,7 +310,7 @@ async fn unary_call(call: Call) -> RpcResponse {
             };
             let mut configuration = params.configuration.clone().unwrap_or_default();
             let push = configuration.push.take().map(|push| (call.version, push));
-            let sent = runtime.send_with_push(&call.user, &call.agent, params.message, push);
+            let sent = runtime.send_with_push(&call.who, &call.agent, params.message, push);
             let accepted = match as_authenticated(call.auth, sent).await {
                 Ok(accepted) => accepted,
                 Err(err) => return call.agent_error(&err),
@@ -319,7 +324,7 @@ async fn unary_call(call: Call) -> RpcResponse {
                 }
             }
             match runtime
-                .task(&call.user, &accepted.task_id, configuration.history_length)
+                .task(&call.who, &accepted.task_id, configuration.history_length)
                 .await
             {
                 Ok(task) => {
@@ -334,7 +339,7 @@ async fn unary_call(call: Call) -> RpcResponse {
                 Err(err) => return call.decode_error(&err),
             };
             match runtime
-                .task(&call.user, &query.id, query.history_length)
+                .task(&call.who, &query.id, query.history_length)
                 .await
             {
                 Ok(task) => call.success(codec::encode_task(call.version, &task)),
@@ -387,7 +392,7 @@ async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcRespon
                 ProtocolVersion::V1_0 => Opening::Snapshot,
             };
             let push = params.configuration.and_then(|config| config.push);
-            let streamed = runtime.stream_message(&call.user, &call.agent, params.message, opening);
+            let streamed = runtime.stream_message(&call.who, &call.agent, params.message, opening);
             let opened = as_authenticated(call.auth, streamed).await;
             match (opened, push) {
                 (Ok(opened), Some(push)) => runtime
@@ -408,7 +413,7 @@ async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcRespon
                 ProtocolVersion::V0_3 => StreamEnd::Final,
                 ProtocolVersion::V1_0 => StreamEnd::Terminal,
             };
-            runtime.subscribe(&call.user, &params.id, end).await
+            runtime.subscribe(&call.who, &params.id, end).await
         }
         Method::SendMessage | Method::GetTask | Method::CancelTask | Method::ListTasks => {
             return Err(call.error(

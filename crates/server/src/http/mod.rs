@@ -34,7 +34,7 @@ use axum::{Json, Router};
 use serde_json::json;
 use tower_http::catch_panic::CatchPanicLayer;
 
-use crate::agent::{AgentError, Runtime, ShareGrant};
+use crate::agent::{AgentError, Decider, Runtime, ShareGrant};
 
 pub use auth::{Auth, Caller, Identity};
 
@@ -162,6 +162,39 @@ impl FromRequestParts<AppState> for User {
     }
 }
 
+/// The caller as a decision sees them: their subject, email and groups (what the agents file's
+/// `approvers` may name), and how they were authenticated (`None`: a share link).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Person(pub Decider, pub Option<signoff_protocol::rest::DeciderAuth>);
+
+impl From<&auth::Identity> for Decider {
+    fn from(identity: &auth::Identity) -> Decider {
+        Decider {
+            subject: identity.subject.clone(),
+            email: identity.email.clone(),
+            groups: identity.groups.clone(),
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Person {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        // A share request that `shares::guard` let through reads as the chat's owner.
+        if let Some(grant) = parts.extensions.get::<ShareGrant>() {
+            return Ok(Person(Decider::subject(grant.owner.clone()), None));
+        }
+        let caller = auth::caller(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Person(
+            Decider::from(&caller.identity),
+            Some(caller.via.decider_auth()),
+        ))
+    }
+}
+
 /// REST errors: a status and a short message; internals are logged, never sent.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
@@ -194,8 +227,11 @@ impl From<AgentError> for HttpError {
             | AgentError::PolicyNotFound(_)
             | AgentError::ShareNotFound(_)
             | AgentError::TaskDeleted(_) => HttpError::NotFound(err.to_string()),
-            AgentError::Forbidden(_) => HttpError::Forbidden(err.to_string()),
+            AgentError::Forbidden(_) | AgentError::NotEligible(_) => {
+                HttpError::Forbidden(err.to_string())
+            }
             AgentError::NotPaused(_)
+            | AgentError::AlreadyApproved(_)
             | AgentError::Conflict(_)
             | AgentError::Terminal(_)
             | AgentError::NotCancelable { .. }

@@ -309,6 +309,12 @@ impl Store {
         self.approval_wakes.subscribe(user_id, at_most)
     }
 
+    /// A signal that changes after every approval event of any user, here or (heard through
+    /// `listen`) on another replica: what a stream of batches routed to approvers follows.
+    pub fn routed_approval_wakes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.approval_wakes.routed()
+    }
+
     /// After a write: wakes the streams of the user it wrote an approval event for, if any.
     fn approvals_written(&self, user_id: Option<&str>) {
         if let Some(user_id) = user_id {
@@ -395,19 +401,24 @@ forward! {
     /// For readiness checks (`GET /readyz`): cheap enough to run on every probe.
     pub async fn check_ready(&self) -> Result<()>;
 
-    /// The user's approval events after id `after`, in order, at most `limit`.
+    /// The approval events after id `after`, in order, at most `limit`, of the user's tasks
+    /// and of every task of `agents` (`namespace/name`: those that route batches to approvers;
+    /// the caller keeps the ones the user may decide).
     pub async fn approval_events(
         &self,
         user_id: &str,
+        agents: &[String],
         after: i64,
         limit: i64,
     ) -> Result<Vec<ApprovalEventRow>>;
 
     /// Where a new stream starts: the last event id of all (its horizon), and the `pending`
-    /// events (at or before it) of the user's batches that still wait, in order.
+    /// events (at or before it) of the batches that still wait of the user's tasks and of
+    /// every task of `agents`, in order.
     pub async fn waiting_approval_events(
         &self,
         user_id: &str,
+        agents: &[String],
     ) -> Result<(i64, Vec<ApprovalEventRow>)>;
 }
 
@@ -498,6 +509,20 @@ forward! {
 
     /// The calls of a task, in the order the model asked for them.
     pub async fn calls(&self, task_id: &str) -> Result<Vec<CallRow>>;
+
+    /// Whether `user_id` voted on a call of the task (`call_votes`).
+    pub async fn voted_on(&self, task_id: &str, user_id: &str) -> Result<bool>;
+
+    /// Every vote on the task's calls, by batch, oldest first.
+    pub async fn task_votes(&self, task_id: &str) -> Result<Vec<(i64, CallVote)>>;
+
+    /// The pending batches of tasks of `agents` (`namespace/name`), oldest first, with what
+    /// the approvals list shows of their tasks and each task's owner: those routed to
+    /// approvers. A local subagent's batch is not one of them.
+    pub async fn pending_batches_of_agents(
+        &self,
+        agents: &[String],
+    ) -> Result<Vec<(PendingBatchRow, String)>>;
 
     /// The audit rows of one task, oldest first.
     pub async fn task_decisions(&self, task_id: &str) -> Result<Vec<DecisionRow>>;

@@ -193,6 +193,11 @@ pub struct BatchRow {
     pub requests: Value,
     pub created_at: String,
     pub decided_at: Option<String>,
+    /// When it expires unanswered (RFC 3339), if its agent has an approval timeout.
+    pub expires_at: Option<String>,
+    /// The votes cast on a pending batch so far, oldest first: read inside a decision's write
+    /// (`Store::decide_planned`); empty elsewhere.
+    pub votes: Vec<CallVote>,
 }
 
 /// A pending batch with what the approvals list shows of its task.
@@ -402,10 +407,14 @@ pub struct DecisionWrite {
     pub decision: Value,
     pub summary: String,
     pub verdicts: Vec<CallVerdict>,
-    /// `Decided`, or `Canceled` when the task was canceled.
+    /// `Decided`, or `Canceled` when the task was canceled; `Pending` for approvals that
+    /// leave a call short of its quorum: the votes and events are written, the batch still
+    /// waits (the same compare-and-set checks that it does), and no call or audit row changes.
     pub batch_state: BatchState,
     pub task_state: TaskState,
     pub events: Vec<NewEvent>,
+    /// Each person's verdict on each call this write records (`call_votes`).
+    pub votes: Vec<CallVote>,
     /// The hex SHA-256 of the decision link this decision comes through, marked used in the
     /// same transaction: a link already used, expired or of another batch fails the decision.
     pub uses_link: Option<String>,
@@ -413,6 +422,27 @@ pub struct DecisionWrite {
     pub notifications: Vec<NewNotification>,
     /// Posts the task as of this decision to each of its push configs, as [`Commit::push`].
     pub push: bool,
+}
+
+/// One person's verdict on one call of a batch (`call_votes`): an approval toward the call's
+/// quorum, or a rejection, with what made the person eligible.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallVote {
+    pub call_id: String,
+    pub user_id: String,
+    pub email: Option<String>,
+    /// `Approve` or `Deny`.
+    pub verdict: Verdict,
+    pub reason: Option<String>,
+    /// Edited arguments; `None`: as asked.
+    pub run_args: Option<Value>,
+    /// The SHA-256 of the arguments approved or rejected.
+    pub args_sha256: String,
+    /// The approvers entries (`group:sre`, `user:alice`) or `requester` that let them decide.
+    pub eligible_by: Vec<String>,
+    pub channel: Channel,
+    /// When it was written (RFC 3339); set by the store.
+    pub voted_at: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]

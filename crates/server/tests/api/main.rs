@@ -28,6 +28,7 @@ mod policies;
 mod previews;
 mod push;
 mod questions;
+mod quorum;
 mod rebinding;
 mod release;
 mod rest;

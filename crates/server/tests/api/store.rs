@@ -162,6 +162,7 @@ async fn decide(store: &Store, task_id: &str, user: &str) {
         batch_state: BatchState::Decided,
         task_state: TaskState::Working,
         events: Vec::new(),
+        votes: Vec::new(),
         uses_link: None,
         notifications: Vec::new(),
         push: false,

@@ -429,6 +429,7 @@ fn approval(batch_id: i64, call_ids: &[&str]) -> DecisionWrite {
         batch_state: BatchState::Decided,
         task_state: TaskState::Working,
         events: vec![event("approved", false)],
+        votes: Vec::new(),
         uses_link: None,
         notifications: Vec::new(),
         push: false,

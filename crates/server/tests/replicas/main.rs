@@ -19,6 +19,7 @@ mod support;
 mod cluster;
 mod nginx;
 mod notify;
+mod quorum;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

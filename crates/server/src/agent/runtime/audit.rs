@@ -5,9 +5,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use signoff_protocol::hitl::question::answers_from_args;
 use signoff_protocol::hitl::RecordedDecision;
-use signoff_protocol::rest::{AuditVerdict, Decider, DeciderAuth, DecisionChannel};
+use signoff_protocol::rest::{AuditVerdict, CallVoteEntry, Decider, DeciderAuth, DecisionChannel};
 
-use crate::store::{Channel, StoreError, TaskRow, Verdict};
+use crate::store::{CallRow, CallVote, Channel, StoreError, TaskRow, Verdict};
 
 use super::{Result, Runtime};
 
@@ -39,6 +39,26 @@ fn wire_verdict(verdict: Verdict) -> AuditVerdict {
     }
 }
 
+/// One person's vote on `call` as the audit shows it: counted when the call's outcome is the
+/// vote's (an approval of the arguments that ran, or a rejection of a rejected call).
+fn vote_entry(call: &CallRow, vote: &CallVote) -> CallVoteEntry {
+    let counted = match vote.verdict {
+        Verdict::Approve => call.run_args_sha256.as_deref() == Some(vote.args_sha256.as_str()),
+        Verdict::Deny | Verdict::Cancel | Verdict::Expire => call.verdict == Some(vote.verdict),
+    };
+    CallVoteEntry {
+        by: vote.user_id.clone(),
+        email: vote.email.clone(),
+        verdict: wire_verdict(vote.verdict),
+        reason: vote.reason.clone(),
+        eligible_by: vote.eligible_by.clone(),
+        channel: wire_channel(vote.channel),
+        at: vote.voted_at.clone(),
+        args_sha256: vote.args_sha256.clone(),
+        counted,
+    }
+}
+
 /// The sha256 of a JSON value (keys sorted, so equal arguments hash equally).
 pub fn args_sha256(args: &Value) -> String {
     let digest = Sha256::digest(args.to_string().as_bytes());
@@ -60,6 +80,7 @@ impl Runtime {
         Ok(batches
             .into_iter()
             .map(|row| PendingApproval {
+                routing: None,
                 expires_at: deadlines
                     .iter()
                     .find(|deadline| deadline.batch_id == row.batch.id)
@@ -81,7 +102,8 @@ impl Runtime {
                 continue;
             };
             let calls = self.store.calls(&task.id).await?;
-            let mut entry = Self::audit_entry(&task, decision, &calls)?;
+            let votes = self.store.task_votes(&task.id).await?;
+            let mut entry = Self::audit_entry(&task, decision, &calls, &votes)?;
             entry.parent = self.audit_parent(&task).await?;
             out.push(entry);
         }
@@ -94,13 +116,14 @@ impl Runtime {
             return Ok(Vec::new());
         }
         let calls = self.store.calls(&row.id).await?;
+        let votes = self.store.task_votes(&row.id).await?;
         let parent = self.audit_parent(row).await?;
         decisions
             .into_iter()
             .map(|decision| {
                 Ok(AuditEntry {
                     parent: parent.clone(),
-                    ..Self::audit_entry(row, decision, &calls)?
+                    ..Self::audit_entry(row, decision, &calls, &votes)?
                 })
             })
             .collect()
@@ -132,7 +155,9 @@ impl Runtime {
         task: &TaskRow,
         decision: crate::store::DecisionRow,
         calls: &[crate::store::CallRow],
+        votes: &[(i64, CallVote)],
     ) -> Result<AuditEntry> {
+        let batch_id = decision.batch_id;
         let recorded = RecordedDecision::from_value(&decision.decision).map_err(|err| {
             StoreError::Corrupt(format!(
                 "decision {} of task {}: {err}",
@@ -181,6 +206,11 @@ impl Runtime {
                             .as_ref()
                             .is_none_or(|args| answers_from_args(args).is_none()),
                     result: call.result.clone(),
+                    votes: votes
+                        .iter()
+                        .filter(|(batch, vote)| *batch == batch_id && vote.call_id == call.call_id)
+                        .map(|(_, vote)| vote_entry(call, vote))
+                        .collect(),
                 })
                 .collect(),
             parent: None,
@@ -202,7 +232,8 @@ impl Runtime {
             return Ok(None);
         };
         let calls = self.store.calls(task_id).await?;
-        let mut entry = Self::audit_entry(&row, decision, &calls)?;
+        let votes = self.store.task_votes(task_id).await?;
+        let mut entry = Self::audit_entry(&row, decision, &calls, &votes)?;
         entry.parent = self.audit_parent(&row).await?;
         Ok(Some(entry))
     }

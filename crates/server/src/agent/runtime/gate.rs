@@ -19,7 +19,7 @@ use crate::store::{
 use super::decide::{DecisionInput, PlannedDecision};
 use super::runner::RunnerStart;
 use super::transcript::*;
-use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
+use super::{Accepted, Agent, AgentError, Decider, LoggedEvent, Result, Runtime};
 
 /// The longest id a client may choose for a message or a session (a UUID has 36 bytes).
 const MAX_ID_BYTES: usize = 256;
@@ -41,11 +41,11 @@ impl Runtime {
     /// is the parent of the runner's (and so of the model turns and tool calls) in a trace.
     pub async fn send(
         self: &Arc<Self>,
-        user: &str,
+        who: &Decider,
         agent: &Arc<Agent>,
         message: Message,
     ) -> Result<Accepted> {
-        let mut accepted = self.send_for_stream(user, agent, message).await?;
+        let mut accepted = self.send_for_stream(who, agent, message).await?;
         accepted.start_runner();
         Ok(accepted)
     }
@@ -54,11 +54,11 @@ impl Runtime {
     /// the [`Accepted`], for the stream to start once its follower is spawned.
     pub(super) async fn send_for_stream(
         self: &Arc<Self>,
-        user: &str,
+        who: &Decider,
         agent: &Arc<Agent>,
         message: Message,
     ) -> Result<Accepted> {
-        self.send_as(user, agent, message, view::new_id()).await
+        self.send_as(who, agent, message, view::new_id()).await
     }
 
     /// [`Runtime::send`], with the id a new task gets (a subagent's task is recorded with its
@@ -70,11 +70,12 @@ impl Runtime {
     ))]
     pub(super) async fn send_as(
         self: &Arc<Self>,
-        user: &str,
+        who: &Decider,
         agent: &Arc<Agent>,
         message: Message,
         task_id: String,
     ) -> Result<Accepted> {
+        let user = who.subject.as_str();
         if self.shutdown.is_cancelled() {
             return Err(AgentError::ShuttingDown);
         }
@@ -104,7 +105,7 @@ impl Runtime {
             }
         }
         if let Some(task_id) = message.task_id.clone() {
-            return self.continue_task(user, agent, &task_id, message).await;
+            return self.continue_task(who, agent, &task_id, message).await;
         }
         let context_id = message.context_id.clone().unwrap_or_else(view::new_id);
         let title = chat_title(&message.text());
@@ -246,7 +247,7 @@ impl Runtime {
             let planned = PlannedDecision {
                 by: DecisionInput {
                     channel: Channel::Cancel,
-                    decider: user.to_owned(),
+                    decider: Decider::subject(user),
                     auth: super::authenticated::decider_auth(),
                 },
                 batch_id: batch.id,
@@ -257,6 +258,8 @@ impl Runtime {
                 task_state: TaskState::Canceled,
                 events: vec![canceled.clone()],
                 paused_at: None,
+                votes: Vec::new(),
+                quorum: None,
                 uses_link: None,
             };
             match self.apply_decision(task_id, planned.if_pending()).await {

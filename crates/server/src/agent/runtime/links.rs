@@ -19,9 +19,9 @@ use signoff_protocol::{Message, Role};
 use crate::agent::view;
 use crate::store::{self, task_state_text, Channel, DecisionLinkRow};
 
-use super::decide::DecisionInput;
+use super::decide::{Count, DecisionInput};
 use super::subagent::batch_requests;
-use super::{AgentError, Result, Runtime};
+use super::{AgentError, Decider, Result, Runtime};
 
 /// What a link does to every call of its batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -305,8 +305,13 @@ impl Runtime {
         }
         let decision = link_decision(action, reason)?;
         let runtime = self.clone();
-        let (task_id, person, batch_id) =
-            (link.task_id.clone(), link.user_id.clone(), link.batch_id);
+        // A link is made only for the task's owner, known here by subject alone: the link
+        // carries no email or groups, so it counts as the requester's vote.
+        let (task_id, person, batch_id) = (
+            link.task_id.clone(),
+            Decider::subject(link.user_id.clone()),
+            link.batch_id,
+        );
         let applied = self
             .apply_decision(&link.task_id, move |row, batch| {
                 let row = row.ok_or_else(|| AgentError::TaskNotFound(task_id.clone()))?;
@@ -327,15 +332,19 @@ impl Runtime {
                     decider: person.clone(),
                     auth: Some(DeciderAuth::DecisionLink),
                 };
-                let mut planned = runtime.plan_decision(by, row, batch, &decision, message)?;
+                let mut planned =
+                    runtime.plan_decision(by, row, batch, &decision, message, Count::Votes)?;
                 planned.uses_link = Some(hash.clone());
                 Ok((Some(planned), ()))
             })
             .await;
         match self.or_expired(&link.task_id, applied).await? {
             (Some(applied), ()) => {
-                let mut accepted = self.decided(&link.task_id, applied, None);
-                accepted.start_runner();
+                // An approval short of the batch's quorum leaves it waiting: nothing runs yet.
+                if applied.quorum.is_none() {
+                    let mut accepted = self.decided(&link.task_id, applied, None);
+                    accepted.start_runner();
+                }
                 Ok(LinkDecision {
                     task_id: link.task_id,
                     action,

@@ -21,9 +21,11 @@ mod notify;
 mod pause;
 mod policies;
 mod push;
+mod quorum;
 mod reads;
 mod relayed;
 mod replicas;
+mod routing;
 mod runner;
 mod settle;
 mod sharing;
@@ -38,6 +40,7 @@ pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
 pub use authenticated::as_authenticated;
 pub use links::{BatchSummary, DecidedBy, IssuedLinks, LinkAction, LinkDecision, LinkState};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
+pub use quorum::Decider;
 pub use reads::Session;
 pub use relayed::{as_recorded, RelayedExchange};
 pub use runner::PendingRunner;
@@ -82,6 +85,12 @@ pub enum AgentError {
     ShareNotFound(String),
     #[error("{0}")]
     InvalidParams(String),
+    /// A decision by someone the agents file's approvers do not let give it: what it needs.
+    #[error("{0}")]
+    NotEligible(String),
+    /// A second approval of the same arguments by the same person: it counts once.
+    #[error("{0}")]
+    AlreadyApproved(String),
     /// The task is not waiting for a decision, or its batch was already decided.
     #[error("{0}")]
     NotPaused(String),

@@ -177,21 +177,21 @@ impl Runtime {
     /// written before the task's runner starts, so no update of the task is missed.
     pub async fn send_with_push(
         self: &Arc<Self>,
-        user: &str,
+        who: &super::Decider,
         agent: &Arc<Agent>,
         message: signoff_protocol::Message,
         push: Option<(ProtocolVersion, PushConfig)>,
     ) -> Result<Accepted> {
         let Some((version, config)) = push else {
-            return self.send(user, agent, message).await;
+            return self.send(who, agent, message).await;
         };
         self.notifier()?
             .check(&config)
             .await
             .map_err(|refused| AgentError::InvalidParams(refused.0))?;
-        let mut accepted = self.send_for_stream(user, agent, message).await?;
+        let mut accepted = self.send_for_stream(who, agent, message).await?;
         let task_id = accepted.task_id.clone();
-        let stored = self.put_push(user, &task_id, version, config).await;
+        let stored = self.put_push(&who.subject, &task_id, version, config).await;
         accepted.start_runner();
         stored?;
         Ok(accepted)
