@@ -248,7 +248,10 @@ async fn bench(admin: Option<&str>, chats: usize, pending: usize) {
     println!("{backend}: {chats} chats on each server, one at a time, interleaved");
     for (what, samples) in [
         ("pause (message/send -> input-required)", &mut pause_ms),
-        ("approve (POST /api/approvals/{task}: decided, its calls run)", &mut decide_ms),
+        (
+            "approve (POST /api/approvals/{task}: decided, its calls run)",
+            &mut decide_ms,
+        ),
     ] {
         let (without, without_p90) = spread(&mut samples[0]);
         let (with, with_p90) = spread(&mut samples[1]);
