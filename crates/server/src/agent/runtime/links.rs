@@ -9,11 +9,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use signoff_protocol::hitl::{ActionRequest, Decision, Dialect};
 use signoff_protocol::rest::DeciderAuth;
+
+use super::sharing::{new_token, token_hash};
 use signoff_protocol::{Message, Role};
 
 use crate::agent::view;
@@ -113,24 +113,6 @@ pub struct LinkDecision {
     pub task_id: String,
     pub action: LinkAction,
     pub person: String,
-}
-
-/// Random bytes in a link's token: 256 bits, so a token cannot be guessed.
-const TOKEN_BYTES: usize = 32;
-
-/// The hex SHA-256 of a token: what the store keeps and looks links up by.
-fn token_hash(token: &str) -> String {
-    Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
-}
-
-fn new_token() -> Result<String> {
-    let mut bytes = [0u8; TOKEN_BYTES];
-    getrandom::fill(&mut bytes)
-        .map_err(|err| AgentError::Internal(format!("no random bytes for a token: {err}")))?;
-    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
 }
 
 /// `now + ttl` as the store writes times.
