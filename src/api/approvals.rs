@@ -4,8 +4,6 @@
 
 use gloo_net::http::Request;
 
-use signoff_protocol::rest::{PendingApproval, PendingApprovals};
-
 use super::http::{self, Abort};
 use super::ApiError;
 use crate::state::inbox::Sent;
@@ -45,11 +43,4 @@ pub async fn follow(
         Ok(())
     })
     .await
-}
-
-/// `GET /api/approvals`: every batch the caller may decide, with the routing of those that
-/// wait for approvers (docs/rest.md, Approvers), which the stream does not carry.
-pub async fn pending() -> Result<Vec<PendingApproval>, ApiError> {
-    let list: PendingApprovals = http::get("/api/approvals").await?;
-    Ok(list.approvals)
 }

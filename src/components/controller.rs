@@ -13,7 +13,7 @@ use signoff_protocol::{Message, Part, Role, StreamEvent, TaskState};
 use crate::api::rpc::{self, Endpoint};
 use crate::api::{self, Abort, ApiError};
 use crate::components::context::{AppCtx, ChatKey};
-use crate::components::inbox::{refresh_routed, LiveApprovals};
+use crate::components::inbox::LiveApprovals;
 use crate::components::util::new_id;
 use crate::state::compose::{self, SendEffect};
 use crate::state::draft::{self, BatchDraft};
@@ -43,7 +43,7 @@ pub struct ChatCtl {
     /// The task whose batch passed its deadline and is being looked at (once per task).
     expiring: StoredValue<Option<String>>,
     app: AppCtx,
-    /// The tab's approvals: a decision re-reads the routed batches at once.
+    /// The tab's approvals: where a routed batch's quorum stands (`state::routing`).
     pub live: Option<LiveApprovals>,
 }
 
@@ -470,9 +470,6 @@ impl ChatCtl {
             if accepted {
                 self.draft.set(BatchDraft::default());
                 self.finish_stream(result, None);
-                if let Some(live) = self.live {
-                    refresh_routed(live).await;
-                }
             } else if let Err(err) = result {
                 // Aborted: the view went away (a batch on the Approvals page is gone once
                 // decided); nobody is left to tell.

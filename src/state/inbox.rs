@@ -3,7 +3,7 @@
 //! notification. Pure, so it is tested natively.
 
 use signoff_protocol::hitl::ActionRequest;
-use signoff_protocol::rest::{ApprovalDecided, ApprovalEvent, PendingApproval};
+use signoff_protocol::rest::{ApprovalDecided, ApprovalEvent, ApprovalRouting, PendingApproval};
 
 /// One event of the approvals stream: its id, what it says, and its `data:` as the server sent
 /// it (what this tab hands on to the others: `state::tabs`).
@@ -114,6 +114,17 @@ impl Inbox {
         self.waiting
             .iter()
             .any(|known| known.batch.task_id == task_id)
+    }
+
+    /// The routing of the waiting batch of `task_id`, as the stream's last word on it says
+    /// (it says the batch again at each approval short of its quorum).
+    pub fn routing(&self, task_id: &str) -> Option<&ApprovalRouting> {
+        self.waiting
+            .iter()
+            .find(|known| known.batch.task_id == task_id)?
+            .batch
+            .routing
+            .as_deref()
     }
 
     /// What waits now, as the events that said so, oldest first, and the last id applied: what
@@ -284,6 +295,53 @@ pub(super) mod tests {
         );
         assert_eq!(inbox.count(), 1);
         assert_eq!(inbox.last_id, Some(7));
+    }
+
+    /// `task`'s batch routed to approvers, its one call approved by `approved_by` so far.
+    fn routed(task: &str, approved_by: &[&str]) -> ApprovalEvent {
+        let ApprovalEvent::Pending(mut batch) = pending(task, "2026-11-22T18:00:00.000Z", &["x"])
+        else {
+            unreachable!()
+        };
+        batch.routing = Some(Box::new(ApprovalRouting {
+            requested_by: "alice".to_owned(),
+            eligible_by: vec!["group:sre".to_owned()],
+            calls: vec![signoff_protocol::rest::CallQuorum {
+                call_id: "call_0".to_owned(),
+                approvers: vec!["group:sre".to_owned()],
+                requester_may_approve: false,
+                quorum: 2,
+                approved_by: approved_by.iter().map(|by| (*by).to_owned()).collect(),
+                voided: Vec::new(),
+                args_sha256: None,
+                requirement: String::new(),
+            }],
+        }));
+        ApprovalEvent::Pending(batch)
+    }
+
+    #[test]
+    fn a_routed_batch_said_again_after_a_vote_keeps_its_place_with_the_new_routing() {
+        let mut inbox = Inbox::default();
+        assert!(matches!(
+            inbox.apply(&sent(1, routed("t-1", &[]))),
+            Change::Added(_)
+        ));
+        let approved = |inbox: &Inbox| {
+            inbox
+                .routing("t-1")
+                .map(|routing| routing.calls[0].approved_by.clone())
+        };
+        assert_eq!(approved(&inbox), Some(vec![]));
+        assert_eq!(
+            inbox.apply(&sent(2, routed("t-1", &["bob"]))),
+            Change::Nothing
+        );
+        assert_eq!(approved(&inbox), Some(vec!["bob".to_owned()]));
+        assert_eq!(inbox.count(), 1);
+        assert_eq!(inbox.routing("t-2"), None);
+        inbox.apply(&sent(3, decided("t-1")));
+        assert_eq!(inbox.routing("t-1"), None);
     }
 
     #[test]

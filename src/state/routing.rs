@@ -1,9 +1,8 @@
 //! Batches routed to approvers (docs/rest.md, Approvers), in words: who asked, why the reader
-//! is asked, how far each call's quorum has come, and which approvals an edit voided; and the
-//! Approvals page's list, the stream's batches with the routed ones only `GET /api/approvals`
-//! names. Pure, so it is tested natively.
+//! is asked, how far each call's quorum has come, and which approvals an edit voided; and
+//! whether the reader may still approve a call. Pure, so it is tested natively.
 
-use signoff_protocol::rest::{ApprovalRouting, CallQuorum, PendingApproval};
+use signoff_protocol::rest::{ApprovalRouting, CallQuorum};
 
 /// An approvers list as a person reads it: `group:sre` and `user:dave` are "sre or dave".
 pub fn approvers_label(entries: &[String]) -> String {
@@ -66,43 +65,17 @@ pub fn asked_text(agent: &str, routing: &ApprovalRouting) -> String {
     format!("{agent} asks for {} · {why}", routing.requested_by)
 }
 
-/// The quorum of `call_id` in `task_id`'s batch and whether `me` may still approve it (eligible,
-/// and not approved already), as the routed batches say; `None` for a batch not routed.
+/// The quorum of `call_id` in a batch with `routing` and whether `me` may still approve it
+/// (eligible, and not approved already); `None` for a batch not routed.
 pub fn call_quorum(
-    routed: &[PendingApproval],
-    task_id: &str,
+    routing: Option<&ApprovalRouting>,
     call_id: &str,
     me: Option<&str>,
 ) -> Option<(CallQuorum, bool)> {
-    let routing = routed
-        .iter()
-        .find(|batch| batch.task_id == task_id)?
-        .routing
-        .as_ref()?;
+    let routing = routing?;
     let call = routing.calls.iter().find(|call| call.call_id == call_id)?;
     let approved = me.is_some_and(|me| call.approved_by.iter().any(|by| by == me));
     Some((call.clone(), !routing.eligible_by.is_empty() && !approved))
-}
-
-/// The Approvals page's batches, newest first: the stream's (each with its routing, if the
-/// routed list has one), then those routed to the reader that the stream does not carry.
-pub fn with_routed(
-    stream: Vec<PendingApproval>,
-    routed: &[PendingApproval],
-) -> Vec<PendingApproval> {
-    let mut batches = stream;
-    for batch in &mut batches {
-        if let Some(known) = routed.iter().find(|known| known.task_id == batch.task_id) {
-            batch.routing = known.routing.clone();
-        }
-    }
-    for known in routed {
-        if !batches.iter().any(|batch| batch.task_id == known.task_id) {
-            batches.push(known.clone());
-        }
-    }
-    batches.sort_by(|a, b| b.since.cmp(&a.since));
-    batches
 }
 
 #[cfg(test)]
@@ -119,19 +92,6 @@ mod tests {
             voided: voided.iter().map(|by| (*by).to_owned()).collect(),
             args_sha256: None,
             requirement: String::new(),
-        }
-    }
-
-    fn batch(task: &str, since: &str, routing: Option<ApprovalRouting>) -> PendingApproval {
-        PendingApproval {
-            task_id: task.to_owned(),
-            context_id: format!("s-{task}"),
-            agent: "default/deploy".to_owned(),
-            title: String::new(),
-            since: since.to_owned(),
-            calls: Vec::new(),
-            expires_at: None,
-            routing,
         }
     }
 
@@ -177,32 +137,16 @@ mod tests {
 
     #[test]
     fn only_an_eligible_reader_who_has_not_approved_may_approve() {
-        let routed = [batch("t-1", "1", Some(routing(&["group:sre"], &["bob"])))];
-        let may = |me| call_quorum(&routed, "t-1", "call_1", me).map(|(_, may)| may);
+        let routed = routing(&["group:sre"], &["bob"]);
+        let may = |me| call_quorum(Some(&routed), "call_1", me).map(|(_, may)| may);
         assert_eq!(may(Some("carol")), Some(true));
         assert_eq!(may(Some("bob")), Some(false));
-        assert_eq!(call_quorum(&routed, "t-2", "call_1", Some("carol")), None);
-        let requester = [batch("t-1", "1", Some(routing(&[], &[])))];
+        assert_eq!(call_quorum(Some(&routed), "call_2", Some("carol")), None);
+        assert_eq!(call_quorum(None, "call_1", Some("carol")), None);
+        let requester = routing(&[], &[]);
         assert_eq!(
-            call_quorum(&requester, "t-1", "call_1", Some("alice")).map(|(_, may)| may),
+            call_quorum(Some(&requester), "call_1", Some("alice")).map(|(_, may)| may),
             Some(false)
         );
-    }
-
-    #[test]
-    fn routed_batches_join_the_stream_s_newest_first_each_once() {
-        let stream = vec![batch("t-1", "2026-11-26T10:00:00Z", None)];
-        let routed = [
-            batch("t-1", "2026-11-26T10:00:00Z", Some(routing(&[], &[]))),
-            batch(
-                "t-2",
-                "2026-11-26T11:00:00Z",
-                Some(routing(&["group:sre"], &[])),
-            ),
-        ];
-        let merged = with_routed(stream, &routed);
-        let order: Vec<&str> = merged.iter().map(|batch| batch.task_id.as_str()).collect();
-        assert_eq!(order, ["t-2", "t-1"]);
-        assert!(merged[1].routing.is_some());
     }
 }

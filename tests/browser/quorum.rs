@@ -27,20 +27,6 @@ async fn shows(app: &App, css: &str) -> bool {
     }
 }
 
-/// Screenshots of the page as it is now, light and dark, into /tmp/appui-shots as well.
-async fn shots(app: &App, name: &str) {
-    app.shots(name).await;
-    let dir = std::path::Path::new("/tmp/appui-shots");
-    let _ = std::fs::create_dir_all(dir);
-    for scheme in ["light", "dark"] {
-        let file = format!("{name}-{scheme}.png");
-        let _ = std::fs::copy(
-            crate::support::harness::artifacts_dir().join(&file),
-            dir.join(&file),
-        );
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_stands() {
     let mut app = App::start_with(
@@ -66,7 +52,7 @@ async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_s
     assert!(!shows(&app, &format!("{CARD} [data-testid=approve-button]")).await);
     assert!(shows(&app, &format!("{CARD} [data-testid=reject-button]")).await);
     assert!(shows(&app, "[data-testid=stop-button]").await);
-    shots(&app, "quorum-requester-waiting").await;
+    app.shots("quorum-requester-waiting").await;
 
     // Bob's inbox: who asked, why he is asked, where it stands; he approves there.
     let bob = Browser::start((1280, 900)).await;
@@ -78,7 +64,7 @@ async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_s
     )
     .await;
     app.wait_for_text(&waiting, "Waiting for sre: 0 of 2").await;
-    shots(&app, "quorum-approver-inbox").await;
+    app.shots("quorum-approver-inbox").await;
     click(&app, &format!("{CARD} [data-testid=approve-button]")).await;
     app.wait_for_text(&waiting, "Waiting for sre: 1 of 2: approved by bob")
         .await;
@@ -93,7 +79,7 @@ async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_s
     .await;
     assert_eq!(card_status(&app, CARD).await, "pending");
     assert!(!app.sandbox("release.txt").exists());
-    shots(&app, "quorum-one-of-two").await;
+    app.shots("quorum-one-of-two").await;
     // Bob opens the chat: read only, no composer nor Stop.
     click(&app, "[data-testid=inbox-open-chat]").await;
     app.wait_for_text("[data-testid=read-only]", "alice's chat")
@@ -101,6 +87,7 @@ async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_s
     app.wait_for_text(&waiting, "1 of 2: approved by bob").await;
     assert!(!shows(&app, "[data-testid=composer-input]").await);
     assert!(!shows(&app, "[data-testid=stop-button]").await);
+    app.shots("quorum-approver-chat").await;
     let _ = bob.driver.clone().quit().await;
 
     // Alice sees Bob's approval on her card.
@@ -108,6 +95,8 @@ async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_s
     app.wait_for_text(&waiting, "Waiting for sre: 1 of 2: approved by bob")
         .await;
     assert!(!shows(&app, &format!("{CARD} [data-testid=approve-button]")).await);
+    assert!(shows(&app, &format!("{CARD} [data-testid=reject-button]")).await);
+    app.shots("quorum-requester-one-of-two").await;
 
     // Carol opens the chat from her inbox and approves in it, read only: now the call runs.
     let carol = Browser::start((1280, 900)).await;

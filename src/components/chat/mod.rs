@@ -13,7 +13,7 @@ use self::transcript::Transcript;
 use self::usage::SessionUsage;
 use crate::components::context::{AppCtx, ChatKey};
 use crate::components::controller::ChatCtl;
-use crate::components::share::ShareMenu;
+use crate::components::lazy;
 use crate::state::route::Route;
 use crate::state::ChatStatus;
 
@@ -38,7 +38,7 @@ pub fn Chat(key: ChatKey) -> impl IntoView {
                 <h1 class="chat-title" data-testid="chat-title">{title}</h1>
                 <StatusLine />
                 <SessionUsage />
-                <ShareMenu />
+                {lazy::share_menu()}
                 <button
                     class="button small details-button"
                     aria-label="Agent details"
@@ -54,11 +54,7 @@ pub fn Chat(key: ChatKey) -> impl IntoView {
                 <Transcript />
                 <Show
                     when=move || ctl.requested_by.with(Option::is_none)
-                    fallback=move || view! {
-                        <p class="hint read-only" data-testid="read-only">
-                            {move || format!("{}'s chat, routed to you to decide its calls: read only.", ctl.requested_by.get().unwrap_or_default())}
-                        </p>
-                    }
+                    fallback=move || lazy::read_only_notice(ctl.requested_by.get().unwrap_or_default())
                 >
                     <Composer />
                 </Show>

@@ -6,11 +6,13 @@ mod elsewhere;
 mod link;
 mod notify;
 mod page;
+mod routed;
 mod tabs;
 
 pub use elsewhere::DecidedElsewhere;
 pub use link::ApprovalsLink;
 pub use page::ApprovalsPage;
+pub use routed::{QuorumLines, ReadOnlyNotice};
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -26,7 +28,6 @@ use super::util::wait_ms;
 use crate::api::{self, Abort, ApiError};
 use crate::state::inbox::{tab_title, Change, Inbox};
 use crate::state::tabs::{Follower, TabMessage};
-use signoff_protocol::rest::PendingApproval;
 use tabs::{Lease, Tabs};
 
 /// The live approvals of this tab, provided as context.
@@ -37,41 +38,9 @@ pub struct LiveApprovals {
     pub notify: RwSignal<bool>,
     /// The task whose card to bring into view once its chat shows it (a notification's click).
     pub focus_task: RwSignal<Option<String>>,
-    /// The batches routed to approvers that the person may see (`GET /api/approvals`): others'
-    /// they may decide, and their own with how far each call's quorum has come.
-    pub routed: RwSignal<Vec<PendingApproval>>,
-    /// Who the person is signed in as (`GET /api/me`), to know whether they approved already.
+    /// Who the person is signed in as (`GET /api/me`), to know whether they approved a routed
+    /// call already.
     pub me: RwSignal<Option<String>>,
-}
-
-/// How often the routed batches are read again: the approvals stream carries only the
-/// person's own batches, not others' routed to them nor the votes on them.
-const ROUTED_MS: i32 = 3000;
-
-/// Reads the routed batches now.
-pub async fn refresh_routed(live: LiveApprovals) {
-    match api::approvals::pending().await {
-        Ok(mut batches) => {
-            batches.retain(|batch| batch.routing.is_some());
-            if live.routed.with_untracked(|known| *known != batches) {
-                live.routed.set(batches);
-            }
-        }
-        Err(err) => {
-            web_sys::console::warn_1(&format!("could not read the routed approvals: {err}").into())
-        }
-    }
-}
-
-/// Learns who the person is, then keeps the routed batches current.
-async fn follow_routed(live: LiveApprovals) {
-    if let Ok(me) = api::me().await {
-        live.me.set(Some(me.user));
-    }
-    loop {
-        refresh_routed(live).await;
-        wait_ms(ROUTED_MS).await;
-    }
 }
 
 /// How long to wait before following again after the stream broke.
@@ -86,11 +55,14 @@ pub fn start(app: AppCtx) -> LiveApprovals {
         inbox: RwSignal::new(Inbox::default()),
         notify: RwSignal::new(notify::remembered()),
         focus_task: RwSignal::new(None),
-        routed: RwSignal::new(Vec::new()),
         me: RwSignal::new(None),
     };
     provide_context(live);
-    spawn_local(follow_routed(live));
+    spawn_local(async move {
+        if let Ok(me) = api::me().await {
+            live.me.set(Some(me.user));
+        }
+    });
     Effect::new(move |_| {
         let title = tab_title(live.inbox.with(Inbox::count));
         if let Some(document) = web_sys::window().and_then(|window| window.document()) {

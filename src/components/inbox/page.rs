@@ -13,16 +13,13 @@ use crate::components::tools::pending::PendingCards;
 use crate::components::util::now_ms;
 use crate::state::inbox::{age, tool_names};
 use crate::state::route::Route;
-use crate::state::routing::{asked_text, with_routed};
+use crate::state::routing::asked_text;
 
 #[component]
 pub fn ApprovalsPage() -> impl IntoView {
     let app = expect_context::<AppCtx>();
     let live = expect_context::<LiveApprovals>();
-    let batches = Memo::new(move |_| {
-        let stream = live.inbox.with(|inbox| inbox.newest_first());
-        live.routed.with(|routed| with_routed(stream, routed))
-    });
+    let batches = Memo::new(move |_| live.inbox.with(|inbox| inbox.newest_first()));
     view! {
         <section class="approvals-page" aria-label="Approvals" data-testid="approvals-page">
             <header class="chat-header">

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use super::model::{CardModel, Panel};
-use crate::state::routing::{voided_text, waiting_for};
+use crate::components::lazy;
 
 /// The hint a call shows when it cannot be decided alone, or the buttons that decide it; above
 /// them, for a call routed to approvers, whom it waits for and how far its quorum has come.
@@ -14,10 +14,7 @@ pub(super) fn DecisionButtons(model: CardModel) -> impl IntoView {
     let disabled = move || model.disabled();
     let name = move || model.name();
     view! {
-        {move || model.quorum.get().map(|(call, _)| view! {
-            <p class="hint" data-testid="quorum">{waiting_for(&call)}</p>
-            {voided_text(&call).map(|text| view! { <p class="hint" data-testid="quorum-voided">{text}</p> })}
-        })}
+        {move || model.quorum().map(|(call, _)| lazy::quorum_lines(call))}
         <Show when=move || model.waiting() && model.runs_with_answers()>
             <p class="hint" data-testid="runs-with-answers">"Runs when the question is answered (this agent cannot reject it alone); Reject all stops it."</p>
         </Show>
@@ -44,7 +41,7 @@ pub(super) fn DecisionButtons(model: CardModel) -> impl IntoView {
                 >
                     "Reject"
                 </button>
-                <Show when=move || model.can_allow() && model.quorum.with(Option::is_none)>
+                <Show when=move || model.can_allow() && model.quorum().is_none()>
                     <button
                         type="button"
                         class="button"

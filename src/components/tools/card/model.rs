@@ -41,9 +41,6 @@ pub(super) struct CardModel {
     pub refused: Memo<Option<String>>,
     /// A question call's questions: it is answered, not approved.
     pub questions: Memo<Option<Vec<Question>>>,
-    /// A call routed to approvers: how far its quorum has come, and whether the reader may
-    /// still approve it (docs/rest.md, Approvers).
-    pub quorum: Memo<Option<(CallQuorum, bool)>>,
     pub panel: RwSignal<Panel>,
     /// The boxes' text lives apart from `panel`, so typing never re-renders the box.
     pub reason_text: RwSignal<String>,
@@ -103,18 +100,10 @@ impl CardModel {
                     .and_then(|card| Question::list_from_args(&card.args))
             })
         });
-        let quorum = Memo::new(move |_| {
-            let live = ctl.live?;
-            let task = batch.with(|batch| batch.as_ref().map(|batch| batch.task_id.clone()))?;
-            let me = live.me.get();
-            live.routed
-                .with(|routed| call_quorum(routed, &task, &id_of(card), me.as_deref()))
-        });
         CardModel {
             ctl,
             card,
             batch,
-            quorum,
             choice: from_draft(ctl, card, batch, |draft, id| draft.choices.get(id).cloned()),
             draft_args: from_draft(ctl, card, batch, |draft, id| {
                 draft.edited_args.get(id).cloned()
@@ -204,11 +193,24 @@ impl CardModel {
         self.ctl.deciding.get()
     }
 
+    /// A call routed to approvers: how far its quorum has come, and whether the reader may
+    /// still approve it (docs/rest.md, Approvers), as the approvals stream last said. Read
+    /// where it is shown rather than kept in a memo: a memo of its own type costs the first
+    /// download more than these few reads.
+    pub fn quorum(self) -> Option<(CallQuorum, bool)> {
+        let live = self.ctl.live?;
+        let task = self
+            .batch
+            .with(|batch| batch.as_ref().map(|batch| batch.task_id.clone()))?;
+        let me = live.me.get();
+        live.inbox
+            .with(|inbox| call_quorum(inbox.routing(&task), &id_of(self.card), me.as_deref()))
+    }
+
     /// The reader may approve the call: it is not routed, or they are eligible and have not
     /// approved it yet.
     pub fn may_approve(self) -> bool {
-        self.quorum
-            .with(|quorum| quorum.as_ref().is_none_or(|(_, may)| *may))
+        self.quorum().is_none_or(|(_, may)| may)
     }
 
     /// kagent's peers cannot take edited arguments (docs/wire.md, kagent dialect).
