@@ -39,6 +39,8 @@ enum Phase {
     Load,
     Throughput,
     Footprint,
+    /// The load's approve cycles decided by the requester, a second person, and a quorum of 2.
+    Approvers,
     /// RSS at rest with an OpenAI-compatible model and an MCP server over HTTP.
     Idle,
     Endpoints,
@@ -126,6 +128,7 @@ async fn run(args: Args) -> Result<()> {
             Phase::Load,
             Phase::Throughput,
             Phase::Footprint,
+            Phase::Approvers,
             Phase::Idle,
             Phase::Endpoints,
             Phase::UiRender,
@@ -182,6 +185,9 @@ async fn run(args: Args) -> Result<()> {
                 format!("failed: {err}"),
             )),
         }
+    }
+    if phases.contains(&Phase::Approvers) {
+        figures.extend(server_bench::approvers(&args.server, &args.work_dir, &counts).await);
     }
     if phases.contains(&Phase::Idle) {
         figures.extend(

@@ -318,4 +318,29 @@ mod tests {
         assert_eq!(merged.requester_may_approve, Some(false));
         assert_eq!(merged.quorum, Some(2));
     }
+
+    /// The README's "Approvers" example is a file that loads, with the settings it describes.
+    #[test]
+    fn the_readme_example_loads() {
+        let readme = include_str!("../../../../../README.md");
+        let section = readme
+            .split_once("\n## Approvers\n")
+            .map(|(_, rest)| rest)
+            .unwrap();
+        let toml = section
+            .split_once("```toml\n")
+            .and_then(|(_, rest)| rest.split_once("```"))
+            .map(|(block, _)| block)
+            .unwrap();
+        let file = super::super::AgentsFile::parse(toml).unwrap();
+        let deploy = &file.agents[0];
+        assert_eq!(deploy.name, "deploy");
+        assert_eq!(deploy.approvers, Some(vec!["group:oncall".to_owned()]));
+        assert_eq!(deploy.requester_may_approve, Some(false));
+        let super::super::ToolSourceSpec::BuiltinFiles { tool_approvers, .. } = &deploy.tools[0]
+        else {
+            panic!("the example's tools are the built-in files");
+        };
+        assert_eq!(tool_approvers["delete_file"].quorum, Some(2));
+    }
 }
