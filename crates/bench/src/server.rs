@@ -135,7 +135,9 @@ impl ServerProcess {
                 )));
             }
             if let Ok(response) = http.get(&url).send().await {
-                if response.status().is_success() {
+                // 401: up, and asking for a token (`--auth tokens`).
+                let status = response.status();
+                if status.is_success() || status == reqwest::StatusCode::UNAUTHORIZED {
                     return Ok(());
                 }
             }
