@@ -13,6 +13,7 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use serde_json::Value;
 
+use super::{Audience, Recipient};
 use crate::store::NotificationKind;
 
 /// How the SMTP connection is protected.
@@ -64,10 +65,19 @@ pub struct EmailChannel {
     /// Fixed addresses: they hear of every batch the channel takes, without decision links
     /// (an address is nobody who may decide).
     pub to: Vec<Mailbox>,
-    /// Whether the requester (the one person who may decide their batch) gets the message,
-    /// with their decision links.
+    /// Whether the requester gets the message, with their decision links.
     pub to_requester: bool,
+    /// Whether the approvers named by user who may decide a batch get the message (no links).
+    pub to_approvers: bool,
     /// People's addresses by user id, for people whose sign-in brings none.
+    pub people: BTreeMap<String, Mailbox>,
+}
+
+/// Who gets an email channel's messages (its `[email]` table, checked).
+pub struct Recipients {
+    pub to: Vec<Mailbox>,
+    pub to_requester: bool,
+    pub to_approvers: bool,
     pub people: BTreeMap<String, Mailbox>,
 }
 
@@ -78,6 +88,7 @@ impl std::fmt::Debug for EmailChannel {
             .field("from", &self.from.to_string())
             .field("to", &self.to.len())
             .field("to_requester", &self.to_requester)
+            .field("to_approvers", &self.to_approvers)
             .finish_non_exhaustive()
     }
 }
@@ -93,9 +104,7 @@ impl EmailChannel {
     pub fn new(
         smtp: SmtpSettings,
         from: Mailbox,
-        to: Vec<Mailbox>,
-        to_requester: bool,
-        people: BTreeMap<String, Mailbox>,
+        recipients: Recipients,
     ) -> Result<EmailChannel, String> {
         let builder = match smtp.tls {
             SmtpTls::Starttls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&smtp.host),
@@ -114,10 +123,35 @@ impl EmailChannel {
         Ok(EmailChannel {
             transport: builder.build(),
             from,
-            to,
-            to_requester,
-            people,
+            to: recipients.to,
+            to_requester: recipients.to_requester,
+            to_approvers: recipients.to_approvers,
+            people: recipients.people,
         })
+    }
+
+    /// Who gets the message of a batch of `requester`'s that `audience` may decide: the
+    /// requester, the fixed addresses, the approvers named by user; each once, in that order.
+    pub fn recipients(&self, requester: &str, audience: &Audience) -> Vec<Recipient> {
+        let mut all = Vec::new();
+        if self.to_requester && !requester.is_empty() {
+            all.push(Recipient::Requester(requester.to_owned()));
+        }
+        for to in &self.to {
+            let address = Recipient::Address(to.to_string());
+            if !all.contains(&address) {
+                all.push(address);
+            }
+        }
+        if self.to_approvers {
+            for user in &audience.users {
+                let approver = Recipient::Approver(user.clone());
+                if user != requester && !all.contains(&approver) {
+                    all.push(approver);
+                }
+            }
+        }
+        all
     }
 
     /// Sends one message; why not, when it was not accepted (never the credentials).
