@@ -701,6 +701,34 @@ mod tests {
             .all(|row| row.payload["agent"] == "default/demo"));
     }
 
+    // The root README's example, with its secrets' files made here: it loads as it stands.
+    #[tokio::test]
+    async fn the_readmes_example_file_loads() {
+        let readme = include_str!("../../../../../README.md");
+        let section = &readme[readme.find("## Notifications").unwrap()..];
+        let start = section.find("```toml\n").unwrap() + "```toml\n".len();
+        let block = &section[start..start + section[start..].find("```").unwrap()];
+        let dir = tempfile::tempdir().unwrap();
+        for (name, secret) in [
+            ("signoff-webhook", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+            (
+                "slack-webhook-url",
+                "https://hooks.slack.com/services/T0/B0/X",
+            ),
+            ("smtp-password", "hunter2"),
+        ] {
+            std::fs::write(dir.path().join(name), secret).unwrap();
+        }
+        let path = dir.path().join("notifications.toml");
+        let secrets = format!("{}/", dir.path().display());
+        std::fs::write(&path, block.replace("/run/secrets/", &secrets)).unwrap();
+        let loaded = Notifications::load(&path, Some("https://signoff.example.com")).unwrap();
+        let names: Vec<&str> = loaded.channel_names().collect();
+        assert_eq!(names, ["audit", "sre-slack", "mail"]);
+        assert!(loaded.email("mail").is_some());
+        assert!(loaded.needs_audience());
+    }
+
     #[test]
     fn no_channel_may_take_the_push_notifications_name() {
         let dir = tempfile::tempdir().unwrap();
