@@ -14,6 +14,7 @@ mod auth;
 mod cancel_calls;
 mod conformance;
 mod conformance_agent;
+mod email;
 mod expiry;
 mod feedback;
 mod hitl;

@@ -2,16 +2,19 @@
 //! person may decide besides their own, and for every routed batch who asked, why the reader is
 //! asked and how far each call's quorum has come.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use signoff_protocol::hitl::ActionRequest;
 use signoff_protocol::rest::{ApprovalRouting, CallQuorum, PendingApproval};
 
 use crate::agent::config::ApproverEntry;
+use crate::agent::notify::Audience;
 use crate::store::{CallVote, Verdict};
 
 use super::audit::args_sha256;
 use super::quorum::{eligible_by, Decider};
-use super::{Result, Runtime};
+use super::{Agent, Result, Runtime};
 
 impl Runtime {
     /// Every batch `who` may decide, oldest first: their own, and those of others routed to
@@ -158,4 +161,36 @@ impl Runtime {
             calls,
         }
     }
+}
+
+/// Who may decide a batch of `agent`'s with `requests` besides its requester, by each call's
+/// approvers (its asker's settings, as [`Runtime::routing`] reads them): for the notification
+/// channels routed by approver group, and the email channels that write to approvers.
+pub(super) fn audience(agents: &[Arc<Agent>], agent: &str, requests: &[Value]) -> Audience {
+    let mut audience = Audience::default();
+    if agents.is_empty() {
+        return audience;
+    }
+    let by_key = |key: &str| agents.iter().find(|agent| agent.key() == key);
+    for request in requests.iter().filter_map(ActionRequest::from_value) {
+        let asker = match &request.via {
+            Some(via) => by_key(&via.asker),
+            None => by_key(agent),
+        };
+        let Some(asker) = asker else { continue };
+        let approvers =
+            asker
+                .approvals
+                .approvers_for(&request.name, request.server.as_deref(), &request.args);
+        for entry in approvers.entries {
+            let (list, name) = match entry {
+                ApproverEntry::Group(group) => (&mut audience.groups, group),
+                ApproverEntry::User(user) => (&mut audience.users, user),
+            };
+            if !list.contains(&name) {
+                list.push(name);
+            }
+        }
+    }
+    audience
 }
