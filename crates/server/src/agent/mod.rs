@@ -22,4 +22,4 @@ pub mod view;
 
 pub use build::build_agents;
 pub use config::{AgentsFile, ConfigError};
-pub use runtime::{Agent, AgentError, Decider, Limits, NotReady, Runtime, ShareGrant};
+pub use runtime::{Agent, AgentError, Decider, LadderEvent, Limits, NotReady, Runtime, ShareGrant};

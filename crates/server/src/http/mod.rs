@@ -307,6 +307,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/approvals", get(rest::approvals))
         .route("/api/approvals/stream", get(approvals::stream))
         .route("/api/approvals/{task_id}", post(relay::decide))
+        .route("/api/approvals/{task_id}/handover", post(rest::handover))
         .route(
             "/api/policies",
             get(rest::policies).post(rest::create_policy),

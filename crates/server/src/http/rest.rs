@@ -234,3 +234,34 @@ pub async fn revoke_policy(
     state.runtime.revoke_policy(&user.0, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
+
+/// The body of `POST /api/approvals/{task}/handover`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HandoverRequest {
+    to: String,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+/// Hands a pending batch to a person or group, who may then decide it too: `200` with who
+/// handed it to whom.
+pub async fn handover(
+    State(state): State<AppState>,
+    Path(task_id): Path<String>,
+    who: Person,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, HttpError> {
+    signoff_protocol::json_keys::reject_duplicate_keys(&body)
+        .map_err(|err| HttpError::BadRequest(err.to_string()))?;
+    let request: HandoverRequest = serde_json::from_slice(&body)
+        .map_err(|err| HttpError::BadRequest(format!("invalid hand-over: {err}")))?;
+    let event = state
+        .runtime
+        .hand_over(&who.0, &task_id, &request.to, request.note)
+        .await?;
+    let crate::agent::LadderEvent::HandedOver { task_id, by, to } = event;
+    Ok(Json(
+        serde_json::json!({"taskId": task_id, "by": by, "to": to}),
+    ))
+}

@@ -33,6 +33,7 @@ mod postgres;
 mod rows;
 mod sharing;
 mod sqlite;
+mod steps;
 mod write;
 
 use std::path::Path;
@@ -47,6 +48,7 @@ use approvals::ApprovalWakes;
 pub use logins::{LoginAttemptRow, LoginRow};
 pub use rows::*;
 pub use sharing::{FeedbackRow, ShareRow};
+pub use steps::{handed_to, BatchStep, BatchStepKind, BatchStepRow};
 
 use postgres::Postgres;
 use sqlite::Sqlite;
@@ -503,6 +505,24 @@ forward! {
         &self,
         agents: &[String],
     ) -> Result<Vec<(PendingBatchRow, String)>>;
+
+    /// Writes a hand-over or ladder step on pending batch `batch_id` of the task; whether it
+    /// was written: not when the batch is no longer pending, a reminder or escalation it
+    /// already had, or (an extension) a deadline no longer `from_deadline`.
+    pub async fn add_batch_step(
+        &self,
+        task_id: &str,
+        batch_id: i64,
+        step: BatchStep,
+        from_deadline: Option<String>,
+    ) -> Result<bool>;
+
+    /// The hand-over and ladder steps of every batch of the task, oldest first.
+    pub async fn batch_steps(&self, task_id: &str) -> Result<Vec<BatchStepRow>>;
+
+    /// The pending batches that were handed over or escalated, oldest first, with each task's
+    /// owner (as [`Store::pending_batches_of_agents`]).
+    pub async fn pending_batches_handed_over(&self) -> Result<Vec<(PendingBatchRow, String)>>;
 
     /// The audit rows of one task, oldest first.
     pub async fn task_decisions(&self, task_id: &str) -> Result<Vec<DecisionRow>>;

@@ -16,6 +16,7 @@ mod conformance;
 mod conformance_agent;
 mod expiry;
 mod feedback;
+mod handover;
 mod hitl;
 mod hostile;
 mod idle;

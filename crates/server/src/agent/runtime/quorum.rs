@@ -79,6 +79,27 @@ pub fn eligible_by(approvers: &CallApprovers, who: &Decider, requester: &str) ->
         .collect()
 }
 
+/// [`eligible_by`], and the entries a hand-over or escalation added to the batch (`handed`)
+/// that name `who`: never the requester under a two-person rule.
+pub fn eligible_with(
+    approvers: &CallApprovers,
+    handed: &[String],
+    who: &Decider,
+    requester: &str,
+) -> Vec<String> {
+    let mut eligible = eligible_by(approvers, who, requester);
+    if who.subject == requester && !approvers.requester_may_approve {
+        return eligible;
+    }
+    for label in handed {
+        let named = ApproverEntry::parse(label).is_ok_and(|entry| who.matches(&entry));
+        if named && !eligible.contains(label) {
+            eligible.push(label.clone());
+        }
+    }
+    eligible
+}
+
 /// A person's decision counted against a batch's earlier votes.
 #[derive(Debug, Clone)]
 pub(super) struct Tally {
@@ -157,7 +178,7 @@ impl Runtime {
         let mut outcomes = Vec::with_capacity(resolved.len());
         for call in resolved {
             let approvers = self.call_approvers(row, &call.request);
-            let eligible = eligible_by(&approvers, who, &row.user_id);
+            let eligible = eligible_with(&approvers, &batch.handed_to, who, &row.user_id);
             let id = &call.request.id;
             let refused = || {
                 AgentError::NotEligible(format!(

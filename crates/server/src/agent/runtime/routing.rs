@@ -5,10 +5,10 @@
 use signoff_protocol::rest::{ApprovalRouting, CallQuorum, PendingApproval};
 
 use crate::agent::config::ApproverEntry;
-use crate::store::{BatchRow, CallVote, Verdict};
+use crate::store::{handed_to, BatchRow, CallVote, Verdict};
 
 use super::audit::args_sha256;
-use super::quorum::{eligible_by, Decider};
+use super::quorum::{eligible_with, Decider};
 use super::subagent::batch_requests;
 use super::{Result, Runtime};
 
@@ -23,15 +23,27 @@ impl Runtime {
             .filter(|agent| agent.approvals.routes_to_approvers())
             .map(|agent| agent.key())
             .collect();
-        if routing_agents.is_empty() {
-            return Ok(own);
+        let mut routed = match routing_agents.is_empty() {
+            true => Vec::new(),
+            false => {
+                self.store
+                    .pending_batches_of_agents(&routing_agents)
+                    .await?
+            }
+        };
+        // Batches handed over (or escalated) to others, whatever their agent's approvers.
+        for (row, owner) in self.store.pending_batches_handed_over().await? {
+            if !routed
+                .iter()
+                .any(|(known, _)| known.batch.id == row.batch.id)
+            {
+                routed.push((row, owner));
+            }
         }
-        let routed = self
-            .store
-            .pending_batches_of_agents(&routing_agents)
-            .await?;
         let mut others = Vec::new();
-        for (row, owner) in routed {
+        for (mut row, owner) in routed {
+            let steps = self.store.batch_steps(&row.batch.task_id).await?;
+            row.batch.handed_to = handed_to(&steps, row.batch.id);
             let votes = self.store.task_votes(&row.batch.task_id).await?;
             let votes: Vec<CallVote> = votes
                 .into_iter()
@@ -89,7 +101,7 @@ impl Runtime {
                 ),
                 None => crate::agent::policy::CallApprovers::requester_alone(),
             };
-            for entry in eligible_by(&approvers, who, owner) {
+            for entry in eligible_with(&approvers, &batch.handed_to, who, owner) {
                 if !reader_eligible.contains(&entry) {
                     reader_eligible.push(entry);
                 }
@@ -99,9 +111,10 @@ impl Runtime {
                 .iter()
                 .filter(|vote| vote.call_id == request.id && vote.verdict == Verdict::Approve)
                 .collect();
-            let current = mine
-                .last()
-                .map_or_else(|| args_sha256(&request.args), |vote| vote.args_sha256.clone());
+            let current = mine.last().map_or_else(
+                || args_sha256(&request.args),
+                |vote| vote.args_sha256.clone(),
+            );
             let mut approved_by: Vec<String> = Vec::new();
             let mut voided: Vec<String> = Vec::new();
             for vote in &mine {

@@ -15,6 +15,7 @@ mod records;
 mod relayed;
 mod schema;
 mod sharing;
+mod steps;
 mod subagents;
 mod tasks;
 

@@ -14,6 +14,7 @@ mod relayed;
 mod schema;
 mod sessions;
 mod sharing;
+mod steps;
 mod subagents;
 mod tasks;
 mod writer;
