@@ -16,7 +16,9 @@ use crate::hitl::RecordedDecision;
 use crate::model::TaskState;
 
 mod sharing;
-pub use sharing::{Feedback, FeedbackList, NewFeedback, NewShare, Rating, Share, ShareList};
+pub use sharing::{
+    Feedback, FeedbackList, NewDecisionLinks, NewFeedback, NewShare, Rating, Share, ShareList,
+};
 
 /// `GET /api/agents`: the local agents, then the remote ones.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -161,7 +163,7 @@ pub struct PendingApproval {
     /// Who asked, why the reader is asked and where each call's quorum stands (docs/rest.md,
     /// Approvers); absent where the requester decides alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub routing: Option<ApprovalRouting>,
+    pub routing: Option<Box<ApprovalRouting>>,
 }
 
 /// Why a person is asked to decide a batch, and where it stands (docs/rest.md, Approvers).
@@ -311,6 +313,10 @@ pub struct AuditEntry {
     pub context_id: String,
     pub agent: String,
     pub decided_by: Decider,
+    /// How the person who decided was authenticated; absent when no request decided (a
+    /// policy, a rule, an expiry) and for decisions recorded before servers kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decider_auth: Option<DeciderAuth>,
     pub decided_at: String,
     pub channel: DecisionChannel,
     /// Channel `policy`: the policy that approved the call.
@@ -338,6 +344,53 @@ impl Decider {
     }
 }
 
+/// How the person who decided was authenticated (the server's `--auth` mode, and for `oidc`
+/// whether a signed-in browser or a program's JWT).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeciderAuth {
+    /// `--auth none`: the one local user.
+    None,
+    /// A bearer token of `--auth tokens`.
+    Tokens,
+    /// An authenticating proxy's headers (`--auth proxy`).
+    Proxy,
+    /// A signed-in browser's session (`--auth oidc`).
+    OidcSession,
+    /// A program's bearer JWT from the provider (`--auth oidc`).
+    OidcJwt,
+    /// A decision link sent to one person (its token is the credential).
+    DecisionLink,
+}
+
+impl DeciderAuth {
+    /// The name the store and the wire use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeciderAuth::None => "none",
+            DeciderAuth::Tokens => "tokens",
+            DeciderAuth::Proxy => "proxy",
+            DeciderAuth::OidcSession => "oidc_session",
+            DeciderAuth::OidcJwt => "oidc_jwt",
+            DeciderAuth::DecisionLink => "decision_link",
+        }
+    }
+
+    /// The mode a stored name stands for.
+    pub fn parse(text: &str) -> Option<DeciderAuth> {
+        [
+            DeciderAuth::None,
+            DeciderAuth::Tokens,
+            DeciderAuth::Proxy,
+            DeciderAuth::OidcSession,
+            DeciderAuth::OidcJwt,
+            DeciderAuth::DecisionLink,
+        ]
+        .into_iter()
+        .find(|auth| auth.as_str() == text)
+    }
+}
+
 /// How a decision came (docs/rest.md, Approvals: `channel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -356,6 +409,8 @@ pub enum DecisionChannel {
     Rule,
     /// Nobody decided before the batch's deadline.
     Expiry,
+    /// A decision link in a message to the person (an email's Approve or Reject).
+    Link,
 }
 
 /// What was decided about one call of an [`AuditEntry`].

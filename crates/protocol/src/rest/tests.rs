@@ -54,7 +54,7 @@ fn agents() -> Value {
 
 fn audit_entry(channel: &str) -> Value {
     json!({"taskId": "t-2", "contextId": "s-2", "agent": "default/demo",
-       "decidedBy": "local", "decidedAt": "2026-11-22T18:56:58.892Z",
+       "decidedBy": "local", "deciderAuth": "none", "decidedAt": "2026-11-22T18:56:58.892Z",
        "channel": channel, "summary": "Rejected: No, keep it",
        "decision": {"decision_type": "deny", "reason": "No, keep it"},
        "calls": [
@@ -165,6 +165,12 @@ fn an_audit_entry_reads_its_channel_verdicts_decider_and_decision_typed() {
     let entry: AuditEntry = round_trip(audit_entry("policy"));
     assert_eq!(entry.channel, DecisionChannel::Policy);
     assert_eq!(entry.decided_by, Decider("local".to_owned()));
+    assert_eq!(entry.decider_auth, Some(DeciderAuth::None));
+    // Absent for a decision no request made, or one recorded before servers kept it.
+    let mut body = audit_entry("policy");
+    body.as_object_mut().unwrap().remove("deciderAuth");
+    let entry: AuditEntry = round_trip(body);
+    assert_eq!(entry.decider_auth, None);
     assert_eq!(entry.calls[0].verdict, AuditVerdict::Deny);
     assert_eq!(entry.calls[1].verdict, AuditVerdict::Approve);
     assert_eq!(
@@ -173,6 +179,12 @@ fn an_audit_entry_reads_its_channel_verdicts_decider_and_decision_typed() {
     );
     for (path, key, value, says) in [
         ("", "channel", json!("email"), "unknown variant `email`"),
+        (
+            "",
+            "deciderAuth",
+            json!("password"),
+            "unknown variant `password`",
+        ),
         ("/calls/0", "verdict", json!(""), "unknown variant ``"),
         ("", "decision", json!({"decision_type": "expire"}), "after"),
     ] {

@@ -18,7 +18,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use signoff_protocol::TaskState;
 
-use crate::store::{task_state_text, Channel, Verdict};
+use crate::store::{task_state_text, Channel, OutboxDepth, Verdict};
 
 /// The content type of [`Metrics::render`]'s text (OpenMetrics, which Prometheus scrapes).
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -52,6 +52,12 @@ struct ChannelLabels {
 struct AuthLabels {
     mode: &'static str,
     event: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NotificationLabels {
+    channel: String,
+    outcome: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -126,6 +132,9 @@ pub struct Metrics {
     tool_errors: Family<ToolLabels, Counter>,
     open_streams: Gauge,
     auth_events: Family<AuthLabels, Counter>,
+    notifications: Family<NotificationLabels, Counter>,
+    notifications_queued: Gauge,
+    notifications_oldest: Gauge<f64, std::sync::atomic::AtomicU64>,
 }
 
 impl Default for Metrics {
@@ -222,6 +231,25 @@ impl Metrics {
             "Sign-ins, sign-outs, refreshed sessions and refused credentials, by auth mode",
             auth_events.clone(),
         );
+        let notifications = Family::default();
+        registry.register(
+            "signoff_notifications",
+            "Notification attempts, by channel and outcome (delivered, retry, failed: no retry \
+             left)",
+            notifications.clone(),
+        );
+        let notifications_queued = Gauge::default();
+        registry.register(
+            "signoff_notifications_queued",
+            "Notifications waiting to be delivered (read from the store)",
+            notifications_queued.clone(),
+        );
+        let notifications_oldest = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+        registry.register(
+            "signoff_notifications_oldest_age_seconds",
+            "Age of the oldest notification waiting to be delivered (0: none waits)",
+            notifications_oldest.clone(),
+        );
         Metrics {
             registry,
             pending_approvals,
@@ -236,7 +264,21 @@ impl Metrics {
             tool_errors,
             open_streams,
             auth_events,
+            notifications,
+            notifications_queued,
+            notifications_oldest,
         }
+    }
+
+    /// An attempt at a notification to `channel` (a configured one) ended with `outcome`:
+    /// `delivered`, `retry` or `failed`.
+    pub fn notification(&self, channel: &str, outcome: &'static str) {
+        self.notifications
+            .get_or_create(&NotificationLabels {
+                channel: channel.to_owned(),
+                outcome,
+            })
+            .inc();
     }
 
     /// An event of the HTTP layer's sign-in (`sign_in`, `sign_out`, `refreshed`, `refused`)
@@ -247,9 +289,24 @@ impl Metrics {
             .inc();
     }
 
-    /// The scrape's text, with `pending_approvals` as the store counts them now.
-    pub fn render(&self, pending_approvals: i64) -> Result<String, std::fmt::Error> {
+    /// The scrape's text, with `pending_approvals` and the notifications' `outbox` as the
+    /// store counts them now.
+    pub fn render(
+        &self,
+        pending_approvals: i64,
+        outbox: &OutboxDepth,
+    ) -> Result<String, std::fmt::Error> {
         self.pending_approvals.set(pending_approvals);
+        self.notifications_queued.set(outbox.queued);
+        let oldest = outbox
+            .oldest_created_at
+            .as_deref()
+            .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
+            .map_or(0.0, |at| {
+                let age = chrono::Utc::now() - at.with_timezone(&chrono::Utc);
+                age.num_milliseconds().max(0) as f64 / 1000.0
+            });
+        self.notifications_oldest.set(oldest);
         let mut text = String::new();
         encode(&mut text, &self.registry)?;
         Ok(text)
@@ -391,7 +448,7 @@ mod tests {
         );
         metrics.tool_call("write_file", Duration::from_millis(2), true);
         let stream = metrics.stream_opened();
-        let text = metrics.render(7).unwrap();
+        let text = metrics.render(7, &OutboxDepth::default()).unwrap();
         for line in [
             "signoff_pending_approvals 7",
             r#"signoff_decisions_total{verdict="approve",channel="rest"} 2"#,
@@ -412,7 +469,7 @@ mod tests {
             assert!(text.lines().any(|got| got == line), "{line:?} in\n{text}");
         }
         drop(stream);
-        let text = metrics.render(0).unwrap();
+        let text = metrics.render(0, &OutboxDepth::default()).unwrap();
         assert!(text.lines().any(|got| got == "signoff_open_streams 0"));
     }
 }

@@ -141,7 +141,7 @@ pub async fn a2a(
     if let Some(refused) = a2a::refuse_duplicate_keys(&body, &headers, &query) {
         return refused;
     }
-    let user = User(who.0.subject.clone());
+    let user = User(who.0.subject.clone(), who.1);
     match state.remotes.get(&namespace, &name) {
         Some(remote) => {
             let version = request_version(&headers, &query).unwrap_or(ProtocolVersion::V0_3);

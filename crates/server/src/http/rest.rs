@@ -17,6 +17,7 @@ use signoff_protocol::{ProtocolVersion, StreamEvent};
 
 use super::a2a::request_version;
 use super::{AppState, HttpError, Person, User};
+use crate::agent::runtime::as_authenticated;
 use crate::agent::Agent;
 
 pub(super) fn endpoint(agent: &Agent) -> String {
@@ -121,7 +122,7 @@ pub async fn approvals(
     Query(query): Query<HashMap<String, String>>,
     who: Person,
 ) -> Result<Response, HttpError> {
-    let user = User(who.0.subject.clone());
+    let user = User(who.0.subject.clone(), who.1);
     match query.get("state").map(String::as_str) {
         None | Some("pending") => {
             let approvals = state.runtime.approvals_for(&who.0).await?;
@@ -161,7 +162,8 @@ pub async fn decide(
     let data: Value = serde_json::from_slice(&body)
         .map_err(|err| HttpError::BadRequest(format!("invalid JSON: {err}")))?;
     let runtime = state.runtime.clone();
-    let (accepted, batch_id, quorum) = runtime.decide_rest(&who.0, &task_id, &data).await?;
+    let decided = runtime.decide_rest(&who.0, &task_id, &data);
+    let (accepted, batch_id, quorum) = as_authenticated(who.1, decided).await?;
     // Approvals short of a quorum leave the batch waiting: nothing runs, nothing to wait for.
     let outcome = match quorum {
         Some(_) => None,

@@ -165,7 +165,7 @@ pub(super) fn call_from_row(row: &impl Columns) -> Result<CallRow> {
 }
 
 pub(super) const DECISION_SELECT: &str =
-    "SELECT id, batch_id, task_id, user_id, channel, decision, summary, decided_at
+    "SELECT id, batch_id, task_id, user_id, channel, decision, summary, decided_at, decider_auth
      FROM decisions";
 
 pub(super) fn decision_from_row(row: &impl Columns) -> Result<DecisionRow> {
@@ -178,6 +178,7 @@ pub(super) fn decision_from_row(row: &impl Columns) -> Result<DecisionRow> {
         decision: optional_json(row, 5)?.unwrap_or(Value::Null),
         summary: row.text(6)?,
         decided_at: row.text(7)?,
+        decider_auth: row.optional_text(8)?,
     })
 }
 

@@ -5,6 +5,8 @@
 //! not know is a corrupt row.
 
 use serde_json::Value;
+
+use super::outbox::NewNotification;
 use signoff_protocol::{codec, ProtocolVersion, TaskState};
 
 use super::{Result, StoreError};
@@ -111,6 +113,8 @@ column!(
         Rule => "rule",
         /// The batch's approval timeout passed unanswered.
         Expiry => "expiry",
+        /// A person's decision link (an Approve or Reject link in a message to them).
+        Link => "link",
     }
 );
 
@@ -338,6 +342,12 @@ pub struct Commit {
     /// ([`StoreError::Conflict`]) unless this replica still holds the task's lease, so a runner
     /// that lost its task to another replica writes nothing more.
     pub leased: bool,
+    /// Notifications of what this step does (a pause: its batch waits), written with it
+    /// (`store::outbox`); each names the batch this commit opens, if it opens one.
+    pub notifications: Vec<NewNotification>,
+    /// Posts the task as of this commit to each of its push configs: one outbox row per config,
+    /// written with it (`store::outbox`).
+    pub push: bool,
 }
 
 impl Commit {
@@ -349,6 +359,7 @@ impl Commit {
         self.new_calls.extend(next.new_calls);
         self.call_updates.extend(next.call_updates);
         self.delivered.extend(next.delivered);
+        self.notifications.extend(next.notifications);
         Commit {
             events: self.events,
             state: next.state.or(self.state),
@@ -361,6 +372,8 @@ impl Commit {
             delivered: self.delivered,
             unless_queued: self.unless_queued || next.unless_queued,
             leased: self.leased || next.leased,
+            notifications: self.notifications,
+            push: self.push || next.push,
         }
     }
 }
@@ -390,6 +403,9 @@ pub struct CallVerdict {
 pub struct DecisionWrite {
     pub batch_id: i64,
     pub user_id: String,
+    /// How the decider was authenticated (`none`, `tokens`, `proxy`, `oidc_session`,
+    /// `oidc_jwt`); `None`: no request decided.
+    pub decider_auth: Option<String>,
     pub channel: Channel,
     pub decision: Value,
     pub summary: String,
@@ -402,6 +418,13 @@ pub struct DecisionWrite {
     pub events: Vec<NewEvent>,
     /// Each person's verdict on each call this write records (`call_votes`).
     pub votes: Vec<CallVote>,
+    /// The hex SHA-256 of the decision link this decision comes through, marked used in the
+    /// same transaction: a link already used, expired or of another batch fails the decision.
+    pub uses_link: Option<String>,
+    /// Notifications of this decision (decided, canceled, expired), written with it.
+    pub notifications: Vec<NewNotification>,
+    /// Posts the task as of this decision to each of its push configs, as [`Commit::push`].
+    pub push: bool,
 }
 
 /// One person's verdict on one call of a batch (`call_votes`): an approval toward the call's
@@ -431,6 +454,7 @@ pub struct DecisionRow {
     pub batch_id: i64,
     pub task_id: String,
     pub user_id: String,
+    pub decider_auth: Option<String>,
     pub channel: Channel,
     pub decision: Value,
     pub summary: String,
@@ -601,6 +625,7 @@ mod tests {
             Channel::Policy,
             Channel::Rule,
             Channel::Expiry,
+            Channel::Link,
         ] {
             assert_eq!(Channel::parse(channel.as_str()).unwrap(), channel);
         }

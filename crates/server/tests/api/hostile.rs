@@ -564,11 +564,14 @@ fn the_release_profile_unwinds_on_panic() {
         Some("abort"),
         "the server's release profile must unwind"
     );
-    // The browser UI keeps aborting (smaller wasm) in its own profile, which trunk uses.
+    // The browser UI keeps aborting (smaller wasm) in its own profile, which its build uses.
     assert_eq!(profiles["ui"]["panic"].as_str(), Some("abort"));
-    let index =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../index.html")).unwrap();
-    assert!(index.contains(r#"data-cargo-profile-release="ui""#));
+    let build = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scripts/build-ui.sh"
+    ))
+    .unwrap();
+    assert!(build.contains("cargo build --locked --profile ui --target wasm32-unknown-unknown"));
 }
 
 /// The `Authorization` scheme is case-insensitive (RFC 9110 §11.1), so `bearer TOKEN` is the

@@ -114,7 +114,10 @@ async fn a_two_person_rule_with_a_quorum_of_two_runs_the_call_once_two_others_ap
         json!(["bob"]),
         "{inbox}"
     );
-    assert_eq!(inbox["approvals"][0]["routing"]["eligibleBy"], json!(["user:frank"]));
+    assert_eq!(
+        inbox["approvals"][0]["routing"]["eligibleBy"],
+        json!(["user:frank"])
+    );
 
     // Bob reads the chat he approves, but may not cancel it; erin may not read it.
     let got = app
@@ -266,4 +269,202 @@ async fn an_approver_outside_the_chat_may_not_send_it_messages() {
         )
         .await;
     assert_eq!(got["result"]["status"]["state"], "input-required", "{got}");
+}
+
+/// The call ids of the batch carol waits on.
+async fn call_ids(app: &TestApp) -> Vec<String> {
+    let (_, pending) = app.get_as("/api/approvals", Some("carol-token")).await;
+    pending["approvals"][0]["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| call["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The next event on `stream`, within the tests' patience (heartbeats alone fail).
+async fn heard(stream: &mut ApprovalsStream) -> ApprovalsFrame {
+    within("the next approvals event", stream.next_event()).await
+}
+
+#[tokio::test]
+async fn a_routed_batch_reaches_every_eligible_persons_approvals_stream_live() {
+    let app = spawn_with_agents(
+        &agents("approvers = [\"group:sre\"]\nrequester_may_approve = false\nquorum = 2"),
+        people,
+    )
+    .await;
+    let mut bob = open_approvals(&app, Some("bob-token"), None).await;
+    let mut carol = open_approvals(&app, Some("carol-token"), None).await;
+    let mut erin = open_approvals(&app, Some("erin-token"), None).await;
+    let (task, _) = pause(&app, "live.txt", "hi").await;
+
+    // Bob (sre) hears of carol's batch as it starts waiting, with who asked and why him.
+    let first = heard(&mut bob).await;
+    assert_eq!(first.about(), ("pending".to_owned(), task.clone()));
+    let routing = &first.data()["routing"];
+    assert_eq!(routing["requestedBy"], "carol", "{first:?}");
+    assert_eq!(routing["eligibleBy"], json!(["group:sre"]));
+    assert_eq!(routing["calls"][0]["approvedBy"], json!([]));
+    assert_eq!(first.data()["calls"][0]["args"]["path"], "live.txt");
+    // Carol hears of her own, routed.
+    let own = heard(&mut carol).await;
+    assert_eq!(own.about(), ("pending".to_owned(), task.clone()));
+    assert_eq!(own.data()["routing"]["requestedBy"], "carol", "{own:?}");
+
+    // Dave approves, one of two: the batch comes again, further along, to bob and carol.
+    let approve = json!({"decision_type": "approve"});
+    let (status, body) = decide_rest(&app, Some("dave-token"), &task, approve.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    let progress = heard(&mut bob).await;
+    assert_eq!(progress.about(), ("pending".to_owned(), task.clone()));
+    assert!(progress.id() > first.id());
+    assert_eq!(
+        progress.data()["routing"]["calls"][0]["approvedBy"],
+        json!(["dave"]),
+        "{progress:?}"
+    );
+    let progress = heard(&mut carol).await;
+    assert_eq!(
+        progress.data()["routing"]["calls"][0]["approvedBy"],
+        json!(["dave"]),
+        "{progress:?}"
+    );
+
+    // Bob's approval completes the quorum: the batch is decided, on both streams.
+    let (status, body) = decide_rest(&app, Some("bob-token"), &task, approve).await;
+    assert_eq!(status, 200, "{body}");
+    let done = heard(&mut bob).await;
+    assert_eq!(done.about(), ("decided".to_owned(), task.clone()));
+    assert_eq!(done.data()["decidedBy"], "bob");
+    assert_eq!(
+        heard(&mut carol).await.about(),
+        ("decided".to_owned(), task.clone())
+    );
+
+    // Erin (dev) heard nothing of it: the first event on her stream is her own next batch.
+    let body = message_request(
+        "message/stream",
+        message_v03("write erin.txt: hi", None, None),
+    );
+    let erins = task_id(&results(
+        &app.stream_as(None, Some("erin-token"), body).await,
+    ));
+    let first = heard(&mut erin).await;
+    assert_eq!(
+        first.about(),
+        ("pending".to_owned(), erins.clone()),
+        "{first:?}"
+    );
+    // A stream bob opens now starts with what waits for him: erin's batch (he is in sre).
+    let mut later = open_approvals(&app, Some("bob-token"), None).await;
+    let waiting = heard(&mut later).await;
+    assert_eq!(waiting.about(), ("pending".to_owned(), erins));
+    assert_eq!(waiting.data()["routing"]["requestedBy"], "erin");
+}
+
+/// Carol's paused batch decided over A2A v1.0 `SendMessage` by the holder of `token`: the
+/// JSON-RPC answer.
+async fn decide_v10(app: &TestApp, token: &str, task: &str, context: &str, data: Value) -> Value {
+    let message = json!({
+        "messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER",
+        "taskId": task, "contextId": context,
+        "parts": [{"data": data}, {"text": "decision"}],
+    });
+    app.rpc_as(
+        Some("1.0"),
+        Some(token),
+        message_request("SendMessage", message),
+    )
+    .await
+}
+
+/// Carol's paused batch decided in kagent's terms (its UI's message: a `batch` of verdict
+/// words keyed by call id, with empty part metadata) by the holder of `token`.
+async fn decide_kagent(
+    app: &TestApp,
+    token: &str,
+    task: &str,
+    context: &str,
+    call: &str,
+) -> Vec<Value> {
+    let message = json!({
+        "kind": "message", "messageId": uuid::Uuid::new_v4().to_string(), "role": "user",
+        "taskId": task, "contextId": context,
+        "parts": [
+            {"kind": "data", "metadata": {},
+             "data": {"decision_type": "batch", "decisions": {call: "approve"}}},
+            {"kind": "text", "text": "Batch decision: 1 approved, 0 rejected"}],
+    });
+    app.stream_as(
+        None,
+        Some(token),
+        message_request("message/stream", message),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a2a_v10_and_kagent_approvals_by_the_requester_or_an_outsider_are_refused_by_name() {
+    let app = spawn_with_agents(
+        &agents("approvers = [\"group:sre\"]\nrequester_may_approve = false"),
+        people,
+    )
+    .await;
+    let (task, context) = pause(&app, "refused.txt", "hi").await;
+    let call = call_ids(&app).await.remove(0);
+    let approve = json!({"decision_type": "approve"});
+
+    // A2A v1.0: the requester under the two-person rule, then erin outside the approvers.
+    let answer = decide_v10(&app, "carol-token", &task, &context, approve.clone()).await;
+    let refusal = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        refusal.contains("needs approval by group sre; the requester may not approve"),
+        "{answer}"
+    );
+    let answer = decide_v10(&app, "erin-token", &task, &context, approve).await;
+    let refusal = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        refusal.contains("needs approval by group sre; the requester may not approve"),
+        "{answer}"
+    );
+
+    // kagent's decision terms: the same two, refused the same way.
+    for token in ["carol-token", "erin-token"] {
+        let events = decide_kagent(&app, token, &task, &context, &call).await;
+        assert!(
+            error_message(&events)
+                .contains("needs approval by group sre; the requester may not approve"),
+            "{token}: {events:?}"
+        );
+    }
+
+    // Nothing ran, nobody's vote was counted, and the batch still waits for an approver.
+    assert!(!app.sandbox().join("refused.txt").exists());
+    let (_, inbox) = app.get_as("/api/approvals", Some("bob-token")).await;
+    assert_eq!(inbox["approvals"][0]["taskId"], task.as_str(), "{inbox}");
+    assert_eq!(
+        inbox["approvals"][0]["routing"]["calls"][0]["approvedBy"],
+        json!([])
+    );
+    let got = app
+        .rpc_as(
+            None,
+            Some("carol-token"),
+            request("tasks/get", json!({"id": task})),
+        )
+        .await;
+    assert_eq!(got["result"]["status"]["state"], "input-required", "{got}");
+
+    // Bob, an approver, decides in kagent's terms: it runs, once.
+    let events = decide_kagent(&app, "bob-token", &task, &context, &call).await;
+    assert_eq!(
+        states(&results(&events)).last().map(String::as_str),
+        Some("completed"),
+        "{events:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(app.sandbox().join("refused.txt")).unwrap(),
+        "hi"
+    );
 }

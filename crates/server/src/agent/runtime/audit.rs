@@ -5,7 +5,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use signoff_protocol::hitl::question::answers_from_args;
 use signoff_protocol::hitl::RecordedDecision;
-use signoff_protocol::rest::{AuditVerdict, CallVoteEntry, Decider, DecisionChannel};
+use signoff_protocol::rest::{AuditVerdict, CallVoteEntry, Decider, DeciderAuth, DecisionChannel};
 
 use crate::store::{CallRow, CallVote, Channel, StoreError, TaskRow, Verdict};
 
@@ -25,6 +25,7 @@ fn wire_channel(channel: Channel) -> DecisionChannel {
         Channel::Policy => DecisionChannel::Policy,
         Channel::Rule => DecisionChannel::Rule,
         Channel::Expiry => DecisionChannel::Expiry,
+        Channel::Link => DecisionChannel::Link,
     }
 }
 
@@ -43,7 +44,7 @@ fn wire_verdict(verdict: Verdict) -> AuditVerdict {
 fn vote_entry(call: &CallRow, vote: &CallVote) -> CallVoteEntry {
     let counted = match vote.verdict {
         Verdict::Approve => call.run_args_sha256.as_deref() == Some(vote.args_sha256.as_str()),
-        _ => call.verdict == Some(vote.verdict),
+        Verdict::Deny | Verdict::Cancel | Verdict::Expire => call.verdict == Some(vote.verdict),
     };
     CallVoteEntry {
         by: vote.user_id.clone(),
@@ -163,11 +164,21 @@ impl Runtime {
                 decision.id, task.id
             ))
         })?;
+        let decider_auth = match decision.decider_auth.as_deref() {
+            None => None,
+            Some(text) => Some(DeciderAuth::parse(text).ok_or_else(|| {
+                StoreError::Corrupt(format!(
+                    "decision {} of task {}: unknown authentication {text:?}",
+                    decision.id, task.id
+                ))
+            })?),
+        };
         Ok(AuditEntry {
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
             agent: task.agent.clone(),
             decided_by: Decider(decision.user_id),
+            decider_auth,
             decided_at: decision.decided_at,
             channel: wire_channel(decision.channel),
             policy_id: recorded.policy_id().map(str::to_owned),

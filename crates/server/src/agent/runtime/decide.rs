@@ -17,10 +17,13 @@ use signoff_protocol::rest::CallQuorum;
 use signoff_protocol::{Message, Role, StreamEvent, TaskState};
 
 use crate::agent::config::RuleAction;
+use crate::agent::notify::payload::{self, About};
+use crate::agent::notify::Notifications;
 use crate::agent::view;
 use crate::store::{
     task_state_text, BatchRow, BatchState, CallStatus, CallVerdict, CallVote, Channel,
-    DecisionWrite, NewEvent, SubagentLink, TaskRow, Verdict as StoredVerdict,
+    DecisionWrite, NewEvent, NewNotification, NotificationKind, SubagentLink, TaskRow,
+    Verdict as StoredVerdict,
 };
 
 use super::audit::args_sha256;
@@ -38,6 +41,8 @@ pub(super) struct DecisionInput {
     /// email and groups the agents file's `approvers` may name), or the task's owner for whom a
     /// cancel or an expiry decided.
     pub decider: Decider,
+    /// How the person who decided was authenticated; `None` when no request decided.
+    pub auth: Option<signoff_protocol::rest::DeciderAuth>,
 }
 
 /// A decision on one pending batch, planned: what the store writes, and what is counted and
@@ -61,6 +66,8 @@ pub(super) struct PlannedDecision {
     /// An approval that left some call short of its quorum (`batch_state` is then `Pending`):
     /// where each call stands.
     pub quorum: Option<Vec<CallQuorum>>,
+    /// The hex SHA-256 of the decision link it comes through, used in the same write.
+    pub uses_link: Option<String>,
 }
 
 impl PlannedDecision {
@@ -99,6 +106,7 @@ pub(super) fn person_decision(
         paused_at: Some(batch.created_at.clone()),
         votes: Vec::new(),
         quorum: None,
+        uses_link: None,
     }
 }
 
@@ -168,6 +176,9 @@ impl Runtime {
             + 'static,
     {
         type Back<X> = (Option<(PlannedDecision, Vec<NewEvent>)>, X);
+        let notifications = self.notifies().then(|| self.notifications.clone());
+        let notifies = notifications.is_some();
+        let pushes = self.pushes_on();
         let outcome: Result<(Option<i64>, Back<X>)> = self
             .store
             .decide_planned(task_id, move |row, batch| {
@@ -176,9 +187,18 @@ impl Runtime {
                     return Ok((None, (None, back)));
                 };
                 let stored: Vec<NewEvent> = planned.events.iter().map(Self::encode).collect();
+                // An approval short of its quorum leaves the batch waiting: nothing to announce.
+                let decided = planned.quorum.is_none();
+                let notifications = match (&notifications, row) {
+                    (Some(notifications), Some(row)) if decided => {
+                        decision_notifications(notifications, row, &planned)
+                    }
+                    _ => Vec::new(),
+                };
                 let write = DecisionWrite {
                     batch_id: planned.batch_id,
                     user_id: planned.by.decider.subject.clone(),
+                    decider_auth: planned.by.auth.map(|auth| auth.as_str().to_owned()),
                     channel: planned.by.channel,
                     decision: planned.decision.to_value(),
                     summary: planned.summary.clone(),
@@ -187,6 +207,9 @@ impl Runtime {
                     task_state: planned.task_state,
                     events: stored.clone(),
                     votes: planned.votes.clone(),
+                    uses_link: planned.uses_link.clone(),
+                    notifications,
+                    push: decided && pushes && super::push::pushed_state(planned.task_state),
                 };
                 Ok((Some(write), (Some((planned, stored)), back)))
             })
@@ -224,6 +247,10 @@ impl Runtime {
         }
         let logged = LoggedEvent::numbered(seq, events, &stored);
         self.notify(task_id, logged.clone());
+        // An approval short of its quorum decided nothing: no notification, no push.
+        if quorum.is_none() && (notifies || (pushes && super::push::pushed_state(task_state))) {
+            self.wake_sender();
+        }
         match &quorum {
             None => {
                 tracing::info!(task = %task_id, user = %by.decider.subject, channel = by.channel.as_str(), decision = %summary, "batch decided")
@@ -251,6 +278,7 @@ impl Runtime {
     ) -> Result<Accepted> {
         let runtime = self.clone();
         let (who, agent_key, id) = (who.clone(), agent.key(), task_id.to_owned());
+        let auth = super::authenticated::decider_auth();
         let driven_by = self.driving_parent(task_id).await?;
         let applied = self
             .apply_decision(task_id, move |row, batch| {
@@ -332,6 +360,7 @@ impl Runtime {
                 let by = DecisionInput {
                     channel,
                     decider: who.clone(),
+                    auth,
                 };
                 let planned =
                     runtime.plan_decision(by, row, batch, &decision, message, Count::Votes)?;
@@ -379,6 +408,7 @@ impl Runtime {
     ) -> Result<(Accepted, i64, Option<Vec<CallQuorum>>)> {
         let runtime = self.clone();
         let (who, id, data) = (who.clone(), task_id.to_owned(), data.clone());
+        let auth = super::authenticated::decider_auth();
         let applied = self
             .apply_decision(task_id, move |row, batch| {
                 let row = row.ok_or_else(|| AgentError::TaskNotFound(id.clone()))?;
@@ -415,6 +445,7 @@ impl Runtime {
                 let by = DecisionInput {
                     channel: Channel::Rest,
                     decider: who.clone(),
+                    auth,
                 };
                 let planned = runtime.plan_decision(by, row, batch, &decision, message, count)?;
                 Ok((Some(planned), batch.id))
@@ -440,7 +471,7 @@ impl Runtime {
     /// checks only the server can make ([`Runtime::check_decided_calls`]): the planned decision,
     /// its `echo` (the decision message) in the `working` status it moves the task to. Pure: it
     /// runs inside the store's write, perhaps twice.
-    fn plan_decision(
+    pub(super) fn plan_decision(
         &self,
         by: DecisionInput,
         row: &TaskRow,
@@ -520,6 +551,7 @@ impl Runtime {
             paused_at: Some(batch.created_at.clone()),
             votes: tally.votes,
             quorum: Some(tally.progress),
+            uses_link: None,
         }
     }
 
@@ -536,7 +568,7 @@ impl Runtime {
 
     /// After a person's decision on a local task has committed: start its runner, answer with
     /// the event.
-    fn decided(
+    pub(super) fn decided(
         self: &Arc<Self>,
         task_id: &str,
         applied: Applied,
@@ -645,6 +677,36 @@ fn driven_by_parent(task_id: &str, link: &SubagentLink) -> AgentError {
          task's batch; decide them there",
         link.parent_task_id, link.parent_call_id
     ))
+}
+
+/// The rows of a decision, a cancel or an expiry of `row`'s batch, for each channel that takes
+/// its kind.
+fn decision_notifications(
+    notifications: &Notifications,
+    row: &TaskRow,
+    planned: &PlannedDecision,
+) -> Vec<NewNotification> {
+    let kind = match planned.batch_state {
+        BatchState::Expired => NotificationKind::Expired,
+        BatchState::Canceled => NotificationKind::Canceled,
+        BatchState::Pending | BatchState::Decided => NotificationKind::Decided,
+    };
+    let about = About {
+        task_id: &row.id,
+        context_id: &row.context_id,
+        agent: &row.agent,
+        requester: &row.user_id,
+    };
+    notifications.for_event(kind, &row.agent, |public_url| {
+        payload::decided(
+            &about,
+            public_url,
+            &planned.by.decider.subject,
+            planned.by.channel.as_str(),
+            &planned.summary,
+            &planned.verdicts,
+        )
+    })
 }
 
 /// The time since `at` (RFC 3339), if it parses and lies in the past.

@@ -141,6 +141,7 @@ impl Runtime {
             by: DecisionInput {
                 channel: Channel::Expiry,
                 decider: Decider::subject(row.user_id.clone()),
+                auth: None,
             },
             batch_id: deadline.batch_id,
             decision: RecordedDecision::Expire {
@@ -155,6 +156,7 @@ impl Runtime {
             paused_at: None,
             votes: Vec::new(),
             quorum: None,
+            uses_link: None,
         };
         match self.apply_decision(task_id, planned.if_pending()).await {
             Ok((Some(_), ())) => {
@@ -229,6 +231,7 @@ impl Runtime {
             by: DecisionInput {
                 channel: Channel::Expiry,
                 decider: Decider::subject(row.user_id.clone()),
+                auth: None,
             },
             batch_id: batch.id,
             decision: RecordedDecision::Expire {
@@ -249,6 +252,7 @@ impl Runtime {
             paused_at: None,
             votes: Vec::new(),
             quorum: None,
+            uses_link: None,
         };
         match self.apply_decision(parent_id, planned.if_pending()).await {
             Ok((Some(_), ())) => {

@@ -248,6 +248,7 @@ impl Runtime {
                 by: DecisionInput {
                     channel: Channel::Cancel,
                     decider: Decider::subject(user),
+                    auth: super::authenticated::decider_auth(),
                 },
                 batch_id: batch.id,
                 decision: RecordedDecision::Cancel,
@@ -259,6 +260,7 @@ impl Runtime {
                 paused_at: None,
                 votes: Vec::new(),
                 quorum: None,
+                uses_link: None,
             };
             match self.apply_decision(task_id, planned.if_pending()).await {
                 Ok((applied, ())) => done = applied.is_some(),

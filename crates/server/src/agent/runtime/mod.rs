@@ -9,14 +9,19 @@
 
 mod approvals;
 mod audit;
+mod authenticated;
 mod decide;
+mod email;
 mod expiry;
 mod gate;
 mod handover;
 mod inbox;
+mod links;
 mod log;
+mod notify;
 mod pause;
 mod policies;
+mod push;
 mod quorum;
 mod reads;
 mod relayed;
@@ -33,7 +38,9 @@ mod transcript;
 pub use crate::store::Channel;
 pub use approvals::ApprovalsItem;
 pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
+pub use authenticated::as_authenticated;
 pub use handover::LadderEvent;
+pub use links::{BatchSummary, DecidedBy, IssuedLinks, LinkAction, LinkDecision, LinkState};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
 pub use quorum::Decider;
 pub use reads::Session;
@@ -53,6 +60,7 @@ use tokio_util::task::TaskTracker;
 
 use super::metrics::Metrics;
 use super::model::Model;
+use super::notify::Notifications;
 use super::policy::{AgentApprovals, PolicyCache};
 use super::remote::RemoteAgents;
 use super::subagents::Subagents;
@@ -174,6 +182,10 @@ pub struct Limits {
     pub max_subagent_depth: usize,
     /// The most "always allow" policies one user may have in force.
     pub max_policies_per_user: usize,
+    /// How long a decision link sent in a notification works.
+    pub decision_link_ttl: Duration,
+    /// The most push-notification configs one task may have.
+    pub max_push_configs_per_task: usize,
 }
 
 impl Limits {
@@ -182,6 +194,7 @@ impl Limits {
     pub const DEFAULT_TOOL_CALLS_PER_TURN: usize = 64;
     pub const DEFAULT_SUBAGENT_DEPTH: usize = 3;
     pub const DEFAULT_POLICIES_PER_USER: usize = 100;
+    pub const DEFAULT_PUSH_CONFIGS_PER_TASK: usize = 8;
 }
 
 impl Default for Limits {
@@ -195,6 +208,8 @@ impl Default for Limits {
             max_tool_calls_per_turn: Limits::DEFAULT_TOOL_CALLS_PER_TURN,
             max_subagent_depth: Limits::DEFAULT_SUBAGENT_DEPTH,
             max_policies_per_user: Limits::DEFAULT_POLICIES_PER_USER,
+            decision_link_ttl: Duration::from_secs(24 * 60 * 60),
+            max_push_configs_per_task: Limits::DEFAULT_PUSH_CONFIGS_PER_TASK,
         }
     }
 }
@@ -245,6 +260,12 @@ pub struct Runtime {
     policies: PolicyCache,
     /// The remote agents' clients, shared with the relay ([`Runtime::remote_agents`]).
     remotes: RemoteAgents,
+    /// The operator's notification channels (`agent::notify`); none by default.
+    notifications: Arc<Notifications>,
+    /// Wakes this replica's notification sender after a commit wrote notifications.
+    outbox_wake: tokio::sync::Notify,
+    /// The push-notification sender, set once at start (`push`).
+    notifier: std::sync::OnceLock<Arc<crate::agent::notify::Notifier>>,
 }
 
 /// Why the server cannot take work now (`GET /readyz` answers 503 with it).
@@ -261,6 +282,17 @@ pub enum NotReady {
 
 impl Runtime {
     pub fn new(store: Store, agents: Vec<Arc<Agent>>, limits: Limits) -> Arc<Runtime> {
+        Runtime::with_notifications(store, agents, limits, Notifications::none())
+    }
+
+    /// [`Runtime::new`] with the operator's notification channels; their sender starts with
+    /// [`Runtime::resume_unfinished`].
+    pub fn with_notifications(
+        store: Store,
+        agents: Vec<Arc<Agent>>,
+        limits: Limits,
+        notifications: Notifications,
+    ) -> Arc<Runtime> {
         Arc::new(Runtime {
             store,
             agents,
@@ -273,6 +305,9 @@ impl Runtime {
             metrics: Metrics::new(),
             policies: PolicyCache::default(),
             remotes: RemoteAgents::default(),
+            notifications: Arc::new(notifications),
+            outbox_wake: tokio::sync::Notify::new(),
+            notifier: std::sync::OnceLock::new(),
         })
     }
 
@@ -296,8 +331,9 @@ impl Runtime {
     /// (right after a restart, and across servers that share the database).
     pub async fn metrics_text(&self) -> Result<String> {
         let pending = self.store.count_pending_batches().await?;
+        let outbox = self.store.outbox_depth().await?;
         self.metrics
-            .render(pending)
+            .render(pending, &outbox)
             .map_err(|err| AgentError::Internal(format!("metrics text: {err}")))
     }
 

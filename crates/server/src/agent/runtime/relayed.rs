@@ -326,6 +326,7 @@ impl Runtime {
         let by = DecisionInput {
             channel,
             decider: Decider::subject(row.user_id.clone()),
+            auth: super::authenticated::decider_auth(),
         };
         let events = if with_message { vec![echo] } else { Vec::new() };
         let planned = person_decision(by, &batch, &decision, &resolved, events);
@@ -400,6 +401,7 @@ impl Runtime {
                     by: DecisionInput {
                         channel: Channel::Cancel,
                         decider: Decider::subject(decider),
+                        auth: super::authenticated::decider_auth(),
                     },
                     batch_id: batch.id,
                     decision: RecordedDecision::Cancel,
@@ -420,6 +422,7 @@ impl Runtime {
                     paused_at: None,
                     votes: Vec::new(),
                     quorum: None,
+                    uses_link: None,
                 };
                 let (applied, ()) = self.apply_decision(task_id, planned.if_pending()).await?;
                 if applied.is_none() {

@@ -2,14 +2,15 @@
 //! person may decide besides their own, and for every routed batch who asked, why the reader is
 //! asked and how far each call's quorum has come.
 
+use serde_json::Value;
+use signoff_protocol::hitl::ActionRequest;
 use signoff_protocol::rest::{ApprovalRouting, CallQuorum, PendingApproval};
 
 use crate::agent::config::ApproverEntry;
-use crate::store::{handed_to, BatchRow, CallVote, Verdict};
+use crate::store::{handed_to, CallVote, Verdict};
 
 use super::audit::args_sha256;
 use super::quorum::{eligible_with, Decider};
-use super::subagent::batch_requests;
 use super::{Result, Runtime};
 
 impl Runtime {
@@ -17,12 +18,7 @@ impl Runtime {
     /// them (a routed batch carries its `routing`).
     pub async fn approvals_for(&self, who: &Decider) -> Result<Vec<PendingApproval>> {
         let mut own = self.pending_approvals(&who.subject).await?;
-        let routing_agents: Vec<String> = self
-            .agents()
-            .iter()
-            .filter(|agent| agent.approvals.routes_to_approvers())
-            .map(|agent| agent.key())
-            .collect();
+        let routing_agents = self.routing_agents();
         let mut routed = match routing_agents.is_empty() {
             true => Vec::new(),
             false => {
@@ -41,19 +37,20 @@ impl Runtime {
             }
         }
         let mut others = Vec::new();
-        for (mut row, owner) in routed {
+        for (row, owner) in routed {
             let steps = self.store.batch_steps(&row.batch.task_id).await?;
-            row.batch.handed_to = handed_to(&steps, row.batch.id);
+            let handed = handed_to(&steps, row.batch.id);
             let votes = self.store.task_votes(&row.batch.task_id).await?;
             let votes: Vec<CallVote> = votes
                 .into_iter()
                 .filter(|(batch, _)| *batch == row.batch.id)
                 .map(|(_, vote)| vote)
                 .collect();
-            let routing = self.routing(&row.agent, &owner, &row.batch, &votes, who);
+            let requests = row.batch.requests.as_array().cloned().unwrap_or_default();
+            let routing = self.routing(&row.agent, &owner, &requests, &votes, &handed, who);
             if owner == who.subject {
                 if let Some(mine) = own.iter_mut().find(|p| p.task_id == row.batch.task_id) {
-                    mine.routing = Some(routing);
+                    mine.routing = Some(Box::new(routing));
                 }
                 continue;
             }
@@ -68,7 +65,7 @@ impl Runtime {
                 since: row.batch.created_at.clone(),
                 calls: row.batch.requests.as_array().cloned().unwrap_or_default(),
                 expires_at: row.batch.expires_at.clone(),
-                routing: Some(routing),
+                routing: Some(Box::new(routing)),
             });
         }
         own.extend(others);
@@ -76,19 +73,51 @@ impl Runtime {
         Ok(own)
     }
 
+    /// The agents that route batches to approvers (`namespace/name`).
+    pub(super) fn routing_agents(&self) -> Vec<String> {
+        self.agents()
+            .iter()
+            .filter(|agent| agent.approvals.routes_to_approvers())
+            .map(|agent| agent.key())
+            .collect()
+    }
+
+    /// The routing of the batch `batch_id` that `owner`'s task shows as `batch`, as `who`
+    /// reads it now: for the approvals stream.
+    pub(super) async fn event_routing(
+        &self,
+        batch: &PendingApproval,
+        owner: &str,
+        batch_id: i64,
+        who: &Decider,
+    ) -> Result<ApprovalRouting> {
+        let votes: Vec<CallVote> = self
+            .store
+            .task_votes(&batch.task_id)
+            .await?
+            .into_iter()
+            .filter(|(batch, _)| *batch == batch_id)
+            .map(|(_, vote)| vote)
+            .collect();
+        let steps = self.store.batch_steps(&batch.task_id).await?;
+        let handed = handed_to(&steps, batch_id);
+        Ok(self.routing(&batch.agent, owner, &batch.calls, &votes, &handed, who))
+    }
+
     /// Who asked, why `who` is asked, and each call's quorum so far.
     fn routing(
         &self,
         agent: &str,
         owner: &str,
-        batch: &BatchRow,
+        requests: &[Value],
         votes: &[CallVote],
+        handed: &[String],
         who: &Decider,
     ) -> ApprovalRouting {
         let agent = self.agent_by_key(agent);
         let mut reader_eligible: Vec<String> = Vec::new();
         let mut calls = Vec::new();
-        for request in batch_requests(batch) {
+        for request in requests.iter().filter_map(ActionRequest::from_value) {
             let asker = match &request.via {
                 Some(via) => self.agent_by_key(&via.asker),
                 None => agent.clone(),
@@ -101,7 +130,7 @@ impl Runtime {
                 ),
                 None => crate::agent::policy::CallApprovers::requester_alone(),
             };
-            for entry in eligible_with(&approvers, &batch.handed_to, who, owner) {
+            for entry in eligible_with(&approvers, handed, who, owner) {
                 if !reader_eligible.contains(&entry) {
                     reader_eligible.push(entry);
                 }

@@ -55,7 +55,7 @@ pub async fn decide(
     who: Person,
     body: Bytes,
 ) -> Result<Response, HttpError> {
-    let user = User(who.0.subject.clone());
+    let user = User(who.0.subject.clone(), who.1);
     let Some(row) = state.runtime.relayed_task(&user.0, &task_id).await? else {
         return rest::decide(State(state), Path(task_id), who, body)
             .await

@@ -53,6 +53,9 @@ async fn apply_decision(
     if won != 1 {
         return Err(StoreError::Conflict("the batch was already decided"));
     }
+    if let Some(link) = &decision.uses_link {
+        super::links::use_link(&mut *connection, link, decision.batch_id, &now).await?;
+    }
     insert_votes(connection, task_id, decision, &now).await?;
     if partial {
         let events = decision.events.len() as i64;
@@ -74,9 +77,20 @@ async fn apply_decision(
             &now,
         )
         .await?;
+        // The batch's approvers' streams hear how far it has come.
+        let approvals_of = super::approvals::record_progress(
+            connection,
+            replica,
+            task_id,
+            decision.batch_id,
+            &decision.user_id,
+            &now,
+        )
+        .await?;
+        write_outbox(connection, replica, task_id, decision, last, &now).await?;
         return Ok(Written {
             last_seq: last,
-            approvals_of: None,
+            approvals_of,
         });
     }
     for verdict in &decision.verdicts {
@@ -103,8 +117,8 @@ async fn apply_decision(
     }
     sqlx::query(
         "INSERT INTO decisions (batch_id, task_id, user_id, channel, decision, summary,
-                                decided_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                                decided_at, decider_auth)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(decision.batch_id)
     .bind(task_id)
@@ -113,6 +127,7 @@ async fn apply_decision(
     .bind(json_text(&decision.decision)?)
     .bind(&decision.summary)
     .bind(&now)
+    .bind(decision.decider_auth.as_deref())
     .execute(&mut *connection)
     .await?;
     let events = decision.events.len() as i64;
@@ -155,10 +170,44 @@ async fn apply_decision(
         &now,
     )
     .await?;
+    write_outbox(connection, replica, task_id, decision, last, &now).await?;
     Ok(Written {
         last_seq: last,
         approvals_of,
     })
+}
+
+/// Writes the decision's notifications and pushes (the outbox) in its transaction.
+async fn write_outbox(
+    connection: &mut PgConnection,
+    replica: &str,
+    task_id: &str,
+    decision: &DecisionWrite,
+    last_seq: i64,
+    now: &str,
+) -> Result<()> {
+    if !decision.notifications.is_empty() {
+        let mut shared = super::tasks::PgTransaction {
+            connection: &mut *connection,
+            replica,
+        };
+        crate::store::outbox::insert_notifications(
+            &mut shared,
+            task_id,
+            Some(decision.batch_id),
+            &decision.notifications,
+            now,
+        )
+        .await?;
+    }
+    if decision.push {
+        let mut shared = super::tasks::PgTransaction {
+            connection: &mut *connection,
+            replica,
+        };
+        crate::store::outbox::insert_pushes(&mut shared, task_id, last_seq, now).await?;
+    }
+    Ok(())
 }
 
 /// Records the decision's votes (`call_votes`).

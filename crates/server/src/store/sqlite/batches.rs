@@ -51,6 +51,9 @@ fn apply_decision(
     if won != 1 {
         return Err(StoreError::Conflict("the batch was already decided"));
     }
+    if let Some(link) = &decision.uses_link {
+        super::links::use_link(connection, link, decision.batch_id, &now)?;
+    }
     insert_votes(connection, task_id, decision, &now)?;
     if partial {
         let (_, last_seq) = task_head(connection, task_id)?;
@@ -58,9 +61,18 @@ fn apply_decision(
         connection
             .prepare_cached("UPDATE tasks SET last_seq = ?1, updated_at = ?2 WHERE id = ?3")?
             .execute(params![last, now, task_id])?;
+        // The batch's approvers' streams hear how far it has come.
+        let approvals_of = super::approvals::record_progress(
+            connection,
+            task_id,
+            decision.batch_id,
+            &decision.user_id,
+            &now,
+        )?;
+        write_outbox(connection, task_id, decision, last, &now)?;
         return Ok(Written {
             last_seq: last,
-            approvals_of: None,
+            approvals_of,
         });
     }
     let mut update = connection.prepare_cached(
@@ -87,8 +99,8 @@ fn apply_decision(
     connection
         .prepare_cached(
             "INSERT INTO decisions (batch_id, task_id, user_id, channel, decision, summary,
-                                    decided_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                    decided_at, decider_auth)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?
         .execute(params![
             decision.batch_id,
@@ -97,7 +109,8 @@ fn apply_decision(
             decision.channel.as_str(),
             json_text(&decision.decision)?,
             decision.summary,
-            now
+            now,
+            decision.decider_auth
         ])?;
     let (_, last_seq) = task_head(connection, task_id)?;
     let last = append_events(connection, task_id, last_seq, &decision.events, &now)?;
@@ -119,10 +132,39 @@ fn apply_decision(
         &decision.user_id,
         &now,
     )?;
+    write_outbox(connection, task_id, decision, last, &now)?;
     Ok(Written {
         last_seq: last,
         approvals_of,
     })
+}
+
+/// Writes the decision's notifications and pushes (the outbox) in its transaction.
+fn write_outbox(
+    connection: &Connection,
+    task_id: &str,
+    decision: &DecisionWrite,
+    last_seq: i64,
+    now: &str,
+) -> Result<()> {
+    if !decision.notifications.is_empty() {
+        super::tasks::run_now(crate::store::outbox::insert_notifications(
+            &mut super::tasks::SqliteTransaction(connection),
+            task_id,
+            Some(decision.batch_id),
+            &decision.notifications,
+            now,
+        ))?;
+    }
+    if decision.push {
+        super::tasks::run_now(crate::store::outbox::insert_pushes(
+            &mut super::tasks::SqliteTransaction(connection),
+            task_id,
+            last_seq,
+            now,
+        ))?;
+    }
+    Ok(())
 }
 
 /// Records the decision's votes (`call_votes`).
