@@ -13,6 +13,7 @@ CREATE TABLE batch_steps (
     to_entries  TEXT NOT NULL,            -- JSON array of group:NAME and user:ID
     note        TEXT,
     expires_at  TEXT,                     -- extend: the new deadline
+    from_expires_at TEXT,                 -- extend: the deadline it moved
     created_at  TEXT NOT NULL
 );
 CREATE INDEX batch_steps_by_batch ON batch_steps (batch_id, id);

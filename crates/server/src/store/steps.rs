@@ -10,7 +10,7 @@ use super::rows::json_value;
 use super::{PendingBatchRow, Result, StoreError};
 
 /// What a step did to its batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BatchStepKind {
     /// A person handed the batch to a person or group, who may then decide it.
     Handover,
@@ -63,20 +63,38 @@ pub struct BatchStep {
     pub expires_at: Option<String>,
 }
 
+impl BatchStep {
+    /// A step the deadline ladder takes: a reminder (nobody made eligible) or an escalation.
+    pub fn ladder(kind: BatchStepKind, to: Vec<String>) -> BatchStep {
+        BatchStep {
+            kind,
+            by: None,
+            to,
+            note: None,
+            expires_at: None,
+        }
+    }
+}
+
 /// A stored step of batch `batch_id`, taken at `created_at`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BatchStepRow {
     pub batch_id: i64,
     pub step: BatchStep,
     pub created_at: String,
+    /// An extension: the deadline it moved.
+    pub from_expires_at: Option<String>,
 }
 
+/// Who a step the deadline ladder took is by, in its approval event.
+pub(super) const LADDER: &str = "signoff";
+
 /// Writes a step if batch `$1` of task `$2` is pending (and, for a reminder or an escalation,
-/// has none yet): one row changed, or none.
+/// has none yet): one row changed, or none. `$9`: an extension's earlier deadline.
 pub(super) const STEP_INSERT: &str =
     "INSERT INTO batch_steps (batch_id, task_id, kind, by_user, to_entries, note, expires_at,
-                              created_at)
-     SELECT id, task_id, $3, $4, $5, $6, $7, $8 FROM batches
+                              created_at, from_expires_at)
+     SELECT id, task_id, $3, $4, $5, $6, $7, $8, $9 FROM batches
      WHERE id = $1 AND task_id = $2 AND state = 'pending'
      ON CONFLICT DO NOTHING";
 
@@ -85,8 +103,8 @@ pub(super) const STEP_INSERT: &str =
 pub(super) const DEADLINE_UPDATE: &str = "UPDATE batches SET expires_at = $3
      WHERE id = $1 AND task_id = $2 AND state = 'pending' AND expires_at = $4";
 
-pub(super) const STEP_SELECT: &str =
-    "SELECT batch_id, kind, by_user, to_entries, note, expires_at, created_at FROM batch_steps";
+pub(super) const STEP_SELECT: &str = "SELECT batch_id, kind, by_user, to_entries, note, \
+     expires_at, created_at, from_expires_at FROM batch_steps";
 
 /// The pending batches that were handed over or escalated, with what the approvals list shows
 /// of their tasks and each task's owner (as `Store::pending_batches_of_agents`).
@@ -116,6 +134,7 @@ pub(super) fn step_from_row(row: &impl Columns) -> Result<BatchStepRow> {
             expires_at: row.optional_text(5)?,
         },
         created_at: row.text(6)?,
+        from_expires_at: row.optional_text(7)?,
     })
 }
 

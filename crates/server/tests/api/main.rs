@@ -20,6 +20,7 @@ mod handover;
 mod hitl;
 mod hostile;
 mod idle;
+mod ladder;
 mod links;
 mod live;
 mod migrations;

@@ -3,12 +3,10 @@
 //! a step of the batch (`store::steps`), read inside every decision's write, so each replica
 //! counts it; the step is the audit (who, to whom, when, why).
 
-use signoff_protocol::hitl::ActionRequest;
-
 use crate::agent::config::ApproverEntry;
-use crate::store::{handed_to, BatchRow, BatchStep, BatchStepKind, TaskRow};
+use crate::store::{handed_to, BatchStep, BatchStepKind};
 
-use super::quorum::{eligible_with, Decider};
+use super::quorum::Decider;
 use super::subagent::batch_requests;
 use super::{AgentError, Result, Runtime};
 
@@ -54,7 +52,12 @@ impl Runtime {
         let steps = self.store.batch_steps(task_id).await?;
         let may = who.subject == row.user_id
             || batch.as_ref().is_some_and(|batch| {
-                self.eligible_for_batch(&row, batch, &handed_to(&steps, batch.id), who)
+                self.eligible_for_batch(
+                    &row,
+                    &batch_requests(batch),
+                    &handed_to(&steps, batch.id),
+                    who,
+                )
             });
         if !may {
             return Err(AgentError::Forbidden(task_id.to_owned()));
@@ -71,7 +74,7 @@ impl Runtime {
         };
         if !self
             .store
-            .add_batch_step(task_id, batch.id, step, None)
+            .add_batch_step(task_id, batch.id, step, None, Vec::new())
             .await?
         {
             return Err(self.no_batch(task_id).await);
@@ -84,22 +87,8 @@ impl Runtime {
         })
     }
 
-    /// Whether `who` may approve some call of `batch` (with the entries `handed` to it).
-    pub(super) fn eligible_for_batch(
-        &self,
-        row: &TaskRow,
-        batch: &BatchRow,
-        handed: &[String],
-        who: &Decider,
-    ) -> bool {
-        batch_requests(batch).iter().any(|request: &ActionRequest| {
-            let approvers = self.call_approvers(row, request);
-            !eligible_with(&approvers, handed, who, &row.user_id).is_empty()
-        })
-    }
-
     /// The 409 for a task whose batch was decided (or expired) before the step was written.
-    async fn no_batch(&self, task_id: &str) -> AgentError {
+    pub(super) async fn no_batch(&self, task_id: &str) -> AgentError {
         let err = AgentError::NotPaused(format!(
             "task {task_id} waits for no decision: its batch was decided"
         ));

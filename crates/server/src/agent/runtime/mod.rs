@@ -16,6 +16,7 @@ mod expiry;
 mod gate;
 mod handover;
 mod inbox;
+mod ladder;
 mod links;
 mod log;
 mod notify;

@@ -9,8 +9,10 @@ use signoff_protocol::rest::{ApprovalRouting, CallQuorum, PendingApproval};
 use crate::agent::config::ApproverEntry;
 use crate::store::{handed_to, CallVote, Verdict};
 
+use super::ladder::ladder_marks;
+
 use super::audit::args_sha256;
-use super::quorum::{eligible_with, Decider};
+use super::quorum::Decider;
 use super::{Result, Runtime};
 
 impl Runtime {
@@ -18,6 +20,7 @@ impl Runtime {
     /// them (a routed batch carries its `routing`).
     pub async fn approvals_for(&self, who: &Decider) -> Result<Vec<PendingApproval>> {
         let mut own = self.pending_approvals(&who.subject).await?;
+        self.mark_ladder(&mut own).await?;
         let routing_agents = self.routing_agents();
         let mut routed = match routing_agents.is_empty() {
             true => Vec::new(),
@@ -40,6 +43,7 @@ impl Runtime {
         for (row, owner) in routed {
             let steps = self.store.batch_steps(&row.batch.task_id).await?;
             let handed = handed_to(&steps, row.batch.id);
+            let ladder = ladder_marks(&steps, row.batch.id);
             let votes = self.store.task_votes(&row.batch.task_id).await?;
             let votes: Vec<CallVote> = votes
                 .into_iter()
@@ -66,6 +70,7 @@ impl Runtime {
                 calls: row.batch.requests.as_array().cloned().unwrap_or_default(),
                 expires_at: row.batch.expires_at.clone(),
                 routing: Some(Box::new(routing)),
+                ladder,
             });
         }
         own.extend(others);
@@ -114,23 +119,11 @@ impl Runtime {
         handed: &[String],
         who: &Decider,
     ) -> ApprovalRouting {
-        let agent = self.agent_by_key(agent);
         let mut reader_eligible: Vec<String> = Vec::new();
         let mut calls = Vec::new();
         for request in requests.iter().filter_map(ActionRequest::from_value) {
-            let asker = match &request.via {
-                Some(via) => self.agent_by_key(&via.asker),
-                None => agent.clone(),
-            };
-            let approvers = match asker {
-                Some(asker) => asker.approvals.approvers_for(
-                    &request.name,
-                    request.server.as_deref(),
-                    &request.args,
-                ),
-                None => crate::agent::policy::CallApprovers::requester_alone(),
-            };
-            for entry in eligible_with(&approvers, handed, who, owner) {
+            let (approvers, eligible) = self.eligibility(agent, owner, &request, handed, who);
+            for entry in eligible {
                 if !reader_eligible.contains(&entry) {
                     reader_eligible.push(entry);
                 }

@@ -2,12 +2,14 @@
 
 use sqlx::PgConnection;
 
-use super::tasks::map_rows;
+use super::approvals::record_progress;
+use super::tasks::{map_rows, PgTransaction};
 use super::{Postgres, Result};
 use crate::store::columns::batch_from_row;
+use crate::store::outbox::insert_notifications;
 use crate::store::rows::json_text;
 use crate::store::steps::*;
-use crate::store::PendingBatchRow;
+use crate::store::{NewNotification, PendingBatchRow};
 
 /// The steps of batch `batch_id`, oldest first.
 pub(super) async fn batch_steps_of(
@@ -28,7 +30,8 @@ impl Postgres {
         batch_id: i64,
         step: BatchStep,
         from_deadline: Option<String>,
-    ) -> Result<bool> {
+        notifications: Vec<NewNotification>,
+    ) -> Result<(bool, Option<String>)> {
         let to = json_text(&serde_json::json!(step.to))?;
         let mut transaction = self.pool.begin().await?;
         if step.kind == BatchStepKind::Extend {
@@ -40,9 +43,10 @@ impl Postgres {
                 .execute(&mut *transaction)
                 .await?;
             if moved.rows_affected() == 0 {
-                return Ok(false);
+                return Ok((false, None));
             }
         }
+        let now = crate::store::now();
         let written = sqlx::query(STEP_INSERT)
             .bind(batch_id)
             .bind(task_id)
@@ -51,11 +55,27 @@ impl Postgres {
             .bind(&to)
             .bind(&step.note)
             .bind(&step.expires_at)
-            .bind(crate::store::now())
+            .bind(&now)
+            .bind(&from_deadline)
             .execute(&mut *transaction)
             .await?;
+        if written.rows_affected() == 0 {
+            return Ok((false, None));
+        }
+        if !notifications.is_empty() {
+            let mut shared = PgTransaction {
+                connection: &mut transaction,
+                replica: &self.replica,
+            };
+            insert_notifications(&mut shared, task_id, Some(batch_id), &notifications, &now)
+                .await?;
+        }
+        let by = step.by.as_deref().unwrap_or(LADDER);
+        // Last before the commit: it takes the lock that orders the approval events.
+        let approvals_of =
+            record_progress(&mut transaction, &self.replica, task_id, batch_id, by, &now).await?;
         transaction.commit().await?;
-        Ok(written.rows_affected() > 0)
+        Ok((true, approvals_of))
     }
 
     pub async fn batch_steps(&self, task_id: &str) -> Result<Vec<BatchStepRow>> {

@@ -2,13 +2,15 @@
 
 use rusqlite::{params, Connection};
 
-use super::tasks::collect;
+use super::approvals::record_progress;
+use super::tasks::{collect, run_now, SqliteTransaction};
 use super::{Result, Sqlite};
 use crate::store::columns::batch_from_row;
+use crate::store::outbox::insert_notifications;
 use crate::store::rows::json_text;
 use crate::store::steps::*;
 use crate::store::write::sqlite_dialect;
-use crate::store::PendingBatchRow;
+use crate::store::{NewNotification, PendingBatchRow};
 
 /// The steps of batch `batch_id`, oldest first.
 pub(super) fn batch_steps_of(connection: &Connection, batch_id: i64) -> Result<Vec<BatchStepRow>> {
@@ -25,7 +27,8 @@ impl Sqlite {
         batch_id: i64,
         step: BatchStep,
         from_deadline: Option<String>,
-    ) -> Result<bool> {
+        notifications: Vec<NewNotification>,
+    ) -> Result<(bool, Option<String>)> {
         let task_id = task_id.to_owned();
         let to = json_text(&serde_json::json!(step.to))?;
         self.write(move |connection| {
@@ -34,9 +37,10 @@ impl Sqlite {
                     .prepare_cached(&sqlite_dialect(DEADLINE_UPDATE))?
                     .execute(params![batch_id, task_id, step.expires_at, from_deadline])?;
                 if moved == 0 {
-                    return Ok(false);
+                    return Ok((false, None));
                 }
             }
+            let now = crate::store::now();
             let written = connection
                 .prepare_cached(&sqlite_dialect(STEP_INSERT))?
                 .execute(params![
@@ -47,9 +51,24 @@ impl Sqlite {
                     to,
                     step.note,
                     step.expires_at,
-                    crate::store::now(),
+                    now,
+                    from_deadline,
                 ])?;
-            Ok(written > 0)
+            if written == 0 {
+                return Ok((false, None));
+            }
+            if !notifications.is_empty() {
+                run_now(insert_notifications(
+                    &mut SqliteTransaction(connection),
+                    &task_id,
+                    Some(batch_id),
+                    &notifications,
+                    &now,
+                ))?;
+            }
+            let by = step.by.as_deref().unwrap_or(LADDER);
+            let approvals_of = record_progress(connection, &task_id, batch_id, by, &now)?;
+            Ok((true, approvals_of))
         })
         .await
     }
