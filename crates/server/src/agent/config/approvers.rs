@@ -315,6 +315,39 @@ mod tests {
     const FILES: &str = "[[agents.tools]]\nkind = \"builtin_files\"\n";
 
     #[test]
+    fn the_agents_file_names_what_is_wrong_with_the_deadline_ladder() {
+        let agent = |lines: &str| {
+            error(&format!(
+                "[[agents]]\nname = \"a\"\napprovers = [\"group:sre\"]\n{lines}"
+            ))
+        };
+        assert!(agent("remind_after = \"soon\"\n")
+            .contains("agents[0].remind_after: \"soon\" is not a duration"));
+        assert!(agent("escalate_after = \"1h\"\n")
+            .contains("agents[0].escalate_after: escalates to nobody: set `escalate_to`"));
+        assert!(agent("escalate_to = [\"group:dba\"]\n")
+            .contains("agents[0].escalate_to: never escalates: set `escalate_after`"));
+        assert!(agent("escalate_after = \"1h\"\nescalate_to = [\"dba\"]\n")
+            .contains("agents[0].escalate_to[0]: \"dba\" must be group:NAME"));
+        assert!(agent("max_extend = \"0s\"\n").contains("agents[0].max_extend: must be longer"));
+        let rule = error(&format!(
+            "[[agents]]\nname = \"a\"\n{FILES}\
+             [[agents.rules]]\ntool = \"write_file\"\naction = \"ask\"\n\
+             approvers = [\"group:sre\"]\nescalate_after = \"5m\"\n"
+        ));
+        assert!(
+            rule.contains("agents[0].rules[0].escalate_after: escalates to nobody"),
+            "{rule}"
+        );
+        let fine = super::super::AgentsFile::parse(&format!(
+            "[[agents]]\nname = \"a\"\napprovers = [\"group:sre\"]\nremind_after = \"10m\"\n\
+             escalate_after = \"30m\"\nescalate_to = [\"group:dba\"]\nmax_extend = \"1h\"\n{FILES}\
+             [agents.tools.tool_approvers.write_file]\nremind_after = \"1m\"\n"
+        ));
+        assert!(fine.is_ok(), "{fine:?}");
+    }
+
+    #[test]
     fn the_agents_file_names_what_is_wrong_with_approvers() {
         assert_eq!(
             error("[[agents]]\nname = \"a\"\napprovers = [\"sre\"]\n"),
