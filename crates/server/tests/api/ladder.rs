@@ -384,3 +384,38 @@ async fn with_two_servers_on_one_store_each_step_happens_once() {
     .await;
     assert_eq!(status, 200, "{body}");
 }
+
+#[tokio::test]
+async fn a_subagents_call_nested_in_its_parents_batch_is_reminded_by_its_own_agents_ladder() {
+    // The boss has no ladder; the demo agent, whose calls wait nested in the boss's batch, has.
+    let agents = "[[agents]]\nname = \"boss\"\nagents = [\"default/demo\"]\n\
+         [[agents]]\nname = \"demo\"\nremind_after = \"1s\"\n\
+         [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n";
+    let app = spawn_with_agents(agents, |_| {}).await;
+    let paused = send_stream(
+        &app,
+        "/api/a2a/default/boss",
+        message_v03("delegate default/demo: write nested.txt: hi", None, None),
+    )
+    .await;
+    assert_eq!(
+        states(&paused).last().map(String::as_str),
+        Some("input-required"),
+        "{paused:?}"
+    );
+    let task = task_id(&paused);
+    let reminded = eventually("the boss's batch to be reminded", || async {
+        let (_, inbox) = app.get("/api/approvals").await;
+        inbox["approvals"]
+            .as_array()?
+            .iter()
+            .find(|batch| batch["taskId"] == task && batch["ladder"]["remindedAt"].is_string())
+            .cloned()
+    })
+    .await;
+    assert_eq!(reminded["agent"], "default/boss", "{reminded}");
+    assert_eq!(
+        rows(app.data_dir.path(), "batch_steps", "remind", &task).await,
+        1
+    );
+}

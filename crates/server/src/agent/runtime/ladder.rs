@@ -4,8 +4,8 @@
 //! agent's `approval_timeout` it expires (`expiry`). An eligible approver may push the deadline
 //! back, in all at most the calls' `max_extend`.
 //!
-//! Every replica (and the single process on SQLite) sweeps the pending batches of agents with a
-//! ladder every [`SWEEP_EVERY`]; a due reminder or escalation is a `batch_steps` row that the
+//! Every replica (and the single process on SQLite) sweeps the pending batches every
+//! [`SWEEP_EVERY`] while some agent has a ladder; a due reminder or escalation is a `batch_steps` row that the
 //! store writes only once per batch (a unique index), with its notifications and the approval
 //! event that sends the batch again on the approvals streams, all in that one commit. So each
 //! step happens once, whichever replica's sweep comes first, and a replica that dies leaves
@@ -151,16 +151,14 @@ impl Runtime {
 
     /// Takes every reminder and escalation that is due and not yet taken.
     async fn sweep_ladder(&self, taken: &mut HashSet<(i64, BatchStepKind)>) -> Result<()> {
-        let agents: Vec<String> = self
-            .agents()
-            .iter()
-            .filter(|agent| agent.approvals.has_ladder())
-            .map(|agent| agent.key())
-            .collect();
-        if agents.is_empty() {
+        let agents = self.agents();
+        if !agents.iter().any(|agent| agent.approvals.has_ladder()) {
             taken.clear();
             return Ok(());
         }
+        // Every agent's batches: a subagent's calls, with its own ladder, wait nested in the
+        // batch of an agent that may have none.
+        let agents: Vec<String> = agents.iter().map(|agent| agent.key()).collect();
         let pending = self.store.pending_batches_of_agents(&agents).await?;
         taken.retain(|(id, _)| pending.iter().any(|(row, _)| row.batch.id == *id));
         let now = chrono::Utc::now();
