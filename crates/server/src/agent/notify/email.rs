@@ -236,6 +236,30 @@ pub fn render(kind: NotificationKind, data: &Value, links: Option<&DecisionLinks
             format!("{agent} waits for your sign-off ({} calls)", calls.len()),
             format!("The agent {agent} asks, for {requester}, to run:"),
         ),
+        NotificationKind::Reminded => (
+            format!(
+                "Reminder: {agent} still waits for your sign-off ({} calls)",
+                calls.len()
+            ),
+            format!(
+                "The agent {agent} still asks, for {requester} since {}, to run:",
+                text_of(data, "since")
+            ),
+        ),
+        NotificationKind::Escalated => {
+            let to: Vec<&str> = data["escalated_to"]
+                .as_array()
+                .map(|entries| entries.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            (
+                format!("{agent}'s sign-off escalated to {}", to.join(", ")),
+                format!(
+                    "Nobody decided in time: {} may now decide what the agent {agent} asks, \
+                     for {requester}, to run:",
+                    to.join(", ")
+                ),
+            )
+        }
         NotificationKind::Decided | NotificationKind::Canceled | NotificationKind::Expired => {
             let summary = text_of(data, "summary");
             let by = text_of(data, "decided_by");

@@ -569,9 +569,10 @@ impl Runtime {
     /// others may decide it (the tally says who).
     pub(super) fn routed(&self, row: &TaskRow, batch: Option<&BatchRow>) -> bool {
         batch.is_some_and(|batch| {
-            batch_requests(batch)
-                .iter()
-                .any(|request| !self.call_approvers(row, request).entries.is_empty())
+            !batch.handed_to.is_empty()
+                || batch_requests(batch)
+                    .iter()
+                    .any(|request| !self.call_approvers(row, request).entries.is_empty())
         })
     }
 

@@ -142,7 +142,9 @@ impl Runtime {
             NotificationKind::Pending
             | NotificationKind::Decided
             | NotificationKind::Canceled
-            | NotificationKind::Expired => {
+            | NotificationKind::Expired
+            | NotificationKind::Reminded
+            | NotificationKind::Escalated => {
                 let sent = match self.notifications.email(&row.channel) {
                     Some(email) => self.deliver_email(&email, &row).await,
                     None => self.notifications.deliver(&row).await,
