@@ -2,13 +2,16 @@
 //! when the server signs people in with an OpenID provider), and a link's sign-in token
 //! (`/#token=…`): taken at once on a first sign-in, and otherwise only after the person confirms
 //! the switch in a modal dialog naming both accounts (the rules are `state::account`'s). Until
-//! then the saved token stays and every request uses it.
+//! then the saved token stays and every request uses it. The menu and the dialog come from the
+//! chunk of the split point `account`, fetched only when there is an account to show (never with
+//! `--auth none`) or a switch to ask about.
 
 use leptos::html::Dialog;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use super::context::AppCtx;
+use super::lazy::{loaded, Loaded, Slot};
 use crate::api;
 use crate::state::account::{self, Arrival, Outcome, Switch};
 
@@ -46,7 +49,6 @@ pub fn take_address_token(app: AppCtx, ask: RwSignal<Option<Switch>>) {
 /// `--auth none`.
 #[component]
 pub fn AccountMenu() -> impl IntoView {
-    let app = expect_context::<AppCtx>();
     let me = RwSignal::new(None::<signoff_protocol::rest::Me>);
     spawn_local(async move {
         // With `--auth none` everyone is the one local user: nothing to show.
@@ -56,6 +58,29 @@ pub fn AccountMenu() -> impl IntoView {
             }
         }
     });
+    move || {
+        me.get()
+            .and_then(|me| loaded(&MENU, account_menu_view).map(|make| make(me)))
+    }
+}
+
+/// The switch dialog, given the switch and the signal that asks it.
+type MakeDialog = fn(Switch, RwSignal<Option<Switch>>) -> AnyView;
+
+thread_local! {
+    static MENU: Slot<fn(signoff_protocol::rest::Me) -> AnyView> = ArcRwSignal::new(None);
+    static DIALOG: Slot<MakeDialog> = ArcRwSignal::new(None);
+}
+
+#[wasm_split_helpers::wasm_split(account, fallible)]
+fn account_menu_view() -> Loaded<fn(signoff_protocol::rest::Me) -> AnyView> {
+    Ok(|me| view! { <SignedIn me=me /> }.into_any())
+}
+
+/// The menu of the account `me`: name, email, groups, and Sign out with `--auth oidc`.
+#[component]
+fn SignedIn(me: signoff_protocol::rest::Me) -> impl IntoView {
+    let app = expect_context::<AppCtx>();
     let sign_out = move |_| {
         spawn_local(async move {
             match api::sign_out().await {
@@ -68,30 +93,26 @@ pub fn AccountMenu() -> impl IntoView {
             }
         });
     };
-    move || {
-        me.get().map(|me| {
-            let shown = me.name.clone().unwrap_or_else(|| me.user.clone());
-            let groups = me.groups.join(", ");
-            let signs_out = me.auth.as_deref() == Some("oidc");
-            view! {
-                <details class="account" data-testid="account">
-                    <summary data-testid="account-name">{shown}</summary>
-                    <div class="account-menu">
-                        <p class="account-subject">{me.email.clone().unwrap_or(me.user.clone())}</p>
-                        {(!groups.is_empty()).then(|| view! {
-                            <p class="account-groups" data-testid="account-groups">
-                                "Groups: " {groups}
-                            </p>
-                        })}
-                        {signs_out.then(|| view! {
-                            <button type="button" class="button" data-testid="sign-out" on:click=sign_out>
-                                "Sign out"
-                            </button>
-                        })}
-                    </div>
-                </details>
-            }
-        })
+    let shown = me.name.clone().unwrap_or_else(|| me.user.clone());
+    let groups = me.groups.join(", ");
+    let signs_out = me.auth.as_deref() == Some("oidc");
+    view! {
+        <details class="account" data-testid="account">
+            <summary data-testid="account-name">{shown}</summary>
+            <div class="account-menu">
+                <p class="account-subject">{me.email.clone().unwrap_or(me.user.clone())}</p>
+                {(!groups.is_empty()).then(|| view! {
+                    <p class="account-groups" data-testid="account-groups">
+                        "Groups: " {groups}
+                    </p>
+                })}
+                {signs_out.then(|| view! {
+                    <button type="button" class="button" data-testid="sign-out" on:click=sign_out>
+                        "Sign out"
+                    </button>
+                })}
+            </div>
+        </details>
     }
 }
 
@@ -100,8 +121,13 @@ pub fn AccountMenu() -> impl IntoView {
 pub fn SwitchAccount(ask: RwSignal<Option<Switch>>) -> impl IntoView {
     move || {
         ask.get()
-            .map(|switch| view! { <SwitchDialog switch=switch ask=ask /> })
+            .and_then(|switch| loaded(&DIALOG, switch_dialog_view).map(|make| make(switch, ask)))
     }
+}
+
+#[wasm_split_helpers::wasm_split(account, fallible)]
+fn switch_dialog_view() -> Loaded<MakeDialog> {
+    Ok(|switch, ask| view! { <SwitchDialog switch=switch ask=ask /> }.into_any())
 }
 
 /// A modal dialog (the page behind is inert): the safe choice, staying, has the focus, and

@@ -125,8 +125,17 @@ impl ChatCtl {
         let Some(session) = self.key().session else {
             return;
         };
+        // A stored chat may open on cards: their chunk comes while its messages load.
+        crate::components::tools::prefetch_cards();
         spawn_local(async move {
             let loaded = api::sessions::load(&session).await;
+            let replayed = loaded
+                .as_ref()
+                .ok()
+                .map(|(_, tasks)| crate::state::replay(tasks));
+            if replayed.as_ref().is_some_and(|view| !view.tools.is_empty()) {
+                crate::components::tools::cards_ready().await;
+            }
             self.loading.set(false);
             let tasks = match loaded {
                 Ok((_, tasks, requested_by)) => {
@@ -142,7 +151,7 @@ impl ChatCtl {
                     return;
                 }
             };
-            self.view.set(crate::state::replay(&tasks));
+            self.view.set(replayed.unwrap_or_default());
             if let Some(last) = tasks.last() {
                 if matches!(last.status.state, TaskState::Submitted | TaskState::Working) {
                     self.follow(last.id.clone());

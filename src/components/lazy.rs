@@ -23,12 +23,16 @@ use super::share::ShareMenu;
 /// A split point's result once its chunk has loaded; `Some(None)` while it loads.
 pub(crate) type Slot<T> = ArcRwSignal<Option<Option<T>>>;
 
+/// What a split function returns: every split point is `fallible`, since a chunk that cannot
+/// be fetched would otherwise panic, and a panic aborts the whole app.
+pub(crate) type Loaded<T> = Result<T, wasm_split_helpers::SplitLoaderError>;
+
 /// What `load` returned, if its chunk has loaded; the first call starts the load. Reads the
 /// slot, so the caller's reactive closure runs again when the chunk arrives.
 pub(crate) fn loaded<T, F>(slot: &'static LocalKey<Slot<T>>, load: fn() -> F) -> Option<T>
 where
     T: Copy + Send + Sync + 'static,
-    F: Future<Output = T> + 'static,
+    F: Future<Output = Loaded<T>> + 'static,
 {
     let slot = slot.with(Clone::clone);
     match slot.get() {
@@ -36,11 +40,56 @@ where
         None => {
             slot.set(Some(None));
             spawn_local(async move {
-                let value = load().await;
+                let value = retrying(load).await;
                 slot.set(Some(Some(value)));
             });
             None
         }
+    }
+}
+
+/// `load`'s result once its chunk is there, loading it if no one has yet (the loader shares
+/// one fetch between callers).
+pub(crate) async fn ready<T, F>(slot: &'static LocalKey<Slot<T>>, load: fn() -> F) -> T
+where
+    T: Copy + Send + Sync + 'static,
+    F: Future<Output = Loaded<T>> + 'static,
+{
+    let value = retrying(load).await;
+    slot.with(Clone::clone).set(Some(Some(value)));
+    value
+}
+
+/// Calls `load` until its chunk has been fetched: a chunk that cannot be fetched now (the
+/// server restarting, the link down) is asked for again after a wait that doubles up to 8 s,
+/// as the chat's stream reconnects, and the part shows once it comes.
+async fn retrying<T, F>(load: fn() -> F) -> T
+where
+    F: Future<Output = Loaded<T>>,
+{
+    let mut wait_ms = 500;
+    loop {
+        match load().await {
+            Ok(value) => return value,
+            Err(_) => {
+                super::util::wait_ms(wait_ms).await;
+                wait_ms = (wait_ms * 2).min(8000);
+            }
+        }
+    }
+}
+
+/// Runs `start` (a prefetch: `loaded` on a split point's slot) once the browser is idle, so
+/// that the fetch never competes with what the first view needs; `requestIdleCallback`, or a
+/// second's timer where the browser has none.
+pub(crate) fn when_idle(start: fn()) {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let callback = wasm_bindgen::closure::Closure::once_into_js(start);
+    let function = wasm_bindgen::JsCast::unchecked_ref(&callback);
+    if window.request_idle_callback(function).is_err() {
+        let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(function, 1000);
     }
 }
 
@@ -68,13 +117,14 @@ thread_local! {
     static MARKDOWN: Slot<fn(&str) -> String> = ArcRwSignal::new(None);
 }
 
-#[wasm_split_helpers::wasm_split(approvals)]
-fn approvals_views() -> ApprovalsViews {
-    ApprovalsViews {
+#[wasm_split_helpers::wasm_split(approvals, fallible)]
+fn approvals_views() -> Loaded<ApprovalsViews> {
+    Ok(ApprovalsViews {
         page: || view! { <ApprovalsPage /> }.into_any(),
         quorum_lines: |call| view! { <QuorumLines call=call /> }.into_any(),
         read_only: |requested_by| view! { <ReadOnlyNotice requested_by=requested_by /> }.into_any(),
-    }
+    })
+}
 }
 
 /// The Approvals page (`/approvals`).
@@ -92,9 +142,9 @@ pub fn read_only_notice(requested_by: String) -> impl IntoView {
     move || loaded(&APPROVALS, approvals_views).map(|views| (views.read_only)(requested_by.clone()))
 }
 
-#[wasm_split_helpers::wasm_split(shared)]
-fn shared_page_view() -> fn(String) -> AnyView {
-    |token| view! { <SharedPage token=token /> }.into_any()
+#[wasm_split_helpers::wasm_split(shared, fallible)]
+fn shared_page_view() -> Loaded<fn(String) -> AnyView> {
+    Ok(|token| view! { <SharedPage token=token /> }.into_any())
 }
 
 /// The read-only page a share link opens.
@@ -102,9 +152,9 @@ pub fn shared_page(token: String) -> impl IntoView {
     move || loaded(&SHARED, shared_page_view).map(|make| make(token.clone()))
 }
 
-#[wasm_split_helpers::wasm_split(share)]
-fn share_menu_view() -> Make {
-    || view! { <ShareMenu /> }.into_any()
+#[wasm_split_helpers::wasm_split(share, fallible)]
+fn share_menu_view() -> Loaded<Make> {
+    Ok(|| view! { <ShareMenu /> }.into_any())
 }
 
 /// The chat header's Share menu.
@@ -113,9 +163,9 @@ pub fn share_menu() -> impl IntoView {
 }
 
 // An agent answer's parts: its markdown and its thumbs, in one chunk.
-#[wasm_split_helpers::wasm_split(answer)]
-fn answer_feedback_view() -> fn(Memo<Vec<String>>) -> AnyView {
-    |items| view! { <AnswerFeedback items=items /> }.into_any()
+#[wasm_split_helpers::wasm_split(answer, fallible)]
+fn answer_feedback_view() -> Loaded<MakeFeedback> {
+    Ok(|items| view! { <AnswerFeedback items=items /> }.into_any())
 }
 
 /// The thumbs under an agent answer.
@@ -123,9 +173,9 @@ pub fn answer_feedback(items: Memo<Vec<String>>) -> impl IntoView {
     move || loaded(&FEEDBACK, answer_feedback_view).map(|make| make(items))
 }
 
-#[wasm_split_helpers::wasm_split(answer)]
-fn markdown_renderer() -> fn(&str) -> String {
-    crate::markdown::to_html
+#[wasm_split_helpers::wasm_split(answer, fallible)]
+fn markdown_renderer() -> Loaded<fn(&str) -> String> {
+    Ok(crate::markdown::to_html)
 }
 
 /// `text` rendered as markdown (`crate::markdown::to_html`). Until the parser's chunk has

@@ -110,15 +110,17 @@ fn build(input: &Path, staging: &Path) -> Result<Built, Error> {
         loader: split_dir.join(format!("{LOADER}.js")),
         chunks: split.split_modules,
     };
-    // The same level trunk used (index.html's data-wasm-opt="z" before the split).
+    // The same level trunk used (index.html's data-wasm-opt="z" before the split). With
+    // SIGNOFF_UI_NAMES set, the modules keep their function names for `twiggy` (measuring
+    // only: the names section is most of a module's size again).
+    let keep_names = std::env::var_os("SIGNOFF_UI_NAMES").is_some();
     for file in std::iter::once(&built.wasm).chain(&built.chunks) {
-        tool(
-            Command::new("wasm-opt")
-                .arg("-Oz")
-                .arg(file)
-                .arg("-o")
-                .arg(file),
-        )?;
+        let mut opt = Command::new("wasm-opt");
+        opt.arg("-Oz");
+        if keep_names {
+            opt.arg("-g");
+        }
+        tool(opt.arg(file).arg("-o").arg(file))?;
     }
     Ok(built)
 }

@@ -5,8 +5,10 @@
 
 use leptos::prelude::*;
 
-use super::stop::StopButton;
+use super::stop;
 use crate::components::controller::ChatCtl;
+use crate::components::lazy;
+use crate::components::tools::prefetch_cards;
 use crate::state::compose::{self, SendEffect};
 use crate::state::ChatStatus;
 
@@ -20,6 +22,14 @@ pub fn Composer() -> impl IntoView {
         ctl.view.with(|view| compose::send_effect(view, &text))
     });
     let disabled = move || loading.get() || effect.with(|effect| *effect == SendEffect::Wait);
+    // Once the chat is up, the chunks of the cards and of Stop come while the page is idle: the
+    // first call an agent makes, the Reject or Edit a person clicks on it, and Stop while the
+    // agent works never wait for a fetch.
+    Effect::new(move |_| {
+        if !loading.get() {
+            lazy::when_idle(prefetch);
+        }
+    });
     let placeholder = move || match status.get() {
         _ if loading.get() => "Loading the chat…",
         ChatStatus::AwaitingApproval => "Decide the pending calls above, or say what to do instead",
@@ -70,7 +80,7 @@ pub fn Composer() -> impl IntoView {
             </Show>
             <div class="composer-actions">
                 <Show when=stoppable>
-                    <StopButton />
+                    {stop::stop_button()}
                 </Show>
                 <button
                     type="submit"
@@ -88,4 +98,10 @@ pub fn Composer() -> impl IntoView {
             </div>
         </form>
     }
+}
+
+/// Starts fetching what a chat shows once its agent works (`lazy::when_idle`).
+fn prefetch() {
+    prefetch_cards();
+    stop::prefetch();
 }

@@ -50,12 +50,17 @@ pub fn SharedPage(token: String) -> impl IntoView {
     let ctl = ChatCtl::new(key, app);
     provide_context(ctl);
     provide_context(SharedView);
+    // The chat may hold cards: their chunk comes while its messages load.
+    crate::components::tools::prefetch_cards();
     spawn_local(async move {
         match api::shares::load_shared(&session, &token).await {
             Ok(tasks) => {
                 let mut view = crate::state::replay(&tasks);
                 // Nothing here decides: the cards show their state, never the buttons.
                 view.pending = None;
+                if !view.tools.is_empty() {
+                    crate::components::tools::cards_ready().await;
+                }
                 ctl.view.set(view);
             }
             Err(ApiError::Http { status: 404, .. }) => ctl.missing.set(true),

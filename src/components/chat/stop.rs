@@ -1,19 +1,22 @@
 //! The composer's Stop. Stop cancels the task; an agent that cannot cancel (kagent 0.10
 //! answers `tasks/cancel` with "Cancellation is not supported", and the agents list says so)
 //! gets, while a batch waits, "Reject all and stop": every pending call rejected with a reason,
-//! so the agent wraps up; while it works, a disabled Stop whose tip says why.
+//! so the agent wraps up; while it works, a disabled Stop whose tip says why. It comes from the
+//! chunk of the split point `stop` (a fresh chat has nothing to stop), fetched while a loaded
+//! chat is idle.
 
 use leptos::prelude::*;
 use signoff_protocol::hitl::Decision;
 
 use crate::components::context::AppCtx;
 use crate::components::controller::ChatCtl;
+use crate::components::lazy::{loaded, Loaded, Slot};
 
 /// The reason the agent's model reads for calls rejected by "Reject all and stop".
 const STOP_REASON: &str = "The person stopped this task: do not run these calls, and finish now.";
 
 #[component]
-pub fn StopButton() -> impl IntoView {
+fn StopButton() -> impl IntoView {
     let ctl = expect_context::<ChatCtl>();
     let app = expect_context::<AppCtx>();
     let agent = Memo::new(move |_| app.current_agent());
@@ -95,4 +98,23 @@ pub fn StopButton() -> impl IntoView {
             }
         }}
     }
+}
+
+thread_local! {
+    static STOP: Slot<fn() -> AnyView> = ArcRwSignal::new(None);
+}
+
+#[wasm_split_helpers::wasm_split(stop, fallible)]
+fn stop_button_view() -> Loaded<fn() -> AnyView> {
+    Ok(|| view! { <StopButton /> }.into_any())
+}
+
+/// [`StopButton`], from the chunk of the split point `stop`.
+pub fn stop_button() -> impl IntoView {
+    move || loaded(&STOP, stop_button_view).map(|make| make())
+}
+
+/// Starts fetching Stop's chunk.
+pub fn prefetch() {
+    let _ = loaded(&STOP, stop_button_view);
 }

@@ -13,7 +13,7 @@ use signoff_protocol::rest::PolicyScope;
 
 use crate::api;
 use crate::components::context::AppCtx;
-use crate::components::lazy::{loaded, Slot};
+use crate::components::lazy::{loaded, Loaded, Slot};
 use crate::state::policy::{describe, folder_of, new_policy, AllowWhat};
 
 /// "Always allow…": the choice, how it reads, and Approve-and-allow. `on_allowed` approves the
@@ -208,9 +208,9 @@ thread_local! {
     static ALLOW: Slot<fn(AllowPanel) -> AnyView> = ArcRwSignal::new(None);
 }
 
-#[wasm_split_helpers::wasm_split(policies)]
-fn always_allow_view() -> fn(AllowPanel) -> AnyView {
-    |panel| {
+#[wasm_split_helpers::wasm_split(policies, fallible)]
+fn always_allow_view() -> Loaded<fn(AllowPanel) -> AnyView> {
+    Ok(|panel| {
         let AllowPanel {
             agent,
             tool,
@@ -232,7 +232,7 @@ fn always_allow_view() -> fn(AllowPanel) -> AnyView {
             />
         }
         .into_any()
-    }
+    })
 }
 
 /// The "Always allow" panel, from the chunk of the policies UI (loaded when first opened).

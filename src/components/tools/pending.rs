@@ -3,8 +3,7 @@
 
 use leptos::prelude::*;
 
-use super::batch::BatchBar;
-use super::card::ToolCard;
+use super::{batch_bar, tool_card};
 use crate::components::controller::ChatCtl;
 
 /// The pending batch of the [`ChatCtl`] in context; "Loading…" until its chat has loaded.
@@ -37,10 +36,10 @@ pub fn PendingCards() -> impl IntoView {
         >
             <div class="tool-list" data-testid="tool-list">
                 <Show when=move || with_bar.get()>
-                    <BatchBar />
+                    {batch_bar()}
                 </Show>
                 <For each=move || keys.get() key=|key| key.clone() let:key>
-                    <ToolCard card_key=key />
+                    {tool_card(key)}
                 </For>
             </div>
         </Show>

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use signoff_protocol::hitl::question::{answers_from_result, Question};
 
 use crate::components::controller::ChatCtl;
-use crate::components::lazy::{loaded, Slot};
+use crate::components::lazy::{loaded, Loaded, Slot};
 use crate::state::draft::{reject_all, BatchDraft};
 use crate::state::PendingBatch;
 
@@ -240,11 +240,11 @@ thread_local! {
     static ANSWERS: Slot<fn(serde_json::Value) -> AnyView> = ArcRwSignal::new(None);
 }
 
-#[wasm_split_helpers::wasm_split(questions)]
-fn question_form_view() -> MakeForm {
-    |call_id, questions, batch| {
+#[wasm_split_helpers::wasm_split(questions, fallible)]
+fn question_form_view() -> Loaded<MakeForm> {
+    Ok(|call_id, questions, batch| {
         view! { <QuestionForm call_id=call_id questions=questions batch=batch /> }.into_any()
-    }
+    })
 }
 
 /// [`QuestionForm`], from the chunk of the question cards (loaded when the first one shows).
@@ -259,9 +259,9 @@ pub(super) fn question_form(
     }
 }
 
-#[wasm_split_helpers::wasm_split(questions)]
-fn answers_view() -> fn(serde_json::Value) -> AnyView {
-    |result| view! { <Answers result=result /> }.into_any()
+#[wasm_split_helpers::wasm_split(questions, fallible)]
+fn answers_view() -> Loaded<fn(serde_json::Value) -> AnyView> {
+    Ok(|result| view! { <Answers result=result /> }.into_any())
 }
 
 /// [`Answers`], from the chunk of the question cards.
