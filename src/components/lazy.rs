@@ -125,7 +125,6 @@ fn approvals_views() -> Loaded<ApprovalsViews> {
         read_only: |requested_by| view! { <ReadOnlyNotice requested_by=requested_by /> }.into_any(),
     })
 }
-}
 
 /// The Approvals page (`/approvals`).
 pub fn approvals_page() -> impl IntoView {
