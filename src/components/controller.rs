@@ -132,7 +132,7 @@ impl ChatCtl {
             let replayed = loaded
                 .as_ref()
                 .ok()
-                .map(|(_, tasks)| crate::state::replay(tasks));
+                .map(|(_, tasks, _)| crate::state::replay(tasks));
             if replayed.as_ref().is_some_and(|view| !view.tools.is_empty()) {
                 crate::components::tools::cards_ready().await;
             }
