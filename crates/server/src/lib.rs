@@ -162,6 +162,18 @@ pub struct Config {
     /// refused until they revoke one.
     #[arg(long = "max-policies", env = "SIGNOFF_MAX_POLICIES", default_value_t = agent::Limits::DEFAULT_POLICIES_PER_USER)]
     pub max_policies_per_user: usize,
+    /// A folder of Cedar policies (`*.cedar`) evaluated for every tool call before it runs
+    /// (docs/policies.md).
+    #[arg(long = "policies", env = "SIGNOFF_POLICIES")]
+    pub policies_dir: Option<PathBuf>,
+    /// A candidate folder of Cedar policies evaluated beside `--policies` for every call: its
+    /// disagreements are logged and counted, never enforced.
+    #[arg(long = "shadow-policies", env = "SIGNOFF_SHADOW_POLICIES")]
+    pub shadow_policies_dir: Option<PathBuf>,
+    /// This deployment's environment label (`prod`, `staging`), `context.environment` to the
+    /// policies.
+    #[arg(long, env = "SIGNOFF_ENVIRONMENT", default_value = "")]
+    pub environment: String,
     /// Trust `X-Forwarded-Host` and `X-Forwarded-Proto` (only behind a proxy that sets them).
     #[arg(long, env = "SIGNOFF_TRUST_PROXY")]
     pub trust_proxy: bool,
@@ -230,10 +242,35 @@ impl Config {
             max_tool_calls_per_turn: agent::Limits::DEFAULT_TOOL_CALLS_PER_TURN,
             max_subagent_depth: agent::Limits::DEFAULT_SUBAGENT_DEPTH,
             max_policies_per_user: agent::Limits::DEFAULT_POLICIES_PER_USER,
+            policies_dir: None,
+            shadow_policies_dir: None,
+            environment: String::new(),
             trust_proxy: false,
             log_format: telemetry::LogFormat::Text,
             conformance_agent: false,
         }
+    }
+
+    /// The Cedar policies of `--policies` and `--shadow-policies`; a folder that does not
+    /// parse stops the start with the file and the policy at fault.
+    pub fn policy_gate(&self) -> Result<agent::cedar::PolicyGate, ServerError> {
+        let load = |dir: &std::path::Path| {
+            agent::cedar::CedarPolicies::load_dir(dir, &self.environment)
+                .map_err(|err| ServerError::Config(format!("policies: {err}")))
+        };
+        let live = match &self.policies_dir {
+            Some(dir) => load(dir)?,
+            None => agent::cedar::CedarPolicies::default(),
+        };
+        let shadow = self.shadow_policies_dir.as_deref().map(load).transpose()?;
+        if !live.is_empty() || shadow.is_some() {
+            tracing::info!(
+                policies = live.len(),
+                shadow = shadow.as_ref().map(agent::cedar::CedarPolicies::len),
+                "Cedar policies loaded"
+            );
+        }
+        Ok(agent::cedar::PolicyGate { live, shadow })
     }
 
     async fn auth(&self) -> Result<http::Auth, ServerError> {
@@ -372,7 +409,8 @@ pub async fn run(
         max_policies_per_user: config.max_policies_per_user,
         ..agent::Limits::default()
     };
-    let runtime = agent::Runtime::new(store.clone(), agents, limits);
+    let gate = config.policy_gate()?;
+    let runtime = agent::Runtime::with_policies(store.clone(), agents, limits, gate);
     let resumed = runtime.resume_unfinished().await?;
     if resumed > 0 {
         tracing::info!(resumed, "resumed tasks left running");

@@ -24,6 +24,7 @@ mod recorded;
 mod rules;
 pub mod subagent;
 mod text;
+pub mod why;
 
 pub use call::{ToolCall, ToolResult};
 pub use decision::{Decision, DecisionError, DecisionKind, Verdict};
@@ -38,6 +39,7 @@ pub use read::DecisionSource;
 pub use recorded::{ExpiredWith, RecordedDecision};
 pub use rules::{resolve, ResolvedCall};
 pub use subagent::Via;
+pub use why::{GateOutcome, Why, WhyKind};
 
 /// A pending call for the tests of this module's parts.
 #[cfg(test)]

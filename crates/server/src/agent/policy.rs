@@ -192,10 +192,19 @@ impl UserPolicy {
             ),
             args => format!("{} when {}", self.row.tool, describe(args)),
         };
-        match self.row.scope {
+        let mut summary = match self.row.scope {
             PolicyScope::Chat => format!("{what}, in this chat"),
             PolicyScope::Agent => format!("{what}, in every chat with {}", self.row.agent),
+        };
+        // What is left of a time-boxed grant.
+        if let Some(uses) = self.row.uses_left {
+            let calls = if uses == 1 { "call" } else { "calls" };
+            summary.push_str(&format!(", {uses} more {calls}"));
         }
+        if let Some(until) = &self.row.expires_at {
+            summary.push_str(&format!(", until {until}"));
+        }
+        summary
     }
 
     /// The policy as the REST API shows it.
@@ -215,6 +224,8 @@ impl UserPolicy {
             created_by: self.row.created_by.clone(),
             created_at: self.row.created_at.clone(),
             summary: self.summary(),
+            expires_at: self.row.expires_at.clone(),
+            uses_left: self.row.uses_left,
         }
     }
 }
@@ -430,6 +441,8 @@ mod tests {
             created_by: "u".into(),
             created_at: "t".into(),
             revoked_at: None,
+            expires_at: None,
+            uses_left: None,
         }
     }
 
@@ -500,6 +513,8 @@ mod tests {
             created_by: "u".into(),
             created_at: "t".into(),
             revoked_at: None,
+            expires_at: None,
+            uses_left: None,
         };
         let folder = UserPolicy::compile(row(
             PolicyScope::Chat,

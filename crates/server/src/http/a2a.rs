@@ -99,6 +99,8 @@ struct Call {
     method: Method,
     params: Value,
     user: String,
+    /// The caller's groups, kept with a new task for the deployment's policies.
+    groups: Vec<String>,
     agent: Arc<Agent>,
     runtime: Arc<Runtime>,
 }
@@ -169,6 +171,7 @@ pub async fn handle(
     Path((namespace, name)): Path<(String, String)>,
     Query(query): Query<std::collections::HashMap<String, String>>,
     user: User,
+    groups: super::Groups,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -269,6 +272,7 @@ pub async fn handle(
         method,
         params,
         user: user.0,
+        groups: groups.0,
         agent,
         runtime: state.runtime.clone(),
     };
@@ -310,7 +314,10 @@ async fn unary_call(call: Call) -> RpcResponse {
                 Err(err) => return call.decode_error(&err),
             };
             let configuration = params.configuration.clone().unwrap_or_default();
-            let accepted = match runtime.send(&call.user, &call.agent, params.message).await {
+            let accepted = match runtime
+                .send_from(&call.user, &call.groups, &call.agent, params.message)
+                .await
+            {
                 Ok(accepted) => accepted,
                 Err(err) => return call.agent_error(&err),
             };
@@ -391,7 +398,13 @@ async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcRespon
                 ProtocolVersion::V1_0 => Opening::Snapshot,
             };
             runtime
-                .stream_message(&call.user, &call.agent, params.message, opening)
+                .stream_message(
+                    &call.user,
+                    &call.groups,
+                    &call.agent,
+                    params.message,
+                    opening,
+                )
                 .await
         }
         Method::SubscribeToTask => {

@@ -148,6 +148,25 @@ impl FromRequestParts<AppState> for User {
     }
 }
 
+/// The caller's groups, as their `--auth` mode names them; none for a share link's reader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Groups(pub Vec<String>);
+
+impl FromRequestParts<AppState> for Groups {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        if parts.extensions.get::<ShareGrant>().is_some() {
+            return Ok(Groups(Vec::new()));
+        }
+        // The caller was authenticated once for the request (`auth::caller` keeps it).
+        let caller = auth::caller(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Groups(caller.identity.groups))
+    }
+}
+
 /// REST errors: a status and a short message; internals are logged, never sent.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {

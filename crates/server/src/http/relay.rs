@@ -134,7 +134,7 @@ pub async fn a2a(
     Path((namespace, name)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
     RawQuery(raw_query): RawQuery,
-    user: User,
+    (user, groups): (User, super::Groups),
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -177,6 +177,7 @@ pub async fn a2a(
                 Path((namespace, name)),
                 Query(query),
                 user,
+                groups,
                 headers,
                 body,
             )

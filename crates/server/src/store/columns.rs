@@ -43,7 +43,8 @@ pub(super) fn session_from_row(row: &impl Columns) -> Result<SessionRow> {
 }
 
 pub(super) const TASK_SELECT: &str =
-    "SELECT id, context_id, user_id, agent, state, transcript, last_seq, created_at, updated_at
+    "SELECT id, context_id, user_id, agent, state, transcript, last_seq, created_at, updated_at,
+            requester_groups
      FROM tasks";
 
 pub(super) fn task_from_row(row: &impl Columns) -> Result<TaskRow> {
@@ -57,18 +58,30 @@ pub(super) fn task_from_row(row: &impl Columns) -> Result<TaskRow> {
         last_seq: row.int(6)?,
         created_at: row.text(7)?,
         updated_at: row.text(8)?,
+        requester_groups: groups_from_text(&row.text(9)?)?,
     })
+}
+
+/// A JSON array of group names; anything else is a corrupt row.
+fn groups_from_text(text: &str) -> Result<Vec<String>> {
+    serde_json::from_str(text)
+        .map_err(|err| super::StoreError::Corrupt(format!("requester_groups: {err}")))
 }
 
 /// Writes a new task's row: the columns of [`task_params`], in its order.
 pub(super) const TASK_INSERT: &str =
     "INSERT INTO tasks (id, context_id, user_id, agent, state, transcript, last_seq, created_at,
-                        updated_at, remote)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+                        updated_at, remote, requester_groups)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 
 /// The values of [`TASK_INSERT`]: `task` with its log ending at `last_seq`, relayed to a remote
 /// agent if `remote`.
-pub(super) fn task_params(task: &TaskRow, last_seq: i64, remote: bool) -> Vec<Param<'_>> {
+pub(super) fn task_params<'a>(
+    task: &'a TaskRow,
+    last_seq: i64,
+    remote: bool,
+    groups: &'a str,
+) -> Vec<Param<'a>> {
     vec![
         Param::Text(&task.id),
         Param::Text(&task.context_id),
@@ -80,6 +93,7 @@ pub(super) fn task_params(task: &TaskRow, last_seq: i64, remote: bool) -> Vec<Pa
         Param::Text(&task.created_at),
         Param::Text(&task.updated_at),
         Param::Bool(remote),
+        Param::Text(groups),
     ]
 }
 
@@ -99,7 +113,7 @@ pub(super) fn batch_from_row(row: &impl Columns) -> Result<BatchRow> {
 
 pub(super) const CALL_SELECT: &str =
     "SELECT task_id, call_id, position, name, source, args, args_sha256, batch_id, status,
-            verdict, reason, run_args, run_args_sha256, result, started_at, finished_at
+            verdict, reason, run_args, run_args_sha256, result, started_at, finished_at, why
      FROM calls";
 
 pub(super) fn call_from_row(row: &impl Columns) -> Result<CallRow> {
@@ -124,6 +138,7 @@ pub(super) fn call_from_row(row: &impl Columns) -> Result<CallRow> {
         result: optional_json(row, 13)?,
         started_at: row.optional_text(14)?,
         finished_at: row.optional_text(15)?,
+        why: optional_json(row, 16)?,
     })
 }
 
@@ -145,7 +160,8 @@ pub(super) fn decision_from_row(row: &impl Columns) -> Result<DecisionRow> {
 }
 
 pub(super) const POLICY_SELECT: &str =
-    "SELECT id, user_id, agent, tool, scope, context_id, args, created_by, created_at, revoked_at
+    "SELECT id, user_id, agent, tool, scope, context_id, args, created_by, created_at, revoked_at,
+            expires_at, uses_left
      FROM policies";
 
 pub(super) fn policy_from_row(row: &impl Columns) -> Result<PolicyRow> {
@@ -160,6 +176,8 @@ pub(super) fn policy_from_row(row: &impl Columns) -> Result<PolicyRow> {
         created_by: row.text(7)?,
         created_at: row.text(8)?,
         revoked_at: row.optional_text(9)?,
+        expires_at: row.optional_text(10)?,
+        uses_left: row.optional_int(11)?,
     })
 }
 

@@ -545,6 +545,11 @@ forward! {
 
     /// Revokes `user_id`'s policy `id`; whether it was in force.
     pub async fn revoke_policy(&self, user_id: &str, id: &str, now: &str) -> Result<bool>;
+
+    /// Uses grant `id` once if it is in force at `now` (not revoked, not expired, uses left);
+    /// whether it was. One atomic step: a grant with N uses left lets exactly N racing calls
+    /// through, on every replica.
+    pub async fn use_policy(&self, id: &str, now: &str) -> Result<bool>;
 }
 
 // Share links and feedback.

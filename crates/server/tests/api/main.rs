@@ -12,6 +12,7 @@ mod a2a;
 mod approvals_stream;
 mod auth;
 mod cancel_calls;
+mod cedar;
 mod conformance;
 mod conformance_agent;
 mod expiry;

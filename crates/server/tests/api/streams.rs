@@ -43,7 +43,13 @@ async fn a_messages_stream_sends_its_committed_events_then_the_live_ones_in_orde
     let runtime = Runtime::new(store.clone(), vec![agent.clone()], Limits::default());
 
     let stream = runtime
-        .stream_message("local", &agent, message("count to 3"), Opening::Committed)
+        .stream_message(
+            "local",
+            &[],
+            &agent,
+            message("count to 3"),
+            Opening::Committed,
+        )
         .await
         .unwrap();
     assert!(stream.snapshot.is_none());
@@ -65,7 +71,13 @@ async fn a_messages_stream_sends_its_committed_events_then_the_live_ones_in_orde
 
     // Opening with a snapshot: the task as of its first event, then the rest.
     let stream = runtime
-        .stream_message("local", &agent, message("count to 2"), Opening::Snapshot)
+        .stream_message(
+            "local",
+            &[],
+            &agent,
+            message("count to 2"),
+            Opening::Snapshot,
+        )
         .await
         .unwrap();
     let snapshot = stream.snapshot.clone().unwrap();
@@ -76,7 +88,13 @@ async fn a_messages_stream_sends_its_committed_events_then_the_live_ones_in_orde
 
     // A stream dropped unread still starts its runner.
     let dropped = runtime
-        .stream_message("local", &agent, message("count to 2"), Opening::Committed)
+        .stream_message(
+            "local",
+            &[],
+            &agent,
+            message("count to 2"),
+            Opening::Committed,
+        )
         .await
         .unwrap();
     let task = dropped.task_id().to_owned();

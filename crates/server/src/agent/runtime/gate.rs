@@ -45,7 +45,19 @@ impl Runtime {
         agent: &Arc<Agent>,
         message: Message,
     ) -> Result<Accepted> {
-        let mut accepted = self.send_for_stream(user, agent, message).await?;
+        self.send_from(user, &[], agent, message).await
+    }
+
+    /// [`Runtime::send`] for a person in `groups` (as their sign-in names them): a new task
+    /// keeps them, for the deployment's policies on whichever replica runs it.
+    pub async fn send_from(
+        self: &Arc<Self>,
+        user: &str,
+        groups: &[String],
+        agent: &Arc<Agent>,
+        message: Message,
+    ) -> Result<Accepted> {
+        let mut accepted = self.send_for_stream(user, groups, agent, message).await?;
         accepted.start_runner();
         Ok(accepted)
     }
@@ -55,10 +67,12 @@ impl Runtime {
     pub(super) async fn send_for_stream(
         self: &Arc<Self>,
         user: &str,
+        groups: &[String],
         agent: &Arc<Agent>,
         message: Message,
     ) -> Result<Accepted> {
-        self.send_as(user, agent, message, view::new_id()).await
+        self.send_as(user, groups, agent, message, view::new_id())
+            .await
     }
 
     /// [`Runtime::send`], with the id a new task gets (a subagent's task is recorded with its
@@ -71,6 +85,7 @@ impl Runtime {
     pub(super) async fn send_as(
         self: &Arc<Self>,
         user: &str,
+        groups: &[String],
         agent: &Arc<Agent>,
         message: Message,
         task_id: String,
@@ -141,7 +156,7 @@ impl Runtime {
         // Written with the task, so the runner starts on a working task without a commit of
         // its own (one round trip less before the first answer).
         let working = view::status_event(&task_id, &context_id, TaskState::Working, None, None);
-        let row = TaskRow::new(
+        let mut row = TaskRow::new(
             task_id.clone(),
             context_id,
             user.to_owned(),
@@ -149,6 +164,7 @@ impl Runtime {
             TaskState::Working,
             transcript_value(&transcript)?,
         );
+        row.requester_groups = groups.to_vec();
         let events = vec![Self::encode(&submitted), Self::encode(&working)];
         let committed = vec![
             LoggedEvent::committed(1, submitted, &events[0]),

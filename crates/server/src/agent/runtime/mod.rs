@@ -234,6 +234,8 @@ pub struct Runtime {
     policies: PolicyCache,
     /// The remote agents' clients, shared with the relay ([`Runtime::remote_agents`]).
     remotes: RemoteAgents,
+    /// The deployment's Cedar policies (`--policies`, `--shadow-policies`).
+    gate: crate::agent::cedar::PolicyGate,
 }
 
 /// Why the server cannot take work now (`GET /readyz` answers 503 with it).
@@ -250,6 +252,16 @@ pub enum NotReady {
 
 impl Runtime {
     pub fn new(store: Store, agents: Vec<Arc<Agent>>, limits: Limits) -> Arc<Runtime> {
+        Runtime::with_policies(store, agents, limits, Default::default())
+    }
+
+    /// [`Runtime::new`], with the deployment's Cedar policies deciding every tool call.
+    pub fn with_policies(
+        store: Store,
+        agents: Vec<Arc<Agent>>,
+        limits: Limits,
+        gate: crate::agent::cedar::PolicyGate,
+    ) -> Arc<Runtime> {
         Arc::new(Runtime {
             store,
             agents,
@@ -262,6 +274,7 @@ impl Runtime {
             metrics: Metrics::new(),
             policies: PolicyCache::default(),
             remotes: RemoteAgents::default(),
+            gate,
         })
     }
 

@@ -47,11 +47,12 @@ impl Runtime {
     pub async fn stream_message(
         self: &Arc<Self>,
         user: &str,
+        groups: &[String],
         agent: &Arc<Agent>,
         message: Message,
         opening: Opening,
     ) -> Result<TaskStream> {
-        let mut accepted = self.send_for_stream(user, agent, message).await?;
+        let mut accepted = self.send_for_stream(user, groups, agent, message).await?;
         match opening {
             Opening::Committed => Ok(TaskStream {
                 snapshot: None,
