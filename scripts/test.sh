@@ -47,6 +47,12 @@ step "MCP servers for the server's tests (npm, PyPI)"
 step "The OpenID provider for the sign-in tests (npm's oidc-provider)"
 "$ROOT/crates/server/tests/oidc/install.sh"
 
+step "The worked examples of docs/policies.md: signoff policy check and test"
+cargo run --locked -q -p signoff-server -- policy check --policies docs/policies \
+  --environment prod --groups oncall,sre
+cargo run --locked -q -p signoff-server -- policy test --policies docs/policies \
+  --environment prod docs/policies/cases.toml
+
 step "cargo test (protocol, server, UI reducer, browser tests in headless Chromium: --test browser)"
 export SIGNOFF_UI_DIR="$ROOT/dist"
 cargo test --locked --workspace 2>&1 | tee -a "$LOG"

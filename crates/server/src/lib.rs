@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod http;
+pub mod policy_cli;
 pub mod store;
 pub mod telemetry;
 
