@@ -173,3 +173,38 @@ async fn an_evaluation_error_asks_and_is_counted() {
     let text = metrics.text().await.unwrap();
     assert!(text.contains("signoff_policy_errors_total 1"), "{text}");
 }
+
+/// A shadow policy set is evaluated beside the live one: where it would decide otherwise the
+/// disagreement is counted, and what happens is the live set's.
+#[tokio::test]
+async fn a_shadow_set_is_counted_never_enforced() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let (live, shadow) = (data_dir.path().join("live"), data_dir.path().join("shadow"));
+    std::fs::create_dir_all(&live).unwrap();
+    std::fs::create_dir_all(&shadow).unwrap();
+    std::fs::write(live.join("main.cedar"), POLICIES).unwrap();
+    // The candidate forbids every write.
+    std::fs::write(
+        shadow.join("strict.cedar"),
+        r#"@id("no-writes") forbid (principal, action, resource == Signoff::Tool::"write_file");"#,
+    )
+    .unwrap();
+    let app = spawn_with_agents(AGENTS, move |config| {
+        config.policies_dir = Some(live);
+        config.shadow_policies_dir = Some(shadow);
+        config.auth = signoff_server::AuthMode::Tokens;
+        config.tokens = vec!["tA=alice:sre".into()];
+        std::mem::forget(data_dir);
+    })
+    .await;
+    let results = say_as(&app, "tA", "write notes/a.txt: hi").await;
+    assert_eq!(last_state(&results), "completed", "the live set decides");
+    let results = say_as(&app, "tA", "read notes/a.txt").await;
+    assert_eq!(last_state(&results), "completed");
+    let metrics = app.client.get(app.url("/metrics")).send().await.unwrap();
+    let text = metrics.text().await.unwrap();
+    assert!(
+        text.contains("signoff_shadow_policy_disagreements_total 1"),
+        "only the write: {text}"
+    );
+}
