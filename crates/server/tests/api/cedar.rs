@@ -208,3 +208,22 @@ async fn a_shadow_set_is_counted_never_enforced() {
         "only the write: {text}"
     );
 }
+
+/// A person who edits a held call's arguments cannot edit it into what a forbid refuses.
+#[tokio::test]
+async fn edited_arguments_that_a_forbid_refuses_are_refused() {
+    let app = app().await;
+    let results = say_as(&app, "tB", "write todo.txt: hi").await;
+    assert_eq!(last_state(&results), "input-required", "{results:?}");
+    let task = task_id(&results);
+    let edit = json!({"decision_type": "approve",
+                      "modified_args": {"call_1": {"path": "secrets/key", "content": "x"}}});
+    let (status, body) = decide_rest(&app, Some("tB"), &task, edit).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body["error"],
+        "modified_args for call_1 (write_file) are denied by policy no-secrets: secrets/ is off \
+         limits to agents; the call keeps waiting"
+    );
+    assert!(!app.sandbox().join("secrets/key").exists());
+}

@@ -468,6 +468,21 @@ impl Runtime {
                     )));
                 }
             }
+            // So do the deployment's forbids.
+            if let Some(tool) = agent.tools.get(&call.request.name) {
+                let requester = super::policies::Requester {
+                    user: &row.user_id,
+                    groups: &row.requester_groups,
+                    context_id: &row.context_id,
+                    subagent: call.request.via.is_some(),
+                };
+                if let Some(denial) = self.policy_denies(agent, &requester, &tool.spec, args) {
+                    return Err(AgentError::InvalidParams(format!(
+                        "modified_args for {id} ({}) are denied by {denial}; the call keeps waiting",
+                        call.request.name
+                    )));
+                }
+            }
             if let Some(tool) = agent.tools.get(&call.request.name) {
                 tool.check_args(args).map_err(|error| {
                     AgentError::InvalidParams(format!(

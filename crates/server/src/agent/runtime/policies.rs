@@ -104,6 +104,42 @@ impl Runtime {
         Ok(out)
     }
 
+    /// Whether the live policies forbid a call (edited arguments a person would run): the
+    /// policy and its reason, as the model would read them.
+    pub(super) fn policy_denies(
+        &self,
+        agent: &Agent,
+        requester: &Requester<'_>,
+        spec: &crate::agent::tools::ToolSpec,
+        args: &serde_json::Value,
+    ) -> Option<String> {
+        let tool = ToolFacts {
+            name: spec.name.clone(),
+            source: spec.source.clone(),
+            hints: spec.hints,
+        };
+        let key = agent.key();
+        let facts = CallFacts {
+            user: requester.user,
+            groups: requester.groups,
+            tool: &tool,
+            args,
+            agent: &key,
+            subagent: requester.subagent,
+            now: chrono::Utc::now(),
+        };
+        match self.gate.live.evaluate(&facts) {
+            CedarOutcome::Deny { policy, reason } => Some(match reason {
+                Some(reason) => format!("policy {policy}: {reason}"),
+                None => format!("policy {policy}"),
+            }),
+            CedarOutcome::NoOpinion
+            | CedarOutcome::Allow { .. }
+            | CedarOutcome::Ask(_)
+            | CedarOutcome::Error { .. } => None,
+        }
+    }
+
     /// What the live policies say about one call (the shadow set is evaluated beside them, and
     /// a disagreement logged and counted). A question is never the policies' to answer.
     fn evaluate_policies(
