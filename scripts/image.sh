@@ -2,7 +2,7 @@
 # Builds Signoff's container image (deploy/Containerfile: the static binary on an empty base)
 # with podman, tags it localhost/signoff:VERSION and localhost/signoff:latest, and checks it:
 # its config (a numeric non-root user, the entrypoint, port 8080, the /data volume, where the
-# server listens and keeps its data, the OCI labels) and its files (the binary, the CA bundle, /data and /tmp,
+# server listens and keeps its data, its auth mode (tokens from a mounted file), the OCI labels) and its files (the binary, the CA bundle, /data and /tmp,
 # nothing else). Running a container is not needed for any of it.
 #
 #   scripts/image.sh              # builds the UI and the static binary first
@@ -84,6 +84,9 @@ expect("volumes", sorted(config.get("Volumes") or {}), ["/data"])
 env = dict(item.split("=", 1) for item in config.get("Env") or [])
 expect("SIGNOFF_ADDR", env.get("SIGNOFF_ADDR"), "0.0.0.0:8080")
 expect("SIGNOFF_DATA_DIR", env.get("SIGNOFF_DATA_DIR"), "/data")
+# Listening on every interface, it must not be the one local user (--auth none is refused there).
+expect("SIGNOFF_AUTH", env.get("SIGNOFF_AUTH"), "tokens")
+expect("SIGNOFF_TOKENS_FILE", env.get("SIGNOFF_TOKENS_FILE"), "/run/secrets/signoff-tokens")
 labels = config.get("Labels") or {}
 for key, want in [("source", source), ("version", version), ("revision", revision),
                   ("title", "signoff"), ("licenses", "Apache-2.0")]:

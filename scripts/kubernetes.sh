@@ -4,8 +4,9 @@
 # kubernetes-validate (strict: an unknown field fails; it ships its schemas, so it works
 # offline), then checks what the README promises of them: probes on /readyz and /healthz, a
 # non-root read-only container, resource requests, the Secrets referenced, the SSE annotations.
-# It also reads deploy/compose.yaml: three replicas of the image on one PostgreSQL, and nginx with
-# deploy/nginx.conf, whose upstream must name those replicas.
+# It also reads deploy/compose.yaml: three replicas of the image on one PostgreSQL, each with the
+# tokens secret, and nginx with deploy/nginx.conf, whose upstream must name those replicas. The
+# server listens on 0.0.0.0 everywhere, so no manifest may leave it on --auth none.
 #
 #   scripts/kubernetes.sh            # every kustomization; the rendered YAML in target/kubernetes/
 #
@@ -68,6 +69,12 @@ for c in pod["containers"]:
     need(security.get("allowPrivilegeEscalation") is False, f"{c['name']}: may escalate")
     need("requests" in c.get("resources", {}), f"{c['name']}: no resource requests")
 env = {e["name"]: e for e in server.get("env", [])}
+# The server listens on 0.0.0.0, where --auth none is refused at start: it names who people are.
+args = server.get("args", [])
+auth = args[args.index("--auth") + 1] if "--auth" in args else env.get("SIGNOFF_AUTH", {}).get("value", "tokens")
+need(auth != "none", "the server runs --auth none on 0.0.0.0, which it refuses")
+if auth == "proxy":
+    need("--trusted-proxies" in args, "--auth proxy without --trusted-proxies")
 annotations = kinds["Ingress"][0]["metadata"].get("annotations", {})
 need(annotations.get("nginx.ingress.kubernetes.io/proxy-buffering") == "off",
      "the Ingress buffers (SSE needs proxy-buffering off)")
@@ -119,11 +126,19 @@ for name in names:
         problems.append(f"{name} runs {service.get('image')}, not the image scripts/image.sh builds")
     if "postgres:5432" not in service.get("environment", {}).get("SIGNOFF_DATABASE_URL", ""):
         problems.append(f"{name} does not use the compose PostgreSQL")
+    # The image's default, --auth tokens from /run/secrets/signoff-tokens (--auth none is
+    # refused on 0.0.0.0).
+    if "--auth" in service.get("command", []) or "SIGNOFF_AUTH" in service.get("environment", {}):
+        problems.append(f"{name} changes the image's auth mode; the README says it is tokens")
+    if "signoff-tokens" not in service.get("secrets", []):
+        problems.append(f"{name} has no signoff-tokens secret: its tokens file would be missing")
 if len(names) != 3:
     problems.append(f"nginx.conf's upstream has {len(names)} replicas, not 3")
 mounts = services["nginx"].get("volumes", [])
 if "./nginx.conf:/etc/nginx/conf.d/signoff.conf:ro" not in mounts:
     problems.append("compose's nginx does not run deploy/nginx.conf")
+if compose.get("secrets", {}).get("signoff-tokens", {}).get("file") != "./tokens":
+    problems.append("the signoff-tokens secret is not deploy/tokens")
 if "postgres" not in services:
     problems.append("no PostgreSQL service")
 if problems:

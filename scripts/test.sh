@@ -26,8 +26,10 @@ cargo clippy --locked --workspace --all-targets -- -D warnings
 cargo clippy --locked -p signoff-server --test replicas -- -D warnings
 cargo clippy --locked -p signoff-server --test oidc -- -D warnings
 
-step "cargo clippy (UI for wasm32) -D warnings"
+step "cargo clippy (UI and protocol for wasm32) -D warnings"
 cargo clippy --locked -p signoff-ui --target wasm32-unknown-unknown -- -D warnings
+# The UI lints only its own crate: the protocol crate (its `redact` rules too) is linted as wasm here.
+cargo clippy --locked -p signoff-protocol --target wasm32-unknown-unknown -- -D warnings
 
 step "wasm32 build of the protocol crate"
 cargo build --locked -p signoff-protocol --target wasm32-unknown-unknown
@@ -46,6 +48,11 @@ step "MCP servers for the server's tests (npm, PyPI)"
 
 step "The OpenID provider for the sign-in tests (npm's oidc-provider)"
 "$ROOT/crates/server/tests/oidc/install.sh"
+
+step "The webhook verifier for the notification tests (PyPI's standardwebhooks)"
+"$ROOT/crates/server/tests/notify/install.sh"
+step "The SMTP server for the email test (PyPI's aiosmtpd)"
+"$ROOT/crates/server/tests/email/install.sh"
 
 step "The worked examples of docs/policies.md: signoff policy check and test"
 cargo run --locked -q -p signoff-server -- policy check --policies docs/policies \
@@ -71,7 +78,7 @@ if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
   as_root apt-get update -qq
   as_root apt-get install -y -qq nginx-light openssl >/dev/null
 fi
-step "Three replicas on one PostgreSQL: 300 chats, one replica killed and restarted; and behind nginx"
+step "Three replicas on one PostgreSQL: 300 chats, one replica killed and restarted; notifications through a kill; and behind nginx"
 # One test at a time: each starts three replicas, and the kills must not starve each other.
 cargo test --locked -p signoff-server --test replicas -- --nocapture --test-threads=1 2>&1 | tee -a "$LOG"
 

@@ -173,6 +173,7 @@ pub async fn send_queued(endpoint: &Endpoint, message: &Message) -> Result<(), A
         message: message.clone(),
         configuration: Some(SendConfiguration {
             blocking: Some(false),
+            push: None,
             ..SendConfiguration::default()
         }),
         metadata: None,

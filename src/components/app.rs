@@ -6,10 +6,11 @@ use leptos::task::spawn_local;
 
 use super::account::{take_address_token, SwitchAccount};
 use super::agent_panel::AgentPanel;
-use super::chat::shared::{page_token, SharedPage};
+use super::chat::shared::page_token;
 use super::chat::Chat;
 use super::context::AppCtx;
-use super::inbox::{self, ApprovalsPage};
+use super::inbox;
+use super::lazy;
 use super::nav;
 use super::sidebar::Sidebar;
 use super::toasts::Toasts;
@@ -27,7 +28,7 @@ pub fn App() -> impl IntoView {
     // A share link's page shows that one chat read-only and loads nothing else.
     if let Some(token) = page_token() {
         return view! {
-            <SharedPage token=token />
+            {lazy::shared_page(token)}
             <SwitchAccount ask=switch />
             <Toasts />
         }
@@ -67,7 +68,7 @@ pub fn App() -> impl IntoView {
             <Sidebar />
             <main class="chat-area" id="main">
                 {move || match (on_approvals.get(), mounted.get().and(ctx.chat.get_untracked())) {
-                    (true, _) => view! { <ApprovalsPage /> }.into_any(),
+                    (true, _) => lazy::approvals_page().into_any(),
                     (false, Some(key)) => view! { <Chat key=key /> }.into_any(),
                     (false, None) => view! { <EmptyPage /> }.into_any(),
                 }}

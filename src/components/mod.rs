@@ -11,6 +11,7 @@ pub mod context;
 pub mod controller;
 mod feedback;
 pub mod inbox;
+mod lazy;
 mod nav;
 mod share;
 mod sidebar;

@@ -220,6 +220,7 @@ pub(super) mod tests {
             since: since.to_owned(),
             calls,
             expires_at: None,
+            routing: None,
         })
     }
 

@@ -380,7 +380,8 @@ window.__approvalsAborted = 0;
 window.__breakApprovals = () => {};
 const realFetch = window.fetch.bind(window);
 window.fetch = async (input, init) => {
-  const url = typeof input === 'string' ? input : input.url;
+  // The chunk loader fetches a URL object; the client fetches strings or Requests.
+  const url = input instanceof Request ? input.url : String(input);
   if (!url.includes('/api/approvals/stream')) return realFetch(input, init);
   const headers = new Headers((init && init.headers) || (typeof input === 'string' ? {} : input.headers));
   window.__resumedAfter.push(headers.get('Last-Event-ID'));

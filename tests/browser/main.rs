@@ -11,6 +11,8 @@ mod support;
 mod accessibility;
 mod approvals;
 mod chat;
+mod chunks;
+mod email_links;
 mod honest_cards;
 mod inbox;
 mod parity;

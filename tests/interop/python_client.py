@@ -2,8 +2,11 @@
 """Interop check: the `a2a-sdk` Python client (PyPI) drives the Signoff demo agent end to end.
 
 One run checks one A2A version (`--version 0.3` or `--version 1.0`) against a fresh server:
-agent card, a streamed chat with a tool call, tasks/get, and the approval flow (input-required
-with the interrupt DataPart, the approve decision on the same task, completed, the file written).
+agent card, a streamed chat with a tool call, tasks/get, the approval flow (input-required
+with the interrupt DataPart, the approve decision on the same task, completed, the file written),
+and a push notification: a config set through the SDK's `create_task_push_notification_config`,
+the task's next input-required POSTed to a receiver on a local thread, its JWT verified with
+PyJWT's `PyJWKClient` against the server's `/.well-known/jwks.json` and its body hash checked.
 Every passing check prints `interop ok: <what>`; the first failure prints what was expected and
 what came, and exits 1. Run by tests/interop/run.sh inside the venv it makes.
 """
@@ -12,21 +15,33 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import http.server
 import json
 import os
+import queue
 import sys
+import threading
 import traceback
 import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.struct_pb2 import Value
 
 from a2a.client import ClientConfig, ClientFactory
 from a2a.client.card_resolver import parse_agent_card
-from a2a.types.a2a_pb2 import GetTaskRequest, Message, Part, Role, SendMessageRequest
+from a2a.types.a2a_pb2 import (
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    TaskPushNotificationConfig,
+)
 
 try:
     from importlib.metadata import version as package_version
@@ -283,13 +298,128 @@ class Run:
         check(state == "TASK_STATE_COMPLETED", "tasks/get after the resume", "TASK_STATE_COMPLETED", state)
         self.ok("tasks/get shows the resumed task completed")
 
+    async def push_notification(self, client) -> None:
+        receiver = PushReceiver()
+        try:
+            await self.push_to(client, receiver)
+        finally:
+            receiver.close()
+
+    async def push_to(self, client, receiver: "PushReceiver") -> None:
+        # `then` makes a second round, so the task pauses twice: the config is set on the first
+        # pause, and the second is pushed.
+        events = await self.stream(
+            client, user_message("write push1.txt: one then write push2.txt: two"), "a task that pauses twice"
+        )
+        s = summarize(events)
+        check(s["final_state"] == "TASK_STATE_INPUT_REQUIRED", "the task pauses", "TASK_STATE_INPUT_REQUIRED", s)
+        task_id, context_id = s["task_ids"][0], s["context_ids"][0]
+
+        self.doing = "create_task_push_notification_config"
+        token = "interop-" + uuid.uuid4().hex
+        config = await asyncio.wait_for(
+            client.create_task_push_notification_config(
+                TaskPushNotificationConfig(task_id=task_id, url=receiver.url, token=token)
+            ),
+            STEP_TIMEOUT_S,
+        )
+        check(config.task_id == task_id, "the config set names the task", task_id, MessageToDict(config))
+        check(config.url == receiver.url, "the config set has the receiver's URL", receiver.url, MessageToDict(config))
+        check(config.id != "", "the server gave the config an id", "an id", MessageToDict(config))
+        self.ok("push notification config set through create_task_push_notification_config")
+
+        decision = Message(
+            role=Role.ROLE_USER,
+            message_id=str(uuid.uuid4()),
+            task_id=task_id,
+            context_id=context_id,
+            parts=[data_part({"decision_type": "approve"})],
+        )
+        events = await self.stream(client, decision, "the approval that leads to the second pause")
+        r = summarize(events)
+        check(r["final_state"] == "TASK_STATE_INPUT_REQUIRED", "the task pauses again", "TASK_STATE_INPUT_REQUIRED", r)
+
+        self.doing = "waiting for the push notification"
+        push = await asyncio.to_thread(receiver.next, STEP_TIMEOUT_S)
+        check(push is not None, "a push notification arrives", f"a POST to {receiver.url}", "nothing")
+        headers, body = push
+        pushed = json.loads(body)
+        task = pushed if self.version == "0.3" else pushed.get("task", {})
+        want_state = "input-required" if self.version == "0.3" else "TASK_STATE_INPUT_REQUIRED"
+        check(task.get("id") == task_id, "the push is the task", task_id, pushed)
+        check(task.get("status", {}).get("state") == want_state, "the push's state", want_state, pushed)
+        check(headers.get("x-a2a-notification-token") == token, "the push carries the config's token", token, headers)
+
+        self.doing = "verifying the push's JWT with PyJWKClient"
+        signature = headers.get("x-a2a-notification-signature", "")
+        jwks = jwt.PyJWKClient(self.base + "/.well-known/jwks.json")
+        key = jwks.get_signing_key_from_jwt(signature)
+        claims = jwt.decode(
+            signature,
+            key,
+            algorithms=["EdDSA"],
+            audience=receiver.url,
+            issuer="signoff",
+            options={"require": ["iss", "aud", "iat", "exp", "jti"]},
+        )
+        check(claims.get("taskId") == task_id, "the JWT's taskId", task_id, claims)
+        digest = hashlib.sha256(body).hexdigest()
+        check(claims.get("request_body_sha256") == digest, "the JWT covers the body", digest, claims)
+        check(
+            headers.get("authorization") == f"Bearer {signature}",
+            "without credentials of its own the JWT is the bearer",
+            f"Bearer {signature[:20]}…",
+            headers.get("authorization"),
+        )
+        # A body changed on the way no longer matches the signed hash.
+        forged = hashlib.sha256(body.replace(b"push", b"PUSH")).hexdigest()
+        check(forged != claims["request_body_sha256"], "a changed body is told apart", "a different hash", forged)
+        self.ok("push notification of input-required received; its JWT verified with PyJWKClient and the body hash matches")
+
     async def main(self) -> None:
         client = await self.make_client()
         try:
             await self.chat_with_tool(client)
             await self.approval_flow(client)
+            await self.push_notification(client)
         finally:
             await client.close()
+
+
+class PushReceiver:
+    """A push notification receiver on 127.0.0.1, served by a thread: each POST is kept (its
+    headers, lowercased, and its exact body bytes) and answered 200."""
+
+    def __init__(self) -> None:
+        got: queue.Queue[tuple[dict[str, str], bytes]] = queue.Queue()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the http.server hook
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                got.put(({k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.got = got
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/push"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def next(self, timeout: float) -> tuple[dict[str, str], bytes] | None:
+        try:
+            return self.got.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 # ---- helpers over ProtoJSON dicts ---------------------------------------------------------------

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Interop tests: A2A clients nobody here wrote drive the Signoff server end to end, the
 # `a2a-sdk` Python client (PyPI) and the `@a2a-js/sdk` client (npm), each in A2A v0.3 and v1.0.
+# The Python run also takes a push notification on a local receiver and checks its JWT with
+# PyJWT against the server's JWKS.
 #
 # Installs the pinned clients (skipped when already installed), builds the server, then for each
 # client and version starts a fresh server (new data dir, free port), runs the client against it
@@ -83,7 +85,9 @@ start_server() {
   for attempt in 1 2 3; do
     DATA="$(mktemp -d "$RUN_DIR/data.XXXXXX")"
     PORT="$(free_port)"
-    NO_COLOR=1 "$BIN" --addr "127.0.0.1:$PORT" --data-dir "$DATA" >"$DATA.log" 2>&1 &
+    # --push-allow: the Python client's push receiver listens on this machine's loopback.
+    NO_COLOR=1 "$BIN" --addr "127.0.0.1:$PORT" --data-dir "$DATA" --push-allow 127.0.0.1/32 \
+      >"$DATA.log" 2>&1 &
     SERVER_PID=$!
     deadline=$((SECONDS + START_TIMEOUT_S))
     while [ "$SECONDS" -lt "$deadline" ]; do

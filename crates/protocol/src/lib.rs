@@ -9,6 +9,7 @@ pub mod hitl;
 pub mod json_keys;
 pub mod jsonrpc;
 pub mod model;
+pub mod redact;
 pub mod rest;
 pub mod sse;
 

@@ -263,6 +263,44 @@ pub struct SendConfiguration {
     pub history_length: Option<u32>,
     /// v0.3 `blocking`; v1.0 `returnImmediately` is its negation.
     pub blocking: Option<bool>,
+    /// Where to post the task's updates (v0.3 `pushNotificationConfig`, v1.0
+    /// `taskPushNotificationConfig`), set for the task the message starts or continues.
+    pub push: Option<PushConfig>,
+}
+
+/// How the server authenticates to a push receiver: an HTTP authentication scheme (`Bearer`)
+/// and its credentials. v0.3 lists schemes; the first is the one used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushAuthentication {
+    pub scheme: String,
+    pub credentials: Option<String>,
+}
+
+/// Where and how to post a task's updates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushConfig {
+    /// The config's id; absent, the server gives one.
+    pub id: Option<String>,
+    pub url: String,
+    /// Sent back in `X-A2A-Notification-Token`, so the receiver knows the post is for it.
+    pub token: Option<String>,
+    pub authentication: Option<PushAuthentication>,
+}
+
+/// A push config of one task (`tasks/pushNotificationConfig/set`, v1.0
+/// `CreateTaskPushNotificationConfig`, and what the get and list methods answer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskPushConfig {
+    pub task_id: String,
+    pub config: PushConfig,
+}
+
+/// Which push config(s) of a task: the params of get, list and delete. `config_id` is required
+/// to delete; to get, its absence means the task's only (or first) config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushConfigQuery {
+    pub task_id: String,
+    pub config_id: Option<String>,
 }
 
 /// The params of `message/send` and `message/stream` (v1.0 `SendMessage`, `SendStreamingMessage`).

@@ -16,7 +16,9 @@ use crate::hitl::RecordedDecision;
 use crate::model::TaskState;
 
 mod sharing;
-pub use sharing::{Feedback, FeedbackList, NewFeedback, NewShare, Rating, Share, ShareList};
+pub use sharing::{
+    Feedback, FeedbackList, NewDecisionLinks, NewFeedback, NewShare, Rating, Share, ShareList,
+};
 
 /// `GET /api/agents`: the local agents, then the remote ones.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -158,6 +160,73 @@ pub struct PendingApproval {
     /// When the batch expires unanswered (RFC 3339), if its agent has an approval timeout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
+    /// Who asked, why the reader is asked and where each call's quorum stands (docs/rest.md,
+    /// Approvers); absent where the requester decides alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing: Option<Box<ApprovalRouting>>,
+}
+
+/// Why a person is asked to decide a batch, and where it stands (docs/rest.md, Approvers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApprovalRouting {
+    /// The subject of the person who started the chat.
+    pub requested_by: String,
+    /// What lets the reader approve: the agents file's entries that match them (`group:sre`,
+    /// `user:alice@example.com`) or `requester`; empty when they may only reject or cancel
+    /// (the requester under a two-person rule).
+    pub eligible_by: Vec<String>,
+    /// Each call of the batch, in order.
+    pub calls: Vec<CallQuorum>,
+}
+
+/// Who may approve one call and how far its quorum has come: in [`ApprovalRouting`], in a
+/// [`DecideResponse`] that left the batch waiting, and in the `quorum` metadata of the
+/// `input-required` event such an approval writes (docs/wire.md, Approvers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CallQuorum {
+    pub call_id: String,
+    /// The agents file's `approvers` entries for the call; empty: the requester decides.
+    pub approvers: Vec<String>,
+    pub requester_may_approve: bool,
+    /// How many distinct eligible people must approve it.
+    pub quorum: u32,
+    /// Who approved the call's current arguments so far, in order (subjects).
+    pub approved_by: Vec<String>,
+    /// Whose approvals an edit voided: they approved other arguments than those now proposed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub voided: Vec<String>,
+    /// The sha256 of the arguments the approvals so far are for; none before any approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args_sha256: Option<String>,
+    /// What approving takes, in words: `needs approval by group sre; the requester may not
+    /// approve; 2 distinct approvals`.
+    pub requirement: String,
+}
+
+/// One person's verdict on one call (docs/rest.md, Approvers): an [`AuditCall`]'s `votes`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CallVoteEntry {
+    /// The person's subject.
+    pub by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// `approve` or `deny`.
+    pub verdict: AuditVerdict,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The entries that made them eligible (`group:sre`, `user:alice`, `requester`).
+    pub eligible_by: Vec<String>,
+    pub channel: DecisionChannel,
+    /// RFC 3339.
+    pub at: String,
+    /// The sha256 of the arguments they approved or rejected.
+    pub args_sha256: String,
+    /// Whether it counted toward the outcome: an approval of arguments an edit replaced does
+    /// not.
+    pub counted: bool,
 }
 
 /// The data of a `decided` event of `GET /api/approvals/stream`: the batch of `taskId` waits no
@@ -244,6 +313,10 @@ pub struct AuditEntry {
     pub context_id: String,
     pub agent: String,
     pub decided_by: Decider,
+    /// How the person who decided was authenticated; absent when no request decided (a
+    /// policy, a rule, an expiry) and for decisions recorded before servers kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decider_auth: Option<DeciderAuth>,
     pub decided_at: String,
     pub channel: DecisionChannel,
     /// Channel `policy`: the policy that approved the call.
@@ -271,6 +344,53 @@ impl Decider {
     }
 }
 
+/// How the person who decided was authenticated (the server's `--auth` mode, and for `oidc`
+/// whether a signed-in browser or a program's JWT).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeciderAuth {
+    /// `--auth none`: the one local user.
+    None,
+    /// A bearer token of `--auth tokens`.
+    Tokens,
+    /// An authenticating proxy's headers (`--auth proxy`).
+    Proxy,
+    /// A signed-in browser's session (`--auth oidc`).
+    OidcSession,
+    /// A program's bearer JWT from the provider (`--auth oidc`).
+    OidcJwt,
+    /// A decision link sent to one person (its token is the credential).
+    DecisionLink,
+}
+
+impl DeciderAuth {
+    /// The name the store and the wire use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeciderAuth::None => "none",
+            DeciderAuth::Tokens => "tokens",
+            DeciderAuth::Proxy => "proxy",
+            DeciderAuth::OidcSession => "oidc_session",
+            DeciderAuth::OidcJwt => "oidc_jwt",
+            DeciderAuth::DecisionLink => "decision_link",
+        }
+    }
+
+    /// The mode a stored name stands for.
+    pub fn parse(text: &str) -> Option<DeciderAuth> {
+        [
+            DeciderAuth::None,
+            DeciderAuth::Tokens,
+            DeciderAuth::Proxy,
+            DeciderAuth::OidcSession,
+            DeciderAuth::OidcJwt,
+            DeciderAuth::DecisionLink,
+        ]
+        .into_iter()
+        .find(|auth| auth.as_str() == text)
+    }
+}
+
 /// How a decision came (docs/rest.md, Approvals: `channel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -289,6 +409,8 @@ pub enum DecisionChannel {
     Rule,
     /// Nobody decided before the batch's deadline.
     Expiry,
+    /// A decision link in a message to the person (an email's Approve or Reject).
+    Link,
 }
 
 /// What was decided about one call of an [`AuditEntry`].
@@ -335,6 +457,10 @@ pub struct AuditCall {
     /// The rule, grant or policy that let it run, made it wait or refused it (docs/policies.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<crate::hitl::Why>,
+    /// Each person's verdict on the call, in order: the approvals that made its quorum (or the
+    /// rejection that ended it), with who, why they were eligible, how and when.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub votes: Vec<CallVoteEntry>,
 }
 
 /// The answer to `POST /api/approvals/{taskId}`.
@@ -345,9 +471,13 @@ pub struct DecideResponse {
     /// The task's state when the answer was made, in its v0.3 spelling.
     #[serde(with = "v03_state")]
     pub state: TaskState,
-    /// This batch's audit entry; `null` if the task is gone.
+    /// This batch's audit entry; `null` if the task is gone, or while the batch still waits
+    /// for more approvals (then `quorum` says how far each call has come).
     #[serde(deserialize_with = "nullable")]
     pub decision: Option<AuditEntry>,
+    /// An approval that left a call short of its quorum: each call of the still waiting batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<Vec<CallQuorum>>,
     pub follow: Follow,
     /// The task now, always in the v0.3 shape.
     pub task: Value,

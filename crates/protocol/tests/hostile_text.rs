@@ -467,6 +467,7 @@ mod codec {
                     accepted_output_modes,
                     history_length,
                     blocking,
+                    push: None,
                 },
             );
         (

@@ -201,6 +201,7 @@ fn request_params_round_trip() {
             accepted_output_modes: vec!["text".to_owned()],
             history_length: Some(3),
             blocking: Some(true),
+            push: None,
         }),
         metadata: metadata(json!({"trace": "x"})),
     });
@@ -234,6 +235,7 @@ fn request_params_round_trip() {
             message: message("m-1", Role::User, vec![Part::text("hi")]),
             configuration: Some(SendConfiguration {
                 blocking: Some(false),
+                push: None,
                 ..SendConfiguration::default()
             }),
             metadata: None,

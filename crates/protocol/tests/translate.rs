@@ -128,6 +128,7 @@ fn a_v03_request_is_written_as_the_same_v10_call() {
     let queued = SendMessageParams {
         configuration: Some(signoff_protocol::SendConfiguration {
             blocking: Some(false),
+            push: None,
             ..Default::default()
         }),
         ..params

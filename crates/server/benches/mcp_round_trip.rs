@@ -49,6 +49,10 @@ async fn bench() {
         require_approval: Vec::new(),
         timeout_secs: None,
         connect_timeout_secs: None,
+        approvers: None,
+        requester_may_approve: None,
+        quorum: None,
+        tool_approvers: Default::default(),
     }
     .check("bench", folder.path())
     .unwrap();

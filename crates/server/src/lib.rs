@@ -24,7 +24,8 @@ pub use http::{router, AppState};
 /// How callers are identified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AuthMode {
-    /// One local user; for the local demo.
+    /// One local user; for a laptop: the server refuses to start on an address that is not
+    /// loopback.
     None,
     /// `Authorization: Bearer TOKEN`, with tokens from `--tokens`.
     Tokens,
@@ -112,10 +113,23 @@ pub struct Config {
     /// For --auth oidc: the `aud` programs' bearer JWTs must carry; default: the client id.
     #[arg(long, env = "SIGNOFF_OIDC_AUDIENCE")]
     pub oidc_audience: Option<String>,
+    /// For --auth oidc: how often expired sessions and abandoned sign-ins are deleted from the
+    /// store (not a flag: tests shorten it).
+    #[arg(skip = http::auth::oidc::SWEEP_EVERY)]
+    pub login_sweep_every: Duration,
     /// For --auth oidc: where people reach this server (`https://signoff.example.com`); the
     /// redirect URI is its `/auth/callback`.
     #[arg(long, env = "SIGNOFF_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// The notifications file: channels (signed webhooks, Slack) that hear of batches waiting
+    /// for sign-off, their decisions and expiries (crates/server/README.md, Notifications);
+    /// needs --public-url for the links.
+    #[arg(long, env = "SIGNOFF_NOTIFICATIONS")]
+    pub notifications: Option<PathBuf>,
+    /// Groups whose members are operators (they read `GET /api/notifications/failed`),
+    /// comma-separated. With --auth none the local user is one.
+    #[arg(long, env = "SIGNOFF_OPERATOR_GROUPS", value_delimiter = ',')]
+    pub operator_groups: Vec<String>,
     /// Seconds a model may stay silent within a turn before its task fails.
     #[arg(long, env = "SIGNOFF_MODEL_TIMEOUT", default_value_t = 120)]
     pub model_timeout_secs: u64,
@@ -175,6 +189,13 @@ pub struct Config {
     /// policies.
     #[arg(long, env = "SIGNOFF_ENVIRONMENT", default_value = "")]
     pub environment: String,
+    /// How long a decision link (an Approve or Reject link in a message) works (`24h`, `30m`).
+    #[arg(long, env = "SIGNOFF_DECISION_LINK_TTL", default_value = "24h", value_parser = humantime::parse_duration)]
+    pub decision_link_ttl: Duration,
+    /// Networks push notifications may be posted to although they are loopback, private,
+    /// link-local or otherwise not public (CIDR, comma-separated; e.g. `10.1.0.0/16`).
+    #[arg(long = "push-allow", env = "SIGNOFF_PUSH_ALLOW", value_delimiter = ',')]
+    pub push_allow: Vec<String>,
     /// Trust `X-Forwarded-Host` and `X-Forwarded-Proto` (only behind a proxy that sets them).
     #[arg(long, env = "SIGNOFF_TRUST_PROXY")]
     pub trust_proxy: bool,
@@ -232,6 +253,9 @@ impl Config {
             oidc_groups_claim: "groups".to_owned(),
             oidc_audience: None,
             public_url: None,
+            login_sweep_every: http::auth::oidc::SWEEP_EVERY,
+            notifications: None,
+            operator_groups: Vec::new(),
             model_timeout_secs: 120,
             tool_timeout_secs: 60,
             read_timeout_secs: 30,
@@ -246,6 +270,8 @@ impl Config {
             policies_dir: None,
             shadow_policies_dir: None,
             environment: String::new(),
+            decision_link_ttl: Duration::from_secs(24 * 60 * 60),
+            push_allow: Vec::new(),
             trust_proxy: false,
             log_format: telemetry::LogFormat::Text,
             conformance_agent: false,
@@ -322,6 +348,29 @@ impl Config {
         }
     }
 
+    /// The push-notification sender: `--push-allow`'s networks, the outbox's time limits, and
+    /// the signing key in the store (made by the first server to start), issued as
+    /// `--public-url` or `signoff`.
+    async fn notifier(
+        &self,
+        store: &store::Store,
+        delivery: &agent::notify::Delivery,
+    ) -> Result<agent::notify::Notifier, ServerError> {
+        use agent::notify;
+        let allow = notify::AllowList::parse(self.push_allow.iter().map(String::as_str))
+            .map_err(ServerError::Config)?;
+        let outbound = notify::Outbound::new(allow, delivery.connect_timeout, delivery.timeout)
+            .map_err(|err| ServerError::Config(err.to_string()))?;
+        let issuer = self
+            .public_url
+            .clone()
+            .unwrap_or_else(|| "signoff".to_owned());
+        let signer = notify::Signer::load(store, issuer)
+            .await
+            .map_err(|err| ServerError::Config(err.to_string()))?;
+        Ok(notify::Notifier::new(outbound, signer))
+    }
+
     fn oidc_settings(&self) -> Result<http::auth::oidc::Settings, ServerError> {
         let needed = |value: &Option<String>, flag: &str| {
             value
@@ -381,6 +430,15 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
+    let listening = listener.local_addr()?;
+    if config.auth == AuthMode::None && !listening.ip().is_loopback() {
+        return Err(ServerError::Config(format!(
+            "--auth none makes everyone who reaches the server its one local user, so it listens \
+             only on a loopback address (127.0.0.1:8080, [::1]:8080), not {listening}; to serve \
+             others, identify them: --auth tokens with --tokens or --tokens-file, --auth proxy \
+             behind an authenticating proxy (--trusted-proxies), or --auth oidc"
+        )));
+    }
     std::fs::create_dir_all(&config.data_dir)?;
     let auth = config.auth().await?;
     let agents_file = match &config.agents_file {
@@ -408,10 +466,23 @@ pub async fn run(
         max_tool_calls_per_turn: config.max_tool_calls_per_turn.max(1),
         max_subagent_depth: config.max_subagent_depth,
         max_policies_per_user: config.max_policies_per_user,
+        decision_link_ttl: config.decision_link_ttl,
         ..agent::Limits::default()
     };
     let gate = config.policy_gate()?;
-    let runtime = agent::Runtime::with_policies(store.clone(), agents, limits, gate);
+    let notifications = match &config.notifications {
+        Some(path) => agent::notify::Notifications::load(path, config.public_url.as_deref())
+            .map_err(|err| ServerError::Config(err.to_string()))?,
+        None => agent::notify::Notifications::none(),
+    };
+    if notifications.is_active() {
+        let channels: Vec<&str> = notifications.channel_names().collect();
+        tracing::info!(channels = %channels.join(", "), "notifications on");
+    }
+    let notifier = config.notifier(&store, &notifications.delivery).await?;
+    let runtime =
+        agent::Runtime::with_notifications(store.clone(), agents, limits, notifications, gate);
+    runtime.set_notifier(Arc::new(notifier));
     let resumed = runtime.resume_unfinished().await?;
     if resumed > 0 {
         tracing::info!(resumed, "resumed tasks left running");
@@ -420,6 +491,7 @@ pub async fn run(
         &agents_file,
         runtime.remote_agents(),
     )?);
+    let sweeps_logins = matches!(auth, http::Auth::Oidc(_));
     let state = AppState {
         runtime: runtime.clone(),
         auth: Arc::new(auth),
@@ -427,18 +499,27 @@ pub async fn run(
         body_limit: config.body_limit,
         remotes: remotes.clone(),
         trust_proxy: config.trust_proxy,
+        public_url: config.public_url.clone(),
+        decision_link_ttl: config.decision_link_ttl,
         stream_idle_timeout: Duration::from_secs(config.stream_idle_timeout_secs.max(1)),
         approvals_heartbeat: Duration::from_secs(config.approvals_heartbeat_secs.max(1)),
         approvals_streams_per_user: config.approvals_streams_per_user,
         origin_agent,
         cards_since: chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp(), 0)
             .unwrap_or_default(),
-        loopback_only: config.auth == AuthMode::None && listener.local_addr()?.ip().is_loopback(),
+        loopback_only: config.auth == AuthMode::None,
+        operator_groups: Arc::new(config.operator_groups.clone()),
     };
     let read_timeout = Duration::from_secs(config.read_timeout_secs.max(1));
     // A body that stops coming is cut off, as headers that stop coming are (`http::serve`).
     let app = router(state).layer(RequestBodyTimeoutLayer::new(read_timeout));
     let stopping = runtime.clone();
+    let login_sweeper = sweeps_logins.then(|| {
+        tokio::spawn(http::auth::oidc::sweep_logins(
+            store.clone(),
+            config.login_sweep_every,
+        ))
+    });
     http::serve::serve(listener, app, read_timeout, async move {
         shutdown.await;
         tracing::info!("shutting down");
@@ -448,6 +529,9 @@ pub async fn run(
     })
     .await;
     runtime.shutdown(Duration::from_secs(10)).await;
+    if let Some(sweeper) = login_sweeper {
+        sweeper.abort();
+    }
     store.close().await;
     Ok(())
 }

@@ -13,7 +13,7 @@ use self::transcript::Transcript;
 use self::usage::SessionUsage;
 use crate::components::context::{AppCtx, ChatKey};
 use crate::components::controller::ChatCtl;
-use crate::components::share::ShareMenu;
+use crate::components::lazy;
 use crate::state::route::Route;
 use crate::state::ChatStatus;
 
@@ -38,7 +38,7 @@ pub fn Chat(key: ChatKey) -> impl IntoView {
                 <h1 class="chat-title" data-testid="chat-title">{title}</h1>
                 <StatusLine />
                 <SessionUsage />
-                <ShareMenu />
+                {lazy::share_menu()}
                 <button
                     class="button small details-button"
                     aria-label="Agent details"

@@ -8,10 +8,9 @@ use wasm_bindgen::JsCast;
 use super::usage::AnswerUsage;
 use crate::components::clamp::{is_long, ShowMore};
 use crate::components::controller::ChatCtl;
-use crate::components::feedback::AnswerFeedback;
+use crate::components::lazy;
 use crate::components::tools::ToolList;
 use crate::components::util::copy_to_clipboard;
-use crate::markdown;
 use crate::state::group::{rows, Row};
 use crate::state::ItemKind;
 
@@ -172,13 +171,13 @@ fn ItemRow(item_key: String, rows: Memo<Vec<Row>>) -> impl IntoView {
                             class:streaming=streaming
                             class:clamped=move || long.get() && !open.get()
                             data-testid="message-agent"
-                            inner_html=move || markdown::to_html(&text())
+                            inner_html=move || lazy::markdown_html(&text())
                         ></div>
                     </Show>
                     <ShowMore long=long open=open />
                     <ToolList owners=owners />
                     <AnswerUsage items=owners />
-                    <AnswerFeedback items=owners />
+                    {lazy::answer_feedback(owners)}
                 </div>
             }
             .into_any()

@@ -13,12 +13,13 @@ use signoff_protocol::rest::PolicyScope;
 
 use crate::api;
 use crate::components::context::AppCtx;
+use crate::components::lazy::{loaded, Slot};
 use crate::state::policy::{describe, folder_of, new_policy, AllowWhat};
 
 /// "Always allow…": the choice, how it reads, and Approve-and-allow. `on_allowed` approves the
 /// call once the policy is stored; a refused policy approves nothing and says why.
 #[component]
-pub fn AlwaysAllow(
+fn AlwaysAllow(
     agent: String,
     tool: String,
     args: Value,
@@ -189,4 +190,52 @@ pub fn Countdown(expires_at: String, on_due: Callback<()>) -> impl IntoView {
         format!("Expires in {}:{:02}", left / 60, left % 60)
     };
     view! { <span class="countdown" data-testid="countdown" role="timer">{text}</span> }
+}
+
+/// What [`AlwaysAllow`] needs, in one value: a split point's arguments.
+#[derive(Clone)]
+pub struct AllowPanel {
+    pub agent: String,
+    pub tool: String,
+    pub args: Value,
+    pub context_id: Option<String>,
+    pub on_allowed: Callback<()>,
+    pub on_close: Callback<()>,
+    pub disabled: Signal<bool>,
+}
+
+thread_local! {
+    static ALLOW: Slot<fn(AllowPanel) -> AnyView> = ArcRwSignal::new(None);
+}
+
+#[wasm_split_helpers::wasm_split(policies)]
+fn always_allow_view() -> fn(AllowPanel) -> AnyView {
+    |panel| {
+        let AllowPanel {
+            agent,
+            tool,
+            args,
+            context_id,
+            on_allowed,
+            on_close,
+            disabled,
+        } = panel;
+        view! {
+            <AlwaysAllow
+                agent=agent
+                tool=tool
+                args=args
+                context_id=context_id
+                on_allowed=on_allowed
+                on_close=on_close
+                disabled=disabled
+            />
+        }
+        .into_any()
+    }
+}
+
+/// The "Always allow" panel, from the chunk of the policies UI (loaded when first opened).
+pub fn always_allow(panel: AllowPanel) -> impl IntoView {
+    move || loaded(&ALLOW, always_allow_view).map(|make| make(panel.clone()))
 }

@@ -20,7 +20,7 @@ use self::head::CardHead;
 use self::model::CardModel;
 use self::nested::NestedCards;
 use self::panels::CardPanel;
-use super::question::QuestionForm;
+use super::question::question_form;
 use crate::components::controller::ChatCtl;
 use crate::state::ToolStatus;
 
@@ -63,7 +63,7 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
             })}
             {move || {
                 let questions = model.questions.get()?;
-                batch.with(Option::is_some).then(|| view! { <QuestionForm call_id=model.call_id() questions=questions batch=batch /> })
+                batch.with(Option::is_some).then(|| question_form(model.call_id(), questions, batch))
             }}
             <DecisionButtons model=model />
             <ChosenHere model=model />

@@ -6,6 +6,7 @@ use leptos::prelude::*;
 use signoff_protocol::hitl::question::{answers_from_result, Question};
 
 use crate::components::controller::ChatCtl;
+use crate::components::lazy::{loaded, Slot};
 use crate::state::draft::{reject_all, BatchDraft};
 use crate::state::PendingBatch;
 
@@ -87,7 +88,7 @@ impl Answering {
 
 /// The questions of a waiting call, as inputs bound to the batch's draft.
 #[component]
-pub(super) fn QuestionForm(
+fn QuestionForm(
     call_id: String,
     questions: Vec<Question>,
     batch: Memo<Option<PendingBatch>>,
@@ -213,7 +214,7 @@ fn QuestionField(
 
 /// The answers a question call's result gives, each under its question.
 #[component]
-pub(super) fn Answers(result: serde_json::Value) -> impl IntoView {
+fn Answers(result: serde_json::Value) -> impl IntoView {
     answers_from_result(&result).map(|pairs| {
         view! {
             <dl class="answers" data-testid="answers">
@@ -230,4 +231,40 @@ pub(super) fn Answers(result: serde_json::Value) -> impl IntoView {
             </dl>
         }
     })
+}
+
+type MakeForm = fn(String, Vec<Question>, Memo<Option<PendingBatch>>) -> AnyView;
+
+thread_local! {
+    static FORM: Slot<MakeForm> = ArcRwSignal::new(None);
+    static ANSWERS: Slot<fn(serde_json::Value) -> AnyView> = ArcRwSignal::new(None);
+}
+
+#[wasm_split_helpers::wasm_split(questions)]
+fn question_form_view() -> MakeForm {
+    |call_id, questions, batch| {
+        view! { <QuestionForm call_id=call_id questions=questions batch=batch /> }.into_any()
+    }
+}
+
+/// [`QuestionForm`], from the chunk of the question cards (loaded when the first one shows).
+pub(super) fn question_form(
+    call_id: String,
+    questions: Vec<Question>,
+    batch: Memo<Option<PendingBatch>>,
+) -> impl IntoView {
+    move || {
+        loaded(&FORM, question_form_view)
+            .map(|make| make(call_id.clone(), questions.clone(), batch))
+    }
+}
+
+#[wasm_split_helpers::wasm_split(questions)]
+fn answers_view() -> fn(serde_json::Value) -> AnyView {
+    |result| view! { <Answers result=result /> }.into_any()
+}
+
+/// [`Answers`], from the chunk of the question cards.
+pub(super) fn answers(result: serde_json::Value) -> impl IntoView {
+    move || loaded(&ANSWERS, answers_view).map(|make| make(result.clone()))
 }

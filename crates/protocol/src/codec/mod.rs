@@ -6,6 +6,7 @@
 //! path of a problem ("params.message.parts[0].kind: missing").
 
 mod card;
+mod push;
 pub mod translate;
 mod v03;
 pub mod v03_only;
@@ -19,6 +20,11 @@ use crate::jsonrpc::{ErrorCode, ErrorObject, Response};
 use crate::model::{
     ListTasksParams, ListTasksResult, Message, ProtocolVersion, SendMessageParams, StreamEvent,
     Task, TaskIdParams, TaskQueryParams, TaskState,
+};
+
+pub use push::{
+    decode_push_query, decode_push_set, decode_task_push_config, encode_push_config_list,
+    encode_push_notification, encode_task_push_config, PushMethod,
 };
 
 pub use card::{

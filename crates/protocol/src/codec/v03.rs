@@ -152,7 +152,8 @@ struct WireConfiguration {
     history_length: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     blocking: Option<bool>,
-    // `pushNotificationConfig` is read past: Signoff sends no push notifications.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    push_notification_config: Option<Value>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -518,6 +519,14 @@ pub(super) fn decode_send_params(
                     &field(&config_path, "historyLength"),
                 )?,
                 blocking: config.blocking,
+                push: match &config.push_notification_config {
+                    Some(push) => Some(super::push::decode_send_push(
+                        crate::ProtocolVersion::V0_3,
+                        push,
+                        &field(&config_path, "pushNotificationConfig"),
+                    )?),
+                    None => None,
+                },
             })
         }
         None => None,
@@ -537,6 +546,10 @@ pub(super) fn encode_send_params(params: &SendMessageParams) -> Value {
                 accepted_output_modes: non_empty(&config.accepted_output_modes),
                 history_length: config.history_length.map(i64::from),
                 blocking: config.blocking,
+                push_notification_config: config
+                    .push
+                    .as_ref()
+                    .map(|push| super::push::encode_send_push(crate::ProtocolVersion::V0_3, push)),
             })
         }),
         metadata: params.metadata.clone(),

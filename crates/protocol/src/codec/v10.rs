@@ -354,6 +354,14 @@ pub(super) fn decode_send_params(
                     &field(&config_path, "historyLength"),
                 )?,
                 blocking: config.return_immediately.map(|immediately| !immediately),
+                push: match &config.task_push_notification_config {
+                    Some(push) => Some(super::push::decode_send_push(
+                        crate::ProtocolVersion::V1_0,
+                        push,
+                        &field(&config_path, "taskPushNotificationConfig"),
+                    )?),
+                    None => None,
+                },
             })
         }
         None => None,
@@ -372,7 +380,10 @@ pub(super) fn encode_send_params(params: &SendMessageParams) -> Value {
         configuration: params.configuration.as_ref().map(|config| {
             to_value(WireConfiguration {
                 accepted_output_modes: non_empty(&config.accepted_output_modes),
-                task_push_notification_config: None,
+                task_push_notification_config: config
+                    .push
+                    .as_ref()
+                    .map(|push| super::push::encode_send_push(crate::ProtocolVersion::V1_0, push)),
                 history_length: config.history_length.map(i64::from),
                 return_immediately: config.blocking.map(|blocking| !blocking),
             })

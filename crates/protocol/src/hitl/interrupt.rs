@@ -57,6 +57,23 @@ pub struct ApprovalInterrupt {
     pub expires_at: Option<String>,
 }
 
+/// The key of an `input-required` event's metadata that says how far each call's quorum has
+/// come (docs/wire.md, Approvers): an array of [`crate::rest::CallQuorum`].
+pub const QUORUM: &str = "quorum";
+
+/// The metadata of the `input-required` event an approval short of a quorum writes: the
+/// interrupt's, with each call's [`crate::rest::CallQuorum`].
+pub fn quorum_event_metadata(calls: &[crate::rest::CallQuorum]) -> Metadata {
+    let mut metadata = interrupt_event_metadata();
+    metadata.insert(QUORUM.to_owned(), json!(calls));
+    metadata
+}
+
+/// The calls' quorum progress an event's metadata carries, if any.
+pub fn quorum_from_metadata(metadata: &Metadata) -> Option<Vec<crate::rest::CallQuorum>> {
+    serde_json::from_value(metadata.get(QUORUM)?.clone()).ok()
+}
+
 /// The metadata of the final `input-required` event that carries an interrupt.
 pub fn interrupt_event_metadata() -> Metadata {
     let mut metadata = Metadata::new();

@@ -28,7 +28,10 @@ pub mod why;
 
 pub use call::{ToolCall, ToolResult};
 pub use decision::{Decision, DecisionError, DecisionKind, Verdict};
-pub use interrupt::{interrupt_event_metadata, ActionRequest, ApprovalInterrupt, Dialect};
+pub use interrupt::{
+    interrupt_event_metadata, quorum_event_metadata, quorum_from_metadata, ActionRequest,
+    ApprovalInterrupt, Dialect, QUORUM,
+};
 pub use keys::{
     FUNCTION_CALL, FUNCTION_RESPONSE, INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, TOOL_APPROVAL,
 };

@@ -90,3 +90,15 @@ pub struct Feedback {
 pub struct FeedbackList {
     pub feedback: Vec<Feedback>,
 }
+
+/// `POST /api/approvals/{taskId}/links` answers `201` with this: the caller's Approve and
+/// Reject links of the task's pending batch (docs/notifications.md). Each opens a confirm page;
+/// only that page's form decides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewDecisionLinks {
+    pub approve_url: String,
+    pub reject_url: String,
+    /// RFC 3339; the links work until then, once, while the batch waits.
+    pub expires_at: String,
+}

@@ -54,7 +54,7 @@ fn agents() -> Value {
 
 fn audit_entry(channel: &str) -> Value {
     json!({"taskId": "t-2", "contextId": "s-2", "agent": "default/demo",
-       "decidedBy": "local", "decidedAt": "2026-11-22T18:56:58.892Z",
+       "decidedBy": "local", "deciderAuth": "none", "decidedAt": "2026-11-22T18:56:58.892Z",
        "channel": channel, "summary": "Rejected: No, keep it",
        "decision": {"decision_type": "deny", "reason": "No, keep it"},
        "calls": [
@@ -165,6 +165,12 @@ fn an_audit_entry_reads_its_channel_verdicts_decider_and_decision_typed() {
     let entry: AuditEntry = round_trip(audit_entry("policy"));
     assert_eq!(entry.channel, DecisionChannel::Policy);
     assert_eq!(entry.decided_by, Decider("local".to_owned()));
+    assert_eq!(entry.decider_auth, Some(DeciderAuth::None));
+    // Absent for a decision no request made, or one recorded before servers kept it.
+    let mut body = audit_entry("policy");
+    body.as_object_mut().unwrap().remove("deciderAuth");
+    let entry: AuditEntry = round_trip(body);
+    assert_eq!(entry.decider_auth, None);
     assert_eq!(entry.calls[0].verdict, AuditVerdict::Deny);
     assert_eq!(entry.calls[1].verdict, AuditVerdict::Approve);
     assert_eq!(
@@ -173,6 +179,12 @@ fn an_audit_entry_reads_its_channel_verdicts_decider_and_decision_typed() {
     );
     for (path, key, value, says) in [
         ("", "channel", json!("email"), "unknown variant `email`"),
+        (
+            "",
+            "deciderAuth",
+            json!("password"),
+            "unknown variant `password`",
+        ),
         ("/calls/0", "verdict", json!(""), "unknown variant ``"),
         ("", "decision", json!({"decision_type": "expire"}), "after"),
     ] {
@@ -233,4 +245,37 @@ fn approval_events_read_back_by_name_and_refuse_what_does_not_fit() {
     assert!(err.contains("missing field `contextId`"), "{err}");
     let err = ApprovalEvent::parse("gone", "{}").unwrap_err();
     assert_eq!(err, "unknown approvals event \"gone\"");
+}
+
+#[test]
+fn a_routed_batch_says_who_asked_why_and_how_far_its_quorum_has_come() {
+    let pending: PendingApproval = round_trip(json!({
+        "taskId": "t1", "contextId": "c1", "agent": "default/ops", "title": "deploy",
+        "since": "2026-11-26T10:00:00Z", "calls": [],
+        "routing": {
+            "requestedBy": "carol",
+            "eligibleBy": ["group:sre"],
+            "calls": [{
+                "callId": "call_1", "approvers": ["group:sre"], "requesterMayApprove": false,
+                "quorum": 2, "approvedBy": ["bob"], "voided": ["alice"],
+                "argsSha256": "ab12",
+                "requirement": "needs approval by group sre; the requester may not approve; 2 distinct approvals"
+            }]
+        }
+    }));
+    let routing = pending.routing.unwrap();
+    assert_eq!(routing.calls[0].approved_by, ["bob"]);
+    assert_eq!(routing.calls[0].quorum, 2);
+    let vote: CallVoteEntry = round_trip(json!({
+        "by": "bob", "email": "bob@example.com", "verdict": "approve",
+        "eligibleBy": ["group:sre"], "channel": "rest", "at": "2026-11-26T10:01:00Z",
+        "argsSha256": "ab12", "counted": true
+    }));
+    assert_eq!(vote.verdict, AuditVerdict::Approve);
+    // Without a quorum configured the old shapes read as before.
+    let plain: PendingApproval = round_trip(json!({
+        "taskId": "t1", "contextId": "c1", "agent": "default/demo", "title": "",
+        "since": "2026-11-26T10:00:00Z", "calls": []
+    }));
+    assert_eq!(plain.routing, None);
 }

@@ -47,6 +47,7 @@ pub async fn build_agents(
                     root,
                     tools,
                     require_approval,
+                    ..
                 } => {
                     let root = data_dir.join(root.clone().unwrap_or_else(|| "sandbox".into()));
                     FileTools::seed_demo(&root).map_err(|err| ConfigError::Invalid {

@@ -18,7 +18,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use signoff_protocol::TaskState;
 
-use crate::store::{task_state_text, Channel, Verdict};
+use crate::store::{task_state_text, Channel, OutboxDepth, Verdict};
 
 /// The content type of [`Metrics::render`]'s text (OpenMetrics, which Prometheus scrapes).
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -55,6 +55,12 @@ struct AuthLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NotificationLabels {
+    channel: String,
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabels {
     state: &'static str,
 }
@@ -68,6 +74,11 @@ struct AgentLabels {
 struct ModelErrorLabels {
     agent: String,
     kind: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GroupLabels {
+    group: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -112,6 +123,7 @@ pub struct Metrics {
     pending_approvals: Gauge,
     decisions: Family<DecisionLabels, Counter>,
     decision_wait: HistogramFamily<ChannelLabels>,
+    vote_wait: HistogramFamily<GroupLabels>,
     time_to_pause: Histogram,
     task_transitions: Family<StateLabels, Counter>,
     model_turns: HistogramFamily<AgentLabels>,
@@ -124,6 +136,9 @@ pub struct Metrics {
     /// policy set would have decided otherwise.
     policy_errors: Counter,
     shadow_disagreements: Counter,
+    notifications: Family<NotificationLabels, Counter>,
+    notifications_queued: Gauge,
+    notifications_oldest: Gauge<f64, std::sync::atomic::AtomicU64>,
 }
 
 impl Default for Metrics {
@@ -161,6 +176,15 @@ impl Metrics {
             "signoff_decision_wait_seconds",
             "Time from a pause to a person's decision on its batch, by channel",
             decision_wait.clone(),
+        );
+        let vote_wait: HistogramFamily<GroupLabels> =
+            Family::new_with_constructor(decision_histogram);
+        registry.register(
+            "signoff_approver_wait_seconds",
+            "Time from a pause to each approval or rejection of its calls, by the approvers \
+             entry that made the person eligible (a group's name, `user` for one named, \
+             `requester` for the requester alone)",
+            vote_wait.clone(),
         );
         let time_to_pause = step_histogram();
         registry.register(
@@ -224,11 +248,31 @@ impl Metrics {
             "Tool calls the shadow policy set (--shadow-policies) would have decided otherwise",
             shadow_disagreements.clone(),
         );
+        let notifications = Family::default();
+        registry.register(
+            "signoff_notifications",
+            "Notification attempts, by channel and outcome (delivered, retry, failed: no retry \
+             left)",
+            notifications.clone(),
+        );
+        let notifications_queued = Gauge::default();
+        registry.register(
+            "signoff_notifications_queued",
+            "Notifications waiting to be delivered (read from the store)",
+            notifications_queued.clone(),
+        );
+        let notifications_oldest = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+        registry.register(
+            "signoff_notifications_oldest_age_seconds",
+            "Age of the oldest notification waiting to be delivered (0: none waits)",
+            notifications_oldest.clone(),
+        );
         Metrics {
             registry,
             pending_approvals,
             decisions,
             decision_wait,
+            vote_wait,
             time_to_pause,
             task_transitions,
             model_turns,
@@ -239,6 +283,9 @@ impl Metrics {
             auth_events,
             policy_errors,
             shadow_disagreements,
+            notifications,
+            notifications_queued,
+            notifications_oldest,
         }
     }
 
@@ -252,6 +299,17 @@ impl Metrics {
         self.shadow_disagreements.inc();
     }
 
+    /// An attempt at a notification to `channel` (a configured one) ended with `outcome`:
+    /// `delivered`, `retry` or `failed`.
+    pub fn notification(&self, channel: &str, outcome: &'static str) {
+        self.notifications
+            .get_or_create(&NotificationLabels {
+                channel: channel.to_owned(),
+                outcome,
+            })
+            .inc();
+    }
+
     /// An event of the HTTP layer's sign-in (`sign_in`, `sign_out`, `refreshed`, `refused`)
     /// in auth mode `mode`.
     pub fn auth_event(&self, mode: &'static str, event: &'static str) {
@@ -260,9 +318,24 @@ impl Metrics {
             .inc();
     }
 
-    /// The scrape's text, with `pending_approvals` as the store counts them now.
-    pub fn render(&self, pending_approvals: i64) -> Result<String, std::fmt::Error> {
+    /// The scrape's text, with `pending_approvals` and the notifications' `outbox` as the
+    /// store counts them now.
+    pub fn render(
+        &self,
+        pending_approvals: i64,
+        outbox: &OutboxDepth,
+    ) -> Result<String, std::fmt::Error> {
         self.pending_approvals.set(pending_approvals);
+        self.notifications_queued.set(outbox.queued);
+        let oldest = outbox
+            .oldest_created_at
+            .as_deref()
+            .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
+            .map_or(0.0, |at| {
+                let age = chrono::Utc::now() - at.with_timezone(&chrono::Utc);
+                age.num_milliseconds().max(0) as f64 / 1000.0
+            });
+        self.notifications_oldest.set(oldest);
         let mut text = String::new();
         encode(&mut text, &self.registry)?;
         Ok(text)
@@ -288,6 +361,28 @@ impl Metrics {
             self.decision_wait
                 .get_or_create(&ChannelLabels {
                     channel: channel.as_str(),
+                })
+                .observe(waited.as_secs_f64());
+        }
+    }
+
+    /// A person's approval or rejection, `waited` after the pause, through the approvers
+    /// entries `eligible_by` (`group:sre`, `user:alice`, `requester`): once per group.
+    pub fn voted<'a>(&self, eligible_by: impl IntoIterator<Item = &'a str>, waited: Duration) {
+        let mut groups: Vec<&str> = eligible_by
+            .into_iter()
+            .map(|entry| match entry.split_once(':') {
+                Some(("group", group)) => group,
+                Some(("user", _)) => "user",
+                _ => entry,
+            })
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        for group in groups {
+            self.vote_wait
+                .get_or_create(&GroupLabels {
+                    group: group.to_owned(),
                 })
                 .observe(waited.as_secs_f64());
         }
@@ -368,6 +463,10 @@ mod tests {
             [Verdict::Approve, Verdict::Deny, Verdict::Approve],
             Some(Duration::from_secs(3)),
         );
+        metrics.voted(
+            ["group:sre", "group:oncall", "group:sre", "user:alice"],
+            Duration::from_secs(2),
+        );
         metrics.task_entered(TaskState::InputRequired);
         metrics.paused(Duration::from_millis(20));
         metrics.model_turn("default/demo", Duration::from_millis(5), None);
@@ -378,12 +477,15 @@ mod tests {
         );
         metrics.tool_call("write_file", Duration::from_millis(2), true);
         let stream = metrics.stream_opened();
-        let text = metrics.render(7).unwrap();
+        let text = metrics.render(7, &OutboxDepth::default()).unwrap();
         for line in [
             "signoff_pending_approvals 7",
             r#"signoff_decisions_total{verdict="approve",channel="rest"} 2"#,
             r#"signoff_decisions_total{verdict="deny",channel="rest"} 1"#,
             r#"signoff_decision_wait_seconds_count{channel="rest"} 1"#,
+            r#"signoff_approver_wait_seconds_count{group="sre"} 1"#,
+            r#"signoff_approver_wait_seconds_count{group="oncall"} 1"#,
+            r#"signoff_approver_wait_seconds_count{group="user"} 1"#,
             "signoff_time_to_pause_seconds_count 1",
             r#"signoff_task_transitions_total{state="input-required"} 1"#,
             r#"signoff_model_turn_seconds_count{agent="default/demo"} 2"#,
@@ -396,7 +498,7 @@ mod tests {
             assert!(text.lines().any(|got| got == line), "{line:?} in\n{text}");
         }
         drop(stream);
-        let text = metrics.render(0).unwrap();
+        let text = metrics.render(0, &OutboxDepth::default()).unwrap();
         assert!(text.lines().any(|got| got == "signoff_open_streams 0"));
     }
 }

@@ -12,6 +12,7 @@ pub mod files;
 pub mod mcp;
 pub mod metrics;
 pub mod model;
+pub mod notify;
 pub mod openai;
 pub mod policy;
 pub mod remote;
@@ -24,4 +25,7 @@ pub mod view;
 
 pub use build::build_agents;
 pub use config::{AgentsFile, ConfigError};
-pub use runtime::{Agent, AgentError, Limits, NotReady, Runtime, ShareGrant};
+pub use runtime::{
+    Agent, AgentError, BatchSummary, DecidedBy, Decider, Limits, LinkAction, LinkDecision,
+    LinkState, NotReady, Runtime, ShareGrant,
+};

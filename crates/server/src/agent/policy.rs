@@ -14,6 +14,7 @@ use signoff_protocol::hitl::ASK_USER;
 use signoff_protocol::rest::{ArgMatch, Policy, PolicyScope as WireScope};
 
 use super::config::{check_rules, parse_timeout, AgentSpec, ConfigError, MatchSpec, Matcher};
+use super::config::{ApproverEntry, ApproversSpec};
 use super::config::{OnTimeout, RuleAction};
 use super::tools::Toolbox;
 use crate::store::{PolicyRow, PolicyScope};
@@ -26,6 +27,8 @@ pub struct Rule {
     pub tool: String,
     pub action: RuleAction,
     when: Vec<(String, Matcher)>,
+    /// Who may approve the calls it holds (`ask` rules only; empty: as the tool's).
+    pub approvers: ApproversSpec,
 }
 
 /// An agent's rules and approval timeout.
@@ -35,6 +38,122 @@ pub struct AgentApprovals {
     /// How long a batch waits, and that duration as the agents file wrote it (`30m`).
     pub timeout: Option<(Duration, String)>,
     pub on_timeout: OnTimeout,
+    /// Who may approve, per level of the agents file.
+    pub approvers: ApproverLevels,
+}
+
+/// An agent's approver settings, each level already merged over the levels above it.
+#[derive(Debug, Clone, Default)]
+pub struct ApproverLevels {
+    agent: ApproversSpec,
+    /// By source name: its prefix, its settings, and those of its tools.
+    sources: HashMap<String, SourceApprovers>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct SourceApprovers {
+    prefix: String,
+    own: ApproversSpec,
+    tools: HashMap<String, ApproversSpec>,
+}
+
+/// Who may approve one call, as the agents file says: its most specific settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallApprovers {
+    /// Empty: nobody but the requester (no approvers configured).
+    pub entries: Vec<ApproverEntry>,
+    pub requester_may_approve: bool,
+    pub quorum: u32,
+}
+
+impl CallApprovers {
+    /// Today's rule, with nothing configured: the requester decides alone.
+    pub fn requester_alone() -> CallApprovers {
+        CallApprovers {
+            entries: Vec::new(),
+            requester_may_approve: true,
+            quorum: 1,
+        }
+    }
+
+    fn from_spec(spec: &ApproversSpec) -> CallApprovers {
+        let entries = spec
+            .approvers
+            .iter()
+            .flatten()
+            .filter_map(|entry| ApproverEntry::parse(entry).ok())
+            .collect();
+        CallApprovers {
+            entries,
+            requester_may_approve: spec.requester_may_approve.unwrap_or(true),
+            quorum: spec.quorum.unwrap_or(1),
+        }
+    }
+
+    /// What approving takes, in words: `needs approval by group sre or user:alice; the
+    /// requester may not approve; 2 approvals`.
+    pub fn requirement(&self) -> String {
+        let who = if self.entries.is_empty() {
+            "the requester".to_owned()
+        } else {
+            let names: Vec<String> = self
+                .entries
+                .iter()
+                .map(|entry| match entry {
+                    ApproverEntry::Group(group) => format!("group {group}"),
+                    ApproverEntry::User(user) => format!("user {user}"),
+                })
+                .collect();
+            names.join(" or ")
+        };
+        let mut text = format!("needs approval by {who}");
+        if !self.requester_may_approve {
+            text.push_str("; the requester may not approve");
+        }
+        if self.quorum > 1 {
+            text.push_str(&format!("; {} distinct approvals", self.quorum));
+        }
+        text
+    }
+}
+
+impl ApproverLevels {
+    /// The agent's levels: its own, each source's over it, each tool's over its source's.
+    pub fn from_spec(spec: &AgentSpec) -> ApproverLevels {
+        let agent = spec.approver_spec();
+        let sources = spec
+            .tools
+            .iter()
+            .map(|source| {
+                let (name, prefix, own, tools) = source.approver_levels();
+                let own = own.over(&agent);
+                let tools = tools
+                    .iter()
+                    .map(|(tool, level)| (tool.clone(), level.over(&own)))
+                    .collect();
+                let source = SourceApprovers {
+                    prefix: prefix.to_owned(),
+                    own,
+                    tools,
+                };
+                (name, source)
+            })
+            .collect();
+        ApproverLevels { agent, sources }
+    }
+
+    /// The settings of a call of `tool` from source `server`, before any rule.
+    fn for_tool(&self, tool: &str, server: Option<&str>) -> &ApproversSpec {
+        let Some(source) = server.and_then(|server| self.sources.get(server)) else {
+            return &self.agent;
+        };
+        let unprefixed = tool.strip_prefix(source.prefix.as_str()).unwrap_or(tool);
+        source
+            .tools
+            .get(tool)
+            .or_else(|| source.tools.get(unprefixed))
+            .unwrap_or(&source.own)
+    }
 }
 
 /// Every matcher of `when` passes on `args`.
@@ -92,6 +211,7 @@ impl AgentApprovals {
                 tool: rule.tool.clone(),
                 action: rule.action,
                 when,
+                approvers: rule.approver_spec(),
             });
         }
         let timeout = match &spec.approval_timeout {
@@ -105,6 +225,7 @@ impl AgentApprovals {
             rules,
             timeout,
             on_timeout: spec.on_timeout,
+            approvers: ApproverLevels::from_spec(spec),
         })
     }
 
@@ -146,6 +267,32 @@ impl AgentApprovals {
     }
 
     /// The first rule that matches a call, if any.
+    /// Whether some call of the agent may be routed to approvers besides its requester.
+    pub fn routes_to_approvers(&self) -> bool {
+        let levels = &self.approvers;
+        levels.agent.approvers.is_some()
+            || levels.sources.values().any(|source| {
+                source.own.approvers.is_some()
+                    || source.tools.values().any(|tool| tool.approvers.is_some())
+            })
+            || self
+                .rules
+                .iter()
+                .any(|rule| rule.approvers.approvers.is_some())
+    }
+
+    /// Who may approve a call of `tool` from source `server` with `args`: each setting from the
+    /// most specific level that sets it (an `ask` rule that matches, the tool, its source, the
+    /// agent).
+    pub fn approvers_for(&self, tool: &str, server: Option<&str>, args: &Value) -> CallApprovers {
+        let general = self.approvers.for_tool(tool, server);
+        let spec = match self.rule_for(tool, args) {
+            Some(rule) if rule.action == RuleAction::Ask => rule.approvers.over(general),
+            _ => general.clone(),
+        };
+        CallApprovers::from_spec(&spec)
+    }
+
     pub fn rule_for(&self, tool: &str, args: &Value) -> Option<&Rule> {
         self.rules
             .iter()
@@ -350,6 +497,54 @@ mod tests {
 
     use super::*;
     use crate::agent::config::AgentsFile;
+
+    #[test]
+    fn the_most_specific_approver_settings_win_rule_then_tool_then_source_then_agent() {
+        let file = AgentsFile::parse(
+            "[[agents]]\nname = \"a\"\napprovers = [\"group:ops\"]\nquorum = 2\n\
+             [[agents.tools]]\nkind = \"builtin_files\"\n\
+             require_approval = [\"write_file\", \"delete_file\"]\n\
+             approvers = [\"group:sre\"]\n\
+             [agents.tools.tool_approvers.delete_file]\napprovers = [\"user:alice\"]\n\
+             requester_may_approve = false\n\
+             [[agents.rules]]\ntool = \"write_file\"\naction = \"ask\"\n\
+             when = { path = { glob = \"prod/**\" } }\nquorum = 3\n",
+        )
+        .unwrap();
+        let approvals = AgentApprovals::from_spec("agents[0]", &file.agents[0]).unwrap();
+        let of = |tool: &str, server: Option<&str>, path: &str| {
+            approvals.approvers_for(tool, server, &json!({"path": path}))
+        };
+        let labels = |call: &CallApprovers| {
+            call.entries
+                .iter()
+                .map(ApproverEntry::label)
+                .collect::<Vec<_>>()
+        };
+        // The source's approvers over the agent's; the agent's quorum.
+        let write = of("write_file", Some("files"), "notes/a");
+        assert_eq!(
+            (labels(&write), write.quorum),
+            (vec!["group:sre".to_owned()], 2)
+        );
+        assert!(write.requester_may_approve);
+        // The rule's quorum over the source's approvers.
+        let prod = of("write_file", Some("files"), "prod/a");
+        assert_eq!(
+            (labels(&prod), prod.quorum),
+            (vec!["group:sre".to_owned()], 3)
+        );
+        // The tool's own settings.
+        let delete = of("delete_file", Some("files"), "a");
+        assert_eq!(labels(&delete), ["user:alice"]);
+        assert!(!delete.requester_may_approve);
+        // A call of no known source: the agent's.
+        assert_eq!(labels(&of("other", None, "a")), ["group:ops"]);
+        assert_eq!(
+            delete.requirement(),
+            "needs approval by user alice; the requester may not approve; 2 distinct approvals"
+        );
+    }
 
     fn approvals(rules: &str) -> AgentApprovals {
         let file = AgentsFile::parse(&format!(

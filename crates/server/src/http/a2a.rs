@@ -11,14 +11,14 @@ use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, BoxStream};
 use futures_util::StreamExt;
 use serde_json::Value;
-use signoff_protocol::codec::{self, Method};
+use signoff_protocol::codec::{self, Method, PushMethod};
 use signoff_protocol::jsonrpc::{self, ErrorCode, ErrorObject, Id, Response as RpcResponse};
 use signoff_protocol::{json_keys, ProtocolVersion, Role, StreamEvent, Task, TaskState};
 
 use super::sse::{sse, IdleLimit};
-use super::{AppState, User};
-use crate::agent::runtime::{Opening, StreamEnd};
-use crate::agent::{Agent, AgentError, Runtime};
+use super::{AppState, Person};
+use crate::agent::runtime::{as_authenticated, Opening, StreamEnd};
+use crate::agent::{Agent, AgentError, Decider, Runtime};
 use crate::store::EVENT_LOG_VERSION;
 
 /// The request's A2A version: the `A2A-Version` header, or the `A2A-Version` query parameter;
@@ -44,19 +44,6 @@ pub fn request_version(
     }
 }
 
-/// The push-notification config methods of either version: this server sends no push
-/// notifications (its cards say `pushNotifications: false`), so each is `-32003`.
-const PUSH_METHODS: [&str; 8] = [
-    "tasks/pushNotificationConfig/set",
-    "tasks/pushNotificationConfig/get",
-    "tasks/pushNotificationConfig/list",
-    "tasks/pushNotificationConfig/delete",
-    "CreateTaskPushNotificationConfig",
-    "GetTaskPushNotificationConfig",
-    "ListTaskPushNotificationConfig",
-    "DeleteTaskPushNotificationConfig",
-];
-
 /// The extended agent card methods of either version: known, not offered, `-32004`.
 const UNSUPPORTED: [&str; 2] = ["agent/getAuthenticatedExtendedCard", "GetExtendedAgentCard"];
 
@@ -79,6 +66,8 @@ fn rpc_error(version: ProtocolVersion, err: &AgentError) -> (ErrorCode, String) 
         | AgentError::PolicyNotFound(_)
         | AgentError::ShareNotFound(_) => (ErrorCode::InvalidParams, err.to_string()),
         AgentError::InvalidParams(_)
+        | AgentError::NotEligible(_)
+        | AgentError::AlreadyApproved(_)
         | AgentError::NotPaused(_)
         | AgentError::Decision(_)
         | AgentError::ChatInUse(_)
@@ -99,8 +88,10 @@ struct Call {
     method: Method,
     params: Value,
     user: String,
-    /// The caller's groups, kept with a new task for the deployment's policies.
-    groups: Vec<String>,
+    /// The caller with their email and groups, for decisions.
+    who: Decider,
+    /// How the user was authenticated, for the audit of a decision the call makes.
+    auth: Option<signoff_protocol::rest::DeciderAuth>,
     agent: Arc<Agent>,
     runtime: Arc<Runtime>,
 }
@@ -170,8 +161,7 @@ pub async fn handle(
     State(state): State<AppState>,
     Path((namespace, name)): Path<(String, String)>,
     Query(query): Query<std::collections::HashMap<String, String>>,
-    user: User,
-    groups: super::Groups,
+    who: Person,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -238,14 +228,6 @@ pub async fn handle(
             "method must be a string",
         );
     };
-    if PUSH_METHODS.contains(&method_name) {
-        return plain_error(
-            id,
-            version,
-            ErrorCode::PushNotificationNotSupported,
-            &format!("{method_name}: push notifications are not supported by this server"),
-        );
-    }
     if UNSUPPORTED.contains(&method_name) {
         return plain_error(
             id,
@@ -253,6 +235,18 @@ pub async fn handle(
             ErrorCode::UnsupportedOperation,
             &format!("{method_name}: extended agent cards are not supported by this server"),
         );
+    }
+    if let Some(push) = PushMethod::from_name(version, method_name) {
+        let params = object.get("params").cloned().unwrap_or(Value::Null);
+        let call = PushCall {
+            id,
+            version,
+            params,
+            user: who.0.subject.clone(),
+            agent,
+            runtime: state.runtime.clone(),
+        };
+        return json_response(&push_call(push, call).await);
     }
     let Some(method) = Method::from_name(version, method_name) else {
         return plain_error(
@@ -271,8 +265,9 @@ pub async fn handle(
         version,
         method,
         params,
-        user: user.0,
-        groups: groups.0,
+        user: who.0.subject.clone(),
+        who: who.0,
+        auth: who.1,
         agent,
         runtime: state.runtime.clone(),
     };
@@ -313,11 +308,10 @@ async fn unary_call(call: Call) -> RpcResponse {
                 Ok(params) => params,
                 Err(err) => return call.decode_error(&err),
             };
-            let configuration = params.configuration.clone().unwrap_or_default();
-            let accepted = match runtime
-                .send_from(&call.user, &call.groups, &call.agent, params.message)
-                .await
-            {
+            let mut configuration = params.configuration.clone().unwrap_or_default();
+            let push = configuration.push.take().map(|push| (call.version, push));
+            let sent = runtime.send_with_push(&call.who, &call.agent, params.message, push);
+            let accepted = match as_authenticated(call.auth, sent).await {
                 Ok(accepted) => accepted,
                 Err(err) => return call.agent_error(&err),
             };
@@ -330,7 +324,7 @@ async fn unary_call(call: Call) -> RpcResponse {
                 }
             }
             match runtime
-                .task(&call.user, &accepted.task_id, configuration.history_length)
+                .task(&call.who, &accepted.task_id, configuration.history_length)
                 .await
             {
                 Ok(task) => {
@@ -345,7 +339,7 @@ async fn unary_call(call: Call) -> RpcResponse {
                 Err(err) => return call.decode_error(&err),
             };
             match runtime
-                .task(&call.user, &query.id, query.history_length)
+                .task(&call.who, &query.id, query.history_length)
                 .await
             {
                 Ok(task) => call.success(codec::encode_task(call.version, &task)),
@@ -357,7 +351,7 @@ async fn unary_call(call: Call) -> RpcResponse {
                 Ok(params) => params,
                 Err(err) => return call.decode_error(&err),
             };
-            match runtime.cancel(&call.user, &params.id).await {
+            match as_authenticated(call.auth, runtime.cancel(&call.user, &params.id)).await {
                 Ok(task) => call.success(codec::encode_task(call.version, &task)),
                 Err(err) => call.agent_error(&err),
             }
@@ -397,15 +391,16 @@ async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcRespon
                 // v1.0 opens with a task snapshot.
                 ProtocolVersion::V1_0 => Opening::Snapshot,
             };
-            runtime
-                .stream_message(
-                    &call.user,
-                    &call.groups,
-                    &call.agent,
-                    params.message,
-                    opening,
-                )
-                .await
+            let push = params.configuration.and_then(|config| config.push);
+            let streamed = runtime.stream_message(&call.who, &call.agent, params.message, opening);
+            let opened = as_authenticated(call.auth, streamed).await;
+            match (opened, push) {
+                (Ok(opened), Some(push)) => runtime
+                    .stream_push(&call.user, opened.task_id(), call.version, push)
+                    .await
+                    .map(|()| opened),
+                (opened, _) => opened,
+            }
         }
         Method::SubscribeToTask => {
             let params = match codec::decode_task_id_params(call.version, &call.params) {
@@ -418,7 +413,7 @@ async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcRespon
                 ProtocolVersion::V0_3 => StreamEnd::Final,
                 ProtocolVersion::V1_0 => StreamEnd::Terminal,
             };
-            runtime.subscribe(&call.user, &params.id, end).await
+            runtime.subscribe(&call.who, &params.id, end).await
         }
         Method::SendMessage | Method::GetTask | Method::CancelTask | Method::ListTasks => {
             return Err(call.error(
@@ -472,4 +467,56 @@ async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcRespon
         }
     });
     Ok(stream::iter(first).chain(events).boxed())
+}
+
+/// One push-config call, ready to run.
+struct PushCall {
+    id: Id,
+    version: ProtocolVersion,
+    params: Value,
+    user: String,
+    agent: Arc<Agent>,
+    runtime: Arc<Runtime>,
+}
+
+/// Runs a push-config method: set, get, list or delete one of a task's push configs.
+async fn push_call(method: PushMethod, call: PushCall) -> RpcResponse {
+    let (runtime, user, agent, version) = (&call.runtime, &call.user, &call.agent, call.version);
+    let query = || codec::decode_push_query(version, &call.params);
+    let outcome: Result<Result<Value, AgentError>, codec::DecodeError> = match method {
+        PushMethod::Set => match codec::decode_push_set(version, &call.params) {
+            Ok(config) => Ok(runtime
+                .set_push_config(user, agent, version, config)
+                .await
+                .map(|stored| codec::encode_task_push_config(version, &stored))),
+            Err(err) => Err(err),
+        },
+        PushMethod::Get => match query() {
+            Ok(query) => Ok(runtime
+                .push_config(user, agent, &query)
+                .await
+                .map(|config| codec::encode_task_push_config(version, &config))),
+            Err(err) => Err(err),
+        },
+        PushMethod::List => match query() {
+            Ok(query) => Ok(runtime
+                .push_configs(user, agent, &query.task_id)
+                .await
+                .map(|configs| codec::encode_push_config_list(version, &configs))),
+            Err(err) => Err(err),
+        },
+        PushMethod::Delete => match query() {
+            Ok(query) => Ok(runtime
+                .delete_push_config(user, agent, &query)
+                .await
+                .map(|()| Value::Null)),
+            Err(err) => Err(err),
+        },
+    };
+    let (code, message) = match outcome {
+        Ok(Ok(result)) => return RpcResponse::success(call.id, result),
+        Ok(Err(err)) => rpc_error(version, &err),
+        Err(err) => (ErrorCode::InvalidParams, err.to_string()),
+    };
+    RpcResponse::error(call.id, codec::error_object(version, code, message))
 }

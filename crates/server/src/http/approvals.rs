@@ -9,7 +9,7 @@ use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 
-use super::{AppState, HttpError, User};
+use super::{AppState, HttpError, Person};
 use crate::agent::runtime::ApprovalsItem;
 
 /// The `Last-Event-ID` a client resumes after: a whole number, or none (absent or empty).
@@ -44,13 +44,13 @@ fn frame(item: ApprovalsItem) -> Bytes {
 pub async fn stream(
     State(state): State<AppState>,
     headers: HeaderMap,
-    user: User,
+    who: Person,
 ) -> Result<Response, HttpError> {
     let after = last_event_id(&headers)?;
     let at_most = state.approvals_streams_per_user;
     let items = state
         .runtime
-        .approvals_stream(&user.0, after, state.approvals_heartbeat, at_most)
+        .approvals_stream(&who.0, after, state.approvals_heartbeat, at_most)
         .ok_or_else(|| {
             HttpError::TooManyRequests(format!(
                 "you have {at_most} approvals streams open, the most one user may; close one \

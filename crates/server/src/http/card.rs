@@ -39,7 +39,7 @@ fn card(agent: &Agent, origin: &str) -> AgentCard {
         ],
         capabilities: AgentCapabilities {
             streaming: true,
-            push_notifications: false,
+            push_notifications: true,
             state_transition_history: false,
             extensions: Vec::new(),
         },
@@ -150,6 +150,22 @@ pub async fn default_agent_card(
     match chosen {
         Some(agent) => card_response(&state, agent, &headers, &query),
         None => HttpError::NotFound("no agents".to_owned()).into_response(),
+    }
+}
+
+/// `GET /.well-known/jwks.json`: the public key push notifications are signed with (docs/wire.md,
+/// Push notifications), for receivers to check a push's JWT.
+pub async fn jwks(State(state): State<AppState>) -> Response {
+    match state.runtime.push_jwks() {
+        Some(jwks) => (
+            [
+                (header::CONTENT_TYPE, "application/json"),
+                (header::CACHE_CONTROL, "public, max-age=300"),
+            ],
+            jwks.to_string(),
+        )
+            .into_response(),
+        None => HttpError::NotFound("push notifications are not set up".to_owned()).into_response(),
     }
 }
 

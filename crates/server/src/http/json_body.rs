@@ -3,6 +3,9 @@
 //! asking the server first (a CORS "simple" request): with `--auth none` such a page could make
 //! an "always allow" policy, decide a batch or start a task. A JSON content type makes the
 //! browser ask first (a preflight `OPTIONS`), which this server does not allow across origins.
+//!
+//! The one exception is the confirm page of a decision link (`/decide/…`, `links`): a plain
+//! HTML form, whose POST is held to the same origin and a form token instead.
 
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -10,9 +13,10 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-/// Answers `415` to a request whose body is not empty and not declared JSON.
+/// Answers `415` to a request whose body is not empty and not declared JSON (a decision link's
+/// confirm form aside).
 pub async fn refuse_non_json_body(request: Request, next: axum::middleware::Next) -> Response {
-    if has_body(request.headers()) {
+    if has_body(request.headers()) && !request.uri().path().starts_with("/decide/") {
         let content_type = request
             .headers()
             .get(header::CONTENT_TYPE)

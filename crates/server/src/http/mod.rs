@@ -9,6 +9,8 @@ mod feedback;
 mod host;
 mod json_body;
 mod json_errors;
+mod links;
+mod notifications;
 mod ops;
 pub mod relay;
 mod rest;
@@ -32,7 +34,7 @@ use axum::{Json, Router};
 use serde_json::json;
 use tower_http::catch_panic::CatchPanicLayer;
 
-use crate::agent::{AgentError, Runtime, ShareGrant};
+use crate::agent::{AgentError, Decider, Runtime, ShareGrant};
 
 pub use auth::{Auth, Caller, Identity};
 
@@ -53,6 +55,11 @@ pub struct AppState {
     /// Whether `X-Forwarded-Host` and `X-Forwarded-Proto` come from a proxy we trust
     /// (`--trust-proxy`); otherwise anyone could choose the URLs our agent cards advertise.
     pub trust_proxy: bool,
+    /// Where people reach this server (`--public-url`), for the links it hands out; none: the
+    /// origin the request came to.
+    pub public_url: Option<String>,
+    /// How long a decision link works (`--decision-link-ttl`).
+    pub decision_link_ttl: Duration,
     /// An SSE stream that sends no event for this long is ended with an error event
     /// (`--stream-idle-timeout`).
     pub stream_idle_timeout: Duration,
@@ -71,6 +78,9 @@ pub struct AppState {
     /// Answer only requests for a loopback `Host` (`--auth none` on a loopback address; see
     /// `host`).
     pub loopback_only: bool,
+    /// The groups whose members are operators (`--operator-groups`): they read the failed
+    /// notifications.
+    pub operator_groups: Arc<Vec<String>>,
 }
 
 /// `scheme://host` as the caller reached us, for absolute URLs in agent cards. The forwarded
@@ -129,9 +139,10 @@ async fn no_referrer(request: Request, next: axum::middleware::Next) -> Response
     response
 }
 
-/// The caller's subject (`auth`: whichever `--auth` mode names it).
+/// The caller's subject (`auth`: whichever `--auth` mode names it), and how it was
+/// authenticated (`None`: a share link, which reads as the chat's owner and decides nothing).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct User(pub String);
+pub struct User(pub String, pub Option<signoff_protocol::rest::DeciderAuth>);
 
 impl FromRequestParts<AppState> for User {
     type Rejection = Response;
@@ -139,31 +150,48 @@ impl FromRequestParts<AppState> for User {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
         // A share request that `shares::guard` let through reads as the chat's owner.
         if let Some(grant) = parts.extensions.get::<ShareGrant>() {
-            return Ok(User(grant.owner.clone()));
+            return Ok(User(grant.owner.clone(), None));
         }
         let caller = auth::caller(parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
-        Ok(User(caller.identity.subject))
+        Ok(User(
+            caller.identity.subject,
+            Some(caller.via.decider_auth()),
+        ))
     }
 }
 
-/// The caller's groups, as their `--auth` mode names them; none for a share link's reader.
+/// The caller as a decision sees them: their subject, email and groups (what the agents file's
+/// `approvers` may name), and how they were authenticated (`None`: a share link).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Groups(pub Vec<String>);
+pub struct Person(pub Decider, pub Option<signoff_protocol::rest::DeciderAuth>);
 
-impl FromRequestParts<AppState> for Groups {
+impl From<&auth::Identity> for Decider {
+    fn from(identity: &auth::Identity) -> Decider {
+        Decider {
+            subject: identity.subject.clone(),
+            email: identity.email.clone(),
+            groups: identity.groups.clone(),
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Person {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        if parts.extensions.get::<ShareGrant>().is_some() {
-            return Ok(Groups(Vec::new()));
+        // A share request that `shares::guard` let through reads as the chat's owner.
+        if let Some(grant) = parts.extensions.get::<ShareGrant>() {
+            return Ok(Person(Decider::subject(grant.owner.clone()), None));
         }
-        // The caller was authenticated once for the request (`auth::caller` keeps it).
         let caller = auth::caller(parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
-        Ok(Groups(caller.identity.groups))
+        Ok(Person(
+            Decider::from(&caller.identity),
+            Some(caller.via.decider_auth()),
+        ))
     }
 }
 
@@ -199,8 +227,11 @@ impl From<AgentError> for HttpError {
             | AgentError::PolicyNotFound(_)
             | AgentError::ShareNotFound(_)
             | AgentError::TaskDeleted(_) => HttpError::NotFound(err.to_string()),
-            AgentError::Forbidden(_) => HttpError::Forbidden(err.to_string()),
+            AgentError::Forbidden(_) | AgentError::NotEligible(_) => {
+                HttpError::Forbidden(err.to_string())
+            }
             AgentError::NotPaused(_)
+            | AgentError::AlreadyApproved(_)
             | AgentError::Conflict(_)
             | AgentError::Terminal(_)
             | AgentError::NotCancelable { .. }
@@ -271,6 +302,7 @@ pub fn router(state: AppState) -> Router {
             "/.well-known/agent-card.json",
             get(card::default_agent_card),
         )
+        .route("/.well-known/jwks.json", get(card::jwks))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
@@ -293,6 +325,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/approvals", get(rest::approvals))
         .route("/api/approvals/stream", get(approvals::stream))
         .route("/api/approvals/{task_id}", post(relay::decide))
+        .route("/api/approvals/{task_id}/links", post(links::create))
+        .route("/decide/{token}", get(links::page).post(links::confirm))
         .route(
             "/api/policies",
             get(rest::policies).post(rest::create_policy),
@@ -301,6 +335,7 @@ pub fn router(state: AppState) -> Router {
             "/api/policies/{id}",
             axum::routing::delete(rest::revoke_policy),
         )
+        .route("/api/notifications/failed", get(notifications::failed))
         .route("/api/{*rest}", axum::routing::any(api_not_found))
         .route("/auth/login", get(auth::oidc::login))
         .route("/auth/callback", get(auth::oidc::callback))

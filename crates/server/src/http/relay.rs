@@ -25,7 +25,7 @@ use signoff_protocol::ProtocolVersion;
 use tokio_util::sync::CancellationToken;
 
 use super::a2a::request_version;
-use super::{a2a, card, origin, rest, AppState, User};
+use super::{a2a, card, origin, rest, AppState, Person, User};
 use crate::agent::remote::{RemoteAgents, RemoteClient, RemoteError};
 use crate::agent::{AgentsFile, ConfigError};
 use listing::rewrite_card;
@@ -134,13 +134,14 @@ pub async fn a2a(
     Path((namespace, name)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
     RawQuery(raw_query): RawQuery,
-    (user, groups): (User, super::Groups),
+    who: Person,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     if let Some(refused) = a2a::refuse_duplicate_keys(&body, &headers, &query) {
         return refused;
     }
+    let user = User(who.0.subject.clone(), who.1);
     match state.remotes.get(&namespace, &name) {
         Some(remote) => {
             let version = request_version(&headers, &query).unwrap_or(ProtocolVersion::V0_3);
@@ -176,8 +177,7 @@ pub async fn a2a(
                 State(state),
                 Path((namespace, name)),
                 Query(query),
-                user,
-                groups,
+                who,
                 headers,
                 body,
             )

@@ -16,7 +16,8 @@ use signoff_protocol::rest::{
 use signoff_protocol::{ProtocolVersion, StreamEvent};
 
 use super::a2a::request_version;
-use super::{AppState, HttpError, User};
+use super::{AppState, HttpError, Person, User};
+use crate::agent::runtime::as_authenticated;
 use crate::agent::Agent;
 
 pub(super) fn endpoint(agent: &Agent) -> String {
@@ -119,11 +120,12 @@ pub async fn delete_session(
 pub async fn approvals(
     State(state): State<AppState>,
     Query(query): Query<HashMap<String, String>>,
-    user: User,
+    who: Person,
 ) -> Result<Response, HttpError> {
+    let user = User(who.0.subject.clone(), who.1);
     match query.get("state").map(String::as_str) {
         None | Some("pending") => {
-            let approvals = state.runtime.pending_approvals(&user.0).await?;
+            let approvals = state.runtime.approvals_for(&who.0).await?;
             Ok(Json(PendingApprovals { approvals }).into_response())
         }
         Some("decided") => {
@@ -152,7 +154,7 @@ pub async fn approvals(
 pub async fn decide(
     State(state): State<AppState>,
     Path(task_id): Path<String>,
-    user: User,
+    who: Person,
     body: axum::body::Bytes,
 ) -> Result<Json<DecideResponse>, HttpError> {
     signoff_protocol::json_keys::reject_duplicate_keys(&body)
@@ -160,25 +162,29 @@ pub async fn decide(
     let data: Value = serde_json::from_slice(&body)
         .map_err(|err| HttpError::BadRequest(format!("invalid JSON: {err}")))?;
     let runtime = state.runtime.clone();
-    let (accepted, batch_id) = runtime.decide_rest(&user.0, &task_id, &data).await?;
-    runtime
-        .wait_batch(&task_id, batch_id, accepted.after_seq)
-        .await?;
-    let outcome = runtime.batch_outcome(&task_id, batch_id).await?;
-    let (task, _) = runtime.owned_snapshot(&user.0, &task_id).await?;
+    let decided = runtime.decide_rest(&who.0, &task_id, &data);
+    let (accepted, batch_id, quorum) = as_authenticated(who.1, decided).await?;
+    // Approvals short of a quorum leave the batch waiting: nothing runs, nothing to wait for.
+    let outcome = match quorum {
+        Some(_) => None,
+        None => {
+            runtime
+                .wait_batch(&task_id, batch_id, accepted.after_seq)
+                .await?;
+            runtime.batch_outcome(&task_id, batch_id).await?
+        }
+    };
+    let (task, _, agent_key) = runtime.readable_snapshot(&who.0, &task_id).await?;
     let agent = runtime
         .agents()
         .iter()
-        .find(|agent| {
-            outcome
-                .as_ref()
-                .is_some_and(|entry| entry.agent == agent.key())
-        })
+        .find(|agent| agent.key() == agent_key)
         .map(|agent| endpoint(agent));
     Ok(Json(DecideResponse {
         task_id: task_id.clone(),
         state: task.status.state,
         decision: outcome,
+        quorum,
         follow: Follow {
             url: agent,
             method: Method::SubscribeToTask

@@ -19,6 +19,8 @@ use super::{Result, StoreError};
 pub enum ApprovalEventKind {
     Pending,
     Decided,
+    /// Approvals short of a quorum were counted: the batch still waits, further along.
+    Progress,
 }
 
 impl ApprovalEventKind {
@@ -26,6 +28,7 @@ impl ApprovalEventKind {
         match self {
             ApprovalEventKind::Pending => "pending",
             ApprovalEventKind::Decided => "decided",
+            ApprovalEventKind::Progress => "progress",
         }
     }
 
@@ -33,6 +36,7 @@ impl ApprovalEventKind {
         match text {
             "pending" => Ok(ApprovalEventKind::Pending),
             "decided" => Ok(ApprovalEventKind::Decided),
+            "progress" => Ok(ApprovalEventKind::Progress),
             other => Err(StoreError::Corrupt(format!(
                 "unknown approval event kind {other:?}"
             ))),
@@ -55,11 +59,15 @@ pub struct ApprovalEventRow {
     /// A `decided` event: the decision's channel (`a2a`, `text`, `rest`, `cancel`, `expiry`),
     /// or [`OUTCOME_DELETED`].
     pub outcome: Option<String>,
-    /// A `decided` event: who decided (none for a deleted session).
+    /// A `decided` event: who decided (none for a deleted session); a `progress` event: who
+    /// voted.
     pub decided_by: Option<String>,
     pub created_at: String,
-    /// A `pending` event: its batch, while it is stored (a deleted session takes it along).
+    /// The event's batch, while it is stored (a deleted session takes it along).
     pub waiting: Option<WaitingBatch>,
+    /// Who started the batch's chat: whose stream the event is on, and, for a batch routed to
+    /// approvers, the requester.
+    pub owner: String,
 }
 
 /// What the inbox shows of a pending event's batch.
@@ -76,9 +84,9 @@ pub struct WaitingBatch {
 /// The events with their batches and chats; a backend adds its WHERE and ORDER BY.
 pub(super) const APPROVAL_EVENT_SELECT: &str =
     "SELECT e.seq, e.task_id, e.context_id, e.batch_id, e.kind, e.outcome, e.decided_by,
-            e.created_at, b.requests, b.created_at, b.expires_at, t.agent, s.title
+            e.created_at, b.requests, b.created_at, b.expires_at, t.agent, s.title, e.user_id
      FROM approval_events e
-     LEFT JOIN batches b ON b.id = e.batch_id AND e.kind = 'pending'
+     LEFT JOIN batches b ON b.id = e.batch_id
      LEFT JOIN tasks t ON t.id = e.task_id
      LEFT JOIN sessions s ON s.id = e.context_id";
 
@@ -107,6 +115,7 @@ pub(super) fn approval_event_from_row(row: &impl Columns) -> Result<ApprovalEven
         decided_by: row.optional_text(6)?,
         created_at: row.text(7)?,
         waiting,
+        owner: row.text(13)?,
     })
 }
 
@@ -125,9 +134,23 @@ pub(super) fn user_digest(user_id: &str) -> String {
 /// approval event wakes only the streams of its own user, so a stream reads the store for its
 /// user's events, never for everyone's. Each open stream holds one receiver, so a signal's
 /// receivers are the user's open streams.
-#[derive(Debug, Default)]
+///
+/// A batch routed to approvers is on other people's streams too, and who they are depends on
+/// their groups, which the store does not know: every approval event also changes the one
+/// `routed` signal, which only the streams of people some agent routes batches to follow.
+#[derive(Debug)]
 pub(super) struct ApprovalWakes {
     users: Mutex<HashMap<String, watch::Sender<u64>>>,
+    routed: watch::Sender<u64>,
+}
+
+impl Default for ApprovalWakes {
+    fn default() -> Self {
+        ApprovalWakes {
+            users: Mutex::default(),
+            routed: watch::Sender::new(0),
+        }
+    }
 }
 
 impl ApprovalWakes {
@@ -149,8 +172,16 @@ impl ApprovalWakes {
         self.wake_digest(&user_digest(user_id));
     }
 
-    /// Wakes the open streams of the user whose [`user_digest`] is `digest`.
+    /// The signal that changes after every approval event, whoever's it is.
+    pub(super) fn routed(&self) -> watch::Receiver<u64> {
+        self.routed.subscribe()
+    }
+
+    /// Wakes the open streams of the user whose [`user_digest`] is `digest`, and those that
+    /// follow routed batches.
     pub(super) fn wake_digest(&self, digest: &str) {
+        self.routed
+            .send_modify(|count| *count = count.wrapping_add(1));
         let users = self.users.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(sender) = users.get(digest) {
             sender.send_modify(|count| *count = count.wrapping_add(1));
@@ -176,6 +207,12 @@ mod tests {
         wakes.wake_digest(&user_digest("alice"));
         assert!(alice.has_changed().unwrap());
         assert!(!bob.has_changed().unwrap());
+        let routed = wakes.routed();
+        wakes.wake("carol");
+        assert!(
+            routed.has_changed().unwrap(),
+            "any event wakes the routed streams"
+        );
         // A closed stream frees its place.
         drop(second);
         assert!(wakes.subscribe("alice", 2).is_some());

@@ -8,8 +8,9 @@ use serde_json::Value;
 use super::rows::json_value;
 use super::write::Param;
 use super::{
-    parse_task_state, task_state_text, BatchRow, BatchState, CallRow, CallStatus, Channel,
-    Deadline, DecisionRow, PolicyRow, PolicyScope, Result, SessionRow, TaskRow, Verdict,
+    parse_task_state, task_state_text, BatchRow, BatchState, CallRow, CallStatus, CallVote,
+    Channel, Deadline, DecisionRow, PolicyRow, PolicyScope, Result, SessionRow, StoreError,
+    TaskRow, Verdict,
 };
 
 /// One row of a backend's answer, read by column position.
@@ -98,7 +99,7 @@ pub(super) fn task_params<'a>(
 }
 
 pub(super) const BATCH_SELECT: &str =
-    "SELECT id, task_id, state, requests, created_at, decided_at FROM batches";
+    "SELECT id, task_id, state, requests, created_at, decided_at, expires_at FROM batches";
 
 pub(super) fn batch_from_row(row: &impl Columns) -> Result<BatchRow> {
     Ok(BatchRow {
@@ -108,8 +109,43 @@ pub(super) fn batch_from_row(row: &impl Columns) -> Result<BatchRow> {
         requests: optional_json(row, 3)?.unwrap_or(Value::Null),
         created_at: row.text(4)?,
         decided_at: row.optional_text(5)?,
+        expires_at: row.optional_text(6)?,
+        votes: Vec::new(),
     })
 }
+
+pub(super) const VOTE_SELECT: &str =
+    "SELECT call_id, user_id, email, verdict, reason, run_args, args_sha256, eligible_by,
+            channel, voted_at, batch_id
+     FROM call_votes";
+
+pub(super) fn vote_from_row(row: &impl Columns) -> Result<CallVote> {
+    let eligible_by = optional_json(row, 7)?.unwrap_or(Value::Null);
+    Ok(CallVote {
+        call_id: row.text(0)?,
+        user_id: row.text(1)?,
+        email: row.optional_text(2)?,
+        verdict: Verdict::parse(&row.text(3)?)?,
+        reason: row.optional_text(4)?,
+        run_args: optional_json(row, 5)?,
+        args_sha256: row.text(6)?,
+        eligible_by: serde_json::from_value(eligible_by)
+            .map_err(|err| StoreError::Corrupt(format!("call_votes.eligible_by: {err}")))?,
+        channel: Channel::parse(&row.text(8)?)?,
+        voted_at: row.text(9)?,
+    })
+}
+
+/// A vote with its batch's id.
+pub(super) fn batch_vote_from_row(row: &impl Columns) -> Result<(i64, CallVote)> {
+    Ok((row.int(10)?, vote_from_row(row)?))
+}
+
+/// The statement that records a vote, and its parameters (PostgreSQL's `$1` spelling).
+pub(super) const VOTE_INSERT: &str =
+    "INSERT INTO call_votes (batch_id, task_id, call_id, user_id, email, verdict, reason,
+                             run_args, args_sha256, eligible_by, channel, voted_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
 
 pub(super) const CALL_SELECT: &str =
     "SELECT task_id, call_id, position, name, source, args, args_sha256, batch_id, status,
@@ -143,7 +179,7 @@ pub(super) fn call_from_row(row: &impl Columns) -> Result<CallRow> {
 }
 
 pub(super) const DECISION_SELECT: &str =
-    "SELECT id, batch_id, task_id, user_id, channel, decision, summary, decided_at
+    "SELECT id, batch_id, task_id, user_id, channel, decision, summary, decided_at, decider_auth
      FROM decisions";
 
 pub(super) fn decision_from_row(row: &impl Columns) -> Result<DecisionRow> {
@@ -156,6 +192,7 @@ pub(super) fn decision_from_row(row: &impl Columns) -> Result<DecisionRow> {
         decision: optional_json(row, 5)?.unwrap_or(Value::Null),
         summary: row.text(6)?,
         decided_at: row.text(7)?,
+        decider_auth: row.optional_text(8)?,
     })
 }
 

@@ -30,6 +30,15 @@ pub struct LoginAttemptRow {
 pub(super) const LOGIN_SELECT: &str = "SELECT id_sha256, subject, name, email, groups_json, \
      refresh_token, id_token, expires_at, created_at FROM logins";
 
+/// The sessions [`Store::sweep_logins`](super::Store::sweep_logins) deletes (`?1`/`$1`: expired
+/// before, `?2`/`$2`: idle before), in either backend's parameter syntax.
+pub(super) fn sweep_sessions_sql(first: &str, second: &str) -> String {
+    format!(
+        "DELETE FROM logins WHERE (refresh_token IS NULL AND expires_at < {first})
+             OR expires_at < {second}"
+    )
+}
+
 pub(super) const ATTEMPT_COLUMNS: &str =
     "state_sha256, pkce_verifier, nonce, return_to, created_at";
 

@@ -28,8 +28,11 @@
 
 mod approvals;
 mod columns;
+mod links;
 mod logins;
+mod outbox;
 mod postgres;
+mod push;
 mod rows;
 mod sharing;
 mod sqlite;
@@ -44,7 +47,13 @@ use signoff_protocol::TaskState;
 pub use approvals::{ApprovalEventKind, ApprovalEventRow, WaitingBatch, OUTCOME_DELETED};
 
 use approvals::ApprovalWakes;
+pub use links::DecisionLinkRow;
 pub use logins::{LoginAttemptRow, LoginRow};
+pub use outbox::{
+    now_ms, AttemptFailed, NewNotification, NotificationKind, NotificationRow, OutboxDepth,
+    PUSH_CHANNEL,
+};
+pub use push::{PushConfigRow, PushPut};
 pub use rows::*;
 pub use sharing::{FeedbackRow, ShareRow};
 
@@ -300,6 +309,12 @@ impl Store {
         self.approval_wakes.subscribe(user_id, at_most)
     }
 
+    /// A signal that changes after every approval event of any user, here or (heard through
+    /// `listen`) on another replica: what a stream of batches routed to approvers follows.
+    pub fn routed_approval_wakes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.approval_wakes.routed()
+    }
+
     /// After a write: wakes the streams of the user it wrote an approval event for, if any.
     fn approvals_written(&self, user_id: Option<&str>) {
         if let Some(user_id) = user_id {
@@ -386,19 +401,24 @@ forward! {
     /// For readiness checks (`GET /readyz`): cheap enough to run on every probe.
     pub async fn check_ready(&self) -> Result<()>;
 
-    /// The user's approval events after id `after`, in order, at most `limit`.
+    /// The approval events after id `after`, in order, at most `limit`, of the user's tasks
+    /// and of every task of `agents` (`namespace/name`: those that route batches to approvers;
+    /// the caller keeps the ones the user may decide).
     pub async fn approval_events(
         &self,
         user_id: &str,
+        agents: &[String],
         after: i64,
         limit: i64,
     ) -> Result<Vec<ApprovalEventRow>>;
 
     /// Where a new stream starts: the last event id of all (its horizon), and the `pending`
-    /// events (at or before it) of the user's batches that still wait, in order.
+    /// events (at or before it) of the batches that still wait of the user's tasks and of
+    /// every task of `agents`, in order.
     pub async fn waiting_approval_events(
         &self,
         user_id: &str,
+        agents: &[String],
     ) -> Result<(i64, Vec<ApprovalEventRow>)>;
 }
 
@@ -490,6 +510,20 @@ forward! {
     /// The calls of a task, in the order the model asked for them.
     pub async fn calls(&self, task_id: &str) -> Result<Vec<CallRow>>;
 
+    /// Whether `user_id` voted on a call of the task (`call_votes`).
+    pub async fn voted_on(&self, task_id: &str, user_id: &str) -> Result<bool>;
+
+    /// Every vote on the task's calls, by batch, oldest first.
+    pub async fn task_votes(&self, task_id: &str) -> Result<Vec<(i64, CallVote)>>;
+
+    /// The pending batches of tasks of `agents` (`namespace/name`), oldest first, with what
+    /// the approvals list shows of their tasks and each task's owner: those routed to
+    /// approvers. A local subagent's batch is not one of them.
+    pub async fn pending_batches_of_agents(
+        &self,
+        agents: &[String],
+    ) -> Result<Vec<(PendingBatchRow, String)>>;
+
     /// The audit rows of one task, oldest first.
     pub async fn task_decisions(&self, task_id: &str) -> Result<Vec<DecisionRow>>;
 
@@ -576,6 +610,48 @@ forward! {
     pub async fn context_feedback(&self, context_id: &str) -> Result<Vec<FeedbackRow>>;
 }
 
+// Decision links (an Approve or a Reject link in a message to one person).
+forward! {
+    /// Stores new decision links, all or none.
+    pub async fn insert_decision_links(&self, links: Vec<DecisionLinkRow>) -> Result<()>;
+
+    /// The decision link whose token hashes to `token_sha256`, used or not, if there is one.
+    pub async fn decision_link(&self, token_sha256: &str) -> Result<Option<DecisionLinkRow>>;
+}
+
+// The notifications outbox (`outbox`): the sender's side. Notifications are written by the
+// commits of the events they report (`Commit::notifications`, `DecisionWrite::notifications`).
+forward! {
+    /// Leases up to `limit` notifications that are due and not leased by a live sender to
+    /// `owner` until `now_ms + lease_ms`, oldest due first.
+    pub async fn claim_notifications(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: i64,
+    ) -> Result<Vec<NotificationRow>>;
+
+    /// A notification was delivered: it leaves the outbox.
+    pub async fn notification_delivered(&self, id: &str) -> Result<()>;
+
+    /// An attempt of `owner`'s did not deliver: counted, with its error, and retried later or
+    /// kept as failed. Nothing changes if `owner` no longer holds the lease.
+    pub async fn notification_attempt_failed(
+        &self,
+        owner: &str,
+        id: &str,
+        error: &str,
+        outcome: AttemptFailed,
+    ) -> Result<()>;
+
+    /// The notifications that failed for good, most recent first, at most `limit`.
+    pub async fn failed_notifications(&self, limit: i64) -> Result<Vec<NotificationRow>>;
+
+    /// How many notifications wait to be sent, and when the oldest of them was written.
+    pub async fn outbox_depth(&self) -> Result<OutboxDepth>;
+}
+
 // Browser sign-ins (`--auth oidc`), in the store so that every replica knows them and they
 // outlive a restart.
 forward! {
@@ -585,6 +661,9 @@ forward! {
     /// The session whose cookie hashes to `id_sha256`, if there is one.
     pub async fn login(&self, id_sha256: &str) -> Result<Option<LoginRow>>;
 
+    /// The email of `subject`'s most recent sign-in that brought one (`--auth oidc`).
+    pub async fn login_email(&self, subject: &str) -> Result<Option<String>>;
+
     /// Ends a session; whether there was one.
     pub async fn delete_login(&self, id_sha256: &str) -> Result<bool>;
 
@@ -593,6 +672,32 @@ forward! {
 
     /// Takes the sign-in whose `state` hashes to `state_sha256`: only the first caller gets it.
     pub async fn take_login_attempt(&self, state_sha256: &str) -> Result<Option<LoginAttemptRow>>;
+
+    /// Deletes the sessions nobody can use any more (without a refresh token: expired before
+    /// `expired_before`; with one: expired before `idle_before`) and the sign-ins started
+    /// before `attempts_before`; how many of each. Each is one `DELETE … WHERE`, so replicas
+    /// sweeping at once delete each row once, and a session renewed meanwhile is kept.
+    pub async fn sweep_logins(
+        &self,
+        expired_before: &str,
+        idle_before: &str,
+        attempts_before: &str,
+    ) -> Result<(u64, u64)>;
+}
+
+forward! {
+    /// Writes a task's push config (replacing the one of the same id) unless the task already
+    /// has `cap` others.
+    pub async fn put_push_config(&self, config: PushConfigRow, cap: usize) -> Result<PushPut>;
+    /// A task's push configs, oldest first.
+    pub async fn push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>>;
+    /// Deletes one push config of a task; whether it was there.
+    pub async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool>;
+    /// Queues the push of `task_id` as of its event `seq` to its config `config_id` (a config
+    /// set after the task reached the state it reports; `store::outbox`).
+    pub async fn queue_push(&self, task_id: &str, config_id: &str, seq: i64) -> Result<()>;
+    /// The signing key named `name`, or `candidate` stored as it when there is none yet.
+    pub async fn server_key(&self, name: &str, candidate: String) -> Result<String>;
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 //! not know is a corrupt row.
 
 use serde_json::Value;
+
+use super::outbox::NewNotification;
 use signoff_protocol::{codec, ProtocolVersion, TaskState};
 
 use super::{Result, StoreError};
@@ -111,6 +113,8 @@ column!(
         Rule => "rule",
         /// The batch's approval timeout passed unanswered.
         Expiry => "expiry",
+        /// A person's decision link (an Approve or Reject link in a message to them).
+        Link => "link",
     }
 );
 
@@ -193,6 +197,11 @@ pub struct BatchRow {
     pub requests: Value,
     pub created_at: String,
     pub decided_at: Option<String>,
+    /// When it expires unanswered (RFC 3339), if its agent has an approval timeout.
+    pub expires_at: Option<String>,
+    /// The votes cast on a pending batch so far, oldest first: read inside a decision's write
+    /// (`Store::decide_planned`); empty elsewhere.
+    pub votes: Vec<CallVote>,
 }
 
 /// A pending batch with what the approvals list shows of its task.
@@ -340,6 +349,12 @@ pub struct Commit {
     /// ([`StoreError::Conflict`]) unless this replica still holds the task's lease, so a runner
     /// that lost its task to another replica writes nothing more.
     pub leased: bool,
+    /// Notifications of what this step does (a pause: its batch waits), written with it
+    /// (`store::outbox`); each names the batch this commit opens, if it opens one.
+    pub notifications: Vec<NewNotification>,
+    /// Posts the task as of this commit to each of its push configs: one outbox row per config,
+    /// written with it (`store::outbox`).
+    pub push: bool,
 }
 
 impl Commit {
@@ -351,6 +366,7 @@ impl Commit {
         self.new_calls.extend(next.new_calls);
         self.call_updates.extend(next.call_updates);
         self.delivered.extend(next.delivered);
+        self.notifications.extend(next.notifications);
         Commit {
             events: self.events,
             state: next.state.or(self.state),
@@ -363,6 +379,8 @@ impl Commit {
             delivered: self.delivered,
             unless_queued: self.unless_queued || next.unless_queued,
             leased: self.leased || next.leased,
+            notifications: self.notifications,
+            push: self.push || next.push,
         }
     }
 }
@@ -392,14 +410,49 @@ pub struct CallVerdict {
 pub struct DecisionWrite {
     pub batch_id: i64,
     pub user_id: String,
+    /// How the decider was authenticated (`none`, `tokens`, `proxy`, `oidc_session`,
+    /// `oidc_jwt`); `None`: no request decided.
+    pub decider_auth: Option<String>,
     pub channel: Channel,
     pub decision: Value,
     pub summary: String,
     pub verdicts: Vec<CallVerdict>,
-    /// `Decided`, or `Canceled` when the task was canceled.
+    /// `Decided`, or `Canceled` when the task was canceled; `Pending` for approvals that
+    /// leave a call short of its quorum: the votes and events are written, the batch still
+    /// waits (the same compare-and-set checks that it does), and no call or audit row changes.
     pub batch_state: BatchState,
     pub task_state: TaskState,
     pub events: Vec<NewEvent>,
+    /// Each person's verdict on each call this write records (`call_votes`).
+    pub votes: Vec<CallVote>,
+    /// The hex SHA-256 of the decision link this decision comes through, marked used in the
+    /// same transaction: a link already used, expired or of another batch fails the decision.
+    pub uses_link: Option<String>,
+    /// Notifications of this decision (decided, canceled, expired), written with it.
+    pub notifications: Vec<NewNotification>,
+    /// Posts the task as of this decision to each of its push configs, as [`Commit::push`].
+    pub push: bool,
+}
+
+/// One person's verdict on one call of a batch (`call_votes`): an approval toward the call's
+/// quorum, or a rejection, with what made the person eligible.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallVote {
+    pub call_id: String,
+    pub user_id: String,
+    pub email: Option<String>,
+    /// `Approve` or `Deny`.
+    pub verdict: Verdict,
+    pub reason: Option<String>,
+    /// Edited arguments; `None`: as asked.
+    pub run_args: Option<Value>,
+    /// The SHA-256 of the arguments approved or rejected.
+    pub args_sha256: String,
+    /// The approvers entries (`group:sre`, `user:alice`) or `requester` that let them decide.
+    pub eligible_by: Vec<String>,
+    pub channel: Channel,
+    /// When it was written (RFC 3339); set by the store.
+    pub voted_at: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -408,6 +461,7 @@ pub struct DecisionRow {
     pub batch_id: i64,
     pub task_id: String,
     pub user_id: String,
+    pub decider_auth: Option<String>,
     pub channel: Channel,
     pub decision: Value,
     pub summary: String,
@@ -582,6 +636,7 @@ mod tests {
             Channel::Policy,
             Channel::Rule,
             Channel::Expiry,
+            Channel::Link,
         ] {
             assert_eq!(Channel::parse(channel.as_str()).unwrap(), channel);
         }

@@ -8,6 +8,7 @@
 use signoff_protocol::TaskState;
 
 use super::columns::{task_params, TASK_INSERT};
+use super::outbox::{insert_notifications, insert_pushes};
 use super::rows::json_text;
 use super::{
     now, task_state_text, BatchState, CallStatus, CallUpdate, Commit, Guard, NewCall, NewEvent,
@@ -20,6 +21,7 @@ pub(super) enum Param<'a> {
     Text(&'a str),
     OptionalText(Option<&'a str>),
     Int(i64),
+    OptionalInt(Option<i64>),
     Bool(bool),
 }
 
@@ -30,6 +32,8 @@ pub(super) trait Transaction {
     async fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64>;
     /// The first column (an integer) of the first row of a query, if it returned one.
     async fn optional_int(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Option<i64>>;
+    /// The first column (text) of every row of a query.
+    async fn texts(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Vec<String>>;
     /// The first two columns (text) of the first row of a query, if it returned one.
     async fn optional_texts(
         &mut self,
@@ -181,6 +185,7 @@ pub(super) async fn apply_commit(
         update_call(tx, task_id, update, &now).await?;
     }
     let mut approvals_of = None;
+    let mut opened = None;
     if let Some(requests) = &commit.new_batch {
         let batch_id = open_batch(tx, task_id, &json_text(requests)?, &now).await?;
         if let Some(expires_at) = &commit.batch_deadline {
@@ -191,6 +196,13 @@ pub(super) async fn apply_commit(
             .await?;
         }
         approvals_of = tx.record_pending(task_id, batch_id, &now).await?;
+        opened = Some(batch_id);
+    }
+    if !commit.notifications.is_empty() {
+        insert_notifications(tx, task_id, opened, &commit.notifications, &now).await?;
+    }
+    if commit.push {
+        insert_pushes(tx, task_id, last, &now).await?;
     }
     Ok(Written {
         last_seq: last,

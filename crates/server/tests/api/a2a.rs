@@ -389,8 +389,8 @@ async fn every_error_code() {
         ),
         (
             request("tasks/pushNotificationConfig/set", json!({})),
-            -32003,
-            "push notifications",
+            -32602,
+            "taskId",
         ),
         (
             request("agent/getAuthenticatedExtendedCard", json!({})),

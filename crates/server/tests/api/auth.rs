@@ -95,6 +95,31 @@ async fn a_tokens_file_gives_tokens_with_groups() {
 }
 
 #[tokio::test]
+async fn auth_none_is_refused_on_an_address_that_is_not_loopback() {
+    // Bound on every interface but never sent anything: the server must refuse before serving.
+    for address in ["0.0.0.0:0", "[::]:0"] {
+        let Ok(listener) = tokio::net::TcpListener::bind(address).await else {
+            continue; // no IPv6 on this machine
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let config = signoff_server::Config::new(dir.path());
+        let started = signoff_server::run(listener, config, std::future::pending());
+        let err = within("the server to refuse", started)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("--auth none") && err.contains("only on a loopback address"),
+            "{err}"
+        );
+        // It says what to use instead.
+        for instead in ["--auth tokens", "--auth proxy", "--auth oidc"] {
+            assert!(err.contains(instead), "{instead} in {err}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn bad_auth_flags_stop_the_server_with_a_clear_error() {
     type Configure = Box<dyn FnOnce(&mut signoff_server::Config)>;
     let cases: [(Configure, &str); 3] = [
@@ -126,4 +151,27 @@ async fn bad_auth_flags_stop_the_server_with_a_clear_error() {
         assert!(err.contains(wanted), "{err}");
         assert!(!err.contains("secret-token"), "{err}");
     }
+}
+
+#[tokio::test]
+async fn a_decision_records_that_the_proxy_authenticated_its_decider() {
+    let app = spawn_with(proxy("127.0.0.0/8")).await;
+    let prompt = crate::hitl::PROMPT;
+    let message = a2a::message_request("message/send", a2a::message_v03(prompt, None, None));
+    let (status, answer) = as_alice(&app, DEMO, Some(message)).await;
+    assert_eq!(status, 200, "{answer}");
+    let task = eventually("the batch to wait for alice", || async {
+        let (_, pending) = as_alice(&app, "/api/approvals", None).await;
+        pending["approvals"][0]["taskId"]
+            .as_str()
+            .map(str::to_owned)
+    })
+    .await;
+    let path = format!("/api/approvals/{task}");
+    let (status, body) = as_alice(&app, &path, Some(json!({"decision_type": "approve"}))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["decision"]["decidedBy"], "alice");
+    assert_eq!(body["decision"]["deciderAuth"], "proxy");
+    let (_, decided) = as_alice(&app, "/api/approvals?state=decided", None).await;
+    assert_eq!(decided["decisions"][0]["deciderAuth"], "proxy", "{decided}");
 }

@@ -12,7 +12,7 @@ use signoff_protocol::rest::AuditVerdict;
 use signoff_protocol::{Message, Part, Role};
 use signoff_server::agent::model::{Model, ModelEvent, ModelRequest, ModelStream, ModelToolCall};
 use signoff_server::agent::tools::{ToolError, ToolSource, ToolSpec, Toolbox};
-use signoff_server::agent::{Agent, Limits, Runtime};
+use signoff_server::agent::{Agent, Decider, Limits, Runtime};
 use signoff_server::store::Store;
 use tokio::sync::mpsc;
 
@@ -84,11 +84,18 @@ async fn a_call_running_when_its_task_is_canceled_gets_a_result_saying_so() {
     });
     let runtime = Runtime::new(store.clone(), vec![agent.clone()], Limits::default());
     let message = Message::new("m-1".to_owned(), Role::User, vec![Part::text("go")]);
-    let sent = runtime.send("local", &agent, message).await.unwrap();
+    let sent = runtime
+        .send(&Decider::subject("local"), &agent, message)
+        .await
+        .unwrap();
     runtime.wait_final(&sent.task_id, 0).await.unwrap();
 
-    let (_, batch) = runtime
-        .decide_rest("local", &sent.task_id, &json!({"decision_type": "approve"}))
+    let (_, batch, _) = runtime
+        .decide_rest(
+            &Decider::subject("local"),
+            &sent.task_id,
+            &json!({"decision_type": "approve"}),
+        )
         .await
         .unwrap();
     within("the approved call to start", has_started.recv())

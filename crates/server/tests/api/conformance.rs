@@ -27,41 +27,15 @@ fn assert_error(response: &Value, code: i64, reason: Option<&str>) {
 }
 
 #[tokio::test]
-async fn push_notification_config_methods_are_not_supported_in_either_version() {
+async fn the_extended_card_is_not_supported_and_push_notifications_are() {
     let app = spawn_app().await;
-    let id = finished_task(&app).await;
-    for method in [
-        "tasks/pushNotificationConfig/set",
-        "tasks/pushNotificationConfig/get",
-        "tasks/pushNotificationConfig/list",
-        "tasks/pushNotificationConfig/delete",
-    ] {
-        let params =
-            json!({"taskId": id, "pushNotificationConfig": {"url": "https://example.com"}});
-        let got = app.rpc(None, request(method, params)).await;
-        assert_error(&got, -32003, None);
-    }
-    for method in [
-        "CreateTaskPushNotificationConfig",
-        "GetTaskPushNotificationConfig",
-        "ListTaskPushNotificationConfig",
-        "DeleteTaskPushNotificationConfig",
-    ] {
-        let got = app
-            .rpc(
-                Some("1.0"),
-                request(method, json!({"taskId": id, "id": "c"})),
-            )
-            .await;
-        assert_error(&got, -32003, Some("PUSH_NOTIFICATION_NOT_SUPPORTED"));
-    }
-    // The extended card is another unsupported feature: -32004.
+    // The extended card is an unsupported feature: -32004.
     let got = app
         .rpc(Some("1.0"), request("GetExtendedAgentCard", json!({})))
         .await;
     assert_error(&got, -32004, Some("UNSUPPORTED_OPERATION"));
     let (_, card) = app.get("/.well-known/agent-card.json").await;
-    assert_eq!(card["capabilities"]["pushNotifications"], false);
+    assert_eq!(card["capabilities"]["pushNotifications"], true);
 }
 
 #[tokio::test]

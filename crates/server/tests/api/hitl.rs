@@ -132,6 +132,7 @@ async fn approve_all_runs_both_calls_and_completes() {
         .await;
     let audit = &got["result"]["metadata"]["signoff_audit"][0];
     assert_eq!(audit["decidedBy"], "local");
+    assert_eq!(audit["deciderAuth"], "none");
     assert_eq!(audit["channel"], "a2a");
     assert_eq!(audit["summary"], "Approved");
     assert_eq!(audit["calls"][0]["verdict"], "approve");
@@ -699,5 +700,6 @@ async fn users_see_and_decide_only_their_own_tasks() {
     .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["decision"]["decidedBy"], "alice");
+    assert_eq!(body["decision"]["deciderAuth"], "tokens");
     assert!(app.sandbox().join("notes.txt").exists());
 }

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use signoff_protocol::{Message, Part, Role, StreamEvent, TaskState};
 use signoff_server::agent::model::{Model, ModelRequest, ModelStream};
 use signoff_server::agent::tools::Toolbox;
-use signoff_server::agent::{Agent, Limits, Runtime};
+use signoff_server::agent::{Agent, Decider, Limits, Runtime};
 use signoff_server::store::Store;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -112,12 +112,18 @@ async fn a_panicking_runner_fails_its_task_and_is_not_resumed_again() {
     let store = Store::open(&test_database(dir.path()).await).await.unwrap();
     let broken = agent(Arc::new(PanickingModel));
     let runtime = Runtime::new(store.clone(), vec![broken.clone()], Limits::default());
-    let first = runtime.send("local", &broken, message()).await.unwrap();
+    let first = runtime
+        .send(&Decider::subject("local"), &broken, message())
+        .await
+        .unwrap();
     runtime.wait_final(&first.task_id, 0).await.unwrap();
     let (state, text) = state_of(&runtime, &first.task_id).await;
     assert_eq!(state, TaskState::Failed);
     assert!(text.contains("internal error"), "{text}");
-    let second = runtime.send("local", &broken, message()).await.unwrap();
+    let second = runtime
+        .send(&Decider::subject("local"), &broken, message())
+        .await
+        .unwrap();
     runtime.wait_final(&second.task_id, 0).await.unwrap();
     runtime.shutdown(Duration::from_secs(5)).await;
     store.close().await;
@@ -127,7 +133,10 @@ async fn a_panicking_runner_fails_its_task_and_is_not_resumed_again() {
     let store = Store::open(&test_database(dir.path()).await).await.unwrap();
     let silent = agent(Arc::new(SilentModel));
     let runtime = Runtime::new(store.clone(), vec![silent.clone()], Limits::default());
-    let left = runtime.send("local", &silent, message()).await.unwrap();
+    let left = runtime
+        .send(&Decider::subject("local"), &silent, message())
+        .await
+        .unwrap();
     let mut events = runtime.follow(&left.task_id, 0);
     within("the task to be working", async {
         while let Some(event) = events.next().await {
@@ -555,11 +564,14 @@ fn the_release_profile_unwinds_on_panic() {
         Some("abort"),
         "the server's release profile must unwind"
     );
-    // The browser UI keeps aborting (smaller wasm) in its own profile, which trunk uses.
+    // The browser UI keeps aborting (smaller wasm) in its own profile, which its build uses.
     assert_eq!(profiles["ui"]["panic"].as_str(), Some("abort"));
-    let index =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../index.html")).unwrap();
-    assert!(index.contains(r#"data-cargo-profile-release="ui""#));
+    let build = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scripts/build-ui.sh"
+    ))
+    .unwrap();
+    assert!(build.contains("cargo build --locked --profile ui --target wasm32-unknown-unknown"));
 }
 
 /// The `Authorization` scheme is case-insensitive (RFC 9110 §11.1), so `bearer TOKEN` is the

@@ -156,6 +156,7 @@ async fn decide(store: &Store, task_id: &str, user: &str) {
     let write = DecisionWrite {
         batch_id: batch.id,
         user_id: user.to_owned(),
+        decider_auth: Some("none".into()),
         channel: Channel::Rest,
         decision: json!({"decision_type": "approve"}),
         summary: "approve".into(),
@@ -163,6 +164,10 @@ async fn decide(store: &Store, task_id: &str, user: &str) {
         batch_state: BatchState::Decided,
         task_state: TaskState::Working,
         events: Vec::new(),
+        votes: Vec::new(),
+        uses_link: None,
+        notifications: Vec::new(),
+        push: false,
     };
     store.decide(task_id, write).await.unwrap();
 }

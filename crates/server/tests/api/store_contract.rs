@@ -10,9 +10,10 @@ use std::sync::Arc;
 use serde_json::json;
 use signoff_protocol::TaskState;
 use signoff_server::store::{
-    AutoDecision, BatchState, CallStatus, CallUpdate, CallVerdict, Channel, Commit, Database,
-    DecisionWrite, Guard, NewCall, NewEvent, PolicyInsert, PolicyRow, PolicyScope, Store,
-    StoreError, TaskRow, Verdict, LEASE,
+    now_ms, AttemptFailed, AutoDecision, BatchState, CallStatus, CallUpdate, CallVerdict, Channel,
+    Commit, Database, DecisionLinkRow, DecisionWrite, Guard, NewCall, NewEvent, NewNotification,
+    NotificationKind, OutboxDepth, PolicyInsert, PolicyRow, PolicyScope, PushConfigRow, Store,
+    StoreError, SubagentLink, TaskRow, Verdict, LEASE, PUSH_CHANNEL,
 };
 
 use crate::support::create_database;
@@ -386,6 +387,8 @@ async fn a_call_row_round_trips_every_column_and_starts_once() {
         assert_eq!(decisions.len(), 1, "{name}");
         let audit = &decisions[0];
         assert_eq!(Some(audit.batch_id), ruled.batch_id, "{name}");
+        // A rule decided: no request, so no authentication.
+        assert_eq!(audit.decider_auth, None, "{name}");
         assert_eq!(
             (
                 &*audit.user_id,
@@ -410,6 +413,7 @@ fn approval(batch_id: i64, call_ids: &[&str]) -> DecisionWrite {
     DecisionWrite {
         batch_id,
         user_id: "user-of-t-batch".into(),
+        decider_auth: Some("tokens".into()),
         channel: Channel::Rest,
         decision: json!({"decision_type": "approve"}),
         summary: "approved".into(),
@@ -427,6 +431,10 @@ fn approval(batch_id: i64, call_ids: &[&str]) -> DecisionWrite {
         batch_state: BatchState::Decided,
         task_state: TaskState::Working,
         events: vec![event("approved", false)],
+        votes: Vec::new(),
+        uses_link: None,
+        notifications: Vec::new(),
+        push: false,
     }
 }
 
@@ -506,6 +514,259 @@ async fn a_batch_opens_with_its_held_calls_and_is_decided_once() {
             1,
             "{name}"
         );
+        store.close().await;
+    }
+}
+
+fn notification(id: &str, kind: NotificationKind) -> NewNotification {
+    NewNotification {
+        id: id.to_owned(),
+        channel: "hook".into(),
+        kind,
+        payload: json!({"agent": "team/agent-of-test", "id": id}),
+    }
+}
+
+#[tokio::test]
+async fn notifications_are_written_by_their_events_commit_claimed_once_and_retried_or_failed() {
+    for Backend { name, store, .. } in backends().await {
+        store
+            .create_task(&task("t-note"), "chat", Vec::new())
+            .await
+            .unwrap();
+        // A refused commit (the task is gone) writes no notification either.
+        let orphan = Commit {
+            events: vec![event("paused", false)],
+            notifications: vec![notification("msg_lost", NotificationKind::Pending)],
+            ..Commit::default()
+        };
+        assert!(
+            store.commit("no-such-task", orphan).await.is_err(),
+            "{name}"
+        );
+        let pause = Commit {
+            events: vec![event("paused", false)],
+            state: Some(TaskState::InputRequired),
+            new_calls: vec![call("held_1", true, None)],
+            new_batch: Some(json!([{"id": "held_1"}])),
+            notifications: vec![notification("msg_pause", NotificationKind::Pending)],
+            ..Commit::default()
+        };
+        store.commit("t-note", pause).await.unwrap();
+        let batch = store.pending_batch("t-note").await.unwrap().unwrap();
+        let depth = store.outbox_depth().await.unwrap();
+        assert_eq!(depth.queued, 1, "{name}");
+        let now = now_ms();
+        let claimed = store
+            .claim_notifications("a", now, 60_000, 10)
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), 1, "{name}");
+        let row = &claimed[0];
+        assert_eq!(
+            (
+                &*row.id,
+                &*row.channel,
+                row.kind,
+                &*row.task_id,
+                row.batch_id,
+                row.attempts
+            ),
+            (
+                "msg_pause",
+                "hook",
+                NotificationKind::Pending,
+                "t-note",
+                Some(batch.id),
+                0
+            ),
+            "{name}: the pause's notification names the batch the same commit opened"
+        );
+        assert_eq!(row.payload["id"], "msg_pause", "{name}");
+        // Leased: another sender does not get it.
+        let other = store
+            .claim_notifications("b", now, 60_000, 10)
+            .await
+            .unwrap();
+        assert!(other.is_empty(), "{name}: {other:?}");
+        // A failed attempt is retried when due, by whoever claims it then, same id.
+        store
+            .notification_attempt_failed(
+                "a",
+                "msg_pause",
+                "HTTP 500",
+                AttemptFailed::RetryAt(now + 10),
+            )
+            .await
+            .unwrap();
+        assert!(store
+            .claim_notifications("b", now, 60_000, 10)
+            .await
+            .unwrap()
+            .is_empty());
+        let again = store
+            .claim_notifications("b", now + 10, 60_000, 10)
+            .await
+            .unwrap();
+        assert_eq!(
+            (&*again[0].id, again[0].attempts),
+            ("msg_pause", 1),
+            "{name}"
+        );
+        // The decision writes its own notification in its commit; a lost compare-and-set none.
+        let mut decided = approval(batch.id, &["held_1"]);
+        decided.notifications = vec![notification("msg_decided", NotificationKind::Decided)];
+        store.decide("t-note", decided.clone()).await.unwrap();
+        decided.notifications = vec![notification("msg_twice", NotificationKind::Decided)];
+        assert!(store.decide("t-note", decided).await.is_err(), "{name}");
+        store.notification_delivered("msg_pause").await.unwrap();
+        let rows = store
+            .claim_notifications("a", now_ms(), 60_000, 10)
+            .await
+            .unwrap();
+        let ids: Vec<_> = rows
+            .iter()
+            .map(|row| (&*row.id, row.kind, row.batch_id))
+            .collect();
+        assert_eq!(
+            ids,
+            [("msg_decided", NotificationKind::Decided, Some(batch.id))],
+            "{name}"
+        );
+        // Out of retries: kept as failed, listed, no longer queued.
+        store
+            .notification_attempt_failed(
+                "a",
+                "msg_decided",
+                "HTTP 404: gone",
+                AttemptFailed::GiveUp,
+            )
+            .await
+            .unwrap();
+        let failed = store.failed_notifications(10).await.unwrap();
+        assert_eq!(failed.len(), 1, "{name}");
+        assert_eq!(
+            (
+                &*failed[0].id,
+                failed[0].attempts,
+                failed[0].last_error.as_deref()
+            ),
+            ("msg_decided", 1, Some("HTTP 404: gone")),
+            "{name}"
+        );
+        assert!(failed[0].failed_at.is_some(), "{name}");
+        assert_eq!(
+            store.outbox_depth().await.unwrap(),
+            OutboxDepth::default(),
+            "{name}"
+        );
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_pushing_commit_writes_one_push_per_config_of_its_task_with_it() {
+    for Backend { name, store, .. } in backends().await {
+        store
+            .create_task(&task("t-push"), "chat", Vec::new())
+            .await
+            .unwrap();
+        let step = |state| Commit {
+            events: vec![event("moved", false)],
+            state: Some(state),
+            push: true,
+            ..Commit::default()
+        };
+        // No config: nothing to push.
+        store
+            .commit("t-push", step(TaskState::InputRequired))
+            .await
+            .unwrap();
+        assert_eq!(store.outbox_depth().await.unwrap().queued, 0, "{name}");
+        for id in ["c1", "c2"] {
+            let config = PushConfigRow {
+                task_id: "t-push".into(),
+                id: id.into(),
+                user_id: "user-of-t-push".into(),
+                version: "0.3".into(),
+                url: "https://example.com/hook".into(),
+                token: None,
+                auth_scheme: None,
+                auth_credentials: None,
+                created_at: format!("2026-01-02T03:04:05.00{}Z", id.len()),
+            };
+            store.put_push_config(config, 8).await.unwrap();
+        }
+        let seq = store
+            .commit("t-push", step(TaskState::Completed))
+            .await
+            .unwrap();
+        let mut rows = store
+            .claim_notifications("a", now_ms(), 60_000, 10)
+            .await
+            .unwrap();
+        rows.sort_by(|a, b| {
+            a.payload["config_id"]
+                .as_str()
+                .cmp(&b.payload["config_id"].as_str())
+        });
+        let got: Vec<_> = rows
+            .iter()
+            .map(|row| (&*row.channel, row.kind, &*row.task_id, row.payload.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    PUSH_CHANNEL,
+                    NotificationKind::Push,
+                    "t-push",
+                    json!({"config_id": "c1", "seq": seq})
+                ),
+                (
+                    PUSH_CHANNEL,
+                    NotificationKind::Push,
+                    "t-push",
+                    json!({"config_id": "c2", "seq": seq})
+                ),
+            ],
+            "{name}: the pushes name the commit's last event"
+        );
+        assert_ne!(rows[0].id, rows[1].id, "{name}");
+        // A refused commit pushes nothing.
+        assert!(store
+            .commit(
+                "t-push",
+                Commit {
+                    guard: Some(Guard::NotTerminal),
+                    ..step(TaskState::Failed)
+                }
+            )
+            .await
+            .is_err());
+        assert_eq!(store.outbox_depth().await.unwrap().queued, 2, "{name}");
+        // A local subagent's task is pushed too: its owner set the configs on it (the
+        // operator's channels hear of its calls through its parent's batch instead).
+        store
+            .create_task(&task("t-push-parent"), "chat", Vec::new())
+            .await
+            .unwrap();
+        let link = SubagentLink {
+            parent_task_id: "t-push-parent".into(),
+            parent_call_id: "call_sub".into(),
+            agent: "team/sub".into(),
+            child_task_id: "t-push".into(),
+            child_context_id: "context-of-t-push".into(),
+            remote: false,
+            depth: 1,
+            created_at: "2026-01-02T03:04:05.008Z".into(),
+        };
+        store.insert_subagent(link, None).await.unwrap();
+        store
+            .commit("t-push", step(TaskState::InputRequired))
+            .await
+            .unwrap();
+        assert_eq!(store.outbox_depth().await.unwrap().queued, 4, "{name}");
         store.close().await;
     }
 }
@@ -603,6 +864,68 @@ async fn a_runners_step_needs_the_lease_where_replicas_share_the_database() {
     }
 }
 
+#[tokio::test]
+async fn a_decision_link_is_used_in_its_decisions_write_and_only_once() {
+    for Backend { name, store, .. } in backends().await {
+        store
+            .create_task(&task("t-link"), "chat", Vec::new())
+            .await
+            .unwrap();
+        let pause = Commit {
+            events: vec![event("paused", false)],
+            state: Some(TaskState::InputRequired),
+            new_calls: vec![call("held_1", true, None)],
+            new_batch: Some(json!([{"id": "held_1"}])),
+            ..Commit::default()
+        };
+        store.commit("t-link", pause).await.unwrap();
+        let batch = store.pending_batch("t-link").await.unwrap().unwrap();
+        let link = |hash: &str, expires_at: &str| DecisionLinkRow {
+            token_sha256: hash.to_owned(),
+            task_id: "t-link".into(),
+            batch_id: batch.id,
+            user_id: "user-of-t-batch".into(),
+            action: "approve".into(),
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+            expires_at: expires_at.to_owned(),
+            used_at: None,
+        };
+        store
+            .insert_decision_links(vec![
+                link("live", "2999-01-01T00:00:00.000Z"),
+                link("old", "2000-01-01T00:00:00.000Z"),
+            ])
+            .await
+            .unwrap();
+        // An expired link fails the whole decision: the batch still waits.
+        let through = |hash: &str| DecisionWrite {
+            uses_link: Some(hash.to_owned()),
+            ..approval(batch.id, &["held_1"])
+        };
+        match store.decide("t-link", through("old")).await {
+            Err(StoreError::Conflict(reason)) => assert_eq!(
+                reason, "the decision link was already used or has expired",
+                "{name}"
+            ),
+            other => panic!("{name}: {other:?}"),
+        }
+        assert_eq!(
+            store.pending_batch("t-link").await.unwrap().map(|b| b.id),
+            Some(batch.id),
+            "{name}: nothing of the refused decision was kept"
+        );
+        assert!(store.task_decisions("t-link").await.unwrap().is_empty());
+        store.decide("t-link", through("live")).await.unwrap();
+        let used = store.decision_link("live").await.unwrap().unwrap();
+        assert!(used.used_at.is_some(), "{name}");
+        assert_eq!(used.batch_id, batch.id);
+        let unused = store.decision_link("old").await.unwrap().unwrap();
+        assert_eq!(unused.used_at, None, "{name}");
+        assert_eq!(store.decision_link("none").await.unwrap(), None);
+        store.close().await;
+    }
+}
+
 fn grant(id: &str, uses_left: Option<i64>, expires_at: Option<&str>) -> PolicyRow {
     PolicyRow {
         id: id.to_owned(),
@@ -683,5 +1006,6 @@ async fn a_counted_grant_allows_exactly_its_uses_and_an_expired_one_none() {
             !store.use_policy("later", &now).await.unwrap(),
             "{name}: revoked"
         );
+        store.close().await;
     }
 }

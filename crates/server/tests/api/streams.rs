@@ -9,7 +9,7 @@ use signoff_protocol::{Message, Part, Role, StreamEvent, TaskState};
 use signoff_server::agent::runtime::{Opening, StreamEnd};
 use signoff_server::agent::scripted::ScriptedModel;
 use signoff_server::agent::tools::Toolbox;
-use signoff_server::agent::{Agent, Limits, Runtime};
+use signoff_server::agent::{Agent, Decider, Limits, Runtime};
 use signoff_server::store::Store;
 
 use crate::support::*;
@@ -44,8 +44,7 @@ async fn a_messages_stream_sends_its_committed_events_then_the_live_ones_in_orde
 
     let stream = runtime
         .stream_message(
-            "local",
-            &[],
+            &Decider::subject("local"),
             &agent,
             message("count to 3"),
             Opening::Committed,
@@ -72,8 +71,7 @@ async fn a_messages_stream_sends_its_committed_events_then_the_live_ones_in_orde
     // Opening with a snapshot: the task as of its first event, then the rest.
     let stream = runtime
         .stream_message(
-            "local",
-            &[],
+            &Decider::subject("local"),
             &agent,
             message("count to 2"),
             Opening::Snapshot,
@@ -89,8 +87,7 @@ async fn a_messages_stream_sends_its_committed_events_then_the_live_ones_in_orde
     // A stream dropped unread still starts its runner.
     let dropped = runtime
         .stream_message(
-            "local",
-            &[],
+            &Decider::subject("local"),
             &agent,
             message("count to 2"),
             Opening::Committed,
@@ -106,7 +103,7 @@ async fn a_messages_stream_sends_its_committed_events_then_the_live_ones_in_orde
     .await
     .unwrap();
     let now = runtime
-        .subscribe("local", &task, StreamEnd::Final)
+        .subscribe(&Decider::subject("local"), &task, StreamEnd::Final)
         .await
         .unwrap();
     assert_eq!(now.snapshot.unwrap().status.state, TaskState::Completed);

@@ -12,8 +12,9 @@ mod support;
 
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -25,8 +26,12 @@ use support::*;
 /// The provider, running.
 struct Provider {
     issuer: String,
+    port: u16,
+    bases: Vec<String>,
     keys: tempfile::TempDir,
-    _child: tokio::process::Child,
+    /// How many times its keys (JWKS) were fetched, across restarts.
+    jwks_fetches: Arc<AtomicUsize>,
+    child: tokio::process::Child,
 }
 
 fn free_port() -> u16 {
@@ -38,15 +43,45 @@ fn free_port() -> u16 {
 }
 
 impl Provider {
-    /// Starts the provider for Signoff servers at `bases`.
-    async fn start(bases: &[String]) -> Provider {
+    /// Starts the provider for Signoff servers at `bases`, with `env` (its TTLs) set.
+    async fn start(bases: &[String], env: &[(&str, &str)]) -> Provider {
+        let keys = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let jwks_fetches = Arc::new(AtomicUsize::new(0));
+        let child = Self::spawn(port, bases, keys.path(), env, jwks_fetches.clone()).await;
+        Provider {
+            issuer: format!("http://127.0.0.1:{port}"),
+            port,
+            bases: bases.to_vec(),
+            keys,
+            jwks_fetches,
+            child,
+        }
+    }
+
+    /// Stops the provider and starts it again on the same port and keys, with `env`.
+    async fn restart(&mut self, env: &[(&str, &str)]) {
+        self.child.kill().await.unwrap();
+        let fetches = self.jwks_fetches.clone();
+        self.child = Self::spawn(self.port, &self.bases, self.keys.path(), env, fetches).await;
+    }
+
+    fn jwks_fetches(&self) -> usize {
+        self.jwks_fetches.load(Ordering::SeqCst)
+    }
+
+    async fn spawn(
+        port: u16,
+        bases: &[String],
+        keys: &Path,
+        env: &[(&str, &str)],
+        jwks_fetches: Arc<AtomicUsize>,
+    ) -> tokio::process::Child {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oidc");
         assert!(
             dir.join("node_modules/oidc-provider").is_dir(),
             "the test provider is not installed: run crates/server/tests/oidc/install.sh"
         );
-        let keys = tempfile::tempdir().unwrap();
-        let port = free_port();
         let list = |suffix: &str| {
             bases
                 .iter()
@@ -60,7 +95,8 @@ impl Provider {
             .env("PORT", port.to_string())
             .env("REDIRECT_URIS", list("/auth/callback"))
             .env("POST_LOGOUT_URIS", list("/auth/signed-out"))
-            .env("KEY_DIR", keys.path())
+            .env("KEY_DIR", keys)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true)
@@ -76,13 +112,16 @@ impl Provider {
             panic!("the provider ended before it listened");
         })
         .await;
-        // Read the rest of what it prints, or its next line would end it (EPIPE).
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Provider {
-            issuer: format!("http://127.0.0.1:{port}"),
-            keys,
-            _child: child,
-        }
+        // Read the rest of what it prints (or its next line would end it: EPIPE), counting the
+        // fetches of its keys.
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if line == "jwks" {
+                    jwks_fetches.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+        child
     }
 
     fn pem(&self, name: &str) -> Vec<u8> {
@@ -125,6 +164,15 @@ fn configure(config: &mut signoff_server::Config, issuer: &str, base: &str) {
 
 /// `count` Signoff servers on one store (replicas on PostgreSQL) and the provider they use.
 async fn start(count: usize) -> (Provider, Vec<TestApp>) {
+    start_with(count, &[], |_| {}).await
+}
+
+/// [`start`], with `env` for the provider (its token lifetimes) and `tweak` for each server.
+async fn start_with(
+    count: usize,
+    env: &[(&str, &str)],
+    tweak: fn(&mut signoff_server::Config),
+) -> (Provider, Vec<TestApp>) {
     let mut listeners = Vec::new();
     for _ in 0..count {
         listeners.push(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap());
@@ -133,7 +181,7 @@ async fn start(count: usize) -> (Provider, Vec<TestApp>) {
         .iter()
         .map(|listener| format!("http://{}", listener.local_addr().unwrap()))
         .collect();
-    let provider = Provider::start(&bases).await;
+    let provider = Provider::start(&bases, env).await;
     // One store: the first server's (on SQLite there is one server; replicas need PostgreSQL).
     let first_dir = tempfile::tempdir().unwrap();
     let database = database_url(first_dir.path()).await;
@@ -145,6 +193,7 @@ async fn start(count: usize) -> (Provider, Vec<TestApp>) {
         let database = database.clone();
         let app = spawn_on(listener, dir, |config| {
             configure(config, &issuer, base);
+            tweak(config);
             if database.is_some() {
                 config.database_url = database;
             }
@@ -557,4 +606,237 @@ async fn a_sign_in_holds_on_every_replica_and_across_a_restart() {
     .await;
     let (status, me) = me_with_cookie(&again.base, &cookie).await;
     assert_eq!((status, me["user"].clone()), (200, json!("alice")));
+}
+
+/// The number of stored sessions of `subject` (`with_refresh`: only those holding a refresh
+/// token).
+async fn sessions_of(app: &TestApp, subject: &str, with_refresh: bool) -> i64 {
+    let sql = if with_refresh {
+        "SELECT COUNT(*) FROM logins WHERE subject = ?1 AND refresh_token IS NOT NULL"
+    } else {
+        "SELECT COUNT(*) FROM logins WHERE subject = ?1"
+    };
+    sql_count(app.data_dir.path(), sql, subject).await
+}
+
+#[tokio::test]
+async fn a_session_is_renewed_with_its_refresh_token_and_ends_when_that_fails() {
+    // ID tokens live 5 s, refresh tokens 20 s (not rotated before 70% of their life).
+    let (_provider, apps) = start_with(
+        1,
+        &[("ID_TOKEN_TTL", "5"), ("REFRESH_TOKEN_TTL", "20")],
+        |_| {},
+    )
+    .await;
+    let app = &apps[0];
+    let (browser, jar) = browser();
+    sign_in(&browser, &app.base, "/", "alice").await;
+    let signed_in = Instant::now();
+    let cookie = session_cookie(&jar, &app.base);
+    assert_eq!(sessions_of(app, "alice", true).await, 1, "a refresh token");
+    assert_eq!(me_with_cookie(&app.base, &cookie).await.0, 200);
+    // Past the ID token's expiry: the session is renewed with the refresh token.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let (status, me) = me_with_cookie(&app.base, &cookie).await;
+    assert_eq!((status, me["user"].clone()), (200, json!("alice")));
+    let text = app.client.get(app.url("/metrics")).send().await.unwrap();
+    let text = text.text().await.unwrap();
+    let renewed = "signoff_auth_events_total{mode=\"oidc\",event=\"refreshed\"} 1";
+    assert!(text.contains(renewed), "{text}");
+    // Past the refresh token's life too: the provider refuses to renew, the session ends and
+    // its row is gone.
+    tokio::time::sleep(
+        (signed_in + Duration::from_secs(22)).saturating_duration_since(Instant::now()),
+    )
+    .await;
+    assert_eq!(me_with_cookie(&app.base, &cookie).await.0, 401);
+    assert_eq!(sessions_of(app, "alice", false).await, 0);
+    assert_eq!(me_with_cookie(&app.base, &cookie).await.0, 401);
+}
+
+#[tokio::test]
+async fn a_rotated_key_is_fetched_again_for_sign_ins_and_programs_at_most_once_a_minute() {
+    let (mut provider, apps) = start(1).await;
+    let app = &apps[0];
+    let kid = |token: &str| jsonwebtoken::decode_header(token).unwrap().kid.unwrap();
+    let old_key = provider.program_token().await;
+    assert_eq!(kid(&old_key), "provider-key-1");
+    assert_eq!(app.get_as("/api/me", Some(&old_key)).await.0, 200);
+    // The server fetched the keys before it answered.
+    let fetched_at = Instant::now();
+    provider.restart(&[("ROTATED", "1")]).await;
+    let new_key = provider.program_token().await;
+    assert_eq!(kid(&new_key), "provider-key-2");
+    // Within a minute of the last fetch an unknown kid is refused without asking the provider.
+    let fetches = provider.jwks_fetches();
+    assert_eq!(app.get_as("/api/me", Some(&new_key)).await.0, 401);
+    assert_eq!(provider.jwks_fetches(), fetches);
+    // A minute on, a sign-in whose ID token the new key signed fetches the keys once.
+    let minute_on = fetched_at + jwt_refetch() + Duration::from_secs(1);
+    tokio::time::sleep(minute_on.saturating_duration_since(Instant::now())).await;
+    let (browser, jar) = browser();
+    let landed = sign_in(&browser, &app.base, "/approvals", "alice").await;
+    assert_eq!(landed, app.url("/approvals"));
+    let cookie = session_cookie(&jar, &app.base);
+    assert_eq!(me_with_cookie(&app.base, &cookie).await.0, 200);
+    assert_eq!(provider.jwks_fetches(), fetches + 1);
+    // Both keys are taken now; a kid the provider never published is still refused, and does
+    // not make the server ask again.
+    assert_eq!(app.get_as("/api/me", Some(&new_key)).await.0, 200);
+    assert_eq!(app.get_as("/api/me", Some(&old_key)).await.0, 200);
+    let rogue = EncodingKey::from_rsa_pem(&provider.pem("rogue.pem")).unwrap();
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some("rogue-key".into());
+    let claims = json!({"iss": provider.issuer, "aud": "signoff-api", "sub": "mallory",
+                        "iat": now(), "exp": now() + 600});
+    let forged = jsonwebtoken::encode(&header, &claims, &rogue).unwrap();
+    let message = a2a::message_request("message/send", a2a::message_v03("rm -rf", None, None));
+    let (status, body) = app.post_json_as(DEMO, Some(&forged), &message).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(provider.jwks_fetches(), fetches + 1);
+}
+
+/// How long the server waits between two fetches of the provider's keys.
+fn jwt_refetch() -> Duration {
+    signoff_server::http::auth::jwt::REFETCH_EVERY
+}
+
+#[tokio::test]
+async fn expired_sessions_and_abandoned_sign_ins_are_swept_by_every_replica() {
+    // Two replicas on PostgreSQL sweep the same rows at once; one server on SQLite.
+    let count = if on_postgres() { 2 } else { 1 };
+    let (_provider, apps) = start_with(count, &[], |config| {
+        config.login_sweep_every = Duration::from_millis(200);
+    })
+    .await;
+    let app = &apps[0];
+    // A live sign-in, made the usual way, stays.
+    let (browser, jar) = browser();
+    sign_in(&browser, &app.base, "/", "alice").await;
+    let cookie = session_cookie(&jar, &app.base);
+    let at = |delta: chrono::TimeDelta| {
+        (chrono::Utc::now() + delta).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    };
+    let hour = chrono::TimeDelta::hours(1);
+    let session = |id: &str, refresh: &str, expires: &str| {
+        format!(
+            "INSERT INTO logins (id_sha256, subject, name, email, groups_json, refresh_token,
+                                 id_token, expires_at, created_at)
+             VALUES ('{id}', 'swept', NULL, NULL, '[]', {refresh}, NULL, '{expires}', '{now}')",
+            now = at(chrono::TimeDelta::zero())
+        )
+    };
+    let attempt = |state: &str, created: &str| {
+        format!(
+            "INSERT INTO login_attempts (state_sha256, pkce_verifier, nonce, return_to, created_at)
+             VALUES ('{state}', 'v', 'n', '/', '{created}')"
+        )
+    };
+    sql_execute(
+        app.data_dir.path(),
+        &[
+            // Gone: expired without a refresh token; unused for over a week with one; a
+            // sign-in started an hour ago.
+            &session("expired", "NULL", &at(-hour)),
+            &session("idle", "'r'", &at(-chrono::TimeDelta::days(8))),
+            &attempt("abandoned", &at(-hour)),
+            // Kept: expired an hour ago but renewable; not expired; a sign-in on its way.
+            &session("renewable", "'r'", &at(-hour)),
+            &session("live", "NULL", &at(hour)),
+            &attempt("on-its-way", &at(chrono::TimeDelta::zero())),
+        ],
+    )
+    .await;
+    let count_of = |table: &'static str, key: &'static str, id: &'static str| {
+        let dir = app.data_dir.path().to_owned();
+        async move {
+            let sql = format!("SELECT COUNT(*) FROM {table} WHERE {key} = ?1");
+            sql_count(&dir, &sql, id).await
+        }
+    };
+    eventually("the expired rows to be swept", || async {
+        let left = count_of("logins", "id_sha256", "expired").await
+            + count_of("logins", "id_sha256", "idle").await
+            + count_of("login_attempts", "state_sha256", "abandoned").await;
+        (left == 0).then_some(())
+    })
+    .await;
+    // A few more sweeps (of every replica) later, the rest is still there.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for id in ["renewable", "live"] {
+        assert_eq!(count_of("logins", "id_sha256", id).await, 1, "{id}");
+    }
+    assert_eq!(
+        count_of("login_attempts", "state_sha256", "on-its-way").await,
+        1
+    );
+    assert_eq!(sessions_of(app, "alice", false).await, 1);
+    assert_eq!(me_with_cookie(&app.base, &cookie).await.0, 200);
+}
+
+#[tokio::test]
+async fn decisions_record_whether_a_session_or_a_jwt_authenticated_the_decider() {
+    let (provider, apps) = start(1).await;
+    let app = &apps[0];
+    let prompt = "write notes.txt: hi and delete old.txt and read readme.txt";
+    let pause = |cookie: Option<String>, token: Option<String>| {
+        let message = a2a::message_request("message/send", a2a::message_v03(prompt, None, None));
+        let mut request = reqwest::Client::new().post(app.url(DEMO)).json(&message);
+        if let Some(cookie) = cookie {
+            request = request
+                .header("cookie", cookie)
+                .header("sec-fetch-site", "same-origin");
+        }
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        async move {
+            let answer: Value = request.send().await.unwrap().json().await.unwrap();
+            answer["result"]["id"].as_str().expect("a task").to_owned()
+        }
+    };
+    let decide = |task: String, cookie: Option<String>, token: Option<String>| {
+        let mut request = reqwest::Client::new()
+            .post(app.url(&format!("/api/approvals/{task}")))
+            .json(&json!({"decision_type": "approve"}));
+        if let Some(cookie) = cookie {
+            request = request
+                .header("cookie", cookie)
+                .header("sec-fetch-site", "same-origin");
+        }
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap())
+        }
+    };
+    let (browser, jar) = browser();
+    sign_in(&browser, &app.base, "/", "alice").await;
+    let cookie = session_cookie(&jar, &app.base);
+    let task = pause(Some(cookie.clone()), None).await;
+    let (status, body) = eventually("alice's batch to wait", || {
+        let decided = decide(task.clone(), Some(cookie.clone()), None);
+        async move {
+            let (status, body) = decided.await;
+            (status != 409).then_some((status, body))
+        }
+    })
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["decision"]["deciderAuth"], "oidc_session");
+    let token = provider.program_token().await;
+    let task = pause(None, Some(token.clone())).await;
+    let (status, body) = eventually("the program's batch to wait", || {
+        let decided = decide(task.clone(), None, Some(token.clone()));
+        async move {
+            let (status, body) = decided.await;
+            (status != 409).then_some((status, body))
+        }
+    })
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["decision"]["deciderAuth"], "oidc_jwt");
 }

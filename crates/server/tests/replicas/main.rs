@@ -4,6 +4,7 @@
 //! ended, every follower saw the log without a gap or a repeat, and no call ran twice.
 //!
 //! `nginx` runs the README's load balancer (`deploy/nginx.conf`) in front of three replicas.
+//! `notify`: a replica killed while it sends notifications, and started again.
 //!
 //! Needs `SIGNOFF_TEST_POSTGRES_URL` (`scripts/test.sh` provides a throwaway server); it is run
 //! by name (`cargo test -p signoff-server --test replicas`), not by a plain `cargo test`.
@@ -17,6 +18,8 @@ mod support;
 
 mod cluster;
 mod nginx;
+mod notify;
+mod quorum;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -9,7 +9,7 @@ use crate::components::clamp::{is_long, ShowMore};
 use crate::components::tools::allow::DecidedByLine;
 use crate::components::tools::pretty;
 use crate::components::tools::preview::CallPreview;
-use crate::components::tools::question::Answers;
+use crate::components::tools::question::answers as answers_view;
 use crate::components::util::copy_to_clipboard;
 use crate::state::preview::edited_preview;
 use crate::state::{ToolCallView, ToolStatus};
@@ -62,7 +62,7 @@ pub(super) fn CardBody(
                 Err(why) => view! { <p class="hint" data-testid="tool-edited-preview">{why}</p> }.into_any(),
             })}
         })}
-        {answers.map(|result| view! { <Answers result=result /> })}
+        {answers.map(answers_view)}
         {decided_by.map(|decided_by| view! { <DecidedByLine decided_by=decided_by /> })}
         {card.no_result_reported().then(|| view! {
             <p class="decided-by" data-testid="no-result">"No result reported: the task completed without sending this call's result."</p>

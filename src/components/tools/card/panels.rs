@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 
 use super::model::{CardModel, Panel};
-use crate::components::tools::allow::AlwaysAllow;
+use crate::components::tools::allow::{always_allow, AllowPanel};
 use crate::components::tools::focus_on_open;
 
 /// Whichever panel is open, if one is.
@@ -59,20 +59,18 @@ fn AlwaysPanel(model: CardModel) -> impl IntoView {
             .map(|card| (card.name.clone(), card.args.clone()))
             .unwrap_or_default()
     });
-    view! {
-        <AlwaysAllow
-            agent=format!("{}/{}", key.namespace, key.agent)
-            tool=tool
-            args=args
-            context_id=ctl.view.with_untracked(|view| view.context_id.clone())
-            on_allowed=Callback::new(move |()| {
-                model.panel.set(Panel::None);
-                model.approve();
-            })
-            on_close=Callback::new(move |()| model.panel.set(Panel::None))
-            disabled=Signal::derive(move || model.disabled())
-        />
-    }
+    always_allow(AllowPanel {
+        agent: format!("{}/{}", key.namespace, key.agent),
+        tool,
+        args,
+        context_id: ctl.view.with_untracked(|view| view.context_id.clone()),
+        on_allowed: Callback::new(move |()| {
+            model.panel.set(Panel::None);
+            model.approve();
+        }),
+        on_close: Callback::new(move |()| model.panel.set(Panel::None)),
+        disabled: Signal::derive(move || model.disabled()),
+    })
 }
 
 /// The arguments as JSON to edit, with why they cannot be approved when they do not parse.

@@ -161,9 +161,7 @@ pub(super) struct WireConfiguration {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "accepted_output_modes")]
     pub(super) accepted_output_modes: Option<Vec<String>>,
-    /// Read past: Signoff sends no push notifications.
-    #[serde(default, skip_serializing)]
-    #[allow(dead_code)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "task_push_notification_config")]
     pub(super) task_push_notification_config: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

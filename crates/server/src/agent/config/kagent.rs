@@ -104,6 +104,9 @@ pub fn parse(text: &str, namespace: &str, name: &str) -> Result<AgentsFile, Conf
             rules: Vec::new(),
             approval_timeout: None,
             on_timeout: super::OnTimeout::Reject,
+            approvers: None,
+            requester_may_approve: None,
+            quorum: None,
         }],
     };
     file.validate()?;
@@ -180,6 +183,10 @@ pub fn tool_sources(agent_config: &Value) -> Result<Vec<McpHttpSpec>, ConfigErro
                 require_approval: entry.require_approval.unwrap_or_default(),
                 timeout_secs: seconds(entry.params.sse_read_timeout),
                 connect_timeout_secs: seconds(entry.params.timeout),
+                approvers: None,
+                requester_may_approve: None,
+                quorum: None,
+                tool_approvers: BTreeMap::new(),
             });
         }
     }
@@ -317,6 +324,10 @@ mod tests {
                 require_approval: vec!["k8s_apply_manifest".into()],
                 timeout_secs: Some(300),
                 connect_timeout_secs: Some(6),
+                approvers: None,
+                requester_may_approve: None,
+                quorum: None,
+                tool_approvers: BTreeMap::new(),
             }
         );
         assert_eq!(sources[1].name, "kagent-tool-server-2");

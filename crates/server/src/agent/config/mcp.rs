@@ -60,6 +60,16 @@ pub struct McpStdioSpec {
     pub timeout_secs: Option<u64>,
     #[serde(default)]
     pub connect_timeout_secs: Option<u64>,
+    /// Who may approve this source's calls (`super::approvers`).
+    #[serde(default)]
+    pub approvers: Option<Vec<String>>,
+    #[serde(default)]
+    pub requester_may_approve: Option<bool>,
+    #[serde(default)]
+    pub quorum: Option<u32>,
+    /// Per tool (with or without the prefix), who may approve its calls.
+    #[serde(default)]
+    pub tool_approvers: BTreeMap<String, super::ApproversSpec>,
 }
 
 /// `kind = "mcp_http"`: a server reached over streamable HTTP (or legacy HTTP+SSE).
@@ -83,6 +93,16 @@ pub struct McpHttpSpec {
     pub timeout_secs: Option<u64>,
     #[serde(default)]
     pub connect_timeout_secs: Option<u64>,
+    /// Who may approve this source's calls (`super::approvers`).
+    #[serde(default)]
+    pub approvers: Option<Vec<String>>,
+    #[serde(default)]
+    pub requester_may_approve: Option<bool>,
+    #[serde(default)]
+    pub quorum: Option<u32>,
+    /// Per tool (with or without the prefix), who may approve its calls.
+    #[serde(default)]
+    pub tool_approvers: BTreeMap<String, super::ApproversSpec>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]

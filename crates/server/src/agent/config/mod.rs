@@ -21,17 +21,19 @@
 //! (`kagent`). This module is a leaf of the agent layer: it owns every spec, and the models,
 //! tools and MCP sources built from them (`agent::build`) import it, never the other way round.
 
+mod approvers;
 mod kagent;
 mod mcp;
 mod openai;
 mod rules;
 mod subagents;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use approvers::{ApproverEntry, ApproversSpec, MAX_QUORUM};
 pub use mcp::{check_approval, Endpoint, HttpTransport, McpHttpSpec, McpSourceSpec, McpStdioSpec};
 pub use openai::OpenAiSpec;
 pub use rules::{check_rules, parse_timeout, MatchSpec, Matcher, OnTimeout, RuleAction, RuleSpec};
@@ -103,6 +105,24 @@ pub struct AgentSpec {
     /// What an expired batch does to its task.
     #[serde(default)]
     pub on_timeout: OnTimeout,
+    /// Who may approve this agent's calls (`approvers`); none: the requester decides alone.
+    #[serde(default)]
+    pub approvers: Option<Vec<String>>,
+    #[serde(default)]
+    pub requester_may_approve: Option<bool>,
+    #[serde(default)]
+    pub quorum: Option<u32>,
+}
+
+impl AgentSpec {
+    /// The agent's own approver settings.
+    pub fn approver_spec(&self) -> ApproversSpec {
+        ApproversSpec {
+            approvers: self.approvers.clone(),
+            requester_may_approve: self.requester_may_approve,
+            quorum: self.quorum,
+        }
+    }
 }
 
 /// The conformance agent's name (in the `default` namespace).
@@ -145,6 +165,16 @@ pub enum ToolSourceSpec {
         /// Exposed tools whose calls wait for a person's decision.
         #[serde(default)]
         require_approval: Vec<String>,
+        /// Who may approve this source's calls (`approvers`).
+        #[serde(default)]
+        approvers: Option<Vec<String>>,
+        #[serde(default)]
+        requester_may_approve: Option<bool>,
+        #[serde(default)]
+        quorum: Option<u32>,
+        /// Per exposed tool, who may approve its calls.
+        #[serde(default)]
+        tool_approvers: BTreeMap<String, ApproversSpec>,
     },
     /// An MCP server started as a child process ([`McpStdioSpec`] documents the fields).
     McpStdio(McpStdioSpec),
@@ -174,6 +204,73 @@ pub struct RemoteSpec {
     /// and stop" instead of Stop. When not set, the first refused cancel tells.
     #[serde(default)]
     pub cancel: Option<bool>,
+}
+
+impl ToolSourceSpec {
+    /// The tools the source exposes, when the agents file alone says (MCP servers list
+    /// theirs when they connect, unless `tools` names them).
+    pub fn known_tools(&self) -> Option<Vec<String>> {
+        match self {
+            ToolSourceSpec::BuiltinFiles { tools, .. } => Some(
+                tools
+                    .clone()
+                    .unwrap_or_else(|| FILE_TOOLS.map(str::to_owned).to_vec()),
+            ),
+            ToolSourceSpec::McpStdio(spec) => spec.tools.clone(),
+            ToolSourceSpec::McpHttp(spec) => spec.tools.clone(),
+        }
+    }
+
+    /// The source's name (shown as a call's `server`), its tool-name prefix, its own approver
+    /// settings and those per tool.
+    pub fn approver_levels(
+        &self,
+    ) -> (
+        String,
+        &str,
+        ApproversSpec,
+        &BTreeMap<String, ApproversSpec>,
+    ) {
+        match self {
+            ToolSourceSpec::BuiltinFiles {
+                name,
+                approvers,
+                requester_may_approve,
+                quorum,
+                tool_approvers,
+                ..
+            } => (
+                name.clone().unwrap_or_else(|| "files".to_owned()),
+                "",
+                ApproversSpec {
+                    approvers: approvers.clone(),
+                    requester_may_approve: *requester_may_approve,
+                    quorum: *quorum,
+                },
+                tool_approvers,
+            ),
+            ToolSourceSpec::McpStdio(spec) => (
+                spec.name.clone(),
+                spec.prefix.as_deref().unwrap_or(""),
+                ApproversSpec {
+                    approvers: spec.approvers.clone(),
+                    requester_may_approve: spec.requester_may_approve,
+                    quorum: spec.quorum,
+                },
+                &spec.tool_approvers,
+            ),
+            ToolSourceSpec::McpHttp(spec) => (
+                spec.name.clone(),
+                spec.prefix.as_deref().unwrap_or(""),
+                ApproversSpec {
+                    approvers: spec.approvers.clone(),
+                    requester_may_approve: spec.requester_may_approve,
+                    quorum: spec.quorum,
+                },
+                &spec.tool_approvers,
+            ),
+        }
+    }
 }
 
 impl AgentsFile {
@@ -227,6 +324,10 @@ impl AgentsFile {
                         root: None,
                         tools: None,
                         require_approval: vec!["write_file".to_owned(), "delete_file".to_owned()],
+                        approvers: None,
+                        requester_may_approve: None,
+                        quorum: None,
+                        tool_approvers: BTreeMap::new(),
                     }],
                     remote: None,
                     agents: Vec::new(),
@@ -235,6 +336,9 @@ impl AgentsFile {
                     rules: Vec::new(),
                     approval_timeout: None,
                     on_timeout: OnTimeout::Reject,
+                    approvers: None,
+                    requester_may_approve: None,
+                    quorum: None,
                 },
                 AgentsFile::boss(),
             ],
@@ -260,6 +364,9 @@ impl AgentsFile {
             rules: Vec::new(),
             approval_timeout: None,
             on_timeout: OnTimeout::Reject,
+            approvers: None,
+            requester_may_approve: None,
+            quorum: None,
         }
     }
 
@@ -282,6 +389,9 @@ impl AgentsFile {
             rules: Vec::new(),
             approval_timeout: None,
             on_timeout: OnTimeout::Reject,
+            approvers: None,
+            requester_may_approve: None,
+            quorum: None,
         }
     }
 
@@ -402,6 +512,7 @@ impl AgentsFile {
                 }
             }
             check_rules(&at, &agent.rules, exposed_tools.as_deref())?;
+            approvers::check_agent(&at, agent)?;
         }
         subagents::check(self)
     }

@@ -78,6 +78,24 @@ pub struct RuleSpec {
     /// Per argument name, the matcher its value must pass; all must. Omitted: any call.
     #[serde(default)]
     pub when: Option<BTreeMap<String, MatchSpec>>,
+    /// Who may approve the calls an `ask` rule holds (`super::approvers`).
+    #[serde(default)]
+    pub approvers: Option<Vec<String>>,
+    #[serde(default)]
+    pub requester_may_approve: Option<bool>,
+    #[serde(default)]
+    pub quorum: Option<u32>,
+}
+
+impl RuleSpec {
+    /// The rule's own approver settings.
+    pub fn approver_spec(&self) -> super::ApproversSpec {
+        super::ApproversSpec {
+            approvers: self.approvers.clone(),
+            requester_may_approve: self.requester_may_approve,
+            quorum: self.quorum,
+        }
+    }
 }
 
 /// One argument's matcher, as the agents file and `POST /api/policies` spell it: exactly one of
@@ -536,6 +554,9 @@ mod tests {
             tool: ASK_USER.into(),
             action,
             when: None,
+            approvers: None,
+            requester_may_approve: None,
+            quorum: None,
         };
         let error = check_rules("agents[0]", &[rule(RuleAction::Allow)], None).unwrap_err();
         assert_eq!(

@@ -7,8 +7,14 @@
 //! says an approval event of its user was written (here, or on another replica; another
 //! user's events do not wake it), and at every heartbeat, so a missed wake costs a heartbeat's
 //! delay, never an event. A user may have a bounded number of streams open at once.
+//!
+//! A batch routed to approvers (crates/server/README.md, Approvers) is on the stream of every
+//! person who may approve one of its calls, with its `routing`, as `GET /api/approvals` lists
+//! it; approvals short of a quorum send it again, further along; its `decided` event follows.
+//! Who may approve depends on the reader's groups, so those streams read every routing agent's
+//! events, keep the reader's, and wake on any approval event.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +22,7 @@ use futures_util::stream::{self, Stream};
 use signoff_protocol::rest::{ApprovalDecided, ApprovalEvent, PendingApproval};
 use tokio::sync::watch;
 
+use super::quorum::Decider;
 use super::{Result, Runtime};
 use crate::store::{ApprovalEventKind, ApprovalEventRow};
 
@@ -31,41 +38,46 @@ pub enum ApprovalsItem {
     Heartbeat,
 }
 
-/// The event a row is on the stream; `None` for a `pending` event whose batch is gone (its chat
-/// was deleted: the `decided` event that says so follows).
-fn stream_event(row: ApprovalEventRow) -> Option<(i64, ApprovalEvent)> {
-    let event = match row.kind {
-        ApprovalEventKind::Pending => {
-            let waiting = row.waiting?;
-            ApprovalEvent::Pending(PendingApproval {
-                task_id: row.task_id,
-                context_id: row.context_id,
-                agent: waiting.agent,
-                title: waiting.title,
-                since: waiting.since,
-                calls: waiting.requests.as_array().cloned().unwrap_or_default(),
-                expires_at: waiting.expires_at,
-            })
-        }
-        ApprovalEventKind::Decided => ApprovalEvent::Decided(ApprovalDecided {
-            task_id: row.task_id,
-            context_id: row.context_id,
-            outcome: row.outcome.unwrap_or_default(),
-            decided_by: row.decided_by,
-            decided_at: row.created_at,
-        }),
-    };
-    Some((row.seq, event))
+/// A batch waiting as a row shows it (without its routing).
+fn pending(row: &ApprovalEventRow) -> Option<PendingApproval> {
+    let waiting = row.waiting.as_ref()?;
+    Some(PendingApproval {
+        task_id: row.task_id.clone(),
+        context_id: row.context_id.clone(),
+        agent: waiting.agent.clone(),
+        title: waiting.title.clone(),
+        since: waiting.since.clone(),
+        calls: waiting.requests.as_array().cloned().unwrap_or_default(),
+        expires_at: waiting.expires_at.clone(),
+        routing: None,
+    })
+}
+
+fn decided(row: ApprovalEventRow) -> ApprovalEvent {
+    ApprovalEvent::Decided(ApprovalDecided {
+        task_id: row.task_id,
+        context_id: row.context_id,
+        outcome: row.outcome.unwrap_or_default(),
+        decided_by: row.decided_by,
+        decided_at: row.created_at,
+    })
 }
 
 /// What one approvals stream carries from one item to the next.
 struct Follow {
     runtime: Arc<Runtime>,
-    user: String,
+    who: Decider,
+    /// The agents that route batches to approvers (`namespace/name`), as the stream started.
+    routing_agents: Vec<String>,
+    /// The tasks of others whose batches this stream showed: their `decided` events follow
+    /// even when the batch is gone with its chat.
+    shown: HashSet<String>,
     /// The last event id read; `None` until the stream has started.
     cursor: Option<i64>,
     ready: VecDeque<(i64, ApprovalEvent)>,
     wakes: watch::Receiver<u64>,
+    /// Every approval event's signal, when some agent routes batches to approvers.
+    routed: Option<watch::Receiver<u64>>,
     heartbeat: Duration,
 }
 
@@ -74,29 +86,84 @@ impl Follow {
     async fn read(&mut self) -> Result<()> {
         // Seen before the read: a write after it changes the watch again.
         self.wakes.borrow_and_update();
-        match self.cursor {
+        if let Some(routed) = self.routed.as_mut() {
+            routed.borrow_and_update();
+        }
+        let rows = match self.cursor {
             None => {
                 let (horizon, rows) = self
                     .runtime
                     .store
-                    .waiting_approval_events(&self.user)
+                    .waiting_approval_events(&self.who.subject, &self.routing_agents)
                     .await?;
                 self.cursor = Some(horizon);
-                self.ready.extend(rows.into_iter().filter_map(stream_event));
+                rows
             }
             Some(after) => {
                 let rows = self
                     .runtime
                     .store
-                    .approval_events(&self.user, after, PAGE)
+                    .approval_events(&self.who.subject, &self.routing_agents, after, PAGE)
                     .await?;
                 if let Some(last) = rows.last() {
                     self.cursor = Some(last.seq);
                 }
-                self.ready.extend(rows.into_iter().filter_map(stream_event));
+                rows
+            }
+        };
+        for row in rows {
+            let seq = row.seq;
+            if let Some(event) = self.stream_event(row).await? {
+                self.ready.push_back((seq, event));
             }
         }
         Ok(())
+    }
+
+    /// The event a row is on this reader's stream; `None` for a batch of someone else's they
+    /// may not approve, and for a `pending` event whose batch is gone (its chat was deleted:
+    /// the `decided` event that says so follows).
+    async fn stream_event(&mut self, row: ApprovalEventRow) -> Result<Option<ApprovalEvent>> {
+        let own = row.owner == self.who.subject;
+        if own && row.kind == ApprovalEventKind::Decided {
+            return Ok(Some(decided(row)));
+        }
+        let routed = row
+            .waiting
+            .as_ref()
+            .is_some_and(|waiting| self.routing_agents.contains(&waiting.agent));
+        if !routed {
+            // A batch of the reader's that no approvers share, or one gone with its chat.
+            return Ok(match row.kind {
+                ApprovalEventKind::Decided if own || self.shown.remove(&row.task_id) => {
+                    Some(decided(row))
+                }
+                ApprovalEventKind::Decided => None,
+                ApprovalEventKind::Pending | ApprovalEventKind::Progress if own => {
+                    pending(&row).map(ApprovalEvent::Pending)
+                }
+                ApprovalEventKind::Pending | ApprovalEventKind::Progress => None,
+            });
+        }
+        let Some(mut batch) = pending(&row) else {
+            return Ok(None);
+        };
+        let routing = self
+            .runtime
+            .event_routing(&batch, &row.owner, row.batch_id, &self.who)
+            .await?;
+        if !own && routing.eligible_by.is_empty() {
+            return Ok(None);
+        }
+        if row.kind == ApprovalEventKind::Decided {
+            self.shown.remove(&row.task_id);
+            return Ok(Some(decided(row)));
+        }
+        if !own {
+            self.shown.insert(row.task_id.clone());
+        }
+        batch.routing = Some(Box::new(routing));
+        Ok(Some(ApprovalEvent::Pending(batch)))
     }
 
     async fn next(mut self) -> Option<(ApprovalsItem, Follow)> {
@@ -117,9 +184,20 @@ impl Follow {
                 continue;
             }
             let shutdown = self.runtime.shutdown.clone();
+            let routed = async {
+                match self.routed.as_mut() {
+                    Some(routed) => routed.changed().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = shutdown.cancelled() => return None,
                 changed = self.wakes.changed() => {
+                    if changed.is_err() {
+                        return None;
+                    }
+                }
+                changed = routed => {
                     if changed.is_err() {
                         return None;
                     }
@@ -133,24 +211,29 @@ impl Follow {
 }
 
 impl Runtime {
-    /// The approvals stream of `user`: after event `last_event_id`, or, without one, the
-    /// batches waiting now and then what follows. A heartbeat comes after `heartbeat` of quiet.
+    /// The approvals stream of `who`: after event `last_event_id`, or, without one, the
+    /// batches waiting now and then what follows (their own, and those routed to them). A heartbeat comes after `heartbeat` of quiet.
     /// It ends at shutdown or when the store fails (the client resumes from its last id).
     /// `None` when the user already has `at_most` streams open (a stream counts until it is
     /// dropped).
     pub fn approvals_stream(
         self: &Arc<Self>,
-        user: &str,
+        who: &Decider,
         last_event_id: Option<i64>,
         heartbeat: Duration,
         at_most: usize,
     ) -> Option<impl Stream<Item = ApprovalsItem> + Send + 'static> {
+        let routing_agents = self.routing_agents();
+        let routed = (!routing_agents.is_empty()).then(|| self.store.routed_approval_wakes());
         let follow = Follow {
             runtime: self.clone(),
-            user: user.to_owned(),
+            who: who.clone(),
+            routing_agents,
+            shown: HashSet::new(),
             cursor: last_event_id,
             ready: VecDeque::new(),
-            wakes: self.store.approval_wakes(user, at_most)?,
+            wakes: self.store.approval_wakes(&who.subject, at_most)?,
+            routed,
             heartbeat,
         };
         Some(stream::unfold(follow, Follow::next))

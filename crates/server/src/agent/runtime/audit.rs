@@ -5,9 +5,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use signoff_protocol::hitl::question::answers_from_args;
 use signoff_protocol::hitl::RecordedDecision;
-use signoff_protocol::rest::{AuditVerdict, Decider, DecisionChannel};
+use signoff_protocol::rest::{AuditVerdict, CallVoteEntry, Decider, DeciderAuth, DecisionChannel};
 
-use crate::store::{Channel, StoreError, TaskRow, Verdict};
+use crate::store::{CallRow, CallVote, Channel, StoreError, TaskRow, Verdict};
 
 use super::{Result, Runtime};
 
@@ -25,6 +25,7 @@ fn wire_channel(channel: Channel) -> DecisionChannel {
         Channel::Policy => DecisionChannel::Policy,
         Channel::Rule => DecisionChannel::Rule,
         Channel::Expiry => DecisionChannel::Expiry,
+        Channel::Link => DecisionChannel::Link,
     }
 }
 
@@ -35,6 +36,26 @@ fn wire_verdict(verdict: Verdict) -> AuditVerdict {
         Verdict::Deny => AuditVerdict::Deny,
         Verdict::Cancel => AuditVerdict::Cancel,
         Verdict::Expire => AuditVerdict::Expire,
+    }
+}
+
+/// One person's vote on `call` as the audit shows it: counted when the call's outcome is the
+/// vote's (an approval of the arguments that ran, or a rejection of a rejected call).
+fn vote_entry(call: &CallRow, vote: &CallVote) -> CallVoteEntry {
+    let counted = match vote.verdict {
+        Verdict::Approve => call.run_args_sha256.as_deref() == Some(vote.args_sha256.as_str()),
+        Verdict::Deny | Verdict::Cancel | Verdict::Expire => call.verdict == Some(vote.verdict),
+    };
+    CallVoteEntry {
+        by: vote.user_id.clone(),
+        email: vote.email.clone(),
+        verdict: wire_verdict(vote.verdict),
+        reason: vote.reason.clone(),
+        eligible_by: vote.eligible_by.clone(),
+        channel: wire_channel(vote.channel),
+        at: vote.voted_at.clone(),
+        args_sha256: vote.args_sha256.clone(),
+        counted,
     }
 }
 
@@ -59,6 +80,7 @@ impl Runtime {
         Ok(batches
             .into_iter()
             .map(|row| PendingApproval {
+                routing: None,
                 expires_at: deadlines
                     .iter()
                     .find(|deadline| deadline.batch_id == row.batch.id)
@@ -80,7 +102,8 @@ impl Runtime {
                 continue;
             };
             let calls = self.store.calls(&task.id).await?;
-            let mut entry = Self::audit_entry(&task, decision, &calls)?;
+            let votes = self.store.task_votes(&task.id).await?;
+            let mut entry = Self::audit_entry(&task, decision, &calls, &votes)?;
             entry.parent = self.audit_parent(&task).await?;
             out.push(entry);
         }
@@ -93,13 +116,14 @@ impl Runtime {
             return Ok(Vec::new());
         }
         let calls = self.store.calls(&row.id).await?;
+        let votes = self.store.task_votes(&row.id).await?;
         let parent = self.audit_parent(row).await?;
         decisions
             .into_iter()
             .map(|decision| {
                 Ok(AuditEntry {
                     parent: parent.clone(),
-                    ..Self::audit_entry(row, decision, &calls)?
+                    ..Self::audit_entry(row, decision, &calls, &votes)?
                 })
             })
             .collect()
@@ -131,18 +155,30 @@ impl Runtime {
         task: &TaskRow,
         decision: crate::store::DecisionRow,
         calls: &[crate::store::CallRow],
+        votes: &[(i64, CallVote)],
     ) -> Result<AuditEntry> {
+        let batch_id = decision.batch_id;
         let recorded = RecordedDecision::from_value(&decision.decision).map_err(|err| {
             StoreError::Corrupt(format!(
                 "decision {} of task {}: {err}",
                 decision.id, task.id
             ))
         })?;
+        let decider_auth = match decision.decider_auth.as_deref() {
+            None => None,
+            Some(text) => Some(DeciderAuth::parse(text).ok_or_else(|| {
+                StoreError::Corrupt(format!(
+                    "decision {} of task {}: unknown authentication {text:?}",
+                    decision.id, task.id
+                ))
+            })?),
+        };
         Ok(AuditEntry {
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
             agent: task.agent.clone(),
             decided_by: Decider(decision.user_id),
+            decider_auth,
             decided_at: decision.decided_at,
             channel: wire_channel(decision.channel),
             policy_id: recorded.policy_id().map(str::to_owned),
@@ -174,6 +210,11 @@ impl Runtime {
                         .why
                         .as_ref()
                         .and_then(signoff_protocol::hitl::Why::from_value),
+                    votes: votes
+                        .iter()
+                        .filter(|(batch, vote)| *batch == batch_id && vote.call_id == call.call_id)
+                        .map(|(_, vote)| vote_entry(call, vote))
+                        .collect(),
                 })
                 .collect(),
             parent: None,
@@ -195,7 +236,8 @@ impl Runtime {
             return Ok(None);
         };
         let calls = self.store.calls(task_id).await?;
-        let mut entry = Self::audit_entry(&row, decision, &calls)?;
+        let votes = self.store.task_votes(task_id).await?;
+        let mut entry = Self::audit_entry(&row, decision, &calls, &votes)?;
         entry.parent = self.audit_parent(&row).await?;
         Ok(Some(entry))
     }

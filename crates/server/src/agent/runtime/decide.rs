@@ -10,18 +10,24 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use signoff_protocol::hitl::{
-    self, Decision, DecisionError, DecisionSource, Dialect, RecordedDecision, ResolvedCall, Verdict,
+    self, ApprovalInterrupt, Decision, DecisionError, DecisionSource, Dialect, RecordedDecision,
+    ResolvedCall, Verdict,
 };
+use signoff_protocol::rest::CallQuorum;
 use signoff_protocol::{Message, Role, StreamEvent, TaskState};
 
 use crate::agent::config::RuleAction;
+use crate::agent::notify::payload::{self, About};
+use crate::agent::notify::Notifications;
 use crate::agent::view;
 use crate::store::{
-    task_state_text, BatchRow, BatchState, CallStatus, CallVerdict, Channel, DecisionWrite,
-    NewEvent, SubagentLink, TaskRow, Verdict as StoredVerdict,
+    task_state_text, BatchRow, BatchState, CallStatus, CallVerdict, CallVote, Channel,
+    DecisionWrite, NewEvent, NewNotification, NotificationKind, SubagentLink, TaskRow,
+    Verdict as StoredVerdict,
 };
 
 use super::audit::args_sha256;
+use super::quorum::{Decider, Tally};
 use super::runner::RunnerStart;
 use super::subagent::batch_requests;
 use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
@@ -31,9 +37,12 @@ use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct DecisionInput {
     pub channel: Channel,
-    /// The user on whose authority the batch is decided: the person who decided, or the task's
-    /// owner for whom a cancel or an expiry decided.
-    pub decider: String,
+    /// The person on whose authority the batch is decided: the person who decided (with the
+    /// email and groups the agents file's `approvers` may name), or the task's owner for whom a
+    /// cancel or an expiry decided.
+    pub decider: Decider,
+    /// How the person who decided was authenticated; `None` when no request decided.
+    pub auth: Option<signoff_protocol::rest::DeciderAuth>,
 }
 
 /// A decision on one pending batch, planned: what the store writes, and what is counted and
@@ -52,6 +61,13 @@ pub(super) struct PlannedDecision {
     pub events: Vec<StreamEvent>,
     /// When the batch paused (RFC 3339), for the time to a decision; `None`: not timed.
     pub paused_at: Option<String>,
+    /// Each person's verdict on each call it records (`quorum`); none for a cancel or expiry.
+    pub votes: Vec<CallVote>,
+    /// An approval that left some call short of its quorum (`batch_state` is then `Pending`):
+    /// where each call stands.
+    pub quorum: Option<Vec<CallQuorum>>,
+    /// The hex SHA-256 of the decision link it comes through, used in the same write.
+    pub uses_link: Option<String>,
 }
 
 impl PlannedDecision {
@@ -88,6 +104,9 @@ pub(super) fn person_decision(
         task_state: TaskState::Working,
         events,
         paused_at: Some(batch.created_at.clone()),
+        votes: Vec::new(),
+        quorum: None,
+        uses_link: None,
     }
 }
 
@@ -117,6 +136,8 @@ pub(super) fn call_verdicts(resolved: &[ResolvedCall]) -> Vec<CallVerdict> {
 /// A decision written: by whom, and its events as logged.
 pub(super) struct Applied {
     pub by: DecisionInput,
+    /// Set when it only recorded approvals and the batch still waits (`quorum`).
+    pub quorum: Option<Vec<CallQuorum>>,
     pub logged: Vec<LoggedEvent>,
 }
 
@@ -155,6 +176,9 @@ impl Runtime {
             + 'static,
     {
         type Back<X> = (Option<(PlannedDecision, Vec<NewEvent>)>, X);
+        let notifications = self.notifies().then(|| self.notifications.clone());
+        let notifies = notifications.is_some();
+        let pushes = self.pushes_on();
         let outcome: Result<(Option<i64>, Back<X>)> = self
             .store
             .decide_planned(task_id, move |row, batch| {
@@ -163,9 +187,18 @@ impl Runtime {
                     return Ok((None, (None, back)));
                 };
                 let stored: Vec<NewEvent> = planned.events.iter().map(Self::encode).collect();
+                // An approval short of its quorum leaves the batch waiting: nothing to announce.
+                let decided = planned.quorum.is_none();
+                let notifications = match (&notifications, row) {
+                    (Some(notifications), Some(row)) if decided => {
+                        decision_notifications(notifications, row, &planned)
+                    }
+                    _ => Vec::new(),
+                };
                 let write = DecisionWrite {
                     batch_id: planned.batch_id,
-                    user_id: planned.by.decider.clone(),
+                    user_id: planned.by.decider.subject.clone(),
+                    decider_auth: planned.by.auth.map(|auth| auth.as_str().to_owned()),
                     channel: planned.by.channel,
                     decision: planned.decision.to_value(),
                     summary: planned.summary.clone(),
@@ -173,6 +206,10 @@ impl Runtime {
                     batch_state: planned.batch_state,
                     task_state: planned.task_state,
                     events: stored.clone(),
+                    votes: planned.votes.clone(),
+                    uses_link: planned.uses_link.clone(),
+                    notifications,
+                    push: decided && pushes && super::push::pushed_state(planned.task_state),
                 };
                 Ok((Some(write), (Some((planned, stored)), back)))
             })
@@ -188,18 +225,41 @@ impl Runtime {
             task_state,
             events,
             paused_at,
+            quorum,
+            votes,
             ..
         } = planned;
-        self.metrics.decided(
-            by.channel,
-            verdicts.iter().map(|verdict| verdict.verdict),
-            paused_at.as_deref().and_then(waited_since),
-        );
-        self.metrics.task_entered(task_state);
+        // One observation per person and group, however many calls they decided.
+        if let Some(waited) = paused_at.as_deref().and_then(waited_since) {
+            let entries: Vec<&str> = votes
+                .iter()
+                .flat_map(|vote| vote.eligible_by.iter().map(String::as_str))
+                .collect();
+            self.metrics.voted(entries, waited);
+        }
+        if quorum.is_none() {
+            self.metrics.decided(
+                by.channel,
+                verdicts.iter().map(|verdict| verdict.verdict),
+                paused_at.as_deref().and_then(waited_since),
+            );
+            self.metrics.task_entered(task_state);
+        }
         let logged = LoggedEvent::numbered(seq, events, &stored);
         self.notify(task_id, logged.clone());
-        tracing::info!(task = %task_id, user = %by.decider, channel = by.channel.as_str(), decision = %summary, "batch decided");
-        Ok((Some(Applied { by, logged }), back))
+        // An approval short of its quorum decided nothing: no notification, no push.
+        if quorum.is_none() && (notifies || (pushes && super::push::pushed_state(task_state))) {
+            self.wake_sender();
+        }
+        match &quorum {
+            None => {
+                tracing::info!(task = %task_id, user = %by.decider.subject, channel = by.channel.as_str(), decision = %summary, "batch decided")
+            }
+            Some(_) => {
+                tracing::info!(task = %task_id, user = %by.decider.subject, channel = by.channel.as_str(), "approval recorded; the batch waits for its quorum")
+            }
+        }
+        Ok((Some(Applied { by, quorum, logged }), back))
     }
 
     /// A message to task `task_id` of `agent`: a decision on its pending batch, or text for it
@@ -211,20 +271,24 @@ impl Runtime {
     ))]
     pub(super) async fn continue_task(
         self: &Arc<Self>,
-        user: &str,
+        who: &Decider,
         agent: &Arc<Agent>,
         task_id: &str,
         message: Message,
     ) -> Result<Accepted> {
         let runtime = self.clone();
-        let (user_id, agent_key, id) = (user.to_owned(), agent.key(), task_id.to_owned());
+        let (who, agent_key, id) = (who.clone(), agent.key(), task_id.to_owned());
+        let auth = super::authenticated::decider_auth();
         let driven_by = self.driving_parent(task_id).await?;
         let applied = self
             .apply_decision(task_id, move |row, batch| {
-                // Over A2A, another user's or agent's task does not exist.
+                // Over A2A, another user's or agent's task does not exist, unless its batch is
+                // routed to approvers: they may decide it, and only that.
                 let row = row
-                    .filter(|row| row.user_id == user_id && row.agent == agent_key)
+                    .filter(|row| row.agent == agent_key)
+                    .filter(|row| row.user_id == who.subject || runtime.routed(row, batch))
                     .ok_or_else(|| AgentError::TaskNotFound(id.clone()))?;
+                let owner = row.user_id == who.subject;
                 if let Some(context_id) = &message.context_id {
                     if *context_id != row.context_id {
                         return Err(AgentError::InvalidParams(format!(
@@ -249,7 +313,8 @@ impl Runtime {
                 // A working task takes text before its next model turn; a decision (a DataPart,
                 // an extension response) is late (another decision won a moment ago) and
                 // refused, so a batch is decided once.
-                if matches!(state, TaskState::Submitted | TaskState::Working)
+                if owner
+                    && matches!(state, TaskState::Submitted | TaskState::Working)
                     && Decision::from_message_parts(&message, &requests)?.is_none()
                 {
                     let last_seq = row.last_seq;
@@ -265,7 +330,18 @@ impl Runtime {
                 // A paused task reads a decision from a DataPart or an extension response, else
                 // from the text; any other text rejects the pending calls with the text as the
                 // reason, which the model reads.
-                let read = Decision::from_message_on(&message, &requests);
+                // Someone else's words are a decision only when they say approve or reject: any
+                // other text is a message to the model, which only the requester sends.
+                let read = match owner {
+                    true => Decision::from_message_on(&message, &requests),
+                    false => Decision::from_message_parts(&message, &requests)
+                        .transpose()
+                        .or_else(|| {
+                            Decision::from_text(&message.text())
+                                .map(|decision| Ok((decision, DecisionSource::Text)))
+                        })
+                        .unwrap_or(Err(DecisionError::NoDecision)),
+                };
                 if matches!(read, Err(DecisionError::NoDecision)) {
                     return Err(AgentError::InvalidParams(NO_DECISION_IN_TEXT.into()));
                 }
@@ -283,13 +359,16 @@ impl Runtime {
                     (source == DecisionSource::Text).then(|| message.message_id.clone());
                 let by = DecisionInput {
                     channel,
-                    decider: user_id.clone(),
+                    decider: who.clone(),
+                    auth,
                 };
-                let planned = runtime.plan_decision(by, row, batch, &decision, message)?;
+                let planned =
+                    runtime.plan_decision(by, row, batch, &decision, message, Count::Votes)?;
                 Ok((Some(planned), Continuation::Decided { reply_message_id }))
             })
             .await;
         match self.or_expired(task_id, applied).await? {
+            (Some(applied), _) if applied.quorum.is_some() => Ok(recorded(task_id, applied)),
             (Some(applied), Continuation::Decided { reply_message_id }) => {
                 Ok(self.decided(task_id, applied, reply_message_id))
             }
@@ -306,12 +385,13 @@ impl Runtime {
     /// returns the batch decided too. A subagent's task is decided through its parent's batch.
     pub async fn decide_rest(
         self: &Arc<Self>,
-        user: &str,
+        who: &Decider,
         task_id: &str,
         data: &Value,
-    ) -> Result<(Accepted, i64)> {
+    ) -> Result<(Accepted, i64, Option<Vec<CallQuorum>>)> {
         let driven_by = self.driving_parent(task_id).await?;
-        self.decide_data(user, task_id, data, driven_by).await
+        self.decide_data(who, task_id, data, driven_by, Count::Votes)
+            .await
     }
 
     /// Decides a paused task's batch with the decision object `data` (channel `rest`): a
@@ -320,18 +400,30 @@ impl Runtime {
     #[tracing::instrument(name = "decision", skip_all, fields(task.id = task_id, channel = "rest"))]
     pub(super) async fn decide_data(
         self: &Arc<Self>,
-        user: &str,
+        who: &Decider,
         task_id: &str,
         data: &Value,
         driven_by: Option<SubagentLink>,
-    ) -> Result<(Accepted, i64)> {
+        count: Count,
+    ) -> Result<(Accepted, i64, Option<Vec<CallQuorum>>)> {
         let runtime = self.clone();
-        let (user_id, id, data) = (user.to_owned(), task_id.to_owned(), data.clone());
+        let (who, id, data) = (who.clone(), task_id.to_owned(), data.clone());
+        let auth = super::authenticated::decider_auth();
         let applied = self
             .apply_decision(task_id, move |row, batch| {
                 let row = row.ok_or_else(|| AgentError::TaskNotFound(id.clone()))?;
-                if row.user_id != user_id {
-                    return Err(AgentError::Forbidden(id.clone()));
+                if row.user_id != who.subject && !runtime.routed(row, batch) {
+                    // An approver late for a batch decided a moment ago learns that it was.
+                    let late = batch.is_none()
+                        && runtime
+                            .agent_by_key(&row.agent)
+                            .is_some_and(|agent| agent.approvals.routes_to_approvers());
+                    return Err(match late {
+                        true => AgentError::NotPaused(format!(
+                            "task {id} waits for no decision: its batch was decided"
+                        )),
+                        false => AgentError::Forbidden(id.clone()),
+                    });
                 }
                 if let Some(link) = &driven_by {
                     return Err(driven_by_parent(&id, link));
@@ -352,17 +444,22 @@ impl Runtime {
                 })?;
                 let by = DecisionInput {
                     channel: Channel::Rest,
-                    decider: user_id.clone(),
+                    decider: who.clone(),
+                    auth,
                 };
-                let planned = runtime.plan_decision(by, row, batch, &decision, message)?;
+                let planned = runtime.plan_decision(by, row, batch, &decision, message, count)?;
                 Ok((Some(planned), batch.id))
             })
             .await;
         match self.or_expired(task_id, applied).await? {
+            (Some(applied), batch_id) if applied.quorum.is_some() => {
+                let quorum = applied.quorum.clone();
+                Ok((recorded(task_id, applied), batch_id, quorum))
+            }
             (Some(applied), batch_id) => {
                 let mut accepted = self.decided(task_id, applied, None);
                 accepted.start_runner();
-                Ok((accepted, batch_id))
+                Ok((accepted, batch_id, None))
             }
             (None, _) => Err(AgentError::Internal(
                 "a planned decision was not written".into(),
@@ -374,35 +471,103 @@ impl Runtime {
     /// checks only the server can make ([`Runtime::check_decided_calls`]): the planned decision,
     /// its `echo` (the decision message) in the `working` status it moves the task to. Pure: it
     /// runs inside the store's write, perhaps twice.
-    fn plan_decision(
+    pub(super) fn plan_decision(
         &self,
         by: DecisionInput,
         row: &TaskRow,
         batch: &BatchRow,
         decision: &Decision,
         echo: Message,
+        count: Count,
     ) -> Result<PlannedDecision> {
         let resolved = hitl::resolve(&batch_requests(batch), decision)?;
         self.check_decided_calls(row, &resolved)?;
-        let working = view::status_event(
+        let tally = match count {
+            Count::Votes => Some(self.tally(row, batch, &by, &resolved)?),
+            Count::Counted => None,
+        };
+        let Some(tally) = tally else {
+            let working = self.working_event(row, echo);
+            return Ok(person_decision(
+                by,
+                batch,
+                decision,
+                &resolved,
+                vec![working],
+            ));
+        };
+        match tally.verdicts {
+            Some(verdicts) => {
+                let working = self.working_event(row, echo);
+                let mut planned = person_decision(by, batch, decision, &resolved, vec![working]);
+                planned.verdicts = verdicts;
+                planned.votes = tally.votes;
+                Ok(planned)
+            }
+            None => Ok(self.short_of_quorum(by, row, batch, decision, tally)),
+        }
+    }
+
+    /// The `working` status a decision moves the task to, with its `echo` (the decision).
+    fn working_event(&self, row: &TaskRow, echo: Message) -> StreamEvent {
+        view::status_event(
             &row.id,
             &row.context_id,
             TaskState::Working,
             Some(echo),
             None,
+        )
+    }
+
+    /// Approvals that leave some call short of its quorum: the votes, and the batch's interrupt
+    /// again (the task still waits) with where each call stands in its `quorum` metadata.
+    fn short_of_quorum(
+        &self,
+        by: DecisionInput,
+        row: &TaskRow,
+        batch: &BatchRow,
+        decision: &Decision,
+        tally: Tally,
+    ) -> PlannedDecision {
+        let interrupt =
+            ApprovalInterrupt::new(batch_requests(batch)).expiring_at(batch.expires_at.clone());
+        let message = view::agent_message(&row.id, &row.context_id, interrupt.to_parts());
+        let waiting = view::status_event(
+            &row.id,
+            &row.context_id,
+            TaskState::InputRequired,
+            Some(message),
+            Some(hitl::quorum_event_metadata(&tally.progress)),
         );
-        Ok(person_decision(
+        PlannedDecision {
             by,
-            batch,
-            decision,
-            &resolved,
-            vec![working],
-        ))
+            batch_id: batch.id,
+            decision: RecordedDecision::Person(decision.clone()),
+            summary: decision.summary(),
+            verdicts: Vec::new(),
+            batch_state: BatchState::Pending,
+            task_state: TaskState::InputRequired,
+            events: vec![waiting],
+            paused_at: Some(batch.created_at.clone()),
+            votes: tally.votes,
+            quorum: Some(tally.progress),
+            uses_link: None,
+        }
+    }
+
+    /// Whether `row`'s pending `batch` is routed to approvers besides its requester: then
+    /// others may decide it (the tally says who).
+    pub(super) fn routed(&self, row: &TaskRow, batch: Option<&BatchRow>) -> bool {
+        batch.is_some_and(|batch| {
+            batch_requests(batch)
+                .iter()
+                .any(|request| !self.call_approvers(row, request).entries.is_empty())
+        })
     }
 
     /// After a person's decision on a local task has committed: start its runner, answer with
     /// the event.
-    fn decided(
+    pub(super) fn decided(
         self: &Arc<Self>,
         task_id: &str,
         applied: Applied,
@@ -500,6 +665,25 @@ impl Runtime {
     }
 }
 
+/// Whether a decision is counted against the batch's votes (a person's), or was counted
+/// already (a parent's decision forwarded to its subagent's task).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Count {
+    Votes,
+    Counted,
+}
+
+/// The answer to approvals that left the batch waiting: its event, and no runner.
+fn recorded(task_id: &str, applied: Applied) -> Accepted {
+    Accepted {
+        after_seq: applied.logged.first().map_or(0, |first| first.seq - 1),
+        committed: applied.logged,
+        task_id: task_id.to_owned(),
+        watch: None,
+        runner: None,
+    }
+}
+
 /// The refusal of a decision or message sent straight to a subagent's task `task_id`.
 fn driven_by_parent(task_id: &str, link: &SubagentLink) -> AgentError {
     AgentError::NotPaused(format!(
@@ -507,6 +691,36 @@ fn driven_by_parent(task_id: &str, link: &SubagentLink) -> AgentError {
          task's batch; decide them there",
         link.parent_task_id, link.parent_call_id
     ))
+}
+
+/// The rows of a decision, a cancel or an expiry of `row`'s batch, for each channel that takes
+/// its kind.
+fn decision_notifications(
+    notifications: &Notifications,
+    row: &TaskRow,
+    planned: &PlannedDecision,
+) -> Vec<NewNotification> {
+    let kind = match planned.batch_state {
+        BatchState::Expired => NotificationKind::Expired,
+        BatchState::Canceled => NotificationKind::Canceled,
+        BatchState::Pending | BatchState::Decided => NotificationKind::Decided,
+    };
+    let about = About {
+        task_id: &row.id,
+        context_id: &row.context_id,
+        agent: &row.agent,
+        requester: &row.user_id,
+    };
+    notifications.for_event(kind, &row.agent, |public_url| {
+        payload::decided(
+            &about,
+            public_url,
+            &planned.by.decider.subject,
+            planned.by.channel.as_str(),
+            &planned.summary,
+            &planned.verdicts,
+        )
+    })
 }
 
 /// The time since `at` (RFC 3339), if it parses and lies in the past.

@@ -16,7 +16,7 @@ use crate::store::{BatchState, CallRow, CallStatus, CallVerdict, Channel, Verdic
 use super::decide::{DecisionInput, PlannedDecision};
 use super::runner::RunnerStart;
 use super::subagent::batch_requests;
-use super::{Agent, AgentError, Result, Runtime};
+use super::{Agent, AgentError, Decider, Result, Runtime};
 
 /// How a person reads a timeout when the agent that set it is gone.
 const SOME_TIMEOUT: &str = "its approval timeout";
@@ -140,7 +140,8 @@ impl Runtime {
         let planned = PlannedDecision {
             by: DecisionInput {
                 channel: Channel::Expiry,
-                decider: row.user_id.clone(),
+                decider: Decider::subject(row.user_id.clone()),
+                auth: None,
             },
             batch_id: deadline.batch_id,
             decision: RecordedDecision::Expire {
@@ -153,6 +154,9 @@ impl Runtime {
             task_state,
             events,
             paused_at: None,
+            votes: Vec::new(),
+            quorum: None,
+            uses_link: None,
         };
         match self.apply_decision(task_id, planned.if_pending()).await {
             Ok((Some(_), ())) => {
@@ -226,7 +230,8 @@ impl Runtime {
         let planned = PlannedDecision {
             by: DecisionInput {
                 channel: Channel::Expiry,
-                decider: row.user_id.clone(),
+                decider: Decider::subject(row.user_id.clone()),
+                auth: None,
             },
             batch_id: batch.id,
             decision: RecordedDecision::Expire {
@@ -245,6 +250,9 @@ impl Runtime {
             task_state: TaskState::Working,
             events: vec![event],
             paused_at: None,
+            votes: Vec::new(),
+            quorum: None,
+            uses_link: None,
         };
         match self.apply_decision(parent_id, planned.if_pending()).await {
             Ok((Some(_), ())) => {

@@ -19,7 +19,7 @@ use crate::store::{
 use super::decide::{DecisionInput, PlannedDecision};
 use super::runner::RunnerStart;
 use super::transcript::*;
-use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
+use super::{Accepted, Agent, AgentError, Decider, LoggedEvent, Result, Runtime};
 
 /// The longest id a client may choose for a message or a session (a UUID has 36 bytes).
 const MAX_ID_BYTES: usize = 256;
@@ -41,23 +41,11 @@ impl Runtime {
     /// is the parent of the runner's (and so of the model turns and tool calls) in a trace.
     pub async fn send(
         self: &Arc<Self>,
-        user: &str,
+        who: &Decider,
         agent: &Arc<Agent>,
         message: Message,
     ) -> Result<Accepted> {
-        self.send_from(user, &[], agent, message).await
-    }
-
-    /// [`Runtime::send`] for a person in `groups` (as their sign-in names them): a new task
-    /// keeps them, for the deployment's policies on whichever replica runs it.
-    pub async fn send_from(
-        self: &Arc<Self>,
-        user: &str,
-        groups: &[String],
-        agent: &Arc<Agent>,
-        message: Message,
-    ) -> Result<Accepted> {
-        let mut accepted = self.send_for_stream(user, groups, agent, message).await?;
+        let mut accepted = self.send_for_stream(who, agent, message).await?;
         accepted.start_runner();
         Ok(accepted)
     }
@@ -66,13 +54,11 @@ impl Runtime {
     /// the [`Accepted`], for the stream to start once its follower is spawned.
     pub(super) async fn send_for_stream(
         self: &Arc<Self>,
-        user: &str,
-        groups: &[String],
+        who: &Decider,
         agent: &Arc<Agent>,
         message: Message,
     ) -> Result<Accepted> {
-        self.send_as(user, groups, agent, message, view::new_id())
-            .await
+        self.send_as(who, agent, message, view::new_id()).await
     }
 
     /// [`Runtime::send`], with the id a new task gets (a subagent's task is recorded with its
@@ -84,12 +70,12 @@ impl Runtime {
     ))]
     pub(super) async fn send_as(
         self: &Arc<Self>,
-        user: &str,
-        groups: &[String],
+        who: &Decider,
         agent: &Arc<Agent>,
         message: Message,
         task_id: String,
     ) -> Result<Accepted> {
+        let user = who.subject.as_str();
         if self.shutdown.is_cancelled() {
             return Err(AgentError::ShuttingDown);
         }
@@ -119,7 +105,7 @@ impl Runtime {
             }
         }
         if let Some(task_id) = message.task_id.clone() {
-            return self.continue_task(user, agent, &task_id, message).await;
+            return self.continue_task(who, agent, &task_id, message).await;
         }
         let context_id = message.context_id.clone().unwrap_or_else(view::new_id);
         let title = chat_title(&message.text());
@@ -164,7 +150,7 @@ impl Runtime {
             TaskState::Working,
             transcript_value(&transcript)?,
         );
-        row.requester_groups = groups.to_vec();
+        row.requester_groups = who.groups.clone();
         let events = vec![Self::encode(&submitted), Self::encode(&working)];
         let committed = vec![
             LoggedEvent::committed(1, submitted, &events[0]),
@@ -262,7 +248,8 @@ impl Runtime {
             let planned = PlannedDecision {
                 by: DecisionInput {
                     channel: Channel::Cancel,
-                    decider: user.to_owned(),
+                    decider: Decider::subject(user),
+                    auth: super::authenticated::decider_auth(),
                 },
                 batch_id: batch.id,
                 decision: RecordedDecision::Cancel,
@@ -272,6 +259,9 @@ impl Runtime {
                 task_state: TaskState::Canceled,
                 events: vec![canceled.clone()],
                 paused_at: None,
+                votes: Vec::new(),
+                quorum: None,
+                uses_link: None,
             };
             match self.apply_decision(task_id, planned.if_pending()).await {
                 Ok((applied, ())) => done = applied.is_some(),

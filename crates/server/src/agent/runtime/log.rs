@@ -210,12 +210,19 @@ impl Runtime {
         let stored: Vec<NewEvent> = events.iter().map(Self::encode).collect();
         commit.events = stored.clone();
         let entered = commit.state;
+        // The push receivers' rows go in this commit, so a push is never lost nor sent for a
+        // state that did not commit.
+        commit.push |= self.pushes_on() && entered.is_some_and(super::push::pushed_state);
+        let pushes = commit.push;
         let seq = self.store.commit(task_id, commit).await?;
         // Counted before it is announced, so whoever sees the event sees it counted.
         if let Some(state) = entered {
             self.metrics.task_entered(state);
         }
         self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
+        if pushes {
+            self.wake_sender();
+        }
         Ok(seq)
     }
 

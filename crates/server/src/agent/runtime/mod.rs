@@ -9,16 +9,23 @@
 
 mod approvals;
 mod audit;
+mod authenticated;
 mod decide;
+mod email;
 mod expiry;
 mod gate;
 mod inbox;
+mod links;
 mod log;
+mod notify;
 mod pause;
 mod policies;
+mod push;
+mod quorum;
 mod reads;
 mod relayed;
 mod replicas;
+mod routing;
 mod runner;
 mod settle;
 mod sharing;
@@ -30,7 +37,10 @@ mod transcript;
 pub use crate::store::Channel;
 pub use approvals::ApprovalsItem;
 pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
+pub use authenticated::as_authenticated;
+pub use links::{BatchSummary, DecidedBy, IssuedLinks, LinkAction, LinkDecision, LinkState};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
+pub use quorum::Decider;
 pub use reads::Session;
 pub use relayed::{as_recorded, RelayedExchange};
 pub use runner::PendingRunner;
@@ -46,8 +56,10 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::cedar::PolicyGate;
 use super::metrics::Metrics;
 use super::model::Model;
+use super::notify::Notifications;
 use super::policy::{AgentApprovals, PolicyCache};
 use super::remote::RemoteAgents;
 use super::subagents::Subagents;
@@ -74,6 +86,12 @@ pub enum AgentError {
     ShareNotFound(String),
     #[error("{0}")]
     InvalidParams(String),
+    /// A decision by someone the agents file's approvers do not let give it: what it needs.
+    #[error("{0}")]
+    NotEligible(String),
+    /// A second approval of the same arguments by the same person: it counts once.
+    #[error("{0}")]
+    AlreadyApproved(String),
     /// The task is not waiting for a decision, or its batch was already decided.
     #[error("{0}")]
     NotPaused(String),
@@ -163,6 +181,10 @@ pub struct Limits {
     pub max_subagent_depth: usize,
     /// The most "always allow" policies one user may have in force.
     pub max_policies_per_user: usize,
+    /// How long a decision link sent in a notification works.
+    pub decision_link_ttl: Duration,
+    /// The most push-notification configs one task may have.
+    pub max_push_configs_per_task: usize,
 }
 
 impl Limits {
@@ -171,6 +193,7 @@ impl Limits {
     pub const DEFAULT_TOOL_CALLS_PER_TURN: usize = 64;
     pub const DEFAULT_SUBAGENT_DEPTH: usize = 3;
     pub const DEFAULT_POLICIES_PER_USER: usize = 100;
+    pub const DEFAULT_PUSH_CONFIGS_PER_TASK: usize = 8;
 }
 
 impl Default for Limits {
@@ -184,6 +207,8 @@ impl Default for Limits {
             max_tool_calls_per_turn: Limits::DEFAULT_TOOL_CALLS_PER_TURN,
             max_subagent_depth: Limits::DEFAULT_SUBAGENT_DEPTH,
             max_policies_per_user: Limits::DEFAULT_POLICIES_PER_USER,
+            decision_link_ttl: Duration::from_secs(24 * 60 * 60),
+            max_push_configs_per_task: Limits::DEFAULT_PUSH_CONFIGS_PER_TASK,
         }
     }
 }
@@ -235,7 +260,13 @@ pub struct Runtime {
     /// The remote agents' clients, shared with the relay ([`Runtime::remote_agents`]).
     remotes: RemoteAgents,
     /// The deployment's Cedar policies (`--policies`, `--shadow-policies`).
-    gate: crate::agent::cedar::PolicyGate,
+    gate: PolicyGate,
+    /// The operator's notification channels (`agent::notify`); none by default.
+    notifications: Arc<Notifications>,
+    /// Wakes this replica's notification sender after a commit wrote notifications.
+    outbox_wake: tokio::sync::Notify,
+    /// The push-notification sender, set once at start (`push`).
+    notifier: std::sync::OnceLock<Arc<crate::agent::notify::Notifier>>,
 }
 
 /// Why the server cannot take work now (`GET /readyz` answers 503 with it).
@@ -252,15 +283,24 @@ pub enum NotReady {
 
 impl Runtime {
     pub fn new(store: Store, agents: Vec<Arc<Agent>>, limits: Limits) -> Arc<Runtime> {
-        Runtime::with_policies(store, agents, limits, Default::default())
+        Runtime::with_notifications(
+            store,
+            agents,
+            limits,
+            Notifications::none(),
+            PolicyGate::default(),
+        )
     }
 
-    /// [`Runtime::new`], with the deployment's Cedar policies deciding every tool call.
-    pub fn with_policies(
+    /// [`Runtime::new`] with the operator's notification channels (their sender starts with
+    /// [`Runtime::resume_unfinished`]) and the deployment's Cedar policies deciding every tool
+    /// call.
+    pub fn with_notifications(
         store: Store,
         agents: Vec<Arc<Agent>>,
         limits: Limits,
-        gate: crate::agent::cedar::PolicyGate,
+        notifications: Notifications,
+        gate: PolicyGate,
     ) -> Arc<Runtime> {
         Arc::new(Runtime {
             store,
@@ -275,6 +315,9 @@ impl Runtime {
             policies: PolicyCache::default(),
             remotes: RemoteAgents::default(),
             gate,
+            notifications: Arc::new(notifications),
+            outbox_wake: tokio::sync::Notify::new(),
+            notifier: std::sync::OnceLock::new(),
         })
     }
 
@@ -298,8 +341,9 @@ impl Runtime {
     /// (right after a restart, and across servers that share the database).
     pub async fn metrics_text(&self) -> Result<String> {
         let pending = self.store.count_pending_batches().await?;
+        let outbox = self.store.outbox_depth().await?;
         self.metrics
-            .render(pending)
+            .render(pending, &outbox)
             .map_err(|err| AgentError::Internal(format!("metrics text: {err}")))
     }
 

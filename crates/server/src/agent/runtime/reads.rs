@@ -7,6 +7,8 @@ use signoff_protocol::{ListTasksParams, ListTasksResult, Task};
 use crate::agent::view::{self};
 use crate::store::TaskRow;
 
+use super::quorum::{eligible_by, Decider};
+use super::subagent::batch_requests;
 use super::{AgentError, Result, Runtime};
 
 /// A session as the API lists it: the REST contract's type (docs/rest.md, Sessions).
@@ -28,17 +30,57 @@ impl Runtime {
         Ok(row)
     }
 
-    /// A user's task with at most `history_length` history messages.
+    /// The task row, if `who` may read it: its owner, or an approver of its batch (one that
+    /// waits for them, or one they voted on), who may read it but not write to it.
+    pub(super) async fn readable_task(&self, who: &Decider, task_id: &str) -> Result<TaskRow> {
+        let row = self
+            .store
+            .task(task_id)
+            .await?
+            .ok_or_else(|| AgentError::TaskNotFound(task_id.to_owned()))?;
+        if row.user_id == who.subject || self.approves_in(&row, who).await? {
+            return Ok(row);
+        }
+        Err(AgentError::Forbidden(task_id.to_owned()))
+    }
+
+    /// Whether `who` may approve a call of the task's waiting batch, or voted on one of its
+    /// batches.
+    async fn approves_in(&self, row: &TaskRow, who: &Decider) -> Result<bool> {
+        if let Some(batch) = self.store.pending_batch(&row.id).await? {
+            let eligible = batch_requests(&batch).iter().any(|request| {
+                !eligible_by(&self.call_approvers(row, request), who, &row.user_id).is_empty()
+            });
+            if eligible {
+                return Ok(true);
+            }
+        }
+        Ok(self.store.voted_on(&row.id, &who.subject).await?)
+    }
+
+    /// A task `who` may read (theirs, or one they approve) with at most `history_length`
+    /// history messages.
     pub async fn task(
         &self,
-        user: &str,
+        who: &Decider,
         task_id: &str,
         history_length: Option<u32>,
     ) -> Result<Task> {
-        self.owned_task(user, task_id).await?;
+        self.readable_task(who, task_id).await?;
         let (mut task, _) = self.snapshot(task_id, None).await?;
         view::trim_history(&mut task, history_length);
         Ok(task)
+    }
+
+    /// A task `who` may read and its last event's number, and its agent (`namespace/name`).
+    pub async fn readable_snapshot(
+        &self,
+        who: &Decider,
+        task_id: &str,
+    ) -> Result<(Task, i64, String)> {
+        let row = self.readable_task(who, task_id).await?;
+        let (task, seq) = self.snapshot(task_id, None).await?;
+        Ok((task, seq, row.agent))
     }
 
     /// A user's task and its last event's number, after checking ownership.

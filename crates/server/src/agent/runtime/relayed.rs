@@ -22,7 +22,7 @@ use crate::store::{
 
 use super::audit::args_sha256;
 use super::decide::{person_decision, DecisionInput, PlannedDecision};
-use super::{AgentError, Result, Runtime};
+use super::{AgentError, Decider, Result, Runtime};
 
 /// The `source` of a relayed call's record: the calls run at the remote agent.
 const REMOTE_SOURCE: &str = "remote";
@@ -325,7 +325,8 @@ impl Runtime {
         );
         let by = DecisionInput {
             channel,
-            decider: row.user_id.clone(),
+            decider: Decider::subject(row.user_id.clone()),
+            auth: super::authenticated::decider_auth(),
         };
         let events = if with_message { vec![echo] } else { Vec::new() };
         let planned = person_decision(by, &batch, &decision, &resolved, events);
@@ -400,7 +401,8 @@ impl Runtime {
                 let planned = PlannedDecision {
                     by: DecisionInput {
                         channel: Channel::Cancel,
-                        decider,
+                        decider: Decider::subject(decider),
+                        auth: super::authenticated::decider_auth(),
                     },
                     batch_id: batch.id,
                     decision: RecordedDecision::Cancel,
@@ -419,6 +421,9 @@ impl Runtime {
                     task_state: state.unwrap_or(TaskState::Working),
                     events,
                     paused_at: None,
+                    votes: Vec::new(),
+                    quorum: None,
+                    uses_link: None,
                 };
                 let (applied, ()) = self.apply_decision(task_id, planned.if_pending()).await?;
                 if applied.is_none() {

@@ -104,6 +104,7 @@ impl Runtime {
         if watched > 0 {
             tracing::info!(watched, "watching the deadlines of paused batches");
         }
+        self.start_sender();
         if self.start_replica().await? {
             // Other replicas may be driving the unfinished tasks: the sweep takes over those
             // whose lease lapsed.

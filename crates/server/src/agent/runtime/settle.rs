@@ -17,6 +17,8 @@ use crate::agent::view::{self};
 use crate::store::{CallRow, CallStatus, CallUpdate, Commit, Guard};
 use tracing::Instrument;
 
+use crate::agent::notify::payload::About;
+
 use super::audit::args_sha256;
 use super::runner::TaskRun;
 use super::subagent::{NestedCall, SubagentStep};
@@ -279,6 +281,18 @@ impl Runtime {
         let requests: Vec<_> = nested.iter().map(|call| call.request.clone()).collect();
         let (event, mut pause, deadline) =
             Self::pause_step(&run.agent, task_id, context_id, &held, &requests, run.usage);
+        let notifies = self.notifies();
+        if notifies {
+            let agent = run.agent.key();
+            let about = About {
+                task_id,
+                context_id,
+                agent: &agent,
+                requester: &run.user_id,
+            };
+            pause.notifications =
+                self.pause_notifications(&about, pause.new_batch.as_ref(), deadline.as_deref());
+        }
         let mut events: Vec<StreamEvent> = Vec::new();
         for call in nested {
             events.push(call.announced);
@@ -296,6 +310,9 @@ impl Runtime {
             .instrument(span)
             .await?;
         self.metrics.paused(run.taken_up.elapsed());
+        if notifies {
+            self.wake_sender();
+        }
         if let Some(deadline) = &deadline {
             self.watch_deadline(task_id, deadline);
         }

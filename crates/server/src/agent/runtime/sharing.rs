@@ -28,18 +28,19 @@ pub struct CreatedShare {
     pub agent: String,
 }
 
-/// Random bytes in a share token: 256 bits, so a token cannot be guessed.
+/// Random bytes in a share or decision-link token: 256 bits, so a token cannot be guessed.
 const TOKEN_BYTES: usize = 32;
 
 /// The hex SHA-256 of a token: what the store keeps and looks tokens up by.
-fn token_hash(token: &str) -> String {
+pub(super) fn token_hash(token: &str) -> String {
     Sha256::digest(token.as_bytes())
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect()
 }
 
-fn new_token() -> Result<String> {
+/// A new random token, URL-safe base64.
+pub(super) fn new_token() -> Result<String> {
     let mut bytes = [0u8; TOKEN_BYTES];
     getrandom::fill(&mut bytes)
         .map_err(|err| AgentError::Internal(format!("no random bytes for a token: {err}")))?;

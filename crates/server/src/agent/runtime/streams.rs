@@ -9,7 +9,7 @@ use std::sync::Arc;
 use futures_util::stream::{self, Stream, StreamExt};
 use signoff_protocol::{Message, Task};
 
-use super::{Agent, EarlyWatch, LoggedEvent, PendingRunner, Result, Runtime, StreamEnd};
+use super::{Agent, Decider, EarlyWatch, LoggedEvent, PendingRunner, Result, Runtime, StreamEnd};
 
 /// How the stream of a message opens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,13 +46,12 @@ impl Runtime {
     /// Accepts `message` for `agent` (as [`Runtime::send`] does) and opens its stream.
     pub async fn stream_message(
         self: &Arc<Self>,
-        user: &str,
-        groups: &[String],
+        who: &Decider,
         agent: &Arc<Agent>,
         message: Message,
         opening: Opening,
     ) -> Result<TaskStream> {
-        let mut accepted = self.send_for_stream(user, groups, agent, message).await?;
+        let mut accepted = self.send_for_stream(who, agent, message).await?;
         match opening {
             Opening::Committed => Ok(TaskStream {
                 snapshot: None,
@@ -86,11 +85,11 @@ impl Runtime {
     /// A user's task as it is now, then its events from there until `end` (a resubscription).
     pub async fn subscribe(
         self: &Arc<Self>,
-        user: &str,
+        who: &Decider,
         task_id: &str,
         end: StreamEnd,
     ) -> Result<TaskStream> {
-        let (task, seq) = self.owned_snapshot(user, task_id).await?;
+        let (task, seq, _) = self.readable_snapshot(who, task_id).await?;
         Ok(TaskStream {
             snapshot: Some(task),
             runtime: self.clone(),

@@ -26,9 +26,10 @@ use crate::store::{
 };
 
 use super::audit::args_sha256;
+use super::decide::Count;
 use super::gate::chat_title;
 use super::runner::TaskRun;
-use super::{AgentError, Result, Runtime};
+use super::{AgentError, Decider, Result, Runtime};
 
 /// Where an agent-tool call stands after a step of its subagent.
 pub(super) enum SubagentStep {
@@ -299,15 +300,13 @@ impl Runtime {
         let mut message = Message::new(view::new_id(), Role::User, vec![Part::text(text)]);
         message.context_id = Some(link.child_context_id.clone());
         // The subagent acts for the same person, with the groups they sent the parent with.
-        self.send_as(
-            &run.user_id,
-            &run.groups,
-            &agent,
-            message,
-            link.child_task_id.clone(),
-        )
-        .await?
-        .start_runner();
+        let requester = Decider {
+            groups: run.groups.clone(),
+            ..Decider::subject(run.user_id.clone())
+        };
+        self.send_as(&requester, &agent, message, link.child_task_id.clone())
+            .await?
+            .start_runner();
         Ok(())
     }
 
@@ -341,7 +340,13 @@ impl Runtime {
     ) -> Result<()> {
         let data = decision.to_data(Dialect::Native);
         match self
-            .decide_data(&run.user_id, &link.child_task_id, &data, None)
+            .decide_data(
+                &Decider::subject(run.user_id.clone()),
+                &link.child_task_id,
+                &data,
+                None,
+                Count::Counted,
+            )
             .await
         {
             Ok(_) => Ok(()),

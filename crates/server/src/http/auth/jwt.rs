@@ -1,5 +1,5 @@
-//! Programs' bearer JWTs in `--auth oidc`: checked against the provider's published keys (its
-//! JWKS), with `jsonwebtoken`. The signature with the key the token's `kid` names, and the
+//! Programs' bearer JWTs and people's ID tokens in `--auth oidc`: checked against the provider's
+//! published keys (its JWKS), with `jsonwebtoken`; both use this one key set. The signature with the key the token's `kid` names, and the
 //! algorithm that key is for (never the one the token asks for, never `none`, never an HMAC:
 //! an RS256 key's public half used as an HS256 secret is refused); `iss` the provider, `aud`
 //! our audience, `exp` and `nbf` with a small leeway. The keys are kept in memory, so a valid
@@ -115,6 +115,19 @@ impl Keys {
 
     /// Checks a bearer JWT: the identity it stands for, or why not.
     pub async fn verify(&self, token: &str, checks: &Checks) -> Result<Identity, Refusal> {
+        let claims = self.claims(token, &checks.issuer, &checks.audience).await?;
+        identity_from_claims(&claims, &checks.groups_claim)
+            .ok_or(Refusal::Unauthenticated("a JWT without a subject"))
+    }
+
+    /// Checks a JWT (a program's bearer token, or an ID token at sign-in) for `issuer` and
+    /// `audience`: its claims, or why not.
+    pub async fn claims(
+        &self,
+        token: &str,
+        issuer: &str,
+        audience: &str,
+    ) -> Result<Value, Refusal> {
         // `alg: none` and unknown algorithms fail here: jsonwebtoken knows no `none`.
         let header = jsonwebtoken::decode_header(token)
             .map_err(|_| Refusal::Unauthenticated("not a JWT"))?;
@@ -130,15 +143,14 @@ impl Keys {
             ));
         }
         let mut validation = Validation::new(key.algorithm);
-        validation.set_issuer(&[&checks.issuer]);
-        validation.set_audience(&[&checks.audience]);
+        validation.set_issuer(&[issuer]);
+        validation.set_audience(&[audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.leeway = LEEWAY_SECS;
         validation.validate_nbf = true;
         let data = jsonwebtoken::decode::<Value>(token, &key.decoding, &validation)
             .map_err(|err| Refusal::Unauthenticated(reason(err.kind())))?;
-        identity_from_claims(&data.claims, &checks.groups_claim)
-            .ok_or(Refusal::Unauthenticated("a JWT without a subject"))
+        Ok(data.claims)
     }
 }
 

@@ -94,6 +94,20 @@ pub enum Via {
     Session,
 }
 
+impl Via {
+    /// How a decision this caller makes is audited as authenticated.
+    pub fn decider_auth(self) -> signoff_protocol::rest::DeciderAuth {
+        use signoff_protocol::rest::DeciderAuth;
+        match self {
+            Via::Local => DeciderAuth::None,
+            Via::Token => DeciderAuth::Tokens,
+            Via::Proxy => DeciderAuth::Proxy,
+            Via::Jwt => DeciderAuth::OidcJwt,
+            Via::Session => DeciderAuth::OidcSession,
+        }
+    }
+}
+
 /// The caller of a request: who, and how we know.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {

@@ -44,6 +44,14 @@ use crate::store::{LoginAttemptRow, LoginRow};
 /// How long a sign-in may take at the provider.
 const ATTEMPT_LIFETIME: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
 
+/// How long a session holding a refresh token may lie unused past its ID token's expiry before
+/// the sweeper deletes it: the provider does not say how long its refresh tokens last, and a
+/// week matches oauth2-proxy's cookie; after that, the person signs in again.
+pub const RENEWABLE_FOR: chrono::TimeDelta = chrono::TimeDelta::days(7);
+
+/// How often expired sessions and abandoned sign-ins are deleted.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(10 * 60);
+
 /// What `--oidc-*` configure.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -290,17 +298,22 @@ impl Oidc {
             }
         };
         let expires_at = match tokens.id_token() {
-            // A refreshed ID token carries no nonce of ours.
+            // Checked with the same keys as at sign-in; a refreshed ID token carries no nonce
+            // of ours.
             Some(id_token) => {
-                let verifier = self.client.id_token_verifier();
-                let claims = id_token
-                    .claims(&verifier, |_: Option<&Nonce>| Ok::<(), String>(()))
-                    .ok()?;
-                if claims.subject().as_str() != login.subject {
+                let id_token = id_token.to_string();
+                let claims = match self.id_token_claims(&id_token).await {
+                    Ok(claims) => claims,
+                    Err(reason) => {
+                        tracing::info!(subject = %login.subject, "a renewed session's {reason}");
+                        return None;
+                    }
+                };
+                if claims.get("sub").and_then(Value::as_str) != Some(login.subject.as_str()) {
                     return None;
                 }
-                login.id_token = Some(id_token.to_string());
-                claims.expiration()
+                login.id_token = Some(id_token);
+                expiry(&claims)?
             }
             None => chrono::Utc::now() + chrono::TimeDelta::from_std(tokens.expires_in()?).ok()?,
         };
@@ -309,6 +322,32 @@ impl Oidc {
             login.refresh_token = Some(next.secret().clone());
         }
         Some(login)
+    }
+}
+
+/// Deletes expired sessions and abandoned sign-ins from the store at start and then `every`,
+/// until the task is aborted. Every replica sweeps; the deletes are safe to run at once.
+pub async fn sweep_logins(store: crate::store::Store, every: Duration) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let now = chrono::Utc::now();
+        let swept = store
+            .sweep_logins(
+                &rfc3339(now),
+                &rfc3339(now - RENEWABLE_FOR),
+                &rfc3339(now - ATTEMPT_LIFETIME),
+            )
+            .await;
+        match swept {
+            Ok((0, 0)) => {}
+            Ok((sessions, attempts)) => {
+                tracing::info!(sessions, attempts, "deleted expired sign-ins");
+            }
+            // The next sweep tries again.
+            Err(err) => tracing::warn!(error = %err, "could not delete expired sign-ins"),
+        }
     }
 }
 
@@ -337,6 +376,11 @@ fn error_chain(err: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// When a checked token's `exp` says it expires.
+fn expiry(claims: &Map<String, Value>) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::from_timestamp(claims.get("exp")?.as_i64()?, 0)
 }
 
 fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
@@ -514,42 +558,22 @@ impl Oidc {
             .request_async(&self.http)
             .await
             .map_err(|err| format!("exchanging the code: {}", error_chain(&err)))?;
-        let id_token = tokens.id_token().ok_or("the provider sent no ID token")?;
-        let verifier = self.client.id_token_verifier();
-        let claims = id_token
-            .claims(&verifier, &Nonce::new(attempt.nonce.clone()))
-            .map_err(|err| format!("the ID token: {}", error_chain(&err)))?;
-        let mut all = claims.additional_claims().claims.clone();
-        all.insert("sub".into(), json!(claims.subject().as_str()));
-        let standard = [
-            (
-                "email",
-                claims.email().map(|email| email.as_str().to_owned()),
-            ),
-            (
-                "name",
-                claims
-                    .name()
-                    .and_then(|name| name.get(None))
-                    .map(|name| name.as_str().to_owned()),
-            ),
-            (
-                "preferred_username",
-                claims
-                    .preferred_username()
-                    .map(|name| name.as_str().to_owned()),
-            ),
-        ];
-        for (key, value) in standard {
-            if let Some(value) = value {
-                all.insert(key.into(), json!(value));
-            }
+        let id_token = tokens
+            .id_token()
+            .ok_or("the provider sent no ID token")?
+            .to_string();
+        let mut all = self.id_token_claims(&id_token).await?;
+        if all.get("nonce").and_then(Value::as_str) != Some(attempt.nonce.as_str()) {
+            return Err("the ID token is not for this sign-in (its nonce)".to_owned());
         }
+        let expires_at = expiry(&all).ok_or("the ID token has no expiry")?;
+        let subject = all
+            .get("sub")
+            .and_then(Value::as_str)
+            .map(|sub| openidconnect::SubjectIdentifier::new(sub.to_owned()))
+            .ok_or("the ID token has no subject")?;
         // The provider may keep the profile and groups for its user info endpoint.
-        if let Some(info) = self
-            .user_info(tokens.access_token(), claims.subject())
-            .await
-        {
+        if let Some(info) = self.user_info(tokens.access_token(), &subject).await {
             for (key, value) in info {
                 all.entry(key).or_insert(value);
             }
@@ -566,11 +590,38 @@ impl Oidc {
             email: identity.email,
             groups: identity.groups,
             refresh_token: tokens.refresh_token().map(|token| token.secret().clone()),
-            id_token: Some(id_token.to_string()),
-            expires_at: rfc3339(claims.expiration()),
+            id_token: Some(id_token),
+            expires_at: rfc3339(expires_at),
             created_at: crate::store::now(),
         };
         Ok((cookie, login))
+    }
+
+    /// An ID token's claims, checked with the provider's keys (fetched again for a `kid` we do
+    /// not know, as for programs' JWTs): its signature, issuer, our client id as its audience
+    /// (and as its authorized party when it names several), and its expiry.
+    async fn id_token_claims(&self, id_token: &str) -> Result<Map<String, Value>, String> {
+        let client_id = self.client.client_id().as_str();
+        let claims = match self
+            .keys
+            .claims(id_token, &self.checks.issuer, client_id)
+            .await
+        {
+            Ok(Value::Object(claims)) => claims,
+            Ok(_) => return Err("the ID token's claims are not an object".to_owned()),
+            Err(Refusal::Unauthenticated(reason)) => return Err(format!("ID token: {reason}")),
+            Err(Refusal::CrossSite | Refusal::Internal) => {
+                return Err("the ID token could not be checked".to_owned())
+            }
+        };
+        let audiences = claims
+            .get("aud")
+            .and_then(Value::as_array)
+            .map_or(1, Vec::len);
+        if audiences > 1 && claims.get("azp").and_then(Value::as_str) != Some(client_id) {
+            return Err("the ID token names several audiences and another party".to_owned());
+        }
+        Ok(claims)
     }
 
     /// The user info endpoint's claims, if the provider has one and it answers.
@@ -688,8 +739,9 @@ fn signed_out_page(status: StatusCode, message: &str) -> Response {
 }
 
 /// Before the UI's pages in `--auth oidc`: a page opened while signed out goes to the provider,
-/// and comes back to the same page. API calls, the sign-in routes and the operations endpoints
-/// are left alone (they answer 401 themselves, or need no user).
+/// and comes back to the same page. API calls, the sign-in routes, the operations endpoints and
+/// decision links' confirm pages (their token is their credential) are left alone (they answer
+/// 401 themselves, or need no user).
 pub async fn require_sign_in(
     State(state): State<AppState>,
     request: Request,
@@ -700,7 +752,7 @@ pub async fn require_sign_in(
     };
     let path = request.uri().path();
     let is_page = matches!(*request.method(), Method::GET | Method::HEAD)
-        && !["/api/", "/auth/", "/.well-known/"]
+        && !["/api/", "/auth/", "/.well-known/", "/decide/"]
             .iter()
             .any(|prefix| path.starts_with(prefix))
         && !["/healthz", "/readyz", "/metrics"].contains(&path)

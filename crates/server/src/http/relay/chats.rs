@@ -21,7 +21,7 @@ use signoff_protocol::{Message, ProtocolVersion, SendMessageParams, StreamEvent}
 use super::record::{self, Recording};
 use super::RemoteAgent;
 use crate::agent::view;
-use crate::http::{rest, AppState, HttpError, User};
+use crate::http::{rest, AppState, HttpError, Person, User};
 
 /// `GET /api/sessions/{id}`: the stored session, after asking the remote agent where its open
 /// relayed tasks stand (a stream that was cut, a batch decided elsewhere). A task whose relayed
@@ -52,11 +52,12 @@ pub async fn session(
 pub async fn decide(
     State(state): State<AppState>,
     Path(task_id): Path<String>,
-    user: User,
+    who: Person,
     body: Bytes,
 ) -> Result<Response, HttpError> {
+    let user = User(who.0.subject.clone(), who.1);
     let Some(row) = state.runtime.relayed_task(&user.0, &task_id).await? else {
-        return rest::decide(State(state), Path(task_id), user, body)
+        return rest::decide(State(state), Path(task_id), who, body)
             .await
             .map(IntoResponse::into_response);
     };
@@ -107,6 +108,7 @@ pub async fn decide(
         task_id: task_id.clone(),
         state: task.status.state,
         decision: outcome,
+        quorum: None,
         follow: Follow {
             url: Some(remote.endpoint()),
             method: Method::SubscribeToTask

@@ -120,6 +120,39 @@ pub(super) async fn record_decided(
     .await?)
 }
 
+/// Votes on the batch `batch_id` of `task_id` by `voter` left it waiting, further along its
+/// quorum; the user whose event it is, if one was written. Call it last before the commit.
+pub(super) async fn record_progress(
+    connection: &mut PgConnection,
+    replica: &str,
+    task_id: &str,
+    batch_id: i64,
+    voter: &str,
+    now: &str,
+) -> Result<Option<String>> {
+    take_events_lock(connection).await?;
+    Ok(sqlx::query_scalar(
+        "WITH event AS (
+             INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind,
+                                          decided_by, created_at)
+             SELECT user_id, id, context_id, $2, 'progress', $3, $4 FROM tasks WHERE id = $1
+               AND NOT EXISTS (SELECT 1 FROM subagent_tasks WHERE child_task_id = $1 AND remote = 0)
+             RETURNING user_id
+         )
+         SELECT user_id,
+                pg_notify($5, $6::text || encode(sha256(convert_to(user_id, 'UTF8')), 'hex'))
+         FROM event",
+    )
+    .bind(task_id)
+    .bind(batch_id)
+    .bind(voter)
+    .bind(now)
+    .bind(APPROVALS_CHANNEL)
+    .bind(notice_prefix(replica))
+    .fetch_optional(&mut *connection)
+    .await?)
+}
+
 /// A batch that waited in a deleted session: its owner, task and id.
 pub(super) struct DeletedBatch {
     pub user_id: String,
@@ -189,15 +222,19 @@ impl Postgres {
     pub async fn approval_events(
         &self,
         user_id: &str,
+        agents: &[String],
         after: i64,
         limit: i64,
     ) -> Result<Vec<ApprovalEventRow>> {
         let rows = sqlx::query(&format!(
-            "{APPROVAL_EVENT_SELECT} WHERE e.user_id = $1 AND e.seq > $2 ORDER BY e.seq LIMIT $3"
+            "{APPROVAL_EVENT_SELECT}
+             WHERE (e.user_id = $1 OR t.agent = ANY($4)) AND e.seq > $2
+             ORDER BY e.seq LIMIT $3"
         ))
         .bind(user_id)
         .bind(after)
         .bind(limit)
+        .bind(agents)
         .fetch_all(&self.pool)
         .await?;
         map_rows(rows, approval_event_from_row)
@@ -206,6 +243,7 @@ impl Postgres {
     pub async fn waiting_approval_events(
         &self,
         user_id: &str,
+        agents: &[String],
     ) -> Result<(i64, Vec<ApprovalEventRow>)> {
         // One snapshot for both reads (REPEATABLE READ), so the horizon and the list agree.
         let mut transaction = self.pool.begin().await?;
@@ -217,11 +255,13 @@ impl Postgres {
             .await?;
         let rows = sqlx::query(&format!(
             "{APPROVAL_EVENT_SELECT}
-             WHERE e.user_id = $1 AND e.kind = 'pending' AND e.seq <= $2 AND b.state = 'pending'
+             WHERE (e.user_id = $1 OR t.agent = ANY($3))
+               AND e.kind = 'pending' AND e.seq <= $2 AND b.state = 'pending'
              ORDER BY e.seq"
         ))
         .bind(user_id)
         .bind(horizon)
+        .bind(agents)
         .fetch_all(&mut *transaction)
         .await?;
         transaction.commit().await?;

@@ -6,8 +6,8 @@ use sqlx::{PgConnection, Row};
 use super::rows::json_text;
 use super::tasks::{append_events, map_rows, task_row};
 use super::{
-    now, task_state_text, BatchRow, BatchState, CallRow, CallStatus, DecisionRow, DecisionWrite,
-    PendingBatchRow, Postgres, Result, StoreError, TaskRow, Written,
+    now, task_state_text, BatchRow, BatchState, CallRow, CallStatus, CallVote, DecisionRow,
+    DecisionWrite, PendingBatchRow, Postgres, Result, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
 
@@ -34,8 +34,11 @@ async fn apply_decision(
     let now = now();
     // The compare-and-set: of two replicas deciding at once, the second waits for the first's
     // row lock, then finds the batch no longer pending.
+    // Approvals short of a quorum leave the batch pending: the same statement checks that it
+    // still is (its `decided_at` stays empty).
+    let partial = decision.batch_state == BatchState::Pending;
     let won = sqlx::query(
-        "UPDATE batches SET state = $1, decided_at = $2
+        "UPDATE batches SET state = $1, decided_at = CASE WHEN $6 THEN NULL ELSE $2 END
          WHERE id = $3 AND task_id = $4 AND state = $5",
     )
     .bind(decision.batch_state.as_str())
@@ -43,11 +46,52 @@ async fn apply_decision(
     .bind(decision.batch_id)
     .bind(task_id)
     .bind(BatchState::Pending.as_str())
+    .bind(partial)
     .execute(&mut *connection)
     .await?
     .rows_affected();
     if won != 1 {
         return Err(StoreError::Conflict("the batch was already decided"));
+    }
+    if let Some(link) = &decision.uses_link {
+        super::links::use_link(&mut *connection, link, decision.batch_id, &now).await?;
+    }
+    insert_votes(connection, task_id, decision, &now).await?;
+    if partial {
+        let events = decision.events.len() as i64;
+        let last: i64 = sqlx::query_scalar(
+            "UPDATE tasks SET last_seq = last_seq + $1, updated_at = $2 WHERE id = $3
+             RETURNING last_seq",
+        )
+        .bind(events)
+        .bind(&now)
+        .bind(task_id)
+        .fetch_optional(&mut *connection)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        append_events(
+            connection,
+            task_id,
+            last - events + 1,
+            &decision.events,
+            &now,
+        )
+        .await?;
+        // The batch's approvers' streams hear how far it has come.
+        let approvals_of = super::approvals::record_progress(
+            connection,
+            replica,
+            task_id,
+            decision.batch_id,
+            &decision.user_id,
+            &now,
+        )
+        .await?;
+        write_outbox(connection, replica, task_id, decision, last, &now).await?;
+        return Ok(Written {
+            last_seq: last,
+            approvals_of,
+        });
     }
     for verdict in &decision.verdicts {
         let done = sqlx::query(
@@ -73,8 +117,8 @@ async fn apply_decision(
     }
     sqlx::query(
         "INSERT INTO decisions (batch_id, task_id, user_id, channel, decision, summary,
-                                decided_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                                decided_at, decider_auth)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(decision.batch_id)
     .bind(task_id)
@@ -83,6 +127,7 @@ async fn apply_decision(
     .bind(json_text(&decision.decision)?)
     .bind(&decision.summary)
     .bind(&now)
+    .bind(decision.decider_auth.as_deref())
     .execute(&mut *connection)
     .await?;
     let events = decision.events.len() as i64;
@@ -125,10 +170,80 @@ async fn apply_decision(
         &now,
     )
     .await?;
+    write_outbox(connection, replica, task_id, decision, last, &now).await?;
     Ok(Written {
         last_seq: last,
         approvals_of,
     })
+}
+
+/// Writes the decision's notifications and pushes (the outbox) in its transaction.
+async fn write_outbox(
+    connection: &mut PgConnection,
+    replica: &str,
+    task_id: &str,
+    decision: &DecisionWrite,
+    last_seq: i64,
+    now: &str,
+) -> Result<()> {
+    if !decision.notifications.is_empty() {
+        let mut shared = super::tasks::PgTransaction {
+            connection: &mut *connection,
+            replica,
+        };
+        crate::store::outbox::insert_notifications(
+            &mut shared,
+            task_id,
+            Some(decision.batch_id),
+            &decision.notifications,
+            now,
+        )
+        .await?;
+    }
+    if decision.push {
+        let mut shared = super::tasks::PgTransaction {
+            connection: &mut *connection,
+            replica,
+        };
+        crate::store::outbox::insert_pushes(&mut shared, task_id, last_seq, now).await?;
+    }
+    Ok(())
+}
+
+/// Records the decision's votes (`call_votes`).
+async fn insert_votes(
+    connection: &mut PgConnection,
+    task_id: &str,
+    decision: &DecisionWrite,
+    now: &str,
+) -> Result<()> {
+    for vote in &decision.votes {
+        sqlx::query(VOTE_INSERT)
+            .bind(decision.batch_id)
+            .bind(task_id)
+            .bind(&vote.call_id)
+            .bind(&vote.user_id)
+            .bind(vote.email.as_deref())
+            .bind(vote.verdict.as_str())
+            .bind(vote.reason.as_deref())
+            .bind(vote.run_args.as_ref().map(json_text).transpose()?)
+            .bind(&vote.args_sha256)
+            .bind(json_text(&serde_json::json!(vote.eligible_by))?)
+            .bind(vote.channel.as_str())
+            .bind(now)
+            .execute(&mut *connection)
+            .await?;
+    }
+    Ok(())
+}
+
+/// The votes cast on batch `batch_id`, oldest first.
+async fn batch_votes(connection: &mut PgConnection, batch_id: i64) -> Result<Vec<CallVote>> {
+    let rows = sqlx::query(&format!("{VOTE_SELECT} WHERE batch_id = $1 ORDER BY id"))
+        .bind(batch_id)
+        .fetch_all(&mut *connection)
+        .await?;
+    map_rows(rows, vote_from_row)
 }
 
 /// The task's pending batch, if it has one.
@@ -165,10 +280,13 @@ impl Postgres {
         // The task's row lock: the plan sees the task and its batch as no other replica can
         // change them until this transaction ends.
         let task = task_row(&mut transaction, task_id, true).await?;
-        let batch = match &task {
+        let mut batch = match &task {
             Some(_) => pending_batch_of(&mut transaction, task_id).await?,
             None => None,
         };
+        if let Some(batch) = batch.as_mut() {
+            batch.votes = batch_votes(&mut transaction, batch.id).await?;
+        }
         let outcome = match plan(task.as_ref(), batch.as_ref()) {
             Err(refused) => Err(refused),
             Ok((None, back)) => Ok((None, back)),
@@ -195,7 +313,7 @@ impl Postgres {
     pub async fn pending_batches(&self, user_id: &str) -> Result<Vec<PendingBatchRow>> {
         let rows = sqlx::query(
             "SELECT b.id, b.task_id, b.state, b.requests, b.created_at, b.decided_at,
-                    t.context_id, t.agent, s.title
+                    b.expires_at, t.context_id, t.agent, s.title
              FROM batches b JOIN tasks t ON t.id = b.task_id
              LEFT JOIN sessions s ON s.id = t.context_id
              WHERE b.state = $1 AND t.user_id = $2
@@ -210,9 +328,9 @@ impl Postgres {
         map_rows(rows, |row| {
             Ok(PendingBatchRow {
                 batch: batch_from_row(row)?,
-                context_id: row.try_get(6)?,
-                agent: row.try_get(7)?,
-                title: row.try_get::<Option<String>, _>(8)?.unwrap_or_default(),
+                context_id: row.try_get(7)?,
+                agent: row.try_get(8)?,
+                title: row.try_get::<Option<String>, _>(9)?.unwrap_or_default(),
             })
         })
     }
@@ -237,6 +355,56 @@ impl Postgres {
     pub async fn calls(&self, task_id: &str) -> Result<Vec<CallRow>> {
         let mut connection = self.pool.acquire().await?;
         task_calls(&mut connection, task_id).await
+    }
+
+    pub async fn voted_on(&self, task_id: &str, user_id: &str) -> Result<bool> {
+        let found: Option<i32> = sqlx::query_scalar(
+            "SELECT 1 FROM call_votes WHERE task_id = $1 AND user_id = $2 LIMIT 1",
+        )
+        .bind(task_id)
+        .bind(user_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(found.is_some())
+    }
+
+    pub async fn task_votes(&self, task_id: &str) -> Result<Vec<(i64, CallVote)>> {
+        let rows = sqlx::query(&format!("{VOTE_SELECT} WHERE task_id = $1 ORDER BY id"))
+            .bind(task_id)
+            .fetch_all(&self.pool)
+            .await?;
+        map_rows(rows, batch_vote_from_row)
+    }
+
+    pub async fn pending_batches_of_agents(
+        &self,
+        agents: &[String],
+    ) -> Result<Vec<(PendingBatchRow, String)>> {
+        let rows = sqlx::query(
+            "SELECT b.id, b.task_id, b.state, b.requests, b.created_at, b.decided_at,
+                    b.expires_at, t.context_id, t.agent, s.title, t.user_id
+             FROM batches b JOIN tasks t ON t.id = b.task_id
+             LEFT JOIN sessions s ON s.id = t.context_id
+             WHERE b.state = $1 AND t.agent = ANY($2)
+                   AND NOT EXISTS (SELECT 1 FROM subagent_tasks link
+                                   WHERE link.child_task_id = b.task_id AND link.remote = 0)
+             ORDER BY b.id",
+        )
+        .bind(BatchState::Pending.as_str())
+        .bind(agents)
+        .fetch_all(&self.pool)
+        .await?;
+        map_rows(rows, |row| {
+            Ok((
+                PendingBatchRow {
+                    batch: batch_from_row(row)?,
+                    context_id: row.try_get(7)?,
+                    agent: row.try_get(8)?,
+                    title: row.try_get::<Option<String>, _>(9)?.unwrap_or_default(),
+                },
+                row.try_get(10)?,
+            ))
+        })
     }
 
     pub async fn task_decisions(&self, task_id: &str) -> Result<Vec<DecisionRow>> {

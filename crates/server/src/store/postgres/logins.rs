@@ -51,6 +51,17 @@ impl Postgres {
         row.as_ref().map(login_from_row).transpose()
     }
 
+    pub async fn login_email(&self, subject: &str) -> Result<Option<String>> {
+        let email: Option<(String,)> = sqlx::query_as(
+            "SELECT email FROM logins WHERE subject = $1 AND email IS NOT NULL
+             ORDER BY created_at DESC LIMIT 1",
+        )
+        .bind(subject)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(email.map(|(email,)| email))
+    }
+
     pub async fn delete_login(&self, id_sha256: &str) -> Result<bool> {
         let deleted = sqlx::query("DELETE FROM logins WHERE id_sha256 = $1")
             .bind(id_sha256)
@@ -91,5 +102,25 @@ impl Postgres {
             })
         })
         .transpose()
+    }
+
+    pub async fn sweep_logins(
+        &self,
+        expired_before: &str,
+        idle_before: &str,
+        attempts_before: &str,
+    ) -> Result<(u64, u64)> {
+        let sessions = sqlx::query(&sweep_sessions_sql("$1", "$2"))
+            .bind(expired_before)
+            .bind(idle_before)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+        let attempts = sqlx::query("DELETE FROM login_attempts WHERE created_at < $1")
+            .bind(attempts_before)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+        Ok((sessions, attempts))
     }
 }

@@ -10,7 +10,10 @@
 mod approvals;
 mod batches;
 mod leases;
+mod links;
 mod logins;
+mod outbox;
+mod push;
 mod records;
 mod relayed;
 mod schema;

@@ -83,6 +83,7 @@ fn bound<'q>(
             Param::Text(text) => query.bind(text),
             Param::OptionalText(text) => query.bind(text),
             Param::Int(int) => query.bind(int),
+            Param::OptionalInt(int) => query.bind(int),
             Param::Bool(flag) => query.bind(flag),
         })
 }
@@ -98,6 +99,14 @@ impl Transaction for PgTransaction<'_> {
             .fetch_optional(&mut *self.connection)
             .await?;
         Ok(row.map(|row| row.try_get(0)).transpose()?)
+    }
+
+    async fn texts(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Vec<String>> {
+        let rows = bound(sql, params).fetch_all(&mut *self.connection).await?;
+        Ok(rows
+            .iter()
+            .map(|row| row.try_get(0))
+            .collect::<std::result::Result<Vec<String>, sqlx::Error>>()?)
     }
 
     async fn optional_texts(
@@ -401,6 +410,8 @@ fn is_plain_step(commit: &Commit) -> bool {
         && commit.call_updates.is_empty()
         && commit.new_batch.is_none()
         && commit.delivered.is_empty()
+        && commit.notifications.is_empty()
+        && !commit.push
         && !commit.unless_queued
         && !commit.state.is_some_and(|state| state.is_terminal())
 }

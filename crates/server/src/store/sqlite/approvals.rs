@@ -56,6 +56,27 @@ pub(super) fn record_decided(
         .optional()?)
 }
 
+/// Votes on the batch `batch_id` of `task_id` by `voter` left it waiting, further along its
+/// quorum; the user whose event it is, if one was written.
+pub(super) fn record_progress(
+    connection: &Connection,
+    task_id: &str,
+    batch_id: i64,
+    voter: &str,
+    now: &str,
+) -> Result<Option<String>> {
+    Ok(connection
+        .prepare_cached(
+            "INSERT INTO approval_events (user_id, task_id, context_id, batch_id, kind,
+                                          decided_by, created_at)
+             SELECT user_id, id, context_id, ?2, 'progress', ?3, ?4 FROM tasks WHERE id = ?1
+               AND NOT EXISTS (SELECT 1 FROM subagent_tasks WHERE child_task_id = ?1 AND remote = 0)
+             RETURNING user_id",
+        )?
+        .query_row(params![task_id, batch_id, voter, now], |row| row.get(0))
+        .optional()?)
+}
+
 /// The pending batches of session `context_id` stop waiting: the session is being deleted.
 /// The session's user, if it had any waiting (a session's tasks are all its user's).
 pub(super) fn record_session_deleted(
@@ -83,14 +104,19 @@ impl Sqlite {
     pub async fn approval_events(
         &self,
         user_id: &str,
+        agents: &[String],
         after: i64,
         limit: i64,
     ) -> Result<Vec<ApprovalEventRow>> {
+        let agents = serde_json::to_string(agents)?;
         self.read(|connection| {
             let mut statement = connection.prepare_cached(&format!(
-                "{APPROVAL_EVENT_SELECT} WHERE e.user_id = ?1 AND e.seq > ?2 ORDER BY e.seq LIMIT ?3"
+                "{APPROVAL_EVENT_SELECT}
+                 WHERE (e.user_id = ?1 OR t.agent IN (SELECT value FROM json_each(?4)))
+                   AND e.seq > ?2
+                 ORDER BY e.seq LIMIT ?3"
             ))?;
-            let rows = statement.query(params![user_id, after, limit])?;
+            let rows = statement.query(params![user_id, after, limit, agents])?;
             collect(rows, |row| approval_event_from_row(row))
         })
     }
@@ -98,17 +124,20 @@ impl Sqlite {
     pub async fn waiting_approval_events(
         &self,
         user_id: &str,
+        agents: &[String],
     ) -> Result<(i64, Vec<ApprovalEventRow>)> {
+        let agents = serde_json::to_string(agents)?;
         self.read_together(|connection| {
             let horizon: i64 = connection
                 .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM approval_events")?
                 .query_row([], |row| row.get(0))?;
             let mut statement = connection.prepare_cached(&format!(
                 "{APPROVAL_EVENT_SELECT}
-                 WHERE e.user_id = ?1 AND e.kind = 'pending' AND e.seq <= ?2 AND b.state = 'pending'
+                 WHERE (e.user_id = ?1 OR t.agent IN (SELECT value FROM json_each(?3)))
+                   AND e.kind = 'pending' AND e.seq <= ?2 AND b.state = 'pending'
                  ORDER BY e.seq"
             ))?;
-            let rows = statement.query(params![user_id, horizon])?;
+            let rows = statement.query(params![user_id, horizon, agents])?;
             Ok((horizon, collect(rows, |row| approval_event_from_row(row))?))
         })
     }

@@ -6,10 +6,11 @@ use rusqlite::{params, Connection};
 use super::rows::json_text;
 use super::tasks::{append_events, collect, task_head};
 use super::{
-    now, task_state_text, BatchRow, CallRow, CallStatus, DecisionRow, DecisionWrite,
-    PendingBatchRow, Result, Sqlite, StoreError, TaskRow, Written,
+    now, task_state_text, BatchRow, BatchState, CallRow, CallStatus, CallVote, DecisionRow,
+    DecisionWrite, PendingBatchRow, Result, Sqlite, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
+use crate::store::write::sqlite_dialect;
 
 /// The condition of the partial indexes on pending batches (`one_pending_batch_per_task`,
 /// `batches_by_deadline`), spelt as a literal in every statement that looks for pending batches.
@@ -32,19 +33,47 @@ fn apply_decision(
     decision: &DecisionWrite,
 ) -> Result<Written> {
     let now = now();
+    // Approvals short of a quorum leave the batch pending: the same statement checks that it
+    // still is (its `decided_at` stays empty).
+    let partial = decision.batch_state == BatchState::Pending;
     let won = connection
         .prepare_cached(
-            "UPDATE batches SET state = ?1, decided_at = ?2
+            "UPDATE batches SET state = ?1, decided_at = CASE WHEN ?5 THEN NULL ELSE ?2 END
              WHERE id = ?3 AND task_id = ?4 AND state = 'pending'",
         )?
         .execute(params![
             decision.batch_state.as_str(),
             now,
             decision.batch_id,
-            task_id
+            task_id,
+            partial
         ])?;
     if won != 1 {
         return Err(StoreError::Conflict("the batch was already decided"));
+    }
+    if let Some(link) = &decision.uses_link {
+        super::links::use_link(connection, link, decision.batch_id, &now)?;
+    }
+    insert_votes(connection, task_id, decision, &now)?;
+    if partial {
+        let (_, last_seq) = task_head(connection, task_id)?;
+        let last = append_events(connection, task_id, last_seq, &decision.events, &now)?;
+        connection
+            .prepare_cached("UPDATE tasks SET last_seq = ?1, updated_at = ?2 WHERE id = ?3")?
+            .execute(params![last, now, task_id])?;
+        // The batch's approvers' streams hear how far it has come.
+        let approvals_of = super::approvals::record_progress(
+            connection,
+            task_id,
+            decision.batch_id,
+            &decision.user_id,
+            &now,
+        )?;
+        write_outbox(connection, task_id, decision, last, &now)?;
+        return Ok(Written {
+            last_seq: last,
+            approvals_of,
+        });
     }
     let mut update = connection.prepare_cached(
         "UPDATE calls SET status = ?1, verdict = ?2, reason = ?3, run_args = ?4,
@@ -70,8 +99,8 @@ fn apply_decision(
     connection
         .prepare_cached(
             "INSERT INTO decisions (batch_id, task_id, user_id, channel, decision, summary,
-                                    decided_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                    decided_at, decider_auth)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?
         .execute(params![
             decision.batch_id,
@@ -80,7 +109,8 @@ fn apply_decision(
             decision.channel.as_str(),
             json_text(&decision.decision)?,
             decision.summary,
-            now
+            now,
+            decision.decider_auth
         ])?;
     let (_, last_seq) = task_head(connection, task_id)?;
     let last = append_events(connection, task_id, last_seq, &decision.events, &now)?;
@@ -102,10 +132,77 @@ fn apply_decision(
         &decision.user_id,
         &now,
     )?;
+    write_outbox(connection, task_id, decision, last, &now)?;
     Ok(Written {
         last_seq: last,
         approvals_of,
     })
+}
+
+/// Writes the decision's notifications and pushes (the outbox) in its transaction.
+fn write_outbox(
+    connection: &Connection,
+    task_id: &str,
+    decision: &DecisionWrite,
+    last_seq: i64,
+    now: &str,
+) -> Result<()> {
+    if !decision.notifications.is_empty() {
+        super::tasks::run_now(crate::store::outbox::insert_notifications(
+            &mut super::tasks::SqliteTransaction(connection),
+            task_id,
+            Some(decision.batch_id),
+            &decision.notifications,
+            now,
+        ))?;
+    }
+    if decision.push {
+        super::tasks::run_now(crate::store::outbox::insert_pushes(
+            &mut super::tasks::SqliteTransaction(connection),
+            task_id,
+            last_seq,
+            now,
+        ))?;
+    }
+    Ok(())
+}
+
+/// Records the decision's votes (`call_votes`).
+fn insert_votes(
+    connection: &Connection,
+    task_id: &str,
+    decision: &DecisionWrite,
+    now: &str,
+) -> Result<()> {
+    if decision.votes.is_empty() {
+        return Ok(());
+    }
+    let mut insert = connection.prepare_cached(&sqlite_dialect(VOTE_INSERT))?;
+    for vote in &decision.votes {
+        insert.execute(params![
+            decision.batch_id,
+            task_id,
+            vote.call_id,
+            vote.user_id,
+            vote.email,
+            vote.verdict.as_str(),
+            vote.reason,
+            vote.run_args.as_ref().map(json_text).transpose()?,
+            vote.args_sha256,
+            json_text(&serde_json::json!(vote.eligible_by))?,
+            vote.channel.as_str(),
+            now
+        ])?;
+    }
+    Ok(())
+}
+
+/// The votes cast on batch `batch_id`, oldest first.
+fn batch_votes(connection: &Connection, batch_id: i64) -> Result<Vec<CallVote>> {
+    let mut statement =
+        connection.prepare_cached(&format!("{VOTE_SELECT} WHERE batch_id = ?1 ORDER BY id"))?;
+    let rows = statement.query([batch_id])?;
+    collect(rows, |row| vote_from_row(row))
 }
 
 fn pending_batch_sql() -> String {
@@ -152,10 +249,13 @@ impl Sqlite {
         let task_id = task_id.to_owned();
         self.write(move |connection| {
             let task = super::tasks::task_row(connection, &task_id)?;
-            let batch = match &task {
+            let mut batch = match &task {
                 Some(_) => pending_batch_of(connection, &task_id)?,
                 None => None,
             };
+            if let Some(batch) = batch.as_mut() {
+                batch.votes = batch_votes(connection, batch.id)?;
+            }
             match plan(task.as_ref(), batch.as_ref()) {
                 Err(refused) => Ok(Err(refused)),
                 Ok((None, back)) => Ok(Ok((None, back))),
@@ -174,7 +274,7 @@ impl Sqlite {
         self.read(|connection| {
             let mut statement = connection.prepare_cached(
                 "SELECT b.id, b.task_id, b.state, b.requests, b.created_at, b.decided_at,
-                        t.context_id, t.agent, s.title
+                        b.expires_at, t.context_id, t.agent, s.title
                  FROM batches b JOIN tasks t ON t.id = b.task_id
                  LEFT JOIN sessions s ON s.id = t.context_id
                  WHERE b.state = 'pending' AND t.user_id = ?1
@@ -186,9 +286,9 @@ impl Sqlite {
             collect(rows, |row| {
                 Ok(PendingBatchRow {
                     batch: batch_from_row(row)?,
-                    context_id: row.get(6)?,
-                    agent: row.get(7)?,
-                    title: row.get::<_, Option<String>>(8)?.unwrap_or_default(),
+                    context_id: row.get(7)?,
+                    agent: row.get(8)?,
+                    title: row.get::<_, Option<String>>(9)?.unwrap_or_default(),
                 })
             })
         })
@@ -222,6 +322,56 @@ impl Sqlite {
     /// The calls of a task, in the order the model asked for them.
     pub async fn calls(&self, task_id: &str) -> Result<Vec<CallRow>> {
         self.read(|connection| task_calls(connection, task_id))
+    }
+
+    pub async fn voted_on(&self, task_id: &str, user_id: &str) -> Result<bool> {
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT 1 FROM call_votes WHERE task_id = ?1 AND user_id = ?2 LIMIT 1",
+            )?;
+            Ok(statement.exists(params![task_id, user_id])?)
+        })
+    }
+
+    pub async fn task_votes(&self, task_id: &str) -> Result<Vec<(i64, CallVote)>> {
+        self.read(|connection| {
+            let mut statement = connection
+                .prepare_cached(&format!("{VOTE_SELECT} WHERE task_id = ?1 ORDER BY id"))?;
+            let rows = statement.query([task_id])?;
+            collect(rows, |row| batch_vote_from_row(row))
+        })
+    }
+
+    pub async fn pending_batches_of_agents(
+        &self,
+        agents: &[String],
+    ) -> Result<Vec<(PendingBatchRow, String)>> {
+        let agents = serde_json::to_string(agents)?;
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT b.id, b.task_id, b.state, b.requests, b.created_at, b.decided_at,
+                        b.expires_at, t.context_id, t.agent, s.title, t.user_id
+                 FROM batches b JOIN tasks t ON t.id = b.task_id
+                 LEFT JOIN sessions s ON s.id = t.context_id
+                 WHERE b.state = 'pending'
+                   AND t.agent IN (SELECT value FROM json_each(?1))
+                   AND NOT EXISTS (SELECT 1 FROM subagent_tasks link
+                                   WHERE link.child_task_id = b.task_id AND link.remote = 0)
+                 ORDER BY b.id",
+            )?;
+            let rows = statement.query([agents])?;
+            collect(rows, |row| {
+                Ok((
+                    PendingBatchRow {
+                        batch: batch_from_row(row)?,
+                        context_id: row.get(7)?,
+                        agent: row.get(8)?,
+                        title: row.get::<_, Option<String>>(9)?.unwrap_or_default(),
+                    },
+                    row.get(10)?,
+                ))
+            })
+        })
     }
 
     /// The audit rows of one task, oldest first.

@@ -57,6 +57,20 @@ impl Sqlite {
         })
     }
 
+    pub async fn login_email(&self, subject: &str) -> Result<Option<String>> {
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT email FROM logins WHERE subject = ?1 AND email IS NOT NULL
+                 ORDER BY created_at DESC LIMIT 1",
+            )?;
+            let mut rows = statement.query([subject])?;
+            match rows.next()? {
+                Some(row) => Ok(Some(row.get(0)?)),
+                None => Ok(None),
+            }
+        })
+    }
+
     pub async fn delete_login(&self, id_sha256: &str) -> Result<bool> {
         let id_sha256 = id_sha256.to_owned();
         self.write(move |connection| {
@@ -105,6 +119,29 @@ impl Sqlite {
                 })
                 .optional()?;
             Ok(attempt)
+        })
+        .await
+    }
+
+    pub async fn sweep_logins(
+        &self,
+        expired_before: &str,
+        idle_before: &str,
+        attempts_before: &str,
+    ) -> Result<(u64, u64)> {
+        let (expired, idle, started) = (
+            expired_before.to_owned(),
+            idle_before.to_owned(),
+            attempts_before.to_owned(),
+        );
+        self.write(move |connection| {
+            let sessions = connection
+                .prepare_cached(&sweep_sessions_sql("?1", "?2"))?
+                .execute(params![expired, idle])?;
+            let attempts = connection
+                .prepare_cached("DELETE FROM login_attempts WHERE created_at < ?1")?
+                .execute([&started])?;
+            Ok((sessions as u64, attempts as u64))
         })
         .await
     }

@@ -8,8 +8,11 @@
 mod approvals;
 mod batches;
 mod deadlines;
+mod links;
 mod logins;
+mod outbox;
 mod policies;
+mod push;
 mod relayed;
 mod schema;
 mod sessions;

@@ -41,11 +41,13 @@ impl Sqlite {
                 super::approvals::record_session_deleted(connection, &id, &super::now())?;
             // Children first (foreign keys are not enforced, see `connect`).
             for child in [
+                "decision_links",
                 "decisions",
                 "calls",
                 "task_events",
                 "batches",
                 "queued_messages",
+                "push_configs",
             ] {
                 connection
                     .prepare_cached(&format!(

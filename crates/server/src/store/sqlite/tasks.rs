@@ -77,6 +77,7 @@ impl rusqlite::ToSql for Param<'_> {
             Param::Text(text) => text.to_sql(),
             Param::OptionalText(text) => text.to_sql(),
             Param::Int(int) => int.to_sql(),
+            Param::OptionalInt(int) => int.to_sql(),
             Param::Bool(flag) => flag.to_sql(),
         }
     }
@@ -95,6 +96,12 @@ impl Transaction for SqliteTransaction<'_> {
             .prepare(sql)?
             .query_row(rusqlite::params_from_iter(params), |row| row.get(0))
             .optional()?)
+    }
+
+    async fn texts(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Vec<String>> {
+        let mut statement = self.prepare(sql)?;
+        let rows = statement.query_map(rusqlite::params_from_iter(params), |row| row.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
     }
 
     async fn optional_texts(

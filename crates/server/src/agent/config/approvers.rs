@@ -1,0 +1,321 @@
+//! Who may approve a call (crates/server/README.md, Approvers): `approvers`,
+//! `requester_may_approve` and `quorum`, set on an agent, a tool source, one tool of a source
+//! (`[agents.tools.tool_approvers.NAME]`) or an `ask` argument rule. Each of the three takes
+//! the most specific level that sets it: rule, then tool, then source, then agent.
+//!
+//! ```toml
+//! [[agents]]
+//! name = "ops"
+//! approvers = ["group:sre", "user:alice@example.com"]
+//! requester_may_approve = false     # the two-person rule
+//! quorum = 2                        # distinct eligible people per call
+//! ```
+//!
+//! With none of them set the requester decides alone, as everywhere else.
+
+use serde::Deserialize;
+
+use super::{AgentSpec, ConfigError, RuleAction};
+
+/// The most approvals a call may need: a quorum is people, not a counter.
+pub const MAX_QUORUM: u32 = 20;
+
+/// The three settings at one level of the agents file; `None`: the level does not set it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApproversSpec {
+    /// `group:NAME` or `user:SUBJECT-OR-EMAIL` entries.
+    #[serde(default)]
+    pub approvers: Option<Vec<String>>,
+    /// `false`: the person who started the chat may not approve its calls (they may still
+    /// reject or cancel them).
+    #[serde(default)]
+    pub requester_may_approve: Option<bool>,
+    /// How many distinct eligible people must approve each call.
+    #[serde(default)]
+    pub quorum: Option<u32>,
+}
+
+/// One checked `approvers` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ApproverEntry {
+    /// Everyone in the group.
+    Group(String),
+    /// The person whose subject or email this is.
+    User(String),
+}
+
+impl ApproverEntry {
+    /// The entry as the agents file spells it (`group:sre`).
+    pub fn label(&self) -> String {
+        match self {
+            ApproverEntry::Group(group) => format!("group:{group}"),
+            ApproverEntry::User(user) => format!("user:{user}"),
+        }
+    }
+
+    /// Reads `group:NAME` or `user:ID`.
+    pub fn parse(text: &str) -> Result<ApproverEntry, String> {
+        let (kind, name) = text
+            .split_once(':')
+            .ok_or_else(|| format!("{text:?} must be group:NAME or user:SUBJECT-OR-EMAIL"))?;
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(format!("{text:?} names no {kind}"));
+        }
+        match kind.trim() {
+            "group" => Ok(ApproverEntry::Group(name.to_owned())),
+            "user" => Ok(ApproverEntry::User(name.to_owned())),
+            other => Err(format!(
+                "{text:?}: {other:?} is neither group nor user (write group:NAME or user:ID)"
+            )),
+        }
+    }
+}
+
+impl ApproversSpec {
+    /// Whether the level sets anything.
+    pub fn is_empty(&self) -> bool {
+        self == &ApproversSpec::default()
+    }
+
+    /// `self` over `general`: each setting from the most specific level that sets it.
+    pub fn over(&self, general: &ApproversSpec) -> ApproversSpec {
+        ApproversSpec {
+            approvers: self.approvers.clone().or_else(|| general.approvers.clone()),
+            requester_may_approve: self.requester_may_approve.or(general.requester_may_approve),
+            quorum: self.quorum.or(general.quorum),
+        }
+    }
+
+    /// Checks this level's own values; `at` is its path (`agents[0]`).
+    pub fn check(&self, at: &str) -> Result<(), ConfigError> {
+        if let Some(entries) = &self.approvers {
+            if entries.is_empty() {
+                return Err(ConfigError::invalid(
+                    format!("{at}.approvers"),
+                    "lists nobody; name at least one group:NAME or user:ID, or leave it out",
+                ));
+            }
+            for (index, entry) in entries.iter().enumerate() {
+                ApproverEntry::parse(entry).map_err(|message| {
+                    ConfigError::invalid(format!("{at}.approvers[{index}]"), message)
+                })?;
+            }
+        }
+        if let Some(quorum) = self.quorum {
+            if quorum == 0 || quorum > MAX_QUORUM {
+                return Err(ConfigError::invalid(
+                    format!("{at}.quorum"),
+                    format!("{quorum} must be between 1 and {MAX_QUORUM}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks what a call would be decided under, once merged with every more general level:
+    /// a two-person rule or a quorum above one needs approvers besides the requester.
+    pub fn check_merged(&self, at: &str) -> Result<(), ConfigError> {
+        if self.approvers.is_some() {
+            return Ok(());
+        }
+        if self.requester_may_approve == Some(false) {
+            return Err(ConfigError::invalid(
+                format!("{at}.requester_may_approve"),
+                "false leaves nobody to approve: set `approvers` here or on the agent",
+            ));
+        }
+        if let Some(quorum) = self.quorum.filter(|quorum| *quorum > 1) {
+            return Err(ConfigError::invalid(
+                format!("{at}.quorum"),
+                format!(
+                    "{quorum} approvals need more people than the requester: set `approvers` \
+                     here or on the agent"
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Checks every level of one agent: each level's values, and what each tool, source and rule
+/// would be decided under once merged with the levels above it. `at` is `agents[N]`.
+pub(super) fn check_agent(at: &str, agent: &AgentSpec) -> Result<(), ConfigError> {
+    let own = agent.approver_spec();
+    own.check(at)?;
+    if agent.remote.is_some() && !own.is_empty() {
+        return Err(ConfigError::invalid(
+            format!("{at}.approvers"),
+            "a remote agent asks for approval itself; remove `approvers`,              `requester_may_approve` and `quorum`",
+        ));
+    }
+    own.check_merged(at)?;
+    // Whether some level of the agent names approvers (a rule's tool may be any source's).
+    let mut anywhere = own.approvers.is_some();
+    for (index, source) in agent.tools.iter().enumerate() {
+        let at = format!("{at}.tools[{index}]");
+        let (_, prefix, level, per_tool) = source.approver_levels();
+        level.check(&at)?;
+        // A key that names no tool would silently leave its calls to the requester.
+        if let Some(exposed) = source.known_tools() {
+            for tool in per_tool.keys() {
+                let known = exposed
+                    .iter()
+                    .any(|name| tool == name || *tool == format!("{prefix}{name}"));
+                if !known {
+                    return Err(ConfigError::invalid(
+                        format!("{at}.tool_approvers.{tool}"),
+                        format!(
+                            "{tool:?} is not an exposed tool of this source (exposed: {})",
+                            exposed.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        let source_level = level.over(&own);
+        source_level.check_merged(&at)?;
+        anywhere |= level.approvers.is_some();
+        for (tool, spec) in per_tool {
+            let at = format!("{at}.tool_approvers.{tool}");
+            spec.check(&at)?;
+            spec.over(&source_level).check_merged(&at)?;
+            anywhere |= spec.approvers.is_some();
+        }
+    }
+    for (index, rule) in agent.rules.iter().enumerate() {
+        let at = format!("{at}.rules[{index}]");
+        let spec = rule.approver_spec();
+        if spec.is_empty() {
+            continue;
+        }
+        if rule.action != RuleAction::Ask {
+            return Err(ConfigError::invalid(
+                format!("{at}.approvers"),
+                format!(
+                    "a rule that does not ask (action = {}) has nobody to approve; use                      action = \"ask\"",
+                    rule.action.as_str()
+                ),
+            ));
+        }
+        spec.check(&at)?;
+        if !anywhere {
+            spec.over(&own).check_merged(&at)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_are_groups_or_users() {
+        assert_eq!(
+            ApproverEntry::parse("group:sre").unwrap(),
+            ApproverEntry::Group("sre".into())
+        );
+        assert_eq!(
+            ApproverEntry::parse("user:alice@example.com").unwrap(),
+            ApproverEntry::User("alice@example.com".into())
+        );
+        assert!(ApproverEntry::parse("sre")
+            .unwrap_err()
+            .contains("group:NAME"));
+        assert!(ApproverEntry::parse("team:sre")
+            .unwrap_err()
+            .contains("neither"));
+        assert!(ApproverEntry::parse("group: ")
+            .unwrap_err()
+            .contains("names no group"));
+    }
+
+    fn error(text: &str) -> String {
+        super::super::AgentsFile::parse(text)
+            .unwrap_err()
+            .to_string()
+    }
+
+    const FILES: &str = "[[agents.tools]]\nkind = \"builtin_files\"\n";
+
+    #[test]
+    fn the_agents_file_names_what_is_wrong_with_approvers() {
+        assert_eq!(
+            error("[[agents]]\nname = \"a\"\napprovers = [\"sre\"]\n"),
+            "agents file: agents[0].approvers[0]: \"sre\" must be group:NAME or \
+             user:SUBJECT-OR-EMAIL"
+        );
+        assert_eq!(
+            error("[[agents]]\nname = \"a\"\napprovers = [\"group:sre\"]\nquorum = 0\n"),
+            "agents file: agents[0].quorum: 0 must be between 1 and 20"
+        );
+        assert_eq!(
+            error("[[agents]]\nname = \"a\"\nrequester_may_approve = false\n"),
+            "agents file: agents[0].requester_may_approve: false leaves nobody to approve: set \
+             `approvers` here or on the agent"
+        );
+        assert!(error("[[agents]]\nname = \"a\"\nquorum = 2\n")
+            .contains("agents[0].quorum: 2 approvals need more people than the requester"));
+        assert!(error("[[agents]]\nname = \"a\"\napprovers = []\n")
+            .contains("agents[0].approvers: lists nobody"));
+        let typo = error(&format!(
+            "[[agents]]\nname = \"a\"\n{FILES}\
+             [agents.tools.tool_approvers.wrte_file]\napprovers = [\"group:sre\"]\n"
+        ));
+        assert!(
+            typo.starts_with("agents file: agents[0].tools[0].tool_approvers.wrte_file: \"wrte_file\" is not an exposed tool"),
+            "{typo}"
+        );
+        let allow = error(&format!(
+            "[[agents]]\nname = \"a\"\n{FILES}\
+             [[agents.rules]]\ntool = \"write_file\"\naction = \"allow\"\n\
+             approvers = [\"group:sre\"]\n"
+        ));
+        assert!(
+            allow.contains("agents[0].rules[0].approvers: a rule that does not ask"),
+            "{allow}"
+        );
+        let remote = error(
+            "[[agents]]\nname = \"a\"\nremote = { url = \"http://x\" }\n\
+             approvers = [\"group:sre\"]\n",
+        );
+        assert!(
+            remote.contains("a remote agent asks for approval itself"),
+            "{remote}"
+        );
+    }
+
+    #[test]
+    fn every_level_takes_approvers() {
+        let file = super::super::AgentsFile::parse(&format!(
+            "[[agents]]\nname = \"a\"\napprovers = [\"group:sre\"]\n\
+             requester_may_approve = false\nquorum = 2\n{FILES}\
+             approvers = [\"user:alice@example.com\"]\n\
+             [agents.tools.tool_approvers.delete_file]\nquorum = 3\n\
+             [[agents.rules]]\ntool = \"write_file\"\naction = \"ask\"\nquorum = 1\n"
+        ))
+        .unwrap();
+        assert_eq!(file.agents[0].quorum, Some(2));
+        assert_eq!(file.agents[0].rules[0].quorum, Some(1));
+    }
+
+    #[test]
+    fn the_most_specific_level_wins_per_setting() {
+        let agent = ApproversSpec {
+            approvers: Some(vec!["group:sre".into()]),
+            requester_may_approve: Some(false),
+            quorum: None,
+        };
+        let tool = ApproversSpec {
+            quorum: Some(2),
+            ..ApproversSpec::default()
+        };
+        let merged = tool.over(&agent);
+        assert_eq!(merged.approvers, Some(vec!["group:sre".to_owned()]));
+        assert_eq!(merged.requester_may_approve, Some(false));
+        assert_eq!(merged.quorum, Some(2));
+    }
+}

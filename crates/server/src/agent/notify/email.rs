@@ -1,0 +1,330 @@
+//! The email channel: a notification as a message with a text and an HTML part saying the same
+//! (the agent, the requester, the calls with their arguments shortened and masked, links),
+//! built and sent over SMTP with `lettre` (STARTTLS, TLS, or plain for a relay on the same
+//! host; a user and a password from a file or the environment, never logged). A message to a
+//! person who may decide a waiting batch carries their own Approve and Reject links
+//! (`runtime::links`), made when the message is sent, so no token sits in the outbox.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use lettre::message::{Mailbox, MultiPart};
+use lettre::transport::smtp::authentication::Credentials;
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use serde_json::Value;
+
+use crate::store::NotificationKind;
+
+/// How the SMTP connection is protected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmtpTls {
+    /// Plain, then `STARTTLS`, required (port 587 by default).
+    Starttls,
+    /// TLS from the first byte (port 465 by default).
+    Tls,
+    /// No TLS at all: only for a relay on the same host or network (port 25 by default).
+    None,
+}
+
+impl SmtpTls {
+    pub fn parse(text: &str) -> Result<SmtpTls, String> {
+        match text {
+            "starttls" => Ok(SmtpTls::Starttls),
+            "tls" => Ok(SmtpTls::Tls),
+            "none" => Ok(SmtpTls::None),
+            other => Err(format!(
+                "{other:?} is not a TLS mode (starttls, tls or none)"
+            )),
+        }
+    }
+
+    fn default_port(self) -> u16 {
+        match self {
+            SmtpTls::Starttls => 587,
+            SmtpTls::Tls => 465,
+            SmtpTls::None => 25,
+        }
+    }
+}
+
+/// Where and how to send.
+pub struct SmtpSettings {
+    pub host: String,
+    pub port: Option<u16>,
+    pub tls: SmtpTls,
+    /// A user and a password (read from a file or the environment).
+    pub credentials: Option<(String, String)>,
+    pub timeout: Duration,
+}
+
+/// An email channel: the SMTP transport, the sender, and who gets its messages.
+pub struct EmailChannel {
+    transport: AsyncSmtpTransport<Tokio1Executor>,
+    from: Mailbox,
+    /// Fixed addresses: they hear of every batch the channel takes, without decision links
+    /// (an address is nobody who may decide).
+    pub to: Vec<Mailbox>,
+    /// Whether the requester (the one person who may decide their batch) gets the message,
+    /// with their decision links.
+    pub to_requester: bool,
+    /// People's addresses by user id, for people whose sign-in brings none.
+    pub people: BTreeMap<String, Mailbox>,
+}
+
+impl std::fmt::Debug for EmailChannel {
+    // The transport holds the password: never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmailChannel")
+            .field("from", &self.from.to_string())
+            .field("to", &self.to.len())
+            .field("to_requester", &self.to_requester)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An address as a mailbox (`Name <a@b>` or `a@b`).
+pub fn mailbox(text: &str) -> Result<Mailbox, String> {
+    text.trim()
+        .parse::<Mailbox>()
+        .map_err(|err| format!("{text:?} is not an email address: {err}"))
+}
+
+impl EmailChannel {
+    pub fn new(
+        smtp: SmtpSettings,
+        from: Mailbox,
+        to: Vec<Mailbox>,
+        to_requester: bool,
+        people: BTreeMap<String, Mailbox>,
+    ) -> Result<EmailChannel, String> {
+        let builder = match smtp.tls {
+            SmtpTls::Starttls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&smtp.host),
+            SmtpTls::Tls => AsyncSmtpTransport::<Tokio1Executor>::relay(&smtp.host),
+            SmtpTls::None => Ok(AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(
+                &smtp.host,
+            )),
+        }
+        .map_err(|err| format!("SMTP host {:?}: {err}", smtp.host))?;
+        let mut builder = builder
+            .port(smtp.port.unwrap_or(smtp.tls.default_port()))
+            .timeout(Some(smtp.timeout));
+        if let Some((user, password)) = smtp.credentials {
+            builder = builder.credentials(Credentials::new(user, password));
+        }
+        Ok(EmailChannel {
+            transport: builder.build(),
+            from,
+            to,
+            to_requester,
+            people,
+        })
+    }
+
+    /// Sends one message; why not, when it was not accepted (never the credentials).
+    pub async fn send(&self, message: Message) -> Result<(), String> {
+        self.transport
+            .send(message)
+            .await
+            .map(|_| ())
+            .map_err(|err| format!("SMTP: {err}"))
+    }
+
+    /// The message of a notification (`data`: its payload with the batch id) to `to`, with
+    /// `links` when it is theirs to decide.
+    pub fn message(
+        &self,
+        kind: NotificationKind,
+        data: &Value,
+        to: Mailbox,
+        links: Option<&DecisionLinks>,
+    ) -> Result<Message, String> {
+        let mail = render(kind, data, links);
+        Message::builder()
+            .from(self.from.clone())
+            .to(to)
+            .subject(mail.subject)
+            .multipart(MultiPart::alternative_plain_html(mail.text, mail.html))
+            .map_err(|err| format!("building the message: {err}"))
+    }
+}
+
+/// A person's decision links, as URLs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecisionLinks {
+    pub approve: String,
+    pub reject: String,
+    /// RFC 3339.
+    pub expires_at: String,
+}
+
+/// A message's subject and its two bodies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub subject: String,
+    pub text: String,
+    pub html: String,
+}
+
+fn text_of(data: &Value, key: &str) -> String {
+    data[key].as_str().unwrap_or_default().to_owned()
+}
+
+/// HTML-safe text.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+/// Subject, text and HTML of a notification: the same content in both parts.
+pub fn render(kind: NotificationKind, data: &Value, links: Option<&DecisionLinks>) -> Rendered {
+    let (agent, requester, url) = (
+        text_of(data, "agent"),
+        text_of(data, "requester"),
+        text_of(data, "url"),
+    );
+    let calls: Vec<(String, String)> = data["calls"]
+        .as_array()
+        .map(|calls| {
+            calls
+                .iter()
+                .map(|call| {
+                    let name = call["name"].as_str().unwrap_or("?").to_owned();
+                    (name, call["args"].to_string())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let (subject, headline) = match kind {
+        NotificationKind::Pending => (
+            format!("{agent} waits for your sign-off ({} calls)", calls.len()),
+            format!("The agent {agent} asks, for {requester}, to run:"),
+        ),
+        NotificationKind::Decided | NotificationKind::Canceled | NotificationKind::Expired => {
+            let summary = text_of(data, "summary");
+            let by = text_of(data, "decided_by");
+            let how = text_of(data, "channel");
+            (
+                format!("{agent}: {summary}"),
+                format!(
+                    "{summary}: the calls {agent} asked for, for {requester}, by {by} ({how})."
+                ),
+            )
+        }
+        // A2A push rows go to their client's URL, never to an email channel; named for the
+        // match to stay exhaustive.
+        NotificationKind::Push => (
+            format!("{agent}: the task changed"),
+            format!("The task {agent} runs for {requester} changed state."),
+        ),
+    };
+    let mut text = format!("{headline}\n\n");
+    let mut html = format!("<p>{}</p>", escape(&headline));
+    if !calls.is_empty() {
+        html.push_str("<ul>");
+        for (name, args) in &calls {
+            text.push_str(&format!("- {name} {args}\n"));
+            html.push_str(&format!(
+                "<li><b>{}</b> <code>{}</code></li>",
+                escape(name),
+                escape(args)
+            ));
+        }
+        html.push_str("</ul>");
+        text.push('\n');
+    }
+    if let Some(links) = links {
+        text.push_str(&format!(
+            "Approve: {}\nReject: {}\n\nEach link opens a page that asks you to confirm; it works \
+             once, until {} (UTC). Do not forward this message: its links decide as you.\n\n",
+            links.approve, links.reject, links.expires_at
+        ));
+        html.push_str(&format!(
+            "<p><a href=\"{}\">Approve</a> &nbsp; <a href=\"{}\">Reject</a></p>\
+             <p>Each link opens a page that asks you to confirm; it works once, until {} (UTC). \
+             Do not forward this message: its links decide as you.</p>",
+            escape(&links.approve),
+            escape(&links.reject),
+            escape(&links.expires_at)
+        ));
+    }
+    text.push_str(&format!("Open in Signoff: {url}\n"));
+    html.push_str(&format!(
+        "<p><a href=\"{}\">Open in Signoff</a></p>",
+        escape(&url)
+    ));
+    Rendered {
+        subject,
+        text,
+        html: format!("<!doctype html><html><body>{html}</body></html>"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn pending() -> Value {
+        json!({
+            "task_id": "t1", "context_id": "c1", "agent": "default/demo", "requester": "alice",
+            "url": "https://s.example/agents/default/demo/chat/c1",
+            "calls": [{"id": "call_1", "name": "write_file",
+                       "args": {"path": "<notes>.txt", "content": "[masked]"}}],
+            "expires_at": null, "batch_id": 4,
+        })
+    }
+
+    #[test]
+    fn both_parts_say_the_same_and_the_html_is_escaped() {
+        let links = DecisionLinks {
+            approve: "https://s.example/decide/A".into(),
+            reject: "https://s.example/decide/R".into(),
+            expires_at: "2026-11-27T10:00:00.000Z".into(),
+        };
+        let mail = render(NotificationKind::Pending, &pending(), Some(&links));
+        assert_eq!(
+            mail.subject,
+            "default/demo waits for your sign-off (1 calls)"
+        );
+        for part in [&mail.text, &mail.html] {
+            for needle in [
+                "default/demo",
+                "alice",
+                "write_file",
+                "https://s.example/decide/A",
+                "https://s.example/decide/R",
+                "https://s.example/agents/default/demo/chat/c1",
+                "2026-11-27T10:00:00.000Z",
+            ] {
+                assert!(part.contains(needle), "{needle} in {part}");
+            }
+        }
+        assert!(mail.text.contains("<notes>.txt"));
+        assert!(mail.html.contains("&lt;notes&gt;.txt"));
+        assert!(!mail.html.contains("<notes>"));
+    }
+
+    #[test]
+    fn without_links_a_message_only_informs() {
+        let mail = render(NotificationKind::Pending, &pending(), None);
+        assert!(!mail.text.contains("/decide/"));
+        assert!(mail.text.contains("Open in Signoff"));
+        let decided = json!({"agent": "default/demo", "requester": "alice", "url": "u",
+                             "decided_by": "bob", "channel": "link", "summary": "Approved"});
+        let mail = render(NotificationKind::Decided, &decided, None);
+        assert_eq!(mail.subject, "default/demo: Approved");
+        assert!(mail.text.contains("by bob (link)"));
+    }
+
+    #[test]
+    fn tls_modes_and_addresses_are_checked() {
+        assert_eq!(SmtpTls::parse("starttls").unwrap(), SmtpTls::Starttls);
+        assert!(SmtpTls::parse("ssl").is_err());
+        assert!(mailbox("Signoff <signoff@example.com>").is_ok());
+        assert!(mailbox("not an address").is_err());
+    }
+}

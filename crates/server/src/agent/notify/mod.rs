@@ -1,0 +1,582 @@
+//! Notifications: a batch waiting for sign-off reaches people outside the browser, and so do
+//! its decision, cancel and expiry. The operator configures channels (`--notifications FILE`:
+//! `config`); a webhook signed as Standard Webhooks (`webhook`) or a Slack incoming webhook
+//! (`slack`), each with a route (which agents' batches) and the events it takes.
+//!
+//! A2A push notifications go through the same outbox to the URLs clients set on their tasks
+//! (`push`: the [`Notifier`] that posts them), kept off non-public addresses (`outbound`, with
+//! `--push-allow`) and signed with the server's Ed25519 key (`signer`, its JWKS served at
+//! `/.well-known/jwks.json`). Their rows are written by the runtime (`runtime::push`).
+//!
+//! The runtime asks [`Notifications::for_event`] for the rows of an event and puts them in the
+//! event's own commit (`store::outbox`); the sender (`runtime::notify`) delivers them through
+//! [`Notifications::deliver`] at least once, retried on the schedule of [`Delivery`].
+//!
+//! Adding an event: a `NotificationKind` variant, its payload (`payload`), and a call to
+//! `for_event` where its commit is built. Adding a channel: a `ChannelKind` variant, its
+//! `kind` in the file (`config::ChannelKindSpec`) and its arm in `deliver`.
+
+mod config;
+pub mod email;
+pub mod outbound;
+pub mod payload;
+pub mod push;
+mod send;
+pub mod signer;
+mod slack;
+mod webhook;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::header::{HeaderName, HeaderValue};
+use serde_json::Value;
+
+pub use config::NotifyConfigError;
+pub use outbound::{AllowList, Outbound, OutboundError};
+pub use push::{Notifier, Refused};
+pub use signer::{Signer, SignerError};
+pub use webhook::SigningKey;
+
+use crate::store::{
+    AttemptFailed, NewNotification, NotificationKind, NotificationRow, PUSH_CHANNEL,
+};
+
+/// What kind of receiver a channel is.
+#[derive(Debug, Clone)]
+pub enum ChannelKind {
+    Webhook {
+        key: SigningKey,
+    },
+    Slack,
+    /// Sent by the runtime (`runtime::notify`), which makes each person's decision links.
+    Email(Arc<email::EmailChannel>),
+}
+
+/// One configured channel.
+#[derive(Clone)]
+pub struct Channel {
+    pub name: String,
+    pub kind: ChannelKind,
+    url: String,
+    events: Vec<NotificationKind>,
+    /// `None`: every agent.
+    agents: Option<Vec<String>>,
+}
+
+impl std::fmt::Debug for Channel {
+    // The URL may be the secret (a Slack webhook's): never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Channel")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("events", &self.events)
+            .field("agents", &self.agents)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Channel {
+    /// Whether this channel hears of `kind` events of `agent`'s batches.
+    fn takes(&self, kind: NotificationKind, agent: &str) -> bool {
+        self.events.contains(&kind)
+            && self
+                .agents
+                .as_ref()
+                .is_none_or(|agents| agents.iter().any(|wanted| wanted == agent))
+    }
+}
+
+/// The retry schedule and the receivers' time limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub retry_base: Duration,
+    pub retry_max: Duration,
+    pub retry_for: Duration,
+    pub poll: Duration,
+    pub connect_timeout: Duration,
+    pub timeout: Duration,
+}
+
+impl Default for Delivery {
+    fn default() -> Self {
+        Delivery {
+            retry_base: Duration::from_secs(5),
+            retry_max: Duration::from_secs(3600),
+            retry_for: Duration::from_secs(24 * 3600),
+            poll: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(5),
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Delivery {
+    /// How long a sender holds a claimed notification: past the longest attempt, so a live
+    /// sender's row is never taken by another, and a dead one's is retried soon after.
+    pub fn lease(&self) -> Duration {
+        self.timeout * 2 + Duration::from_secs(1)
+    }
+
+    /// After attempt number `attempt` (1 for the first) of a notification written at
+    /// `created_ms` failed at `now_ms`: when to try again (exponential, with jitter: between
+    /// half and all of `retry_base * 2^(attempt-1)`, at most `retry_max`), or give up once that
+    /// would be past `retry_for` after the event.
+    pub fn after_failure(
+        &self,
+        attempt: i64,
+        created_ms: i64,
+        now_ms: i64,
+        jitter: f64,
+    ) -> AttemptFailed {
+        let doubling = 2f64.powi(attempt.clamp(1, 40) as i32 - 1);
+        let full = (self.retry_base.as_secs_f64() * doubling).min(self.retry_max.as_secs_f64());
+        let wait_ms = (full * (0.5 + 0.5 * jitter.clamp(0.0, 1.0)) * 1000.0) as i64;
+        let next = now_ms + wait_ms.max(1);
+        if next > created_ms + self.retry_for.as_millis() as i64 {
+            AttemptFailed::GiveUp
+        } else {
+            AttemptFailed::RetryAt(next)
+        }
+    }
+}
+
+/// The operator's channels, where the links point, and the schedule.
+pub struct Notifications {
+    channels: Vec<Channel>,
+    /// Where people reach this server (`--public-url`), for links to a batch.
+    public_url: String,
+    pub delivery: Delivery,
+    client: reqwest::Client,
+}
+
+impl std::fmt::Debug for Notifications {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Notifications")
+            .field("channels", &self.channels)
+            .field("delivery", &self.delivery)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Notifications {
+    /// No channels: nothing is written or sent.
+    pub fn none() -> Notifications {
+        Notifications {
+            channels: Vec::new(),
+            public_url: String::new(),
+            delivery: Delivery::default(),
+            client: reqwest::Client::new(),
+        }
+    }
+
+    /// The channels of the notifications file at `path`, linking to `public_url`; every value
+    /// checked (each secret read and parsed), so a bad file stops the start, naming the field.
+    pub fn load(path: &Path, public_url: Option<&str>) -> Result<Notifications, NotifyConfigError> {
+        let file = config::read(path)?;
+        let fail = |at: String, message: String| NotifyConfigError {
+            file: path.display().to_string(),
+            path: at,
+            message,
+        };
+        let public_url = public_url
+            .map(str::trim)
+            .filter(|url| url.starts_with("http://") || url.starts_with("https://"))
+            .ok_or_else(|| {
+                fail(
+                    "(file)".into(),
+                    "notifications link to the batch: --public-url (http:// or https://) is needed"
+                        .into(),
+                )
+            })?
+            .trim_end_matches('/')
+            .to_owned();
+        let spec = &file.delivery;
+        let duration = |field: &str, text: &str| {
+            config::duration(field, text)
+                .map_err(|message| fail(format!("delivery.{field}"), message))
+        };
+        let delivery = Delivery {
+            retry_base: duration("retry_base", &spec.retry_base)?,
+            retry_max: duration("retry_max", &spec.retry_max)?,
+            retry_for: duration("retry_for", &spec.retry_for)?,
+            poll: duration("poll", &spec.poll)?,
+            connect_timeout: duration("connect_timeout", &spec.connect_timeout)?,
+            timeout: duration("timeout", &spec.timeout)?,
+        };
+        let mut channels: Vec<Channel> = Vec::new();
+        for (index, spec) in file.channels.iter().enumerate() {
+            let at = |field: &str| format!("channels[{index}].{field}");
+            if spec.name.trim().is_empty()
+                || spec.name == PUSH_CHANNEL
+                || channels.iter().any(|c| c.name == spec.name)
+            {
+                return Err(fail(
+                    at("name"),
+                    format!(
+                        "{:?}: each channel needs a name of its own (and {PUSH_CHANNEL:?} is \
+                         the A2A push notifications')",
+                        spec.name
+                    ),
+                ));
+            }
+            if spec.kind == config::ChannelKindSpec::Email {
+                let kind = email_channel(spec, &delivery)
+                    .map_err(|(field, message)| fail(at(&field), message))?;
+                channels.push(Channel {
+                    name: spec.name.clone(),
+                    kind,
+                    url: String::new(),
+                    events: events(spec).map_err(|(field, message)| fail(at(&field), message))?,
+                    agents: spec.route.agents.clone(),
+                });
+                continue;
+            }
+            if spec.email.is_some() {
+                return Err(fail(
+                    at("email"),
+                    "only a channel of kind \"email\" takes [email]".into(),
+                ));
+            }
+            let url = config::secret(
+                "url",
+                spec.url_env.as_deref(),
+                spec.url_file.as_deref(),
+                spec.url.as_deref(),
+            )
+            .map_err(|message| fail(at("url"), message))?
+            .ok_or_else(|| fail(at("url"), "give url, url_env or url_file".into()))?;
+            if reqwest::Url::parse(&url)
+                .map_or(true, |url| !matches!(url.scheme(), "http" | "https"))
+            {
+                return Err(fail(at("url"), "not an http:// or https:// URL".into()));
+            }
+            let secret = config::secret(
+                "the signing secret",
+                spec.secret_env.as_deref(),
+                spec.secret_file.as_deref(),
+                None,
+            )
+            .map_err(|message| fail(at("secret_file"), message))?;
+            let kind = match (spec.kind, secret) {
+                (config::ChannelKindSpec::Webhook, Some(secret)) => ChannelKind::Webhook {
+                    key: SigningKey::parse(&secret).map_err(|message| fail(at("secret_file"), message))?,
+                },
+                (config::ChannelKindSpec::Webhook, None) => {
+                    return Err(fail(at("secret_file"), "a webhook needs its signing secret: secret_file or secret_env".into()))
+                }
+                (config::ChannelKindSpec::Slack, None) => ChannelKind::Slack,
+                (config::ChannelKindSpec::Slack, Some(_)) => {
+                    return Err(fail(at("secret_file"), "a Slack webhook takes no signing secret (its URL is the secret: url_env or url_file)".into()))
+                }
+                (config::ChannelKindSpec::Email, _) => {
+                    return Err(fail(at("kind"), "an email channel is read above".into()))
+                }
+            };
+            let events = events(spec).map_err(|(field, message)| fail(at(&field), message))?;
+            channels.push(Channel {
+                name: spec.name.clone(),
+                kind,
+                url,
+                events,
+                agents: spec.route.agents.clone(),
+            });
+        }
+        let client = send::client(delivery.connect_timeout, delivery.timeout)
+            .map_err(|message| fail("delivery".into(), message))?;
+        Ok(Notifications {
+            channels,
+            public_url,
+            delivery,
+            client,
+        })
+    }
+
+    /// Whether any channel is configured.
+    pub fn is_active(&self) -> bool {
+        !self.channels.is_empty()
+    }
+
+    /// The email channel named `name`, if it is one: the runtime sends its messages.
+    pub fn email(&self, name: &str) -> Option<Arc<email::EmailChannel>> {
+        self.channels
+            .iter()
+            .find(|channel| channel.name == name)
+            .and_then(|channel| match &channel.kind {
+                ChannelKind::Email(email) => Some(email.clone()),
+                ChannelKind::Webhook { .. } | ChannelKind::Slack => None,
+            })
+    }
+
+    /// The channels' names.
+    pub fn channel_names(&self) -> impl Iterator<Item = &str> {
+        self.channels.iter().map(|channel| channel.name.as_str())
+    }
+
+    pub fn public_url(&self) -> &str {
+        &self.public_url
+    }
+
+    /// The rows to write with a `kind` event of `agent`'s batch: one per channel that takes
+    /// it, each with a fresh delivery id, all with `payload`. None when no channel does.
+    pub fn for_event(
+        &self,
+        kind: NotificationKind,
+        agent: &str,
+        payload: impl FnOnce(&str) -> Value,
+    ) -> Vec<NewNotification> {
+        let mut takers = self
+            .channels
+            .iter()
+            .filter(|channel| channel.takes(kind, agent))
+            .peekable();
+        if takers.peek().is_none() {
+            return Vec::new();
+        }
+        let payload = payload(&self.public_url);
+        takers
+            .map(|channel| NewNotification {
+                id: format!("msg_{}", uuid::Uuid::new_v4().simple()),
+                channel: channel.name.clone(),
+                kind,
+                payload: payload.clone(),
+            })
+            .collect()
+    }
+
+    /// One attempt at delivering `row` to its channel.
+    pub async fn deliver(&self, row: &NotificationRow) -> Result<(), String> {
+        let channel = self
+            .channels
+            .iter()
+            .find(|channel| channel.name == row.channel)
+            .ok_or_else(|| format!("no channel {:?} is configured any more", row.channel))?;
+        match &channel.kind {
+            ChannelKind::Webhook { key } => {
+                let body = webhook::body(row);
+                let timestamp = chrono::Utc::now().timestamp();
+                let signature = key.sign(&row.id, timestamp, &body);
+                let header = |value: &str| {
+                    HeaderValue::from_str(value)
+                        .map_err(|_| "a header value that HTTP cannot carry".to_owned())
+                };
+                let headers = vec![
+                    (HeaderName::from_static("webhook-id"), header(&row.id)?),
+                    (
+                        HeaderName::from_static("webhook-timestamp"),
+                        header(&timestamp.to_string())?,
+                    ),
+                    (
+                        HeaderName::from_static("webhook-signature"),
+                        header(&signature)?,
+                    ),
+                ];
+                send::post(&self.client, &channel.url, headers, body).await
+            }
+            ChannelKind::Slack => {
+                let body = slack::message(row).to_string().into_bytes();
+                send::post(&self.client, &channel.url, Vec::new(), body).await
+            }
+            ChannelKind::Email(_) => {
+                Err("an email channel's messages are sent by the runtime, with their links".into())
+            }
+        }
+    }
+}
+
+/// The events a channel takes: those it names, or all. A bad name is `(field, why)`.
+fn events(spec: &config::ChannelSpec) -> Result<Vec<NotificationKind>, (String, String)> {
+    match &spec.events {
+        None => Ok(NotificationKind::ALL.to_vec()),
+        Some(names) => names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                config::event_kind(name).map_err(|message| (format!("events[{i}]"), message))
+            })
+            .collect(),
+    }
+}
+
+/// An email channel from its `[email]` table: every address parsed, the password read. A bad
+/// value is `(field, why)`, never naming the password.
+fn email_channel(
+    spec: &config::ChannelSpec,
+    delivery: &Delivery,
+) -> Result<ChannelKind, (String, String)> {
+    let field = |name: &str| format!("email.{name}");
+    if spec.url.is_some() || spec.url_env.is_some() || spec.url_file.is_some() {
+        return Err((
+            "url".into(),
+            "an email channel takes no url: [email] says where".into(),
+        ));
+    }
+    if spec.secret_env.is_some() || spec.secret_file.is_some() {
+        return Err((
+            "secret_file".into(),
+            "an email channel takes no signing secret".into(),
+        ));
+    }
+    let email = spec.email.as_ref().ok_or_else(|| {
+        (
+            "email".to_owned(),
+            "an email channel needs its [email] table".to_owned(),
+        )
+    })?;
+    let tls = email::SmtpTls::parse(&email.tls).map_err(|message| (field("tls"), message))?;
+    let password = config::secret(
+        "the SMTP password",
+        email.password_env.as_deref(),
+        email.password_file.as_deref(),
+        None,
+    )
+    .map_err(|message| (field("password_file"), message))?;
+    let credentials = match (&email.username, password) {
+        (Some(user), Some(password)) => Some((user.clone(), password)),
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err((
+                field("password_file"),
+                "a username needs its password: password_file or password_env".into(),
+            ))
+        }
+        (None, Some(_)) => return Err((field("username"), "a password needs its username".into())),
+    };
+    let from = email::mailbox(&email.from).map_err(|message| (field("from"), message))?;
+    let to = email
+        .to
+        .iter()
+        .enumerate()
+        .map(|(i, to)| email::mailbox(to).map_err(|message| (field(&format!("to[{i}]")), message)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let people = email
+        .people
+        .iter()
+        .map(|(person, address)| {
+            email::mailbox(address)
+                .map(|mailbox| (person.clone(), mailbox))
+                .map_err(|message| (field(&format!("people.{person}")), message))
+        })
+        .collect::<Result<_, _>>()?;
+    if to.is_empty() && !email.to_requester {
+        return Err((
+            field("to"),
+            "no one gets this channel's messages: give to, or leave to_requester on".into(),
+        ));
+    }
+    let smtp = email::SmtpSettings {
+        host: email.smtp_host.clone(),
+        port: email.smtp_port,
+        tls,
+        credentials,
+        timeout: delivery.timeout,
+    };
+    let channel = email::EmailChannel::new(smtp, from, to, email.to_requester, people)
+        .map_err(|message| (field("smtp_host"), message))?;
+    Ok(ChannelKind::Email(Arc::new(channel)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Loads a notifications file of `channels` (TOML after `[[channels]]`).
+    fn load(dir: &Path, channels: &str) -> Result<Notifications, NotifyConfigError> {
+        let path = dir.join("notifications.toml");
+        std::fs::write(&path, format!("[[channels]]\n{channels}")).unwrap();
+        Notifications::load(&path, Some("https://signoff.example.com"))
+    }
+
+    // The SMTP transport's pool runs on the runtime, as the server's does.
+    #[tokio::test]
+    async fn an_email_channel_is_checked_and_never_shows_its_password() {
+        let dir = tempfile::tempdir().unwrap();
+        let password = dir.path().join("smtp-password");
+        std::fs::write(&password, "hunter2-secret\n").unwrap();
+        let good = format!(
+            "name = \"mail\"\nkind = \"email\"\n[channels.email]\nsmtp_host = \"smtp.example.com\"\n\
+             username = \"signoff\"\npassword_file = {:?}\nfrom = \"Signoff <s@example.com>\"\n\
+             to = [\"oncall@example.com\"]\npeople = {{ alice = \"alice@example.com\" }}\n",
+            password.display().to_string()
+        );
+        let loaded = load(dir.path(), &good).unwrap();
+        let email = loaded.email("mail").unwrap();
+        assert_eq!(email.to.len(), 1);
+        assert!(email.to_requester);
+        assert!(email.people.contains_key("alice"));
+        assert!(!format!("{loaded:?}").contains("hunter2"));
+        for (broken, field, says) in [
+            (
+                good.replace("username = \"signoff\"\n", ""),
+                "email.username",
+                "a password needs its username",
+            ),
+            (
+                good.replace("oncall@example.com", "not an address"),
+                "email.to[0]",
+                "not an email address",
+            ),
+            (
+                good.replace("smtp_host", "tls = \"ssl\"\nsmtp_host"),
+                "email.tls",
+                "not a TLS mode",
+            ),
+            (
+                good.replace("kind = \"email\"", "kind = \"slack\"\nurl = \"https://h\""),
+                "email",
+                "only a channel of kind",
+            ),
+        ] {
+            let err = load(dir.path(), &broken).unwrap_err();
+            assert_eq!(err.path, format!("channels[0].{field}"), "{err}");
+            assert!(err.message.contains(says), "{err}");
+            assert!(!err.to_string().contains("hunter2"), "{err}");
+        }
+    }
+
+    #[test]
+    fn no_channel_may_take_the_push_notifications_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("notifications.toml");
+        let channel = |name: &str| {
+            format!("[[channels]]\nname = \"{name}\"\nkind = \"slack\"\nurl = \"https://hooks.example.com/x\"\n")
+        };
+        std::fs::write(&file, channel(PUSH_CHANNEL)).unwrap();
+        let err = Notifications::load(&file, Some("https://signoff.example.com")).unwrap_err();
+        assert!(err.to_string().contains("A2A push"), "{err}");
+        std::fs::write(&file, channel("ops")).unwrap();
+        assert!(Notifications::load(&file, Some("https://signoff.example.com")).is_ok());
+    }
+
+    #[test]
+    fn retries_double_with_jitter_up_to_the_cap_and_stop_after_retry_for() {
+        let delivery = Delivery {
+            retry_base: Duration::from_secs(5),
+            retry_max: Duration::from_secs(3600),
+            retry_for: Duration::from_secs(24 * 3600),
+            ..Delivery::default()
+        };
+        let at = |attempt, jitter| match delivery.after_failure(attempt, 0, 0, jitter) {
+            AttemptFailed::RetryAt(at) => at,
+            AttemptFailed::GiveUp => -1,
+        };
+        assert_eq!(at(1, 1.0), 5_000);
+        assert_eq!(at(1, 0.0), 2_500);
+        assert_eq!(at(3, 1.0), 20_000);
+        assert_eq!(at(30, 1.0), 3_600_000, "capped");
+        let day = 24 * 3600 * 1000;
+        assert_eq!(
+            delivery.after_failure(30, 0, day - 1000, 1.0),
+            AttemptFailed::GiveUp
+        );
+        // About a day of attempts with the defaults: a few dozen.
+        let (mut now, mut attempts) = (0, 0);
+        while let AttemptFailed::RetryAt(next) = delivery.after_failure(attempts + 1, 0, now, 1.0) {
+            now = next;
+            attempts += 1;
+        }
+        assert!((25..40).contains(&attempts), "{attempts}");
+        assert!(now > 20 * 3600 * 1000, "{now}");
+    }
+}

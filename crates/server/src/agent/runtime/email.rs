@@ -1,0 +1,96 @@
+//! The email channel's deliveries (`agent::notify::email`): the runtime sends them, since a
+//! message to the person who may decide a waiting batch carries that person's own decision
+//! links (`links`), made at the attempt, so that the outbox holds no token. One message per
+//! recipient; an attempt fails as a whole if any recipient's message is refused, and is retried
+//! whole (at least once: a recipient may get a message twice, each with live links).
+
+use lettre::message::Mailbox;
+use serde_json::Value;
+
+use crate::agent::notify::email::{self, DecisionLinks, EmailChannel};
+use crate::agent::notify::payload;
+use crate::store::{NotificationKind, NotificationRow};
+
+use super::{AgentError, Runtime};
+
+impl Runtime {
+    /// One attempt at an email notification: the requester's message (with their links, for a
+    /// waiting batch), then the fixed addresses'.
+    pub(super) async fn deliver_email(
+        &self,
+        channel: &EmailChannel,
+        row: &NotificationRow,
+    ) -> Result<(), String> {
+        let data = payload::data_of(row);
+        let requester = data["requester"].as_str().unwrap_or_default().to_owned();
+        if channel.to_requester {
+            match self.address_of(channel, &requester).await? {
+                Some(address) => {
+                    let links = self.links_for(row, &data, &requester).await?;
+                    let message = channel.message(row.kind, &data, address, links.as_ref())?;
+                    channel.send(message).await?;
+                }
+                None => {
+                    tracing::info!(notification = %row.id, user = %requester, "no email address is known for the requester");
+                }
+            }
+        }
+        for to in &channel.to {
+            channel
+                .send(channel.message(row.kind, &data, to.clone(), None)?)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// A person's address: the channel's `people` entry, else their latest sign-in's.
+    async fn address_of(
+        &self,
+        channel: &EmailChannel,
+        person: &str,
+    ) -> Result<Option<Mailbox>, String> {
+        if let Some(address) = channel.people.get(person) {
+            return Ok(Some(address.clone()));
+        }
+        let known = self
+            .store
+            .login_email(person)
+            .await
+            .map_err(|err| format!("reading {person}'s email: {err}"))?;
+        Ok(known.and_then(|address| email::mailbox(&address).ok()))
+    }
+
+    /// `person`'s links of the row's batch, if the row is about a batch that still waits.
+    async fn links_for(
+        &self,
+        row: &NotificationRow,
+        data: &Value,
+        person: &str,
+    ) -> Result<Option<DecisionLinks>, String> {
+        if row.kind != NotificationKind::Pending {
+            return Ok(None);
+        }
+        let ttl = self.limits.decision_link_ttl;
+        match self
+            .create_decision_links(person, &row.task_id, row.batch_id, ttl)
+            .await
+        {
+            Ok(issued) => {
+                let base = self.notifications.public_url();
+                Ok(Some(DecisionLinks {
+                    approve: format!("{base}/decide/{}", issued.approve),
+                    reject: format!("{base}/decide/{}", issued.reject),
+                    expires_at: issued.expires_at,
+                }))
+            }
+            // Decided meanwhile, or not this person's to decide: the message only informs.
+            Err(
+                AgentError::NotPaused(_) | AgentError::Forbidden(_) | AgentError::TaskNotFound(_),
+            ) => {
+                tracing::info!(notification = %row.id, task = %data["task_id"], "the batch no longer waits; its message goes without links");
+                Ok(None)
+            }
+            Err(err) => Err(format!("making decision links: {err}")),
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! The runtime's side of notifications (`agent::notify`): the rows of a pause or a decision,
+//! built for its commit, and the sender that delivers the outbox (`store::outbox`): the
+//! operator's channels' rows and the A2A push notifications' (`runtime::push`) alike.
+//!
+//! The sender: every replica runs one. It claims due rows with a lease ([`Delivery::lease`]),
+//! so one replica sends a given row at a time, delivers them concurrently, and deletes each
+//! delivered row; a failed attempt is retried with exponential backoff and jitter until
+//! `retry_for` after the event, then kept as failed (`GET /api/notifications/failed`). A row
+//! whose sender died is claimed again once its lease lapses, by any replica (or the same one
+//! after a restart): at least once, with the same `webhook-id`.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use crate::agent::notify::payload::{self, About};
+use crate::store::{now_ms, AttemptFailed, NewNotification, NotificationKind, NotificationRow};
+
+/// How one attempt at a notification ended.
+pub(super) enum Attempt {
+    Delivered,
+    /// Nothing is left to send (a push whose config or task was deleted): the row goes.
+    Moot(&'static str),
+    /// Not delivered; tried again later, until its retries run out.
+    Failed(String),
+    /// Not delivered, and another try would not be either (an address refused, a redirect, a
+    /// client error): kept as failed at once.
+    Refused(String),
+}
+
+use super::{Result, Runtime};
+
+/// The most rows one claim takes.
+const CLAIM: i64 = 128;
+
+/// How many deliveries one sender runs at once.
+const CONCURRENT: usize = 64;
+
+impl Runtime {
+    /// Whether events are notified: some channel is configured. A local subagent's task is not
+    /// (its calls wait, and are notified, in its parent's batch): the store's write skips its
+    /// rows, in the same statement, so no read is made here.
+    pub(super) fn notifies(&self) -> bool {
+        self.notifications.is_active()
+    }
+
+    /// The rows of a pause of `about`'s task with the batch `requests` (the commit's
+    /// `new_batch`), expiring at `expires_at`.
+    pub(super) fn pause_notifications(
+        &self,
+        about: &About<'_>,
+        requests: Option<&Value>,
+        expires_at: Option<&str>,
+    ) -> Vec<NewNotification> {
+        let requests: &[Value] = requests
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice);
+        self.notifications
+            .for_event(NotificationKind::Pending, about.agent, |public_url| {
+                payload::pending(about, public_url, requests, expires_at)
+            })
+    }
+
+    /// Wakes this replica's sender: rows were just committed.
+    pub(super) fn wake_sender(&self) {
+        self.outbox_wake.notify_one();
+    }
+
+    /// Starts the sender when a channel is configured or push notifications are on.
+    pub(super) fn start_sender(self: &Arc<Self>) {
+        if !self.notifications.is_active() && !self.pushes_on() {
+            return;
+        }
+        let runtime = self.clone();
+        self.tracker.spawn(async move { runtime.send_loop().await });
+    }
+
+    async fn send_loop(self: Arc<Self>) {
+        // A name of its own for the leases: a restarted process takes its old rows over as any
+        // other replica would, once their lease lapses.
+        let owner = uuid::Uuid::new_v4().to_string();
+        let lease = self.notifications.delivery.lease().as_millis() as i64;
+        let poll = self.notifications.delivery.poll;
+        let runtime = &self;
+        loop {
+            if self.shutdown.is_cancelled() {
+                return;
+            }
+            let claimed = self
+                .store
+                .claim_notifications(&owner, now_ms(), lease, CLAIM)
+                .await;
+            let rows = match claimed {
+                Ok(rows) => rows,
+                Err(err) => {
+                    tracing::warn!(error = %err, "could not claim notifications");
+                    Vec::new()
+                }
+            };
+            if rows.is_empty() {
+                tokio::select! {
+                    _ = self.shutdown.cancelled() => return,
+                    _ = self.outbox_wake.notified() => {}
+                    _ = tokio::time::sleep(poll) => {}
+                }
+                continue;
+            }
+            futures_util::stream::iter(rows)
+                .for_each_concurrent(CONCURRENT, |row| {
+                    let owner = owner.as_str();
+                    async move { runtime.send_one(owner, row).await }
+                })
+                .await;
+        }
+    }
+
+    /// One attempt at `row`, and its outcome written and counted (a push under its own
+    /// channel, [`crate::store::PUSH_CHANNEL`]).
+    async fn send_one(&self, owner: &str, row: NotificationRow) {
+        let attempt = match row.kind {
+            NotificationKind::Push => self.deliver_push(&row).await,
+            NotificationKind::Pending
+            | NotificationKind::Decided
+            | NotificationKind::Canceled
+            | NotificationKind::Expired => {
+                let sent = match self.notifications.email(&row.channel) {
+                    Some(email) => self.deliver_email(&email, &row).await,
+                    None => self.notifications.deliver(&row).await,
+                };
+                match sent {
+                    Ok(()) => Attempt::Delivered,
+                    Err(error) => Attempt::Failed(error),
+                }
+            }
+        };
+        let (outcome, error, next) = match attempt {
+            Attempt::Delivered => ("delivered", None, None),
+            Attempt::Moot(why) => {
+                tracing::info!(notification = %row.id, channel = %row.channel, "a notification dropped: {why}");
+                ("dropped", None, None)
+            }
+            Attempt::Refused(error) => ("failed", Some(error), Some(AttemptFailed::GiveUp)),
+            Attempt::Failed(error) => {
+                let created_ms = chrono::DateTime::parse_from_rfc3339(&row.created_at)
+                    .map_or_else(|_| now_ms(), |at| at.timestamp_millis());
+                let next = self.notifications.delivery.after_failure(
+                    row.attempts + 1,
+                    created_ms,
+                    now_ms(),
+                    jitter(),
+                );
+                let outcome = match next {
+                    AttemptFailed::GiveUp => "failed",
+                    AttemptFailed::RetryAt(_) => "retry",
+                };
+                (outcome, Some(error), Some(next))
+            }
+        };
+        self.metrics.notification(&row.channel, outcome);
+        let written = match (error, next) {
+            (Some(error), Some(next)) => {
+                if next == AttemptFailed::GiveUp {
+                    tracing::warn!(notification = %row.id, channel = %row.channel, attempts = row.attempts + 1, error = %error, "a notification failed for good");
+                } else {
+                    tracing::info!(notification = %row.id, channel = %row.channel, attempt = row.attempts + 1, error = %error, "a notification will be retried");
+                }
+                self.store
+                    .notification_attempt_failed(owner, &row.id, &error, next)
+                    .await
+            }
+            _ => self.store.notification_delivered(&row.id).await,
+        };
+        if let Err(err) = written {
+            // The lease lapses and the row is sent again: at least once.
+            tracing::warn!(notification = %row.id, error = %err, "could not record a notification's attempt");
+        }
+    }
+
+    /// The notifications that failed for good, most recent first (for an operator).
+    pub async fn failed_notifications(&self, limit: i64) -> Result<Vec<NotificationRow>> {
+        Ok(self.store.failed_notifications(limit).await?)
+    }
+}
+
+/// A number in [0, 1) from the operating system's random source (0.5 if it fails).
+fn jitter() -> f64 {
+    let mut bytes = [0u8; 8];
+    match getrandom::fill(&mut bytes) {
+        Ok(()) => (u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64,
+        Err(_) => 0.5,
+    }
+}

@@ -1,0 +1,266 @@
+//! A2A push notifications in the runtime: each task's push configs (set, read, listed and
+//! deleted by the task's owner only: another user's task does not exist for them), and the
+//! push of a task's update to them when it enters a state its owner waits for (input-required
+//! above all, and the end states). The commit that moves the task there writes one outbox row
+//! per config (`store::outbox`, [`crate::store::Commit::push`]); the outbox's sender
+//! (`runtime::notify`) delivers each through [`Notifier`], retried under the row's id.
+
+use std::sync::Arc;
+
+use signoff_protocol::{
+    ProtocolVersion, PushAuthentication, PushConfig, PushConfigQuery, TaskPushConfig, TaskState,
+};
+
+use crate::agent::notify::Notifier;
+use crate::store::{NotificationRow, PushConfigRow, PushPut, TaskRow};
+
+use super::notify::Attempt;
+use super::{Accepted, Agent, AgentError, Result, Runtime};
+
+/// Whether entering `state` is posted to a task's push receivers.
+pub(super) fn pushed_state(state: TaskState) -> bool {
+    match state {
+        TaskState::InputRequired
+        | TaskState::AuthRequired
+        | TaskState::Completed
+        | TaskState::Failed
+        | TaskState::Canceled
+        | TaskState::Rejected => true,
+        TaskState::Submitted | TaskState::Working => false,
+    }
+}
+
+fn to_config(row: &PushConfigRow) -> TaskPushConfig {
+    TaskPushConfig {
+        task_id: row.task_id.clone(),
+        config: PushConfig {
+            id: Some(row.id.clone()),
+            url: row.url.clone(),
+            token: row.token.clone(),
+            authentication: row.auth_scheme.as_ref().map(|scheme| PushAuthentication {
+                scheme: scheme.clone(),
+                credentials: row.auth_credentials.clone(),
+            }),
+        },
+    }
+}
+
+impl Runtime {
+    /// The push sender, once the server has set it up.
+    fn notifier(&self) -> Result<&Arc<Notifier>> {
+        self.notifier.get().ok_or_else(|| {
+            AgentError::InvalidParams("push notifications are not set up on this server".into())
+        })
+    }
+
+    /// Whether push notifications are on (the server set up their sender).
+    pub(super) fn pushes_on(&self) -> bool {
+        self.notifier.get().is_some()
+    }
+
+    /// The public key push notifications are signed with, as a JWKS.
+    pub fn push_jwks(&self) -> Option<serde_json::Value> {
+        self.notifier.get().map(|notifier| notifier.jwks())
+    }
+
+    /// Sets the push sender (once, at start).
+    pub fn set_notifier(&self, notifier: Arc<Notifier>) {
+        let _ = self.notifier.set(notifier);
+    }
+
+    /// The task row, if `user` owns it and it is `agent`'s: anything else does not exist.
+    async fn push_task(&self, user: &str, agent: &Agent, task_id: &str) -> Result<TaskRow> {
+        match self.store.task(task_id).await? {
+            Some(row) if row.user_id == user && row.agent == agent.key() => Ok(row),
+            _ => Err(AgentError::TaskNotFound(task_id.to_owned())),
+        }
+    }
+
+    /// Checks `config` and writes it for the task (replacing the task's config of the same id).
+    async fn put_push(
+        &self,
+        user: &str,
+        task_id: &str,
+        version: ProtocolVersion,
+        config: PushConfig,
+    ) -> Result<TaskPushConfig> {
+        self.notifier()?
+            .check(&config)
+            .await
+            .map_err(|refused| AgentError::InvalidParams(refused.0))?;
+        let row = PushConfigRow {
+            task_id: task_id.to_owned(),
+            id: config
+                .id
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            user_id: user.to_owned(),
+            version: version.as_str().to_owned(),
+            url: config.url,
+            token: config.token,
+            auth_scheme: config.authentication.as_ref().map(|a| a.scheme.clone()),
+            auth_credentials: config.authentication.and_then(|a| a.credentials),
+            created_at: crate::store::now(),
+        };
+        let cap = self.limits.max_push_configs_per_task;
+        match self.store.put_push_config(row.clone(), cap).await? {
+            PushPut::Written => Ok(to_config(&row)),
+            PushPut::AtCap => Err(AgentError::InvalidParams(format!(
+                "task {task_id} has {cap} push notification configs, the most it may have; \
+                 delete one first"
+            ))),
+        }
+    }
+
+    /// `tasks/pushNotificationConfig/set` (v1.0 `CreateTaskPushNotificationConfig`).
+    pub async fn set_push_config(
+        &self,
+        user: &str,
+        agent: &Agent,
+        version: ProtocolVersion,
+        config: TaskPushConfig,
+    ) -> Result<TaskPushConfig> {
+        let row = self.push_task(user, agent, &config.task_id).await?;
+        let stored = self.put_push(user, &row.id, version, config.config).await?;
+        Ok(stored)
+    }
+
+    /// A task's push configs, oldest first.
+    pub async fn push_configs(
+        &self,
+        user: &str,
+        agent: &Agent,
+        task_id: &str,
+    ) -> Result<Vec<TaskPushConfig>> {
+        self.push_task(user, agent, task_id).await?;
+        let rows = self.store.push_configs(task_id).await?;
+        Ok(rows.iter().map(to_config).collect())
+    }
+
+    /// One push config of a task: the one named, or, when none is named, its first.
+    pub async fn push_config(
+        &self,
+        user: &str,
+        agent: &Agent,
+        query: &PushConfigQuery,
+    ) -> Result<TaskPushConfig> {
+        let configs = self.push_configs(user, agent, &query.task_id).await?;
+        let found = match &query.config_id {
+            Some(id) => configs
+                .into_iter()
+                .find(|c| c.config.id.as_ref() == Some(id)),
+            None => configs.into_iter().next(),
+        };
+        found.ok_or_else(|| no_config(query))
+    }
+
+    /// Deletes one push config of a task.
+    pub async fn delete_push_config(
+        &self,
+        user: &str,
+        agent: &Agent,
+        query: &PushConfigQuery,
+    ) -> Result<()> {
+        self.push_task(user, agent, &query.task_id).await?;
+        let Some(id) = &query.config_id else {
+            return Err(AgentError::InvalidParams(
+                "name the push notification config to delete".into(),
+            ));
+        };
+        if self.store.delete_push_config(&query.task_id, id).await? {
+            Ok(())
+        } else {
+            Err(no_config(query))
+        }
+    }
+
+    /// `message/send` with a push config: the config is checked before anything is sent, and
+    /// written before the task's runner starts, so no update of the task is missed.
+    pub async fn send_with_push(
+        self: &Arc<Self>,
+        who: &super::Decider,
+        agent: &Arc<Agent>,
+        message: signoff_protocol::Message,
+        push: Option<(ProtocolVersion, PushConfig)>,
+    ) -> Result<Accepted> {
+        let Some((version, config)) = push else {
+            return self.send(who, agent, message).await;
+        };
+        self.notifier()?
+            .check(&config)
+            .await
+            .map_err(|refused| AgentError::InvalidParams(refused.0))?;
+        let mut accepted = self.send_for_stream(who, agent, message).await?;
+        let task_id = accepted.task_id.clone();
+        let stored = self.put_push(&who.subject, &task_id, version, config).await;
+        accepted.start_runner();
+        stored?;
+        Ok(accepted)
+    }
+
+    /// A stream's push config, written once the stream is open: if the task has already
+    /// reached a state its receivers hear of, that state is queued for this config now.
+    pub async fn stream_push(
+        &self,
+        user: &str,
+        task_id: &str,
+        version: ProtocolVersion,
+        config: PushConfig,
+    ) -> Result<()> {
+        let stored = self.put_push(user, task_id, version, config).await?;
+        let Some(config_id) = stored.config.id else {
+            return Ok(());
+        };
+        if let Some(row) = self.store.task(task_id).await? {
+            if pushed_state(row.state) {
+                let (_, seq) = self.snapshot(task_id, None).await?;
+                self.store.queue_push(task_id, &config_id, seq).await?;
+                self.wake_sender();
+            }
+        }
+        Ok(())
+    }
+
+    /// One attempt at a push row (`store::outbox`): the task as of the row's event, to its
+    /// config as it is now. A config or task deleted since has nothing left to be told.
+    pub(super) async fn deliver_push(&self, row: &NotificationRow) -> Attempt {
+        let Some(notifier) = self.notifier.get() else {
+            return Attempt::Failed("push notifications are not set up on this server".into());
+        };
+        let (Some(config_id), Some(seq)) = (
+            row.payload["config_id"].as_str(),
+            row.payload["seq"].as_i64(),
+        ) else {
+            return Attempt::Refused("the push names no config or event".into());
+        };
+        let config = match self.store.push_configs(&row.task_id).await {
+            Ok(configs) => configs.into_iter().find(|config| config.id == config_id),
+            Err(err) => return Attempt::Failed(format!("push configs unreadable: {err}")),
+        };
+        let Some(config) = config else {
+            return Attempt::Moot("its push config was deleted");
+        };
+        let task = match self.snapshot(&row.task_id, Some(seq)).await {
+            Ok((task, _)) => task,
+            Err(AgentError::TaskNotFound(_)) => return Attempt::Moot("its task was deleted"),
+            Err(err) => return Attempt::Failed(format!("the task's snapshot: {err}")),
+        };
+        match notifier.post(&config, &task, &row.id).await {
+            Ok(()) => Attempt::Delivered,
+            Err(err) if err.is_transient() => Attempt::Failed(err.to_string()),
+            Err(err) => Attempt::Refused(err.to_string()),
+        }
+    }
+}
+
+fn no_config(query: &PushConfigQuery) -> AgentError {
+    match &query.config_id {
+        Some(id) => AgentError::InvalidParams(format!(
+            "task {} has no push notification config {id:?}",
+            query.task_id
+        )),
+        None => AgentError::InvalidParams(format!(
+            "task {} has no push notification config",
+            query.task_id
+        )),
+    }
+}

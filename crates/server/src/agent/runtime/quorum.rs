@@ -1,0 +1,363 @@
+//! Who may decide a batch's calls, and the quorum each call needs (crates/server/README.md,
+//! Approvers). A person's decision is tallied against the votes already cast on the batch,
+//! inside the decision's store write (so racing approvers, on any replica, are counted one
+//! after the other): every call ends rejected (any eligible rejection) or approved (its quorum
+//! of distinct eligible people approved the same arguments), and then the batch is decided as
+//! ever; or some call still waits, and only the votes (and an `input-required` event saying
+//! how far each call has come) are written. With no approvers configured the requester is the
+//! only eligible person and the quorum is one: the requester decides alone.
+
+use serde_json::Value;
+use signoff_protocol::hitl::{ActionRequest, ResolvedCall, Verdict};
+use signoff_protocol::rest::CallQuorum;
+
+use crate::agent::config::ApproverEntry;
+use crate::agent::policy::CallApprovers;
+use crate::store::{
+    BatchRow, CallStatus, CallVerdict, CallVote, TaskRow, Verdict as StoredVerdict,
+};
+
+use super::audit::args_sha256;
+use super::decide::DecisionInput;
+use super::{AgentError, Result, Runtime};
+
+/// The entry a requester is eligible by when nobody else is configured.
+pub const REQUESTER: &str = "requester";
+
+/// The person a decision is made by: their subject, and what the agents file's `approvers`
+/// may name (their email and groups), as the HTTP layer's identity says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decider {
+    pub subject: String,
+    pub email: Option<String>,
+    pub groups: Vec<String>,
+}
+
+impl Decider {
+    /// A person known only by their subject (no email, no groups).
+    pub fn subject(subject: impl Into<String>) -> Decider {
+        Decider {
+            subject: subject.into(),
+            email: None,
+            groups: Vec::new(),
+        }
+    }
+
+    fn matches(&self, entry: &ApproverEntry) -> bool {
+        match entry {
+            ApproverEntry::Group(group) => self.groups.iter().any(|own| own == group),
+            ApproverEntry::User(user) => {
+                self.subject == *user
+                    || self
+                        .email
+                        .as_deref()
+                        .is_some_and(|email| email.eq_ignore_ascii_case(user))
+            }
+        }
+    }
+}
+
+/// What lets `who` approve a call under `approvers` of a chat `requester` started: the entries
+/// that name them, or [`REQUESTER`]; empty: they may not approve it.
+pub fn eligible_by(approvers: &CallApprovers, who: &Decider, requester: &str) -> Vec<String> {
+    let is_requester = who.subject == requester;
+    if approvers.entries.is_empty() {
+        return if is_requester {
+            vec![REQUESTER.to_owned()]
+        } else {
+            Vec::new()
+        };
+    }
+    if is_requester && !approvers.requester_may_approve {
+        return Vec::new();
+    }
+    approvers
+        .entries
+        .iter()
+        .filter(|entry| who.matches(entry))
+        .map(ApproverEntry::label)
+        .collect()
+}
+
+/// A person's decision counted against a batch's earlier votes.
+#[derive(Debug, Clone)]
+pub(super) struct Tally {
+    /// The votes this decision adds.
+    pub votes: Vec<CallVote>,
+    /// Each call's final verdict once every call is decided; `None`: some call still waits.
+    pub verdicts: Option<Vec<CallVerdict>>,
+    /// Where each call stands after this decision.
+    pub progress: Vec<CallQuorum>,
+}
+
+/// Where one call ends up after a decision.
+enum Outcome {
+    Rejected(Option<String>),
+    Approved(Value),
+    Waiting,
+}
+
+/// The approvals of one call's arguments: who approved `sha` (in order), and whose approvals
+/// of other arguments an edit voided.
+fn approvals_of(earlier: &[CallVote], call_id: &str, sha: &str) -> (Vec<String>, Vec<String>) {
+    let mut approved: Vec<String> = Vec::new();
+    let mut other: Vec<String> = Vec::new();
+    for vote in earlier
+        .iter()
+        .filter(|vote| vote.call_id == call_id && vote.verdict == StoredVerdict::Approve)
+    {
+        let list = if vote.args_sha256 == sha {
+            &mut approved
+        } else {
+            &mut other
+        };
+        if !list.contains(&vote.user_id) {
+            list.push(vote.user_id.clone());
+        }
+    }
+    other.retain(|user| !approved.contains(user));
+    (approved, other)
+}
+
+impl Runtime {
+    /// Who may approve `request` of task `row`: its asking agent's most specific settings (a
+    /// subagent's nested call is its own agent's).
+    pub(super) fn call_approvers(&self, row: &TaskRow, request: &ActionRequest) -> CallApprovers {
+        let agent = match &request.via {
+            Some(via) => self.agent_by_key(&via.asker),
+            None => self.agent_by_key(&row.agent),
+        };
+        match agent {
+            Some(agent) => agent.approvals.approvers_for(
+                &request.name,
+                request.server.as_deref(),
+                &request.args,
+            ),
+            None => CallApprovers::requester_alone(),
+        }
+    }
+
+    /// Counts `by`'s verdicts on `resolved` (the batch's calls, in order) against the votes
+    /// already cast on `batch`: refused when they may not give one of them, else the votes to
+    /// record and, if every call is now decided, each call's verdict. Pure: it runs inside the
+    /// store's write.
+    pub(super) fn tally(
+        &self,
+        row: &TaskRow,
+        batch: &BatchRow,
+        by: &DecisionInput,
+        resolved: &[ResolvedCall],
+    ) -> Result<Tally> {
+        let who = &by.decider;
+        let mut tally = Tally {
+            votes: Vec::new(),
+            verdicts: None,
+            progress: Vec::new(),
+        };
+        let mut outcomes = Vec::with_capacity(resolved.len());
+        for call in resolved {
+            let approvers = self.call_approvers(row, &call.request);
+            let eligible = eligible_by(&approvers, who, &row.user_id);
+            let id = &call.request.id;
+            let refused = || {
+                AgentError::NotEligible(format!(
+                    "call {id} ({}) {}",
+                    call.request.name,
+                    approvers.requirement()
+                ))
+            };
+            let rejected_before = batch
+                .votes
+                .iter()
+                .find(|vote| vote.call_id == *id && vote.verdict == StoredVerdict::Deny);
+            let mut vote = CallVote {
+                call_id: id.clone(),
+                user_id: who.subject.clone(),
+                email: who.email.clone(),
+                verdict: StoredVerdict::Deny,
+                reason: None,
+                run_args: None,
+                args_sha256: args_sha256(&call.request.args),
+                eligible_by: eligible.clone(),
+                channel: by.channel,
+                voted_at: String::new(),
+            };
+            let (outcome, sha, approved, voided) = match call.verdict {
+                // The requester may always reject their own calls.
+                Verdict::Deny if eligible.is_empty() && who.subject != row.user_id => {
+                    return Err(refused())
+                }
+                Verdict::Deny => {
+                    if vote.eligible_by.is_empty() {
+                        vote.eligible_by.push(REQUESTER.to_owned());
+                    }
+                    vote.reason = call.reason.clone();
+                    tally.votes.push(vote);
+                    (
+                        Outcome::Rejected(call.reason.clone()),
+                        None,
+                        Vec::new(),
+                        Vec::new(),
+                    )
+                }
+                Verdict::Approve if eligible.is_empty() => return Err(refused()),
+                // Someone eligible rejected it already: it stays rejected.
+                Verdict::Approve if rejected_before.is_some() => (
+                    Outcome::Rejected(rejected_before.and_then(|vote| vote.reason.clone())),
+                    None,
+                    Vec::new(),
+                    Vec::new(),
+                ),
+                Verdict::Approve => {
+                    let run_args = call.run_args().unwrap_or_else(|| call.request.args.clone());
+                    let sha = args_sha256(&run_args);
+                    let (mut approved, voided) = approvals_of(&batch.votes, id, &sha);
+                    if approved.contains(&who.subject) {
+                        return Err(AgentError::AlreadyApproved(format!(
+                            "you have already approved call {id} ({}) with these arguments; it \
+                             waits for {} more of: {}",
+                            call.request.name,
+                            approvers.quorum.saturating_sub(approved.len() as u32),
+                            approvers.requirement()
+                        )));
+                    }
+                    approved.push(who.subject.clone());
+                    vote.verdict = StoredVerdict::Approve;
+                    vote.args_sha256 = sha.clone();
+                    vote.run_args = Some(run_args.clone());
+                    tally.votes.push(vote);
+                    let outcome = if approved.len() as u32 >= approvers.quorum {
+                        Outcome::Approved(run_args)
+                    } else {
+                        Outcome::Waiting
+                    };
+                    (outcome, Some(sha), approved, voided)
+                }
+            };
+            tally.progress.push(CallQuorum {
+                call_id: id.clone(),
+                approvers: approvers.entries.iter().map(ApproverEntry::label).collect(),
+                requester_may_approve: approvers.requester_may_approve,
+                quorum: approvers.quorum,
+                approved_by: approved,
+                voided,
+                args_sha256: sha,
+                requirement: approvers.requirement(),
+            });
+            outcomes.push((id.clone(), outcome));
+        }
+        if outcomes
+            .iter()
+            .any(|(_, outcome)| matches!(outcome, Outcome::Waiting))
+        {
+            return Ok(tally);
+        }
+        let verdicts = outcomes
+            .into_iter()
+            .map(|(call_id, outcome)| match outcome {
+                Outcome::Approved(run_args) => CallVerdict {
+                    call_id,
+                    status: CallStatus::Approved,
+                    verdict: StoredVerdict::Approve,
+                    reason: None,
+                    run_args_sha256: Some(args_sha256(&run_args)),
+                    run_args: Some(run_args),
+                },
+                Outcome::Rejected(reason) => CallVerdict {
+                    call_id,
+                    status: CallStatus::Rejected,
+                    verdict: StoredVerdict::Deny,
+                    reason,
+                    run_args: None,
+                    run_args_sha256: None,
+                },
+                // Not reached: a waiting call returned above.
+                Outcome::Waiting => CallVerdict {
+                    call_id,
+                    status: CallStatus::Rejected,
+                    verdict: StoredVerdict::Deny,
+                    reason: None,
+                    run_args: None,
+                    run_args_sha256: None,
+                },
+            })
+            .collect();
+        tally.verdicts = Some(verdicts);
+        Ok(tally)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn approvers(entries: &[&str], requester_may_approve: bool, quorum: u32) -> CallApprovers {
+        CallApprovers {
+            entries: entries
+                .iter()
+                .filter_map(|entry| ApproverEntry::parse(entry).ok())
+                .collect(),
+            requester_may_approve,
+            quorum,
+        }
+    }
+
+    fn person(subject: &str, email: Option<&str>, groups: &[&str]) -> Decider {
+        Decider {
+            subject: subject.to_owned(),
+            email: email.map(str::to_owned),
+            groups: groups.iter().map(|group| (*group).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn without_approvers_only_the_requester_is_eligible() {
+        let alone = CallApprovers::requester_alone();
+        assert_eq!(
+            eligible_by(&alone, &person("carol", None, &[]), "carol"),
+            [REQUESTER]
+        );
+        assert!(eligible_by(&alone, &person("bob", None, &["sre"]), "carol").is_empty());
+    }
+
+    #[test]
+    fn groups_and_users_make_people_eligible_and_the_two_person_rule_excludes_the_requester() {
+        let rule = approvers(&["group:sre", "user:alice@example.com"], false, 2);
+        let bob = person("bob", None, &["oncall", "sre"]);
+        assert_eq!(eligible_by(&rule, &bob, "carol"), ["group:sre"]);
+        let alice = person("a-123", Some("Alice@Example.com"), &[]);
+        assert_eq!(
+            eligible_by(&rule, &alice, "carol"),
+            ["user:alice@example.com"]
+        );
+        assert!(eligible_by(&rule, &person("dave", None, &["dev"]), "carol").is_empty());
+        // The requester is in the group, but the rule wants a second person.
+        let carol = person("carol", None, &["sre"]);
+        assert!(eligible_by(&rule, &carol, "carol").is_empty());
+        let listed = approvers(&["group:sre"], true, 1);
+        assert_eq!(eligible_by(&listed, &carol, "carol"), ["group:sre"]);
+    }
+
+    #[test]
+    fn an_edit_voids_the_approvals_of_other_arguments() {
+        let vote = |user: &str, sha: &str| CallVote {
+            call_id: "c1".into(),
+            user_id: user.into(),
+            email: None,
+            verdict: StoredVerdict::Approve,
+            reason: None,
+            run_args: None,
+            args_sha256: sha.into(),
+            eligible_by: vec!["group:sre".into()],
+            channel: crate::store::Channel::Rest,
+            voted_at: String::new(),
+        };
+        let earlier = [vote("bob", "a"), vote("alice", "b"), vote("bob", "b")];
+        let (approved, voided) = approvals_of(&earlier, "c1", "b");
+        assert_eq!(approved, ["alice", "bob"]);
+        assert!(voided.is_empty(), "bob approved b too");
+        let (approved, voided) = approvals_of(&earlier, "c1", "c");
+        assert!(approved.is_empty());
+        assert_eq!(voided, ["bob", "alice"]);
+    }
+}

@@ -1,0 +1,73 @@
+//! Browser tests of the UI's wasm chunks (docs/toolchain.md, UI chunks): a fresh chat fetches
+//! none of them, and each part behind a split point fetches its own chunk when first shown.
+
+use crate::support::harness::App;
+
+/// The paths of every file the page has fetched so far.
+async fn fetched(app: &App) -> Vec<String> {
+    let value = app
+        .js("return performance.getEntriesByType('resource').map(e => new URL(e.name).pathname)")
+        .await;
+    value
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|path| path.as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn chunks(paths: &[String]) -> Vec<&String> {
+    paths
+        .iter()
+        .filter(|path| path.starts_with("/split_"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_fresh_chat_fetches_no_chunk_and_each_part_fetches_its_own_when_first_shown() {
+    let app = App::start("chunks").await;
+    app.open_new_chat().await;
+    app.wait_for("a composer", "[data-testid=composer-input]")
+        .await;
+    let before = fetched(&app).await;
+    assert!(
+        before.iter().any(|path| path.ends_with("_bg.wasm")),
+        "the main module: {before:?}"
+    );
+    let loaded = chunks(&before);
+    assert!(
+        loaded.iter().all(|path| path.starts_with("/split_share-")),
+        "a fresh chat fetched more than its header's Share menu: {loaded:?}"
+    );
+
+    app.send("hello").await;
+    // The thumbs come from the answer's chunk, with the markdown parser.
+    app.wait_for("the thumbs", "[data-testid=feedback-up]")
+        .await;
+    let answered = fetched(&app).await;
+    assert!(
+        chunks(&answered)
+            .iter()
+            .any(|path| path.starts_with("/split_answer-")),
+        "an answer's chunk: {answered:?}"
+    );
+    assert!(
+        !chunks(&answered)
+            .iter()
+            .any(|path| path.starts_with("/split_approvals-")),
+        "the Approvals page's chunk before its first use: {answered:?}"
+    );
+
+    crate::support::harness::click(&app, "[data-testid=approvals-link]").await;
+    app.wait_for("the Approvals page", "[data-testid=approvals-page]")
+        .await;
+    let after = fetched(&app).await;
+    assert!(
+        chunks(&after)
+            .iter()
+            .any(|path| path.starts_with("/split_approvals-")),
+        "the Approvals page's chunk: {after:?}"
+    );
+    app.assert_no_errors().await;
+    app.finish().await;
+}
