@@ -33,7 +33,8 @@ pub use interrupt::{
     ApprovalInterrupt, Dialect, QUORUM,
 };
 pub use keys::{
-    FUNCTION_CALL, FUNCTION_RESPONSE, INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, TOOL_APPROVAL,
+    FUNCTION_CALL, FUNCTION_RESPONSE, INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, SIGNOFF_WHY,
+    TOOL_APPROVAL,
 };
 pub use outcome::DecidedBy;
 pub use preview::Preview;

@@ -73,6 +73,17 @@ impl Why {
         Why::from_value(part.metadata.as_ref()?.get(SIGNOFF_WHY)?)
     }
 
+    /// The `signoff_why` of an action request's metadata: set by the server that paused the
+    /// call, it says which policy asked and who approves.
+    pub fn from_metadata(metadata: &crate::model::Metadata) -> Option<Why> {
+        Why::from_value(metadata.get(SIGNOFF_WHY)?)
+    }
+
+    /// Whether a Cedar policy asked (its approvers and quorum, if any, route the call).
+    pub fn is_policy_ask(&self) -> bool {
+        self.by == WhyKind::Policy && self.outcome == GateOutcome::Ask
+    }
+
     /// `part` marked with why.
     pub fn mark(&self, part: Part) -> Part {
         part.with_metadata(SIGNOFF_WHY, self.to_value())

@@ -13,6 +13,8 @@ use cedar_policy::{
 use chrono::{DateTime, Datelike, Timelike, Utc};
 use serde_json::Value;
 
+use super::config::MAX_QUORUM;
+
 /// The namespace of every entity type and action: `Signoff::User`, `Signoff::Action::"call"`.
 pub const NAMESPACE: &str = "Signoff";
 
@@ -207,15 +209,23 @@ fn read_meta(policy: &Policy) -> Result<Meta, String> {
     }
     let quorum = match policy.annotation("quorum") {
         Some(text) => match text.trim().parse::<u32>() {
-            Ok(n) if n >= 1 => Some(n),
+            Ok(n) if (1..=MAX_QUORUM).contains(&n) => Some(n),
             _ => {
                 return Err(format!(
-                    "@quorum: {text:?} is not a whole number of at least 1"
+                    "@quorum: {text:?} is not a whole number between 1 and {MAX_QUORUM}"
                 ))
             }
         },
         None => None,
     };
+    // The requester alone is one person: more approvals need others to give them.
+    if quorum.is_some_and(|n| n > 1) && approvers.is_empty() {
+        return Err(
+            "@quorum above 1 needs @approvers: the requester alone cannot give more than one \
+             approval"
+                .into(),
+        );
+    }
     let risk = match policy.annotation("risk") {
         Some(text) => Some(
             Risk::parse(text)
@@ -355,6 +365,12 @@ impl CedarPolicies {
 
     pub fn is_empty(&self) -> bool {
         self.count == 0
+    }
+
+    /// Whether some asking policy names approvers: then a call of any agent may be routed to
+    /// people besides its requester.
+    pub fn routes_to_approvers(&self) -> bool {
+        self.meta.values().any(|meta| !meta.approvers.is_empty())
     }
 
     /// Every policy, for a schema check (`signoff policy check`).
@@ -750,6 +766,14 @@ mod tests {
             bad(r#"@approvers("group:a") permit (principal, action, resource);"#)
                 .contains("need @ask")
         );
+        assert!(
+            bad(r#"@ask("x") @quorum("2") permit (principal, action, resource);"#)
+                .contains("@quorum above 1 needs @approvers")
+        );
+        assert!(bad(
+            r#"@ask("x") @approvers("group:a") @quorum("21") permit (principal, action, resource);"#
+        )
+        .contains("between 1 and 20"));
         assert!(
             bad(r#"@risk("extreme") @ask("x") permit (principal, action, resource);"#)
                 .contains("@risk")

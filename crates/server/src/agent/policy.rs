@@ -293,6 +293,23 @@ impl AgentApprovals {
         CallApprovers::from_spec(&spec)
     }
 
+    /// Who may approve a call a Cedar policy asked for: the policy's `@approvers` and
+    /// `@quorum` over the agents file's settings for the tool (its source, the agent), each
+    /// setting from the most specific level that sets it, as an `ask` rule's are.
+    pub fn approvers_for_policy(
+        &self,
+        tool: &str,
+        server: Option<&str>,
+        why: &signoff_protocol::hitl::Why,
+    ) -> CallApprovers {
+        let policy = ApproversSpec {
+            approvers: (!why.approvers.is_empty()).then(|| why.approvers.clone()),
+            requester_may_approve: None,
+            quorum: why.quorum,
+        };
+        CallApprovers::from_spec(&policy.over(self.approvers.for_tool(tool, server)))
+    }
+
     pub fn rule_for(&self, tool: &str, args: &Value) -> Option<&Rule> {
         self.rules
             .iter()

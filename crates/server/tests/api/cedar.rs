@@ -227,3 +227,147 @@ async fn edited_arguments_that_a_forbid_refuses_are_refused() {
     );
     assert!(!app.sandbox().join("secrets/key").exists());
 }
+
+/// Waits until `task` (which the holder of `token` may read) has completed.
+async fn completed(app: &TestApp, token: &str, task: &str) {
+    within(&format!("task {task} to complete"), async {
+        loop {
+            let got = app
+                .rpc_as(None, Some(token), request("tasks/get", json!({"id": task})))
+                .await;
+            match got["result"]["status"]["state"].as_str() {
+                Some("completed") => return,
+                Some("failed" | "canceled" | "rejected") => panic!("{got}"),
+                _ => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+            }
+        }
+    })
+    .await;
+}
+
+/// The cedar app's agents and policies, with more people: erin (dev) starts the chats; alice,
+/// dave and carol are in sre; frank is in oncall.
+async fn routed_app(agents: &str) -> TestApp {
+    let data_dir = tempfile::tempdir().unwrap();
+    let policies = data_dir.path().join("policies");
+    std::fs::create_dir_all(&policies).unwrap();
+    std::fs::write(
+        policies.join("main.cedar"),
+        format!(
+            "{POLICIES}\n\
+             @id(\"oncall-writes\") @ask(\"a write in production\")\n\
+             permit (principal, action, resource == Signoff::Tool::\"write_file\")\n\
+             when {{ context.args.path like \"prod/*\" }};\n"
+        ),
+    )
+    .unwrap();
+    let agents = agents.to_owned();
+    spawn_with_agents(&agents, move |config| {
+        config.policies_dir = Some(policies);
+        config.auth = signoff_server::AuthMode::Tokens;
+        config.tokens = vec![
+            "tE=erin:dev".into(),
+            "tA=alice:sre".into(),
+            "tD=dave:sre".into(),
+            "tC=carol:sre".into(),
+            "tF=frank:oncall".into(),
+        ];
+        std::mem::forget(data_dir);
+    })
+    .await
+}
+
+/// A policy's ask with `@approvers` and `@quorum` goes through the same routing and quorum as
+/// the agents file's approvers: only those approvers decide, in the number it says, and the
+/// batch is in their inbox (not in anyone else's).
+#[tokio::test]
+async fn a_policys_ask_is_decided_by_its_approvers_with_its_quorum() {
+    let app = routed_app(AGENTS).await;
+    std::fs::create_dir_all(app.sandbox()).unwrap();
+    std::fs::write(app.sandbox().join("old.txt"), "x").unwrap();
+    let results = say_as(&app, "tE", "delete old.txt").await;
+    assert_eq!(last_state(&results), "input-required", "{results:?}");
+    assert_eq!(why_of(&results)["id"], "two-person-delete");
+    let task = task_id(&results);
+    let approve = json!({"decision_type": "approve"});
+
+    // The requester is not in sre: she may not approve her own call.
+    let (status, body) = decide_rest(&app, Some("tE"), &task, approve.clone()).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("needs approval by group sre; 2 distinct approvals"),
+        "{body}"
+    );
+    // Nor may frank, who is not in sre; the batch is not in his inbox.
+    let (status, body) = decide_rest(&app, Some("tF"), &task, approve.clone()).await;
+    assert_eq!(status, 403, "{body}");
+    let (_, inbox) = app.get_as("/api/approvals", Some("tF")).await;
+    assert_eq!(inbox["approvals"], json!([]), "{inbox}");
+    // It is in alice's, routed to her by the policy's approvers and quorum.
+    let (_, inbox) = app.get_as("/api/approvals", Some("tA")).await;
+    let routing = &inbox["approvals"][0]["routing"];
+    assert_eq!(routing["requestedBy"], "erin", "{inbox}");
+    assert_eq!(routing["eligibleBy"], json!(["group:sre"]));
+    assert_eq!(routing["calls"][0]["approvers"], json!(["group:sre"]));
+    assert_eq!(routing["calls"][0]["quorum"], 2);
+
+    // One of two: nothing runs.
+    let (status, body) = decide_rest(&app, Some("tA"), &task, approve.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["state"], "input-required", "{body}");
+    assert_eq!(body["quorum"][0]["approvedBy"], json!(["alice"]));
+    assert!(app.sandbox().join("old.txt").exists());
+    // The second of sre runs it.
+    let (status, body) = decide_rest(&app, Some("tD"), &task, approve.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    completed(&app, "tE", &task).await;
+    assert!(!app.sandbox().join("old.txt").exists());
+    let (_, decided) = app.get_as("/api/approvals?state=decided", Some("tD")).await;
+    let votes = &decided["decisions"][0]["calls"][0]["votes"];
+    assert_eq!(votes[0]["by"], "alice", "{decided}");
+    assert_eq!(votes[1]["by"], "dave", "{decided}");
+    assert_eq!(votes[1]["eligibleBy"], json!(["group:sre"]));
+}
+
+/// A policy's ask that names no approvers goes to the agents file's approvers for the tool, as
+/// an ask rule without approvers does; its own `@quorum` and `@approvers` override theirs.
+#[tokio::test]
+async fn a_policys_ask_without_approvers_takes_the_agents_files() {
+    let agents = r#"
+[[agents]]
+name = "demo"
+approvers = ["group:oncall"]
+
+[[agents.tools]]
+kind = "builtin_files"
+require_approval = ["write_file", "delete_file"]
+"#;
+    let app = routed_app(agents).await;
+    let results = say_as(&app, "tE", "write prod/a.txt: hi").await;
+    assert_eq!(last_state(&results), "input-required", "{results:?}");
+    assert_eq!(why_of(&results)["id"], "oncall-writes");
+    let task = task_id(&results);
+    let approve = json!({"decision_type": "approve"});
+    let (status, body) = decide_rest(&app, Some("tA"), &task, approve.clone()).await;
+    assert_eq!(status, 403, "alice is not in oncall: {body}");
+    let (status, body) = decide_rest(&app, Some("tF"), &task, approve.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    completed(&app, "tE", &task).await;
+    assert!(app.sandbox().join("prod/a.txt").exists());
+
+    // The delete policy's own approvers (sre) and quorum win over the agent's (oncall).
+    std::fs::write(app.sandbox().join("old.txt"), "x").unwrap();
+    let results = say_as(&app, "tE", "delete old.txt").await;
+    let task = task_id(&results);
+    let (status, _) = decide_rest(&app, Some("tF"), &task, approve.clone()).await;
+    assert_eq!(status, 403, "frank is not in sre");
+    for token in ["tA", "tC"] {
+        let (status, body) = decide_rest(&app, Some(token), &task, approve.clone()).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    completed(&app, "tE", &task).await;
+    assert!(!app.sandbox().join("old.txt").exists());
+}

@@ -417,7 +417,7 @@ impl Runtime {
                     let late = batch.is_none()
                         && runtime
                             .agent_by_key(&row.agent)
-                            .is_some_and(|agent| agent.approvals.routes_to_approvers());
+                            .is_some_and(|agent| runtime.agent_routes(&agent));
                     return Err(match late {
                         true => AgentError::NotPaused(format!(
                             "task {id} waits for no decision: its batch was decided"

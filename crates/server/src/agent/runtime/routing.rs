@@ -65,7 +65,7 @@ impl Runtime {
     pub(super) fn routing_agents(&self) -> Vec<String> {
         self.agents()
             .iter()
-            .filter(|agent| agent.approvals.routes_to_approvers())
+            .filter(|agent| self.agent_routes(agent))
             .map(|agent| agent.key())
             .collect()
     }
@@ -99,22 +99,14 @@ impl Runtime {
         votes: &[CallVote],
         who: &Decider,
     ) -> ApprovalRouting {
-        let agent = self.agent_by_key(agent);
         let mut reader_eligible: Vec<String> = Vec::new();
         let mut calls = Vec::new();
         for request in requests.iter().filter_map(ActionRequest::from_value) {
             let asker = match &request.via {
-                Some(via) => self.agent_by_key(&via.asker),
-                None => agent.clone(),
+                Some(via) => via.asker.as_str(),
+                None => agent,
             };
-            let approvers = match asker {
-                Some(asker) => asker.approvals.approvers_for(
-                    &request.name,
-                    request.server.as_deref(),
-                    &request.args,
-                ),
-                None => crate::agent::policy::CallApprovers::requester_alone(),
-            };
+            let approvers = self.approvers_of(asker, &request);
             for entry in eligible_by(&approvers, who, owner) {
                 if !reader_eligible.contains(&entry) {
                     reader_eligible.push(entry);
