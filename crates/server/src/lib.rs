@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod http;
 pub mod policy_cli;
+pub mod policy_replay;
 pub mod store;
 pub mod telemetry;
 

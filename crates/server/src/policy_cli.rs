@@ -1,6 +1,7 @@
-//! `signoff policy check` and `signoff policy test`: a policy folder validated against a Cedar
-//! schema made from the agents file, and example calls run through the gate's one decision
-//! function with their expected outcomes (docs/policies.md, Checking and testing).
+//! `signoff policy check`, `test` and `replay`: a policy folder validated against a Cedar
+//! schema made from the agents file, example calls run through the gate's one decision function
+//! with their expected outcomes, and the audited calls replayed against it
+//! (docs/policies.md, Checking and testing).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -19,7 +20,10 @@ use crate::agent::{self, Agent};
 
 /// `signoff policy …`.
 #[derive(Debug, clap::Parser)]
-#[command(name = "signoff policy", about = "Check and test Cedar policies")]
+#[command(
+    name = "signoff policy",
+    about = "Check, test and replay Cedar policies"
+)]
 pub struct PolicyCli {
     #[command(subcommand)]
     pub command: PolicyCommand,
@@ -58,6 +62,32 @@ pub enum PolicyCommand {
         /// The cases file.
         cases: PathBuf,
     },
+    /// Evaluates the policies (a candidate set) against the calls the store audited since
+    /// SINCE ago, and prints how many outcomes would change, by tool and direction, with
+    /// examples.
+    Replay {
+        #[command(flatten)]
+        sources: Sources,
+        /// How far back (`7d`, `24h`).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        since: std::time::Duration,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// How many example calls to show for each change.
+        #[arg(long, default_value_t = 3)]
+        examples: usize,
+    },
+}
+
+/// Where the audited calls are: the server's own settings.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StoreArgs {
+    /// The server's data folder (its SQLite database, signoff.db).
+    #[arg(long, env = "SIGNOFF_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// The server's PostgreSQL URL, instead of the data folder's SQLite.
+    #[arg(long = "database", env = "SIGNOFF_DATABASE_URL")]
+    pub database_url: Option<String>,
 }
 
 /// Why a subcommand failed: what a person fixes.
@@ -104,7 +134,46 @@ pub async fn run(cli: PolicyCli, out: &mut impl Write) -> Result<bool, CliError>
             let _ = writeln!(out, "{} cases, {failed} failed", cases.len());
             Ok(failed == 0)
         }
+        PolicyCommand::Replay {
+            sources,
+            since,
+            store,
+            examples,
+        } => {
+            let (agents, policies) = load(&sources).await?;
+            let since = chrono::Duration::from_std(since)
+                .ok()
+                .and_then(|ago| Utc::now().checked_sub_signed(ago))
+                .ok_or_else(|| CliError("--since: too far back".into()))?
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            let store = open_store(&store).await?;
+            let calls = store.replay_calls(&since).await;
+            store.close().await;
+            let calls = calls.map_err(|err| CliError(format!("the store: {err}")))?;
+            let replayed = crate::policy_replay::replay(&agents, &policies, &calls, examples);
+            let candidate = sources.policies_dir.display().to_string();
+            let _ = write!(out, "{}", replayed.report(&since, &candidate));
+            Ok(true)
+        }
     }
+}
+
+/// The server's store, which must exist already: a replay reads an audit, it never starts one.
+async fn open_store(args: &StoreArgs) -> Result<crate::store::Store, CliError> {
+    let database = crate::store::Database::from_url(args.database_url.as_deref(), &args.data_dir)
+        .map_err(|err| CliError(format!("--database: {err}")))?;
+    if let crate::store::Database::Sqlite(dir) = &database {
+        let file = dir.join("signoff.db");
+        if !file.is_file() {
+            return Err(CliError(format!(
+                "{}: no database (give the server's --data-dir, or --database for PostgreSQL)",
+                file.display()
+            )));
+        }
+    }
+    crate::store::Store::open(&database)
+        .await
+        .map_err(|err| CliError(format!("the store: {err}")))
 }
 
 async fn load(sources: &Sources) -> Result<(Vec<Arc<Agent>>, CedarPolicies), CliError> {

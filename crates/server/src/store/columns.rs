@@ -9,8 +9,8 @@ use super::rows::json_value;
 use super::write::Param;
 use super::{
     parse_task_state, task_state_text, BatchRow, BatchState, CallRow, CallStatus, CallVote,
-    Channel, Deadline, DecisionRow, PolicyRow, PolicyScope, Result, SessionRow, StoreError,
-    TaskRow, Verdict,
+    Channel, Deadline, DecisionRow, PolicyRow, PolicyScope, ReplayCall, Result, SessionRow,
+    StoreError, TaskRow, Verdict,
 };
 
 /// One row of a backend's answer, read by column position.
@@ -175,6 +175,34 @@ pub(super) fn call_from_row(row: &impl Columns) -> Result<CallRow> {
         started_at: row.optional_text(14)?,
         finished_at: row.optional_text(15)?,
         why: optional_json(row, 16)?,
+    })
+}
+
+/// Every call decided from `$1` (RFC 3339) on, with its task's owner, agent and groups,
+/// oldest first: [`CALL_SELECT`]'s columns, then those of [`ReplayCall`].
+pub(super) const REPLAY_SELECT: &str =
+    "SELECT c.task_id, c.call_id, c.position, c.name, c.source, c.args, c.args_sha256,
+            c.batch_id, c.status, c.verdict, c.reason, c.run_args, c.run_args_sha256, c.result,
+            c.started_at, c.finished_at, c.why,
+            t.user_id, t.agent, t.requester_groups,
+            CAST(CASE WHEN EXISTS (SELECT 1 FROM subagent_tasks s
+                                   WHERE s.child_task_id = t.id AND s.remote = 0)
+                      THEN 1 ELSE 0 END AS BIGINT),
+            COALESCE(b.created_at, c.started_at, t.created_at) AS at
+     FROM calls c
+     JOIN tasks t ON t.id = c.task_id
+     LEFT JOIN batches b ON b.id = c.batch_id
+     WHERE COALESCE(b.created_at, c.started_at, t.created_at) >= $1
+     ORDER BY at, c.task_id, c.position";
+
+pub(super) fn replay_from_row(row: &impl Columns) -> Result<ReplayCall> {
+    Ok(ReplayCall {
+        call: call_from_row(row)?,
+        user_id: row.text(17)?,
+        agent: row.text(18)?,
+        requester_groups: groups_from_text(&row.text(19)?)?,
+        subagent: row.int(20)? == 1,
+        at: row.text(21)?,
     })
 }
 

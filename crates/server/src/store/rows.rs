@@ -522,6 +522,22 @@ impl PolicyScope {
     }
 }
 
+/// A recorded call with what the gate knew of it, for replaying policies over the audit
+/// (`signoff policy replay`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayCall {
+    pub call: CallRow,
+    /// The task's owner, agent and groups (as they sent the task).
+    pub user_id: String,
+    pub agent: String,
+    pub requester_groups: Vec<String>,
+    /// Whether a subagent's task made the call.
+    pub subagent: bool,
+    /// When the gate decided it: its batch's time (an asked or decided call), else when it
+    /// started, else the task's creation.
+    pub at: String,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyRow {
     pub id: String,

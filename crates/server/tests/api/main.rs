@@ -26,6 +26,7 @@ mod migrations;
 mod notifications;
 mod ops;
 mod policies;
+mod policy_replay;
 mod previews;
 mod push;
 mod questions;

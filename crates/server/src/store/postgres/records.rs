@@ -5,7 +5,9 @@ use sqlx::Row;
 
 use super::rows::json_text;
 use super::tasks::map_rows;
-use super::{BatchState, Deadline, PolicyInsert, PolicyRow, PolicyScope, Postgres, Result};
+use super::{
+    BatchState, Deadline, PolicyInsert, PolicyRow, PolicyScope, Postgres, ReplayCall, Result,
+};
 use crate::store::columns::*;
 
 /// The first key of the advisory lock that one user's policy creations take, the second being
@@ -137,6 +139,14 @@ impl Postgres {
         .fetch_all(&self.pool)
         .await?;
         map_rows(rows, policy_from_row)
+    }
+
+    pub async fn replay_calls(&self, since: &str) -> Result<Vec<ReplayCall>> {
+        let rows = sqlx::query(REPLAY_SELECT)
+            .bind(since)
+            .fetch_all(&self.pool)
+            .await?;
+        map_rows(rows, replay_from_row)
     }
 
     pub async fn use_policy(&self, id: &str, now: &str) -> Result<bool> {

@@ -6,7 +6,7 @@ use rusqlite::params;
 
 use super::rows::json_text;
 use super::tasks::collect;
-use super::{PolicyInsert, PolicyRow, PolicyScope, Result, Sqlite};
+use super::{PolicyInsert, PolicyRow, PolicyScope, ReplayCall, Result, Sqlite};
 use crate::store::columns::*;
 
 /// A policy in force: not revoked, not expired at `?2`, not used up.
@@ -64,6 +64,14 @@ impl Sqlite {
             Ok(PolicyInsert::Inserted)
         })
         .await
+    }
+
+    pub async fn replay_calls(&self, since: &str) -> Result<Vec<ReplayCall>> {
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(&REPLAY_SELECT.replace("$1", "?1"))?;
+            let rows = statement.query([since])?;
+            collect(rows, |row| replay_from_row(row))
+        })
     }
 
     /// A user's policies in force, oldest first.
