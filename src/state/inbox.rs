@@ -221,6 +221,7 @@ pub(super) mod tests {
             calls,
             expires_at: None,
             routing: None,
+            ladder: None,
         })
     }
 

@@ -32,6 +32,8 @@ pub struct A2aClient {
     http: reqwest::Client,
     endpoint: String,
     next_id: AtomicI64,
+    /// Sent as `Authorization: Bearer` when the server runs with `--auth tokens`.
+    token: Option<String>,
 }
 
 impl A2aClient {
@@ -40,7 +42,36 @@ impl A2aClient {
             http,
             endpoint,
             next_id: AtomicI64::new(1),
+            token: None,
         }
+    }
+
+    /// The same endpoint, speaking as the holder of `token`.
+    pub fn with_token(mut self, token: &str) -> A2aClient {
+        self.token = Some(token.to_owned());
+        self
+    }
+
+    /// POSTs one JSON-RPC request; the response, refused unless its status is a success.
+    async fn post_request(&self, method: &str, params: Value) -> Result<reqwest::Response> {
+        let id = Id::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let body = serde_json::to_vec(&Request::new(id, method, params))?;
+        let mut request = self
+            .http
+            .post(&self.endpoint)
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await?;
+        if !response.status().is_success() {
+            return Err(BenchError::Status {
+                status: response.status().as_u16(),
+                url: self.endpoint.clone(),
+            });
+        }
+        Ok(response)
     }
 
     async fn post(&self, method: &str, message: Message) -> Result<reqwest::Response> {
@@ -52,22 +83,7 @@ impl A2aClient {
                 metadata: None,
             },
         );
-        let id = Id::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
-        let body = serde_json::to_vec(&Request::new(id, method, params))?;
-        let response = self
-            .http
-            .post(&self.endpoint)
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await?;
-        if !response.status().is_success() {
-            return Err(BenchError::Status {
-                status: response.status().as_u16(),
-                url: self.endpoint.clone(),
-            });
-        }
-        Ok(response)
+        self.post_request(method, params).await
     }
 
     /// `message/stream`, read to its end.
@@ -103,19 +119,31 @@ impl A2aClient {
     /// `message/send` (blocking): the task as it ended its turn.
     pub async fn send(&self, message: Message) -> Result<StreamEvent> {
         let response = self.post("message/send", message).await?;
-        let bytes = response.bytes().await?;
-        let value: Value = serde_json::from_slice(&bytes)?;
-        let response =
-            Response::from_value(value).map_err(|err| BenchError::Protocol(err.to_string()))?;
-        match response.outcome {
-            Ok(result) => codec::decode_send_result(ProtocolVersion::V0_3, &result)
-                .map_err(|err| BenchError::Protocol(err.to_string())),
-            Err(error) => Err(BenchError::Rpc {
-                code: error.code,
-                message: error.message,
-            }),
-        }
+        let result = rpc_result(response).await?;
+        codec::decode_send_result(ProtocolVersion::V0_3, &result)
+            .map_err(|err| BenchError::Protocol(err.to_string()))
     }
+
+    /// `tasks/get` with the whole history, as the JSON the server sent (the bench counts the
+    /// tool results in it).
+    pub async fn get_task(&self, task_id: &str) -> Result<Value> {
+        let response = self
+            .post_request("tasks/get", json!({"id": task_id}))
+            .await?;
+        rpc_result(response).await
+    }
+}
+
+/// The `result` of a JSON-RPC response, or its error.
+async fn rpc_result(response: reqwest::Response) -> Result<Value> {
+    let bytes = response.bytes().await?;
+    let value: Value = serde_json::from_slice(&bytes)?;
+    let response =
+        Response::from_value(value).map_err(|err| BenchError::Protocol(err.to_string()))?;
+    response.outcome.map_err(|error| BenchError::Rpc {
+        code: error.code,
+        message: error.message,
+    })
 }
 
 fn decode(data: &str) -> Result<StreamEvent> {

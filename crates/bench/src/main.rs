@@ -19,7 +19,7 @@ mod ui_size;
 mod ui_stream;
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::OnceLock;
 
@@ -39,6 +39,8 @@ enum Phase {
     Load,
     Throughput,
     Footprint,
+    /// The load's approve cycles decided by the requester, a second person, and a quorum of 2.
+    Approvers,
     /// RSS at rest with an OpenAI-compatible model and an MCP server over HTTP.
     Idle,
     Endpoints,
@@ -118,6 +120,67 @@ async fn main() -> ExitCode {
     }
 }
 
+/// The server's figures: latency, load and throughput on one server, then the phases that
+/// start servers of their own.
+async fn server_figures(
+    args: &Args,
+    phases: &[Phase],
+    counts: &Counts,
+    mcp_dir: Option<&Path>,
+) -> Result<Vec<Figure>> {
+    let mut figures = Vec::new();
+    // Latency, load and throughput share one server, in that order: load runs before
+    // throughput's many thousand chats fill the database.
+    let shared = [Phase::Latency, Phase::Load, Phase::Throughput];
+    if phases.iter().any(|phase| shared.contains(phase)) {
+        let server = ServerProcess::start(&args.server, &args.work_dir.join("main"), None).await?;
+        // The prompt reads c.txt; give it something to read.
+        let c_txt = server.sandbox().join("c.txt");
+        std::fs::write(&c_txt, "hello from c.txt\n").map_err(|err| BenchError::io(&c_txt, err))?;
+        progress(format_args!("server pid {} at {}", server.pid, server.base));
+        if phases.contains(&Phase::Latency) {
+            figures.extend(server_bench::latency(&server, counts).await);
+        }
+        if phases.contains(&Phase::Load) {
+            figures.extend(server_bench::load(&server, counts).await);
+        }
+        if phases.contains(&Phase::Throughput) {
+            figures.extend(server_bench::throughput(&server, counts).await);
+        }
+        server.stop().await?;
+    }
+    if phases.contains(&Phase::Footprint) {
+        match server_bench::footprint(&args.server, &args.work_dir, counts).await {
+            Ok(more) => figures.extend(more),
+            Err(err) => figures.push(Figure::missing(
+                "footprint (fresh server)",
+                "footprint",
+                "-",
+                format!("failed: {err}"),
+            )),
+        }
+    }
+    if phases.contains(&Phase::Approvers) {
+        figures.extend(server_bench::approvers(&args.server, &args.work_dir, counts).await);
+    }
+    if phases.contains(&Phase::Idle) {
+        figures.extend(
+            server_bench::idle_deployed(
+                &args.server,
+                &args.work_dir,
+                mcp_dir,
+                "footprint (fresh server)",
+            )
+            .await,
+        );
+    }
+    if phases.contains(&Phase::Endpoints) {
+        figures
+            .extend(server_bench::endpoints(&args.server, &args.work_dir, mcp_dir, counts).await);
+    }
+    Ok(figures)
+}
+
 async fn run(args: Args) -> Result<()> {
     let phases = if args.phases.is_empty() {
         vec![
@@ -126,6 +189,7 @@ async fn run(args: Args) -> Result<()> {
             Phase::Load,
             Phase::Throughput,
             Phase::Footprint,
+            Phase::Approvers,
             Phase::Idle,
             Phase::Endpoints,
             Phase::UiRender,
@@ -152,54 +216,7 @@ async fn run(args: Args) -> Result<()> {
         );
     }
 
-    // Latency, load and throughput share one server, in that order: load runs before
-    // throughput's many thousand chats fill the database.
-    let shared = [Phase::Latency, Phase::Load, Phase::Throughput];
-    if phases.iter().any(|phase| shared.contains(phase)) {
-        let server = ServerProcess::start(&args.server, &args.work_dir.join("main"), None).await?;
-        // The prompt reads c.txt; give it something to read.
-        let c_txt = server.sandbox().join("c.txt");
-        std::fs::write(&c_txt, "hello from c.txt\n").map_err(|err| BenchError::io(&c_txt, err))?;
-        progress(format_args!("server pid {} at {}", server.pid, server.base));
-        if phases.contains(&Phase::Latency) {
-            figures.extend(server_bench::latency(&server, &counts).await);
-        }
-        if phases.contains(&Phase::Load) {
-            figures.extend(server_bench::load(&server, &counts).await);
-        }
-        if phases.contains(&Phase::Throughput) {
-            figures.extend(server_bench::throughput(&server, &counts).await);
-        }
-        server.stop().await?;
-    }
-    if phases.contains(&Phase::Footprint) {
-        match server_bench::footprint(&args.server, &args.work_dir, &counts).await {
-            Ok(more) => figures.extend(more),
-            Err(err) => figures.push(Figure::missing(
-                "footprint (fresh server)",
-                "footprint",
-                "-",
-                format!("failed: {err}"),
-            )),
-        }
-    }
-    if phases.contains(&Phase::Idle) {
-        figures.extend(
-            server_bench::idle_deployed(
-                &args.server,
-                &args.work_dir,
-                mcp_dir.as_deref(),
-                "footprint (fresh server)",
-            )
-            .await,
-        );
-    }
-    if phases.contains(&Phase::Endpoints) {
-        figures.extend(
-            server_bench::endpoints(&args.server, &args.work_dir, mcp_dir.as_deref(), &counts)
-                .await,
-        );
-    }
+    figures.extend(server_figures(&args, &phases, &counts, mcp_dir.as_deref()).await?);
 
     if phases.contains(&Phase::UiRender) {
         figures.extend(

@@ -31,7 +31,17 @@ impl ServerProcess {
         data_dir: &Path,
         agents_toml: Option<&str>,
     ) -> Result<ServerProcess> {
-        Self::start_with(binary, data_dir, agents_toml, None, None).await
+        Self::start_with(binary, data_dir, agents_toml, None, None, &[]).await
+    }
+
+    /// Like [`ServerProcess::start`], with more command-line arguments (`--auth tokens ...`).
+    pub async fn start_with_args(
+        binary: &Path,
+        data_dir: &Path,
+        agents_toml: Option<&str>,
+        args: &[String],
+    ) -> Result<ServerProcess> {
+        Self::start_with(binary, data_dir, agents_toml, None, None, args).await
     }
 
     /// One of several replicas sharing `database` (a PostgreSQL URL) and `data_dir` (their
@@ -41,7 +51,7 @@ impl ServerProcess {
         data_dir: &Path,
         database: &str,
     ) -> Result<ServerProcess> {
-        Self::start_with(binary, data_dir, None, None, Some(database)).await
+        Self::start_with(binary, data_dir, None, None, Some(database), &[]).await
     }
 
     /// Like [`ServerProcess::start`], serving the built UI in `ui_dir` (trunk's dist/).
@@ -50,7 +60,7 @@ impl ServerProcess {
         data_dir: &Path,
         ui_dir: &Path,
     ) -> Result<ServerProcess> {
-        Self::start_with(binary, data_dir, None, Some(ui_dir), None).await
+        Self::start_with(binary, data_dir, None, Some(ui_dir), None, &[]).await
     }
 
     async fn start_with(
@@ -59,6 +69,7 @@ impl ServerProcess {
         agents_toml: Option<&str>,
         ui_dir: Option<&Path>,
         database: Option<&str>,
+        args: &[String],
     ) -> Result<ServerProcess> {
         if database.is_none() && data_dir.exists() {
             return Err(BenchError::Server(format!(
@@ -90,6 +101,7 @@ impl ServerProcess {
         if let Some(database) = database {
             command.env("SIGNOFF_DATABASE_URL", database);
         }
+        command.args(args);
         let child = command
             .stdin(Stdio::null())
             .stdout(Stdio::from(log_file))
@@ -123,7 +135,9 @@ impl ServerProcess {
                 )));
             }
             if let Ok(response) = http.get(&url).send().await {
-                if response.status().is_success() {
+                // 401: up, and asking for a token (`--auth tokens`).
+                let status = response.status();
+                if status.is_success() || status == reqwest::StatusCode::UNAUTHORIZED {
                     return Ok(());
                 }
             }

@@ -1,6 +1,7 @@
 //! The server figures: time to pause and to resume, `message/send`
-//! throughput, footprint with 10,000 paused tasks, 1,000 concurrent approve cycles, and the
-//! time to pause behind real network hops (an OpenAI-compatible stub, an MCP server on stdio).
+//! throughput, footprint with 10,000 paused tasks, 1,000 concurrent approve cycles (also with
+//! a two-person rule and a quorum of two: `approvers`), and the time to pause behind real
+//! network hops (an OpenAI-compatible stub, an MCP server on stdio).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -57,12 +58,18 @@ impl Counts {
 const PHASE_LIMIT: Duration = Duration::from_secs(150);
 
 fn client_for(server: &ServerProcess, agent: &str) -> Arc<A2aClient> {
-    // One connection pool per phase, as a fleet of browsers would have.
-    let http = reqwest::Client::builder()
+    Arc::new(A2aClient::new(
+        pooled_http(),
+        server.endpoint("default", agent),
+    ))
+}
+
+/// One connection pool per phase (or per person), as a fleet of browsers would have.
+fn pooled_http() -> reqwest::Client {
+    reqwest::Client::builder()
         .pool_idle_timeout(Duration::from_secs(30))
         .build()
-        .unwrap_or_default();
-    Arc::new(A2aClient::new(http, server.endpoint("default", agent)))
+        .unwrap_or_default()
 }
 
 /// Time to pause and time to resume, one chat at a time, with client and server on separate
@@ -499,7 +506,9 @@ pub async fn footprint(binary: &Path, work_dir: &Path, counts: &Counts) -> Resul
     Ok(figures)
 }
 
+mod approvers;
 mod endpoints;
 mod idle;
+pub use approvers::approvers;
 pub use endpoints::endpoints;
 pub use idle::idle_deployed;

@@ -164,6 +164,66 @@ pub struct PendingApproval {
     /// Approvers); absent where the requester decides alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routing: Option<Box<ApprovalRouting>>,
+    /// What the deadline ladder did to the batch so far (docs/rest.md, Deadline ladder);
+    /// absent while it did nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<Box<LadderMarks>>,
+}
+
+/// A waiting batch's reminder and escalation (docs/rest.md, Deadline ladder).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LadderMarks {
+    /// When people were reminded of it (RFC 3339): its `remind_after` passed unanswered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reminded_at: Option<String>,
+    /// The entries (`group:NAME`, `user:ID`) it escalated to once its `escalate_after` passed:
+    /// they may decide it too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub escalated_to: Vec<String>,
+}
+
+/// The body of `POST /api/approvals/{taskId}/handover` (docs/rest.md, Hand-over).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HandoverRequest {
+    /// `user:ID` or `group:NAME`.
+    pub to: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The answer to a hand-over: who handed the batch of `taskId` to whom.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HandedOver {
+    pub task_id: String,
+    pub by: String,
+    pub to: String,
+}
+
+/// The body of `POST /api/approvals/{taskId}/extend` (docs/rest.md, Deadline ladder).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExtendRequest {
+    /// How much later the batch expires, as a duration (`15m`, `1h 30m`).
+    pub by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The answer to an extension: the batch's new deadline, and how much of its `max_extend`
+/// the extensions so far took.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeadlineExtended {
+    pub task_id: String,
+    /// RFC 3339.
+    pub expires_at: String,
+    /// The deadline the batch had before any extension (RFC 3339).
+    pub first_expires_at: String,
+    /// The agents file's `max_extend` (as written: `1h`).
+    pub max_extend: String,
 }
 
 /// Why a person is asked to decide a batch, and where it stands (docs/rest.md, Approvers).
@@ -330,6 +390,32 @@ pub struct AuditEntry {
     /// started it; its calls were decided in the parent's batch, nested under that call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<AuditParent>,
+    /// What happened to the batch while it waited, oldest first: hand-overs, the deadline
+    /// ladder's reminder and escalation, extensions of its deadline.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<BatchStepEntry>,
+}
+
+/// One step of a waiting batch in its [`AuditEntry`] (docs/rest.md, Hand-over and Deadline
+/// ladder).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BatchStepEntry {
+    /// `handover`, `remind`, `escalate` or `extend`.
+    pub kind: String,
+    /// Who took it; absent for the deadline ladder's own steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// The entries it made eligible (a hand-over, an escalation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub to: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// An extension: the new deadline (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// RFC 3339.
+    pub at: String,
 }
 
 /// Who decided, by user id: the person who decided, or the task's owner for whom a policy, a

@@ -147,6 +147,29 @@ fn pending_approvals_round_trip() {
 }
 
 #[test]
+fn the_ladder_marks_and_the_extension_round_trip() {
+    let body = json!({"taskId": "t-1", "contextId": "s-1", "agent": "default/ops",
+      "title": "deploy", "since": "2026-11-22T18:56:28.879Z", "calls": [],
+      "expiresAt": "2026-11-22T20:56:28.879Z",
+      "ladder": {"remindedAt": "2026-11-22T19:11:28.900Z", "escalatedTo": ["group:dba"]}});
+    let pending: PendingApproval = round_trip(body);
+    let marks = pending.ladder.unwrap();
+    assert_eq!(marks.escalated_to, ["group:dba"]);
+    let extend: ExtendRequest = round_trip(json!({"by": "15m", "note": "on it"}));
+    assert_eq!(extend.by, "15m");
+    let err = serde_json::from_value::<ExtendRequest>(json!({"by": "1m", "until": "x"}))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown field `until`"), "{err}");
+    round_trip::<DeadlineExtended>(json!({"taskId": "t-1",
+      "expiresAt": "2026-11-22T21:11:28.879Z", "firstExpiresAt": "2026-11-22T20:56:28.879Z",
+      "maxExtend": "30m"}));
+    round_trip::<HandedOver>(json!({"taskId": "t-1", "by": "bob", "to": "user:alice"}));
+    round_trip::<BatchStepEntry>(json!({"kind": "escalate", "to": ["group:dba"],
+      "at": "2026-11-22T19:26:28.900Z"}));
+}
+
+#[test]
 fn decided_approvals_round_trip_and_null_is_not_missing() {
     let decided: DecidedApprovals = round_trip(json!({"decisions": [audit_entry("text")]}));
     let calls = &decided.decisions[0].calls;

@@ -26,6 +26,6 @@ pub mod view;
 pub use build::build_agents;
 pub use config::{AgentsFile, ConfigError};
 pub use runtime::{
-    Agent, AgentError, BatchSummary, DecidedBy, Decider, Limits, LinkAction, LinkDecision,
-    LinkState, NotReady, Runtime, ShareGrant,
+    Agent, AgentError, BatchSummary, DecidedBy, Decider, LadderEvent, Limits, LinkAction,
+    LinkDecision, LinkState, NotReady, Runtime, ShareGrant,
 };

@@ -64,6 +64,44 @@ pub struct CallApprovers {
     pub entries: Vec<ApproverEntry>,
     pub requester_may_approve: bool,
     pub quorum: u32,
+    /// The call's deadline ladder.
+    pub ladder: CallLadder,
+}
+
+/// One call's deadline ladder, as the agents file says (crates/server/README.md, Approvers).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallLadder {
+    pub remind_after: Option<Duration>,
+    pub escalate_after: Option<Duration>,
+    /// Whom an escalation makes eligible.
+    pub escalate_to: Vec<ApproverEntry>,
+    /// How far, in all, a deadline may be pushed back, and that duration as written.
+    pub max_extend: Option<(Duration, String)>,
+}
+
+impl CallLadder {
+    fn from_spec(spec: &ApproversSpec) -> CallLadder {
+        // Checked when the agents file was read: a value that does not parse is not set.
+        let duration = |text: &Option<String>| {
+            text.as_deref()
+                .and_then(|text| parse_timeout("", text).ok())
+        };
+        CallLadder {
+            remind_after: duration(&spec.remind_after),
+            escalate_after: duration(&spec.escalate_after),
+            escalate_to: spec
+                .escalate_to
+                .iter()
+                .flatten()
+                .filter_map(|entry| ApproverEntry::parse(entry).ok())
+                .collect(),
+            max_extend: spec.max_extend.as_ref().and_then(|text| {
+                parse_timeout("", text)
+                    .ok()
+                    .map(|duration| (duration, text.clone()))
+            }),
+        }
+    }
 }
 
 impl CallApprovers {
@@ -73,6 +111,7 @@ impl CallApprovers {
             entries: Vec::new(),
             requester_may_approve: true,
             quorum: 1,
+            ladder: CallLadder::default(),
         }
     }
 
@@ -87,6 +126,7 @@ impl CallApprovers {
             entries,
             requester_may_approve: spec.requester_may_approve.unwrap_or(true),
             quorum: spec.quorum.unwrap_or(1),
+            ladder: CallLadder::from_spec(spec),
         }
     }
 
@@ -269,16 +309,24 @@ impl AgentApprovals {
     /// The first rule that matches a call, if any.
     /// Whether some call of the agent may be routed to approvers besides its requester.
     pub fn routes_to_approvers(&self) -> bool {
+        self.any_level(|spec| spec.approvers.is_some() || spec.escalate_to.is_some())
+    }
+
+    /// Whether some call of the agent has a reminder or an escalation (the ladder's sweep
+    /// looks at its batches).
+    pub fn has_ladder(&self) -> bool {
+        self.any_level(|spec| spec.remind_after.is_some() || spec.escalate_after.is_some())
+    }
+
+    /// Whether some level of the agent's approver settings (agent, source, tool, rule) is `set`.
+    fn any_level(&self, set: impl Fn(&ApproversSpec) -> bool) -> bool {
         let levels = &self.approvers;
-        levels.agent.approvers.is_some()
-            || levels.sources.values().any(|source| {
-                source.own.approvers.is_some()
-                    || source.tools.values().any(|tool| tool.approvers.is_some())
-            })
-            || self
-                .rules
-                .iter()
-                .any(|rule| rule.approvers.approvers.is_some())
+        set(&levels.agent)
+            || levels
+                .sources
+                .values()
+                .any(|source| set(&source.own) || source.tools.values().any(&set))
+            || self.rules.iter().any(|rule| set(&rule.approvers))
     }
 
     /// Who may approve a call of `tool` from source `server` with `args`: each setting from the
@@ -304,8 +352,8 @@ impl AgentApprovals {
     ) -> CallApprovers {
         let policy = ApproversSpec {
             approvers: (!why.approvers.is_empty()).then(|| why.approvers.clone()),
-            requester_may_approve: None,
             quorum: why.quorum,
+            ..ApproversSpec::default()
         };
         CallApprovers::from_spec(&policy.over(self.approvers.for_tool(tool, server)))
     }

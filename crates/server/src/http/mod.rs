@@ -325,6 +325,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/approvals", get(rest::approvals))
         .route("/api/approvals/stream", get(approvals::stream))
         .route("/api/approvals/{task_id}", post(relay::decide))
+        .route("/api/approvals/{task_id}/handover", post(rest::handover))
+        .route("/api/approvals/{task_id}/extend", post(rest::extend))
         .route("/api/approvals/{task_id}/links", post(links::create))
         .route("/decide/{token}", get(links::page).post(links::confirm))
         .route(

@@ -236,3 +236,45 @@ pub async fn revoke_policy(
     state.runtime.revoke_policy(&user.0, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
+
+/// Hands a pending batch to a person or group, who may then decide it too: `200` with who
+/// handed it to whom.
+pub async fn handover(
+    State(state): State<AppState>,
+    Path(task_id): Path<String>,
+    who: Person,
+    body: axum::body::Bytes,
+) -> Result<Json<signoff_protocol::rest::HandedOver>, HttpError> {
+    let request: signoff_protocol::rest::HandoverRequest = strict_body(&body, "hand-over")?;
+    let event = state
+        .runtime
+        .hand_over(&who.0, &task_id, &request.to, request.note)
+        .await?;
+    let crate::agent::LadderEvent::HandedOver { task_id, by, to } = event;
+    Ok(Json(signoff_protocol::rest::HandedOver { task_id, by, to }))
+}
+
+/// Pushes a pending batch's deadline back, within its calls' `max_extend`: `200` with the new
+/// deadline.
+pub async fn extend(
+    State(state): State<AppState>,
+    Path(task_id): Path<String>,
+    who: Person,
+    body: axum::body::Bytes,
+) -> Result<Json<signoff_protocol::rest::DeadlineExtended>, HttpError> {
+    let request: signoff_protocol::rest::ExtendRequest = strict_body(&body, "extension")?;
+    let extended = state
+        .runtime
+        .extend_deadline(&who.0, &task_id, &request.by, request.note)
+        .await?;
+    Ok(Json(extended))
+}
+
+/// A JSON body of type `T`, refused with a `400` naming `what` when it has a duplicate key, an
+/// unknown field or a value that does not fit.
+fn strict_body<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Result<T, HttpError> {
+    signoff_protocol::json_keys::reject_duplicate_keys(body)
+        .map_err(|err| HttpError::BadRequest(err.to_string()))?;
+    serde_json::from_slice(body)
+        .map_err(|err| HttpError::BadRequest(format!("invalid {what}: {err}")))
+}

@@ -81,6 +81,11 @@ pub struct WaitingBatch {
     pub expires_at: Option<String>,
 }
 
+/// Whether the event's batch was handed over or escalated: then it is on the streams of others
+/// than its requester, whatever its agent's approvers (a condition of the backends' WHERE).
+pub(super) const HANDED_OVER: &str = "EXISTS (SELECT 1 FROM batch_steps st
+     WHERE st.batch_id = e.batch_id AND st.kind IN ('handover', 'escalate'))";
+
 /// The events with their batches and chats; a backend adds its WHERE and ORDER BY.
 pub(super) const APPROVAL_EVENT_SELECT: &str =
     "SELECT e.seq, e.task_id, e.context_id, e.batch_id, e.kind, e.outcome, e.decided_by,

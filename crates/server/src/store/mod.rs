@@ -36,6 +36,7 @@ mod push;
 mod rows;
 mod sharing;
 mod sqlite;
+mod steps;
 mod write;
 
 use std::path::Path;
@@ -56,6 +57,7 @@ pub use outbox::{
 pub use push::{PushConfigRow, PushPut};
 pub use rows::*;
 pub use sharing::{FeedbackRow, ShareRow};
+pub use steps::{handed_to, BatchStep, BatchStepKind, BatchStepRow};
 
 use postgres::Postgres;
 use sqlite::Sqlite;
@@ -339,6 +341,26 @@ impl Store {
         Ok(written.last_seq)
     }
 
+    /// Writes a hand-over or ladder step on pending batch `batch_id` of the task, with its
+    /// `notifications` and an approval event (the batch's approvers' streams send it again) in
+    /// the same commit; whether it was written: not when the batch is no longer pending, a
+    /// reminder or escalation it already had (so each happens once, whichever replica comes
+    /// first), or (an extension) a deadline no longer `from_deadline`.
+    pub async fn add_batch_step(
+        &self,
+        task_id: &str,
+        batch_id: i64,
+        step: BatchStep,
+        from_deadline: Option<String>,
+        notifications: Vec<NewNotification>,
+    ) -> Result<bool> {
+        let (written, approvals_of) = on_backend!(self, backend => backend
+            .add_batch_step(task_id, batch_id, step, from_deadline, notifications)
+            .await)?;
+        self.approvals_written(approvals_of.as_deref());
+        Ok(written)
+    }
+
     /// A decision made inside the write that applies it: `plan` gets the task (if it exists)
     /// and its pending batch (if any) as the write sees them, and returns what to write (or
     /// nothing) and what the caller wants back, or why the message is refused. What it returns
@@ -523,6 +545,13 @@ forward! {
         &self,
         agents: &[String],
     ) -> Result<Vec<(PendingBatchRow, String)>>;
+
+    /// The hand-over and ladder steps of every batch of the task, oldest first.
+    pub async fn batch_steps(&self, task_id: &str) -> Result<Vec<BatchStepRow>>;
+
+    /// The pending batches that were handed over or escalated, oldest first, with each task's
+    /// owner (as [`Store::pending_batches_of_agents`]).
+    pub async fn pending_batches_handed_over(&self) -> Result<Vec<(PendingBatchRow, String)>>;
 
     /// The audit rows of one task, oldest first.
     pub async fn task_decisions(&self, task_id: &str) -> Result<Vec<DecisionRow>>;

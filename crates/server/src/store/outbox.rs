@@ -29,6 +29,10 @@ pub enum NotificationKind {
     Canceled,
     /// The batch expired unanswered.
     Expired,
+    /// The batch still waits after its `remind_after` (the deadline ladder).
+    Reminded,
+    /// The batch escalated after its `escalate_after`: its `escalate_to` may decide it too.
+    Escalated,
     /// An A2A push notification: the task, as of the commit that moved it into a state its
     /// push receivers hear of, to one of its push configs ([`PUSH_CHANNEL`]).
     Push,
@@ -36,11 +40,13 @@ pub enum NotificationKind {
 
 impl NotificationKind {
     /// The kinds an operator's channel may take (a push goes to the task's own receivers only).
-    pub const ALL: [NotificationKind; 4] = [
+    pub const ALL: [NotificationKind; 6] = [
         NotificationKind::Pending,
         NotificationKind::Decided,
         NotificationKind::Canceled,
         NotificationKind::Expired,
+        NotificationKind::Reminded,
+        NotificationKind::Escalated,
     ];
 
     /// The event type as receivers read it (a webhook body's `type`).
@@ -50,6 +56,8 @@ impl NotificationKind {
             NotificationKind::Decided => "batch.decided",
             NotificationKind::Canceled => "batch.canceled",
             NotificationKind::Expired => "batch.expired",
+            NotificationKind::Reminded => "batch.reminded",
+            NotificationKind::Escalated => "batch.escalated",
             NotificationKind::Push => "task.push",
         }
     }
@@ -176,7 +184,9 @@ pub(super) async fn insert_notifications(
             NotificationKind::Pending
             | NotificationKind::Decided
             | NotificationKind::Canceled
-            | NotificationKind::Expired => {
+            | NotificationKind::Expired
+            | NotificationKind::Reminded
+            | NotificationKind::Escalated => {
                 "INSERT INTO notifications (id, channel, kind, task_id, batch_id, payload, state,
                                             next_attempt_ms, created_at)
                  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9

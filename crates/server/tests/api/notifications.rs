@@ -2,7 +2,8 @@
 //! arrive, each signature checked by an independent verifier (PyPI's standardwebhooks, through
 //! tests/notify/verify_webhooks.py; `tests/notify/install.sh` installs it); a receiver that
 //! fails gets the same `webhook-id` on every retry; one that always fails ends in the failed
-//! list; `/metrics` counts them.
+//! list; `/metrics` counts them. Channels routed by approver group hear only of the batches
+//! those groups may decide; a receiver that never answers holds up no other channel.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -354,6 +355,184 @@ async fn a_subagents_batch_is_notified_through_its_parents_only() {
         seen,
         [boss("batch.pending"), boss("batch.decided")],
         "the subagent's own pause and decision are not notified"
+    );
+    app.stop().await;
+}
+
+/// The server with the agents file `agents_toml`, people by token (carol and dave in sre, erin
+/// in dev) and the notifications file of `channels` (TOML `[[channels]]` tables), fast retries
+/// and an attempt's `timeout`.
+async fn spawn_channels(agents_toml: &str, channels: &str, timeout: &str) -> TestApp {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hook.secret"), SECRET).unwrap();
+    let agents = write_agents(dir.path(), agents_toml);
+    let file = dir.path().join("notifications.toml");
+    let secret = dir.path().join("hook.secret");
+    std::fs::write(
+        &file,
+        format!(
+            "[delivery]\nretry_base = \"50ms\"\nretry_max = \"200ms\"\nretry_for = \"1h\"\n\
+             poll = \"50ms\"\ntimeout = \"{timeout}\"\n\n{}",
+            channels.replace("SECRET_FILE", &secret.display().to_string())
+        ),
+    )
+    .unwrap();
+    spawn_in(dir, move |config| {
+        config.agents_file = Some(agents);
+        config.auth = signoff_server::AuthMode::Tokens;
+        config.tokens = vec![
+            "carol-token=carol:sre".into(),
+            "dave-token=dave:sre".into(),
+            "erin-token=erin:dev".into(),
+        ];
+        config.notifications = Some(file);
+        config.public_url = Some("https://signoff.example.com".into());
+    })
+    .await
+}
+
+/// A webhook channel `name` to `url`, with `route` (TOML inline table).
+fn hook_channel(name: &str, url: &str, route: &str) -> String {
+    format!(
+        "[[channels]]\nname = \"{name}\"\nkind = \"webhook\"\nurl = \"{url}\"\n\
+         secret_file = \"SECRET_FILE\"\nroute = {route}\n\n"
+    )
+}
+
+/// Carol's chat with the demo agent saying `text`, paused: its task.
+async fn carol_pauses(app: &TestApp, text: &str) -> String {
+    let body = message_request("message/stream", message_v03(text, None, None));
+    let results = results(&app.stream_as(None, Some("carol-token"), body).await);
+    assert_eq!(
+        states(&results).last().map(String::as_str),
+        Some("input-required"),
+        "{results:?}"
+    );
+    task_id(&results)
+}
+
+/// Waits until every notification written so far was sent.
+async fn outbox_drained(app: &TestApp) {
+    eventually("the outbox drained", || async {
+        let text = app.client.get(app.url("/metrics")).send().await.ok()?;
+        let text = text.text().await.ok()?;
+        text.contains("signoff_notifications_queued 0")
+            .then_some(())
+    })
+    .await;
+}
+
+/// Each delivery's event type and task, verified.
+fn events_of(receiver: &Receiver) -> Vec<(String, String)> {
+    let got = receiver.got.lock().unwrap().clone();
+    verify(&got)
+        .into_iter()
+        .map(|verified| {
+            let payload = verified.unwrap();
+            (
+                payload["type"].as_str().unwrap().to_owned(),
+                payload["data"]["task_id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_batch_routed_to_sre_reaches_the_sre_channel_and_not_the_dev_channel() {
+    let (sre, dev, all) = (
+        receiver(Some(0)).await,
+        receiver(Some(0)).await,
+        receiver(Some(0)).await,
+    );
+    let agents = "[[agents]]\nname = \"demo\"\n\
+        [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\", \"delete_file\"]\n\
+        [agents.tools.tool_approvers.write_file]\napprovers = [\"group:sre\"]\n\
+        [agents.tools.tool_approvers.delete_file]\napprovers = [\"group:dev\", \"user:carol\"]\n";
+    let channels = hook_channel("sre", &sre.url, "{ groups = [\"sre\"] }")
+        + &hook_channel("dev", &dev.url, "{ groups = [\"dev\"] }")
+        + &hook_channel("all", &all.url, "{ agents = [\"default/demo\"] }");
+    let app = spawn_channels(agents, &channels, "2s").await;
+
+    let write = carol_pauses(&app, "write a.txt: hi").await;
+    let delete = carol_pauses(&app, "delete old.txt").await;
+    // Dave (sre) approves the write: its decision goes where its pause went.
+    let (status, _) = app
+        .post_json_as(
+            &format!("/api/approvals/{write}"),
+            Some("dave-token"),
+            &json!({"decision_type": "approve"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    outbox_drained(&app).await;
+
+    let pending = |task: &str| ("batch.pending".to_owned(), task.to_owned());
+    let decided = |task: &str| ("batch.decided".to_owned(), task.to_owned());
+    assert_eq!(events_of(&sre), [pending(&write), decided(&write)]);
+    assert_eq!(events_of(&dev), [pending(&delete)]);
+    let mut every = events_of(&all);
+    every.sort();
+    let mut expected = vec![pending(&write), pending(&delete), decided(&write)];
+    expected.sort();
+    assert_eq!(
+        every, expected,
+        "a channel without groups hears of every batch"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_receiver_that_never_answers_does_not_hold_up_another_channels_notifications() {
+    // Accepts connections and never answers: each attempt holds its connection until the
+    // sender's timeout, which is longer than the rest of the test needs.
+    let stuck = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let stuck_url = format!("http://{}/hook", stuck.local_addr().unwrap());
+    let (accepted_tx, mut accepted) = tokio::sync::mpsc::unbounded_channel();
+    let (closed_tx, mut closed) = tokio::sync::mpsc::unbounded_channel::<()>();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = stuck.accept().await else {
+                return;
+            };
+            let _ = accepted_tx.send(());
+            let closed_tx = closed_tx.clone();
+            tokio::spawn(async move {
+                use tokio::io::AsyncReadExt;
+                let mut buffer = vec![0u8; 4096];
+                while matches!(socket.read(&mut buffer).await, Ok(n) if n > 0) {}
+                let _ = closed_tx.send(());
+            });
+        }
+    });
+    let live = receiver(Some(0)).await;
+    let channels = hook_channel("stuck", &stuck_url, "{}") + &hook_channel("live", &live.url, "{}");
+    let agents = "[[agents]]\nname = \"demo\"\n\
+        [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n";
+    let app = spawn_channels(agents, &channels, "30s").await;
+
+    let first = carol_pauses(&app, "write one.txt: 1").await;
+    within("the stuck receiver's first connection", accepted.recv()).await;
+    let second = carol_pauses(&app, "write two.txt: 2").await;
+    // The live receiver gets both pauses while the stuck one still holds its first
+    // connection open: the second notification did not wait for the first attempt to end.
+    let arrived = tokio::select! {
+        got = deliveries(&live, 2) => Some(got),
+        _ = closed.recv() => None,
+    };
+    let arrived = arrived.expect("the stuck attempt ended before the live receiver got both");
+    let tasks: Vec<String> = verify(&arrived)
+        .into_iter()
+        .map(|verified| {
+            verified.unwrap()["data"]["task_id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(tasks, [first, second]);
+    assert!(
+        closed.try_recv().is_err(),
+        "the stuck receiver's connection is still open"
     );
     app.stop().await;
 }

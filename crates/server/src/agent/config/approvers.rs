@@ -12,9 +12,16 @@
 //! ```
 //!
 //! With none of them set the requester decides alone, as everywhere else.
+//!
+//! The deadline ladder sits at the same levels (and on an `ask` rule): `remind_after` (the
+//! batch is marked reminded and announced), `escalate_after` with `escalate_to` (those entries
+//! may then decide it too), and `max_extend` (how far an eligible approver may push the
+//! agent's `approval_timeout` deadline back, in all). Each is taken from the most specific
+//! level that sets it, as the three above.
 
 use serde::Deserialize;
 
+use super::rules::parse_timeout;
 use super::{AgentSpec, ConfigError, RuleAction};
 
 /// The most approvals a call may need: a quorum is people, not a counter.
@@ -34,6 +41,18 @@ pub struct ApproversSpec {
     /// How many distinct eligible people must approve each call.
     #[serde(default)]
     pub quorum: Option<u32>,
+    /// After this long waiting (humantime, `10m`) the batch is reminded, once.
+    #[serde(default)]
+    pub remind_after: Option<String>,
+    /// After this long waiting the batch escalates, once: `escalate_to` may then decide it.
+    #[serde(default)]
+    pub escalate_after: Option<String>,
+    /// `group:NAME` or `user:ID` entries an escalation makes eligible.
+    #[serde(default)]
+    pub escalate_to: Option<Vec<String>>,
+    /// How far, in all, eligible approvers may push the batch's deadline back.
+    #[serde(default)]
+    pub max_extend: Option<String>,
 }
 
 /// One checked `approvers` entry.
@@ -85,6 +104,22 @@ impl ApproversSpec {
             approvers: self.approvers.clone().or_else(|| general.approvers.clone()),
             requester_may_approve: self.requester_may_approve.or(general.requester_may_approve),
             quorum: self.quorum.or(general.quorum),
+            remind_after: self
+                .remind_after
+                .clone()
+                .or_else(|| general.remind_after.clone()),
+            escalate_after: self
+                .escalate_after
+                .clone()
+                .or_else(|| general.escalate_after.clone()),
+            escalate_to: self
+                .escalate_to
+                .clone()
+                .or_else(|| general.escalate_to.clone()),
+            max_extend: self
+                .max_extend
+                .clone()
+                .or_else(|| general.max_extend.clone()),
         }
     }
 
@@ -111,7 +146,45 @@ impl ApproversSpec {
                 ));
             }
         }
-        Ok(())
+        self.check_ladder(at)
+    }
+
+    /// Checks this level's deadline ladder: durations that parse, and an escalation that says
+    /// both when and to whom.
+    fn check_ladder(&self, at: &str) -> Result<(), ConfigError> {
+        for (field, value) in [
+            ("remind_after", &self.remind_after),
+            ("escalate_after", &self.escalate_after),
+            ("max_extend", &self.max_extend),
+        ] {
+            if let Some(text) = value {
+                parse_timeout(&format!("{at}.{field}"), text)?;
+            }
+        }
+        if let Some(entries) = &self.escalate_to {
+            if entries.is_empty() {
+                return Err(ConfigError::invalid(
+                    format!("{at}.escalate_to"),
+                    "lists nobody; name at least one group:NAME or user:ID",
+                ));
+            }
+            for (index, entry) in entries.iter().enumerate() {
+                ApproverEntry::parse(entry).map_err(|message| {
+                    ConfigError::invalid(format!("{at}.escalate_to[{index}]"), message)
+                })?;
+            }
+        }
+        match (&self.escalate_after, &self.escalate_to) {
+            (Some(_), None) => Err(ConfigError::invalid(
+                format!("{at}.escalate_after"),
+                "escalates to nobody: set `escalate_to` beside it",
+            )),
+            (None, Some(_)) => Err(ConfigError::invalid(
+                format!("{at}.escalate_to"),
+                "never escalates: set `escalate_after` beside it",
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Checks what a call would be decided under, once merged with every more general level:
@@ -242,6 +315,39 @@ mod tests {
     const FILES: &str = "[[agents.tools]]\nkind = \"builtin_files\"\n";
 
     #[test]
+    fn the_agents_file_names_what_is_wrong_with_the_deadline_ladder() {
+        let agent = |lines: &str| {
+            error(&format!(
+                "[[agents]]\nname = \"a\"\napprovers = [\"group:sre\"]\n{lines}"
+            ))
+        };
+        assert!(agent("remind_after = \"soon\"\n")
+            .contains("agents[0].remind_after: \"soon\" is not a duration"));
+        assert!(agent("escalate_after = \"1h\"\n")
+            .contains("agents[0].escalate_after: escalates to nobody: set `escalate_to`"));
+        assert!(agent("escalate_to = [\"group:dba\"]\n")
+            .contains("agents[0].escalate_to: never escalates: set `escalate_after`"));
+        assert!(agent("escalate_after = \"1h\"\nescalate_to = [\"dba\"]\n")
+            .contains("agents[0].escalate_to[0]: \"dba\" must be group:NAME"));
+        assert!(agent("max_extend = \"0s\"\n").contains("agents[0].max_extend: must be longer"));
+        let rule = error(&format!(
+            "[[agents]]\nname = \"a\"\n{FILES}\
+             [[agents.rules]]\ntool = \"write_file\"\naction = \"ask\"\n\
+             approvers = [\"group:sre\"]\nescalate_after = \"5m\"\n"
+        ));
+        assert!(
+            rule.contains("agents[0].rules[0].escalate_after: escalates to nobody"),
+            "{rule}"
+        );
+        let fine = super::super::AgentsFile::parse(&format!(
+            "[[agents]]\nname = \"a\"\napprovers = [\"group:sre\"]\nremind_after = \"10m\"\n\
+             escalate_after = \"30m\"\nescalate_to = [\"group:dba\"]\nmax_extend = \"1h\"\n{FILES}\
+             [agents.tools.tool_approvers.write_file]\nremind_after = \"1m\"\n"
+        ));
+        assert!(fine.is_ok(), "{fine:?}");
+    }
+
+    #[test]
     fn the_agents_file_names_what_is_wrong_with_approvers() {
         assert_eq!(
             error("[[agents]]\nname = \"a\"\napprovers = [\"sre\"]\n"),
@@ -308,6 +414,7 @@ mod tests {
             approvers: Some(vec!["group:sre".into()]),
             requester_may_approve: Some(false),
             quorum: None,
+            ..ApproversSpec::default()
         };
         let tool = ApproversSpec {
             quorum: Some(2),
@@ -317,5 +424,30 @@ mod tests {
         assert_eq!(merged.approvers, Some(vec!["group:sre".to_owned()]));
         assert_eq!(merged.requester_may_approve, Some(false));
         assert_eq!(merged.quorum, Some(2));
+    }
+
+    /// The README's "Approvers" example is a file that loads, with the settings it describes.
+    #[test]
+    fn the_readme_example_loads() {
+        let readme = include_str!("../../../../../README.md");
+        let section = readme
+            .split_once("\n## Approvers\n")
+            .map(|(_, rest)| rest)
+            .unwrap();
+        let toml = section
+            .split_once("```toml\n")
+            .and_then(|(_, rest)| rest.split_once("```"))
+            .map(|(block, _)| block)
+            .unwrap();
+        let file = super::super::AgentsFile::parse(toml).unwrap();
+        let deploy = &file.agents[0];
+        assert_eq!(deploy.name, "deploy");
+        assert_eq!(deploy.approvers, Some(vec!["group:oncall".to_owned()]));
+        assert_eq!(deploy.requester_may_approve, Some(false));
+        let super::super::ToolSourceSpec::BuiltinFiles { tool_approvers, .. } = &deploy.tools[0]
+        else {
+            panic!("the example's tools are the built-in files");
+        };
+        assert_eq!(tool_approvers["delete_file"].quorum, Some(2));
     }
 }

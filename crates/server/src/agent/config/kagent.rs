@@ -107,6 +107,10 @@ pub fn parse(text: &str, namespace: &str, name: &str) -> Result<AgentsFile, Conf
             approvers: None,
             requester_may_approve: None,
             quorum: None,
+            remind_after: None,
+            escalate_after: None,
+            escalate_to: None,
+            max_extend: None,
         }],
     };
     file.validate()?;

@@ -112,6 +112,15 @@ pub struct AgentSpec {
     pub requester_may_approve: Option<bool>,
     #[serde(default)]
     pub quorum: Option<u32>,
+    /// The deadline ladder (`approvers`): remind, escalate, how far a deadline may move.
+    #[serde(default)]
+    pub remind_after: Option<String>,
+    #[serde(default)]
+    pub escalate_after: Option<String>,
+    #[serde(default)]
+    pub escalate_to: Option<Vec<String>>,
+    #[serde(default)]
+    pub max_extend: Option<String>,
 }
 
 impl AgentSpec {
@@ -121,6 +130,10 @@ impl AgentSpec {
             approvers: self.approvers.clone(),
             requester_may_approve: self.requester_may_approve,
             quorum: self.quorum,
+            remind_after: self.remind_after.clone(),
+            escalate_after: self.escalate_after.clone(),
+            escalate_to: self.escalate_to.clone(),
+            max_extend: self.max_extend.clone(),
         }
     }
 }
@@ -246,6 +259,7 @@ impl ToolSourceSpec {
                     approvers: approvers.clone(),
                     requester_may_approve: *requester_may_approve,
                     quorum: *quorum,
+                    ..ApproversSpec::default()
                 },
                 tool_approvers,
             ),
@@ -256,6 +270,7 @@ impl ToolSourceSpec {
                     approvers: spec.approvers.clone(),
                     requester_may_approve: spec.requester_may_approve,
                     quorum: spec.quorum,
+                    ..ApproversSpec::default()
                 },
                 &spec.tool_approvers,
             ),
@@ -266,6 +281,7 @@ impl ToolSourceSpec {
                     approvers: spec.approvers.clone(),
                     requester_may_approve: spec.requester_may_approve,
                     quorum: spec.quorum,
+                    ..ApproversSpec::default()
                 },
                 &spec.tool_approvers,
             ),
@@ -339,6 +355,10 @@ impl AgentsFile {
                     approvers: None,
                     requester_may_approve: None,
                     quorum: None,
+                    remind_after: None,
+                    escalate_after: None,
+                    escalate_to: None,
+                    max_extend: None,
                 },
                 AgentsFile::boss(),
             ],
@@ -367,6 +387,10 @@ impl AgentsFile {
             approvers: None,
             requester_may_approve: None,
             quorum: None,
+            remind_after: None,
+            escalate_after: None,
+            escalate_to: None,
+            max_extend: None,
         }
     }
 
@@ -392,6 +416,10 @@ impl AgentsFile {
             approvers: None,
             requester_may_approve: None,
             quorum: None,
+            remind_after: None,
+            escalate_after: None,
+            escalate_to: None,
+            max_extend: None,
         }
     }
 

@@ -85,6 +85,15 @@ pub struct RuleSpec {
     pub requester_may_approve: Option<bool>,
     #[serde(default)]
     pub quorum: Option<u32>,
+    /// The deadline ladder of the calls the rule holds (`super::approvers`).
+    #[serde(default)]
+    pub remind_after: Option<String>,
+    #[serde(default)]
+    pub escalate_after: Option<String>,
+    #[serde(default)]
+    pub escalate_to: Option<Vec<String>>,
+    #[serde(default)]
+    pub max_extend: Option<String>,
 }
 
 impl RuleSpec {
@@ -94,6 +103,10 @@ impl RuleSpec {
             approvers: self.approvers.clone(),
             requester_may_approve: self.requester_may_approve,
             quorum: self.quorum,
+            remind_after: self.remind_after.clone(),
+            escalate_after: self.escalate_after.clone(),
+            escalate_to: self.escalate_to.clone(),
+            max_extend: self.max_extend.clone(),
         }
     }
 }
@@ -557,6 +570,10 @@ mod tests {
             approvers: None,
             requester_may_approve: None,
             quorum: None,
+            remind_after: None,
+            escalate_after: None,
+            escalate_to: None,
+            max_extend: None,
         };
         let error = check_rules("agents[0]", &[rule(RuleAction::Allow)], None).unwrap_err();
         assert_eq!(

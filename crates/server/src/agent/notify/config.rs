@@ -108,6 +108,12 @@ pub struct EmailSpec {
     /// address of their latest sign-in (`--auth oidc`), else the one `people` gives.
     #[serde(default = "yes")]
     pub to_requester: bool,
+    /// Whether the approvers named by user (`user:ID` in the agents file) who may decide a
+    /// waiting batch get the message too (default false), each at the address `people` gives,
+    /// else the entry itself when it is an address, else their latest sign-in's. Without
+    /// decision links: those are the requester's; an approver decides in Signoff.
+    #[serde(default)]
+    pub to_approvers: bool,
     /// People's addresses by user id.
     #[serde(default)]
     pub people: std::collections::BTreeMap<String, String>,
@@ -121,13 +127,15 @@ fn yes() -> bool {
     true
 }
 
-/// A channel's filter. Each field given narrows it; a batch must pass all of them. Approver
-/// groups join as `groups`.
+/// A channel's filter. Each field given narrows it; a batch must pass all of them.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSpec {
     /// Agents (`namespace/name`) whose batches it hears of.
     pub agents: Option<Vec<String>>,
+    /// Approver groups (`sre` for `group:sre` in the agents file): it hears of the batches some
+    /// call of which one of these groups may approve.
+    pub groups: Option<Vec<String>>,
 }
 
 /// A field of the notifications file is wrong: `path` names it.

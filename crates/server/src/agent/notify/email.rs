@@ -13,6 +13,7 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use serde_json::Value;
 
+use super::{Audience, Recipient};
 use crate::store::NotificationKind;
 
 /// How the SMTP connection is protected.
@@ -64,10 +65,19 @@ pub struct EmailChannel {
     /// Fixed addresses: they hear of every batch the channel takes, without decision links
     /// (an address is nobody who may decide).
     pub to: Vec<Mailbox>,
-    /// Whether the requester (the one person who may decide their batch) gets the message,
-    /// with their decision links.
+    /// Whether the requester gets the message, with their decision links.
     pub to_requester: bool,
+    /// Whether the approvers named by user who may decide a batch get the message (no links).
+    pub to_approvers: bool,
     /// People's addresses by user id, for people whose sign-in brings none.
+    pub people: BTreeMap<String, Mailbox>,
+}
+
+/// Who gets an email channel's messages (its `[email]` table, checked).
+pub struct Recipients {
+    pub to: Vec<Mailbox>,
+    pub to_requester: bool,
+    pub to_approvers: bool,
     pub people: BTreeMap<String, Mailbox>,
 }
 
@@ -78,6 +88,7 @@ impl std::fmt::Debug for EmailChannel {
             .field("from", &self.from.to_string())
             .field("to", &self.to.len())
             .field("to_requester", &self.to_requester)
+            .field("to_approvers", &self.to_approvers)
             .finish_non_exhaustive()
     }
 }
@@ -93,9 +104,7 @@ impl EmailChannel {
     pub fn new(
         smtp: SmtpSettings,
         from: Mailbox,
-        to: Vec<Mailbox>,
-        to_requester: bool,
-        people: BTreeMap<String, Mailbox>,
+        recipients: Recipients,
     ) -> Result<EmailChannel, String> {
         let builder = match smtp.tls {
             SmtpTls::Starttls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&smtp.host),
@@ -114,10 +123,35 @@ impl EmailChannel {
         Ok(EmailChannel {
             transport: builder.build(),
             from,
-            to,
-            to_requester,
-            people,
+            to: recipients.to,
+            to_requester: recipients.to_requester,
+            to_approvers: recipients.to_approvers,
+            people: recipients.people,
         })
+    }
+
+    /// Who gets the message of a batch of `requester`'s that `audience` may decide: the
+    /// requester, the fixed addresses, the approvers named by user; each once, in that order.
+    pub fn recipients(&self, requester: &str, audience: &Audience) -> Vec<Recipient> {
+        let mut all = Vec::new();
+        if self.to_requester && !requester.is_empty() {
+            all.push(Recipient::Requester(requester.to_owned()));
+        }
+        for to in &self.to {
+            let address = Recipient::Address(to.to_string());
+            if !all.contains(&address) {
+                all.push(address);
+            }
+        }
+        if self.to_approvers {
+            for user in &audience.users {
+                let approver = Recipient::Approver(user.clone());
+                if user != requester && !all.contains(&approver) {
+                    all.push(approver);
+                }
+            }
+        }
+        all
     }
 
     /// Sends one message; why not, when it was not accepted (never the credentials).
@@ -202,6 +236,30 @@ pub fn render(kind: NotificationKind, data: &Value, links: Option<&DecisionLinks
             format!("{agent} waits for your sign-off ({} calls)", calls.len()),
             format!("The agent {agent} asks, for {requester}, to run:"),
         ),
+        NotificationKind::Reminded => (
+            format!(
+                "Reminder: {agent} still waits for your sign-off ({} calls)",
+                calls.len()
+            ),
+            format!(
+                "The agent {agent} still asks, for {requester} since {}, to run:",
+                text_of(data, "since")
+            ),
+        ),
+        NotificationKind::Escalated => {
+            let to: Vec<&str> = data["escalated_to"]
+                .as_array()
+                .map(|entries| entries.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            (
+                format!("{agent}'s sign-off escalated to {}", to.join(", ")),
+                format!(
+                    "Nobody decided in time: {} may now decide what the agent {agent} asks, \
+                     for {requester}, to run:",
+                    to.join(", ")
+                ),
+            )
+        }
         NotificationKind::Decided | NotificationKind::Canceled | NotificationKind::Expired => {
             let summary = text_of(data, "summary");
             let by = text_of(data, "decided_by");
@@ -221,13 +279,13 @@ pub fn render(kind: NotificationKind, data: &Value, links: Option<&DecisionLinks
         ),
     };
     let mut text = format!("{headline}\n\n");
-    let mut html = format!("<p>{}</p>", escape(&headline));
+    let mut html = format!("<p style=\"{PARAGRAPH}\">{}</p>", escape(&headline));
     if !calls.is_empty() {
-        html.push_str("<ul>");
+        html.push_str(&format!("<ul style=\"{LIST}\">"));
         for (name, args) in &calls {
             text.push_str(&format!("- {name} {args}\n"));
             html.push_str(&format!(
-                "<li><b>{}</b> <code>{}</code></li>",
+                "<li style=\"{ITEM}\"><b>{}</b><br><code style=\"{CODE}\">{}</code></li>",
                 escape(name),
                 escape(args)
             ));
@@ -236,30 +294,68 @@ pub fn render(kind: NotificationKind, data: &Value, links: Option<&DecisionLinks
         text.push('\n');
     }
     if let Some(links) = links {
+        let until = readable_time(&links.expires_at);
         text.push_str(&format!(
             "Approve: {}\nReject: {}\n\nEach link opens a page that asks you to confirm; it works \
-             once, until {} (UTC). Do not forward this message: its links decide as you.\n\n",
-            links.approve, links.reject, links.expires_at
+             once, until {until}. Do not forward this message: its links decide as you.\n\n",
+            links.approve, links.reject
         ));
+        // Buttons far enough apart, and tall enough, that a thumb does not take the wrong one.
         html.push_str(&format!(
-            "<p><a href=\"{}\">Approve</a> &nbsp; <a href=\"{}\">Reject</a></p>\
-             <p>Each link opens a page that asks you to confirm; it works once, until {} (UTC). \
-             Do not forward this message: its links decide as you.</p>",
+            "<p style=\"{PARAGRAPH}\"><a href=\"{}\" style=\"{BUTTON}{APPROVE}\">Approve</a>\
+             <a href=\"{}\" style=\"{BUTTON}{REJECT}\">Reject</a></p>\
+             <p style=\"{NOTE}\">Each link opens a page that asks you to confirm; it works once, \
+             until {}. Do not forward this message: its links decide as you.</p>",
             escape(&links.approve),
             escape(&links.reject),
-            escape(&links.expires_at)
+            escape(&until)
         ));
     }
     text.push_str(&format!("Open in Signoff: {url}\n"));
     html.push_str(&format!(
-        "<p><a href=\"{}\">Open in Signoff</a></p>",
+        "<p style=\"{PARAGRAPH}\"><a href=\"{}\" style=\"color:#1d4ed8\">Open in Signoff</a></p>",
         escape(&url)
     ));
     Rendered {
-        subject,
+        subject: subject.clone(),
         text,
-        html: format!("<!doctype html><html><body>{html}</body></html>"),
+        html: format!(
+            "<!doctype html><html><head><meta charset=\"utf-8\">\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+             <title>{}</title></head><body style=\"{BODY}\"><div style=\"{COLUMN}\">{html}</div>\
+             </body></html>",
+            escape(&subject)
+        ),
     }
+}
+
+// Inline styles: many mail clients drop a <style> element, none drops these.
+const BODY: &str = "margin:0;padding:16px;background:#ffffff;color:#1f2937;\
+    font-family:-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;font-size:16px;\
+    line-height:1.5";
+const COLUMN: &str = "max-width:600px;margin:0 auto";
+const PARAGRAPH: &str = "margin:0 0 16px";
+const LIST: &str = "margin:0 0 20px;padding:0;list-style:none";
+const ITEM: &str = "margin:0 0 10px;padding:10px 12px;border:1px solid #e5e7eb;border-radius:6px;\
+    background:#f9fafb";
+const CODE: &str = "font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px;\
+    color:#374151;word-break:break-all";
+const BUTTON: &str = "display:inline-block;min-width:96px;padding:12px 20px;margin:0 16px 8px 0;\
+    border-radius:6px;font-weight:600;text-align:center;text-decoration:none;";
+const APPROVE: &str = "background:#15803d;color:#ffffff;border:1px solid #15803d";
+const REJECT: &str = "background:#ffffff;color:#b91c1c;border:1px solid #b91c1c";
+const NOTE: &str = "margin:0 0 16px;font-size:14px;color:#4b5563";
+
+/// An RFC 3339 time as people read it (`2026-11-27 10:00 UTC`); as given if it does not parse.
+fn readable_time(at: &str) -> String {
+    chrono::DateTime::parse_from_rfc3339(at).map_or_else(
+        |_| at.to_owned(),
+        |at| {
+            at.with_timezone(&chrono::Utc)
+                .format("%Y-%m-%d %H:%M UTC")
+                .to_string()
+        },
+    )
 }
 
 #[cfg(test)]
@@ -298,11 +394,14 @@ mod tests {
                 "https://s.example/decide/A",
                 "https://s.example/decide/R",
                 "https://s.example/agents/default/demo/chat/c1",
-                "2026-11-27T10:00:00.000Z",
+                "until 2026-11-27 10:00 UTC.",
             ] {
                 assert!(part.contains(needle), "{needle} in {part}");
             }
         }
+        // Sized for a phone, the two links apart as buttons.
+        assert!(mail.html.contains("name=\"viewport\""));
+        assert!(mail.html.contains(">Approve</a><a "));
         assert!(mail.text.contains("<notes>.txt"));
         assert!(mail.html.contains("&lt;notes&gt;.txt"));
         assert!(!mail.html.contains("<notes>"));

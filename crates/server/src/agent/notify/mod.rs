@@ -63,6 +63,9 @@ pub struct Channel {
     events: Vec<NotificationKind>,
     /// `None`: every agent.
     agents: Option<Vec<String>>,
+    /// `None`: whoever may decide; else the batches some call of which these approver groups
+    /// may approve.
+    groups: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for Channel {
@@ -73,20 +76,51 @@ impl std::fmt::Debug for Channel {
             .field("kind", &self.kind)
             .field("events", &self.events)
             .field("agents", &self.agents)
+            .field("groups", &self.groups)
             .finish_non_exhaustive()
     }
 }
 
 impl Channel {
-    /// Whether this channel hears of `kind` events of `agent`'s batches.
-    fn takes(&self, kind: NotificationKind, agent: &str) -> bool {
+    /// Whether this channel hears of `kind` events of `agent`'s batches routed to `audience`.
+    fn takes(&self, kind: NotificationKind, agent: &str, audience: &Audience) -> bool {
         self.events.contains(&kind)
             && self
                 .agents
                 .as_ref()
                 .is_none_or(|agents| agents.iter().any(|wanted| wanted == agent))
+            && self.groups.as_ref().is_none_or(|groups| {
+                groups
+                    .iter()
+                    .any(|wanted| audience.groups.iter().any(|group| group == wanted))
+            })
     }
 }
+
+/// Who may decide a batch besides its requester, as the agents file's `approvers` name them
+/// over all its calls: the groups (`sre` of `group:sre`) and the users (`alice@example.com` of
+/// `user:alice@example.com`). Empty: the requester decides alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Audience {
+    pub groups: Vec<String>,
+    pub users: Vec<String>,
+}
+
+/// Whom one email row goes to (`recipient` in its payload): one row per person, so a retry
+/// re-sends only to those whose message was not yet accepted.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recipient {
+    /// The requester (user id), with their decision links while the batch waits.
+    Requester(String),
+    /// A fixed address of the channel's `to`.
+    Address(String),
+    /// An approver named by user (`user:ID`), without links.
+    Approver(String),
+}
+
+/// The key of an email row's payload that holds its [`Recipient`].
+pub const RECIPIENT: &str = "recipient";
 
 /// The retry schedule and the receivers' time limits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -230,6 +264,7 @@ impl Notifications {
                     url: String::new(),
                     events: events(spec).map_err(|(field, message)| fail(at(&field), message))?,
                     agents: spec.route.agents.clone(),
+                    groups: groups(spec).map_err(|message| fail(at("route.groups"), message))?,
                 });
                 continue;
             }
@@ -281,6 +316,7 @@ impl Notifications {
                 url,
                 events,
                 agents: spec.route.agents.clone(),
+                groups: groups(spec).map_err(|message| fail(at("route.groups"), message))?,
             });
         }
         let client = send::client(delivery.connect_timeout, delivery.timeout)
@@ -318,31 +354,58 @@ impl Notifications {
         &self.public_url
     }
 
-    /// The rows to write with a `kind` event of `agent`'s batch: one per channel that takes
-    /// it, each with a fresh delivery id, all with `payload`. None when no channel does.
+    /// Whether some channel needs a batch's [`Audience`] (a `groups` route, or an email
+    /// channel that writes to approvers): else it is not worked out for an event.
+    pub fn needs_audience(&self) -> bool {
+        self.channels.iter().any(|channel| {
+            channel.groups.is_some()
+                || matches!(&channel.kind, ChannelKind::Email(email) if email.to_approvers)
+        })
+    }
+
+    /// The rows to write with a `kind` event of `agent`'s batch that `audience` may decide:
+    /// one per channel that takes it (an email channel's: one per recipient), each with a
+    /// fresh delivery id, all with `payload`. None when no channel takes it.
     pub fn for_event(
         &self,
         kind: NotificationKind,
         agent: &str,
+        audience: &Audience,
         payload: impl FnOnce(&str) -> Value,
     ) -> Vec<NewNotification> {
         let mut takers = self
             .channels
             .iter()
-            .filter(|channel| channel.takes(kind, agent))
+            .filter(|channel| channel.takes(kind, agent, audience))
             .peekable();
         if takers.peek().is_none() {
             return Vec::new();
         }
         let payload = payload(&self.public_url);
-        takers
-            .map(|channel| NewNotification {
-                id: format!("msg_{}", uuid::Uuid::new_v4().simple()),
-                channel: channel.name.clone(),
-                kind,
-                payload: payload.clone(),
-            })
-            .collect()
+        let row = |channel: &Channel, payload: Value| NewNotification {
+            id: format!("msg_{}", uuid::Uuid::new_v4().simple()),
+            channel: channel.name.clone(),
+            kind,
+            payload,
+        };
+        let mut rows = Vec::new();
+        for channel in takers {
+            let ChannelKind::Email(email) = &channel.kind else {
+                rows.push(row(channel, payload.clone()));
+                continue;
+            };
+            let requester = payload["requester"].as_str().unwrap_or_default();
+            for recipient in email.recipients(requester, audience) {
+                let mut payload = payload.clone();
+                if let (Value::Object(map), Ok(recipient)) =
+                    (&mut payload, serde_json::to_value(&recipient))
+                {
+                    map.insert(RECIPIENT.into(), recipient);
+                }
+                rows.push(row(channel, payload));
+            }
+        }
+        rows
     }
 
     /// One attempt at delivering `row` to its channel.
@@ -397,6 +460,25 @@ fn events(spec: &config::ChannelSpec) -> Result<Vec<NotificationKind>, (String, 
             })
             .collect(),
     }
+}
+
+/// A channel's `route.groups`, each named.
+fn groups(spec: &config::ChannelSpec) -> Result<Option<Vec<String>>, String> {
+    let Some(groups) = &spec.route.groups else {
+        return Ok(None);
+    };
+    if groups.is_empty() {
+        return Err("lists no group: name at least one, or leave it out".into());
+    }
+    if let Some(bad) = groups
+        .iter()
+        .find(|group| group.trim().is_empty() || group.contains(':'))
+    {
+        return Err(format!(
+            "{bad:?} is not a group's name (write sre for the agents file's group:sre)"
+        ));
+    }
+    Ok(Some(groups.clone()))
 }
 
 /// An email channel from its `[email]` table: every address parsed, the password read. A bad
@@ -459,10 +541,12 @@ fn email_channel(
                 .map_err(|message| (field(&format!("people.{person}")), message))
         })
         .collect::<Result<_, _>>()?;
-    if to.is_empty() && !email.to_requester {
+    if to.is_empty() && !email.to_requester && !email.to_approvers {
         return Err((
             field("to"),
-            "no one gets this channel's messages: give to, or leave to_requester on".into(),
+            "no one gets this channel's messages: give to, or turn to_requester or \
+             to_approvers on"
+                .into(),
         ));
     }
     let smtp = email::SmtpSettings {
@@ -472,7 +556,13 @@ fn email_channel(
         credentials,
         timeout: delivery.timeout,
     };
-    let channel = email::EmailChannel::new(smtp, from, to, email.to_requester, people)
+    let recipients = email::Recipients {
+        to,
+        to_requester: email.to_requester,
+        to_approvers: email.to_approvers,
+        people,
+    };
+    let channel = email::EmailChannel::new(smtp, from, recipients)
         .map_err(|message| (field("smtp_host"), message))?;
     Ok(ChannelKind::Email(Arc::new(channel)))
 }
@@ -533,6 +623,110 @@ mod tests {
             assert!(err.message.contains(says), "{err}");
             assert!(!err.to_string().contains("hunter2"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_channel_routed_by_group_takes_the_batches_those_groups_may_decide() {
+        let dir = tempfile::tempdir().unwrap();
+        let channel = |route: &str| {
+            format!("name = \"ops\"\nkind = \"slack\"\nurl = \"https://h.example/x\"\nroute = {route}\n")
+        };
+        let loaded = load(dir.path(), &channel("{ groups = [\"sre\"] }")).unwrap();
+        assert!(loaded.needs_audience());
+        let audience = |groups: &[&str]| Audience {
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            users: vec!["lead@example.com".into()],
+        };
+        let rows = |audience: &Audience| {
+            loaded.for_event(
+                NotificationKind::Pending,
+                "default/demo",
+                audience,
+                |_| serde_json::json!({"requester": "alice"}),
+            )
+        };
+        assert_eq!(rows(&audience(&["dev", "sre"])).len(), 1);
+        assert!(rows(&audience(&["dev"])).is_empty());
+        assert!(rows(&Audience::default()).is_empty(), "the requester alone");
+        let everyone = load(dir.path(), &channel("{ agents = [\"default/demo\"] }")).unwrap();
+        assert!(!everyone.needs_audience());
+        for (route, says) in [
+            ("{ groups = [] }", "lists no group"),
+            ("{ groups = [\"group:sre\"] }", "not a group's name"),
+        ] {
+            let err = load(dir.path(), &channel(route)).unwrap_err();
+            assert_eq!(err.path, "channels[0].route.groups", "{err}");
+            assert!(err.message.contains(says), "{err}");
+        }
+    }
+
+    // The SMTP transport's pool runs on the runtime, as the server's does.
+    #[tokio::test]
+    async fn an_email_channel_writes_one_row_per_recipient() {
+        let dir = tempfile::tempdir().unwrap();
+        let loaded = load(
+            dir.path(),
+            "name = \"mail\"\nkind = \"email\"\n[channels.email]\nsmtp_host = \"smtp.example.com\"\n\
+             from = \"s@example.com\"\nto = [\"oncall@example.com\", \"oncall@example.com\"]\n\
+             to_approvers = true\n",
+        )
+        .unwrap();
+        let audience = Audience {
+            groups: vec!["sre".into()],
+            users: vec!["alice".into(), "lead@example.com".into()],
+        };
+        let rows = loaded.for_event(
+            NotificationKind::Pending,
+            "default/demo",
+            &audience,
+            |_| serde_json::json!({"requester": "alice", "agent": "default/demo"}),
+        );
+        let recipients: Vec<Value> = rows
+            .iter()
+            .map(|row| row.payload[RECIPIENT].clone())
+            .collect();
+        assert_eq!(
+            recipients,
+            [
+                serde_json::json!({"requester": "alice"}),
+                serde_json::json!({"address": "oncall@example.com"}),
+                serde_json::json!({"approver": "lead@example.com"}),
+            ],
+            "each once; the requester is not also written to as an approver"
+        );
+        let ids: std::collections::HashSet<&str> = rows.iter().map(|row| row.id.as_str()).collect();
+        assert_eq!(ids.len(), 3, "each row its own delivery id");
+        assert!(rows
+            .iter()
+            .all(|row| row.payload["agent"] == "default/demo"));
+    }
+
+    // The root README's example, with its secrets' files made here: it loads as it stands.
+    #[tokio::test]
+    async fn the_readmes_example_file_loads() {
+        let readme = include_str!("../../../../../README.md");
+        let section = &readme[readme.find("## Notifications").unwrap()..];
+        let start = section.find("```toml\n").unwrap() + "```toml\n".len();
+        let block = &section[start..start + section[start..].find("```").unwrap()];
+        let dir = tempfile::tempdir().unwrap();
+        for (name, secret) in [
+            ("signoff-webhook", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+            (
+                "slack-webhook-url",
+                "https://hooks.slack.com/services/T0/B0/X",
+            ),
+            ("smtp-password", "hunter2"),
+        ] {
+            std::fs::write(dir.path().join(name), secret).unwrap();
+        }
+        let path = dir.path().join("notifications.toml");
+        let secrets = format!("{}/", dir.path().display());
+        std::fs::write(&path, block.replace("/run/secrets/", &secrets)).unwrap();
+        let loaded = Notifications::load(&path, Some("https://signoff.example.com")).unwrap();
+        let names: Vec<&str> = loaded.channel_names().collect();
+        assert_eq!(names, ["audit", "sre-slack", "mail"]);
+        assert!(loaded.email("mail").is_some());
+        assert!(loaded.needs_audience());
     }
 
     #[test]

@@ -87,6 +87,34 @@ pub fn pending(
     Value::Object(data)
 }
 
+/// A batch still waits after its `remind_after`: as [`pending`], with when it started waiting.
+pub fn reminded(
+    about: &About<'_>,
+    public_url: &str,
+    requests: &[Value],
+    expires_at: Option<&str>,
+    since: &str,
+) -> Value {
+    let mut data = pending(about, public_url, requests, expires_at);
+    data["since"] = json!(since);
+    data
+}
+
+/// A batch escalated after its `escalate_after`: as [`reminded`], with the entries
+/// (`group:NAME`, `user:ID`) that may now decide it.
+pub fn escalated(
+    about: &About<'_>,
+    public_url: &str,
+    requests: &[Value],
+    expires_at: Option<&str>,
+    since: &str,
+    to: &[String],
+) -> Value {
+    let mut data = reminded(about, public_url, requests, expires_at, since);
+    data["escalated_to"] = json!(to);
+    data
+}
+
 /// A batch was decided, canceled or expired: by whom, through which channel (`rest`, `a2a`,
 /// `text`, `cancel`, `expiry`, …), the summary and each call's verdict.
 pub fn decided(

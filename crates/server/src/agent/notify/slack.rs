@@ -39,6 +39,14 @@ pub fn message(row: &NotificationRow) -> Value {
         ),
         NotificationKind::Canceled => format!("*{agent}*: the batch was canceled"),
         NotificationKind::Expired => format!("*{agent}*: the batch expired unanswered"),
+        NotificationKind::Reminded => format!(
+            "Reminder: *{agent}* still waits for a sign-off ({requester} asked, since {})",
+            text_of(&data, "since")
+        ),
+        NotificationKind::Escalated => format!(
+            "*{agent}* waits for a sign-off: escalated to {} ({requester} asked)",
+            escalated_to(&data)
+        ),
         // Pushes go to their task's own receivers, never to a channel.
         NotificationKind::Push => format!("*{agent}*: the task changed"),
     };
@@ -86,6 +94,15 @@ pub fn message(row: &NotificationRow) -> Value {
         blocks.push(json!({"type": "actions", "elements": buttons}));
     }
     json!({"text": headline.replace('*', ""), "blocks": blocks})
+}
+
+/// Whom an escalation went to, as one line.
+fn escalated_to(data: &Value) -> String {
+    let entries: Vec<&str> = data["escalated_to"]
+        .as_array()
+        .map(|entries| entries.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    escape(&entries.join(", "))
 }
 
 #[cfg(test)]

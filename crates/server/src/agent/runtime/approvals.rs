@@ -12,7 +12,9 @@
 //! person who may approve one of its calls, with its `routing`, as `GET /api/approvals` lists
 //! it; approvals short of a quorum send it again, further along; its `decided` event follows.
 //! Who may approve depends on the reader's groups, so those streams read every routing agent's
-//! events, keep the reader's, and wake on any approval event.
+//! events (and those of batches handed over or escalated), keep the reader's, and wake on any
+//! approval event. A hand-over, a reminder, an escalation or an extension sends the batch
+//! again, with the ladder's marks (`ladder`).
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -22,6 +24,7 @@ use futures_util::stream::{self, Stream};
 use signoff_protocol::rest::{ApprovalDecided, ApprovalEvent, PendingApproval};
 use tokio::sync::watch;
 
+use super::ladder::ladder_marks;
 use super::quorum::Decider;
 use super::{Result, Runtime};
 use crate::store::{ApprovalEventKind, ApprovalEventRow};
@@ -32,8 +35,8 @@ const PAGE: i64 = 200;
 /// What an approvals stream sends next.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ApprovalsItem {
-    /// An event with its id.
-    Event(i64, ApprovalEvent),
+    /// An event with its id (boxed: a batch is far larger than a heartbeat).
+    Event(i64, Box<ApprovalEvent>),
     /// Nothing happened for a heartbeat's time.
     Heartbeat,
 }
@@ -50,6 +53,7 @@ fn pending(row: &ApprovalEventRow) -> Option<PendingApproval> {
         calls: waiting.requests.as_array().cloned().unwrap_or_default(),
         expires_at: waiting.expires_at.clone(),
         routing: None,
+        ladder: None,
     })
 }
 
@@ -128,25 +132,35 @@ impl Follow {
         if own && row.kind == ApprovalEventKind::Decided {
             return Ok(Some(decided(row)));
         }
-        let routed = row
-            .waiting
-            .as_ref()
-            .is_some_and(|waiting| self.routing_agents.contains(&waiting.agent));
+        // Another person's event is read only when its agent routes batches to approvers or
+        // its batch was handed over or escalated (the store's filter).
+        let routed = !own
+            || row
+                .waiting
+                .as_ref()
+                .is_some_and(|waiting| self.routing_agents.contains(&waiting.agent));
         if !routed {
             // A batch of the reader's that no approvers share, or one gone with its chat.
             return Ok(match row.kind {
-                ApprovalEventKind::Decided if own || self.shown.remove(&row.task_id) => {
-                    Some(decided(row))
-                }
+                ApprovalEventKind::Decided if self.shown.remove(&row.task_id) => Some(decided(row)),
                 ApprovalEventKind::Decided => None,
-                ApprovalEventKind::Pending | ApprovalEventKind::Progress if own => {
-                    pending(&row).map(ApprovalEvent::Pending)
-                }
-                ApprovalEventKind::Pending | ApprovalEventKind::Progress => None,
+                ApprovalEventKind::Pending | ApprovalEventKind::Progress => match pending(&row) {
+                    Some(mut batch) => {
+                        self.mark(&mut batch, row.batch_id).await?;
+                        Some(ApprovalEvent::Pending(batch))
+                    }
+                    None => None,
+                },
             });
         }
         let Some(mut batch) = pending(&row) else {
-            return Ok(None);
+            return Ok(
+                if row.kind == ApprovalEventKind::Decided && self.shown.remove(&row.task_id) {
+                    Some(decided(row))
+                } else {
+                    None
+                },
+            );
         };
         let routing = self
             .runtime
@@ -163,13 +177,22 @@ impl Follow {
             self.shown.insert(row.task_id.clone());
         }
         batch.routing = Some(Box::new(routing));
+        self.mark(&mut batch, row.batch_id).await?;
         Ok(Some(ApprovalEvent::Pending(batch)))
+    }
+
+    /// Sets the deadline ladder's marks of `batch` (the stored batch `batch_id`): a reminder
+    /// or an escalation sends the batch again with them.
+    async fn mark(&self, batch: &mut PendingApproval, batch_id: i64) -> Result<()> {
+        let steps = self.runtime.store.batch_steps(&batch.task_id).await?;
+        batch.ladder = ladder_marks(&steps, batch_id);
+        Ok(())
     }
 
     async fn next(mut self) -> Option<(ApprovalsItem, Follow)> {
         loop {
             if let Some((id, event)) = self.ready.pop_front() {
-                return Some((ApprovalsItem::Event(id, event), self));
+                return Some((ApprovalsItem::Event(id, Box::new(event)), self));
             }
             if self.runtime.shutdown.is_cancelled() {
                 return None;
@@ -224,7 +247,8 @@ impl Runtime {
         at_most: usize,
     ) -> Option<impl Stream<Item = ApprovalsItem> + Send + 'static> {
         let routing_agents = self.routing_agents();
-        let routed = (!routing_agents.is_empty()).then(|| self.store.routed_approval_wakes());
+        // Any batch may be handed over to the reader: every stream follows every event.
+        let routed = Some(self.store.routed_approval_wakes());
         let follow = Follow {
             runtime: self.clone(),
             who: who.clone(),

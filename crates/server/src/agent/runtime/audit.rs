@@ -5,9 +5,11 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use signoff_protocol::hitl::question::answers_from_args;
 use signoff_protocol::hitl::RecordedDecision;
-use signoff_protocol::rest::{AuditVerdict, CallVoteEntry, Decider, DeciderAuth, DecisionChannel};
+use signoff_protocol::rest::{
+    AuditVerdict, BatchStepEntry, CallVoteEntry, Decider, DeciderAuth, DecisionChannel,
+};
 
-use crate::store::{CallRow, CallVote, Channel, StoreError, TaskRow, Verdict};
+use crate::store::{BatchStepRow, CallRow, CallVote, Channel, StoreError, TaskRow, Verdict};
 
 use super::{Result, Runtime};
 
@@ -59,6 +61,22 @@ fn vote_entry(call: &CallRow, vote: &CallVote) -> CallVoteEntry {
     }
 }
 
+/// The steps of batch `batch_id` among `steps`, as the audit shows them.
+fn step_entries(steps: &[BatchStepRow], batch_id: i64) -> Vec<BatchStepEntry> {
+    steps
+        .iter()
+        .filter(|row| row.batch_id == batch_id)
+        .map(|row| BatchStepEntry {
+            kind: row.step.kind.as_str().to_owned(),
+            by: row.step.by.clone(),
+            to: row.step.to.clone(),
+            note: row.step.note.clone(),
+            expires_at: row.step.expires_at.clone(),
+            at: row.created_at.clone(),
+        })
+        .collect()
+}
+
 /// The sha256 of a JSON value (keys sorted, so equal arguments hash equally).
 pub fn args_sha256(args: &Value) -> String {
     let digest = Sha256::digest(args.to_string().as_bytes());
@@ -81,6 +99,7 @@ impl Runtime {
             .into_iter()
             .map(|row| PendingApproval {
                 routing: None,
+                ladder: None,
                 expires_at: deadlines
                     .iter()
                     .find(|deadline| deadline.batch_id == row.batch.id)
@@ -103,8 +122,11 @@ impl Runtime {
             };
             let calls = self.store.calls(&task.id).await?;
             let votes = self.store.task_votes(&task.id).await?;
+            let steps = self.store.batch_steps(&task.id).await?;
+            let batch_id = decision.batch_id;
             let mut entry = Self::audit_entry(&task, decision, &calls, &votes)?;
             entry.parent = self.audit_parent(&task).await?;
+            entry.steps = step_entries(&steps, batch_id);
             out.push(entry);
         }
         Ok(out)
@@ -117,12 +139,14 @@ impl Runtime {
         }
         let calls = self.store.calls(&row.id).await?;
         let votes = self.store.task_votes(&row.id).await?;
+        let steps = self.store.batch_steps(&row.id).await?;
         let parent = self.audit_parent(row).await?;
         decisions
             .into_iter()
             .map(|decision| {
                 Ok(AuditEntry {
                     parent: parent.clone(),
+                    steps: step_entries(&steps, decision.batch_id),
                     ..Self::audit_entry(row, decision, &calls, &votes)?
                 })
             })
@@ -218,6 +242,7 @@ impl Runtime {
                 })
                 .collect(),
             parent: None,
+            steps: Vec::new(),
         })
     }
 

@@ -18,7 +18,7 @@ use signoff_protocol::{Message, Role, StreamEvent, TaskState};
 
 use crate::agent::config::RuleAction;
 use crate::agent::notify::payload::{self, About};
-use crate::agent::notify::Notifications;
+use crate::agent::notify::{Audience, Notifications};
 use crate::agent::view;
 use crate::store::{
     task_state_text, BatchRow, BatchState, CallStatus, CallVerdict, CallVote, Channel,
@@ -28,6 +28,7 @@ use crate::store::{
 
 use super::audit::args_sha256;
 use super::quorum::{Decider, Tally};
+use super::routing;
 use super::runner::RunnerStart;
 use super::subagent::batch_requests;
 use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
@@ -177,6 +178,11 @@ impl Runtime {
     {
         type Back<X> = (Option<(PlannedDecision, Vec<NewEvent>)>, X);
         let notifications = self.notifies().then(|| self.notifications.clone());
+        // The agents' settings, to tell whom a batch is routed to (channels routed by group).
+        let agents = match self.notifications.needs_audience() {
+            true => self.agents().to_vec(),
+            false => Vec::new(),
+        };
         let notifies = notifications.is_some();
         let pushes = self.pushes_on();
         let outcome: Result<(Option<i64>, Back<X>)> = self
@@ -191,7 +197,11 @@ impl Runtime {
                 let decided = planned.quorum.is_none();
                 let notifications = match (&notifications, row) {
                     (Some(notifications), Some(row)) if decided => {
-                        decision_notifications(notifications, row, &planned)
+                        let requests = batch
+                            .and_then(|batch| batch.requests.as_array())
+                            .map_or(&[][..], Vec::as_slice);
+                        let audience = routing::audience(&agents, &row.agent, requests);
+                        decision_notifications(notifications, row, &audience, &planned)
                     }
                     _ => Vec::new(),
                 };
@@ -559,9 +569,10 @@ impl Runtime {
     /// others may decide it (the tally says who).
     pub(super) fn routed(&self, row: &TaskRow, batch: Option<&BatchRow>) -> bool {
         batch.is_some_and(|batch| {
-            batch_requests(batch)
-                .iter()
-                .any(|request| !self.call_approvers(row, request).entries.is_empty())
+            !batch.handed_to.is_empty()
+                || batch_requests(batch)
+                    .iter()
+                    .any(|request| !self.call_approvers(row, request).entries.is_empty())
         })
     }
 
@@ -698,6 +709,7 @@ fn driven_by_parent(task_id: &str, link: &SubagentLink) -> AgentError {
 fn decision_notifications(
     notifications: &Notifications,
     row: &TaskRow,
+    audience: &Audience,
     planned: &PlannedDecision,
 ) -> Vec<NewNotification> {
     let kind = match planned.batch_state {
@@ -711,7 +723,7 @@ fn decision_notifications(
         agent: &row.agent,
         requester: &row.user_id,
     };
-    notifications.for_event(kind, &row.agent, |public_url| {
+    notifications.for_event(kind, &row.agent, audience, |public_url| {
         payload::decided(
             &about,
             public_url,

@@ -1,33 +1,83 @@
 //! The email channel's deliveries (`agent::notify::email`): the runtime sends them, since a
 //! message to the person who may decide a waiting batch carries that person's own decision
-//! links (`links`), made at the attempt, so that the outbox holds no token. One message per
-//! recipient; an attempt fails as a whole if any recipient's message is refused, and is retried
-//! whole (at least once: a recipient may get a message twice, each with live links).
+//! links (`links`), made at the attempt, so that the outbox holds no token. Each recipient has
+//! an outbox row of their own (`recipient` in its payload), so a retry goes only to those whose
+//! message was not accepted (at least once: a recipient may still get a message twice when the
+//! server accepted it but the outcome was not recorded).
 
 use lettre::message::Mailbox;
 use serde_json::Value;
 
 use crate::agent::notify::email::{self, DecisionLinks, EmailChannel};
-use crate::agent::notify::payload;
+use crate::agent::notify::{payload, Recipient, RECIPIENT};
 use crate::store::{NotificationKind, NotificationRow};
 
 use super::{AgentError, Runtime};
 
 impl Runtime {
-    /// One attempt at an email notification: the requester's message (with their links, for a
-    /// waiting batch), then the fixed addresses'.
+    /// One attempt at an email notification: the message to its row's recipient. A row
+    /// written before rows were per recipient goes to all of them, as it was then.
     pub(super) async fn deliver_email(
         &self,
         channel: &EmailChannel,
         row: &NotificationRow,
     ) -> Result<(), String> {
         let data = payload::data_of(row);
+        let Some(recipient) = row.payload.get(RECIPIENT) else {
+            return self.deliver_email_to_all(channel, row, &data).await;
+        };
+        let recipient: Recipient = serde_json::from_value(recipient.clone())
+            .map_err(|err| format!("the row's recipient: {err}"))?;
+        let (address, links) = match &recipient {
+            Recipient::Requester(person) => match self.address_of(channel, person).await? {
+                Some(address) => (address, self.links_for(row, &data, person).await?),
+                None => {
+                    tracing::info!(notification = %row.id, user = %person, "no email address is known for the requester");
+                    return Ok(());
+                }
+            },
+            Recipient::Address(address) => (email::mailbox(address)?, None),
+            Recipient::Approver(user) => match self.approver_address(channel, user).await? {
+                Some(address) => (address, None),
+                None => {
+                    tracing::info!(notification = %row.id, user = %user, "no email address is known for the approver");
+                    return Ok(());
+                }
+            },
+        };
+        channel
+            .send(channel.message(row.kind, &data, address, links.as_ref())?)
+            .await
+    }
+
+    /// An approver's address: the channel's `people` entry, else the entry itself when it is
+    /// an address, else their latest sign-in's.
+    async fn approver_address(
+        &self,
+        channel: &EmailChannel,
+        user: &str,
+    ) -> Result<Option<Mailbox>, String> {
+        if !channel.people.contains_key(user) && user.contains('@') {
+            if let Ok(address) = email::mailbox(user) {
+                return Ok(Some(address));
+            }
+        }
+        self.address_of(channel, user).await
+    }
+
+    /// A row without a recipient: the requester's message, then the fixed addresses'.
+    async fn deliver_email_to_all(
+        &self,
+        channel: &EmailChannel,
+        row: &NotificationRow,
+        data: &Value,
+    ) -> Result<(), String> {
         let requester = data["requester"].as_str().unwrap_or_default().to_owned();
         if channel.to_requester {
             match self.address_of(channel, &requester).await? {
                 Some(address) => {
-                    let links = self.links_for(row, &data, &requester).await?;
-                    let message = channel.message(row.kind, &data, address, links.as_ref())?;
+                    let links = self.links_for(row, data, &requester).await?;
+                    let message = channel.message(row.kind, data, address, links.as_ref())?;
                     channel.send(message).await?;
                 }
                 None => {
@@ -37,7 +87,7 @@ impl Runtime {
         }
         for to in &channel.to {
             channel
-                .send(channel.message(row.kind, &data, to.clone(), None)?)
+                .send(channel.message(row.kind, data, to.clone(), None)?)
                 .await?;
         }
         Ok(())

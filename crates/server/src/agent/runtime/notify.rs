@@ -3,18 +3,19 @@
 //! operator's channels' rows and the A2A push notifications' (`runtime::push`) alike.
 //!
 //! The sender: every replica runs one. It claims due rows with a lease ([`Delivery::lease`]),
-//! so one replica sends a given row at a time, delivers them concurrently, and deletes each
-//! delivered row; a failed attempt is retried with exponential backoff and jitter until
+//! so one replica sends a given row at a time, delivers them concurrently and independently
+//! (a bounded number in flight, claiming more as each ends), and deletes each delivered row; a failed attempt is retried with exponential backoff and jitter until
 //! `retry_for` after the event, then kept as failed (`GET /api/notifications/failed`). A row
 //! whose sender died is claimed again once its lease lapses, by any replica (or the same one
 //! after a restart): at least once, with the same `webhook-id`.
 
 use std::sync::Arc;
 
-use futures_util::StreamExt;
 use serde_json::Value;
+use tokio::task::JoinSet;
 
 use crate::agent::notify::payload::{self, About};
+use crate::agent::notify::Audience;
 use crate::store::{now_ms, AttemptFailed, NewNotification, NotificationKind, NotificationRow};
 
 /// How one attempt at a notification ended.
@@ -56,10 +57,16 @@ impl Runtime {
         let requests: &[Value] = requests
             .and_then(Value::as_array)
             .map_or(&[], Vec::as_slice);
-        self.notifications
-            .for_event(NotificationKind::Pending, about.agent, |public_url| {
-                payload::pending(about, public_url, requests, expires_at)
-            })
+        let audience = match self.notifications.needs_audience() {
+            true => super::routing::audience(self.agents(), about.agent, requests),
+            false => Audience::default(),
+        };
+        self.notifications.for_event(
+            NotificationKind::Pending,
+            about.agent,
+            &audience,
+            |public_url| payload::pending(about, public_url, requests, expires_at),
+        )
     }
 
     /// Wakes this replica's sender: rows were just committed.
@@ -76,43 +83,55 @@ impl Runtime {
         self.tracker.spawn(async move { runtime.send_loop().await });
     }
 
+    /// Claims due rows while fewer than [`CONCURRENT`] deliveries run, and runs each on its
+    /// own: a slow receiver holds one slot, never the others' notifications, and a freed slot
+    /// is filled at once.
     async fn send_loop(self: Arc<Self>) {
         // A name of its own for the leases: a restarted process takes its old rows over as any
         // other replica would, once their lease lapses.
-        let owner = uuid::Uuid::new_v4().to_string();
+        let owner: Arc<str> = uuid::Uuid::new_v4().to_string().into();
         let lease = self.notifications.delivery.lease().as_millis() as i64;
         let poll = self.notifications.delivery.poll;
-        let runtime = &self;
+        let mut running: JoinSet<()> = JoinSet::new();
         loop {
             if self.shutdown.is_cancelled() {
-                return;
+                break;
             }
-            let claimed = self
-                .store
-                .claim_notifications(&owner, now_ms(), lease, CLAIM)
-                .await;
-            let rows = match claimed {
-                Ok(rows) => rows,
-                Err(err) => {
-                    tracing::warn!(error = %err, "could not claim notifications");
-                    Vec::new()
+            let free = CONCURRENT.saturating_sub(running.len()) as i64;
+            let mut claimed = 0;
+            if free > 0 {
+                let rows = match self
+                    .store
+                    .claim_notifications(&owner, now_ms(), lease, free.min(CLAIM))
+                    .await
+                {
+                    Ok(rows) => rows,
+                    Err(err) => {
+                        tracing::warn!(error = %err, "could not claim notifications");
+                        Vec::new()
+                    }
+                };
+                claimed = rows.len() as i64;
+                for row in rows {
+                    let (runtime, owner) = (self.clone(), owner.clone());
+                    running.spawn(async move { runtime.send_one(&owner, row).await });
                 }
-            };
-            if rows.is_empty() {
+            }
+            // Every slot taken, or nothing more is due: wait for a slot, new rows or a tick.
+            if free == 0 || claimed < free.min(CLAIM) {
                 tokio::select! {
-                    _ = self.shutdown.cancelled() => return,
+                    _ = self.shutdown.cancelled() => break,
+                    Some(_) = running.join_next(), if !running.is_empty() => {}
                     _ = self.outbox_wake.notified() => {}
                     _ = tokio::time::sleep(poll) => {}
                 }
-                continue;
             }
-            futures_util::stream::iter(rows)
-                .for_each_concurrent(CONCURRENT, |row| {
-                    let owner = owner.as_str();
-                    async move { runtime.send_one(owner, row).await }
-                })
-                .await;
+            // Reap the deliveries that ended meanwhile, so their slots count as free.
+            while running.try_join_next().is_some() {}
         }
+        // Attempts still under way are dropped rather than waited for (a receiver may hold one
+        // up to the timeout): their rows' leases lapse and they are sent again, at least once.
+        running.shutdown().await;
     }
 
     /// One attempt at `row`, and its outcome written and counted (a push under its own
@@ -123,7 +142,9 @@ impl Runtime {
             NotificationKind::Pending
             | NotificationKind::Decided
             | NotificationKind::Canceled
-            | NotificationKind::Expired => {
+            | NotificationKind::Expired
+            | NotificationKind::Reminded
+            | NotificationKind::Escalated => {
                 let sent = match self.notifications.email(&row.channel) {
                     Some(email) => self.deliver_email(&email, &row).await,
                     None => self.notifications.deliver(&row).await,

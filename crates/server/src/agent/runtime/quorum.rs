@@ -58,8 +58,9 @@ impl Decider {
 }
 
 /// What lets `who` approve a call under `approvers` of a chat `requester` started: the entries
-/// that name them, or [`REQUESTER`]; empty: they may not approve it.
-pub fn eligible_by(approvers: &CallApprovers, who: &Decider, requester: &str) -> Vec<String> {
+/// that name them, or [`REQUESTER`]; empty: they may not approve it. Only [`eligible_with`]
+/// asks it.
+fn eligible_by(approvers: &CallApprovers, who: &Decider, requester: &str) -> Vec<String> {
     let is_requester = who.subject == requester;
     if approvers.entries.is_empty() {
         return if is_requester {
@@ -77,6 +78,30 @@ pub fn eligible_by(approvers: &CallApprovers, who: &Decider, requester: &str) ->
         .filter(|entry| who.matches(entry))
         .map(ApproverEntry::label)
         .collect()
+}
+
+/// What lets `who` approve a call: [`eligible_by`] the agents file, and the entries a hand-over
+/// or escalation added to the batch (`handed`) that name `who`, never the requester under a
+/// two-person rule. Every question of who may approve (a decision on any channel, the inbox,
+/// the approvals stream, an approver's read of the chat, a hand-over, an extension) comes here
+/// through [`Runtime::eligibility`].
+fn eligible_with(
+    approvers: &CallApprovers,
+    handed: &[String],
+    who: &Decider,
+    requester: &str,
+) -> Vec<String> {
+    let mut eligible = eligible_by(approvers, who, requester);
+    if who.subject == requester && !approvers.requester_may_approve {
+        return eligible;
+    }
+    for label in handed {
+        let named = ApproverEntry::parse(label).is_ok_and(|entry| who.matches(&entry));
+        if named && !eligible.contains(label) {
+            eligible.push(label.clone());
+        }
+    }
+    eligible
 }
 
 /// A person's decision counted against a batch's earlier votes.
@@ -125,9 +150,14 @@ impl Runtime {
     /// policy that asked for it, if one did (the `signoff_why` this server stored with the
     /// batch).
     pub(super) fn call_approvers(&self, row: &TaskRow, request: &ActionRequest) -> CallApprovers {
+        self.call_approvers_of(&row.agent, request)
+    }
+
+    /// [`Runtime::call_approvers`] of a call of a task of `agent` (`namespace/name`).
+    pub(super) fn call_approvers_of(&self, agent: &str, request: &ActionRequest) -> CallApprovers {
         let asker = match &request.via {
             Some(via) => via.asker.as_str(),
-            None => row.agent.as_str(),
+            None => agent,
         };
         self.approvers_of(asker, request)
     }
@@ -154,6 +184,39 @@ impl Runtime {
         agent.approvals.routes_to_approvers() || self.gate.live.routes_to_approvers()
     }
 
+    /// The one answer to "may `who` approve `request`", of a task of `agent` that `requester`
+    /// started, with the entries hand-overs and escalations added to its batch (`handed`): the
+    /// call's approvers, and what makes `who` eligible (empty: nothing).
+    pub(super) fn eligibility(
+        &self,
+        agent: &str,
+        requester: &str,
+        request: &ActionRequest,
+        handed: &[String],
+        who: &Decider,
+    ) -> (CallApprovers, Vec<String>) {
+        let approvers = self.call_approvers_of(agent, request);
+        let eligible = eligible_with(&approvers, handed, who, requester);
+        (approvers, eligible)
+    }
+
+    /// Whether `who` may approve some call of `requests` (a batch of task `row`, with the
+    /// entries `handed` to it).
+    pub(super) fn eligible_for_batch(
+        &self,
+        row: &TaskRow,
+        requests: &[ActionRequest],
+        handed: &[String],
+        who: &Decider,
+    ) -> bool {
+        requests.iter().any(|request| {
+            !self
+                .eligibility(&row.agent, &row.user_id, request, handed, who)
+                .1
+                .is_empty()
+        })
+    }
+
     /// Counts `by`'s verdicts on `resolved` (the batch's calls, in order) against the votes
     /// already cast on `batch`: refused when they may not give one of them, else the votes to
     /// record and, if every call is now decided, each call's verdict. Pure: it runs inside the
@@ -173,8 +236,13 @@ impl Runtime {
         };
         let mut outcomes = Vec::with_capacity(resolved.len());
         for call in resolved {
-            let approvers = self.call_approvers(row, &call.request);
-            let eligible = eligible_by(&approvers, who, &row.user_id);
+            let (approvers, eligible) = self.eligibility(
+                &row.agent,
+                &row.user_id,
+                &call.request,
+                &batch.handed_to,
+                who,
+            );
             let id = &call.request.id;
             let refused = || {
                 AgentError::NotEligible(format!(
@@ -316,6 +384,7 @@ mod tests {
                 .collect(),
             requester_may_approve,
             quorum,
+            ladder: Default::default(),
         }
     }
 

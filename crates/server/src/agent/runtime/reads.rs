@@ -5,9 +5,9 @@ use std::sync::Arc;
 use signoff_protocol::{ListTasksParams, ListTasksResult, Task};
 
 use crate::agent::view::{self};
-use crate::store::TaskRow;
+use crate::store::{handed_to, TaskRow};
 
-use super::quorum::{eligible_by, Decider};
+use super::quorum::Decider;
 use super::subagent::batch_requests;
 use super::{AgentError, Result, Runtime};
 
@@ -44,14 +44,13 @@ impl Runtime {
         Err(AgentError::Forbidden(task_id.to_owned()))
     }
 
-    /// Whether `who` may approve a call of the task's waiting batch, or voted on one of its
-    /// batches.
+    /// Whether `who` may approve a call of the task's waiting batch (as the agents file says,
+    /// or as a hand-over or escalation of it does), or voted on one of its batches.
     async fn approves_in(&self, row: &TaskRow, who: &Decider) -> Result<bool> {
         if let Some(batch) = self.store.pending_batch(&row.id).await? {
-            let eligible = batch_requests(&batch).iter().any(|request| {
-                !eligible_by(&self.call_approvers(row, request), who, &row.user_id).is_empty()
-            });
-            if eligible {
+            let steps = self.store.batch_steps(&row.id).await?;
+            let handed = handed_to(&steps, batch.id);
+            if self.eligible_for_batch(row, &batch_requests(&batch), &handed, who) {
                 return Ok(true);
             }
         }

@@ -2,32 +2,50 @@
 //! person may decide besides their own, and for every routed batch who asked, why the reader is
 //! asked and how far each call's quorum has come.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use signoff_protocol::hitl::ActionRequest;
 use signoff_protocol::rest::{ApprovalRouting, CallQuorum, PendingApproval};
 
 use crate::agent::config::ApproverEntry;
-use crate::store::{CallVote, Verdict};
+use crate::agent::notify::Audience;
+use crate::store::{handed_to, CallVote, Verdict};
 
 use super::audit::args_sha256;
-use super::quorum::{eligible_by, Decider};
-use super::{Result, Runtime};
+use super::ladder::ladder_marks;
+use super::quorum::Decider;
+use super::{Agent, Result, Runtime};
 
 impl Runtime {
     /// Every batch `who` may decide, oldest first: their own, and those of others routed to
     /// them (a routed batch carries its `routing`).
     pub async fn approvals_for(&self, who: &Decider) -> Result<Vec<PendingApproval>> {
         let mut own = self.pending_approvals(&who.subject).await?;
+        self.mark_ladder(&mut own).await?;
         let routing_agents = self.routing_agents();
-        if routing_agents.is_empty() {
-            return Ok(own);
+        let mut routed = match routing_agents.is_empty() {
+            true => Vec::new(),
+            false => {
+                self.store
+                    .pending_batches_of_agents(&routing_agents)
+                    .await?
+            }
+        };
+        // Batches handed over (or escalated) to others, whatever their agent's approvers.
+        for (row, owner) in self.store.pending_batches_handed_over().await? {
+            if !routed
+                .iter()
+                .any(|(known, _)| known.batch.id == row.batch.id)
+            {
+                routed.push((row, owner));
+            }
         }
-        let routed = self
-            .store
-            .pending_batches_of_agents(&routing_agents)
-            .await?;
         let mut others = Vec::new();
         for (row, owner) in routed {
+            let steps = self.store.batch_steps(&row.batch.task_id).await?;
+            let handed = handed_to(&steps, row.batch.id);
+            let ladder = ladder_marks(&steps, row.batch.id);
             let votes = self.store.task_votes(&row.batch.task_id).await?;
             let votes: Vec<CallVote> = votes
                 .into_iter()
@@ -35,7 +53,7 @@ impl Runtime {
                 .map(|(_, vote)| vote)
                 .collect();
             let requests = row.batch.requests.as_array().cloned().unwrap_or_default();
-            let routing = self.routing(&row.agent, &owner, &requests, &votes, who);
+            let routing = self.routing(&row.agent, &owner, &requests, &votes, &handed, who);
             if owner == who.subject {
                 if let Some(mine) = own.iter_mut().find(|p| p.task_id == row.batch.task_id) {
                     mine.routing = Some(Box::new(routing));
@@ -54,6 +72,7 @@ impl Runtime {
                 calls: row.batch.requests.as_array().cloned().unwrap_or_default(),
                 expires_at: row.batch.expires_at.clone(),
                 routing: Some(Box::new(routing)),
+                ladder,
             });
         }
         own.extend(others);
@@ -87,7 +106,9 @@ impl Runtime {
             .filter(|(batch, _)| *batch == batch_id)
             .map(|(_, vote)| vote)
             .collect();
-        Ok(self.routing(&batch.agent, owner, &batch.calls, &votes, who))
+        let steps = self.store.batch_steps(&batch.task_id).await?;
+        let handed = handed_to(&steps, batch_id);
+        Ok(self.routing(&batch.agent, owner, &batch.calls, &votes, &handed, who))
     }
 
     /// Who asked, why `who` is asked, and each call's quorum so far.
@@ -97,17 +118,14 @@ impl Runtime {
         owner: &str,
         requests: &[Value],
         votes: &[CallVote],
+        handed: &[String],
         who: &Decider,
     ) -> ApprovalRouting {
         let mut reader_eligible: Vec<String> = Vec::new();
         let mut calls = Vec::new();
         for request in requests.iter().filter_map(ActionRequest::from_value) {
-            let asker = match &request.via {
-                Some(via) => via.asker.as_str(),
-                None => agent,
-            };
-            let approvers = self.approvers_of(asker, &request);
-            for entry in eligible_by(&approvers, who, owner) {
+            let (approvers, eligible) = self.eligibility(agent, owner, &request, handed, who);
+            for entry in eligible {
                 if !reader_eligible.contains(&entry) {
                     reader_eligible.push(entry);
                 }
@@ -149,5 +167,42 @@ impl Runtime {
             eligible_by: reader_eligible,
             calls,
         }
+    }
+}
+
+/// Who may decide a batch of `agent`'s with `requests` besides its requester, by each call's
+/// approvers (its asker's settings, as [`Runtime::routing`] reads them): for the notification
+/// channels routed by approver group, and the email channels that write to approvers.
+pub(super) fn audience(agents: &[Arc<Agent>], agent: &str, requests: &[Value]) -> Audience {
+    let mut audience = Audience::default();
+    if agents.is_empty() {
+        return audience;
+    }
+    let by_key = |key: &str| agents.iter().find(|agent| agent.key() == key);
+    for request in requests.iter().filter_map(ActionRequest::from_value) {
+        let asker = match &request.via {
+            Some(via) => by_key(&via.asker),
+            None => by_key(agent),
+        };
+        let Some(asker) = asker else { continue };
+        let approvers =
+            asker
+                .approvals
+                .approvers_for(&request.name, request.server.as_deref(), &request.args);
+        for entry in approvers.entries {
+            add_to_audience(&mut audience, entry);
+        }
+    }
+    audience
+}
+
+/// Adds one approver entry to `audience`, once.
+pub(super) fn add_to_audience(audience: &mut Audience, entry: ApproverEntry) {
+    let (list, name) = match entry {
+        ApproverEntry::Group(group) => (&mut audience.groups, group),
+        ApproverEntry::User(user) => (&mut audience.users, user),
+    };
+    if !list.contains(&name) {
+        list.push(name);
     }
 }

@@ -105,6 +105,7 @@ impl Runtime {
             tracing::info!(watched, "watching the deadlines of paused batches");
         }
         self.start_sender();
+        self.start_ladder();
         if self.start_replica().await? {
             // Other replicas may be driving the unfinished tasks: the sweep takes over those
             // whose lease lapsed.

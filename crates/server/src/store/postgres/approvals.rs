@@ -15,7 +15,8 @@ use sqlx::PgConnection;
 use super::tasks::map_rows;
 use super::{Postgres, Result};
 use crate::store::approvals::{
-    approval_event_from_row, user_digest, ApprovalEventRow, APPROVAL_EVENT_SELECT, OUTCOME_DELETED,
+    approval_event_from_row, user_digest, ApprovalEventRow, APPROVAL_EVENT_SELECT, HANDED_OVER,
+    OUTCOME_DELETED,
 };
 
 /// The channel replicas announce approval events on; the payload is `<replica> <digest>`, the
@@ -228,7 +229,7 @@ impl Postgres {
     ) -> Result<Vec<ApprovalEventRow>> {
         let rows = sqlx::query(&format!(
             "{APPROVAL_EVENT_SELECT}
-             WHERE (e.user_id = $1 OR t.agent = ANY($4)) AND e.seq > $2
+             WHERE (e.user_id = $1 OR t.agent = ANY($4) OR {HANDED_OVER}) AND e.seq > $2
              ORDER BY e.seq LIMIT $3"
         ))
         .bind(user_id)
@@ -255,7 +256,7 @@ impl Postgres {
             .await?;
         let rows = sqlx::query(&format!(
             "{APPROVAL_EVENT_SELECT}
-             WHERE (e.user_id = $1 OR t.agent = ANY($3))
+             WHERE (e.user_id = $1 OR t.agent = ANY($3) OR {HANDED_OVER})
                AND e.kind = 'pending' AND e.seq <= $2 AND b.state = 'pending'
              ORDER BY e.seq"
         ))

@@ -286,6 +286,8 @@ impl Postgres {
         };
         if let Some(batch) = batch.as_mut() {
             batch.votes = batch_votes(&mut transaction, batch.id).await?;
+            let steps = super::steps::batch_steps_of(&mut transaction, batch.id).await?;
+            batch.handed_to = crate::store::handed_to(&steps, batch.id);
         }
         let outcome = match plan(task.as_ref(), batch.as_ref()) {
             Err(refused) => Err(refused),

@@ -18,6 +18,7 @@ mod records;
 mod relayed;
 mod schema;
 mod sharing;
+mod steps;
 mod subagents;
 mod tasks;
 

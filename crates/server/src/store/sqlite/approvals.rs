@@ -7,7 +7,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::tasks::collect;
 use super::{Result, Sqlite};
 use crate::store::approvals::{
-    approval_event_from_row, ApprovalEventRow, APPROVAL_EVENT_SELECT, OUTCOME_DELETED,
+    approval_event_from_row, ApprovalEventRow, APPROVAL_EVENT_SELECT, HANDED_OVER, OUTCOME_DELETED,
 };
 
 /// The batch `batch_id` of `task_id` started waiting; the user whose event it is, if one was
@@ -112,7 +112,7 @@ impl Sqlite {
         self.read(|connection| {
             let mut statement = connection.prepare_cached(&format!(
                 "{APPROVAL_EVENT_SELECT}
-                 WHERE (e.user_id = ?1 OR t.agent IN (SELECT value FROM json_each(?4)))
+                 WHERE (e.user_id = ?1 OR t.agent IN (SELECT value FROM json_each(?4)) OR {HANDED_OVER})
                    AND e.seq > ?2
                  ORDER BY e.seq LIMIT ?3"
             ))?;
@@ -133,7 +133,7 @@ impl Sqlite {
                 .query_row([], |row| row.get(0))?;
             let mut statement = connection.prepare_cached(&format!(
                 "{APPROVAL_EVENT_SELECT}
-                 WHERE (e.user_id = ?1 OR t.agent IN (SELECT value FROM json_each(?3)))
+                 WHERE (e.user_id = ?1 OR t.agent IN (SELECT value FROM json_each(?3)) OR {HANDED_OVER})
                    AND e.kind = 'pending' AND e.seq <= ?2 AND b.state = 'pending'
                  ORDER BY e.seq"
             ))?;

@@ -255,6 +255,8 @@ impl Sqlite {
             };
             if let Some(batch) = batch.as_mut() {
                 batch.votes = batch_votes(connection, batch.id)?;
+                let steps = super::steps::batch_steps_of(connection, batch.id)?;
+                batch.handed_to = crate::store::handed_to(&steps, batch.id);
             }
             match plan(task.as_ref(), batch.as_ref()) {
                 Err(refused) => Ok(Err(refused)),

@@ -17,6 +17,7 @@ mod relayed;
 mod schema;
 mod sessions;
 mod sharing;
+mod steps;
 mod subagents;
 mod tasks;
 mod writer;

@@ -1,0 +1,100 @@
+//! Hand-overs of a pending batch (docs/rest.md, Hand-over): the requester or an eligible
+//! approver names a person or group who may then decide the batch too. The entry is stored as
+//! a step of the batch (`store::steps`), read inside every decision's write, so each replica
+//! counts it; the step is the audit (who, to whom, when, why).
+
+use crate::agent::config::ApproverEntry;
+use crate::store::{handed_to, BatchStep, BatchStepKind};
+
+use super::quorum::Decider;
+use super::subagent::batch_requests;
+use super::{AgentError, Result, Runtime};
+
+/// The most a hand-over's note may say.
+const MAX_NOTE: usize = 2000;
+
+/// What a hand-over, reminder, escalation or extension was, for whoever announces it. The
+/// notification outbox maps each of these to a notification of the batch when it is written;
+/// until then they reach people through the inbox (`GET /api/approvals`) and the audit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LadderEvent {
+    /// `by` handed the batch of `task_id` to `to`.
+    HandedOver {
+        task_id: String,
+        by: String,
+        to: String,
+    },
+}
+
+impl Runtime {
+    /// Hands the pending batch of `task_id` to `to` (`user:ID` or `group:NAME`): the requester
+    /// or an eligible approver may; anyone else is refused.
+    pub async fn hand_over(
+        &self,
+        who: &Decider,
+        task_id: &str,
+        to: &str,
+        note: Option<String>,
+    ) -> Result<LadderEvent> {
+        let entry = ApproverEntry::parse(to)
+            .map_err(|message| AgentError::InvalidParams(format!("to: {message}")))?;
+        if note.as_ref().is_some_and(|note| note.len() > MAX_NOTE) {
+            return Err(AgentError::InvalidParams(format!(
+                "note: longer than {MAX_NOTE} bytes"
+            )));
+        }
+        let row = self
+            .store
+            .task(task_id)
+            .await?
+            .ok_or_else(|| AgentError::TaskNotFound(task_id.to_owned()))?;
+        let batch = self.store.pending_batch(task_id).await?;
+        let steps = self.store.batch_steps(task_id).await?;
+        let may = who.subject == row.user_id
+            || batch.as_ref().is_some_and(|batch| {
+                self.eligible_for_batch(
+                    &row,
+                    &batch_requests(batch),
+                    &handed_to(&steps, batch.id),
+                    who,
+                )
+            });
+        if !may {
+            return Err(AgentError::Forbidden(task_id.to_owned()));
+        }
+        let Some(batch) = batch else {
+            return Err(self.no_batch(task_id).await);
+        };
+        let step = BatchStep {
+            kind: BatchStepKind::Handover,
+            by: Some(who.subject.clone()),
+            to: vec![entry.label()],
+            note,
+            expires_at: None,
+        };
+        if !self
+            .store
+            .add_batch_step(task_id, batch.id, step, None, Vec::new())
+            .await?
+        {
+            return Err(self.no_batch(task_id).await);
+        }
+        tracing::info!(task = %task_id, by = %who.subject, to = %entry.label(), "batch handed over");
+        Ok(LadderEvent::HandedOver {
+            task_id: task_id.to_owned(),
+            by: who.subject.clone(),
+            to: entry.label(),
+        })
+    }
+
+    /// The 409 for a task whose batch was decided (or expired) before the step was written.
+    pub(super) async fn no_batch(&self, task_id: &str) -> AgentError {
+        let err = AgentError::NotPaused(format!(
+            "task {task_id} waits for no decision: its batch was decided"
+        ));
+        match self.or_expired::<()>(task_id, Err(err)).await {
+            Err(err) => err,
+            Ok(()) => AgentError::Internal("a refusal that was not one".into()),
+        }
+    }
+}

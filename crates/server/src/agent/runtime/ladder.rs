@@ -1,0 +1,374 @@
+//! The deadline ladder of a waiting batch (crates/server/README.md, Approvers; docs/rest.md,
+//! Deadline ladder): after its calls' `remind_after` the batch is reminded, after their
+//! `escalate_after` it escalates (their `escalate_to` may then decide it too), and at the
+//! agent's `approval_timeout` it expires (`expiry`). An eligible approver may push the deadline
+//! back, in all at most the calls' `max_extend`.
+//!
+//! Every replica (and the single process on SQLite) sweeps the pending batches every
+//! [`SWEEP_EVERY`] while some agent has a ladder; a due reminder or escalation is a `batch_steps` row that the
+//! store writes only once per batch (a unique index), with its notifications and the approval
+//! event that sends the batch again on the approvals streams, all in that one commit. So each
+//! step happens once, whichever replica's sweep comes first, and a replica that dies leaves
+//! nothing half done: the next sweep of any replica takes the step.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use signoff_protocol::hitl::ActionRequest;
+use signoff_protocol::rest::{DeadlineExtended, LadderMarks, PendingApproval};
+
+use crate::agent::config::ApproverEntry;
+use crate::agent::notify::payload::{self, About};
+use crate::agent::notify::Audience;
+use crate::store::{
+    handed_to, BatchStep, BatchStepKind, BatchStepRow, NewNotification, NotificationKind,
+    PendingBatchRow,
+};
+
+use super::quorum::Decider;
+use super::subagent::batch_requests;
+use super::{AgentError, Result, Runtime};
+
+/// How often the ladder looks for reminders and escalations that are due.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// The most an extension's note may say.
+const MAX_NOTE: usize = 2000;
+
+/// A batch's ladder: the earliest reminder and escalation among its calls, whom escalating
+/// makes eligible (every call's `escalate_to` that escalates), and how far its deadline may
+/// move (the smallest `max_extend`; none when some call sets none).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct BatchLadder {
+    pub remind_after: Option<Duration>,
+    pub escalate_after: Option<Duration>,
+    pub escalate_to: Vec<String>,
+    pub max_extend: Option<(Duration, String)>,
+}
+
+/// The smaller of two durations, or the one that is set.
+fn earliest(earlier: Option<Duration>, later: Option<Duration>) -> Option<Duration> {
+    match (earlier, later) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// What the inbox and the approvals stream show of a batch's ladder: when it was reminded and
+/// whom it escalated to; `None` before either.
+pub(super) fn ladder_marks(steps: &[BatchStepRow], batch_id: i64) -> Option<Box<LadderMarks>> {
+    let mut reminded_at = None;
+    let mut escalated_to = Vec::new();
+    for row in steps.iter().filter(|row| row.batch_id == batch_id) {
+        match row.step.kind {
+            BatchStepKind::Remind => reminded_at = Some(row.created_at.clone()),
+            BatchStepKind::Escalate => escalated_to.extend(row.step.to.iter().cloned()),
+            BatchStepKind::Handover | BatchStepKind::Extend => {}
+        }
+    }
+    (reminded_at.is_some() || !escalated_to.is_empty()).then(|| {
+        Box::new(LadderMarks {
+            reminded_at,
+            escalated_to,
+        })
+    })
+}
+
+/// `at` (RFC 3339) plus `after`, as the store writes times.
+fn later_by(at: &str, after: Duration) -> Option<chrono::DateTime<chrono::Utc>> {
+    let at = chrono::DateTime::parse_from_rfc3339(at).ok()?;
+    at.with_timezone(&chrono::Utc)
+        .checked_add_signed(chrono::Duration::from_std(after).ok()?)
+}
+
+fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+impl Runtime {
+    /// The ladder of a batch of `agent` (`namespace/name`) with `requests`.
+    pub(super) fn batch_ladder(&self, agent: &str, requests: &[ActionRequest]) -> BatchLadder {
+        let mut ladder = BatchLadder::default();
+        let mut extend: Option<Option<(Duration, String)>> = None;
+        for request in requests {
+            let call = self.call_approvers_of(agent, request).ladder;
+            ladder.remind_after = earliest(ladder.remind_after, call.remind_after);
+            if call.escalate_after.is_some() {
+                ladder.escalate_after = earliest(ladder.escalate_after, call.escalate_after);
+                for entry in call.escalate_to.iter().map(ApproverEntry::label) {
+                    if !ladder.escalate_to.contains(&entry) {
+                        ladder.escalate_to.push(entry);
+                    }
+                }
+            }
+            extend = Some(match (extend, call.max_extend) {
+                (None, this) => this,
+                (Some(Some(so_far)), Some(this)) => {
+                    Some(if this.0 < so_far.0 { this } else { so_far })
+                }
+                (Some(_), _) => None,
+            });
+        }
+        ladder.max_extend = extend.flatten();
+        ladder
+    }
+
+    /// Sets the ladder's marks (`ladder`) of the pending batches in
+    /// `approvals` (the inbox's), read from their steps.
+    pub(super) async fn mark_ladder(&self, approvals: &mut [PendingApproval]) -> Result<()> {
+        for approval in approvals.iter_mut() {
+            let steps = self.store.batch_steps(&approval.task_id).await?;
+            if steps.is_empty() {
+                continue;
+            }
+            let Some(batch) = self.store.pending_batch(&approval.task_id).await? else {
+                continue;
+            };
+            approval.ladder = ladder_marks(&steps, batch.id);
+        }
+        Ok(())
+    }
+
+    /// Starts the ladder's sweep on this replica.
+    pub(super) fn start_ladder(self: &Arc<Self>) {
+        let runtime = self.clone();
+        self.tracker.spawn(async move {
+            let mut sweep = tokio::time::interval(SWEEP_EVERY);
+            // The steps this replica knows were taken (by it or another): not asked again.
+            let mut taken: HashSet<(i64, BatchStepKind)> = HashSet::new();
+            loop {
+                tokio::select! {
+                    _ = runtime.shutdown.cancelled() => return,
+                    _ = sweep.tick() => {}
+                }
+                if let Err(err) = runtime.sweep_ladder(&mut taken).await {
+                    tracing::warn!(error = %err, "could not sweep the deadline ladder");
+                }
+            }
+        });
+    }
+
+    /// Takes every reminder and escalation that is due and not yet taken.
+    async fn sweep_ladder(&self, taken: &mut HashSet<(i64, BatchStepKind)>) -> Result<()> {
+        let agents = self.agents();
+        if !agents.iter().any(|agent| agent.approvals.has_ladder()) {
+            taken.clear();
+            return Ok(());
+        }
+        // Every agent's batches: a subagent's calls, with its own ladder, wait nested in the
+        // batch of an agent that may have none.
+        let agents: Vec<String> = agents.iter().map(|agent| agent.key()).collect();
+        let pending = self.store.pending_batches_of_agents(&agents).await?;
+        taken.retain(|(id, _)| pending.iter().any(|(row, _)| row.batch.id == *id));
+        let now = chrono::Utc::now();
+        for (row, owner) in &pending {
+            let requests = batch_requests(&row.batch);
+            let ladder = self.batch_ladder(&row.agent, &requests);
+            let steps = [
+                (BatchStepKind::Remind, ladder.remind_after, Vec::new()),
+                (
+                    BatchStepKind::Escalate,
+                    ladder.escalate_after,
+                    ladder.escalate_to.clone(),
+                ),
+            ];
+            for (kind, after, to) in steps {
+                let Some(after) = after else { continue };
+                let due = later_by(&row.batch.created_at, after).is_some_and(|at| at <= now);
+                if !due || taken.contains(&(row.batch.id, kind)) {
+                    continue;
+                }
+                self.take_ladder_step(row, owner, kind, to, after).await?;
+                taken.insert((row.batch.id, kind));
+            }
+        }
+        Ok(())
+    }
+
+    /// Who a ladder step's notification is for, as the notification channels routed by
+    /// approver group read it: the calls' approvers, and the entries an escalation adds.
+    fn ladder_audience(&self, agent: &str, requests: &[Value], to: &[String]) -> Audience {
+        if !self.notifications.needs_audience() {
+            return Audience::default();
+        }
+        let mut audience = super::routing::audience(self.agents(), agent, requests);
+        for entry in to
+            .iter()
+            .filter_map(|entry| ApproverEntry::parse(entry).ok())
+        {
+            super::routing::add_to_audience(&mut audience, entry);
+        }
+        audience
+    }
+
+    /// Writes the `kind` step of `row`'s batch with its notifications, unless it was taken
+    /// already (here or on another replica) or the batch no longer waits.
+    async fn take_ladder_step(
+        &self,
+        row: &PendingBatchRow,
+        owner: &str,
+        kind: BatchStepKind,
+        to: Vec<String>,
+        after: Duration,
+    ) -> Result<()> {
+        let batch = &row.batch;
+        let about = About {
+            task_id: &batch.task_id,
+            context_id: &row.context_id,
+            agent: &row.agent,
+            requester: owner,
+        };
+        let requests: &[Value] = batch.requests.as_array().map_or(&[], Vec::as_slice);
+        let expires_at = batch.expires_at.as_deref();
+        let since = batch.created_at.as_str();
+        let audience = self.ladder_audience(&row.agent, requests, &to);
+        let notifications: Vec<NewNotification> = match kind {
+            BatchStepKind::Remind => self.notifications.for_event(
+                NotificationKind::Reminded,
+                &row.agent,
+                &audience,
+                |public_url| payload::reminded(&about, public_url, requests, expires_at, since),
+            ),
+            BatchStepKind::Escalate | BatchStepKind::Handover | BatchStepKind::Extend => {
+                self.notifications.for_event(
+                    NotificationKind::Escalated,
+                    &row.agent,
+                    &audience,
+                    |public_url| {
+                        payload::escalated(&about, public_url, requests, expires_at, since, &to)
+                    },
+                )
+            }
+        };
+        let notifies = !notifications.is_empty();
+        let step = BatchStep::ladder(kind, to.clone());
+        let written = self
+            .store
+            .add_batch_step(&batch.task_id, batch.id, step, None, notifications)
+            .await?;
+        if written {
+            let after = humantime::format_duration(after).to_string();
+            match kind {
+                BatchStepKind::Remind => {
+                    tracing::info!(task = %batch.task_id, after, "a waiting batch reminded")
+                }
+                BatchStepKind::Escalate | BatchStepKind::Handover | BatchStepKind::Extend => {
+                    tracing::info!(task = %batch.task_id, after, to = ?to, "a waiting batch escalated")
+                }
+            }
+            if notifies {
+                self.wake_sender();
+            }
+        }
+        Ok(())
+    }
+
+    /// Pushes the deadline of the pending batch of `task_id` back `by` (a duration such as
+    /// `15m`), for an eligible approver, as long as all extensions together stay within the
+    /// calls' `max_extend`.
+    pub async fn extend_deadline(
+        self: &Arc<Self>,
+        who: &Decider,
+        task_id: &str,
+        by: &str,
+        note: Option<String>,
+    ) -> Result<DeadlineExtended> {
+        let by_duration = humantime::parse_duration(by)
+            .ok()
+            .filter(|by| !by.is_zero())
+            .ok_or_else(|| {
+                AgentError::InvalidParams(format!(
+                    "by: {by:?} is not a duration longer than zero, such as \"15m\" or \"1h 30m\""
+                ))
+            })?;
+        if note.as_ref().is_some_and(|note| note.len() > MAX_NOTE) {
+            return Err(AgentError::InvalidParams(format!(
+                "note: longer than {MAX_NOTE} bytes"
+            )));
+        }
+        let row = self
+            .store
+            .task(task_id)
+            .await?
+            .ok_or_else(|| AgentError::TaskNotFound(task_id.to_owned()))?;
+        let batch = self.store.pending_batch(task_id).await?;
+        let steps = self.store.batch_steps(task_id).await?;
+        let Some(batch) = batch else {
+            // An approver late for a batch decided a moment ago learns that it was (as with a
+            // late decision).
+            let routes = self
+                .agent_by_key(&row.agent)
+                .is_some_and(|agent| agent.approvals.routes_to_approvers());
+            if row.user_id == who.subject || routes {
+                return Err(self.no_batch(task_id).await);
+            }
+            return Err(AgentError::Forbidden(task_id.to_owned()));
+        };
+        let requests = batch_requests(&batch);
+        let handed = handed_to(&steps, batch.id);
+        if !self.eligible_for_batch(&row, &requests, &handed, who) {
+            return Err(AgentError::Forbidden(task_id.to_owned()));
+        }
+        let Some(current) = batch.expires_at.clone() else {
+            return Err(AgentError::InvalidParams(format!(
+                "the batch of task {task_id} has no deadline to extend: its agent sets no \
+                 approval_timeout"
+            )));
+        };
+        let Some((max, max_text)) = self.batch_ladder(&row.agent, &requests).max_extend else {
+            return Err(AgentError::InvalidParams(format!(
+                "the batch of task {task_id} may not be extended: max_extend is not set for \
+                 every one of its calls"
+            )));
+        };
+        let first = steps
+            .iter()
+            .find(|step| step.batch_id == batch.id && step.step.kind == BatchStepKind::Extend)
+            .and_then(|step| step.from_expires_at.clone())
+            .unwrap_or_else(|| current.clone());
+        let (Some(new), Some(limit)) = (later_by(&current, by_duration), later_by(&first, max))
+        else {
+            return Err(AgentError::Internal(format!(
+                "a deadline that is not a time: {current} or {first}"
+            )));
+        };
+        if new > limit {
+            return Err(AgentError::InvalidParams(format!(
+                "by: {by} would move the deadline to {}, past max_extend = {max_text} after its \
+                 first deadline {first}: it may move at most to {}",
+                rfc3339(new),
+                rfc3339(limit)
+            )));
+        }
+        let expires_at = rfc3339(new);
+        let step = BatchStep {
+            kind: BatchStepKind::Extend,
+            by: Some(who.subject.clone()),
+            to: Vec::new(),
+            note,
+            expires_at: Some(expires_at.clone()),
+        };
+        let written = self
+            .store
+            .add_batch_step(task_id, batch.id, step, Some(current), Vec::new())
+            .await?;
+        if !written {
+            return match self.store.pending_batch(task_id).await? {
+                Some(_) => Err(AgentError::Conflict(
+                    "the batch's deadline changed meanwhile; read it again and retry",
+                )),
+                None => Err(self.no_batch(task_id).await),
+            };
+        }
+        self.watch_deadline(task_id, &expires_at);
+        tracing::info!(task = %task_id, by = %who.subject, expires_at, "a batch's deadline extended");
+        Ok(DeadlineExtended {
+            task_id: task_id.to_owned(),
+            expires_at,
+            first_expires_at: first,
+            max_extend: max_text,
+        })
+    }
+}

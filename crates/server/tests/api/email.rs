@@ -1,0 +1,218 @@
+//! Email notifications against a real SMTP server (PyPI's aiosmtpd,
+//! `crates/server/tests/email/install.sh`, writing a Maildir through
+//! `tests/email/flaky_mailbox.py`, which refuses each `flaky…` address once): every recipient
+//! has a delivery of their own, so a retry goes only to the one whose message was refused;
+//! approvers named by user get the message too, without the requester's decision links.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use crate::support::*;
+
+/// aiosmtpd with the flaky Maildir handler on a free port; stopped when dropped.
+struct Smtp {
+    port: u16,
+    _child: tokio::process::Child,
+}
+
+async fn start_smtp(maildir: &Path) -> Smtp {
+    let venv = std::env::var_os("SIGNOFF_EMAIL_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/signoff/email-venv")
+        });
+    let python = venv.join("bin/python");
+    assert!(
+        python.is_file(),
+        "no aiosmtpd venv at {}: run crates/server/tests/email/install.sh",
+        venv.display()
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = tokio::process::Command::new(python)
+        .env(
+            "PYTHONPATH",
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/email"),
+        )
+        .args(["-m", "aiosmtpd", "-n", "-l"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["-c", "flaky_mailbox.FlakyMailbox"])
+        .arg(maildir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    eventually("aiosmtpd listening", || async {
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
+    Smtp {
+        port,
+        _child: child,
+    }
+}
+
+/// Each message in the Maildir: its envelope recipient and its text part.
+fn messages(maildir: &Path) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = std::fs::read_dir(maildir.join("new"))
+        .map(|dir| {
+            dir.filter_map(|entry| Some(entry.ok()?.path()))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .map(|path| {
+            let bytes = std::fs::read(path).unwrap();
+            let message = mail_parser::MessageParser::default().parse(&bytes).unwrap();
+            let to = message
+                .header_raw("X-RcptTo")
+                .unwrap_or_default()
+                .trim()
+                .to_owned();
+            (to, message.body_text(0).unwrap_or_default().into_owned())
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// The server with an email channel to aiosmtpd on `port` (its `[channels.email]` lines after
+/// the SMTP settings in `email`), people by token, and the agents file `agents_toml`.
+async fn spawn_mailing(port: u16, email: &str, agents_toml: &str) -> TestApp {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = write_agents(dir.path(), agents_toml);
+    let file = dir.path().join("notifications.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[delivery]\nretry_base = \"50ms\"\nretry_max = \"200ms\"\nretry_for = \"1h\"\n\
+             poll = \"50ms\"\n\n[[channels]]\nname = \"mail\"\nkind = \"email\"\n\
+             events = [\"batch.pending\"]\n[channels.email]\nsmtp_host = \"127.0.0.1\"\n\
+             smtp_port = {port}\ntls = \"none\"\nfrom = \"Signoff <signoff@example.test>\"\n{email}"
+        ),
+    )
+    .unwrap();
+    spawn_in(dir, move |config| {
+        config.agents_file = Some(agents);
+        config.auth = signoff_server::AuthMode::Tokens;
+        config.tokens = vec!["carol-token=carol:sre".into(), "bob-token=bob".into()];
+        config.notifications = Some(file);
+        config.public_url = Some("https://signoff.example.com".into());
+    })
+    .await
+}
+
+const DEMO_AGENT: &str = "[[agents]]\nname = \"demo\"\n\
+    [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n";
+
+/// Carol asks the demo agent to write a file; its batch waits.
+async fn carol_pauses(app: &TestApp) {
+    let body = message_request("message/stream", message_v03("write a.txt: hi", None, None));
+    let results = results(&app.stream_as(None, Some("carol-token"), body).await);
+    assert_eq!(
+        states(&results).last().map(String::as_str),
+        Some("input-required"),
+        "{results:?}"
+    );
+}
+
+/// Waits until every notification written so far was sent.
+async fn outbox_drained(app: &TestApp) {
+    eventually("the outbox drained", || async {
+        let text = app.client.get(app.url("/metrics")).send().await.ok()?;
+        let text = text.text().await.ok()?;
+        text.contains("signoff_notifications_queued 0")
+            .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_email_retry_goes_only_to_the_recipient_whose_message_was_refused() {
+    let scratch = tempfile::tempdir().unwrap();
+    let maildir = scratch.path().join("maildir");
+    let smtp = start_smtp(&maildir).await;
+    let app = spawn_mailing(
+        smtp.port,
+        "to = [\"ok@example.test\", \"flaky@example.test\"]\n\
+         people = { carol = \"carol@example.test\" }\n",
+        DEMO_AGENT,
+    )
+    .await;
+    carol_pauses(&app).await;
+    outbox_drained(&app).await;
+    let got = messages(&maildir);
+    let to: Vec<&str> = got.iter().map(|(to, _)| to.as_str()).collect();
+    assert_eq!(
+        to,
+        [
+            "carol@example.test",
+            "flaky@example.test",
+            "ok@example.test"
+        ],
+        "one message each, the refused one once retried: {got:?}"
+    );
+    assert!(got[0]
+        .1
+        .contains("Approve: https://signoff.example.com/decide/"));
+    assert!(!got[1].1.contains("/decide/") && !got[2].1.contains("/decide/"));
+    let metrics = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("signoff_notifications_total{channel=\"mail\",outcome=\"retry\"} 1"),
+        "{metrics}"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn approvers_named_by_user_get_the_email_without_the_requesters_links() {
+    let scratch = tempfile::tempdir().unwrap();
+    let maildir = scratch.path().join("maildir");
+    let smtp = start_smtp(&maildir).await;
+    let agents = DEMO_AGENT.replace(
+        "name = \"demo\"\n",
+        "name = \"demo\"\napprovers = [\"group:sre\", \"user:bob\", \"user:lead@example.test\"]\n",
+    );
+    let app = spawn_mailing(
+        smtp.port,
+        "to_approvers = true\npeople = { carol = \"carol@example.test\", bob = \"bob@example.test\" }\n",
+        &agents,
+    )
+    .await;
+    carol_pauses(&app).await;
+    outbox_drained(&app).await;
+    let got = messages(&maildir);
+    let to: Vec<&str> = got.iter().map(|(to, _)| to.as_str()).collect();
+    assert_eq!(
+        to,
+        [
+            "bob@example.test",
+            "carol@example.test",
+            "lead@example.test"
+        ],
+        "{got:?}"
+    );
+    assert!(got[1]
+        .1
+        .contains("Approve: https://signoff.example.com/decide/"));
+    for (_, text) in [&got[0], &got[2]] {
+        assert!(!text.contains("/decide/"), "{text}");
+        assert!(text.contains("write_file"), "{text}");
+    }
+    app.stop().await;
+}
