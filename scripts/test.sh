@@ -54,6 +54,12 @@ step "The webhook verifier for the notification tests (PyPI's standardwebhooks)"
 step "The SMTP server for the email test (PyPI's aiosmtpd)"
 "$ROOT/crates/server/tests/email/install.sh"
 
+step "The worked examples of docs/policies.md: signoff policy check and test"
+cargo run --locked -q -p signoff-server -- policy check --policies docs/policies \
+  --environment prod --groups oncall,sre
+cargo run --locked -q -p signoff-server -- policy test --policies docs/policies \
+  --environment prod docs/policies/cases.toml
+
 step "cargo test (protocol, server, UI reducer, browser tests in headless Chromium: --test browser)"
 export SIGNOFF_UI_DIR="$ROOT/dist"
 cargo test --locked --workspace 2>&1 | tee -a "$LOG"

@@ -80,6 +80,8 @@ pub fn new_policy(
         scope,
         context_id,
         args,
+        expires_in_secs: None,
+        uses: None,
     })
 }
 

@@ -544,6 +544,9 @@ pub struct AuditCall {
     /// The call's result once it has run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
+    /// The rule, grant or policy that let it run, made it wait or refused it (docs/policies.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<crate::hitl::Why>,
     /// Each person's verdict on the call, in order: the approvals that made its quorum (or the
     /// rejection that ended it), with who, why they were eligible, how and when.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -629,6 +632,12 @@ pub struct NewPolicy {
     pub context_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args: Option<BTreeMap<String, ArgMatch>>,
+    /// A time-boxed grant: it stops applying this many seconds from now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_secs: Option<u64>,
+    /// A grant for this many calls, then no more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uses: Option<u32>,
 }
 
 /// A policy as `POST` answers it and `GET /api/policies` lists it: the request's keys plus
@@ -648,6 +657,12 @@ pub struct Policy {
     pub created_at: String,
     /// "write_file under notes/, in this chat".
     pub summary: String,
+    /// When a time-boxed grant stops applying (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// How many more calls a counted grant approves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uses_left: Option<i64>,
 }
 
 /// `GET /api/policies`: the caller's policies, oldest first.

@@ -6,6 +6,8 @@
 
 pub mod agent;
 pub mod http;
+pub mod policy_cli;
+pub mod policy_replay;
 pub mod store;
 pub mod telemetry;
 
@@ -176,6 +178,18 @@ pub struct Config {
     /// refused until they revoke one.
     #[arg(long = "max-policies", env = "SIGNOFF_MAX_POLICIES", default_value_t = agent::Limits::DEFAULT_POLICIES_PER_USER)]
     pub max_policies_per_user: usize,
+    /// A folder of Cedar policies (`*.cedar`) evaluated for every tool call before it runs
+    /// (docs/policies.md).
+    #[arg(long = "policies", env = "SIGNOFF_POLICIES")]
+    pub policies_dir: Option<PathBuf>,
+    /// A candidate folder of Cedar policies evaluated beside `--policies` for every call: its
+    /// disagreements are logged and counted, never enforced.
+    #[arg(long = "shadow-policies", env = "SIGNOFF_SHADOW_POLICIES")]
+    pub shadow_policies_dir: Option<PathBuf>,
+    /// This deployment's environment label (`prod`, `staging`), `context.environment` to the
+    /// policies.
+    #[arg(long, env = "SIGNOFF_ENVIRONMENT", default_value = "")]
+    pub environment: String,
     /// How long a decision link (an Approve or Reject link in a message) works (`24h`, `30m`).
     #[arg(long, env = "SIGNOFF_DECISION_LINK_TTL", default_value = "24h", value_parser = humantime::parse_duration)]
     pub decision_link_ttl: Duration,
@@ -254,12 +268,37 @@ impl Config {
             max_tool_calls_per_turn: agent::Limits::DEFAULT_TOOL_CALLS_PER_TURN,
             max_subagent_depth: agent::Limits::DEFAULT_SUBAGENT_DEPTH,
             max_policies_per_user: agent::Limits::DEFAULT_POLICIES_PER_USER,
+            policies_dir: None,
+            shadow_policies_dir: None,
+            environment: String::new(),
             decision_link_ttl: Duration::from_secs(24 * 60 * 60),
             push_allow: Vec::new(),
             trust_proxy: false,
             log_format: telemetry::LogFormat::Text,
             conformance_agent: false,
         }
+    }
+
+    /// The Cedar policies of `--policies` and `--shadow-policies`; a folder that does not
+    /// parse stops the start with the file and the policy at fault.
+    pub fn policy_gate(&self) -> Result<agent::cedar::PolicyGate, ServerError> {
+        let load = |dir: &std::path::Path| {
+            agent::cedar::CedarPolicies::load_dir(dir, &self.environment)
+                .map_err(|err| ServerError::Config(format!("policies: {err}")))
+        };
+        let live = match &self.policies_dir {
+            Some(dir) => load(dir)?,
+            None => agent::cedar::CedarPolicies::default(),
+        };
+        let shadow = self.shadow_policies_dir.as_deref().map(load).transpose()?;
+        if !live.is_empty() || shadow.is_some() {
+            tracing::info!(
+                policies = live.len(),
+                shadow = shadow.as_ref().map(agent::cedar::CedarPolicies::len),
+                "Cedar policies loaded"
+            );
+        }
+        Ok(agent::cedar::PolicyGate { live, shadow })
     }
 
     async fn auth(&self) -> Result<http::Auth, ServerError> {
@@ -431,6 +470,7 @@ pub async fn run(
         decision_link_ttl: config.decision_link_ttl,
         ..agent::Limits::default()
     };
+    let gate = config.policy_gate()?;
     let notifications = match &config.notifications {
         Some(path) => agent::notify::Notifications::load(path, config.public_url.as_deref())
             .map_err(|err| ServerError::Config(err.to_string()))?,
@@ -441,7 +481,8 @@ pub async fn run(
         tracing::info!(channels = %channels.join(", "), "notifications on");
     }
     let notifier = config.notifier(&store, &notifications.delivery).await?;
-    let runtime = agent::Runtime::with_notifications(store.clone(), agents, limits, notifications);
+    let runtime =
+        agent::Runtime::with_notifications(store.clone(), agents, limits, notifications, gate);
     runtime.set_notifier(Arc::new(notifier));
     let resumed = runtime.resume_unfinished().await?;
     if resumed > 0 {

@@ -46,6 +46,15 @@ async fn shutdown_signal() {
 const BLOCKING_THREADS: usize = 4;
 
 fn main() -> anyhow::Result<()> {
+    // `signoff policy check|test …`: tools for a policy folder, not a server.
+    if std::env::args().nth(1).as_deref() == Some("policy") {
+        let cli = signoff_server::policy_cli::PolicyCli::parse_from(std::env::args().skip(1));
+        let passed = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(signoff_server::policy_cli::run(cli, &mut std::io::stdout()))?;
+        std::process::exit(if passed { 0 } else { 1 });
+    }
     let config = Config::parse();
     // Before the async runtime: the trace exporter (when on) runs on a thread of its own.
     let telemetry = signoff_server::telemetry::init(config.log_format)?;

@@ -34,6 +34,9 @@ pub const EXPIRES_AT: &str = "expires_at";
 /// Part metadata on a `function_call` and its `function_response` that no person was asked
 /// about: who decided instead (docs/wire.md, Rules and policies), as [`super::DecidedBy`].
 pub const SIGNOFF_DECIDED_BY: &str = "signoff_decided_by";
+/// Part metadata on a `function_call`: the rule, grant or policy that decided whether it runs,
+/// waits or is refused (docs/policies.md), as [`super::Why`].
+pub const SIGNOFF_WHY: &str = "signoff_why";
 /// Action request metadata key, and part metadata key on a nested `function_call` and
 /// `function_response`: the call is a subagent's, asked through an agent-tool call
 /// (docs/wire.md, Subagents), as [`super::subagent::Via`].

@@ -24,6 +24,7 @@ mod recorded;
 mod rules;
 pub mod subagent;
 mod text;
+pub mod why;
 
 pub use call::{ToolCall, ToolResult};
 pub use decision::{Decision, DecisionError, DecisionKind, Verdict};
@@ -32,7 +33,8 @@ pub use interrupt::{
     ApprovalInterrupt, Dialect, QUORUM,
 };
 pub use keys::{
-    FUNCTION_CALL, FUNCTION_RESPONSE, INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, TOOL_APPROVAL,
+    FUNCTION_CALL, FUNCTION_RESPONSE, INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, SIGNOFF_WHY,
+    TOOL_APPROVAL,
 };
 pub use outcome::DecidedBy;
 pub use preview::Preview;
@@ -41,6 +43,7 @@ pub use read::DecisionSource;
 pub use recorded::{ExpiredWith, RecordedDecision};
 pub use rules::{resolve, ResolvedCall};
 pub use subagent::Via;
+pub use why::{GateOutcome, Why, WhyKind};
 
 /// A pending call for the tests of this module's parts.
 #[cfg(test)]

@@ -48,6 +48,7 @@ impl AskUser {
                 "required": ["questions"]
             }),
             source: SOURCE.to_owned(),
+            hints: Default::default(),
         }
     }
 

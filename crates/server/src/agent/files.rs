@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 
 use signoff_protocol::hitl::Preview;
 
+use super::cedar::ToolHints;
 use super::tools::{text_result, ToolError, ToolSource, ToolSpec};
 
 /// Files larger than this are not read whole into a model's context.
@@ -63,11 +64,18 @@ impl FileTools {
 
     fn specs(&self) -> Vec<ToolSpec> {
         let path = json!({"type": "string", "description": "A path relative to the sandbox"});
+        // Listing and reading change nothing; writing and deleting destroy what was there.
         let spec = |name: &str, description: &str, schema: Value| ToolSpec {
             name: name.to_owned(),
             description: description.to_owned(),
             input_schema: schema,
             source: self.name.clone(),
+            hints: ToolHints {
+                read_only: matches!(name, "list_directory" | "read_file"),
+                destructive: matches!(name, "write_file" | "delete_file"),
+                idempotent: name != "delete_file",
+                open_world: false,
+            },
         };
         vec![
             spec(

@@ -132,6 +132,10 @@ pub struct Metrics {
     tool_errors: Family<ToolLabels, Counter>,
     open_streams: Gauge,
     auth_events: Family<AuthLabels, Counter>,
+    /// Calls whose policies could not be evaluated (they asked instead), and calls the shadow
+    /// policy set would have decided otherwise.
+    policy_errors: Counter,
+    shadow_disagreements: Counter,
     notifications: Family<NotificationLabels, Counter>,
     notifications_queued: Gauge,
     notifications_oldest: Gauge<f64, std::sync::atomic::AtomicU64>,
@@ -231,6 +235,19 @@ impl Metrics {
             "Sign-ins, sign-outs, refreshed sessions and refused credentials, by auth mode",
             auth_events.clone(),
         );
+        let policy_errors = Counter::default();
+        registry.register(
+            "signoff_policy_errors",
+            "Tool calls whose Cedar policies could not be evaluated (an error or a missing \
+             attribute): each asked a person instead of running",
+            policy_errors.clone(),
+        );
+        let shadow_disagreements = Counter::default();
+        registry.register(
+            "signoff_shadow_policy_disagreements",
+            "Tool calls the shadow policy set (--shadow-policies) would have decided otherwise",
+            shadow_disagreements.clone(),
+        );
         let notifications = Family::default();
         registry.register(
             "signoff_notifications",
@@ -264,10 +281,22 @@ impl Metrics {
             tool_errors,
             open_streams,
             auth_events,
+            policy_errors,
+            shadow_disagreements,
             notifications,
             notifications_queued,
             notifications_oldest,
         }
+    }
+
+    /// A call whose policies could not be evaluated.
+    pub fn policy_error(&self) {
+        self.policy_errors.inc();
+    }
+
+    /// A call the shadow policy set would have decided otherwise.
+    pub fn shadow_disagreement(&self) {
+        self.shadow_disagreements.inc();
     }
 
     /// An attempt at a notification to `channel` (a configured one) ended with `outcome`:

@@ -3,8 +3,10 @@
 
 pub mod ask;
 mod build;
+pub mod cedar;
 pub mod config;
 pub mod conformance;
+pub mod decision;
 mod file_preview;
 pub mod files;
 pub mod mcp;

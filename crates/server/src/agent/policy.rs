@@ -341,6 +341,23 @@ impl AgentApprovals {
         CallApprovers::from_spec(&spec)
     }
 
+    /// Who may approve a call a Cedar policy asked for: the policy's `@approvers` and
+    /// `@quorum` over the agents file's settings for the tool (its source, the agent), each
+    /// setting from the most specific level that sets it, as an `ask` rule's are.
+    pub fn approvers_for_policy(
+        &self,
+        tool: &str,
+        server: Option<&str>,
+        why: &signoff_protocol::hitl::Why,
+    ) -> CallApprovers {
+        let policy = ApproversSpec {
+            approvers: (!why.approvers.is_empty()).then(|| why.approvers.clone()),
+            quorum: why.quorum,
+            ..ApproversSpec::default()
+        };
+        CallApprovers::from_spec(&policy.over(self.approvers.for_tool(tool, server)))
+    }
+
     pub fn rule_for(&self, tool: &str, args: &Value) -> Option<&Rule> {
         self.rules
             .iter()
@@ -387,10 +404,19 @@ impl UserPolicy {
             ),
             args => format!("{} when {}", self.row.tool, describe(args)),
         };
-        match self.row.scope {
+        let mut summary = match self.row.scope {
             PolicyScope::Chat => format!("{what}, in this chat"),
             PolicyScope::Agent => format!("{what}, in every chat with {}", self.row.agent),
+        };
+        // What is left of a time-boxed grant.
+        if let Some(uses) = self.row.uses_left {
+            let calls = if uses == 1 { "call" } else { "calls" };
+            summary.push_str(&format!(", {uses} more {calls}"));
         }
+        if let Some(until) = &self.row.expires_at {
+            summary.push_str(&format!(", until {until}"));
+        }
+        summary
     }
 
     /// The policy as the REST API shows it.
@@ -410,6 +436,8 @@ impl UserPolicy {
             created_by: self.row.created_by.clone(),
             created_at: self.row.created_at.clone(),
             summary: self.summary(),
+            expires_at: self.row.expires_at.clone(),
+            uses_left: self.row.uses_left,
         }
     }
 }
@@ -673,6 +701,8 @@ mod tests {
             created_by: "u".into(),
             created_at: "t".into(),
             revoked_at: None,
+            expires_at: None,
+            uses_left: None,
         }
     }
 
@@ -743,6 +773,8 @@ mod tests {
             created_by: "u".into(),
             created_at: "t".into(),
             revoked_at: None,
+            expires_at: None,
+            uses_left: None,
         };
         let folder = UserPolicy::compile(row(
             PolicyScope::Chat,

@@ -64,6 +64,7 @@ impl Subagents {
                     "additionalProperties": false
                 }),
                 source: AGENTS_SOURCE.to_owned(),
+                hints: Default::default(),
             });
             subagents.by_tool.insert(
                 name,

@@ -20,6 +20,8 @@ pub struct ToolSpec {
     pub input_schema: Value,
     /// The name of the source that serves it (an MCP server's name, or `files`).
     pub source: String,
+    /// What the tool says of itself (MCP's tool annotations), for the policies.
+    pub hints: crate::agent::cedar::ToolHints,
 }
 
 /// Why a tool call failed; the text goes to the model (and the person) as the call's error.
@@ -296,6 +298,7 @@ mod tests {
             description: "blocks".into(),
             input_schema: json!({"type": "object"}),
             source: "stuck".into(),
+            hints: Default::default(),
         };
         let source = Arc::new(Stuck {
             released: Mutex::new(released),

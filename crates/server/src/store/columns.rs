@@ -9,8 +9,8 @@ use super::rows::json_value;
 use super::write::Param;
 use super::{
     parse_task_state, task_state_text, BatchRow, BatchState, CallRow, CallStatus, CallVote,
-    Channel, Deadline, DecisionRow, PolicyRow, PolicyScope, Result, SessionRow, StoreError,
-    TaskRow, Verdict,
+    Channel, Deadline, DecisionRow, PolicyRow, PolicyScope, ReplayCall, Result, SessionRow,
+    StoreError, TaskRow, Verdict,
 };
 
 /// One row of a backend's answer, read by column position.
@@ -44,7 +44,8 @@ pub(super) fn session_from_row(row: &impl Columns) -> Result<SessionRow> {
 }
 
 pub(super) const TASK_SELECT: &str =
-    "SELECT id, context_id, user_id, agent, state, transcript, last_seq, created_at, updated_at
+    "SELECT id, context_id, user_id, agent, state, transcript, last_seq, created_at, updated_at,
+            requester_groups
      FROM tasks";
 
 pub(super) fn task_from_row(row: &impl Columns) -> Result<TaskRow> {
@@ -58,18 +59,30 @@ pub(super) fn task_from_row(row: &impl Columns) -> Result<TaskRow> {
         last_seq: row.int(6)?,
         created_at: row.text(7)?,
         updated_at: row.text(8)?,
+        requester_groups: groups_from_text(&row.text(9)?)?,
     })
+}
+
+/// A JSON array of group names; anything else is a corrupt row.
+fn groups_from_text(text: &str) -> Result<Vec<String>> {
+    serde_json::from_str(text)
+        .map_err(|err| super::StoreError::Corrupt(format!("requester_groups: {err}")))
 }
 
 /// Writes a new task's row: the columns of [`task_params`], in its order.
 pub(super) const TASK_INSERT: &str =
     "INSERT INTO tasks (id, context_id, user_id, agent, state, transcript, last_seq, created_at,
-                        updated_at, remote)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+                        updated_at, remote, requester_groups)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 
 /// The values of [`TASK_INSERT`]: `task` with its log ending at `last_seq`, relayed to a remote
 /// agent if `remote`.
-pub(super) fn task_params(task: &TaskRow, last_seq: i64, remote: bool) -> Vec<Param<'_>> {
+pub(super) fn task_params<'a>(
+    task: &'a TaskRow,
+    last_seq: i64,
+    remote: bool,
+    groups: &'a str,
+) -> Vec<Param<'a>> {
     vec![
         Param::Text(&task.id),
         Param::Text(&task.context_id),
@@ -81,6 +94,7 @@ pub(super) fn task_params(task: &TaskRow, last_seq: i64, remote: bool) -> Vec<Pa
         Param::Text(&task.created_at),
         Param::Text(&task.updated_at),
         Param::Bool(remote),
+        Param::Text(groups),
     ]
 }
 
@@ -136,7 +150,7 @@ pub(super) const VOTE_INSERT: &str =
 
 pub(super) const CALL_SELECT: &str =
     "SELECT task_id, call_id, position, name, source, args, args_sha256, batch_id, status,
-            verdict, reason, run_args, run_args_sha256, result, started_at, finished_at
+            verdict, reason, run_args, run_args_sha256, result, started_at, finished_at, why
      FROM calls";
 
 pub(super) fn call_from_row(row: &impl Columns) -> Result<CallRow> {
@@ -161,6 +175,35 @@ pub(super) fn call_from_row(row: &impl Columns) -> Result<CallRow> {
         result: optional_json(row, 13)?,
         started_at: row.optional_text(14)?,
         finished_at: row.optional_text(15)?,
+        why: optional_json(row, 16)?,
+    })
+}
+
+/// Every call decided from `$1` (RFC 3339) on, with its task's owner, agent and groups,
+/// oldest first: [`CALL_SELECT`]'s columns, then those of [`ReplayCall`].
+pub(super) const REPLAY_SELECT: &str =
+    "SELECT c.task_id, c.call_id, c.position, c.name, c.source, c.args, c.args_sha256,
+            c.batch_id, c.status, c.verdict, c.reason, c.run_args, c.run_args_sha256, c.result,
+            c.started_at, c.finished_at, c.why,
+            t.user_id, t.agent, t.requester_groups,
+            CAST(CASE WHEN EXISTS (SELECT 1 FROM subagent_tasks s
+                                   WHERE s.child_task_id = t.id AND s.remote = 0)
+                      THEN 1 ELSE 0 END AS BIGINT),
+            COALESCE(b.created_at, c.started_at, t.created_at) AS at
+     FROM calls c
+     JOIN tasks t ON t.id = c.task_id
+     LEFT JOIN batches b ON b.id = c.batch_id
+     WHERE COALESCE(b.created_at, c.started_at, t.created_at) >= $1
+     ORDER BY at, c.task_id, c.position";
+
+pub(super) fn replay_from_row(row: &impl Columns) -> Result<ReplayCall> {
+    Ok(ReplayCall {
+        call: call_from_row(row)?,
+        user_id: row.text(17)?,
+        agent: row.text(18)?,
+        requester_groups: groups_from_text(&row.text(19)?)?,
+        subagent: row.int(20)? == 1,
+        at: row.text(21)?,
     })
 }
 
@@ -183,7 +226,8 @@ pub(super) fn decision_from_row(row: &impl Columns) -> Result<DecisionRow> {
 }
 
 pub(super) const POLICY_SELECT: &str =
-    "SELECT id, user_id, agent, tool, scope, context_id, args, created_by, created_at, revoked_at
+    "SELECT id, user_id, agent, tool, scope, context_id, args, created_by, created_at, revoked_at,
+            expires_at, uses_left
      FROM policies";
 
 pub(super) fn policy_from_row(row: &impl Columns) -> Result<PolicyRow> {
@@ -198,6 +242,8 @@ pub(super) fn policy_from_row(row: &impl Columns) -> Result<PolicyRow> {
         created_by: row.text(7)?,
         created_at: row.text(8)?,
         revoked_at: row.optional_text(9)?,
+        expires_at: row.optional_text(10)?,
+        uses_left: row.optional_int(11)?,
     })
 }
 

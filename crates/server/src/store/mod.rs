@@ -608,6 +608,15 @@ forward! {
 
     /// Revokes `user_id`'s policy `id`; whether it was in force.
     pub async fn revoke_policy(&self, user_id: &str, id: &str, now: &str) -> Result<bool>;
+
+    /// Uses grant `id` once if it is in force at `now` (not revoked, not expired, uses left);
+    /// whether it was. One atomic step: a grant with N uses left lets exactly N racing calls
+    /// through, on every replica.
+    pub async fn use_policy(&self, id: &str, now: &str) -> Result<bool>;
+
+    /// Every call decided from `since` (RFC 3339) on, oldest first, with what the gate knew of
+    /// it: for replaying a candidate policy set over the audit.
+    pub async fn replay_calls(&self, since: &str) -> Result<Vec<ReplayCall>>;
 }
 
 // Share links and feedback.

@@ -140,6 +140,9 @@ pub struct TaskRow {
     pub last_seq: i64,
     pub created_at: String,
     pub updated_at: String,
+    /// The groups of the person who sent the task, as their sign-in named them then: the
+    /// policies see them on whichever replica runs the task.
+    pub requester_groups: Vec<String>,
 }
 
 impl TaskRow {
@@ -165,6 +168,7 @@ impl TaskRow {
             last_seq: 0,
             created_at: now.clone(),
             updated_at: now,
+            requester_groups: Vec::new(),
         }
     }
 }
@@ -231,6 +235,9 @@ pub struct CallRow {
     pub result: Option<Value>,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
+    /// The rule, grant or policy that decided whether it ran, waited or was refused
+    /// (`hitl::Why` as JSON).
+    pub why: Option<Value>,
 }
 
 /// A tool call the model asked for, recorded with the turn that asked.
@@ -245,6 +252,8 @@ pub struct NewCall {
     /// Decided without asking (a policy approved it or a rule denied it): recorded with the
     /// call as a decided batch of its own and an audit row.
     pub auto: Option<AutoDecision>,
+    /// The rule, grant or policy that decided it (`hitl::Why` as JSON).
+    pub why: Option<Value>,
 }
 
 /// A decision no person was asked for, written with the call it decides.
@@ -295,6 +304,7 @@ impl CallRow {
             result: None,
             started_at: None,
             finished_at: None,
+            why: call.why.clone(),
         }
     }
 }
@@ -515,6 +525,22 @@ impl PolicyScope {
     }
 }
 
+/// A recorded call with what the gate knew of it, for replaying policies over the audit
+/// (`signoff policy replay`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayCall {
+    pub call: CallRow,
+    /// The task's owner, agent and groups (as they sent the task).
+    pub user_id: String,
+    pub agent: String,
+    pub requester_groups: Vec<String>,
+    /// Whether a subagent's task made the call.
+    pub subagent: bool,
+    /// When the gate decided it: its batch's time (an asked or decided call), else when it
+    /// started, else the task's creation.
+    pub at: String,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyRow {
     pub id: String,
@@ -528,6 +554,10 @@ pub struct PolicyRow {
     pub created_by: String,
     pub created_at: String,
     pub revoked_at: Option<String>,
+    /// A time-boxed grant's end (RFC 3339); `None`: until revoked.
+    pub expires_at: Option<String>,
+    /// How many more calls it approves; `None`: any number.
+    pub uses_left: Option<i64>,
 }
 
 /// What became of a new policy ([`crate::store::Store::insert_policy`]).

@@ -127,7 +127,9 @@ pub(super) async fn create_task(
         }
     }
     let last_seq = events.len() as i64;
-    tx.execute(TASK_INSERT, &task_params(task, last_seq, remote))
+    let groups = serde_json::to_string(&task.requester_groups)
+        .map_err(|err| super::StoreError::Corrupt(err.to_string()))?;
+    tx.execute(TASK_INSERT, &task_params(task, last_seq, remote, &groups))
         .await?;
     tx.append_events(&task.id, 1, events, &task.updated_at)
         .await?;
@@ -290,8 +292,8 @@ async fn record_calls(
     for (index, call) in calls.iter().enumerate() {
         tx.execute(
             "INSERT INTO calls (task_id, call_id, position, name, source, args, args_sha256,
-                                status)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                                status, why)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             &[
                 Text(task_id),
                 Text(&call.call_id),
@@ -301,6 +303,7 @@ async fn record_calls(
                 Text(&json_text(&call.args)?),
                 Text(&call.args_sha256),
                 Text(call.status().as_str()),
+                OptionalText(call.why.as_ref().map(json_text).transpose()?.as_deref()),
             ],
         )
         .await?;

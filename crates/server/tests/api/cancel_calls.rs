@@ -69,6 +69,7 @@ async fn a_call_running_when_its_task_is_canceled_gets_a_result_saying_so() {
         description: "Takes its time.".into(),
         input_schema: json!({"type": "object"}),
         source: "slow".into(),
+        hints: Default::default(),
     };
     tools.add(spec, true, Arc::new(Slow { started }));
     let agent = Arc::new(Agent {

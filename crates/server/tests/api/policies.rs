@@ -434,3 +434,59 @@ async fn deleting_a_chat_deletes_its_policies() {
     .await;
     assert_eq!(status, 400, "{body}");
 }
+
+/// A grant for two calls allows two, says what is left, then stops applying; a grant for an
+/// hour says until when; a grant for no calls or no time is refused with a clear error.
+#[tokio::test]
+async fn a_counted_grant_stops_after_its_uses_and_shows_what_is_left() {
+    let app = spawn_app().await;
+    let (status, policy) = make(
+        &app,
+        None,
+        json!({"agent": "default/demo", "tool": "write_file", "scope": "agent", "uses": 2}),
+    )
+    .await;
+    assert_eq!(status, 201, "{policy}");
+    assert_eq!(policy["uses_left"], 2);
+    assert_eq!(
+        policy["summary"],
+        "write_file with any arguments, in every chat with default/demo, 2 more calls"
+    );
+    for n in 1..=2 {
+        let results = say(&app, &format!("write g{n}.txt: x")).await;
+        assert_eq!(last_state(&results), "completed", "use {n}: {results:?}");
+    }
+    let (_, listed) = app.get("/api/policies").await;
+    assert_eq!(listed["policies"], json!([]), "spent: {listed}");
+    let results = say(&app, "write g3.txt: x").await;
+    assert_eq!(last_state(&results), "input-required");
+
+    let (status, hour) = make(
+        &app,
+        None,
+        json!({"agent": "default/demo", "tool": "write_file", "scope": "agent",
+               "expires_in_secs": 3600}),
+    )
+    .await;
+    assert_eq!(status, 201, "{hour}");
+    let until = hour["expires_at"].as_str().unwrap().to_owned();
+    assert!(hour["summary"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!(", until {until}")));
+    for bad in [json!({"uses": 0}), json!({"expires_in_secs": 0})] {
+        let mut body = json!({"agent": "default/demo", "tool": "write_file", "scope": "agent"});
+        body.as_object_mut()
+            .unwrap()
+            .extend(bad.as_object().unwrap().clone());
+        let (status, answer) = make(&app, None, body).await;
+        assert_eq!(status, 400, "{answer}");
+        assert!(
+            answer["error"]
+                .as_str()
+                .unwrap()
+                .contains("approves nothing"),
+            "{answer}"
+        );
+    }
+}

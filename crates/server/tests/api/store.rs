@@ -50,6 +50,7 @@ async fn a_call_starts_once_so_a_runner_that_lost_its_task_cannot_run_it_again()
         args_sha256: "sha".into(),
         held: false,
         auto: None,
+        why: None,
     };
     let recorded = Commit {
         new_calls: vec![call],
@@ -77,6 +78,7 @@ async fn a_call_starts_once_so_a_runner_that_lost_its_task_cannot_run_it_again()
         args_sha256: "sha".into(),
         held: true,
         auto: None,
+        why: None,
     };
     let recorded = Commit {
         new_calls: vec![held],

@@ -12,8 +12,8 @@ use signoff_protocol::TaskState;
 use signoff_server::store::{
     now_ms, AttemptFailed, AutoDecision, BatchState, CallStatus, CallUpdate, CallVerdict, Channel,
     Commit, Database, DecisionLinkRow, DecisionWrite, Guard, NewCall, NewEvent, NewNotification,
-    NotificationKind, OutboxDepth, PushConfigRow, Store, StoreError, SubagentLink, TaskRow,
-    Verdict, LEASE, PUSH_CHANNEL,
+    NotificationKind, OutboxDepth, PolicyInsert, PolicyRow, PolicyScope, PushConfigRow, Store,
+    StoreError, SubagentLink, TaskRow, Verdict, LEASE, PUSH_CHANNEL,
 };
 
 use crate::support::create_database;
@@ -63,6 +63,7 @@ fn task(id: &str) -> TaskRow {
         last_seq: 0,
         created_at: "2026-01-02T03:04:05.006Z".into(),
         updated_at: "2026-01-02T03:04:05.007Z".into(),
+        requester_groups: vec![format!("group-of-{id}"), "sre".into()],
     }
 }
 
@@ -82,6 +83,7 @@ fn call(call_id: &str, held: bool, auto: Option<AutoDecision>) -> NewCall {
         args_sha256: format!("sha_{call_id}"),
         held,
         auto,
+        why: Some(json!({"by": "rule", "id": format!("rule-of-{call_id}")})),
     }
 }
 
@@ -920,6 +922,90 @@ async fn a_decision_link_is_used_in_its_decisions_write_and_only_once() {
         let unused = store.decision_link("old").await.unwrap().unwrap();
         assert_eq!(unused.used_at, None, "{name}");
         assert_eq!(store.decision_link("none").await.unwrap(), None);
+        store.close().await;
+    }
+}
+
+fn grant(id: &str, uses_left: Option<i64>, expires_at: Option<&str>) -> PolicyRow {
+    PolicyRow {
+        id: id.to_owned(),
+        user_id: "u".into(),
+        agent: "default/demo".into(),
+        tool: "write_file".into(),
+        scope: PolicyScope::Agent,
+        context_id: None,
+        args: None,
+        created_by: "u".into(),
+        created_at: signoff_server::store::now(),
+        revoked_at: None,
+        expires_at: expires_at.map(str::to_owned),
+        uses_left,
+    }
+}
+
+/// A grant for 3 calls raced by 10 allows exactly 3, on every backend (the use is taken by one
+/// compare-and-set in the store, so replicas cannot overspend it); a spent or expired grant is no
+/// longer in force, and a revoked one cannot be used.
+#[tokio::test]
+async fn a_counted_grant_allows_exactly_its_uses_and_an_expired_one_none() {
+    for Backend { name, store, .. } in backends().await {
+        let inserted = store
+            .insert_policy(grant("three", Some(3), None), 100)
+            .await
+            .unwrap();
+        assert_eq!(inserted, PolicyInsert::Inserted, "{name}");
+        let now = signoff_server::store::now();
+        let racers: Vec<_> = (0..10)
+            .map(|_| {
+                let (store, now) = (store.clone(), now.clone());
+                tokio::spawn(async move { store.use_policy("three", &now).await.unwrap() })
+            })
+            .collect();
+        let mut allowed = 0;
+        for racer in racers {
+            if racer.await.unwrap() {
+                allowed += 1;
+            }
+        }
+        assert_eq!(allowed, 3, "{name}: a 3-use grant raced by 10 calls");
+        let in_force = store
+            .applicable_policies("u", "default/demo", "c")
+            .await
+            .unwrap();
+        assert!(in_force.is_empty(), "{name}: spent: {in_force:?}");
+        assert!(store.policies("u").await.unwrap().is_empty(), "{name}");
+
+        store
+            .insert_policy(grant("hour", None, Some("2000-01-01T00:00:00.000Z")), 100)
+            .await
+            .unwrap();
+        assert!(
+            !store.use_policy("hour", &now).await.unwrap(),
+            "{name}: expired"
+        );
+        assert!(store.policies("u").await.unwrap().is_empty(), "{name}");
+
+        store
+            .insert_policy(
+                grant("later", Some(5), Some("2999-01-01T00:00:00.000Z")),
+                100,
+            )
+            .await
+            .unwrap();
+        let listed = store.policies("u").await.unwrap();
+        assert_eq!(listed.len(), 1, "{name}");
+        assert_eq!(listed[0].uses_left, Some(5), "{name}");
+        assert!(store.use_policy("later", &now).await.unwrap(), "{name}");
+        assert_eq!(
+            store.policies("u").await.unwrap()[0].uses_left,
+            Some(4),
+            "{name}"
+        );
+        assert!(store.revoke_policy("u", "later", &now).await.unwrap());
+        assert!(
+            !store.use_policy("later", &now).await.unwrap(),
+            "{name}: revoked"
+        );
         store.close().await;
     }
 }

@@ -41,6 +41,7 @@ fn tools() -> Vec<ToolSpec> {
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}},
                                  "required": ["path"]}),
             source: "files".into(),
+            hints: Default::default(),
         },
         ToolSpec {
             name: "write_file".into(),
@@ -49,6 +50,7 @@ fn tools() -> Vec<ToolSpec> {
                                  "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
                                  "required": ["path", "content"]}),
             source: "files".into(),
+            hints: Default::default(),
         },
     ]
 }

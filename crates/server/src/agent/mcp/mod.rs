@@ -110,6 +110,7 @@ impl McpSource {
                         description: tool.description.as_deref().unwrap_or_default().to_owned(),
                         input_schema: Value::Object((*tool.input_schema).clone()),
                         source: self.spec.name.clone(),
+                        hints: hints_of(tool.annotations.as_ref()),
                     },
                     requires_approval,
                 }
@@ -344,5 +345,20 @@ impl Connections {
         );
         self.open.push((spec.endpoint.clone(), connection.clone()));
         connection
+    }
+}
+
+/// MCP's tool annotations as the policies read them; a hint the server leaves out takes MCP's
+/// default.
+fn hints_of(annotations: Option<&rmcp::model::ToolAnnotations>) -> crate::agent::cedar::ToolHints {
+    let defaults = crate::agent::cedar::ToolHints::default();
+    let Some(annotations) = annotations else {
+        return defaults;
+    };
+    crate::agent::cedar::ToolHints {
+        read_only: annotations.read_only_hint.unwrap_or(defaults.read_only),
+        destructive: annotations.destructive_hint.unwrap_or(defaults.destructive),
+        idempotent: annotations.idempotent_hint.unwrap_or(defaults.idempotent),
+        open_world: annotations.open_world_hint.unwrap_or(defaults.open_world),
     }
 }

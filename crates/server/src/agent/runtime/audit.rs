@@ -230,6 +230,10 @@ impl Runtime {
                             .as_ref()
                             .is_none_or(|args| answers_from_args(args).is_none()),
                     result: call.result.clone(),
+                    why: call
+                        .why
+                        .as_ref()
+                        .and_then(signoff_protocol::hitl::Why::from_value),
                     votes: votes
                         .iter()
                         .filter(|(batch, vote)| *batch == batch_id && vote.call_id == call.call_id)

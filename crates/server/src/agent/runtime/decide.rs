@@ -427,7 +427,7 @@ impl Runtime {
                     let late = batch.is_none()
                         && runtime
                             .agent_by_key(&row.agent)
-                            .is_some_and(|agent| agent.approvals.routes_to_approvers());
+                            .is_some_and(|agent| runtime.agent_routes(&agent));
                     return Err(match late {
                         true => AgentError::NotPaused(format!(
                             "task {id} waits for no decision: its batch was decided"
@@ -641,6 +641,21 @@ impl Runtime {
                     return Err(AgentError::InvalidParams(format!(
                         "modified_args for {id} ({}) are denied by rule {}; the call keeps waiting",
                         call.request.name, rule.label
+                    )));
+                }
+            }
+            // So do the deployment's forbids.
+            if let Some(tool) = agent.tools.get(&call.request.name) {
+                let requester = super::policies::Requester {
+                    user: &row.user_id,
+                    groups: &row.requester_groups,
+                    context_id: &row.context_id,
+                    subagent: call.request.via.is_some(),
+                };
+                if let Some(denial) = self.policy_denies(agent, &requester, &tool.spec, args) {
+                    return Err(AgentError::InvalidParams(format!(
+                        "modified_args for {id} ({}) are denied by {denial}; the call keeps waiting",
+                        call.request.name
                     )));
                 }
             }

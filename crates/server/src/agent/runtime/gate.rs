@@ -142,7 +142,7 @@ impl Runtime {
         // Written with the task, so the runner starts on a working task without a commit of
         // its own (one round trip less before the first answer).
         let working = view::status_event(&task_id, &context_id, TaskState::Working, None, None);
-        let row = TaskRow::new(
+        let mut row = TaskRow::new(
             task_id.clone(),
             context_id,
             user.to_owned(),
@@ -150,6 +150,7 @@ impl Runtime {
             TaskState::Working,
             transcript_value(&transcript)?,
         );
+        row.requester_groups = who.groups.clone();
         let events = vec![Self::encode(&submitted), Self::encode(&working)];
         let committed = vec![
             LoggedEvent::committed(1, submitted, &events[0]),

@@ -59,6 +59,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::cedar::PolicyGate;
 use super::metrics::Metrics;
 use super::model::Model;
 use super::notify::Notifications;
@@ -261,6 +262,8 @@ pub struct Runtime {
     policies: PolicyCache,
     /// The remote agents' clients, shared with the relay ([`Runtime::remote_agents`]).
     remotes: RemoteAgents,
+    /// The deployment's Cedar policies (`--policies`, `--shadow-policies`).
+    gate: PolicyGate,
     /// The operator's notification channels (`agent::notify`); none by default.
     notifications: Arc<Notifications>,
     /// Wakes this replica's notification sender after a commit wrote notifications.
@@ -283,16 +286,24 @@ pub enum NotReady {
 
 impl Runtime {
     pub fn new(store: Store, agents: Vec<Arc<Agent>>, limits: Limits) -> Arc<Runtime> {
-        Runtime::with_notifications(store, agents, limits, Notifications::none())
+        Runtime::with_notifications(
+            store,
+            agents,
+            limits,
+            Notifications::none(),
+            PolicyGate::default(),
+        )
     }
 
-    /// [`Runtime::new`] with the operator's notification channels; their sender starts with
-    /// [`Runtime::resume_unfinished`].
+    /// [`Runtime::new`] with the operator's notification channels (their sender starts with
+    /// [`Runtime::resume_unfinished`]) and the deployment's Cedar policies deciding every tool
+    /// call.
     pub fn with_notifications(
         store: Store,
         agents: Vec<Arc<Agent>>,
         limits: Limits,
         notifications: Notifications,
+        gate: PolicyGate,
     ) -> Arc<Runtime> {
         Arc::new(Runtime {
             store,
@@ -306,6 +317,7 @@ impl Runtime {
             metrics: Metrics::new(),
             policies: PolicyCache::default(),
             remotes: RemoteAgents::default(),
+            gate,
             notifications: Arc::new(notifications),
             outbox_wake: tokio::sync::Notify::new(),
             notifier: std::sync::OnceLock::new(),

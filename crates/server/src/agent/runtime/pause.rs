@@ -29,6 +29,16 @@ impl Runtime {
             .iter()
             .map(|record| {
                 let tool = agent.tools.get(&record.name);
+                let mut metadata: signoff_protocol::Metadata = tool
+                    .as_ref()
+                    .and_then(|tool| tool.preview(&record.args))
+                    .map(|(preview, base)| preview_metadata(&preview, base.as_deref()))
+                    .unwrap_or_default();
+                // Why it waits, with a policy's approvers and quorum: the decision's tally and
+                // the approvers' inbox read them from the stored batch.
+                if let Some(why) = &record.why {
+                    metadata.insert(hitl::SIGNOFF_WHY.to_owned(), why.clone());
+                }
                 ActionRequest {
                     id: record.call_id.clone(),
                     name: record.name.clone(),
@@ -37,11 +47,7 @@ impl Runtime {
                     server: tool.as_ref().map(|tool| tool.spec.source.clone()),
                     approval_id: None,
                     via: None,
-                    metadata: tool
-                        .as_ref()
-                        .and_then(|tool| tool.preview(&record.args))
-                        .map(|(preview, base)| preview_metadata(&preview, base.as_deref()))
-                        .unwrap_or_default(),
+                    metadata,
                 }
             })
             .chain(nested.iter().cloned())

@@ -5,10 +5,11 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use signoff_protocol::hitl::{DecidedBy, RecordedDecision, ASK_USER};
+use signoff_protocol::hitl::{DecidedBy, GateOutcome, RecordedDecision, Why, WhyKind, ASK_USER};
 use signoff_protocol::rest::{NewPolicy, Policy, PolicyScope as WireScope};
 
-use crate::agent::config::RuleAction;
+use crate::agent::cedar::{CallFacts, CedarOutcome, ToolFacts};
+use crate::agent::decision::decide;
 use crate::agent::model::ModelToolCall;
 use crate::agent::policy::{CompiledPolicy, UserPolicy};
 use crate::agent::view;
@@ -16,29 +17,48 @@ use crate::store::{AutoDecision, Channel, PolicyInsert, PolicyRow, PolicyScope, 
 
 use super::{Agent, AgentError, Result, Runtime};
 
+/// The longest a time-boxed grant may run: a year (longer is "until revoked").
+const MAX_GRANT_SECS: i64 = 366 * 24 * 3600;
+
 /// How one call of a turn is recorded.
 pub(super) struct Screened {
     /// Waits for a person's decision.
     pub held: bool,
-    /// Decided without asking (a policy approved it, a rule denied it), with its audit row.
+    /// Decided without asking (a policy or a grant allowed it, a rule or a policy denied it),
+    /// with its audit row.
     pub auto: Option<AutoDecision>,
     /// Who decided, for the call's part metadata.
     pub decided_by: Option<DecidedBy>,
+    /// The rule, grant or policy that decided (`decision::decide`), for the card and the audit.
+    pub why: Option<Why>,
+}
+
+/// Who the calls of a turn are made for, and where.
+pub(super) struct Requester<'a> {
+    pub user: &'a str,
+    pub groups: &'a [String],
+    pub context_id: &'a str,
+    /// The turn is a subagent's task's.
+    pub subagent: bool,
 }
 
 impl Runtime {
-    /// Screens a model turn's calls for `user` in chat `context_id`. The policies are read
-    /// from the store once per turn that needs them, so a revoke counts from the next turn on,
-    /// on every server that shares the store.
+    /// Screens a model turn's calls: each goes through the one decision function
+    /// ([`decide`]) with the deployment's policies, the agent's rules, the tool's setting and,
+    /// for an ask a grant may answer, the person's grants. The grants are read from the store
+    /// once per turn that needs them, so a revoke or an expiry counts from the next turn on, on
+    /// every server that shares the store; a counted grant is spent in the store, one use per
+    /// call it allows.
     pub(super) async fn screen_calls(
         &self,
         agent: &Agent,
-        user: &str,
-        context_id: &str,
+        requester: &Requester<'_>,
         calls: &[ModelToolCall],
     ) -> Result<Vec<Screened>> {
-        let mut policies: Option<Vec<Arc<UserPolicy>>> = None;
+        let user = requester.user;
+        let mut grants: Option<Vec<Arc<UserPolicy>>> = None;
         let mut out = Vec::with_capacity(calls.len());
+        let now = chrono::Utc::now();
         for call in calls {
             let Some(tool) = agent.tools.get(&call.name) else {
                 // An unknown tool never runs: its call fails with "no tool named …".
@@ -46,83 +66,123 @@ impl Runtime {
                     held: false,
                     auto: None,
                     decided_by: None,
+                    why: None,
                 });
                 continue;
             };
+            let cedar = self.evaluate_policies(agent, requester, &tool.spec, &call.args, now);
             let rule = agent.approvals.rule_for(&call.name, &call.args);
-            let action = match rule {
-                Some(rule) => rule.action,
-                None if tool.requires_approval => RuleAction::Ask,
-                None => RuleAction::Allow,
-            };
-            let screened = match (action, rule) {
-                (RuleAction::Deny, Some(rule)) => Screened {
-                    held: false,
-                    auto: Some(AutoDecision {
-                        user_id: user.to_owned(),
-                        channel: Channel::Rule,
-                        verdict: Verdict::Deny,
-                        reason: Some(rule.label.clone()),
-                        decision: RecordedDecision::Rule {
-                            rule: rule.label.clone(),
-                        }
-                        .to_value(),
-                        summary: format!("Denied by rule {}", rule.label),
-                    }),
-                    decided_by: Some(DecidedBy::Rule {
-                        rule: rule.label.clone(),
-                        allowed: false,
-                    }),
-                },
-                (RuleAction::Allow, rule) => Screened {
-                    held: false,
-                    auto: None,
-                    decided_by: rule.map(|rule| DecidedBy::Rule {
-                        rule: rule.label.clone(),
-                        allowed: true,
-                    }),
-                },
-                (RuleAction::Ask | RuleAction::Deny, _) => {
-                    if policies.is_none() {
-                        policies = Some(self.user_policies(user, &agent.key(), context_id).await?);
-                    }
-                    let approving = policies
-                        .iter()
-                        .flatten()
-                        .find(|policy| policy.approves(&call.name, &call.args));
-                    match approving {
-                        Some(policy) => {
-                            let summary = policy.summary();
-                            Screened {
-                                held: false,
-                                auto: Some(AutoDecision {
-                                    user_id: user.to_owned(),
-                                    channel: Channel::Policy,
-                                    verdict: Verdict::Approve,
-                                    reason: None,
-                                    decision: RecordedDecision::Policy {
-                                        policy_id: policy.row.id.clone(),
-                                    }
-                                    .to_value(),
-                                    summary: format!("Allowed by your policy: {summary}"),
-                                }),
-                                decided_by: Some(DecidedBy::Policy {
-                                    id: policy.row.id.clone(),
-                                    summary,
-                                }),
-                            }
-                        }
-                        None => Screened {
-                            held: true,
-                            auto: None,
-                            decided_by: None,
-                        },
-                    }
+            let mut decided = decide(&cedar, rule, tool.requires_approval, None);
+            if decided.grantable {
+                if grants.is_none() {
+                    grants = Some(
+                        self.user_policies(user, &agent.key(), requester.context_id)
+                            .await?,
+                    );
                 }
-            };
-            out.push(screened);
+                for grant in grants.iter().flatten() {
+                    if !grant.approves(&call.name, &call.args) {
+                        continue;
+                    }
+                    // A counted or time-boxed grant is checked and spent in one step, so it
+                    // stops at once on every replica.
+                    let limited = grant.row.uses_left.is_some() || grant.row.expires_at.is_some();
+                    if limited
+                        && !self
+                            .store
+                            .use_policy(&grant.row.id, &crate::store::now())
+                            .await?
+                    {
+                        continue;
+                    }
+                    decided = decide(&cedar, rule, tool.requires_approval, Some(grant));
+                    break;
+                }
+            }
+            out.push(screened(user, decided.why));
         }
         Ok(out)
+    }
+
+    /// Whether the live policies forbid a call (edited arguments a person would run): the
+    /// policy and its reason, as the model would read them.
+    pub(super) fn policy_denies(
+        &self,
+        agent: &Agent,
+        requester: &Requester<'_>,
+        spec: &crate::agent::tools::ToolSpec,
+        args: &serde_json::Value,
+    ) -> Option<String> {
+        let tool = ToolFacts {
+            name: spec.name.clone(),
+            source: spec.source.clone(),
+            hints: spec.hints,
+        };
+        let key = agent.key();
+        let facts = CallFacts {
+            user: requester.user,
+            groups: requester.groups,
+            tool: &tool,
+            args,
+            agent: &key,
+            subagent: requester.subagent,
+            now: chrono::Utc::now(),
+        };
+        match self.gate.live.evaluate(&facts) {
+            CedarOutcome::Deny { policy, reason } => Some(match reason {
+                Some(reason) => format!("policy {policy}: {reason}"),
+                None => format!("policy {policy}"),
+            }),
+            CedarOutcome::NoOpinion
+            | CedarOutcome::Allow { .. }
+            | CedarOutcome::Ask(_)
+            | CedarOutcome::Error { .. } => None,
+        }
+    }
+
+    /// What the live policies say about one call (the shadow set is evaluated beside them, and
+    /// a disagreement logged and counted). A question is never the policies' to answer.
+    fn evaluate_policies(
+        &self,
+        agent: &Agent,
+        requester: &Requester<'_>,
+        spec: &crate::agent::tools::ToolSpec,
+        args: &serde_json::Value,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> CedarOutcome {
+        if spec.name == ASK_USER {
+            return CedarOutcome::NoOpinion;
+        }
+        let tool = ToolFacts {
+            name: spec.name.clone(),
+            source: spec.source.clone(),
+            hints: spec.hints,
+        };
+        let key = agent.key();
+        let facts = CallFacts {
+            user: requester.user,
+            groups: requester.groups,
+            tool: &tool,
+            args,
+            agent: &key,
+            subagent: requester.subagent,
+            now,
+        };
+        let live = self.gate.live.evaluate(&facts);
+        if let CedarOutcome::Error { message } = &live {
+            tracing::warn!(tool = %spec.name, agent = %key, error = %message,
+                "a policy could not be evaluated: the call asks");
+            self.metrics.policy_error();
+        }
+        if let Some(shadow) = &self.gate.shadow {
+            let candidate = shadow.evaluate(&facts);
+            if !same_outcome(&live, &candidate) {
+                tracing::info!(tool = %spec.name, agent = %key, live = ?live,
+                    shadow = ?candidate, "the shadow policies disagree");
+                self.metrics.shadow_disagreement();
+            }
+        }
+        live
     }
 
     /// The user's policies that apply in this chat, compiled (from the cache); a stored one
@@ -227,6 +287,37 @@ impl Runtime {
             }
             None => None,
         };
+        // A time-boxed grant: for one hour, for N uses, or both (whichever ends first).
+        if new.uses == Some(0) {
+            return Err(AgentError::InvalidParams(
+                "uses: a grant for 0 calls approves nothing; leave uses out for any number".into(),
+            ));
+        }
+        let expires_at = match new.expires_in_secs {
+            Some(0) => {
+                return Err(AgentError::InvalidParams(
+                    "expires_in_secs: a grant that ends now approves nothing; leave it out \
+                     for a grant until revoked"
+                        .into(),
+                ))
+            }
+            Some(secs) => {
+                let secs = i64::try_from(secs)
+                    .ok()
+                    .filter(|secs| *secs <= MAX_GRANT_SECS);
+                let Some(secs) = secs else {
+                    return Err(AgentError::InvalidParams(format!(
+                        "expires_in_secs: at most {MAX_GRANT_SECS} (a year); leave it out for \
+                         a grant until revoked"
+                    )));
+                };
+                Some(
+                    (chrono::Utc::now() + chrono::Duration::seconds(secs))
+                        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                )
+            }
+            None => None,
+        };
         let row = PolicyRow {
             id: view::new_id(),
             user_id: user.to_owned(),
@@ -238,6 +329,8 @@ impl Runtime {
             created_by: user.to_owned(),
             created_at: crate::store::now(),
             revoked_at: None,
+            expires_at,
+            uses_left: new.uses.map(i64::from),
         };
         // Off the async workers: a matcher compiles within its size limits, but not for free.
         let policy = tokio::task::spawn_blocking(move || UserPolicy::compile(row))
@@ -291,5 +384,94 @@ impl Runtime {
         self.policies.forget(id);
         tracing::info!(user, policy = %id, "policy revoked");
         Ok(())
+    }
+}
+
+/// Whether two evaluations come to the same outcome (which policy decided aside).
+fn same_outcome(live: &CedarOutcome, shadow: &CedarOutcome) -> bool {
+    use CedarOutcome::*;
+    matches!(
+        (live, shadow),
+        (NoOpinion, NoOpinion)
+            | (Allow { .. }, Allow { .. })
+            | (Deny { .. }, Deny { .. })
+            | (Error { .. }, Error { .. })
+    ) || matches!((live, shadow), (Ask(a), Ask(b)) if a.approvers == b.approvers && a.quorum == b.quorum)
+}
+
+/// How a decided call is recorded: held for an ask; for an allow or a deny that a policy, a
+/// grant or a rule made, an audit row (a deny reaches the model as a rule's denial does).
+fn screened(user: &str, why: Why) -> Screened {
+    let held = why.outcome == GateOutcome::Ask;
+    let (auto, decided_by) = match (why.outcome, why.by) {
+        (GateOutcome::Ask, _) => (None, None),
+        (GateOutcome::Deny, _) => {
+            // The model reads the label: the rule, or the policy and its reason.
+            let label = match (&why.by, &why.reason) {
+                (WhyKind::Rule, _) => why.id.clone(),
+                (_, Some(reason)) => format!("policy {}: {reason}", why.id),
+                (_, None) => format!("policy {}", why.id),
+            };
+            (
+                Some(AutoDecision {
+                    user_id: user.to_owned(),
+                    channel: Channel::Rule,
+                    verdict: Verdict::Deny,
+                    reason: Some(label.clone()),
+                    decision: RecordedDecision::Rule {
+                        rule: label.clone(),
+                    }
+                    .to_value(),
+                    summary: format!(
+                        "Denied by {}",
+                        if why.by == WhyKind::Rule {
+                            format!("rule {label}")
+                        } else {
+                            label.clone()
+                        }
+                    ),
+                }),
+                Some(DecidedBy::Rule {
+                    rule: label,
+                    allowed: false,
+                }),
+            )
+        }
+        (GateOutcome::Allow, WhyKind::Policy | WhyKind::Grant) => (
+            Some(AutoDecision {
+                user_id: user.to_owned(),
+                channel: Channel::Policy,
+                verdict: Verdict::Approve,
+                reason: None,
+                decision: RecordedDecision::Policy {
+                    policy_id: why.id.clone(),
+                }
+                .to_value(),
+                // A grant reads as the person's policy, as the card and the audit named it.
+                summary: if why.by == WhyKind::Grant {
+                    format!("Allowed by your policy: {}", why.summary)
+                } else {
+                    why.summary.clone()
+                },
+            }),
+            Some(DecidedBy::Policy {
+                id: why.id.clone(),
+                summary: why.summary.clone(),
+            }),
+        ),
+        (GateOutcome::Allow, WhyKind::Rule) => (
+            None,
+            Some(DecidedBy::Rule {
+                rule: why.id.clone(),
+                allowed: true,
+            }),
+        ),
+        (GateOutcome::Allow, WhyKind::Default | WhyKind::PolicyError) => (None, None),
+    };
+    Screened {
+        held,
+        auto,
+        decided_by,
+        why: Some(why),
     }
 }

@@ -8,7 +8,7 @@
 //! only eligible person and the quorum is one: the requester decides alone.
 
 use serde_json::Value;
-use signoff_protocol::hitl::{ActionRequest, ResolvedCall, Verdict};
+use signoff_protocol::hitl::{ActionRequest, ResolvedCall, Verdict, Why};
 use signoff_protocol::rest::CallQuorum;
 
 use crate::agent::config::ApproverEntry;
@@ -19,7 +19,7 @@ use crate::store::{
 
 use super::audit::args_sha256;
 use super::decide::DecisionInput;
-use super::{AgentError, Result, Runtime};
+use super::{Agent, AgentError, Result, Runtime};
 
 /// The entry a requester is eligible by when nobody else is configured.
 pub const REQUESTER: &str = "requester";
@@ -146,25 +146,42 @@ fn approvals_of(earlier: &[CallVote], call_id: &str, sha: &str) -> (Vec<String>,
 
 impl Runtime {
     /// Who may approve `request` of task `row`: its asking agent's most specific settings (a
-    /// subagent's nested call is its own agent's).
+    /// subagent's nested call is its own agent's), under the approvers and quorum of the Cedar
+    /// policy that asked for it, if one did (the `signoff_why` this server stored with the
+    /// batch).
     pub(super) fn call_approvers(&self, row: &TaskRow, request: &ActionRequest) -> CallApprovers {
         self.call_approvers_of(&row.agent, request)
     }
 
     /// [`Runtime::call_approvers`] of a call of a task of `agent` (`namespace/name`).
     pub(super) fn call_approvers_of(&self, agent: &str, request: &ActionRequest) -> CallApprovers {
-        let agent = match &request.via {
-            Some(via) => self.agent_by_key(&via.asker),
-            None => self.agent_by_key(agent),
+        let asker = match &request.via {
+            Some(via) => via.asker.as_str(),
+            None => agent,
         };
-        match agent {
-            Some(agent) => agent.approvals.approvers_for(
-                &request.name,
-                request.server.as_deref(),
-                &request.args,
-            ),
-            None => CallApprovers::requester_alone(),
+        self.approvers_of(asker, request)
+    }
+
+    /// Who may approve `request`, asked by the agent `asker` (`namespace/name`).
+    pub(super) fn approvers_of(&self, asker: &str, request: &ActionRequest) -> CallApprovers {
+        let Some(agent) = self.agent_by_key(asker) else {
+            return CallApprovers::requester_alone();
+        };
+        let server = request.server.as_deref();
+        match Why::from_metadata(&request.metadata).filter(Why::is_policy_ask) {
+            Some(why) => agent
+                .approvals
+                .approvers_for_policy(&request.name, server, &why),
+            None => agent
+                .approvals
+                .approvers_for(&request.name, server, &request.args),
         }
+    }
+
+    /// Whether some call of `agent` may be routed to approvers besides its requester: by the
+    /// agents file, or by a live Cedar policy that names approvers.
+    pub(super) fn agent_routes(&self, agent: &Agent) -> bool {
+        agent.approvals.routes_to_approvers() || self.gate.live.routes_to_approvers()
     }
 
     /// The one answer to "may `who` approve `request`", of a task of `agent` that `requester`

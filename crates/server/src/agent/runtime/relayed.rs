@@ -382,6 +382,7 @@ impl Runtime {
                         args: request.args.clone(),
                         held: true,
                         auto: None,
+                        why: None,
                     })
                     .collect();
                 commit.new_batch = Some(Value::Array(requests));

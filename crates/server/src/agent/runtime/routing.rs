@@ -84,7 +84,7 @@ impl Runtime {
     pub(super) fn routing_agents(&self) -> Vec<String> {
         self.agents()
             .iter()
-            .filter(|agent| agent.approvals.routes_to_approvers())
+            .filter(|agent| self.agent_routes(agent))
             .map(|agent| agent.key())
             .collect()
     }

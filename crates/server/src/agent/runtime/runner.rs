@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures_util::StreamExt;
-use signoff_protocol::hitl::{DecidedBy, ToolCall};
+use signoff_protocol::hitl::{DecidedBy, ToolCall, Why};
 use signoff_protocol::{Part, StreamEvent, TaskState};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -17,7 +17,7 @@ use crate::agent::view::{self};
 use crate::store::{CallRow, Commit, Guard, NewCall, StoreError, TaskRow};
 
 use super::audit::args_sha256;
-use super::policies::Screened;
+use super::policies::{Requester, Screened};
 use super::transcript::*;
 use super::{Agent, AgentError, Result, Runtime};
 
@@ -30,6 +30,10 @@ pub(super) struct TaskRun<'a> {
     pub(super) context_id: String,
     /// The task's owner, whose policies may approve its calls.
     pub(super) user_id: String,
+    /// The owner's groups as they sent the task, for the deployment's policies.
+    pub(super) groups: Vec<String>,
+    /// The task is a subagent's (its calls are a subagent's, for the policies).
+    pub(super) subagent: bool,
     pub(super) cancel: &'a CancellationToken,
     pub(super) usage: (u64, u64),
     pub(super) calls: HashMap<String, CallRow>,
@@ -273,11 +277,14 @@ impl Runtime {
         for other in &earlier_rows {
             earlier.extend(closed(transcript_of(other)?));
         }
+        let subagent = self.store.subagent_parent(&task_id).await?.is_some();
         let mut run = TaskRun {
             agent: agent.clone(),
             task_id: task_id.clone(),
             context_id: context_id.clone(),
             user_id: row.user_id.clone(),
+            groups: row.requester_groups.clone(),
+            subagent,
             cancel,
             usage: (0, 0),
             calls: calls
@@ -437,9 +444,13 @@ impl Runtime {
         ModelToolCall::assign_ids(&mut tool_calls, earlier_calls, &|id| {
             run.calls.contains_key(id)
         });
-        let screened = self
-            .screen_calls(&agent, &run.user_id, &context_id, &tool_calls)
-            .await?;
+        let requester = Requester {
+            user: &run.user_id,
+            groups: &run.groups,
+            context_id: &context_id,
+            subagent: run.subagent,
+        };
+        let screened = self.screen_calls(&agent, &requester, &tool_calls).await?;
         let decided_by: Vec<Option<DecidedBy>> = screened
             .iter()
             .map(|screened| screened.decided_by.clone())
@@ -460,6 +471,7 @@ impl Runtime {
                 args_sha256: args_sha256(&call.args),
                 held: screened.held,
                 auto: screened.auto,
+                why: screened.why.as_ref().map(Why::to_value),
             })
             .collect();
         let auto_decided: Vec<_> = new_calls
@@ -644,6 +656,10 @@ fn announce_calls(
             .to_part();
             let part = match &screened.decided_by {
                 Some(decided_by) => decided_by.mark(part),
+                None => part,
+            };
+            let part = match &screened.why {
+                Some(why) => why.mark(part),
                 None => part,
             };
             let message = view::agent_message(task_id, context_id, vec![part]);

@@ -299,14 +299,14 @@ impl Runtime {
         let text = request_text(run_args).unwrap_or_default();
         let mut message = Message::new(view::new_id(), Role::User, vec![Part::text(text)]);
         message.context_id = Some(link.child_context_id.clone());
-        self.send_as(
-            &Decider::subject(run.user_id.clone()),
-            &agent,
-            message,
-            link.child_task_id.clone(),
-        )
-        .await?
-        .start_runner();
+        // The subagent acts for the same person, with the groups they sent the parent with.
+        let requester = Decider {
+            groups: run.groups.clone(),
+            ..Decider::subject(run.user_id.clone())
+        };
+        self.send_as(&requester, &agent, message, link.child_task_id.clone())
+            .await?
+            .start_runner();
         Ok(())
     }
 
@@ -615,6 +615,7 @@ pub(super) fn nested_calls(
                 args_sha256: args_sha256(&request.args),
                 held: true,
                 auto: None,
+                why: None,
             };
             let request = ActionRequest {
                 id,

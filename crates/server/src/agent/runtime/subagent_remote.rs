@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use signoff_protocol::hitl::{ApprovalInterrupt, ToolResult};
+use signoff_protocol::hitl::{ApprovalInterrupt, ToolResult, SIGNOFF_WHY};
 use signoff_protocol::{Message, Part, Role, StreamEvent, Task, TaskState};
 
 use crate::agent::model::ModelToolCall;
@@ -212,8 +212,13 @@ impl Runtime {
         let decision = match nested_state(run, call, &interrupt.action_requests) {
             Nested::New => {
                 let mirrored = Self::mirror_results(run, call, link, results);
-                let nested =
-                    nested_calls(run, call, subagent, link, interrupt.action_requests.clone());
+                // What decided a call (and so who approves it) is this server's to say: a
+                // peer's `signoff_why` would route its calls to whoever it names.
+                let mut requests = interrupt.action_requests.clone();
+                for request in &mut requests {
+                    request.metadata.remove(SIGNOFF_WHY);
+                }
+                let nested = nested_calls(run, call, subagent, link, requests);
                 return Ok(ControlFlow::Break((
                     SubagentStep::Waiting(nested),
                     mirrored,

@@ -5,7 +5,9 @@ use sqlx::Row;
 
 use super::rows::json_text;
 use super::tasks::map_rows;
-use super::{BatchState, Deadline, PolicyInsert, PolicyRow, PolicyScope, Postgres, Result};
+use super::{
+    BatchState, Deadline, PolicyInsert, PolicyRow, PolicyScope, Postgres, ReplayCall, Result,
+};
 use crate::store::columns::*;
 
 /// The first key of the advisory lock that one user's policy creations take, the second being
@@ -71,9 +73,11 @@ impl Postgres {
             }
         }
         let in_force: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM policies WHERE user_id = $1 AND revoked_at IS NULL",
+            "SELECT COUNT(*) FROM policies WHERE user_id = $1 AND revoked_at IS NULL
+               AND (expires_at IS NULL OR expires_at > $2) AND (uses_left IS NULL OR uses_left > 0)",
         )
         .bind(&policy.user_id)
+        .bind(crate::store::now())
         .fetch_one(&mut *transaction)
         .await?;
         if in_force >= i64::try_from(cap).unwrap_or(i64::MAX) {
@@ -81,8 +85,8 @@ impl Postgres {
         }
         sqlx::query(
             "INSERT INTO policies (id, user_id, agent, tool, scope, context_id, args, created_by,
-                                   created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                                   created_at, expires_at, uses_left)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         )
         .bind(&policy.id)
         .bind(&policy.user_id)
@@ -93,6 +97,8 @@ impl Postgres {
         .bind(policy.args.as_ref().map(json_text).transpose()?)
         .bind(&policy.created_by)
         .bind(&policy.created_at)
+        .bind(policy.expires_at.as_deref())
+        .bind(policy.uses_left)
         .execute(&mut *transaction)
         .await?;
         transaction.commit().await?;
@@ -101,9 +107,12 @@ impl Postgres {
 
     pub async fn policies(&self, user_id: &str) -> Result<Vec<PolicyRow>> {
         let rows = sqlx::query(&format!(
-            "{POLICY_SELECT} WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at, id"
+            "{POLICY_SELECT} WHERE user_id = $1 AND revoked_at IS NULL
+               AND (expires_at IS NULL OR expires_at > $2) AND (uses_left IS NULL OR uses_left > 0)
+             ORDER BY created_at, id"
         ))
         .bind(user_id)
+        .bind(crate::store::now())
         .fetch_all(&self.pool)
         .await?;
         map_rows(rows, policy_from_row)
@@ -118,6 +127,7 @@ impl Postgres {
         let rows = sqlx::query(&format!(
             "{POLICY_SELECT} WHERE user_id = $1 AND agent = $2 AND revoked_at IS NULL
                AND (scope = $3 OR (scope = $4 AND context_id = $5))
+               AND (expires_at IS NULL OR expires_at > $6) AND (uses_left IS NULL OR uses_left > 0)
              ORDER BY created_at, id"
         ))
         .bind(user_id)
@@ -125,9 +135,34 @@ impl Postgres {
         .bind(PolicyScope::Agent.as_str())
         .bind(PolicyScope::Chat.as_str())
         .bind(context_id)
+        .bind(crate::store::now())
         .fetch_all(&self.pool)
         .await?;
         map_rows(rows, policy_from_row)
+    }
+
+    pub async fn replay_calls(&self, since: &str) -> Result<Vec<ReplayCall>> {
+        let rows = sqlx::query(REPLAY_SELECT)
+            .bind(since)
+            .fetch_all(&self.pool)
+            .await?;
+        map_rows(rows, replay_from_row)
+    }
+
+    pub async fn use_policy(&self, id: &str, now: &str) -> Result<bool> {
+        // One statement: PostgreSQL re-checks the WHERE on the row it locked, so of racing
+        // calls only as many as the grant has uses left change it.
+        let changed = sqlx::query(
+            "UPDATE policies SET uses_left = uses_left - 1
+             WHERE id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)
+               AND (uses_left IS NULL OR uses_left > 0)",
+        )
+        .bind(id)
+        .bind(now)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(changed == 1)
     }
 
     pub async fn revoke_policy(&self, user_id: &str, id: &str, now: &str) -> Result<bool> {

@@ -6,8 +6,17 @@ use rusqlite::params;
 
 use super::rows::json_text;
 use super::tasks::collect;
-use super::{PolicyInsert, PolicyRow, PolicyScope, Result, Sqlite};
+use super::{PolicyInsert, PolicyRow, PolicyScope, ReplayCall, Result, Sqlite};
 use crate::store::columns::*;
+
+/// A policy in force: not revoked, not expired at `?2`, not used up.
+const IN_FORCE: &str = "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?2)
+                        AND (uses_left IS NULL OR uses_left > 0)";
+
+/// Takes one use of a grant in force (`?1` its id, `?2` now).
+const USE_POLICY: &str = "UPDATE policies SET uses_left = uses_left - 1
+     WHERE id = ?1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?2)
+       AND (uses_left IS NULL OR uses_left > 0)";
 
 impl Sqlite {
     /// Stores a new policy unless its user has `cap` in force or its chat is gone (one writer:
@@ -24,18 +33,20 @@ impl Sqlite {
                 }
             }
             let in_force: i64 = connection
-                .prepare_cached(
-                    "SELECT COUNT(*) FROM policies WHERE user_id = ?1 AND revoked_at IS NULL",
-                )?
-                .query_row([&policy.user_id], |row| row.get(0))?;
+                .prepare_cached(&format!(
+                    "SELECT COUNT(*) FROM policies WHERE user_id = ?1 AND {IN_FORCE}"
+                ))?
+                .query_row(params![&policy.user_id, crate::store::now()], |row| {
+                    row.get(0)
+                })?;
             if in_force >= cap {
                 return Ok(PolicyInsert::AtCap);
             }
             connection
                 .prepare_cached(
                     "INSERT INTO policies (id, user_id, agent, tool, scope, context_id, args,
-                                           created_by, created_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                                           created_by, created_at, expires_at, uses_left)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 )?
                 .execute(params![
                     policy.id,
@@ -46,20 +57,30 @@ impl Sqlite {
                     policy.context_id,
                     policy.args.as_ref().map(json_text).transpose()?,
                     policy.created_by,
-                    policy.created_at
+                    policy.created_at,
+                    policy.expires_at,
+                    policy.uses_left
                 ])?;
             Ok(PolicyInsert::Inserted)
         })
         .await
     }
 
+    pub async fn replay_calls(&self, since: &str) -> Result<Vec<ReplayCall>> {
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(&REPLAY_SELECT.replace("$1", "?1"))?;
+            let rows = statement.query([since])?;
+            collect(rows, |row| replay_from_row(row))
+        })
+    }
+
     /// A user's policies in force, oldest first.
     pub async fn policies(&self, user_id: &str) -> Result<Vec<PolicyRow>> {
         self.read(|connection| {
             let mut statement = connection.prepare_cached(&format!(
-                "{POLICY_SELECT} WHERE user_id = ?1 AND revoked_at IS NULL ORDER BY created_at, id"
+                "{POLICY_SELECT} WHERE user_id = ?1 AND {IN_FORCE} ORDER BY created_at, id"
             ))?;
-            let rows = statement.query([user_id])?;
+            let rows = statement.query(params![user_id, crate::store::now()])?;
             let policies = collect(rows, |row| policy_from_row(row))?;
             Ok(policies)
         })
@@ -75,8 +96,10 @@ impl Sqlite {
     ) -> Result<Vec<PolicyRow>> {
         self.read(|connection| {
             let mut statement = connection.prepare_cached(&format!(
-                "{POLICY_SELECT} WHERE user_id = ?1 AND agent = ?2 AND revoked_at IS NULL
+                "{POLICY_SELECT} WHERE user_id = ?1 AND agent = ?2
                    AND (scope = ?3 OR (scope = ?4 AND context_id = ?5))
+                   AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?6)
+                   AND (uses_left IS NULL OR uses_left > 0)
                  ORDER BY created_at, id"
             ))?;
             let rows = statement.query(params![
@@ -84,11 +107,25 @@ impl Sqlite {
                 agent,
                 PolicyScope::Agent.as_str(),
                 PolicyScope::Chat.as_str(),
-                context_id
+                context_id,
+                crate::store::now()
             ])?;
             let policies = collect(rows, |row| policy_from_row(row))?;
             Ok(policies)
         })
+    }
+
+    /// Uses grant `id` once, if it is still in force at `now`: a grant with uses left loses one
+    /// in the same statement that checks it, so racing calls cannot spend more than it has.
+    pub async fn use_policy(&self, id: &str, now: &str) -> Result<bool> {
+        let (id, now) = (id.to_owned(), now.to_owned());
+        self.write(move |connection| {
+            let changed = connection
+                .prepare_cached(USE_POLICY)?
+                .execute(params![id, now])?;
+            Ok(changed == 1)
+        })
+        .await
     }
 
     /// Revokes `user_id`'s policy `id`; whether it was in force.

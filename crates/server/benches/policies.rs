@@ -1,0 +1,94 @@
+//! Bench: what the Cedar policies cost a tool call. One call evaluated (entities built, the
+//! policies of its tool and the general ones run) against a set of 10 policies and one of 1,000
+//! (spread over 100 tools, as a deployment's would be, plus 10 that apply to every tool), many
+//! times in a row; prints the median and the 99th percentile per call. Run with
+//! `cargo bench -p signoff-server --bench policies`.
+
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Instant;
+
+use serde_json::json;
+use signoff_server::agent::cedar::{CallFacts, CedarPolicies, ToolFacts, ToolHints};
+
+const CALLS: usize = 20_000;
+
+/// `count` policies: one in a hundred for every tool, the rest on tools `tool0`…`tool99`, in
+/// the shapes the worked examples use (forbid on an argument, ask with approvers, permit by
+/// group, time windows).
+fn policy_set(count: usize) -> CedarPolicies {
+    let mut text = String::new();
+    for index in 0..count {
+        let tool = index % 100;
+        let policy = match (index % 100 == 0, index % 4) {
+            (true, _) => format!(
+                "@id(\"general{index}\") forbid (principal, action, resource) \
+                 when {{ context.args has path && context.args.path like \"/etc{index}/*\" }};"
+            ),
+            (false, 0) => format!(
+                "@id(\"p{index}\") @reason(\"no\") forbid (principal, action, \
+                 resource == Signoff::Tool::\"tool{tool}\") \
+                 when {{ context.args has path && context.args.path like \"secret{index}/*\" }};"
+            ),
+            (false, 1) => format!(
+                "@id(\"p{index}\") @ask(\"x\") @approvers(\"group:sre\") @quorum(\"2\") \
+                 permit (principal, action, resource == Signoff::Tool::\"tool{tool}\") \
+                 when {{ context.environment == \"prod{index}\" }};"
+            ),
+            (false, 2) => format!(
+                "@id(\"p{index}\") permit (principal in Signoff::Group::\"g{index}\", action, \
+                 resource == Signoff::Tool::\"tool{tool}\");"
+            ),
+            (false, _) => format!(
+                "@id(\"p{index}\") @ask(\"late\") permit (principal, action, \
+                 resource == Signoff::Tool::\"tool{tool}\") \
+                 when {{ context.time.hour >= 18 && context.time.unix > {index} }};"
+            ),
+        };
+        text.push_str(&policy);
+        text.push('\n');
+    }
+    CedarPolicies::parse(&[("bench.cedar".into(), text)], "prod").unwrap()
+}
+
+fn bench(count: usize) {
+    let policies = policy_set(count);
+    let tool = ToolFacts {
+        name: "tool7".into(),
+        source: "files".into(),
+        hints: ToolHints::default(),
+    };
+    let groups = vec!["sre".to_owned(), "oncall".to_owned()];
+    let args = json!({"path": "notes/today.txt", "content": "hello", "mode": 1});
+    let now = chrono::Utc::now();
+    let call = CallFacts {
+        user: "alice",
+        groups: &groups,
+        tool: &tool,
+        args: &args,
+        agent: "default/demo",
+        subagent: false,
+        now,
+    };
+    for _ in 0..CALLS / 10 {
+        std::hint::black_box(policies.evaluate(&call));
+    }
+    let mut took: Vec<u128> = (0..CALLS)
+        .map(|_| {
+            let started = Instant::now();
+            std::hint::black_box(policies.evaluate(&call));
+            started.elapsed().as_nanos()
+        })
+        .collect();
+    took.sort_unstable();
+    let median = took[took.len() / 2] as f64 / 1000.0;
+    let p99 = took[took.len() * 99 / 100] as f64 / 1000.0;
+    println!(
+        "{count:>5} policies: {median:>7.1} µs median, {p99:>7.1} µs p99 per call ({CALLS} calls)"
+    );
+}
+
+fn main() {
+    bench(10);
+    bench(1000);
+}
