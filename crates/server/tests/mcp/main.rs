@@ -81,6 +81,18 @@ fn responses(results: &[Value]) -> Vec<Value> {
     data_parts(results, "function_response")
 }
 
+/// The stream's first tool result; without one, the test fails showing how the stream ended.
+fn first_response(results: &[Value]) -> Value {
+    match responses(results).into_iter().next() {
+        Some(response) => response,
+        None => panic!(
+            "no tool result; states {:?}, last event {}",
+            states(results),
+            results.last().cloned().unwrap_or_default()
+        ),
+    }
+}
+
 fn text_of(response: &Value) -> String {
     response["response"]["content"][0]["text"]
         .as_str()
@@ -301,12 +313,12 @@ async fn streamable_http_tools_through_the_agent_with_clear_failures() {
 
     let read = say(&app, "read remote.txt").await;
     assert_eq!(states(&read).last().unwrap(), "completed");
-    assert_eq!(text_of(&responses(&read)[0]), "served over HTTP");
+    assert_eq!(text_of(&first_response(&read)), "served over HTTP");
     assert!(answer_text(&read).contains("served over HTTP"));
 
     // An MCP tool error comes back as the tool's own isError result.
     let missing = say(&app, "read missing.txt").await;
-    let failure = &responses(&missing)[0];
+    let failure = &first_response(&missing);
     assert_eq!(failure["response"]["isError"], true, "{failure}");
     // The Python SDK words a raised exception so.
     assert!(
@@ -317,7 +329,7 @@ async fn streamable_http_tools_through_the_agent_with_clear_failures() {
 
     // Arguments that violate the input schema never reach the server.
     let listed = say(&app, "list files").await;
-    let failure = &responses(&listed)[0];
+    let failure = &first_response(&listed);
     assert_eq!(failure["response"]["isError"], true);
     assert!(
         text_of(failure).contains("invalid arguments for list_directory: arguments: the required field \"depth\" is missing"),
@@ -326,7 +338,7 @@ async fn streamable_http_tools_through_the_agent_with_clear_failures() {
 
     // A call that outlives the source's timeout fails, and the connection keeps working.
     let slow = say(&app, "read slow.txt").await;
-    let failure = &responses(&slow)[0];
+    let failure = &first_response(&slow);
     assert_eq!(failure["response"]["isError"], true);
     assert!(
         text_of(failure).contains("did not answer within 2 s"),
@@ -334,7 +346,7 @@ async fn streamable_http_tools_through_the_agent_with_clear_failures() {
     );
     assert_eq!(states(&slow).last().unwrap(), "completed");
     let again = say(&app, "read remote.txt").await;
-    assert_eq!(text_of(&responses(&again)[0]), "served over HTTP");
+    assert_eq!(text_of(&first_response(&again)), "served over HTTP");
 
     app.stop().await;
     server.stop().await;
