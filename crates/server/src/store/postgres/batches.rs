@@ -58,63 +58,9 @@ async fn apply_decision(
     }
     insert_votes(connection, task_id, decision, &now).await?;
     if partial {
-        let events = decision.events.len() as i64;
-        let last: i64 = sqlx::query_scalar(
-            "UPDATE tasks SET last_seq = last_seq + $1, updated_at = $2 WHERE id = $3
-             RETURNING last_seq",
-        )
-        .bind(events)
-        .bind(&now)
-        .bind(task_id)
-        .fetch_optional(&mut *connection)
-        .await?
-        .ok_or(StoreError::NotFound)?;
-        append_events(
-            connection,
-            task_id,
-            last - events + 1,
-            &decision.events,
-            &now,
-        )
-        .await?;
-        // The batch's approvers' streams hear how far it has come.
-        let approvals_of = super::approvals::record_progress(
-            connection,
-            replica,
-            task_id,
-            decision.batch_id,
-            &decision.user_id,
-            &now,
-        )
-        .await?;
-        write_outbox(connection, replica, task_id, decision, last, &now).await?;
-        return Ok(Written {
-            last_seq: last,
-            approvals_of,
-        });
+        return write_partial_approval(connection, replica, task_id, decision, &now).await;
     }
-    for verdict in &decision.verdicts {
-        let done = sqlx::query(
-            "UPDATE calls SET status = $1, verdict = $2, reason = $3, run_args = $4,
-                              run_args_sha256 = $5
-             WHERE task_id = $6 AND call_id = $7 AND batch_id = $8 AND status = $9",
-        )
-        .bind(verdict.status.as_str())
-        .bind(verdict.verdict.as_str())
-        .bind(verdict.reason.as_deref())
-        .bind(verdict.run_args.as_ref().map(json_text).transpose()?)
-        .bind(verdict.run_args_sha256.as_deref())
-        .bind(task_id)
-        .bind(&verdict.call_id)
-        .bind(decision.batch_id)
-        .bind(CallStatus::Held.as_str())
-        .execute(&mut *connection)
-        .await?
-        .rows_affected();
-        if done != 1 {
-            return Err(StoreError::Conflict("a call of the batch is not held"));
-        }
-    }
+    settle_calls(connection, task_id, decision).await?;
     sqlx::query(
         "INSERT INTO decisions (batch_id, task_id, user_id, channel, decision, summary,
                                 decided_at, decider_auth)
@@ -175,6 +121,82 @@ async fn apply_decision(
         last_seq: last,
         approvals_of,
     })
+}
+
+/// An approval short of its quorum: the batch stays pending, its events are appended, and
+/// the batch's approvers' streams hear how far it has come.
+async fn write_partial_approval(
+    connection: &mut PgConnection,
+    replica: &str,
+    task_id: &str,
+    decision: &DecisionWrite,
+    now: &str,
+) -> Result<Written> {
+    let events = decision.events.len() as i64;
+    let last: i64 = sqlx::query_scalar(
+        "UPDATE tasks SET last_seq = last_seq + $1, updated_at = $2 WHERE id = $3
+         RETURNING last_seq",
+    )
+    .bind(events)
+    .bind(now)
+    .bind(task_id)
+    .fetch_optional(&mut *connection)
+    .await?
+    .ok_or(StoreError::NotFound)?;
+    append_events(
+        connection,
+        task_id,
+        last - events + 1,
+        &decision.events,
+        now,
+    )
+    .await?;
+    // The batch's approvers' streams hear how far it has come.
+    let approvals_of = super::approvals::record_progress(
+        connection,
+        replica,
+        task_id,
+        decision.batch_id,
+        &decision.user_id,
+        now,
+    )
+    .await?;
+    write_outbox(connection, replica, task_id, decision, last, now).await?;
+    Ok(Written {
+        last_seq: last,
+        approvals_of,
+    })
+}
+
+/// Sets each held call of the batch to its verdict; a call no longer held is a conflict.
+async fn settle_calls(
+    connection: &mut PgConnection,
+    task_id: &str,
+    decision: &DecisionWrite,
+) -> Result<()> {
+    for verdict in &decision.verdicts {
+        let done = sqlx::query(
+            "UPDATE calls SET status = $1, verdict = $2, reason = $3, run_args = $4,
+                              run_args_sha256 = $5
+             WHERE task_id = $6 AND call_id = $7 AND batch_id = $8 AND status = $9",
+        )
+        .bind(verdict.status.as_str())
+        .bind(verdict.verdict.as_str())
+        .bind(verdict.reason.as_deref())
+        .bind(verdict.run_args.as_ref().map(json_text).transpose()?)
+        .bind(verdict.run_args_sha256.as_deref())
+        .bind(task_id)
+        .bind(&verdict.call_id)
+        .bind(decision.batch_id)
+        .bind(CallStatus::Held.as_str())
+        .execute(&mut *connection)
+        .await?
+        .rows_affected();
+        if done != 1 {
+            return Err(StoreError::Conflict("a call of the batch is not held"));
+        }
+    }
+    Ok(())
 }
 
 /// Writes the decision's notifications and pushes (the outbox) in its transaction.
