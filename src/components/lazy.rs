@@ -16,8 +16,9 @@ use leptos::task::spawn_local;
 use signoff_protocol::rest::CallQuorum;
 
 use super::chat::shared::SharedPage;
+use super::context::AppCtx;
 use super::feedback::AnswerFeedback;
-use super::inbox::{ApprovalsPage, QuorumLines, ReadOnlyNotice};
+use super::inbox::{ApprovalsPage, LiveApprovals, QuorumLines, ReadOnlyNotice};
 use super::share::ShareMenu;
 
 /// A split point's result once its chunk has loaded; `Some(None)` while it loads.
@@ -82,7 +83,7 @@ where
 /// Runs `start` (a prefetch: `loaded` on a split point's slot) once the browser is idle, so
 /// that the fetch never competes with what the first view needs; `requestIdleCallback`, or a
 /// second's timer where the browser has none.
-pub(crate) fn when_idle(start: fn()) {
+pub(crate) fn when_idle(start: impl FnOnce() + 'static) {
     let Some(window) = web_sys::window() else {
         return;
     };
@@ -115,6 +116,21 @@ thread_local! {
     static SHARED: Slot<fn(String) -> AnyView> = ArcRwSignal::new(None);
     static FEEDBACK: Slot<MakeFeedback> = ArcRwSignal::new(None);
     static MARKDOWN: Slot<fn(&str) -> String> = ArcRwSignal::new(None);
+    static STREAM: Slot<FollowApprovals> = ArcRwSignal::new(None);
+}
+
+/// Follows the approvals stream into the tab's inbox, given when the page opened.
+type FollowApprovals = fn(AppCtx, LiveApprovals, f64);
+
+#[wasm_split_helpers::wasm_split(stream, fallible)]
+fn approvals_stream_follower() -> Loaded<FollowApprovals> {
+    Ok(super::inbox::follow)
+}
+
+/// The approvals stream's follower (`inbox::follow`), once its chunk has loaded: the sharing
+/// between tabs, the stream's reading and the browser notifications it raises.
+pub(crate) async fn approvals_stream() -> FollowApprovals {
+    ready(&STREAM, approvals_stream_follower).await
 }
 
 #[wasm_split_helpers::wasm_split(approvals, fallible)]

@@ -1,7 +1,7 @@
 //! Browser tests of the UI's wasm chunks (docs/toolchain.md, UI chunks): a fresh chat fetches
 //! none of them before its composer works but its header's Share menu, then the chunks of the
-//! cards and of Stop while it is idle, and each other part behind a split point fetches its own
-//! chunk when first shown.
+//! cards, of Stop and of the approvals stream while it is idle, and each other part behind a
+//! split point fetches its own chunk when first shown.
 
 use crate::support::harness::App;
 
@@ -36,19 +36,19 @@ async fn a_fresh_chat_fetches_no_chunk_and_each_part_fetches_its_own_when_first_
         before.iter().any(|path| path.ends_with("_bg.wasm")),
         "the main module: {before:?}"
     );
-    // The chunks of the cards and of Stop may already be on their way: they are fetched as
-    // soon as the page is idle.
-    let prefetched = ["/split_cards-", "/split_stop-"];
+    // The chunks of the cards, of Stop and of the approvals stream may already be on their
+    // way: they are fetched as soon as the page is idle.
+    let prefetched = ["/split_cards-", "/split_stop-", "/split_stream-"];
     let loaded = chunks(&before);
     assert!(
         loaded.iter().all(|path| path.starts_with("/split_share-")
             || prefetched.iter().any(|chunk| path.starts_with(chunk))),
-        "a fresh chat fetched more than its header's Share menu, the cards and Stop: {loaded:?}"
+        "a fresh chat fetched more than its header's Share menu, the cards, Stop and the approvals stream: {loaded:?}"
     );
     // Before any card shows, so that a first card, its Reject or Edit, and Stop while the agent
     // works wait for no fetch.
     app.wait_until(
-        "the chunks of the cards and Stop are fetched while the chat is idle",
+        "the chunks of the cards, Stop and the approvals stream are fetched while the chat is idle",
         || async {
             let loaded = fetched(&app).await;
             Ok(prefetched
