@@ -190,20 +190,11 @@ async fn status_of(http: &reqwest::Client, url: &str) -> u16 {
     http.get(url).send().await.unwrap().status().as_u16()
 }
 
-#[tokio::test]
-async fn an_emailed_approve_link_decides_once_after_its_confirm_page() {
-    let _turn = browser_turn().await;
-    let scratch = tempfile::tempdir().unwrap();
-    let maildir = scratch.path().join("maildir");
-    let smtp_port = free_port();
-    let _smtp = start_smtp(smtp_port, &maildir);
-    wait_for_port(smtp_port).await;
-
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let notifications = scratch.path().join("notifications.toml");
+/// A notifications file with one email channel to the SMTP server on `smtp_port`, for the
+/// batches that start waiting; `local` (the person of `--auth none`) has an address.
+fn write_email_channel(path: &Path, smtp_port: u16) {
     std::fs::write(
-        &notifications,
+        path,
         format!(
             r#"
 [delivery]
@@ -225,6 +216,32 @@ people = {{ local = "Local Person <local@example.test>" }}
         ),
     )
     .unwrap();
+}
+
+/// The text of the page's element `css`.
+async fn text_of(driver: &WebDriver, css: &str) -> String {
+    driver
+        .find(By::Css(css))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_emailed_approve_link_decides_once_after_its_confirm_page() {
+    let _turn = browser_turn().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let maildir = scratch.path().join("maildir");
+    let smtp_port = free_port();
+    let _smtp = start_smtp(smtp_port, &maildir);
+    wait_for_port(smtp_port).await;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let notifications = scratch.path().join("notifications.toml");
+    write_email_channel(&notifications, smtp_port);
     let data = tempfile::tempdir().unwrap();
     let mut config = signoff_server::Config::new(data.path());
     config.notifications = Some(notifications);
@@ -262,22 +279,8 @@ people = {{ local = "Local Person <local@example.test>" }}
     // Headless Chromium widens a first window narrower than 500 pixels; set again, it keeps 390.
     driver.set_window_rect(0, 0, 390, 844).await.unwrap();
     driver.goto(&approve).await.unwrap();
-    let title = driver
-        .find(By::Css("#title"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert_eq!(title, "Approve 1 call?");
-    let agent = driver
-        .find(By::Css("#agent"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert_eq!(agent, "default/demo");
+    assert_eq!(text_of(driver, "#title").await, "Approve 1 call?");
+    assert_eq!(text_of(driver, "#agent").await, "default/demo");
     shots(driver, "decision-link-phone").await;
     driver.set_window_rect(0, 0, 1280, 900).await.unwrap();
     shots(driver, "decision-link-desktop").await;

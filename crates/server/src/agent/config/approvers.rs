@@ -55,6 +55,23 @@ pub struct ApproversSpec {
     pub max_extend: Option<String>,
 }
 
+impl ApproversSpec {
+    /// A tool source's own settings: who approves, the two-person rule and the quorum (the
+    /// deadline ladder is set on an agent, a tool or a rule, not on a source).
+    pub fn source_level(
+        approvers: &Option<Vec<String>>,
+        requester_may_approve: Option<bool>,
+        quorum: Option<u32>,
+    ) -> ApproversSpec {
+        ApproversSpec {
+            approvers: approvers.clone(),
+            requester_may_approve,
+            quorum,
+            ..ApproversSpec::default()
+        }
+    }
+}
+
 /// One checked `approvers` entry.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ApproverEntry {

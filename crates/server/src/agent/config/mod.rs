@@ -255,34 +255,27 @@ impl ToolSourceSpec {
             } => (
                 name.clone().unwrap_or_else(|| "files".to_owned()),
                 "",
-                ApproversSpec {
-                    approvers: approvers.clone(),
-                    requester_may_approve: *requester_may_approve,
-                    quorum: *quorum,
-                    ..ApproversSpec::default()
-                },
+                ApproversSpec::source_level(approvers, *requester_may_approve, *quorum),
                 tool_approvers,
             ),
             ToolSourceSpec::McpStdio(spec) => (
                 spec.name.clone(),
                 spec.prefix.as_deref().unwrap_or(""),
-                ApproversSpec {
-                    approvers: spec.approvers.clone(),
-                    requester_may_approve: spec.requester_may_approve,
-                    quorum: spec.quorum,
-                    ..ApproversSpec::default()
-                },
+                ApproversSpec::source_level(
+                    &spec.approvers,
+                    spec.requester_may_approve,
+                    spec.quorum,
+                ),
                 &spec.tool_approvers,
             ),
             ToolSourceSpec::McpHttp(spec) => (
                 spec.name.clone(),
                 spec.prefix.as_deref().unwrap_or(""),
-                ApproversSpec {
-                    approvers: spec.approvers.clone(),
-                    requester_may_approve: spec.requester_may_approve,
-                    quorum: spec.quorum,
-                    ..ApproversSpec::default()
-                },
+                ApproversSpec::source_level(
+                    &spec.approvers,
+                    spec.requester_may_approve,
+                    spec.quorum,
+                ),
                 &spec.tool_approvers,
             ),
         }
