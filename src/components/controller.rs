@@ -137,6 +137,9 @@ impl ChatCtl {
                 crate::components::tools::cards_ready().await;
             }
             self.loading.set(false);
+            if let Some(live) = self.live {
+                live.chat_loaded.set(true);
+            }
             let tasks = match loaded {
                 Ok((_, tasks, requested_by)) => {
                     self.requested_by.set(requested_by);

@@ -24,6 +24,7 @@ use super::context::AppCtx;
 use super::lazy;
 use crate::api;
 use crate::state::inbox::{tab_title, Inbox};
+use crate::state::route::Route;
 
 /// The live approvals of this tab, provided as context.
 #[derive(Clone, Copy)]
@@ -36,18 +37,23 @@ pub struct LiveApprovals {
     /// Who the person is signed in as (`GET /api/me`), to know whether they approved a routed
     /// call already.
     pub me: RwSignal<Option<String>>,
+    /// The stored chat the page opened on has its messages in (or could not load them): until
+    /// then its stream's chunk would share the link with them.
+    pub chat_loaded: RwSignal<bool>,
 }
 
 /// Keeps the tab's inbox live: its signals are there from the start (the sidebar's badge, the
 /// tab title and the chat read them), and once the first view is drawn and the browser idle,
 /// the stream chunk follows the approvals stream into them (`stream::follow`). A fresh chat
-/// downloads none of the stream's code before its composer works.
+/// downloads none of the stream's code before its composer works, and a stored chat none
+/// before its messages are in.
 pub fn start(app: AppCtx) -> LiveApprovals {
     let live = LiveApprovals {
         inbox: RwSignal::new(Inbox::default()),
         notify: RwSignal::new(notify::remembered()),
         focus_task: RwSignal::new(None),
         me: RwSignal::new(None),
+        chat_loaded: RwSignal::new(false),
     };
     provide_context(live);
     spawn_local(async move {
@@ -62,8 +68,32 @@ pub fn start(app: AppCtx) -> LiveApprovals {
         }
     });
     let opened_ms = js_sys::Date::now();
-    lazy::when_idle(move || {
-        spawn_local(async move { lazy::approvals_stream().await(app, live, opened_ms) })
-    });
+    let follow = move || {
+        lazy::when_idle(move || {
+            spawn_local(async move { lazy::approvals_stream().await(app, live, opened_ms) })
+        })
+    };
+    let on_stored_chat = |route: &Route| {
+        matches!(
+            route,
+            Route::Chat {
+                session: Some(_),
+                ..
+            }
+        )
+    };
+    if app.route.with_untracked(on_stored_chat) {
+        // Until its messages are in, or the person went elsewhere.
+        Effect::new(move |followed: Option<bool>| {
+            let follows =
+                followed == Some(true) || live.chat_loaded.get() || !app.route.with(on_stored_chat);
+            if follows && followed != Some(true) {
+                follow();
+            }
+            follows
+        });
+    } else {
+        follow();
+    }
     live
 }
