@@ -73,7 +73,7 @@ pub fn send_effect(view: &ChatView, text: &str) -> SendEffect {
 }
 
 /// `n` calls in words: "the pending call", "the 2 pending calls".
-fn pending_calls(n: usize) -> String {
+pub fn pending_calls(n: usize) -> String {
     if n == 1 {
         "the pending call".to_owned()
     } else {
