@@ -302,6 +302,10 @@ mod tests {
                  reject, or explain what to do instead (that rejects the pending call)."
             )
         );
+        // The composer shows it and does not send.
+        let refused = SendEffect::Refused(hint.clone().unwrap_or_default());
+        assert_eq!(refused.hint(), hint);
+        assert!(!refused.can_send());
         let hint = requester_reply(&effect(Reply::Unclear), "ok", &requester).unwrap();
         assert!(
             hint.starts_with("This decides nothing: the pending call waits for approval by sre")

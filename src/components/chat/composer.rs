@@ -9,7 +9,7 @@ use super::stop;
 use crate::components::controller::ChatCtl;
 use crate::components::lazy;
 use crate::components::tools::prefetch_cards;
-use crate::state::compose::{self, SendEffect};
+use crate::state::compose::SendEffect;
 use crate::state::ChatStatus;
 
 #[component]
@@ -17,24 +17,7 @@ pub fn Composer() -> impl IntoView {
     let ctl = expect_context::<ChatCtl>();
     let status = Memo::new(move |_| ctl.view.with(|view| view.status.clone()));
     let loading = ctl.loading;
-    let effect = Memo::new(move |_| {
-        let text = ctl.composer.get();
-        ctl.view.with(|view| compose::send_effect(view, &text))
-    });
-    // A requester who may not approve a routed batch is offered only what they may do: a
-    // reply that would approve, or decides nothing, is not sent, and the hint says why.
-    let refusal = Memo::new(move |_| {
-        let text = ctl.composer.get();
-        let task = ctl
-            .view
-            .with(|view| view.pending.as_ref().map(|batch| batch.task_id.clone()))?;
-        ctl.live?.inbox.with(|inbox| {
-            let routing = inbox.routing(&task)?;
-            effect.with(|effect| lazy::requester_reply(effect, &text, routing))
-        })
-    });
-    let hint = move || refusal.get().or_else(|| effect.with(SendEffect::hint));
-    let refused = move || refusal.with(Option::is_some);
+    let effect = Memo::new(move |_| ctl.send_effect(&ctl.composer.get()));
     let disabled = move || loading.get() || effect.with(|effect| *effect == SendEffect::Wait);
     // Once the chat is up, the chunks of the cards and of Stop come while the page is idle: the
     // first call an agent makes, the Reject or Edit a person clicks on it, and Stop while the
@@ -46,7 +29,9 @@ pub fn Composer() -> impl IntoView {
     });
     let placeholder = move || match status.get() {
         _ if loading.get() => "Loading the chat…",
-        ChatStatus::AwaitingApproval if refused() => {
+        ChatStatus::AwaitingApproval
+            if effect.with(|effect| matches!(effect, SendEffect::Refused(_))) =>
+        {
             "Reject the pending calls above, or say what to do instead"
         }
         ChatStatus::AwaitingApproval => "Decide the pending calls above, or say what to do instead",
@@ -66,9 +51,7 @@ pub fn Composer() -> impl IntoView {
     let on_keydown = move |event: web_sys::KeyboardEvent| {
         if event.key() == "Enter" && !event.shift_key() && !event.is_composing() {
             event.prevent_default();
-            if !refused() {
-                ctl.send();
-            }
+            ctl.send();
         }
     };
     view! {
@@ -76,9 +59,7 @@ pub fn Composer() -> impl IntoView {
             class="composer"
             on:submit=move |event| {
                 event.prevent_default();
-                if !refused() {
-                    ctl.send();
-                }
+                ctl.send();
             }
         >
             <label class="visually-hidden" for="composer-input">
@@ -94,9 +75,9 @@ pub fn Composer() -> impl IntoView {
                 on:input=move |event| ctl.composer.set(event_target_value(&event))
                 on:keydown=on_keydown
             ></textarea>
-            <Show when=move || hint().is_some()>
+            <Show when=move || effect.with(|effect| effect.hint().is_some())>
                 <p class="composer-hint" data-testid="composer-hint" aria-live="polite">
-                    {move || hint().unwrap_or_default()}
+                    {move || effect.with(|effect| effect.hint().unwrap_or_default())}
                 </p>
             </Show>
             <div class="composer-actions">
@@ -111,7 +92,6 @@ pub fn Composer() -> impl IntoView {
                     disabled=move || {
                         disabled()
                             || !effect.with(SendEffect::can_send)
-                            || refused()
                             || ctl.composer.with(|text| text.trim().is_empty())
                     }
                 >
