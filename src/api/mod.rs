@@ -3,6 +3,7 @@
 //! feed what comes back to the reducer in [`crate::state`]; nothing else fetches.
 
 pub mod approvals;
+pub mod batches;
 pub mod http;
 pub mod policies;
 pub mod rpc;

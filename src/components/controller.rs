@@ -319,9 +319,7 @@ impl ChatCtl {
         if text.trim().is_empty() {
             return;
         }
-        let effect = self
-            .view
-            .with_untracked(|view| compose::send_effect(view, &text));
+        let effect = untrack(|| self.send_effect(&text));
         if !effect.can_send() {
             return;
         }
@@ -329,8 +327,25 @@ impl ChatCtl {
             SendEffect::NewTurn => self.send_new_turn(text),
             SendEffect::Queue { task_id } => self.send_queued(task_id, text),
             SendEffect::Reply { task_id, .. } => self.send_reply(task_id, text),
-            SendEffect::Wait => {}
+            SendEffect::Wait | SendEffect::Refused(_) => {}
         }
+    }
+
+    /// What sending `text` would do now (`compose::send_effect`); a requester who may not
+    /// approve a batch routed to approvers is refused a reply that would approve or decides
+    /// nothing, in the approvals chunk's words (none until it is here).
+    pub fn send_effect(self, text: &str) -> SendEffect {
+        let effect = self.view.with(|view| compose::send_effect(view, text));
+        let SendEffect::Reply { task_id, .. } = &effect else {
+            return effect;
+        };
+        let refused = self.live.and_then(|live| {
+            live.inbox.with(|inbox| {
+                let routing = inbox.routing(task_id)?;
+                crate::components::lazy::requester_reply(&effect, text, routing)
+            })
+        });
+        refused.map_or(effect, SendEffect::Refused)
     }
 
     /// A user message of the composer's text, in this chat.

@@ -13,13 +13,15 @@ use std::thread::LocalKey;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use signoff_protocol::rest::CallQuorum;
+use signoff_protocol::rest::{ApprovalRouting, CallQuorum};
 
 use super::chat::shared::SharedPage;
 use super::context::AppCtx;
 use super::feedback::AnswerFeedback;
 use super::inbox::{ApprovalsPage, LiveApprovals, QuorumLines, ReadOnlyNotice};
 use super::share::ShareMenu;
+use crate::state::compose::SendEffect;
+use crate::state::PendingBatch;
 
 /// A split point's result once its chunk has loaded; `Some(None)` while it loads.
 pub(crate) type Slot<T> = ArcRwSignal<Option<Option<T>>>;
@@ -108,6 +110,11 @@ pub(crate) struct ApprovalsViews {
     quorum_lines: fn(CallQuorum) -> AnyView,
     /// An approver's notice in place of the composer, given whose chat it is.
     read_only: fn(String) -> AnyView,
+    /// The status line of a routed batch (`state::routing::routed_status`).
+    status: fn(&PendingBatch, &ApprovalRouting, Option<&str>) -> String,
+    /// The composer's words, not sent, for a requester who may not approve
+    /// (`state::routing::requester_reply`).
+    reply: fn(&SendEffect, &str, &ApprovalRouting) -> Option<String>,
 }
 
 thread_local! {
@@ -139,6 +146,8 @@ fn approvals_views() -> Loaded<ApprovalsViews> {
         page: || view! { <ApprovalsPage /> }.into_any(),
         quorum_lines: |call| view! { <QuorumLines call=call /> }.into_any(),
         read_only: |requested_by| view! { <ReadOnlyNotice requested_by=requested_by /> }.into_any(),
+        status: crate::state::routing::routed_status,
+        reply: crate::state::routing::requester_reply,
     })
 }
 
@@ -155,6 +164,25 @@ pub fn quorum_lines(call: CallQuorum) -> impl IntoView {
 /// In place of the composer when an approver reads `requested_by`'s chat.
 pub fn read_only_notice(requested_by: String) -> impl IntoView {
     move || loaded(&APPROVALS, approvals_views).map(|views| (views.read_only)(requested_by.clone()))
+}
+
+/// What the status line says while a routed batch waits, once the approvals chunk is here.
+pub fn routed_status(
+    batch: &PendingBatch,
+    routing: &ApprovalRouting,
+    me: Option<&str>,
+) -> Option<String> {
+    loaded(&APPROVALS, approvals_views).map(|views| (views.status)(batch, routing, me))
+}
+
+/// What the composer says, without sending, to a requester who may not approve a routed
+/// batch; `None` where its own words stand, and until the chunk is here.
+pub fn requester_reply(
+    effect: &SendEffect,
+    text: &str,
+    routing: &ApprovalRouting,
+) -> Option<String> {
+    loaded(&APPROVALS, approvals_views).and_then(|views| (views.reply)(effect, text, routing))
 }
 
 #[wasm_split_helpers::wasm_split(shared, fallible)]

@@ -22,6 +22,9 @@ pub enum SendEffect {
     },
     /// Nothing can be sent yet (the turn has no task id so far).
     Wait,
+    /// A reply the person may not send, and why: a requester who may not approve a routed
+    /// batch (`state::routing::requester_reply`) may only reject it.
+    Refused(String),
 }
 
 /// How a reply to a paused task reads.
@@ -73,7 +76,7 @@ pub fn send_effect(view: &ChatView, text: &str) -> SendEffect {
 }
 
 /// `n` calls in words: "the pending call", "the 2 pending calls".
-fn pending_calls(n: usize) -> String {
+pub fn pending_calls(n: usize) -> String {
     if n == 1 {
         "the pending call".to_owned()
     } else {
@@ -86,6 +89,7 @@ impl SendEffect {
     pub fn hint(&self) -> Option<String> {
         match self {
             SendEffect::NewTurn | SendEffect::Wait => None,
+            SendEffect::Refused(why) => Some(why.clone()),
             SendEffect::Queue { .. } => Some(
                 "The agent is working: your message waits and joins the conversation before its \
                  next step."
@@ -113,7 +117,7 @@ impl SendEffect {
         match self {
             SendEffect::NewTurn | SendEffect::Queue { .. } => true,
             SendEffect::Reply { reply, .. } => *reply != Reply::Unclear,
-            SendEffect::Wait => false,
+            SendEffect::Wait | SendEffect::Refused(_) => false,
         }
     }
 }

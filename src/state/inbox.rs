@@ -116,6 +116,15 @@ impl Inbox {
             .any(|known| known.batch.task_id == task_id)
     }
 
+    /// The waiting batch of `task_id`, as the stream's last word on it says (a reminder, an
+    /// escalation or an extension says it again: docs/rest.md, Deadline ladder).
+    pub fn batch(&self, task_id: &str) -> Option<&PendingApproval> {
+        self.waiting
+            .iter()
+            .find(|known| known.batch.task_id == task_id)
+            .map(|known| &known.batch)
+    }
+
     /// The routing of the waiting batch of `task_id`, as the stream's last word on it says
     /// (it says the batch again at each approval short of its quorum).
     pub fn routing(&self, task_id: &str) -> Option<&ApprovalRouting> {
@@ -343,6 +352,39 @@ pub(super) mod tests {
         assert_eq!(inbox.routing("t-2"), None);
         inbox.apply(&sent(3, decided("t-1")));
         assert_eq!(inbox.routing("t-1"), None);
+    }
+
+    #[test]
+    fn a_batch_said_again_by_the_ladder_carries_its_marks_and_new_deadline() {
+        let mut inbox = Inbox::default();
+        inbox.apply(&sent(1, pending("t-1", "2026-11-22T18:00:00.000Z", &["x"])));
+        assert_eq!(inbox.batch("t-1").and_then(|b| b.ladder.clone()), None);
+        let ApprovalEvent::Pending(mut again) = pending("t-1", "2026-11-22T18:00:00.000Z", &["x"])
+        else {
+            unreachable!()
+        };
+        again.expires_at = Some("2026-11-22T19:15:00.000Z".to_owned());
+        again.ladder = Some(Box::new(signoff_protocol::rest::LadderMarks {
+            reminded_at: Some("2026-11-22T18:15:00.000Z".to_owned()),
+            escalated_to: vec!["group:sre".to_owned()],
+        }));
+        assert_eq!(
+            inbox.apply(&sent(2, ApprovalEvent::Pending(again))),
+            Change::Nothing
+        );
+        let batch = inbox.batch("t-1").unwrap();
+        assert_eq!(
+            batch.expires_at.as_deref(),
+            Some("2026-11-22T19:15:00.000Z")
+        );
+        assert_eq!(
+            batch
+                .ladder
+                .as_ref()
+                .map(|marks| marks.escalated_to.clone()),
+            Some(vec!["group:sre".to_owned()])
+        );
+        assert!(inbox.batch("t-2").is_none());
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod guard;
 pub mod hidden;
 pub mod inbox;
 pub mod keyed;
+pub mod ladder;
 pub mod nesting;
 pub mod policy;
 pub mod preview;

@@ -2,7 +2,11 @@
 //! is asked, how far each call's quorum has come, and which approvals an edit voided; and
 //! whether the reader may still approve a call. Pure, so it is tested natively.
 
+use signoff_protocol::hitl::{Decision, DecisionKind, Verdict};
 use signoff_protocol::rest::{ApprovalRouting, CallQuorum};
+
+use super::compose::{pending_calls, Reply, SendEffect};
+use super::view::PendingBatch;
 
 /// An approvers list as a person reads it: `group:sre` and `user:dave` are "sre or dave".
 pub fn approvers_label(entries: &[String]) -> String {
@@ -78,6 +82,96 @@ pub fn call_quorum(
     Some((call.clone(), !routing.eligible_by.is_empty() && !approved))
 }
 
+/// Whom a routed batch waits for, every call's approvers in one list: "sre", "sre or dave".
+fn batch_approvers(routing: &ApprovalRouting) -> String {
+    let mut entries: Vec<String> = Vec::new();
+    for call in &routing.calls {
+        for entry in &call.approvers {
+            if !entries.contains(entry) {
+                entries.push(entry.clone());
+            }
+        }
+    }
+    approvers_label(&entries)
+}
+
+/// What the chat's status line says while a routed batch waits, for the reader `me` whose
+/// routing it is: its tools and whom they wait for when the reader may not approve ("write_file
+/// waits for approval by sre"); where the quorum stands once they approved every call ("You
+/// approved; waiting for 1 more of sre"); else the batch's own words ("write_file waits for
+/// your approval").
+pub fn routed_status(batch: &PendingBatch, routing: &ApprovalRouting, me: Option<&str>) -> String {
+    let by = batch_approvers(routing);
+    if routing.eligible_by.is_empty() {
+        let names: Vec<&str> = batch
+            .requests
+            .iter()
+            .map(|call| call.name.as_str())
+            .collect();
+        return match names.as_slice() {
+            [one] => format!("{one} waits for approval by {by}"),
+            many => format!(
+                "{} calls wait for approval by {by}: {}",
+                many.len(),
+                many.join(", ")
+            ),
+        };
+    }
+    let approved_all = me.is_some_and(|me| {
+        !routing.calls.is_empty()
+            && routing
+                .calls
+                .iter()
+                .all(|call| call.approved_by.iter().any(|by| by == me))
+    });
+    if !approved_all {
+        return batch.announcement();
+    }
+    let mut more = 0;
+    for call in &routing.calls {
+        more = more.max((call.quorum as usize).saturating_sub(call.approved_by.len()));
+    }
+    format!("You approved; waiting for {more} more of {by}")
+}
+
+/// What the composer says instead when the requester may not approve a routed batch (a
+/// two-person rule, or calls routed to others): a reply that would approve, or that decides
+/// nothing, is not sent, and the words say whom the calls wait for and what the requester may
+/// do. `None` where the composer's own words stand (and Send sends).
+pub fn requester_reply(
+    effect: &SendEffect,
+    text: &str,
+    routing: &ApprovalRouting,
+) -> Option<String> {
+    let SendEffect::Reply { calls, reply, .. } = effect else {
+        return None;
+    };
+    if !routing.eligible_by.is_empty() {
+        return None;
+    }
+    let by = batch_approvers(routing);
+    let approves = Decision::from_text(text).is_some_and(|decision| match decision.kind {
+        DecisionKind::ApproveAll => true,
+        DecisionKind::DenyAll { .. } => false,
+        DecisionKind::Batch { decisions, .. } => decisions
+            .values()
+            .any(|verdict| *verdict == Verdict::Approve),
+    });
+    let what = pending_calls(*calls);
+    let waits = if *calls == 1 { "waits" } else { "wait" };
+    match reply {
+        Reply::Decision(_) if approves => Some(format!(
+            "You may not approve: {what} {waits} for approval by {by}. Say reject, or explain \
+             what to do instead (that rejects {what})."
+        )),
+        Reply::Unclear => Some(format!(
+            "This decides nothing: {what} {waits} for approval by {by}. Say reject, or explain \
+             what to do instead (that rejects {what})."
+        )),
+        Reply::Decision(_) | Reply::RejectsWithReason => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +226,108 @@ mod tests {
         assert_eq!(
             asked_text("default/deploy", &routing(&[], &[])),
             "default/deploy asks for alice · others approve; you may reject or stop it"
+        );
+    }
+
+    fn pending(names: &[&str]) -> PendingBatch {
+        let requests = names
+            .iter()
+            .enumerate()
+            .map(|(index, name)| signoff_protocol::hitl::ActionRequest {
+                id: format!("call_{}", index + 1),
+                name: (*name).to_owned(),
+                args: serde_json::json!({}),
+                description: None,
+                server: None,
+                approval_id: None,
+                via: None,
+                metadata: Default::default(),
+            })
+            .collect();
+        PendingBatch {
+            task_id: "t-1".to_owned(),
+            context_id: None,
+            dialect: signoff_protocol::hitl::Dialect::Native,
+            requests,
+            keys: Vec::new(),
+            expires_at: None,
+        }
+    }
+
+    #[test]
+    fn the_status_line_says_whom_a_routed_batch_waits_for() {
+        let batch = pending(&["write_file"]);
+        // The requester under a two-person rule: not "your approval".
+        assert_eq!(
+            routed_status(&batch, &routing(&[], &[]), Some("alice")),
+            "write_file waits for approval by sre or dave"
+        );
+        assert_eq!(
+            routed_status(
+                &pending(&["write_file", "delete_file"]),
+                &routing(&[], &[]),
+                None
+            ),
+            "2 calls wait for approval by sre or dave: write_file, delete_file"
+        );
+        // An approver: asked until they approved, then where the quorum stands.
+        let voted = routing(&["group:sre"], &["bob"]);
+        assert_eq!(
+            routed_status(&batch, &voted, Some("carol")),
+            "write_file waits for your approval"
+        );
+        assert_eq!(
+            routed_status(&batch, &voted, Some("bob")),
+            "You approved; waiting for 1 more of sre or dave"
+        );
+    }
+
+    #[test]
+    fn a_requester_who_may_not_approve_is_offered_reject_only() {
+        let effect = |reply: Reply| SendEffect::Reply {
+            task_id: "t-1".to_owned(),
+            calls: 1,
+            reply,
+        };
+        let requester = routing(&[], &[]);
+        let hint = requester_reply(
+            &effect(Reply::Decision("approve all".to_owned())),
+            "approve",
+            &requester,
+        );
+        assert_eq!(
+            hint.as_deref(),
+            Some(
+                "You may not approve: the pending call waits for approval by sre or dave. Say \
+                 reject, or explain what to do instead (that rejects the pending call)."
+            )
+        );
+        // The composer shows it and does not send.
+        let refused = SendEffect::Refused(hint.clone().unwrap_or_default());
+        assert_eq!(refused.hint(), hint);
+        assert!(!refused.can_send());
+        let hint = requester_reply(&effect(Reply::Unclear), "ok", &requester).unwrap();
+        assert!(
+            hint.starts_with("This decides nothing: the pending call waits for approval by sre")
+        );
+        assert!(!hint.contains("approve or"));
+        // Rejecting is theirs to do, in words or with a reason: the composer's own words.
+        assert_eq!(
+            requester_reply(
+                &effect(Reply::Decision("reject all".to_owned())),
+                "reject",
+                &requester
+            ),
+            None
+        );
+        assert_eq!(
+            requester_reply(&effect(Reply::RejectsWithReason), "use staging", &requester),
+            None
+        );
+        // An eligible reader keeps the composer's own words.
+        assert_eq!(
+            requester_reply(&effect(Reply::Unclear), "ok", &routing(&["requester"], &[])),
+            None
         );
     }
 

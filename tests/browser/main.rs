@@ -15,6 +15,7 @@ mod chunks;
 mod email_links;
 mod honest_cards;
 mod inbox;
+mod ladder;
 mod parity;
 mod policies;
 mod previews;

@@ -9,7 +9,7 @@ use super::stop;
 use crate::components::controller::ChatCtl;
 use crate::components::lazy;
 use crate::components::tools::prefetch_cards;
-use crate::state::compose::{self, SendEffect};
+use crate::state::compose::SendEffect;
 use crate::state::ChatStatus;
 
 #[component]
@@ -17,10 +17,7 @@ pub fn Composer() -> impl IntoView {
     let ctl = expect_context::<ChatCtl>();
     let status = Memo::new(move |_| ctl.view.with(|view| view.status.clone()));
     let loading = ctl.loading;
-    let effect = Memo::new(move |_| {
-        let text = ctl.composer.get();
-        ctl.view.with(|view| compose::send_effect(view, &text))
-    });
+    let effect = Memo::new(move |_| ctl.send_effect(&ctl.composer.get()));
     let disabled = move || loading.get() || effect.with(|effect| *effect == SendEffect::Wait);
     // Once the chat is up, the chunks of the cards and of Stop come while the page is idle: the
     // first call an agent makes, the Reject or Edit a person clicks on it, and Stop while the
@@ -32,6 +29,11 @@ pub fn Composer() -> impl IntoView {
     });
     let placeholder = move || match status.get() {
         _ if loading.get() => "Loading the chat…",
+        ChatStatus::AwaitingApproval
+            if effect.with(|effect| matches!(effect, SendEffect::Refused(_))) =>
+        {
+            "Reject the pending calls above, or say what to do instead"
+        }
         ChatStatus::AwaitingApproval => "Decide the pending calls above, or say what to do instead",
         ChatStatus::Thinking => "The agent is starting… (Stop to interrupt)",
         ChatStatus::Reconnecting => "Reconnecting to the server…",

@@ -15,7 +15,7 @@ use crate::components::context::{AppCtx, ChatKey};
 use crate::components::controller::ChatCtl;
 use crate::components::lazy;
 use crate::state::route::Route;
-use crate::state::ChatStatus;
+use crate::state::{ChatStatus, PendingBatch};
 
 /// A chat with one agent; `key.session` is `None` for a new chat.
 #[component]
@@ -91,7 +91,7 @@ fn StatusLine() -> impl IntoView {
     // While a batch waits, the line names its tools rather than only "Awaiting approval".
     let announcement = Memo::new(move |_| {
         ctl.view.with(|view| match (&view.status, &view.pending) {
-            (ChatStatus::AwaitingApproval, Some(batch)) => Some(batch.announcement()),
+            (ChatStatus::AwaitingApproval, Some(batch)) => Some(waiting_words(ctl, batch)),
             _ => None,
         })
     });
@@ -115,4 +115,20 @@ fn StatusLine() -> impl IntoView {
             <span class="status-text">{move || announcement.get().unwrap_or_else(|| status.get().label())}</span>
         </div>
     }
+}
+
+/// What the status line says while `batch` waits: for a batch routed to approvers, whom it
+/// waits for and where the reader stands (the approvals chunk's words; the plain label until
+/// it is here), else the batch's own words.
+fn waiting_words(ctl: ChatCtl, batch: &PendingBatch) -> String {
+    let Some(live) = ctl.live else {
+        return batch.announcement();
+    };
+    let me = live.me.get();
+    live.inbox
+        .with(|inbox| match inbox.routing(&batch.task_id) {
+            Some(routing) => lazy::routed_status(batch, routing, me.as_deref())
+                .unwrap_or_else(|| ChatStatus::AwaitingApproval.label()),
+            None => batch.announcement(),
+        })
 }

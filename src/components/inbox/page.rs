@@ -1,6 +1,7 @@
 //! The Approvals page (`/approvals`): every batch that waits for the person, newest first, with
 //! its agent, chat and age, each decidable right here with the chat's own cards (a
-//! [`ChatCtl`] per batch, loaded from its chat), and a link into the chat.
+//! [`ChatCtl`] per batch, loaded from its chat), a link into the chat, and the marks of the
+//! deadline ladder ("Reminded", "Escalated to sre").
 
 use leptos::prelude::*;
 use signoff_protocol::rest::PendingApproval;
@@ -12,6 +13,7 @@ use crate::components::controller::ChatCtl;
 use crate::components::tools::pending::PendingCards;
 use crate::components::util::now_ms;
 use crate::state::inbox::{age, tool_names};
+use crate::state::ladder::ladder_marks;
 use crate::state::route::Route;
 use crate::state::routing::asked_text;
 
@@ -87,6 +89,18 @@ fn InboxBatch(batch: PendingApproval) -> impl IntoView {
         batch.title.clone()
     };
     let tools = tool_names(&batch).join(", ");
+    // The ladder's marks, as the stream last said the batch (a reminder or an escalation says
+    // it again).
+    let live = expect_context::<LiveApprovals>();
+    let task = batch.task_id.clone();
+    let marks = Memo::new(move |_| {
+        live.inbox.with(|inbox| {
+            inbox
+                .batch(&task)
+                .and_then(|batch| batch.ladder.as_deref().map(ladder_marks))
+                .unwrap_or_default()
+        })
+    });
     view! {
         <article
             class="inbox-batch"
@@ -99,6 +113,9 @@ fn InboxBatch(batch: PendingApproval) -> impl IntoView {
                 <a class="inbox-chat" href=href data-testid="inbox-open-chat" on:click=open>
                     {title}
                 </a>
+                <For each=move || marks.get() key=|mark| mark.clone() let:mark>
+                    <span class="ladder-mark" data-testid="ladder-mark">{mark}</span>
+                </For>
                 <span class="inbox-age" data-testid="inbox-age">{age(since, now_ms())}</span>
             </header>
             {batch.routing.as_ref().map(|routing| view! {

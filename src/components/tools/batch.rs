@@ -1,11 +1,12 @@
 //! The bar above a batch of two or more pending calls: Approve all (N), Reject all with one
-//! reason, or Submit once every card is decided.
+//! reason, or Submit once every card is decided; and Ask… and Extend for the batch (`steps`).
 
 use leptos::html::Div;
 use leptos::prelude::*;
 use signoff_protocol::hitl::Verdict;
 
 use super::focus_on_open;
+use super::steps::BatchSteps;
 use crate::components::controller::ChatCtl;
 use crate::components::util::typing_in_field;
 use crate::state::draft::{reject_all, BatchDraft};
@@ -190,6 +191,7 @@ pub fn BatchBar() -> impl IntoView {
         >
             <BatchSummary bar=bar />
             <BatchButtons bar=bar />
+            <BatchSteps />
             {move || bar.rejecting.get().then(|| view! { <RejectAllPanel bar=bar /> })}
         </div>
     }

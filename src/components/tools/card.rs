@@ -1,6 +1,7 @@
 //! One tool call's card (kagent's ToolDisplay): name, call id, source, status badge,
 //! arguments, result; and while its call waits, Approve / Reject (with reason) / Edit, or for a
-//! question call the questions to answer (`question`). Its parts: the `head`er, the `body`
+//! question call the questions to answer (`question`), and for the only call of its batch Ask…
+//! and Extend (`steps`). Its parts: the `head`er, the `body`
 //! (arguments and result), the decision buttons (`actions`), the `panels` they open, and the
 //! `nested` cards of a subagent's calls, over one `model` of the card's state and intents.
 
@@ -21,6 +22,7 @@ use self::model::CardModel;
 use self::nested::NestedCards;
 use self::panels::CardPanel;
 use super::question::question_form;
+use super::steps::BatchSteps;
 use crate::components::controller::ChatCtl;
 use crate::state::ToolStatus;
 
@@ -66,6 +68,8 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
                 batch.with(Option::is_some).then(|| question_form(model.call_id(), questions, batch))
             }}
             <DecisionButtons model=model />
+            // A batch of two or more is handed on and extended from its bar.
+            {move || model.lone().then(|| view! { <BatchSteps /> })}
             <ChosenHere model=model />
             {move || model.refused.get().map(|error| view! { <p class="field-error" role="alert" data-testid="decision-error">"Not accepted: "{error}</p> })}
             <CardPanel model=model />

@@ -10,6 +10,7 @@ mod card;
 pub mod pending;
 mod preview;
 mod question;
+mod steps;
 
 use leptos::prelude::*;
 

@@ -623,6 +623,16 @@ pub async fn click(app: &App, css: &str) {
         element.is_enabled().await
     })
     .await;
+    // To the middle of the view first, as a person scrolls to what they click: chromedriver
+    // scrolls only until the element's edge shows, where the composer below the transcript
+    // may still cover its middle.
+    let _ = app
+        .driver
+        .execute(
+            "arguments[0].scrollIntoView({block: 'center'})",
+            vec![element.to_json().unwrap()],
+        )
+        .await;
     element.click().await.unwrap();
 }
 

@@ -239,10 +239,14 @@ impl CardModel {
         })
     }
 
-    /// The batch's deadline, if it has one.
+    /// The batch's deadline, if it has one, as an extension last moved it.
     pub fn expires_at(self) -> Option<String> {
-        self.batch
-            .with(|batch| batch.as_ref().and_then(|batch| batch.expires_at.clone()))
+        let (task, own) = self.batch.with(|batch| {
+            batch
+                .as_ref()
+                .map(|batch| (batch.task_id.clone(), batch.expires_at.clone()))
+        })?;
+        crate::components::tools::steps::deadline(self.ctl, &task, own)
     }
 
     /// Makes the draft this batch's (a stale one of another task is replaced).
