@@ -2,7 +2,8 @@
 //! arguments, result; and while its call waits, Approve / Reject (with reason) / Edit, or for a
 //! question call the questions to answer (`question`). Its parts: the `head`er, the `body`
 //! (arguments and result), the decision buttons (`actions`), the `panels` they open, and the
-//! `nested` cards of a subagent's calls, over one `model` of the card's state and intents.
+//! `nested` cards of a subagent's calls, and "Why?" (`why`: what decided the call), over one
+//! `model` of the card's state and intents.
 
 mod actions;
 mod body;
@@ -10,6 +11,7 @@ mod head;
 mod model;
 mod nested;
 mod panels;
+mod why;
 
 use leptos::html::Div;
 use leptos::prelude::*;
@@ -20,6 +22,7 @@ use self::head::CardHead;
 use self::model::CardModel;
 use self::nested::NestedCards;
 use self::panels::CardPanel;
+use self::why::WhyLine;
 use super::question::question_form;
 use crate::components::controller::ChatCtl;
 use crate::state::ToolStatus;
@@ -54,6 +57,7 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
             on:keydown=move |event| model.on_keydown(event)
         >
             <CardHead model=model />
+            <WhyLine model=model />
             {move || card.get().map(|card| {
                 // The held request, for its preview (docs/wire.md, Previews).
                 let request = batch.with(|batch| {
