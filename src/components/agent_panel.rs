@@ -1,11 +1,12 @@
 //! The right-hand panel: the current agent's details and tools, with a "requires approval"
 //! badge on every gated tool (a remote agent: its card's skills, and a plain word that it
 //! publishes no tool approval settings), and the person's "always allow" policies for it, each
-//! with Revoke. Collapsible.
+//! with what is left of it and Revoke (the rows come from the policies chunk). Collapsible.
 
 use leptos::prelude::*;
 
 use super::context::AppCtx;
+use super::tools::policy_rows;
 
 #[component]
 pub fn AgentPanel() -> impl IntoView {
@@ -21,6 +22,7 @@ pub fn AgentPanel() -> impl IntoView {
                 .collect::<Vec<_>>()
         })
     });
+    let no_policies = Memo::new(move |_| policies.with(Vec::is_empty));
     view! {
         <aside class="details" aria-label="Agent details" data-testid="agent-details">
             {move || agent.get().map(|agent| view! {
@@ -77,19 +79,15 @@ pub fn AgentPanel() -> impl IntoView {
                 })}
                 <h3 class="side-heading">"Your policies"</h3>
                 <ul class="policy-list" data-testid="policies-panel">
-                    // A short list, redrawn whole when it changes (cheaper to ship than a keyed list).
-                    {move || policies.get().into_iter().map(|policy| view! {
-                        <li class="policy" data-testid="policy">
-                            <span>{format!("Always allow {}", policy.summary)}</span>
-                            <button type="button" class="button small" data-testid="policy-revoke"
-                                on:click=move |_| ctx.revoke_policy(policy.id.clone())>
-                                "Revoke"
-                            </button>
-                        </li>
-                    }).collect_view()}
-                    {move || policies.with(Vec::is_empty).then(|| view! {
-                        <li class="hint" data-testid="no-policies">"None: every gated call asks."</li>
-                    })}
+                    // The rows, with what is left of each grant, from the policies chunk: a
+                    // chat without policies (a fresh one, most often) never fetches it.
+                    {move || if no_policies.get() {
+                        view! {
+                            <li class="hint" data-testid="no-policies">"None: every gated call asks."</li>
+                        }.into_any()
+                    } else {
+                        policy_rows(policies).into_any()
+                    }}
                 </ul>
             })}
         </aside>

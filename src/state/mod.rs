@@ -22,6 +22,7 @@ pub mod sessions;
 pub mod tabs;
 mod tools;
 pub mod view;
+pub mod why;
 
 pub use reduce::{apply, replay};
 

@@ -4,6 +4,7 @@
 use signoff_protocol::hitl::kagent::{self, TokenUsage};
 use signoff_protocol::hitl::{
     extension, ApprovalInterrupt, DecidedBy, Decision, Dialect, ToolCall, ToolResult, Via,
+    SIGNOFF_WHY,
 };
 use signoff_protocol::{
     Artifact, Message, Metadata, Role, StreamEvent, Task, TaskArtifactUpdateEvent, TaskState,
@@ -343,6 +344,11 @@ fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str
                 call,
                 decided_by: DecidedBy::from_part(part),
                 via: Via::from_part(part),
+                why: part
+                    .metadata
+                    .as_ref()
+                    .and_then(|metadata| metadata.get(SIGNOFF_WHY))
+                    .cloned(),
             });
         } else if let Some(result) = ToolResult::from_part(part) {
             tool_parts = true;

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 use signoff_protocol::hitl::{
-    self, ApprovalInterrupt, DecidedBy, Decision, ToolCall, ToolResult, Verdict, Via,
+    self, ApprovalInterrupt, DecidedBy, Decision, ToolCall, ToolResult, Verdict, Via, SIGNOFF_WHY,
 };
 use signoff_protocol::TaskState;
 
@@ -31,6 +31,8 @@ pub(crate) enum LogEntry {
         decided_by: Option<DecidedBy>,
         /// A subagent's call: what it is nested under.
         via: Option<Via>,
+        /// The call's `signoff_why`: the rule, grant or policy that decided it.
+        why: Option<Value>,
     },
     /// A batch of held calls; `slots` follow `interrupt.action_requests`.
     Interrupt {
@@ -449,6 +451,7 @@ impl ToolLog {
             call,
             decided_by,
             via,
+            why,
             ..
         }) = self.entries.get(at)
         else {
@@ -460,6 +463,9 @@ impl ToolLog {
         });
         if decided_by.is_some() {
             card.decided_by = decided_by.clone();
+        }
+        if why.is_some() {
+            card.why = why.clone();
         }
         card.via = card.via.take().or_else(|| via.clone());
     }
@@ -492,6 +498,9 @@ impl ToolLog {
         card.status = ToolStatus::PendingApproval;
         card.args = request.args.clone();
         card.via = card.via.take().or_else(|| request.via.clone());
+        if let Some(why) = request.metadata.get(SIGNOFF_WHY) {
+            card.why = Some(why.clone());
+        }
         if request.description.is_some() {
             card.description = request.description.clone();
         }
@@ -656,6 +665,7 @@ pub(super) fn new_card(
         is_error: false,
         reason: None,
         decided_by: None,
+        why: None,
         owner: item.to_owned(),
         via: None,
     }

@@ -129,6 +129,9 @@ pub struct ToolCallView {
     /// The policy or rule that decided the call without asking (docs/wire.md, Rules and
     /// policies).
     pub decided_by: Option<DecidedBy>,
+    /// The call's `signoff_why` as the server sent it (`hitl::Why`, read by the card): the
+    /// rule, grant or policy that let it run, made it wait or refused it.
+    pub why: Option<serde_json::Value>,
     /// The item that first introduced the call id: the card shows under it.
     pub owner: String,
     /// A subagent's call nested under an agent-tool call of the same task (docs/wire.md,

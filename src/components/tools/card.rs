@@ -3,7 +3,8 @@
 //! question call the questions to answer (`question`), and for the only call of its batch Ask…
 //! and Extend (`steps`). Its parts: the `head`er, the `body`
 //! (arguments and result), the decision buttons (`actions`), the `panels` they open, and the
-//! `nested` cards of a subagent's calls, over one `model` of the card's state and intents.
+//! `nested` cards of a subagent's calls, and "Why?" (`why`: what decided the call), over one
+//! `model` of the card's state and intents.
 
 mod actions;
 mod body;
@@ -11,6 +12,7 @@ mod head;
 mod model;
 mod nested;
 mod panels;
+mod why;
 
 use leptos::html::Div;
 use leptos::prelude::*;
@@ -21,6 +23,7 @@ use self::head::CardHead;
 use self::model::CardModel;
 use self::nested::NestedCards;
 use self::panels::CardPanel;
+use self::why::WhyLine;
 use super::question::question_form;
 use super::steps::BatchSteps;
 use crate::components::controller::ChatCtl;
@@ -56,6 +59,7 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
             on:keydown=move |event| model.on_keydown(event)
         >
             <CardHead model=model />
+            <WhyLine model=model />
             {move || card.get().map(|card| {
                 // The held request, for its preview (docs/wire.md, Previews).
                 let request = batch.with(|batch| {

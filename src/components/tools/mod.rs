@@ -5,6 +5,7 @@
 //! messages ([`cards_ready`]).
 
 mod allow;
+pub(crate) use self::allow::policy_rows;
 mod batch;
 mod card;
 pub mod pending;

@@ -279,3 +279,28 @@ fn kagent_rejection_sentences_are_read_as_the_protocol_reads_them() {
     assert_eq!(without.status, ToolStatus::Rejected);
     assert_eq!(without.reason, None);
 }
+
+/// Each card keeps its call's `signoff_why`, from the call's part or, for a held call that
+/// came without one, from its action request's metadata; the incremental cards agree with the
+/// whole-log passes.
+#[test]
+fn cards_keep_why_their_call_was_decided() {
+    use serde_json::json;
+    let why = json!({"by": "grant", "id": "g", "outcome": "allow", "summary": "s, 1 more call"});
+    let held_why = json!({"by": "policy", "id": "p", "outcome": "ask", "summary": "s"});
+    let mut call = json!({"kind": "data", "metadata": {"kagent_type": "function_call"},
+                          "data": {"id": "c1", "name": "write_file", "args": {"path": "a"}}});
+    call["metadata"]["signoff_why"] = why.clone();
+    let interrupt = json!([{"kind": "data", "metadata": {"kagent_type": "interrupt_data"},
+        "data": {"interrupt_type": "tool_approval",
+                 "action_requests": [{"id": "c2", "name": "write_file", "args": {"path": "b"},
+                                      "metadata": {"signoff_why": held_why.clone()}}]}}]);
+    let events = [
+        status_with("working", json!([call]), false),
+        status_with("input-required", interrupt, true),
+    ];
+    let view = run(&events);
+    assert_eq!(view.tool("t-9:c1").unwrap().why, Some(why));
+    assert_eq!(view.tool("t-9:c2").unwrap().why, Some(held_why));
+    assert_consistent(&view);
+}

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use signoff_protocol::hitl::{self, ApprovalInterrupt, Verdict};
+use signoff_protocol::hitl::{self, ApprovalInterrupt, Verdict, SIGNOFF_WHY};
 use signoff_protocol::TaskState;
 
 use super::super::view::{ToolCallView, ToolStatus};
@@ -84,12 +84,16 @@ fn pass_requests(log: &[LogEntry], cards: &mut Cards) {
                 call,
                 decided_by,
                 via,
+                why,
             } => {
                 let card = cards.get_or_insert(slot, || {
                     new_card(slot, task, item, &call.id, &call.name, &call.args)
                 });
                 if decided_by.is_some() {
                     card.decided_by = decided_by.clone();
+                }
+                if why.is_some() {
+                    card.why = why.clone();
                 }
                 card.via = card.via.take().or_else(|| via.clone());
             }
@@ -106,6 +110,9 @@ fn pass_requests(log: &[LogEntry], cards: &mut Cards) {
                     card.status = ToolStatus::PendingApproval;
                     card.args = request.args.clone();
                     card.via = card.via.take().or_else(|| request.via.clone());
+                    if let Some(why) = request.metadata.get(SIGNOFF_WHY) {
+                        card.why = Some(why.clone());
+                    }
                     if request.description.is_some() {
                         card.description = request.description.clone();
                     }

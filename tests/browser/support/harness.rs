@@ -186,6 +186,8 @@ pub struct Options {
     pub stream_idle_timeout_secs: Option<u64>,
     /// `--auth tokens` with these `TOKEN=USER` pairs; none: `--auth none`.
     pub tokens: Option<Vec<String>>,
+    /// Cedar policies, written as `policies/main.cedar` and loaded with `--policies`.
+    pub cedar: Option<String>,
 }
 
 impl Options {
@@ -205,6 +207,7 @@ impl Default for Options {
             size: (1280, 900),
             stream_idle_timeout_secs: None,
             tokens: None,
+            cedar: None,
         }
     }
 }
@@ -226,6 +229,12 @@ impl App {
         if let Some(tokens) = &options.tokens {
             config.auth = signoff_server::AuthMode::Tokens;
             config.tokens = tokens.clone();
+        }
+        if let Some(cedar) = &options.cedar {
+            let dir = data.path().join("policies");
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("main.cedar"), cedar).unwrap();
+            config.policies_dir = Some(dir);
         }
         if let Some(toml) = &options.agents_toml {
             let path = data.path().join("agents.toml");

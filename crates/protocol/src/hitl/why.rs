@@ -57,6 +57,13 @@ pub struct Why {
     /// A deny's or an ask's reason, as the policy gives it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The file of the Cedar policy that decided (`examples.cedar`), for a person to find it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// An ask's `@requester_may_approve`: `false` is the two-person rule (the requester may
+    /// reject but not approve); none: the agents file's setting for the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requester_may_approve: Option<bool>,
 }
 
 impl Why {
@@ -107,11 +114,14 @@ mod tests {
             quorum: Some(2),
             risk: Some("high".into()),
             reason: None,
+            file: Some("ops.cedar".into()),
+            requester_may_approve: Some(false),
         };
         assert_eq!(
             why.to_value(),
             json!({"by": "policy", "id": "oncall", "outcome": "ask", "summary": "policy oncall",
-                   "approvers": ["group:sre"], "quorum": 2, "risk": "high"})
+                   "approvers": ["group:sre"], "quorum": 2, "risk": "high",
+                   "file": "ops.cedar", "requesterMayApprove": false})
         );
         let part = why.mark(Part::text("x"));
         assert_eq!(Why::from_part(&part), Some(why));

@@ -60,6 +60,10 @@ struct Meta {
     risk: Option<Risk>,
     /// `@reason`, else the text of `@ask`.
     reason: Option<String>,
+    /// `@requester_may_approve`: `false` is the two-person rule.
+    requester_may_approve: Option<bool>,
+    /// The file the policy was read from.
+    file: String,
 }
 
 /// What an ask needs: who approves, how many, how risky, and why.
@@ -73,6 +77,9 @@ pub struct AskSpec {
     pub quorum: Option<u32>,
     pub risk: Option<Risk>,
     pub reason: Option<String>,
+    /// `false` when any asking policy says `@requester_may_approve("false")`, else `true`
+    /// when one says so; none: the agents file's setting decides.
+    pub requester_may_approve: Option<bool>,
 }
 
 /// What the policies say about one call.
@@ -170,14 +177,28 @@ fn uid(kind: &str, id: &str) -> Result<EntityUid, CedarError> {
 
 /// The annotations of a policy, checked: the error says which is wrong and why.
 fn read_meta(policy: &Policy) -> Result<Meta, String> {
-    let known = ["id", "ask", "approvers", "quorum", "risk", "reason"];
+    let known = [
+        "id",
+        "ask",
+        "approvers",
+        "quorum",
+        "risk",
+        "reason",
+        "requester_may_approve",
+    ];
     if let Some((key, _)) = policy.annotations().find(|(key, _)| !known.contains(key)) {
         return Err(format!(
             "unknown annotation @{key} (known: {})",
             known.map(|key| format!("@{key}")).join(", ")
         ));
     }
-    let ask_only = ["ask", "approvers", "quorum", "risk"];
+    let ask_only = [
+        "ask",
+        "approvers",
+        "quorum",
+        "risk",
+        "requester_may_approve",
+    ];
     if policy.effect() == Effect::Forbid {
         if let Some(key) = ask_only.iter().find(|key| policy.annotation(key).is_some()) {
             return Err(format!(
@@ -233,10 +254,36 @@ fn read_meta(policy: &Policy) -> Result<Meta, String> {
         ),
         None => None,
     };
-    let asks = policy.annotation("ask").is_some();
-    if !asks && (quorum.is_some() || !approvers.is_empty() || risk.is_some()) {
+    let requester_may_approve = match policy.annotation("requester_may_approve") {
+        Some(text) => match text.trim() {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => {
+                return Err(format!(
+                    "@requester_may_approve: {text:?} is not true or false"
+                ))
+            }
+        },
+        None => None,
+    };
+    // Under the two-person rule someone besides the requester must be able to approve.
+    if requester_may_approve == Some(false) && approvers.is_empty() {
         return Err(
-            "@approvers, @quorum and @risk need @ask: without it the permit allows the call".into(),
+            "@requester_may_approve(\"false\") needs @approvers: else nobody may approve the call"
+                .into(),
+        );
+    }
+    let asks = policy.annotation("ask").is_some();
+    if !asks
+        && (quorum.is_some()
+            || !approvers.is_empty()
+            || risk.is_some()
+            || requester_may_approve.is_some())
+    {
+        return Err(
+            "@approvers, @quorum, @risk and @requester_may_approve need @ask: without \
+                    it the permit allows the call"
+                .into(),
         );
     }
     let reason = policy
@@ -251,6 +298,8 @@ fn read_meta(policy: &Policy) -> Result<Meta, String> {
         quorum,
         risk,
         reason,
+        requester_may_approve,
+        file: String::new(),
     })
 }
 
@@ -320,8 +369,9 @@ impl CedarPolicies {
                     Some(id) => id.trim().to_owned(),
                     None => format!("{name}#{}", index + 1),
                 };
-                let meta = read_meta(policy)
+                let mut meta = read_meta(policy)
                     .map_err(|message| CedarError(format!("{name}: policy {id}: {message}")))?;
+                meta.file = name.clone();
                 let policy = policy.new_id(PolicyId::new(&id));
                 out.all
                     .add(policy.clone())
@@ -371,6 +421,13 @@ impl CedarPolicies {
     /// people besides its requester.
     pub fn routes_to_approvers(&self) -> bool {
         self.meta.values().any(|meta| !meta.approvers.is_empty())
+    }
+
+    /// The file policy `id` was read from.
+    pub fn file_of(&self, id: &str) -> Option<String> {
+        self.meta
+            .get(&PolicyId::new(id))
+            .map(|meta| meta.file.clone())
     }
 
     /// Every policy, for a schema check (`signoff policy check`).
@@ -440,6 +497,13 @@ impl CedarPolicies {
             if spec.reason.is_none() {
                 spec.reason = meta.reason.clone();
             }
+            // The strictest wins: one policy's two-person rule is not lifted by another's.
+            spec.requester_may_approve =
+                match (spec.requester_may_approve, meta.requester_may_approve) {
+                    (Some(false), _) | (_, Some(false)) => Some(false),
+                    (Some(true), _) | (_, Some(true)) => Some(true),
+                    (None, None) => None,
+                };
         }
         match ask {
             Some(spec) => CedarOutcome::Ask(spec),
@@ -747,6 +811,27 @@ mod tests {
     }
 
     #[test]
+    fn the_two_person_rule_of_one_asking_policy_holds_over_another() {
+        let set = policies(
+            r#"
+            @id("strict") @ask("x") @approvers("group:sre") @requester_may_approve("false")
+            permit (principal, action, resource == Signoff::Tool::"deploy");
+            @id("lenient") @ask("y") @approvers("group:ops") @requester_may_approve("true")
+            permit (principal, action, resource);
+            "#,
+        );
+        let CedarOutcome::Ask(spec) = eval(&set, &tool("deploy"), &[], json!({})) else {
+            panic!("an ask")
+        };
+        assert_eq!(spec.requester_may_approve, Some(false));
+        let CedarOutcome::Ask(spec) = eval(&set, &tool("other"), &[], json!({})) else {
+            panic!("an ask")
+        };
+        assert_eq!(spec.requester_may_approve, Some(true));
+        assert_eq!(set.file_of("strict").as_deref(), Some("p.cedar"));
+    }
+
+    #[test]
     fn bad_annotations_and_duplicate_ids_are_refused_with_the_place() {
         let bad = |text: &str| {
             CedarPolicies::parse(&[("bad.cedar".into(), text.into())], "")
@@ -782,6 +867,18 @@ mod tests {
             bad(r#"@colour("red") permit (principal, action, resource);"#)
                 .contains("unknown annotation @colour")
         );
+        assert!(bad(
+            r#"@ask("x") @requester_may_approve("no") permit (principal, action, resource);"#
+        )
+        .contains("is not true or false"));
+        assert!(bad(
+            r#"@ask("x") @requester_may_approve("false") permit (principal, action, resource);"#
+        )
+        .contains("needs @approvers"));
+        assert!(bad(
+            r#"@approvers("group:a") @requester_may_approve("false") permit (principal, action, resource);"#
+        )
+        .contains("need @ask"));
         assert!(bad("permit (principal, action, resource").starts_with("bad.cedar: "));
         let twice = CedarPolicies::parse(
             &[

@@ -34,6 +34,8 @@ fn why(by: WhyKind, id: &str, outcome: GateOutcome, summary: String) -> Why {
         quorum: None,
         risk: None,
         reason: None,
+        file: None,
+        requester_may_approve: None,
     }
 }
 
@@ -95,6 +97,7 @@ pub fn decide(
         why.quorum = spec.quorum;
         why.risk = spec.risk.map(|risk| risk.as_str().to_owned());
         why.reason = spec.reason.clone();
+        why.requester_may_approve = spec.requester_may_approve;
         return fixed(why);
     }
     let asked = match rule_action {
@@ -197,6 +200,7 @@ mod tests {
             quorum: Some(2),
             risk: Some(Risk::High),
             reason: Some("prod".into()),
+            requester_may_approve: None,
         })
     }
 

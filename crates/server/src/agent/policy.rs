@@ -341,8 +341,8 @@ impl AgentApprovals {
         CallApprovers::from_spec(&spec)
     }
 
-    /// Who may approve a call a Cedar policy asked for: the policy's `@approvers` and
-    /// `@quorum` over the agents file's settings for the tool (its source, the agent), each
+    /// Who may approve a call a Cedar policy asked for: the policy's `@approvers`, `@quorum`
+    /// and `@requester_may_approve` over the agents file's settings for the tool (its source, the agent), each
     /// setting from the most specific level that sets it, as an `ask` rule's are.
     pub fn approvers_for_policy(
         &self,
@@ -353,6 +353,7 @@ impl AgentApprovals {
         let policy = ApproversSpec {
             approvers: (!why.approvers.is_empty()).then(|| why.approvers.clone()),
             quorum: why.quorum,
+            requester_may_approve: why.requester_may_approve,
             ..ApproversSpec::default()
         };
         CallApprovers::from_spec(&policy.over(self.approvers.for_tool(tool, server)))
@@ -395,6 +396,12 @@ impl UserPolicy {
 
     /// "write_file under notes/, in this chat".
     pub fn summary(&self) -> String {
+        self.summary_with_uses(self.row.uses_left)
+    }
+
+    /// [`UserPolicy::summary`] with `uses_left` calls left of a counted grant (after a call
+    /// it allowed has spent one).
+    pub fn summary_with_uses(&self, uses_left: Option<i64>) -> String {
         let what = match self.args.as_slice() {
             [] => format!("{} with any arguments", self.row.tool),
             [(name, Matcher::Glob(glob, _))] if glob.ends_with("/**") => format!(
@@ -409,9 +416,11 @@ impl UserPolicy {
             PolicyScope::Agent => format!("{what}, in every chat with {}", self.row.agent),
         };
         // What is left of a time-boxed grant.
-        if let Some(uses) = self.row.uses_left {
-            let calls = if uses == 1 { "call" } else { "calls" };
-            summary.push_str(&format!(", {uses} more {calls}"));
+        match uses_left {
+            Some(0) => summary.push_str(", no more calls"),
+            Some(1) => summary.push_str(", 1 more call"),
+            Some(uses) => summary.push_str(&format!(", {uses} more calls")),
+            None => {}
         }
         if let Some(until) = &self.row.expires_at {
             summary.push_str(&format!(", until {until}"));

@@ -96,7 +96,7 @@ async fn a_forbid_refuses_with_its_reason_and_the_model_and_audit_are_told() {
         why_of(&results),
         json!({"by": "policy", "id": "no-secrets", "outcome": "deny",
                "summary": "Denied by policy no-secrets",
-               "reason": "secrets/ is off limits to agents"})
+               "reason": "secrets/ is off limits to agents", "file": "main.cedar"})
     );
     let (status, body) = app.get_as("/api/approvals?state=decided", Some("tA")).await;
     assert_eq!(status, 200, "{body}");
@@ -141,7 +141,7 @@ async fn an_ask_carries_its_approvers_quorum_and_risk_with_the_held_call() {
         json!({"by": "policy", "id": "two-person-delete", "outcome": "ask",
                "summary": "Policy two-person-delete asks for a decision",
                "approvers": ["group:sre"], "quorum": 2, "risk": "high",
-               "reason": "deleting needs two people"})
+               "reason": "deleting needs two people", "file": "main.cedar"})
     );
     // Stored with the pending call: the audit of the decision names it.
     let task = task_id(&results);
@@ -257,7 +257,11 @@ async fn routed_app(agents: &str) -> TestApp {
             "{POLICIES}\n\
              @id(\"oncall-writes\") @ask(\"a write in production\")\n\
              permit (principal, action, resource == Signoff::Tool::\"write_file\")\n\
-             when {{ context.args.path like \"prod/*\" }};\n"
+             when {{ context.args.path like \"prod/*\" }};\n\
+             @id(\"config-two-person\") @ask(\"configuration is reviewed by a second person\")\n\
+             @approvers(\"group:sre\") @requester_may_approve(\"false\")\n\
+             permit (principal, action, resource == Signoff::Tool::\"write_file\")\n\
+             when {{ context.args.path like \"config/*\" }};\n"
         ),
     )
     .unwrap();
@@ -370,4 +374,42 @@ require_approval = ["write_file", "delete_file"]
     }
     completed(&app, "tE", &task).await;
     assert!(!app.sandbox().join("old.txt").exists());
+}
+
+/// `@requester_may_approve("false")` on an ask is the two-person rule, as the agents file's
+/// `requester_may_approve = false`: alice is in sre, yet may not approve her own call (she may
+/// still reject it); another of sre approves it, and the held call says so in its why.
+#[tokio::test]
+async fn a_policy_can_impose_the_two_person_rule() {
+    let app = routed_app(AGENTS).await;
+    let results = say_as(&app, "tA", "write config/a.txt: hi").await;
+    assert_eq!(last_state(&results), "input-required", "{results:?}");
+    let why = why_of(&results);
+    assert_eq!(why["id"], "config-two-person", "{why}");
+    assert_eq!(why["requesterMayApprove"], false, "{why}");
+    assert_eq!(why["file"], "main.cedar", "{why}");
+    let task = task_id(&results);
+    let approve = json!({"decision_type": "approve"});
+    let (status, body) = decide_rest(&app, Some("tA"), &task, approve.clone()).await;
+    assert_eq!(
+        status, 403,
+        "the requester may not approve her own call: {body}"
+    );
+    let (_, inbox) = app.get_as("/api/approvals", Some("tD")).await;
+    let call = &inbox["approvals"][0]["routing"]["calls"][0];
+    assert_eq!(call["requesterMayApprove"], false, "{inbox}");
+    assert_eq!(call["approvers"], json!(["group:sre"]), "{inbox}");
+    assert!(!app.sandbox().join("config/a.txt").exists());
+    let (status, body) = decide_rest(&app, Some("tD"), &task, approve).await;
+    assert_eq!(status, 200, "{body}");
+    completed(&app, "tA", &task).await;
+    assert!(app.sandbox().join("config/a.txt").exists());
+
+    // The rule binds only the approval: the requester may still reject her own call.
+    let results = say_as(&app, "tA", "write config/b.txt: hi").await;
+    let task = task_id(&results);
+    let reject = json!({"decision_type": "reject", "reason": "not now"});
+    let (status, body) = decide_rest(&app, Some("tA"), &task, reject).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(!app.sandbox().join("config/b.txt").exists());
 }

@@ -35,6 +35,17 @@ fn decided_by(results: &[Value]) -> Vec<Value> {
         .collect()
 }
 
+/// The `signoff_why` of every `function_call` part of a stream.
+fn whys(results: &[Value]) -> Vec<Value> {
+    results
+        .iter()
+        .filter_map(|result| result["status"]["message"]["parts"].as_array().cloned())
+        .flatten()
+        .filter(|part| part["metadata"]["kagent_type"] == "function_call")
+        .filter_map(|part| part["metadata"].get("signoff_why").cloned())
+        .collect()
+}
+
 #[tokio::test]
 async fn a_chat_policy_with_exact_arguments_approves_only_that_call_in_that_chat() {
     let app = spawn_app().await;
@@ -452,9 +463,17 @@ async fn a_counted_grant_stops_after_its_uses_and_shows_what_is_left() {
         policy["summary"],
         "write_file with any arguments, in every chat with default/demo, 2 more calls"
     );
-    for n in 1..=2 {
+    // Each call's why names the grant and what is left of it after the call.
+    for (n, left) in [(1, "1 more call"), (2, "no more calls")] {
         let results = say(&app, &format!("write g{n}.txt: x")).await;
         assert_eq!(last_state(&results), "completed", "use {n}: {results:?}");
+        let why = whys(&results).pop().unwrap();
+        assert_eq!(why["by"], "grant", "{why}");
+        assert_eq!(why["id"], policy["id"], "{why}");
+        assert_eq!(
+            why["summary"],
+            format!("write_file with any arguments, in every chat with default/demo, {left}")
+        );
     }
     let (_, listed) = app.get("/api/policies").await;
     assert_eq!(listed["policies"], json!([]), "spent: {listed}");

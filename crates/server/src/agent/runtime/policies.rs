@@ -57,6 +57,8 @@ impl Runtime {
     ) -> Result<Vec<Screened>> {
         let user = requester.user;
         let mut grants: Option<Vec<Arc<UserPolicy>>> = None;
+        // Uses this turn took of each counted grant: what is left, for the call's why.
+        let mut spent: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
         let mut out = Vec::with_capacity(calls.len());
         let now = chrono::Utc::now();
         for call in calls {
@@ -96,8 +98,16 @@ impl Runtime {
                         continue;
                     }
                     decided = decide(&cedar, rule, tool.requires_approval, Some(grant));
+                    if let Some(uses) = grant.row.uses_left {
+                        let taken = spent.entry(grant.row.id.clone()).or_insert(0);
+                        *taken += 1;
+                        decided.why.summary = grant.summary_with_uses(Some(uses - *taken));
+                    }
                     break;
                 }
+            }
+            if decided.why.by == WhyKind::Policy {
+                decided.why.file = self.gate.live.file_of(&decided.why.id);
             }
             out.push(screened(user, decided.why));
         }

@@ -1,0 +1,56 @@
+//! A card's "Why?": a button (with `aria-expanded`) that opens, under the card's header, what
+//! let the call run, made it wait or refused it, in plain words (`state::why`): the policy and
+//! its file, the argument rule, the grant and what was left of it, or the agent's
+//! `require_approval` setting.
+
+use leptos::prelude::*;
+
+use super::model::CardModel;
+use crate::state::why::explain;
+
+/// "Why?" and, once opened, its lines; nothing for a call the server said nothing about (a
+/// remote agent's) or a question, which always waits for its answers.
+#[component]
+pub(super) fn WhyLine(model: CardModel) -> impl IntoView {
+    let open = RwSignal::new(false);
+    let lines = Memo::new(move |_| {
+        if model.is_question() {
+            return None;
+        }
+        model.card.with(|card| {
+            let card = card.as_ref()?;
+            explain(card.why.as_ref()?, &card.name)
+        })
+    });
+    // The panel's id, for the button's aria-controls: the card key, made a safe id.
+    let panel_id = move || {
+        let key = model
+            .card
+            .with(|card| card.as_ref().map(|card| card.key.clone()))
+            .unwrap_or_default();
+        let safe: String = key
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        format!("why-{safe}")
+    };
+    move || {
+        lines.get().map(|lines| {
+            view! {
+                <div class="why">
+                    <button type="button" class="link-button why-button" data-testid="why-button"
+                        aria-expanded=move || if open.get() { "true" } else { "false" }
+                        aria-controls=panel_id
+                        on:click=move |_| open.update(|open| *open = !*open)>
+                        "Why?"
+                    </button>
+                    <Show when=move || open.get()>
+                        <div class="why-text" id=panel_id data-testid="why-text">
+                            {lines.iter().map(|line| view! { <p>{line.clone()}</p> }).collect_view()}
+                        </div>
+                    </Show>
+                </div>
+            }
+        })
+    }
+}

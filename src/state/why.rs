@@ -1,0 +1,148 @@
+//! A card's "Why?" in plain words: which policy (and its file), argument rule, grant (and what
+//! is left of it) or the agent's `require_approval` setting let a call run, made it wait or
+//! refused it, from the call's `signoff_why` (docs/policies.md).
+
+use serde_json::Value;
+
+/// What a person reads under "Why?": the sentence that says what decided, then a line for
+/// each detail an ask carries (who approves, how many, the risk, the two-person rule).
+/// `None` when `why` is not one (then the card offers no "Why?").
+///
+/// The keys are read from the JSON as `hitl::Why` spells them, not through its deserializer,
+/// which would cost the cards' chunk more than these few reads.
+pub fn explain(why: &Value, tool: &str) -> Option<Vec<String>> {
+    let text = |key: &str| why.get(key).and_then(Value::as_str);
+    let (by, outcome, id) = (text("by")?, text("outcome")?, text("id")?);
+    let verb = match outcome {
+        "allow" => "Allowed without asking",
+        "ask" => "Waits for a decision",
+        "deny" => "Refused",
+        _ => return None,
+    };
+    let reason = text("reason")
+        .map(|reason| format!(": {reason}"))
+        .unwrap_or_default();
+    let mut lines = vec![match by {
+        "policy" => {
+            let file = text("file")
+                .map(|file| format!(" in {file}"))
+                .unwrap_or_default();
+            format!("{verb} by the policy \u{201c}{id}\u{201d}{file}{reason}.")
+        }
+        "policy_error" => format!(
+            "Waits for a decision because a policy could not be evaluated{reason}. Such a call \
+             never runs unasked."
+        ),
+        "rule" => format!("{verb} by the agent's argument rule {id}."),
+        "grant" => format!(
+            "{verb} by your \u{201c}Always allow\u{201d}: {}.",
+            text("summary")?
+        ),
+        "default" if outcome == "ask" => format!(
+            "Waits for a decision because of the agent's require_approval setting: {tool} is \
+             in it, and no policy, rule or grant decided otherwise."
+        ),
+        "default" => format!(
+            "Allowed without asking: no policy or rule applies, and the agent's \
+             require_approval setting does not list {tool}."
+        ),
+        _ => return None,
+    }];
+    let approvers: Vec<&str> = why
+        .get("approvers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if !approvers.is_empty() {
+        lines.push(format!("Who may approve: {}.", approvers.join(", ")));
+    }
+    if let Some(quorum) = why.get("quorum").and_then(Value::as_u64).filter(|n| *n > 1) {
+        lines.push(format!("Approvals needed: {quorum} different people."));
+    }
+    if let Some(risk) = text("risk") {
+        lines.push(format!("Risk: {risk}."));
+    }
+    if why.get("requesterMayApprove").and_then(Value::as_bool) == Some(false) {
+        lines.push(
+            "Two-person rule: the person it runs for may reject it but not approve it.".into(),
+        );
+    }
+    Some(lines)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn each_kind_of_why_reads_in_plain_words() {
+        let policy = json!({"by": "policy", "id": "no-etc", "outcome": "deny",
+            "summary": "Denied by policy no-etc", "reason": "nothing under /etc",
+            "file": "main.cedar"});
+        assert_eq!(
+            explain(&policy, "write_file").unwrap(),
+            ["Refused by the policy \u{201c}no-etc\u{201d} in main.cedar: nothing under /etc."]
+        );
+        let ask = json!({"by": "policy", "id": "two", "outcome": "ask", "summary": "s",
+            "approvers": ["group:sre"], "quorum": 2, "risk": "high",
+            "requesterMayApprove": false, "file": "ops.cedar"});
+        assert_eq!(
+            explain(&ask, "delete_file").unwrap(),
+            [
+                "Waits for a decision by the policy \u{201c}two\u{201d} in ops.cedar.",
+                "Who may approve: group:sre.",
+                "Approvals needed: 2 different people.",
+                "Risk: high.",
+                "Two-person rule: the person it runs for may reject it but not approve it.",
+            ]
+        );
+        let rule = json!({"by": "rule", "id": "#1 (write_file when path matches notes/**)",
+            "outcome": "allow", "summary": "s"});
+        assert_eq!(
+            explain(&rule, "write_file").unwrap(),
+            [
+                "Allowed without asking by the agent's argument rule #1 (write_file when path \
+              matches notes/**)."
+            ]
+        );
+        let grant = json!({"by": "grant", "id": "g", "outcome": "allow",
+            "summary": "write_file with any arguments, in this chat, 1 more call"});
+        assert_eq!(
+            explain(&grant, "write_file").unwrap(),
+            [
+                "Allowed without asking by your \u{201c}Always allow\u{201d}: write_file with any \
+              arguments, in this chat, 1 more call."
+            ]
+        );
+        let default = json!({"by": "default", "id": "require_approval", "outcome": "ask",
+            "summary": "s"});
+        assert!(explain(&default, "write_file").unwrap()[0]
+            .contains("the agent's require_approval setting: write_file is in it"));
+        let error = json!({"by": "policy_error", "id": "policy-error", "outcome": "ask",
+            "summary": "s", "reason": "no attribute path"});
+        assert!(explain(&error, "t").unwrap()[0].contains("could not be evaluated: no attribute"));
+        assert_eq!(explain(&json!({"by": "nobody"}), "t"), None);
+        // The keys read are the protocol's own spelling of a why.
+        let typed = signoff_protocol::hitl::Why {
+            by: signoff_protocol::hitl::WhyKind::Policy,
+            id: "two".into(),
+            outcome: signoff_protocol::hitl::GateOutcome::Ask,
+            summary: "s".into(),
+            approvers: vec!["group:sre".into()],
+            quorum: Some(2),
+            risk: Some("high".into()),
+            reason: None,
+            file: Some("ops.cedar".into()),
+            requester_may_approve: Some(false),
+        };
+        assert_eq!(
+            explain(&typed.to_value(), "delete_file"),
+            explain(&ask, "delete_file")
+        );
+    }
+}
