@@ -33,6 +33,8 @@ pub enum NotificationKind {
     Reminded,
     /// The batch escalated after its `escalate_after`: its `escalate_to` may decide it too.
     Escalated,
+    /// An approver extended the batch's deadline (`POST /api/approvals/{task}/extend`).
+    Extended,
     /// An A2A push notification: the task, as of the commit that moved it into a state its
     /// push receivers hear of, to one of its push configs ([`PUSH_CHANNEL`]).
     Push,
@@ -40,13 +42,14 @@ pub enum NotificationKind {
 
 impl NotificationKind {
     /// The kinds an operator's channel may take (a push goes to the task's own receivers only).
-    pub const ALL: [NotificationKind; 6] = [
+    pub const ALL: [NotificationKind; 7] = [
         NotificationKind::Pending,
         NotificationKind::Decided,
         NotificationKind::Canceled,
         NotificationKind::Expired,
         NotificationKind::Reminded,
         NotificationKind::Escalated,
+        NotificationKind::Extended,
     ];
 
     /// The event type as receivers read it (a webhook body's `type`).
@@ -58,6 +61,7 @@ impl NotificationKind {
             NotificationKind::Expired => "batch.expired",
             NotificationKind::Reminded => "batch.reminded",
             NotificationKind::Escalated => "batch.escalated",
+            NotificationKind::Extended => "batch.extended",
             NotificationKind::Push => "task.push",
         }
     }
@@ -186,7 +190,8 @@ pub(super) async fn insert_notifications(
             | NotificationKind::Canceled
             | NotificationKind::Expired
             | NotificationKind::Reminded
-            | NotificationKind::Escalated => {
+            | NotificationKind::Escalated
+            | NotificationKind::Extended => {
                 "INSERT INTO notifications (id, channel, kind, task_id, batch_id, payload, state,
                                             next_attempt_ms, created_at)
                  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9

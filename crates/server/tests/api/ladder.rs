@@ -2,7 +2,8 @@
 //! waiting batch is reminded after `remind_after` (marked in the inbox, sent again on the
 //! approvals stream, a `batch.reminded` notification), escalates after `escalate_after` (its
 //! `escalate_to` may then decide it, a `batch.escalated` notification, audited), and an
-//! eligible approver may extend its deadline within `max_extend`. Each step happens once, also
+//! eligible approver may extend its deadline within `max_extend` (a `batch.extended`
+//! notification). Each step happens once, also
 //! with two servers on one PostgreSQL store.
 
 use std::path::Path;
@@ -275,6 +276,24 @@ async fn an_eligible_approver_extends_the_deadline_within_max_extend_and_no_furt
     assert_eq!((at(&moved) - at(&first)).num_minutes(), 20, "{body}");
     let listed = inbox_entry(&app, "bob-token", &task, "the new deadline", |_| true).await;
     assert_eq!(listed["expiresAt"], moved.as_str());
+    // The webhook hears of it: who extended it, to when, from when, and why.
+    let extended = eventually("the batch.extended webhook", || async {
+        let bodies = hook.bodies.lock().unwrap().clone();
+        bodies
+            .into_iter()
+            .find(|body| body["type"] == "batch.extended")
+    })
+    .await;
+    let data = &extended["data"];
+    assert_eq!(data["task_id"], task.as_str(), "{extended}");
+    assert_eq!(data["extended_by"], "bob", "{extended}");
+    assert_eq!(data["expires_at"], moved.as_str(), "{extended}");
+    assert_eq!(data["previous_expires_at"], first.as_str(), "{extended}");
+    assert_eq!(data["note"], "on it", "{extended}");
+    assert_eq!(data["requester"], "carol", "{extended}");
+    assert_eq!(data["calls"][0]["name"], "write_file", "{extended}");
+    let dir = app.data_dir.path();
+    assert_eq!(rows(dir, "notifications", "batch.extended", &task).await, 1);
 
     let (status, body) = app
         .post_json_as(&path, Some("bob-token"), &json!({"by": "15m"}))

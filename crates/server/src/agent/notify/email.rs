@@ -260,6 +260,16 @@ pub fn render(kind: NotificationKind, data: &Value, links: Option<&DecisionLinks
                 ),
             )
         }
+        NotificationKind::Extended => {
+            let (by, until) = (text_of(data, "extended_by"), text_of(data, "expires_at"));
+            (
+                format!("{agent}'s sign-off deadline extended to {until} by {by}"),
+                format!(
+                    "{by} gave more time, until {until}, to decide what the agent {agent} asks, \
+                     for {requester}, to run:"
+                ),
+            )
+        }
         NotificationKind::Decided | NotificationKind::Canceled | NotificationKind::Expired => {
             let summary = text_of(data, "summary");
             let by = text_of(data, "decided_by");

@@ -115,6 +115,25 @@ pub fn escalated(
     data
 }
 
+/// An approver extended a waiting batch's deadline: as [`pending`] (with the new `expires_at`),
+/// with who extended it (`extended_by`), the deadline before (`previous_expires_at`) and their
+/// note if they gave one.
+pub fn extended(
+    about: &About<'_>,
+    public_url: &str,
+    requests: &[Value],
+    expires_at: &str,
+    by: &str,
+    previous: &str,
+    note: Option<&str>,
+) -> Value {
+    let mut data = pending(about, public_url, requests, Some(expires_at));
+    data["extended_by"] = json!(by);
+    data["previous_expires_at"] = json!(previous);
+    data["note"] = json!(note);
+    data
+}
+
 /// A batch was decided, canceled or expired: by whom, through which channel (`rest`, `a2a`,
 /// `text`, `cancel`, `expiry`, …), the summary and each call's verdict.
 pub fn decided(

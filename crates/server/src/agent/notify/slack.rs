@@ -47,6 +47,11 @@ pub fn message(row: &NotificationRow) -> Value {
             "*{agent}* waits for a sign-off: escalated to {} ({requester} asked)",
             escalated_to(&data)
         ),
+        NotificationKind::Extended => format!(
+            "*{agent}* waits for a sign-off: {} extended its deadline to {} ({requester} asked)",
+            text_of(&data, "extended_by"),
+            text_of(&data, "expires_at")
+        ),
         // Pushes go to their task's own receivers, never to a channel.
         NotificationKind::Push => format!("*{agent}*: the task changed"),
     };

@@ -24,7 +24,7 @@ use crate::agent::notify::payload::{self, About};
 use crate::agent::notify::Audience;
 use crate::store::{
     handed_to, BatchStep, BatchStepKind, BatchStepRow, NewNotification, NotificationKind,
-    PendingBatchRow,
+    PendingBatchRow, TaskRow,
 };
 
 use super::quorum::Decider;
@@ -343,6 +343,10 @@ impl Runtime {
             )));
         }
         let expires_at = rfc3339(new);
+        let raw: &[Value] = batch.requests.as_array().map_or(&[], Vec::as_slice);
+        let notifications =
+            self.extended_notifications(&row, raw, &expires_at, who, &current, note.as_deref());
+        let notifies = !notifications.is_empty();
         let step = BatchStep {
             kind: BatchStepKind::Extend,
             by: Some(who.subject.clone()),
@@ -352,7 +356,7 @@ impl Runtime {
         };
         let written = self
             .store
-            .add_batch_step(task_id, batch.id, step, Some(current), Vec::new())
+            .add_batch_step(task_id, batch.id, step, Some(current), notifications)
             .await?;
         if !written {
             return match self.store.pending_batch(task_id).await? {
@@ -362,6 +366,9 @@ impl Runtime {
                 None => Err(self.no_batch(task_id).await),
             };
         }
+        if notifies {
+            self.wake_sender();
+        }
         self.watch_deadline(task_id, &expires_at);
         tracing::info!(task = %task_id, by = %who.subject, expires_at, "a batch's deadline extended");
         Ok(DeadlineExtended {
@@ -370,5 +377,47 @@ impl Runtime {
             first_expires_at: first,
             max_extend: max_text,
         })
+    }
+
+    /// The `batch.extended` rows of an extension of `row`'s batch (its `requests`) by `who`
+    /// from the deadline `previous` to `expires_at`, routed as its other events are.
+    fn extended_notifications(
+        &self,
+        row: &TaskRow,
+        requests: &[Value],
+        expires_at: &str,
+        who: &Decider,
+        previous: &str,
+        note: Option<&str>,
+    ) -> Vec<NewNotification> {
+        if !self.notifies() {
+            return Vec::new();
+        }
+        let about = About {
+            task_id: &row.id,
+            context_id: &row.context_id,
+            agent: &row.agent,
+            requester: &row.user_id,
+        };
+        let audience = match self.notifications.needs_audience() {
+            true => super::routing::audience(self.agents(), &row.agent, requests),
+            false => Audience::default(),
+        };
+        self.notifications.for_event(
+            NotificationKind::Extended,
+            &row.agent,
+            &audience,
+            |public_url| {
+                payload::extended(
+                    &about,
+                    public_url,
+                    requests,
+                    expires_at,
+                    &who.subject,
+                    previous,
+                    note,
+                )
+            },
+        )
     }
 }

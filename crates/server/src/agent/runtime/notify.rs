@@ -144,7 +144,8 @@ impl Runtime {
             | NotificationKind::Canceled
             | NotificationKind::Expired
             | NotificationKind::Reminded
-            | NotificationKind::Escalated => {
+            | NotificationKind::Escalated
+            | NotificationKind::Extended => {
                 let sent = match self.notifications.email(&row.channel) {
                     Some(email) => self.deliver_email(&email, &row).await,
                     None => self.notifications.deliver(&row).await,
