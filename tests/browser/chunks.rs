@@ -1,7 +1,7 @@
 //! Browser tests of the UI's wasm chunks (docs/toolchain.md, UI chunks): a fresh chat fetches
-//! none of them before its composer works but its header's Share menu, then the chunks of the
-//! cards, of Stop and of the approvals stream while it is idle, and each other part behind a
-//! split point fetches its own chunk when first shown.
+//! none of them before its composer works but its header's Share menu, then the approvals
+//! stream's chunk while it is idle, the chunks of the cards and of Stop once the person starts
+//! writing, and each other part behind a split point fetches its own chunk when first shown.
 
 use crate::support::harness::App;
 
@@ -45,24 +45,41 @@ async fn a_fresh_chat_fetches_no_chunk_and_each_part_fetches_its_own_when_first_
             || prefetched.iter().any(|chunk| path.starts_with(chunk))),
         "a fresh chat fetched more than its header's Share menu, the cards, Stop and the approvals stream: {loaded:?}"
     );
-    // Before any card shows, so that a first card, its Reject or Edit, and Stop while the agent
-    // works wait for no fetch.
-    app.wait_until(
-        "the chunks of the cards, Stop and the approvals stream are fetched while the chat is idle",
-        || async {
-            let loaded = fetched(&app).await;
-            Ok(prefetched
+    let fetched_all = |wanted: &'static [&'static str]| {
+        let app = &app;
+        move || async move {
+            let loaded = fetched(app).await;
+            Ok(wanted
                 .iter()
                 .all(|chunk| chunks(&loaded).iter().any(|path| path.starts_with(chunk))))
-        },
+        }
+    };
+    app.wait_until(
+        "the approvals stream's chunk is fetched while the chat is idle",
+        fetched_all(&["/split_stream-"]),
+    )
+    .await;
+    let idle = fetched(&app).await;
+    assert!(
+        !chunks(&idle)
+            .iter()
+            .any(|path| path.starts_with("/split_cards-")),
+        "the cards' chunk before the person writes anything: {idle:?}"
+    );
+    // Before any card shows, so that a first card, its Reject or Edit, and Stop while the agent
+    // works wait for no fetch.
+    let input = app.find("[data-testid=composer-input]").await.unwrap();
+    input.send_keys("hello").await.unwrap();
+    app.wait_until(
+        "the chunks of the cards and Stop are fetched once the person writes",
+        fetched_all(&["/split_cards-", "/split_stop-"]),
     )
     .await;
     assert!(
         app.find_all("[data-testid=tool-card]").await.is_empty(),
         "a fresh chat shows no card"
     );
-
-    app.send("hello").await;
+    input.send_keys(thirtyfour::Key::Enter).await.unwrap();
     // The thumbs come from the answer's chunk, with the markdown parser.
     app.wait_for("the thumbs", "[data-testid=feedback-up]")
         .await;

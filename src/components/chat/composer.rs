@@ -19,13 +19,20 @@ pub fn Composer() -> impl IntoView {
     let loading = ctl.loading;
     let effect = Memo::new(move |_| ctl.send_effect(&ctl.composer.get()));
     let disabled = move || loading.get() || effect.with(|effect| *effect == SendEffect::Wait);
-    // Once the chat is up, the chunks of the cards and of Stop come while the page is idle: the
-    // first call an agent makes, the Reject or Edit a person clicks on it, and Stop while the
-    // agent works never wait for a fetch.
-    Effect::new(move |_| {
-        if !loading.get() {
+    // Once the person starts writing in a loaded chat, the chunks of the cards and of Stop come
+    // while the page is idle: the first call an agent makes (after a send), the Reject or Edit
+    // a person clicks on it, and Stop while the agent works never wait for a fetch, and a chat
+    // left for the Approvals page does not share the link with them. Once started, the effect
+    // reads nothing, so it never runs again.
+    Effect::new(move |started: Option<bool>| {
+        if started == Some(true) {
+            return true;
+        }
+        let start = !loading.get() && ctl.composer.with(|text| !text.is_empty());
+        if start {
             lazy::when_idle(prefetch);
         }
+        start
     });
     let placeholder = move || match status.get() {
         _ if loading.get() => "Loading the chat…",

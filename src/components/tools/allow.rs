@@ -95,69 +95,34 @@ fn AlwaysAllow(
             });
         }
     };
-    let radio = move |name: &'static str,
-                      test_id: &'static str,
-                      label: String,
-                      checked: Signal<bool>,
-                      pick: Callback<()>| {
-        view! {
-            <label class="allow-option">
-                <input type="radio" name=name data-testid=test_id prop:checked=checked
-                    on:change=move |_| pick.run(()) />
-                {label}
-            </label>
-        }
-    };
     view! {
         <div class="panel allow-panel" data-testid="allow-panel">
             <fieldset class="allow-group">
                 <legend class="field-label">"Where"</legend>
-                {radio("allow-scope", "allow-scope-chat", "This chat".into(),
+                {allow_radio("allow-scope", "allow-scope-chat", "This chat".into(),
                     Signal::derive(move || scope.get() == PolicyScope::Chat),
                     Callback::new(move |()| scope.set(PolicyScope::Chat)))}
-                {radio("allow-scope", "allow-scope-agent", "This agent, for me".into(),
+                {allow_radio("allow-scope", "allow-scope-agent", "This agent, for me".into(),
                     Signal::derive(move || scope.get() == PolicyScope::Agent),
                     Callback::new(move |()| scope.set(PolicyScope::Agent)))}
             </fieldset>
             <fieldset class="allow-group">
                 <legend class="field-label">"What"</legend>
-                {radio("allow-what", "allow-what-any", format!("{tool} with any arguments"),
+                {allow_radio("allow-what", "allow-what-any", format!("{tool} with any arguments"),
                     Signal::derive(move || what.get() == AllowWhat::AnyArgs),
                     Callback::new(move |()| what.set(AllowWhat::AnyArgs)))}
-                {radio("allow-what", "allow-what-exact", "Exactly these arguments".into(),
+                {allow_radio("allow-what", "allow-what-exact", "Exactly these arguments".into(),
                     Signal::derive(move || what.get() == AllowWhat::ExactArgs),
                     Callback::new(move |()| what.set(AllowWhat::ExactArgs)))}
                 {folder.map(|folder| {
                     let chosen = AllowWhat::Folder(folder.clone());
                     let picked = chosen.clone();
-                    radio("allow-what", "allow-what-folder", format!("Anything under {folder}"),
+                    allow_radio("allow-what", "allow-what-folder", format!("Anything under {folder}"),
                         Signal::derive(move || what.get() == chosen),
                         Callback::new(move |()| what.set(picked.clone())))
                 })}
             </fieldset>
-            <fieldset class="allow-group">
-                <legend class="field-label">"How long"</legend>
-                {radio("allow-lasting", "allow-until-revoked", "Until I revoke it".into(),
-                    Signal::derive(move || !counted.get() && lasting.get() == Lasting::UntilRevoked),
-                    Callback::new(move |()| { counted.set(false); lasting.set(Lasting::UntilRevoked); }))}
-                {radio("allow-lasting", "allow-one-hour", "For one hour".into(),
-                    Signal::derive(move || !counted.get() && lasting.get() == Lasting::OneHour),
-                    Callback::new(move |()| { counted.set(false); lasting.set(Lasting::OneHour); }))}
-                <label class="allow-option">
-                    <input type="radio" name="allow-lasting" data-testid="allow-uses-choice"
-                        prop:checked=move || counted.get() on:change=move |_| counted.set(true) />
-                    "For the next "
-                    <input type="number" class="allow-uses" min="1" step="1" inputmode="numeric"
-                        data-testid="allow-uses" aria-label="Number of calls"
-                        prop:value=move || uses_text.get()
-                        on:input=move |event| {
-                            uses_text.set(event_target_value(&event));
-                            counted.set(true);
-                            error.set(None);
-                        } />
-                    " calls"
-                </label>
-            </fieldset>
+            <HowLong lasting=lasting counted=counted uses_text=uses_text error=error />
             <p class="hint" data-testid="allow-summary">{summary}</p>
             {move || error.get().map(|error| view! { <p class="field-error" role="alert" data-testid="allow-error">{error}</p> })}
             <div class="tool-actions">
@@ -172,6 +137,59 @@ fn AlwaysAllow(
                 </button>
             </div>
         </div>
+    }
+}
+
+/// One radio button of the "Always allow" panel.
+fn allow_radio(
+    name: &'static str,
+    test_id: &'static str,
+    label: String,
+    checked: Signal<bool>,
+    pick: Callback<()>,
+) -> impl IntoView {
+    view! {
+        <label class="allow-option">
+            <input type="radio" name=name data-testid=test_id prop:checked=checked
+                on:change=move |_| pick.run(()) />
+            {label}
+        </label>
+    }
+}
+
+/// The "How long" choice: until revoked, an hour, or the next N calls (`counted`, with the
+/// number kept as typed in `uses_text`; typing it clears the panel's `error`).
+#[component]
+fn HowLong(
+    lasting: RwSignal<Lasting>,
+    counted: RwSignal<bool>,
+    uses_text: RwSignal<String>,
+    error: RwSignal<Option<String>>,
+) -> impl IntoView {
+    view! {
+        <fieldset class="allow-group">
+            <legend class="field-label">"How long"</legend>
+            {allow_radio("allow-lasting", "allow-until-revoked", "Until I revoke it".into(),
+                Signal::derive(move || !counted.get() && lasting.get() == Lasting::UntilRevoked),
+                Callback::new(move |()| { counted.set(false); lasting.set(Lasting::UntilRevoked); }))}
+            {allow_radio("allow-lasting", "allow-one-hour", "For one hour".into(),
+                Signal::derive(move || !counted.get() && lasting.get() == Lasting::OneHour),
+                Callback::new(move |()| { counted.set(false); lasting.set(Lasting::OneHour); }))}
+            <label class="allow-option">
+                <input type="radio" name="allow-lasting" data-testid="allow-uses-choice"
+                    prop:checked=move || counted.get() on:change=move |_| counted.set(true) />
+                "For the next "
+                <input type="number" class="allow-uses" min="1" step="1" inputmode="numeric"
+                    data-testid="allow-uses" aria-label="Number of calls"
+                    prop:value=move || uses_text.get()
+                    on:input=move |event| {
+                        uses_text.set(event_target_value(&event));
+                        counted.set(true);
+                        error.set(None);
+                    } />
+                " calls"
+            </label>
+        </fieldset>
     }
 }
 

@@ -1,8 +1,8 @@
 //! Tool calls in the transcript (a port of kagent's ToolCallDisplay): the cards an item
 //! introduced, folded into groups when finished, with the batch bar above a pending batch. The
 //! cards and the bar come from the chunk of the split point `cards` (a fresh chat draws none),
-//! fetched while the first view is idle ([`prefetch_cards`]), or with a stored or shared chat's
-//! messages ([`cards_ready`]).
+//! fetched while the page is idle once the person starts writing ([`prefetch_cards`]), or with
+//! a stored or shared chat's messages ([`cards_ready`]).
 
 mod allow;
 pub(crate) use self::allow::policy_rows;
