@@ -7,14 +7,8 @@
 //! light and dark, of each.
 
 use crate::support::harness::{click, wait_card, App, Browser, Options};
-use thirtyfour::prelude::*;
 
 const CARD: &str = "[data-testid=tool-card][data-tool=write_file]";
-
-/// Runs the steps of `person`'s browser with the app's helpers until another is put back.
-fn switch(app: &mut App, person: &WebDriver) -> WebDriver {
-    std::mem::replace(&mut app.driver, person.clone())
-}
 
 /// Types `text` into the composer without sending it.
 async fn type_in_composer(app: &App, text: &str) {
@@ -110,7 +104,7 @@ async fn alice_asks_dave_who_finds_it_in_his_inbox_and_each_reads_whom_it_waits_
 
     // Dave finds the batch in his inbox, asked as himself; he asks sre from there too.
     let dave = Browser::start((1280, 900)).await;
-    let alice = switch(&mut app, &dave.driver);
+    let alice = app.switch(&dave.driver);
     app.open("/approvals#token=dave-token").await;
     app.wait_for_text(
         "[data-testid=inbox-routing]",
@@ -143,7 +137,7 @@ async fn alice_asks_dave_who_finds_it_in_his_inbox_and_each_reads_whom_it_waits_
     app.shots("ladder-approver-approved").await;
     let _ = dave.driver.clone().quit().await;
 
-    switch(&mut app, &alice);
+    app.switch(&alice);
     app.wait_for_text(
         &format!("{CARD} [data-testid=quorum]"),
         "1 of 2: approved by dave",
@@ -257,12 +251,12 @@ async fn the_inbox_marks_a_reminded_and_an_escalated_batch_live_and_on_load() {
 
     // Bob, in sre, finds it in his inbox once it escalated, marked as it loads.
     let bob = Browser::start((1280, 900)).await;
-    let alice = switch(&mut app, &bob.driver);
+    let alice = app.switch(&bob.driver);
     app.open("/approvals#token=bob-token").await;
     app.wait_for_text(marks, "Escalated to sre").await;
     assert_eq!(app.texts(marks).await, ["Reminded", "Escalated to sre"]);
     app.shots("ladder-marks-on-load").await;
     let _ = bob.driver.clone().quit().await;
-    switch(&mut app, &alice);
+    app.switch(&alice);
     app.finish().await;
 }

@@ -6,18 +6,12 @@
 //! shows its result. Screenshots, light and dark, of each step.
 
 use crate::support::harness::{card_status, click, wait_card, App, Browser, Options};
-use thirtyfour::prelude::*;
 
 const AGENTS: &str = "[[agents]]\nname = \"deploy\"\ndescription = \"Ships releases\"\n\
     approvers = [\"group:sre\"]\nrequester_may_approve = false\nquorum = 2\n\
     [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n";
 
 const CARD: &str = "[data-testid=tool-card][data-tool=write_file]";
-
-/// Runs the steps of `person`'s browser with the app's helpers until another is put back.
-fn switch(app: &mut App, person: &WebDriver) -> WebDriver {
-    std::mem::replace(&mut app.driver, person.clone())
-}
 
 /// Whether an element matching `css` is shown.
 async fn shows(app: &App, css: &str) -> bool {
@@ -56,7 +50,7 @@ async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_s
 
     // Bob's inbox: who asked, why he is asked, where it stands; he approves there.
     let bob = Browser::start((1280, 900)).await;
-    let alice = switch(&mut app, &bob.driver);
+    let alice = app.switch(&bob.driver);
     app.open("/approvals#token=bob-token").await;
     app.wait_for_text(
         "[data-testid=inbox-routing]",
@@ -91,7 +85,7 @@ async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_s
     let _ = bob.driver.clone().quit().await;
 
     // Alice sees Bob's approval on her card.
-    switch(&mut app, &alice);
+    app.switch(&alice);
     app.wait_for_text(&waiting, "Waiting for sre: 1 of 2: approved by bob")
         .await;
     assert!(!shows(&app, &format!("{CARD} [data-testid=approve-button]")).await);
@@ -100,7 +94,7 @@ async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_s
 
     // Carol opens the chat from her inbox and approves in it, read only: now the call runs.
     let carol = Browser::start((1280, 900)).await;
-    switch(&mut app, &carol.driver);
+    app.switch(&carol.driver);
     app.open("/approvals#token=carol-token").await;
     app.wait_for_text(&waiting, "1 of 2: approved by bob").await;
     click(&app, "[data-testid=inbox-open-chat]").await;
@@ -119,7 +113,7 @@ async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_s
     let _ = carol.driver.clone().quit().await;
 
     // Alice's chat shows the result.
-    switch(&mut app, &alice);
+    app.switch(&alice);
     ran(&app).await;
     app.finish().await;
 }

@@ -411,6 +411,12 @@ impl App {
             .await;
     }
 
+    /// Runs the steps of `person`'s browser with the app's helpers until another is put back;
+    /// returns the browser that ran them until now.
+    pub fn switch(&mut self, person: &WebDriver) -> WebDriver {
+        std::mem::replace(&mut self.driver, person.clone())
+    }
+
     /// Types `text` into the composer and presses Enter.
     pub async fn send(&self, text: &str) {
         let input = self.find("[data-testid=composer-input]").await.unwrap();
