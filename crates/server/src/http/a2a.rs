@@ -391,16 +391,13 @@ async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcRespon
                 // v1.0 opens with a task snapshot.
                 ProtocolVersion::V1_0 => Opening::Snapshot,
             };
-            let push = params.configuration.and_then(|config| config.push);
-            let streamed = runtime.stream_message(&call.who, &call.agent, params.message, opening);
-            let opened = as_authenticated(call.auth, streamed).await;
-            match (opened, push) {
-                (Ok(opened), Some(push)) => runtime
-                    .stream_push(&call.user, opened.task_id(), call.version, push)
-                    .await
-                    .map(|()| opened),
-                (opened, _) => opened,
-            }
+            let push = params
+                .configuration
+                .and_then(|config| config.push)
+                .map(|push| (call.version, push));
+            let streamed =
+                runtime.stream_message(&call.who, &call.agent, params.message, push, opening);
+            as_authenticated(call.auth, streamed).await
         }
         Method::SubscribeToTask => {
             let params = match codec::decode_task_id_params(call.version, &call.params) {

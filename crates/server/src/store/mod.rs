@@ -456,12 +456,15 @@ forward! {
 forward! {
     /// Creates a task and writes its first events, creating its session (titled `title`) if
     /// this is the session's first task; says whether it did. A session that exists must be
-    /// the same user's and agent's, else [`StoreError::Conflict`].
+    /// the same user's and agent's, else [`StoreError::Conflict`]. `push`: the task's push
+    /// config, given with its first message, written in the same commit (so the task's runner,
+    /// started after it, can reach no state its receiver does not hear of).
     pub async fn create_task(
         &self,
         task: &TaskRow,
         title: &str,
         events: Vec<NewEvent>,
+        push: Option<PushConfigRow>,
     ) -> Result<bool>;
 
     /// [`Store::create_task`] for a task of a chat relayed to a remote agent: marked remote, so
@@ -726,9 +729,6 @@ forward! {
     pub async fn push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>>;
     /// Deletes one push config of a task; whether it was there.
     pub async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool>;
-    /// Queues the push of `task_id` as of its event `seq` to its config `config_id` (a config
-    /// set after the task reached the state it reports; `store::outbox`).
-    pub async fn queue_push(&self, task_id: &str, config_id: &str, seq: i64) -> Result<()>;
     /// The signing key named `name`, or `candidate` stored as it when there is none yet.
     pub async fn server_key(&self, name: &str, candidate: String) -> Result<String>;
 }

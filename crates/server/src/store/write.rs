@@ -12,7 +12,7 @@ use super::outbox::{insert_notifications, insert_pushes};
 use super::rows::json_text;
 use super::{
     now, task_state_text, BatchState, CallStatus, CallUpdate, Commit, Guard, NewCall, NewEvent,
-    Result, StoreError, TaskRow, Written,
+    PushConfigRow, Result, StoreError, TaskRow, Written,
 };
 
 /// A value bound to a statement's parameter.
@@ -92,6 +92,7 @@ pub(super) async fn create_task(
     task: &TaskRow,
     title: &str,
     events: &[NewEvent],
+    push: Option<&PushConfigRow>,
     remote: bool,
 ) -> Result<bool> {
     use Param::*;
@@ -133,7 +134,33 @@ pub(super) async fn create_task(
         .await?;
     tx.append_events(&task.id, 1, events, &task.updated_at)
         .await?;
+    if let Some(config) = push {
+        insert_push_config(tx, config).await?;
+    }
     Ok(created == 1)
+}
+
+/// Writes a new task's first push config (a new task has no other to count or replace).
+async fn insert_push_config(tx: &mut impl Transaction, config: &PushConfigRow) -> Result<()> {
+    use Param::*;
+    tx.execute(
+        "INSERT INTO push_configs (task_id, id, user_id, version, url, token, auth_scheme,
+             auth_credentials, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        &[
+            Text(&config.task_id),
+            Text(&config.id),
+            Text(&config.user_id),
+            Text(&config.version),
+            Text(&config.url),
+            OptionalText(config.token.as_deref()),
+            OptionalText(config.auth_scheme.as_deref()),
+            OptionalText(config.auth_credentials.as_deref()),
+            Text(&config.created_at),
+        ],
+    )
+    .await?;
+    Ok(())
 }
 
 /// Applies one [`Commit`] inside the caller's transaction: the compare-and-set on the task's row

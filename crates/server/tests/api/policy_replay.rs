@@ -146,7 +146,10 @@ async fn seed(store: &Store) {
                     "[]".to_owned(),
                 )
             };
-            assert!(store.create_task(&row, "chat", Vec::new()).await.unwrap());
+            assert!(store
+                .create_task(&row, "chat", Vec::new(), None)
+                .await
+                .unwrap());
             let call = NewCall {
                 call_id: "call_1".into(),
                 name: kind.tool.to_owned(),

@@ -326,6 +326,53 @@ async fn a_paused_task_is_posted_in_v10_as_a_stream_response() {
     verify(&app, jwt, &receiver.url).await;
 }
 
+/// An approver may decide a task routed to them, but its push configs are its owner's: a
+/// decision that sets one is refused before it decides anything.
+#[tokio::test]
+async fn a_decision_that_sets_a_push_config_on_another_users_task_is_refused_and_decides_nothing() {
+    const AGENTS: &str = "[[agents]]\nname = \"demo\"\napprovers = [\"group:sre\"]\n\
+         [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n";
+    let app = spawn_with_agents(AGENTS, |config| {
+        config.push_allow = vec!["127.0.0.1/32".into()];
+        config.auth = signoff_server::AuthMode::Tokens;
+        config.tokens = vec!["carol-token=carol".into(), "bob-token=bob:sre".into()];
+    })
+    .await;
+    let receiver = Receiver::start("127.0.0.1", None).await;
+    let body = message_request("message/stream", message_v03("write p.txt: hi", None, None));
+    let events = results(&app.stream_as(None, Some("carol-token"), body).await);
+    let task = task_id(&events);
+    let context = events[0]["contextId"].as_str().unwrap().to_owned();
+    let approve = json!({"decision_type": "approve"});
+    let mut params = json!({"message": decision(&task, &context, approve.clone())});
+    params["configuration"] = json!({"pushNotificationConfig": {"url": receiver.url}});
+    let refused = app
+        .rpc_as(None, Some("bob-token"), request("message/send", params))
+        .await;
+    assert_error(&refused, -32001, "not found");
+    let state = app
+        .rpc_as(
+            None,
+            Some("carol-token"),
+            request("tasks/get", json!({"id": task})),
+        )
+        .await;
+    assert_eq!(
+        state["result"]["status"]["state"], "input-required",
+        "{state}"
+    );
+    // Without the config, bob's decision is taken.
+    let params = json!({"message": decision(&task, &context, approve)});
+    let decided = app
+        .rpc_as(None, Some("bob-token"), request("message/send", params))
+        .await;
+    assert_eq!(
+        decided["result"]["status"]["state"], "completed",
+        "{decided}"
+    );
+    assert!(receiver.got().is_empty(), "nothing was set to post to");
+}
+
 #[tokio::test]
 async fn urls_to_loopback_private_metadata_and_redirects_are_refused_and_get_nothing() {
     // The names of a machine's hosts file (`localhost` among them) resolve to 127.0.0.1, so

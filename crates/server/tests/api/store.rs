@@ -39,7 +39,7 @@ async fn a_call_starts_once_so_a_runner_that_lost_its_task_cannot_run_it_again()
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&test_database(dir.path()).await).await.unwrap();
     store
-        .create_task(&task("t-1"), "a chat", Vec::new())
+        .create_task(&task("t-1"), "a chat", Vec::new(), None)
         .await
         .unwrap();
     let call = NewCall {
@@ -97,7 +97,7 @@ async fn a_runners_step_is_written_only_while_its_replica_holds_the_lease() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&test_database(dir.path()).await).await.unwrap();
     store
-        .create_task(&task("t-2"), "a chat", Vec::new())
+        .create_task(&task("t-2"), "a chat", Vec::new(), None)
         .await
         .unwrap();
     let step = || Commit {
@@ -180,7 +180,7 @@ async fn an_approval_event_wakes_the_streams_of_its_own_user_only() {
     let mut bob = store.approval_wakes("bob", 16).unwrap();
     for (id, user) in [("t-alice", "alice"), ("t-bob", "bob")] {
         store
-            .create_task(&task_of(id, user), "a chat", Vec::new())
+            .create_task(&task_of(id, user), "a chat", Vec::new(), None)
             .await
             .unwrap();
     }
@@ -222,7 +222,7 @@ async fn another_replicas_approval_event_wakes_the_streams_of_its_own_user_only(
     for user in users {
         let task = task_of(&format!("t-{user}"), user);
         there
-            .create_task(&task, "a chat", Vec::new())
+            .create_task(&task, "a chat", Vec::new(), None)
             .await
             .unwrap();
     }

@@ -92,7 +92,10 @@ async fn a_task_row_round_trips_every_column_and_a_session_is_its_owners() {
     for Backend { name, store, .. } in backends().await {
         let row = task("t-row");
         let events = vec![event("submitted", false), event("working", false)];
-        assert!(store.create_task(&row, "a title", events).await.unwrap());
+        assert!(store
+            .create_task(&row, "a title", events, None)
+            .await
+            .unwrap());
         let stored = store.task("t-row").await.unwrap().unwrap();
         assert_eq!(
             stored,
@@ -113,13 +116,16 @@ async fn a_task_row_round_trips_every_column_and_a_session_is_its_owners() {
             id: "t-row-2".into(),
             ..row.clone()
         };
-        assert!(!store.create_task(&second, "x", Vec::new()).await.unwrap());
+        assert!(!store
+            .create_task(&second, "x", Vec::new(), None)
+            .await
+            .unwrap());
         let stranger = TaskRow {
             id: "t-row-3".into(),
             user_id: "someone else".into(),
             ..row.clone()
         };
-        match store.create_task(&stranger, "x", Vec::new()).await {
+        match store.create_task(&stranger, "x", Vec::new(), None).await {
             Err(StoreError::Conflict(reason)) => assert_eq!(
                 reason, "the session belongs to another user or agent",
                 "{name}"
@@ -135,7 +141,7 @@ async fn a_task_row_round_trips_every_column_and_a_session_is_its_owners() {
 async fn a_commit_numbers_its_events_on_and_moves_the_task() {
     for Backend { name, store, .. } in backends().await {
         store
-            .create_task(&task("t-log"), "chat", vec![event("first", false)])
+            .create_task(&task("t-log"), "chat", vec![event("first", false)], None)
             .await
             .unwrap();
         // A plain step (on PostgreSQL, its one-statement path).
@@ -197,7 +203,7 @@ async fn a_commit_numbers_its_events_on_and_moves_the_task() {
 async fn a_refused_commit_writes_nothing_and_says_why() {
     for Backend { name, store, .. } in backends().await {
         store
-            .create_task(&task("t-end"), "chat", Vec::new())
+            .create_task(&task("t-end"), "chat", Vec::new(), None)
             .await
             .unwrap();
         let cancel = Commit {
@@ -263,7 +269,7 @@ async fn a_refused_commit_writes_nothing_and_says_why() {
 async fn a_call_row_round_trips_every_column_and_starts_once() {
     for Backend { name, store, .. } in backends().await {
         store
-            .create_task(&task("t-call"), "chat", Vec::new())
+            .create_task(&task("t-call"), "chat", Vec::new(), None)
             .await
             .unwrap();
         let denied = AutoDecision {
@@ -442,7 +448,7 @@ fn approval(batch_id: i64, call_ids: &[&str]) -> DecisionWrite {
 async fn a_batch_opens_with_its_held_calls_and_is_decided_once() {
     for Backend { name, store, .. } in backends().await {
         store
-            .create_task(&task("t-batch"), "chat", Vec::new())
+            .create_task(&task("t-batch"), "chat", Vec::new(), None)
             .await
             .unwrap();
         let pause = Commit {
@@ -531,7 +537,7 @@ fn notification(id: &str, kind: NotificationKind) -> NewNotification {
 async fn notifications_are_written_by_their_events_commit_claimed_once_and_retried_or_failed() {
     for Backend { name, store, .. } in backends().await {
         store
-            .create_task(&task("t-note"), "chat", Vec::new())
+            .create_task(&task("t-note"), "chat", Vec::new(), None)
             .await
             .unwrap();
         // A refused commit (the task is gone) writes no notification either.
@@ -664,11 +670,63 @@ async fn notifications_are_written_by_their_events_commit_claimed_once_and_retri
     }
 }
 
+/// A task created with the push config of its first message has it from its first commit, so
+/// its runner's first pause is pushed to it.
+#[tokio::test]
+async fn a_task_created_with_a_push_config_pushes_its_first_pause_to_it() {
+    for Backend { name, store, .. } in backends().await {
+        let config = PushConfigRow {
+            task_id: "t-born".into(),
+            id: "first".into(),
+            user_id: "user-of-t-born".into(),
+            version: "1.0".into(),
+            url: "https://example.com/hook".into(),
+            token: Some("tok".into()),
+            auth_scheme: None,
+            auth_credentials: None,
+            created_at: "2026-01-02T03:04:05.000Z".into(),
+        };
+        store
+            .create_task(&task("t-born"), "chat", Vec::new(), Some(config.clone()))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.push_configs("t-born").await.unwrap(),
+            vec![config],
+            "{name}"
+        );
+        let paused = Commit {
+            events: vec![event("paused", false)],
+            state: Some(TaskState::InputRequired),
+            push: true,
+            ..Commit::default()
+        };
+        let seq = store.commit("t-born", paused).await.unwrap();
+        let rows = store
+            .claim_notifications("a", now_ms(), 60_000, 10)
+            .await
+            .unwrap();
+        let got: Vec<_> = rows
+            .iter()
+            .map(|row| (row.kind, row.payload.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(
+                NotificationKind::Push,
+                json!({"config_id": "first", "seq": seq})
+            )],
+            "{name}"
+        );
+        store.close().await;
+    }
+}
+
 #[tokio::test]
 async fn a_pushing_commit_writes_one_push_per_config_of_its_task_with_it() {
     for Backend { name, store, .. } in backends().await {
         store
-            .create_task(&task("t-push"), "chat", Vec::new())
+            .create_task(&task("t-push"), "chat", Vec::new(), None)
             .await
             .unwrap();
         let step = |state| Commit {
@@ -748,7 +806,7 @@ async fn a_pushing_commit_writes_one_push_per_config_of_its_task_with_it() {
         // A local subagent's task is pushed too: its owner set the configs on it (the
         // operator's channels hear of its calls through its parent's batch instead).
         store
-            .create_task(&task("t-push-parent"), "chat", Vec::new())
+            .create_task(&task("t-push-parent"), "chat", Vec::new(), None)
             .await
             .unwrap();
         let link = SubagentLink {
@@ -775,7 +833,7 @@ async fn a_pushing_commit_writes_one_push_per_config_of_its_task_with_it() {
 async fn a_step_takes_its_queued_messages_and_an_ended_task_drops_the_rest() {
     for Backend { name, store, .. } in backends().await {
         store
-            .create_task(&task("t-queue"), "chat", Vec::new())
+            .create_task(&task("t-queue"), "chat", Vec::new(), None)
             .await
             .unwrap();
         for message in ["one", "two", "three"] {
@@ -825,7 +883,7 @@ async fn a_step_takes_its_queued_messages_and_an_ended_task_drops_the_rest() {
 async fn a_runners_step_needs_the_lease_where_replicas_share_the_database() {
     for Backend { name, store, .. } in backends().await {
         store
-            .create_task(&task("t-lease"), "chat", Vec::new())
+            .create_task(&task("t-lease"), "chat", Vec::new(), None)
             .await
             .unwrap();
         // Both of PostgreSQL's paths: a plain step, and one with a call.
@@ -868,7 +926,7 @@ async fn a_runners_step_needs_the_lease_where_replicas_share_the_database() {
 async fn a_decision_link_is_used_in_its_decisions_write_and_only_once() {
     for Backend { name, store, .. } in backends().await {
         store
-            .create_task(&task("t-link"), "chat", Vec::new())
+            .create_task(&task("t-link"), "chat", Vec::new(), None)
             .await
             .unwrap();
         let pause = Commit {

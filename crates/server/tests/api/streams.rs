@@ -47,6 +47,7 @@ async fn a_messages_stream_sends_its_committed_events_then_the_live_ones_in_orde
             &Decider::subject("local"),
             &agent,
             message("count to 3"),
+            None,
             Opening::Committed,
         )
         .await
@@ -74,6 +75,7 @@ async fn a_messages_stream_sends_its_committed_events_then_the_live_ones_in_orde
             &Decider::subject("local"),
             &agent,
             message("count to 2"),
+            None,
             Opening::Snapshot,
         )
         .await
@@ -90,6 +92,7 @@ async fn a_messages_stream_sends_its_committed_events_then_the_live_ones_in_orde
             &Decider::subject("local"),
             &agent,
             message("count to 2"),
+            None,
             Opening::Committed,
         )
         .await

@@ -6,14 +6,14 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use signoff_protocol::hitl::RecordedDecision;
-use signoff_protocol::{Message, Part, Role, Task, TaskState};
+use signoff_protocol::{Message, Part, ProtocolVersion, PushConfig, Role, Task, TaskState};
 
 use crate::agent::model::ChatMessage;
 use crate::agent::tools::error_result;
 use crate::agent::view::{self};
 use crate::store::{
     task_state_text, BatchState, CallStatus, CallUpdate, CallVerdict, Channel, Commit, Guard,
-    StoreError, TaskRow, Verdict as StoredVerdict,
+    PushConfigRow, StoreError, TaskRow, Verdict as StoredVerdict,
 };
 
 use super::decide::{DecisionInput, PlannedDecision};
@@ -45,24 +45,35 @@ impl Runtime {
         agent: &Arc<Agent>,
         message: Message,
     ) -> Result<Accepted> {
-        let mut accepted = self.send_for_stream(who, agent, message).await?;
+        let mut accepted = self.send_for_stream(who, agent, message, None).await?;
         accepted.start_runner();
         Ok(accepted)
     }
 
     /// [`Runtime::send`] for a stream (`streams`): a decision's runner comes back unstarted in
-    /// the [`Accepted`], for the stream to start once its follower is spawned.
+    /// the [`Accepted`], for the stream to start once its follower is spawned. With `push`, the
+    /// push config the client gave with the message (see `push`).
     pub(super) async fn send_for_stream(
         self: &Arc<Self>,
         who: &Decider,
         agent: &Arc<Agent>,
         message: Message,
+        push: Option<(ProtocolVersion, PushConfig)>,
     ) -> Result<Accepted> {
-        self.send_as(who, agent, message, view::new_id()).await
+        match push {
+            Some(push) => {
+                self.send_with_push_for_stream(who, agent, message, push)
+                    .await
+            }
+            None => {
+                self.send_as(who, agent, message, view::new_id(), None)
+                    .await
+            }
+        }
     }
 
     /// [`Runtime::send`], with the id a new task gets (a subagent's task is recorded with its
-    /// parent's call before it is created).
+    /// parent's call before it is created) and the push config it is created with.
     #[tracing::instrument(name = "message", skip_all, fields(
         agent = %agent.key(),
         task.id = message.task_id.as_deref(),
@@ -74,6 +85,7 @@ impl Runtime {
         agent: &Arc<Agent>,
         message: Message,
         task_id: String,
+        push: Option<PushConfigRow>,
     ) -> Result<Accepted> {
         let user = who.subject.as_str();
         if self.shutdown.is_cancelled() {
@@ -156,7 +168,7 @@ impl Runtime {
             LoggedEvent::committed(1, submitted, &events[0]),
             LoggedEvent::committed(2, working, &events[1]),
         ];
-        let new_session = match self.store.create_task(&row, &title, events).await {
+        let new_session = match self.store.create_task(&row, &title, events, push).await {
             Ok(new_session) => new_session,
             // A first message of another user or agent took this new session id a moment ago.
             Err(StoreError::Conflict(why)) => {

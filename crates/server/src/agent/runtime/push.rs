@@ -76,6 +76,15 @@ impl Runtime {
         }
     }
 
+    /// Refuses a config a client gave unless push notifications are on and it passes
+    /// [`Notifier::check`].
+    async fn check_push(&self, config: &PushConfig) -> Result<()> {
+        self.notifier()?
+            .check(config)
+            .await
+            .map_err(|refused| AgentError::InvalidParams(refused.0))
+    }
+
     /// Checks `config` and writes it for the task (replacing the task's config of the same id).
     async fn put_push(
         &self,
@@ -84,23 +93,8 @@ impl Runtime {
         version: ProtocolVersion,
         config: PushConfig,
     ) -> Result<TaskPushConfig> {
-        self.notifier()?
-            .check(&config)
-            .await
-            .map_err(|refused| AgentError::InvalidParams(refused.0))?;
-        let row = PushConfigRow {
-            task_id: task_id.to_owned(),
-            id: config
-                .id
-                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
-            user_id: user.to_owned(),
-            version: version.as_str().to_owned(),
-            url: config.url,
-            token: config.token,
-            auth_scheme: config.authentication.as_ref().map(|a| a.scheme.clone()),
-            auth_credentials: config.authentication.and_then(|a| a.credentials),
-            created_at: crate::store::now(),
-        };
+        self.check_push(&config).await?;
+        let row = push_row(user, task_id, version, config);
         let cap = self.limits.max_push_configs_per_task;
         match self.store.put_push_config(row.clone(), cap).await? {
             PushPut::Written => Ok(to_config(&row)),
@@ -173,8 +167,34 @@ impl Runtime {
         }
     }
 
-    /// `message/send` with a push config: the config is checked before anything is sent, and
-    /// written before the task's runner starts, so no update of the task is missed.
+    /// `message/send` (or `message/stream`) with a push config: the config is checked before
+    /// anything is sent, and written before the task's runner can commit a step: a new task's
+    /// with the task itself (no write of its own, and no race with a runner that pauses at
+    /// once), an existing task's (its owner's only) before the message goes to it.
+    pub(super) async fn send_with_push_for_stream(
+        self: &Arc<Self>,
+        who: &super::Decider,
+        agent: &Arc<Agent>,
+        message: signoff_protocol::Message,
+        (version, config): (ProtocolVersion, PushConfig),
+    ) -> Result<Accepted> {
+        match message.task_id.clone() {
+            None => {
+                self.check_push(&config).await?;
+                let task_id = crate::agent::view::new_id();
+                let row = push_row(&who.subject, &task_id, version, config);
+                self.send_as(who, agent, message, task_id, Some(row)).await
+            }
+            Some(task_id) => {
+                self.push_task(&who.subject, agent, &task_id).await?;
+                self.put_push(&who.subject, &task_id, version, config)
+                    .await?;
+                self.send_as(who, agent, message, task_id, None).await
+            }
+        }
+    }
+
+    /// [`Runtime::send_with_push_for_stream`] whose runner starts at once (`message/send`).
     pub async fn send_with_push(
         self: &Arc<Self>,
         who: &super::Decider,
@@ -182,42 +202,9 @@ impl Runtime {
         message: signoff_protocol::Message,
         push: Option<(ProtocolVersion, PushConfig)>,
     ) -> Result<Accepted> {
-        let Some((version, config)) = push else {
-            return self.send(who, agent, message).await;
-        };
-        self.notifier()?
-            .check(&config)
-            .await
-            .map_err(|refused| AgentError::InvalidParams(refused.0))?;
-        let mut accepted = self.send_for_stream(who, agent, message).await?;
-        let task_id = accepted.task_id.clone();
-        let stored = self.put_push(&who.subject, &task_id, version, config).await;
+        let mut accepted = self.send_for_stream(who, agent, message, push).await?;
         accepted.start_runner();
-        stored?;
         Ok(accepted)
-    }
-
-    /// A stream's push config, written once the stream is open: if the task has already
-    /// reached a state its receivers hear of, that state is queued for this config now.
-    pub async fn stream_push(
-        &self,
-        user: &str,
-        task_id: &str,
-        version: ProtocolVersion,
-        config: PushConfig,
-    ) -> Result<()> {
-        let stored = self.put_push(user, task_id, version, config).await?;
-        let Some(config_id) = stored.config.id else {
-            return Ok(());
-        };
-        if let Some(row) = self.store.task(task_id).await? {
-            if pushed_state(row.state) {
-                let (_, seq) = self.snapshot(task_id, None).await?;
-                self.store.queue_push(task_id, &config_id, seq).await?;
-                self.wake_sender();
-            }
-        }
-        Ok(())
     }
 
     /// One attempt at a push row (`store::outbox`): the task as of the row's event, to its
@@ -249,6 +236,29 @@ impl Runtime {
             Err(err) if err.is_transient() => Attempt::Failed(err.to_string()),
             Err(err) => Attempt::Refused(err.to_string()),
         }
+    }
+}
+
+/// The row of a config a client gave for `user`'s task `task_id` (its id, if it gave none, a
+/// new UUID).
+fn push_row(
+    user: &str,
+    task_id: &str,
+    version: ProtocolVersion,
+    config: PushConfig,
+) -> PushConfigRow {
+    PushConfigRow {
+        task_id: task_id.to_owned(),
+        id: config
+            .id
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        user_id: user.to_owned(),
+        version: version.as_str().to_owned(),
+        url: config.url,
+        token: config.token,
+        auth_scheme: config.authentication.as_ref().map(|a| a.scheme.clone()),
+        auth_credentials: config.authentication.and_then(|a| a.credentials),
+        created_at: crate::store::now(),
     }
 }
 

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use futures_util::stream::{self, Stream, StreamExt};
-use signoff_protocol::{Message, Task};
+use signoff_protocol::{Message, ProtocolVersion, PushConfig, Task};
 
 use super::{Agent, Decider, EarlyWatch, LoggedEvent, PendingRunner, Result, Runtime, StreamEnd};
 
@@ -43,15 +43,17 @@ pub struct TaskStream {
 }
 
 impl Runtime {
-    /// Accepts `message` for `agent` (as [`Runtime::send`] does) and opens its stream.
+    /// Accepts `message` for `agent` (as [`Runtime::send`] does, with the push config the
+    /// client gave with it, if any) and opens its stream.
     pub async fn stream_message(
         self: &Arc<Self>,
         who: &Decider,
         agent: &Arc<Agent>,
         message: Message,
+        push: Option<(ProtocolVersion, PushConfig)>,
         opening: Opening,
     ) -> Result<TaskStream> {
-        let mut accepted = self.send_for_stream(who, agent, message).await?;
+        let mut accepted = self.send_for_stream(who, agent, message, push).await?;
         match opening {
             Opening::Committed => Ok(TaskStream {
                 snapshot: None,

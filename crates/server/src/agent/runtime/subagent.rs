@@ -304,9 +304,15 @@ impl Runtime {
             groups: run.groups.clone(),
             ..Decider::subject(run.user_id.clone())
         };
-        self.send_as(&requester, &agent, message, link.child_task_id.clone())
-            .await?
-            .start_runner();
+        self.send_as(
+            &requester,
+            &agent,
+            message,
+            link.child_task_id.clone(),
+            None,
+        )
+        .await?
+        .start_runner();
         Ok(())
     }
 

@@ -5,7 +5,6 @@ use sqlx::Row;
 
 use super::{Postgres, Result};
 use crate::store::now;
-use crate::store::outbox::{insert_notifications, NewNotification};
 use crate::store::push::*;
 
 /// The advisory lock that orders the puts of one task's push configs (the cap's count).
@@ -105,16 +104,5 @@ impl Postgres {
                 .fetch_one(&self.pool)
                 .await?,
         )
-    }
-
-    /// Queues the push of `task_id` as of its event `seq` to its config `config_id`.
-    pub async fn queue_push(&self, task_id: &str, config_id: &str, seq: i64) -> Result<()> {
-        let mut connection = self.pool.acquire().await?;
-        let mut shared = super::tasks::PgTransaction {
-            connection: &mut connection,
-            replica: &self.replica,
-        };
-        let push = NewNotification::push(config_id, seq);
-        insert_notifications(&mut shared, task_id, None, &[push], &now()).await
     }
 }

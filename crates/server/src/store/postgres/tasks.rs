@@ -7,8 +7,8 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
 use super::{
-    now, task_state_text, Commit, EventRow, Guard, NewEvent, PolicyScope, Postgres, QueuedMessage,
-    Result, RunnerView, SessionRow, StoreError, TaskRow, Written,
+    now, task_state_text, Commit, EventRow, Guard, NewEvent, PolicyScope, Postgres, PushConfigRow,
+    QueuedMessage, Result, RunnerView, SessionRow, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
 use crate::store::write::{self, Param, Transaction, TERMINAL};
@@ -211,8 +211,9 @@ impl Postgres {
         task: &TaskRow,
         title: &str,
         events: Vec<NewEvent>,
+        push: Option<PushConfigRow>,
     ) -> Result<bool> {
-        self.insert_task(task, title, events, false).await
+        self.insert_task(task, title, events, push, false).await
     }
 
     /// Creates a task with its first events, and its session if this is the session's first
@@ -222,6 +223,7 @@ impl Postgres {
         task: &TaskRow,
         title: &str,
         events: Vec<NewEvent>,
+        push: Option<PushConfigRow>,
         remote: bool,
     ) -> Result<bool> {
         let mut transaction = self.pool.begin().await?;
@@ -229,7 +231,8 @@ impl Postgres {
             connection: &mut transaction,
             replica: &self.replica,
         };
-        let created = write::create_task(&mut shared, task, title, &events, remote).await?;
+        let created =
+            write::create_task(&mut shared, task, title, &events, push.as_ref(), remote).await?;
         super::leases::announce(&mut transaction, &self.replica, &task.id).await?;
         transaction.commit().await?;
         Ok(created)

@@ -3,7 +3,6 @@
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::{Result, Sqlite};
-use crate::store::outbox::{insert_notifications, NewNotification};
 use crate::store::push::*;
 
 fn push_from_row(row: &Row<'_>) -> rusqlite::Result<PushConfigRow> {
@@ -94,21 +93,6 @@ impl Sqlite {
                 .query_row([&name], |row| row.get(0))
                 .optional()?;
             stored.ok_or(crate::store::StoreError::NotFound)
-        })
-        .await
-    }
-
-    /// Queues the push of `task_id` as of its event `seq` to its config `config_id`.
-    pub async fn queue_push(&self, task_id: &str, config_id: &str, seq: i64) -> Result<()> {
-        let (task_id, push) = (task_id.to_owned(), NewNotification::push(config_id, seq));
-        self.write(move |connection| {
-            super::tasks::run_now(insert_notifications(
-                &mut super::tasks::SqliteTransaction(connection),
-                &task_id,
-                None,
-                std::slice::from_ref(&push),
-                &super::now(),
-            ))
         })
         .await
     }

@@ -13,7 +13,7 @@ impl Sqlite {
         title: &str,
         events: Vec<NewEvent>,
     ) -> Result<bool> {
-        self.insert_task(task, title, events, true).await
+        self.insert_task(task, title, events, None, true).await
     }
 
     /// Whether the task exists and a remote agent drives it.

@@ -6,8 +6,8 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 use signoff_protocol::TaskState;
 
 use super::{
-    now, parse_task_state, task_state_text, Commit, EventRow, NewEvent, QueuedMessage, Result,
-    RunnerView, Sqlite, StoreError, TaskRow, Written,
+    now, parse_task_state, task_state_text, Commit, EventRow, NewEvent, PushConfigRow,
+    QueuedMessage, Result, RunnerView, Sqlite, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
 use crate::store::write::{self, sqlite_dialect, Param, Transaction};
@@ -161,8 +161,9 @@ impl Sqlite {
         task: &TaskRow,
         title: &str,
         events: Vec<NewEvent>,
+        push: Option<PushConfigRow>,
     ) -> Result<bool> {
-        self.insert_task(task, title, events, false).await
+        self.insert_task(task, title, events, push, false).await
     }
 
     /// Creates a task (see `store::write::create_task`); `remote`: relayed to a remote agent.
@@ -171,6 +172,7 @@ impl Sqlite {
         task: &TaskRow,
         title: &str,
         events: Vec<NewEvent>,
+        push: Option<PushConfigRow>,
         remote: bool,
     ) -> Result<bool> {
         let task = task.clone();
@@ -182,6 +184,7 @@ impl Sqlite {
                 &task,
                 &title,
                 &events,
+                push.as_ref(),
                 remote,
             ))
         })
