@@ -1,11 +1,14 @@
 //! Bench: what notifications cost. (a) The time to pause a chat (`message/send` of a prompt with
 //! two calls that need approval, to its `input-required` answer) and to approve it over REST,
-//! one chat at a time, against a server without channels and one with a webhook channel (its
-//! outbox rows are written in the pause's and the decision's own commits), interleaved so that
-//! both see the same machine; median and p90 of each, and the difference. (b) How many
-//! notifications one server delivers per second to a local receiver with 1,000 paused batches
-//! waiting at once: the receiver holds its answers while the chats pause, then lets them all
-//! through, and the time runs until it has taken the last. On SQLite, and on PostgreSQL too when
+//! one chat at a time, against a server with neither a channel nor a push config and one with a
+//! webhook channel whose chats each set an A2A push config in their `message/send` (the outbox
+//! rows, the webhook's and the push's, are written in the pause's and the decision's own
+//! commits), interleaved so that both see the same machine; median and p90 of each, and the
+//! difference. Each round waits until the receiver has taken its notifications, so no request
+//! is timed while a sender works beside it. (b) How many notifications one server delivers per second to a local receiver
+//! with 1,000 paused batches waiting at once (each a webhook and a push): the receiver holds its
+//! answers while the chats pause, then lets them all through, and the time runs until it has
+//! taken the last. On SQLite, and on PostgreSQL too when
 //! `SIGNOFF_TEST_POSTGRES_URL` names one (a fresh database each, dropped at the end). Run with
 //! `cargo bench -p signoff-server --bench notifications` (`-- --chats N --pending N` to change
 //! the counts).
@@ -61,6 +64,22 @@ struct Receiver {
     gate: tokio::sync::watch::Sender<bool>,
 }
 
+impl Receiver {
+    /// Waits until the receiver has taken `count` notifications in all: what the servers sent
+    /// is delivered before the next request is timed, so no request is timed while a sender
+    /// works beside it.
+    async fn until_taken(&self, count: usize) {
+        let started = Instant::now();
+        while self.taken.load(Ordering::SeqCst) < count {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "notifications lost"
+            );
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+    }
+}
+
 async fn receiver(open: bool) -> Receiver {
     let taken = Arc::new(AtomicUsize::new(0));
     let (gate, opened) = tokio::sync::watch::channel(open);
@@ -83,7 +102,8 @@ async fn receiver(open: bool) -> Receiver {
 }
 
 /// A server in-process on port 0 with a fresh database (in `data`, or a new one on the
-/// PostgreSQL of `admin`), with a webhook channel to `hook` if given; its base URL.
+/// PostgreSQL of `admin`), with a webhook channel to `hook` if given (and push notifications
+/// allowed to this host's receivers); its base URL.
 async fn serve(data: &Path, admin: Option<&str>, hook: Option<&str>) -> String {
     std::fs::create_dir_all(data).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -94,6 +114,7 @@ async fn serve(data: &Path, admin: Option<&str>, hook: Option<&str>) -> String {
         config.database_url = Some(create_database(admin).await);
     }
     if let Some(url) = hook {
+        config.push_allow = vec!["127.0.0.1/32".into()];
         let secret = data.join("hook.secret");
         std::fs::write(&secret, SECRET).unwrap();
         let file = data.join("notifications.toml");
@@ -153,11 +174,15 @@ async fn drop_databases(admin: &str) {
     }
 }
 
-/// Pauses one chat with `message/send`; the milliseconds it took and the task's id.
-async fn pause(client: &reqwest::Client, base: &str) -> (f64, String) {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
+/// Pauses one chat with `message/send`, setting a push config to `push` if given; the
+/// milliseconds it took and the task's id.
+async fn pause(client: &reqwest::Client, base: &str, push: Option<&str>) -> (f64, String) {
+    let mut body = json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
         "message": {"kind": "message", "messageId": uuid::Uuid::new_v4().to_string(),
                     "role": "user", "parts": [{"kind": "text", "text": PROMPT}]}}});
+    if let Some(url) = push {
+        body["params"]["configuration"] = json!({"pushNotificationConfig": {"url": url}});
+    }
     let started = Instant::now();
     let answer: Value = client
         .post(format!("{base}/api/a2a/default/demo"))
@@ -225,16 +250,21 @@ async fn bench(admin: Option<&str>, chats: usize, pending: usize) {
     let plain = serve(&work.path().join("plain"), admin, None).await;
     let notifying = serve(&work.path().join("notifying"), admin, Some(&hook.url)).await;
     let servers = [&plain, &notifying];
+    let pushes = [None, Some(hook.url.as_str())];
     let mut paused: [Vec<String>; 2] = Default::default();
     let mut pause_ms: [Vec<f64>; 2] = Default::default();
+    // Each event of the notifying server is told twice: to the webhook and to the push config.
+    let mut told = 0;
     for round in 0..WARM_UP + chats {
         for (index, base) in servers.iter().enumerate() {
-            let (took, task) = pause(&client, base).await;
+            let (took, task) = pause(&client, base, pushes[index]).await;
             if round >= WARM_UP {
                 pause_ms[index].push(took);
             }
             paused[index].push(task);
         }
+        told += 2;
+        hook.until_taken(told).await;
     }
     let mut decide_ms: [Vec<f64>; 2] = Default::default();
     for (round, tasks) in paused[0].iter().zip(&paused[1]).enumerate() {
@@ -244,6 +274,8 @@ async fn bench(admin: Option<&str>, chats: usize, pending: usize) {
                 decide_ms[index].push(took);
             }
         }
+        told += 2;
+        hook.until_taken(told).await;
     }
     println!("{backend}: {chats} chats on each server, one at a time, interleaved");
     for (what, samples) in [
@@ -256,37 +288,40 @@ async fn bench(admin: Option<&str>, chats: usize, pending: usize) {
         let (without, without_p90) = spread(&mut samples[0]);
         let (with, with_p90) = spread(&mut samples[1]);
         println!("  {what}");
-        println!("    without channels   median {without:7.3} ms   p90 {without_p90:7.3} ms");
+        println!("    neither            median {without:7.3} ms   p90 {without_p90:7.3} ms");
         println!(
-            "    webhook channel    median {with:7.3} ms   p90 {with_p90:7.3} ms   \
+            "    webhook and push   median {with:7.3} ms   p90 {with_p90:7.3} ms   \
              ({:+.3} ms median, {:+.3} ms p90)",
             with - without,
             with_p90 - without_p90
         );
     }
 
-    // (b) `pending` batches paused while the receiver holds its answers, then let through.
+    // (b) `pending` batches paused while the receiver holds its answers, then let through: a
+    // webhook notification and a push of each.
     let held = receiver(false).await;
+    let notes = 2 * pending;
     let base = serve(&work.path().join("delivering"), admin, Some(&held.url)).await;
     let next = Arc::new(AtomicUsize::new(0));
     let mut pausers = Vec::new();
     for _ in 0..PAUSERS {
         let (client, base, next) = (client.clone(), base.clone(), next.clone());
+        let push = held.url.clone();
         pausers.push(tokio::spawn(async move {
             while next.fetch_add(1, Ordering::SeqCst) < pending {
-                pause(&client, &base).await;
+                pause(&client, &base, Some(&push)).await;
             }
         }));
     }
     for pauser in pausers {
         pauser.await.unwrap();
     }
-    while queued(&client, &base).await != Some(pending) {
+    while queued(&client, &base).await != Some(notes) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let started = Instant::now();
     held.gate.send_replace(true);
-    while held.taken.load(Ordering::SeqCst) < pending {
+    while held.taken.load(Ordering::SeqCst) < notes {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     let took = started.elapsed().as_secs_f64();
@@ -294,10 +329,10 @@ async fn bench(admin: Option<&str>, chats: usize, pending: usize) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     println!(
-        "  delivery: {pending} paused batches waiting, all taken by the receiver in {:.3} s: \
-         {:.0} notifications/s",
+        "  delivery: {pending} paused batches waiting ({notes} notifications, a webhook's and a \
+         push's each), all taken by the receiver in {:.3} s: {:.0} notifications/s",
         took,
-        pending as f64 / took
+        notes as f64 / took
     );
     if let Some(admin) = admin {
         drop_databases(admin).await;
