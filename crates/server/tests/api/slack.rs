@@ -320,15 +320,12 @@ async fn bodies(app: &TestApp, hook: &Receiver, count: usize) -> Vec<Value> {
     .collect()
 }
 
-#[tokio::test]
-async fn slack_messages_of_hostile_batches_fit_slacks_types_and_limits_and_ping_nobody() {
-    node_modules();
-    let hook = receiver().await;
-    let app = spawn_slack(&hook.url).await;
-
-    // Twelve calls (the message lists ten), with Slack's syntax, entities, unicode, a long
-    // string and secrets in their arguments; the chat's id (in the link) as hostile as an id
-    // may be (256 bytes).
+/// The requester's batches on every agent, and what people do with them: `demo` pauses on
+/// twelve calls (the message lists ten) with Slack's syntax, entities, unicode, long strings
+/// and a secret in their arguments, in a chat whose id (in the link) is as hostile as an id may
+/// be (256 bytes); it is extended with a hostile note and rejected with a reason as long as the
+/// server takes. `brief`'s batch expires; `ladder`'s is reminded, escalated and canceled.
+async fn every_event_of_hostile_batches(app: &TestApp) {
     let hostile = "<!channel> <https://evil.example|click> &amp; & @here #general Zoë 😀 \u{202e}";
     let mut calls = vec![
         "write key.txt: Bearer abc.def.ghijklmnop".to_owned(),
@@ -342,7 +339,7 @@ async fn slack_messages_of_hostile_batches_fit_slacks_types_and_limits_and_ping_
         }
         context.push(c);
     }
-    let demo = pause(&app, "demo", &calls.join("\n"), Some(&context)).await;
+    let demo = pause(app, "demo", &calls.join("\n"), Some(&context)).await;
 
     let note = format!(
         "<!channel> look\n<https://evil.example|here> & {}",
@@ -368,8 +365,8 @@ async fn slack_messages_of_hostile_batches_fit_slacks_types_and_limits_and_ping_
         .await;
     assert_eq!(status, 200, "{body}");
 
-    pause(&app, "brief", "write soon.txt: <!channel>", None).await;
-    let ladder = pause(&app, "ladder", "write later.txt: <@U024BE7LH>", None).await;
+    pause(app, "brief", "write soon.txt: <!channel>", None).await;
+    let ladder = pause(app, "ladder", "write later.txt: <@U024BE7LH>", None).await;
     eventually("the ladder's batch escalated", || async {
         let (_, inbox) = app.get_as("/api/approvals", Some("dana-token")).await;
         let batch = inbox["approvals"]
@@ -389,6 +386,59 @@ async fn slack_messages_of_hostile_batches_fit_slacks_types_and_limits_and_ping_
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
+}
+
+/// The limits and ping checks can fail: `message` changed to break each limit, with a mention,
+/// a bare `&` and a text Slack would parse, is reported for each.
+fn the_checks_catch_a_message_past_every_limit(message: &Value) {
+    let mut broken = message.clone();
+    let last = broken["blocks"].as_array().unwrap().len() - 1;
+    broken["text"] = json!("");
+    broken["blocks"][0]["text"]["text"] = json!("é".repeat(3001));
+    broken["blocks"][0]["text"]["verbatim"] = json!(false);
+    broken["blocks"][1]["fields"][0]["text"] = json!(format!("<!channel> {}", "x".repeat(2000)));
+    let button = broken["blocks"][last]["elements"][0].clone();
+    let mut other = button.clone();
+    other["text"]["text"] = json!("b".repeat(76));
+    other["url"] = json!(format!("https://x/{}", "u".repeat(3000)));
+    broken["blocks"][last]["elements"] = json!([button, other]);
+    let bare = json!({"type": "mrkdwn", "text": "&"});
+    let crowded = json!({"type": "context", "elements": vec![bare; 11]});
+    let header = json!({"type": "header", "text": {"type": "plain_text", "text": "h".repeat(151)}});
+    let blocks = broken["blocks"].as_array_mut().unwrap();
+    blocks.extend(std::iter::repeat_n(crowded, 50));
+    blocks.push(header);
+    let count = broken["blocks"].as_array().unwrap().len();
+    let violations = limit_violations(&broken).join("\n");
+    for limit in [
+        "no fallback text",
+        &format!("{count} blocks"),
+        "text of 3001",
+        "a field of 2011",
+        "button text of 76",
+        "button url of 3010",
+        "again",
+        "11 elements",
+        "header of 151",
+    ] {
+        assert!(
+            violations.contains(limit),
+            "{limit} not found in:\n{violations}"
+        );
+    }
+    let risks = ping_risks(&broken).join("\n");
+    for risk in ["Slack's <…> syntax", "a bare &", "not verbatim"] {
+        assert!(risks.contains(risk), "{risk} not found in:\n{risks}");
+    }
+}
+
+#[tokio::test]
+async fn slack_messages_of_hostile_batches_fit_slacks_types_and_limits_and_ping_nobody() {
+    node_modules();
+    let hook = receiver().await;
+    let app = spawn_slack(&hook.url).await;
+
+    every_event_of_hostile_batches(&app).await;
 
     // demo: pending, extended, decided; brief: pending, expired; ladder: pending, reminded,
     // escalated, canceled.
@@ -455,45 +505,6 @@ async fn slack_messages_of_hostile_batches_fit_slacks_types_and_limits_and_ping_
         "tsc let a mrkdwn button text through: {control:?}"
     );
 
-    // The limits and ping checks can fail too: a message past each limit, with a mention.
-    let mut broken = messages[0].clone();
-    broken["text"] = json!("");
-    broken["blocks"][0]["text"]["text"] = json!("é".repeat(3001));
-    broken["blocks"][0]["text"]["verbatim"] = json!(false);
-    broken["blocks"][1]["fields"][0]["text"] = json!(format!("<!channel> {}", "x".repeat(2000)));
-    let button = broken["blocks"][last]["elements"][0].clone();
-    let mut other = button.clone();
-    other["text"]["text"] = json!("b".repeat(76));
-    other["url"] = json!(format!("https://x/{}", "u".repeat(3000)));
-    broken["blocks"][last]["elements"] = json!([button, other]);
-    broken["blocks"]
-        .as_array_mut()
-        .unwrap()
-        .extend((0..50).map(|_| json!({"type": "context", "elements": vec![json!({"type": "mrkdwn", "text": "&"}); 11]})));
-    broken["blocks"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"type": "header", "text": {"type": "plain_text", "text": "h".repeat(151)}}));
-    let violations = limit_violations(&broken).join("\n");
-    for limit in [
-        "no fallback text",
-        "blocks",
-        "text of 3001",
-        "a field of 2011",
-        "button text of 76",
-        "button url of 3010",
-        "again",
-        "11 elements",
-        "header of 151",
-    ] {
-        assert!(
-            violations.contains(limit),
-            "{limit} not found in:\n{violations}"
-        );
-    }
-    let risks = ping_risks(&broken).join("\n");
-    for risk in ["Slack's <…> syntax", "a bare &", "not verbatim"] {
-        assert!(risks.contains(risk), "{risk} not found in:\n{risks}");
-    }
+    the_checks_catch_a_message_past_every_limit(&messages[0]);
     app.stop().await;
 }
