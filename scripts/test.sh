@@ -51,6 +51,8 @@ step "The OpenID provider for the sign-in tests (npm's oidc-provider)"
 
 step "The webhook verifier for the notification tests (PyPI's standardwebhooks)"
 "$ROOT/crates/server/tests/notify/install.sh"
+step "Slack's message types for the Slack test (npm's @slack/types, @slack/webhook, typescript)"
+"$ROOT/crates/server/tests/slack/install.sh"
 step "The SMTP server for the email test (PyPI's aiosmtpd)"
 "$ROOT/crates/server/tests/email/install.sh"
 

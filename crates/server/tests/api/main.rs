@@ -40,6 +40,7 @@ mod rest;
 mod restart;
 mod rules;
 mod shares;
+mod slack;
 mod slow_clients;
 mod store;
 mod store_contract;

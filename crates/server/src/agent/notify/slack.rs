@@ -1,6 +1,12 @@
 //! A Slack incoming webhook's message (Block Kit): what happened to which batch, the agent and
 //! requester, the calls with their arguments (shortened, secrets masked, as stored), and
 //! buttons that are links opening the batch in Signoff (a decision is made there, signed in).
+//!
+//! Slack refuses a whole message that breaks one of Block Kit's limits, so every text that
+//! holds something a person or an agent wrote is escaped and cut to fit (limits below). Every
+//! mrkdwn text is `verbatim`: Slack then links no bare `@channel`, `#channel` or URL, and the
+//! escaping of `&`, `<` and `>` keeps `<!channel>`, `<@U…>` and `<url|text>` from being Slack's
+//! own mention or link syntax.
 
 use serde_json::{json, Value};
 
@@ -10,38 +16,88 @@ use crate::store::{NotificationKind, NotificationRow};
 /// The most calls one message lists; the rest are counted.
 const MAX_CALLS: usize = 10;
 
-/// Text in Slack's mrkdwn with its control characters escaped.
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+// Slack's limits, as its Block Kit reference gives them
+// (https://docs.slack.dev/reference/block-kit/blocks/section-block: a section's text at most
+// 3000 characters, each of its at most 10 `fields` at most 2000;
+// https://docs.slack.dev/reference/block-kit/block-elements/button-element: a button's `url`
+// at most 3000; https://docs.slack.dev/reference/block-kit/composition-objects/text-object: a
+// text object's text 1 to 3000). The same figures are in the comments of npm's @slack/types,
+// which tests/api/slack.rs checks the messages against. Lengths are counted in UTF-16 units,
+// never fewer than characters, so a text within them is within Slack's whatever it counts.
+
+/// A section's text.
+const SECTION_UNITS: usize = 3000;
+/// A button's link.
+const URL_UNITS: usize = 3000;
+/// A name in a message: the agent, the requester, who decided or extended, a tool's name, a
+/// time (user ids and tool names have no length limit of their own).
+const NAME_UNITS: usize = 200;
+/// A decision's summary (which holds a rejection's reason), an extension's note, and whom an
+/// escalation went to: with the names, a headline stays under [`SECTION_UNITS`].
+const REMARK_UNITS: usize = 1500;
+
+/// What a message says instead of a button whose link Slack would refuse.
+const NO_LINK: &str = "The link to this batch is longer than Slack allows: open it from \
+Signoff's approvals.";
+
+/// `text` in Slack's mrkdwn with its control characters escaped, at most `max` UTF-16 units
+/// long: cut between characters (never inside an `&amp;`), ending in `…` when cut.
+fn escape(text: &str, max: usize) -> String {
+    let mut escaped = String::new();
+    let mut units = 0;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let piece = match c {
+            '&' => "&amp;".to_owned(),
+            '<' => "&lt;".to_owned(),
+            '>' => "&gt;".to_owned(),
+            other => other.to_string(),
+        };
+        let length: usize = piece.chars().map(char::len_utf16).sum();
+        // The last character may use the room the ellipsis would have taken.
+        let room = if chars.peek().is_some() {
+            max.saturating_sub(1)
+        } else {
+            max
+        };
+        if units + length > room {
+            escaped.push('…');
+            return escaped;
+        }
+        escaped.push_str(&piece);
+        units += length;
+    }
+    escaped
 }
 
-fn text_of(data: &Value, key: &str) -> String {
-    escape(data[key].as_str().unwrap_or(""))
+/// A mrkdwn text object Slack shows as written (no automatic links or mentions).
+fn mrkdwn(text: String) -> Value {
+    json!({"type": "mrkdwn", "text": text, "verbatim": true})
+}
+
+fn text_of(data: &Value, key: &str, max: usize) -> String {
+    escape(data[key].as_str().unwrap_or(""), max)
 }
 
 /// The message for `row`.
 pub fn message(row: &NotificationRow) -> Value {
     let data = data_of(row);
-    let (agent, requester, url) = (
-        text_of(&data, "agent"),
-        text_of(&data, "requester"),
-        data["url"].as_str().unwrap_or("").to_owned(),
-    );
+    let name = |key: &str| text_of(&data, key, NAME_UNITS);
+    let (agent, requester) = (name("agent"), name("requester"));
+    let url = data["url"].as_str().unwrap_or("");
     let headline = match row.kind {
         NotificationKind::Pending => format!("*{agent}* waits for a sign-off ({requester} asked)"),
         NotificationKind::Decided => format!(
             "*{agent}*: {} by {} ({})",
-            text_of(&data, "summary"),
-            text_of(&data, "decided_by"),
-            text_of(&data, "channel")
+            text_of(&data, "summary", REMARK_UNITS),
+            name("decided_by"),
+            name("channel")
         ),
         NotificationKind::Canceled => format!("*{agent}*: the batch was canceled"),
         NotificationKind::Expired => format!("*{agent}*: the batch expired unanswered"),
         NotificationKind::Reminded => format!(
             "Reminder: *{agent}* still waits for a sign-off ({requester} asked, since {})",
-            text_of(&data, "since")
+            name("since")
         ),
         NotificationKind::Escalated => format!(
             "*{agent}* waits for a sign-off: escalated to {} ({requester} asked)",
@@ -49,56 +105,60 @@ pub fn message(row: &NotificationRow) -> Value {
         ),
         NotificationKind::Extended => format!(
             "*{agent}* waits for a sign-off: {} extended its deadline to {} ({requester} asked)",
-            text_of(&data, "extended_by"),
-            text_of(&data, "expires_at")
+            name("extended_by"),
+            name("expires_at")
         ),
         // Pushes go to their task's own receivers, never to a channel.
         NotificationKind::Push => format!("*{agent}*: the task changed"),
     };
-    let mut blocks = vec![json!({
-        "type": "section",
-        "text": {"type": "mrkdwn", "text": headline},
-    })];
+    let mut blocks = vec![json!({"type": "section", "text": mrkdwn(headline.clone())})];
     let mut fields = vec![
-        json!({"type": "mrkdwn", "text": format!("*Agent*\n{agent}")}),
-        json!({"type": "mrkdwn", "text": format!("*Requester*\n{requester}")}),
+        mrkdwn(format!("*Agent*\n{agent}")),
+        mrkdwn(format!("*Requester*\n{requester}")),
     ];
-    if let Some(expires) = data["expires_at"].as_str() {
-        fields.push(json!({"type": "mrkdwn", "text": format!("*Expires*\n{}", escape(expires))}));
+    if data["expires_at"].is_string() {
+        fields.push(mrkdwn(format!("*Expires*\n{}", name("expires_at"))));
     }
     blocks.push(json!({"type": "section", "fields": fields}));
+    if let Some(note) = data["note"].as_str().filter(|note| !note.trim().is_empty()) {
+        let note = escape(note, REMARK_UNITS);
+        blocks.push(json!({"type": "section", "text": mrkdwn(format!("*Note*\n{note}"))}));
+    }
     let calls = data["calls"].as_array().cloned().unwrap_or_default();
-    for call in calls.iter().take(MAX_CALLS) {
-        let args = serde_json::to_string_pretty(&call["args"]).unwrap_or_default();
-        blocks.push(json!({
-            "type": "section",
-            "text": {"type": "mrkdwn", "text": format!(
-                "*{}*\n```{}```", escape(call["name"].as_str().unwrap_or("")), escape(&args)
-            )},
-        }));
-    }
+    blocks.extend(calls.iter().take(MAX_CALLS).map(call_section));
     if calls.len() > MAX_CALLS {
-        blocks.push(json!({
-            "type": "context",
-            "elements": [{"type": "mrkdwn", "text": format!("and {} more", calls.len() - MAX_CALLS)}],
-        }));
+        let more = format!("and {} more", calls.len() - MAX_CALLS);
+        blocks.push(json!({"type": "context", "elements": [mrkdwn(more)]}));
     }
-    if !url.is_empty() {
-        let mut buttons = Vec::new();
-        if row.kind == NotificationKind::Pending {
-            buttons.push(json!({
+    if url.encode_utf16().count() > URL_UNITS {
+        blocks.push(json!({"type": "context", "elements": [mrkdwn(NO_LINK.to_owned())]}));
+    } else if !url.is_empty() {
+        let button = if row.kind == NotificationKind::Pending {
+            json!({
                 "type": "button", "style": "primary", "action_id": "review",
                 "text": {"type": "plain_text", "text": "Review and decide"}, "url": url,
-            }));
+            })
         } else {
-            buttons.push(json!({
+            json!({
                 "type": "button", "action_id": "open",
                 "text": {"type": "plain_text", "text": "Open in Signoff"}, "url": url,
-            }));
-        }
-        blocks.push(json!({"type": "actions", "elements": buttons}));
+            })
+        };
+        blocks.push(json!({"type": "actions", "elements": [button]}));
     }
     json!({"text": headline.replace('*', ""), "blocks": blocks})
+}
+
+/// One call's section: its tool's name and its arguments as JSON in a code block, cut to fit
+/// a section's text.
+fn call_section(call: &Value) -> Value {
+    let name = escape(call["name"].as_str().unwrap_or(""), NAME_UNITS);
+    let head = format!("*{name}*\n");
+    // The code block's two fences take six units.
+    let room = SECTION_UNITS - head.encode_utf16().count() - 6;
+    let args = serde_json::to_string_pretty(&call["args"]).unwrap_or_default();
+    let text = format!("{head}```{}```", escape(&args, room));
+    json!({"type": "section", "text": mrkdwn(text)})
 }
 
 /// Whom an escalation went to, as one line.
@@ -107,32 +167,57 @@ fn escalated_to(data: &Value) -> String {
         .as_array()
         .map(|entries| entries.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    escape(&entries.join(", "))
+    escape(&entries.join(", "), REMARK_UNITS)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_pending_message_names_agent_requester_calls_and_links_to_the_batch() {
-        let row = NotificationRow {
+    fn row(kind: NotificationKind, payload: Value) -> NotificationRow {
+        NotificationRow {
             id: "msg_1".into(),
             channel: "team".into(),
-            kind: NotificationKind::Pending,
+            kind,
             task_id: "t1".into(),
             batch_id: Some(7),
-            payload: json!({
+            payload,
+            attempts: 0,
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+            last_error: None,
+            failed_at: None,
+        }
+    }
+
+    /// Every mrkdwn text object of `message`.
+    fn mrkdwn_texts(value: &Value, into: &mut Vec<Value>) {
+        match value {
+            Value::Object(map) => {
+                if map.get("type") == Some(&json!("mrkdwn")) {
+                    into.push(value.clone());
+                }
+                map.values().for_each(|inner| mrkdwn_texts(inner, into));
+            }
+            Value::Array(items) => items.iter().for_each(|inner| mrkdwn_texts(inner, into)),
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+        }
+    }
+
+    fn units(text: &Value) -> usize {
+        text.as_str().unwrap().encode_utf16().count()
+    }
+
+    #[test]
+    fn a_pending_message_names_agent_requester_calls_and_links_to_the_batch() {
+        let row = row(
+            NotificationKind::Pending,
+            json!({
                 "agent": "default/demo", "requester": "alice<script>",
                 "url": "https://s.example/agents/default/demo/chat/c1",
                 "calls": [{"id": "c", "name": "write_file", "args": {"path": "a.txt", "token": "[masked]"}}],
                 "expires_at": null,
             }),
-            attempts: 0,
-            created_at: "2026-01-01T00:00:00.000Z".into(),
-            last_error: None,
-            failed_at: None,
-        };
+        );
         let message = message(&row);
         let text = message.to_string();
         assert!(text.contains("alice&lt;script&gt;"), "{text}");
@@ -144,5 +229,89 @@ mod tests {
             "https://s.example/agents/default/demo/chat/c1"
         );
         assert_eq!(message["blocks"][3]["type"], "actions");
+    }
+
+    #[test]
+    fn escaping_cuts_between_characters_and_never_inside_an_entity() {
+        assert_eq!(escape("<!channel> & co", 100), "&lt;!channel&gt; &amp; co");
+        assert_eq!(escape("abc", 3), "abc");
+        assert_eq!(escape("abcd", 3), "ab…");
+        // `&amp;` does not fit in what is left: cut before it, not inside it.
+        assert_eq!(escape("ab&cd", 6), "ab…");
+        // An emoji is two UTF-16 units.
+        assert_eq!(escape("😀😀😀", 5), "😀😀…");
+    }
+
+    #[test]
+    fn hostile_text_of_every_event_stays_within_slacks_limits_and_pings_nobody() {
+        let hostile = format!(
+            "<!channel> <@U024BE7LH> <https://evil.example|click> &amp; {}",
+            "é😀<".repeat(3000)
+        );
+        let calls: Vec<Value> = (0..MAX_CALLS + 3)
+            .map(|index| {
+                let args: serde_json::Map<String, Value> = (0..40)
+                    .map(|key| {
+                        (
+                            format!("k{key}<!here>"),
+                            json!(hostile.chars().take(200).collect::<String>()),
+                        )
+                    })
+                    .collect();
+                json!({"id": format!("c{index}"), "name": hostile, "args": args})
+            })
+            .collect();
+        let payload = json!({
+            "agent": hostile, "requester": hostile, "url": format!("https://s.example/{}", "a".repeat(4000)),
+            "calls": calls, "expires_at": hostile, "since": hostile, "escalated_to": [hostile, hostile],
+            "extended_by": hostile, "note": hostile, "decided_by": hostile, "channel": hostile,
+            "summary": format!("Rejected: {hostile}"),
+        });
+        for kind in [
+            NotificationKind::Pending,
+            NotificationKind::Decided,
+            NotificationKind::Canceled,
+            NotificationKind::Expired,
+            NotificationKind::Reminded,
+            NotificationKind::Escalated,
+            NotificationKind::Extended,
+        ] {
+            let message = message(&row(kind, payload.clone()));
+            let blocks = message["blocks"].as_array().unwrap();
+            assert!(blocks.len() <= 50, "{kind:?}");
+            for block in blocks {
+                if let Some(text) = block.get("text") {
+                    assert!(
+                        units(&text["text"]) <= 3000,
+                        "{kind:?}: {}",
+                        units(&text["text"])
+                    );
+                }
+                for field in block["fields"].as_array().into_iter().flatten() {
+                    assert!(units(&field["text"]) <= 2000, "{kind:?}");
+                }
+                // The link is too long for a button: said in words instead.
+                assert_ne!(block["type"], "actions", "{kind:?}");
+            }
+            assert!(
+                message.to_string().contains("longer than Slack allows"),
+                "{kind:?}"
+            );
+            assert!(units(&message["text"]) <= 3000, "{kind:?}");
+            let mut texts = Vec::new();
+            mrkdwn_texts(&message, &mut texts);
+            texts.push(json!({"text": message["text"], "verbatim": true}));
+            for text in texts {
+                let shown = text["text"].as_str().unwrap();
+                assert!(!shown.contains(['<', '>']), "{kind:?}: {shown}");
+                assert_eq!(text["verbatim"], true, "{kind:?}");
+                assert!(shown.chars().count() >= 1);
+            }
+        }
+        let extended = message(&row(NotificationKind::Extended, payload.clone())).to_string();
+        assert!(extended.contains("*Note*"), "{extended}");
+        assert!(extended.contains("&amp;amp;"), "{extended}");
+        let pending = message(&row(NotificationKind::Pending, payload)).to_string();
+        assert!(pending.contains("and 3 more"), "{pending}");
     }
 }
