@@ -31,6 +31,7 @@ mod columns;
 mod links;
 mod logins;
 mod outbox;
+mod people;
 mod postgres;
 mod push;
 mod rows;
@@ -54,6 +55,7 @@ pub use outbox::{
     now_ms, AttemptFailed, NewNotification, NotificationKind, NotificationRow, OutboxDepth,
     PUSH_CHANNEL,
 };
+pub use people::PersonRow;
 pub use push::{PushConfigRow, PushPut};
 pub use rows::*;
 pub use sharing::{FeedbackRow, ShareRow};
@@ -716,6 +718,19 @@ forward! {
         idle_before: &str,
         attempts_before: &str,
     ) -> Result<(u64, u64)>;
+}
+
+// The directory of people (`people`): who signed in, with their email and groups, so an email
+// channel that writes to approvers reaches the members of an approver group.
+forward! {
+    /// Records `person` as their latest sign-in named them (replacing what it said before).
+    pub async fn put_person(&self, person: PersonRow) -> Result<()>;
+
+    /// The person recorded under `user_id`, if one is.
+    pub async fn person(&self, user_id: &str) -> Result<Option<PersonRow>>;
+
+    /// The people in any of `groups`, by id.
+    pub async fn people_in_groups(&self, groups: &[String]) -> Result<Vec<PersonRow>>;
 }
 
 forward! {

@@ -12,7 +12,7 @@ use crate::agent::notify::email::{self, DecisionLinks, EmailChannel};
 use crate::agent::notify::{payload, Recipient, RECIPIENT};
 use crate::store::{NotificationKind, NotificationRow};
 
-use super::{AgentError, Runtime};
+use super::{AgentError, IssuedLinks, Runtime};
 
 impl Runtime {
     /// One attempt at an email notification: the message to its row's recipient. A row
@@ -37,6 +37,10 @@ impl Runtime {
                 }
             },
             Recipient::Address(address) => (email::mailbox(address)?, None),
+            Recipient::Member(member) => (
+                email::mailbox(&member.email)?,
+                self.member_links(row, &data, &member.id).await?,
+            ),
             Recipient::Approver(user) => match self.approver_address(channel, user).await? {
                 Some(address) => (address, None),
                 None => {
@@ -110,7 +114,7 @@ impl Runtime {
         Ok(known.and_then(|address| email::mailbox(&address).ok()))
     }
 
-    /// `person`'s links of the row's batch, if the row is about a batch that still waits.
+    /// The requester's links of the row's batch, if the row is about a batch that still waits.
     async fn links_for(
         &self,
         row: &NotificationRow,
@@ -121,10 +125,44 @@ impl Runtime {
             return Ok(None);
         }
         let ttl = self.limits.decision_link_ttl;
-        match self
+        let issued = self
             .create_decision_links(person, &row.task_id, row.batch_id, ttl)
+            .await;
+        self.as_links(row, data, issued)
+    }
+
+    /// A group member's links of the row's batch, as the directory knows them now (their
+    /// groups may have changed since the row was written): none once the batch no longer
+    /// waits, or when they may no longer decide it.
+    async fn member_links(
+        &self,
+        row: &NotificationRow,
+        data: &Value,
+        id: &str,
+    ) -> Result<Option<DecisionLinks>, String> {
+        if row.kind != NotificationKind::Pending {
+            return Ok(None);
+        }
+        let who = self
+            .directory_decider(id)
             .await
-        {
+            .map_err(|err| format!("reading {id} in the directory: {err}"))?;
+        let ttl = self.limits.decision_link_ttl;
+        let issued = self
+            .create_approver_links(&who, &row.task_id, row.batch_id, ttl)
+            .await;
+        self.as_links(row, data, issued)
+    }
+
+    /// Issued links as the message's URLs; none when the batch no longer waits or the person
+    /// may not decide it (the message then only informs).
+    fn as_links(
+        &self,
+        row: &NotificationRow,
+        data: &Value,
+        issued: Result<IssuedLinks, AgentError>,
+    ) -> Result<Option<DecisionLinks>, String> {
+        match issued {
             Ok(issued) => {
                 let base = self.notifications.public_url();
                 Ok(Some(DecisionLinks {
