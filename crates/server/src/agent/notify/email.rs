@@ -306,14 +306,23 @@ pub fn render(kind: NotificationKind, data: &Value, links: Option<&DecisionLinks
                 .as_array()
                 .map(|entries| entries.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
-            (
-                format!("{agent}'s sign-off escalated to {}", to.join(", ")),
-                format!(
-                    "Nobody decided in time: {} may now decide what the agent {agent} asks, \
-                     for {requester}, to run:",
-                    to.join(", ")
+            let (to, by) = (to.join(", "), text_of(data, "handed_over_by"));
+            match by.is_empty() {
+                true => (
+                    format!("{agent}'s sign-off escalated to {to}"),
+                    format!(
+                        "Nobody decided in time: {to} may now decide what the agent {agent} \
+                         asks, for {requester}, to run:"
+                    ),
                 ),
-            )
+                false => (
+                    format!("{agent}'s sign-off handed to {to} by {by}"),
+                    format!(
+                        "{by} asks {to} to decide what the agent {agent} asks, for {requester}, \
+                         to run:"
+                    ),
+                ),
+            }
         }
         NotificationKind::Extended => {
             let (by, until) = (text_of(data, "extended_by"), text_of(data, "expires_at"));
@@ -482,6 +491,32 @@ mod tests {
         let mail = render(NotificationKind::Decided, &decided, None);
         assert_eq!(mail.subject, "default/demo: Approved");
         assert!(mail.text.contains("by bob (link)"));
+    }
+
+    #[test]
+    fn a_hand_over_says_who_handed_the_batch_to_whom_and_an_escalation_why() {
+        let mut data = pending();
+        data["since"] = json!("2026-11-27T09:00:00.000Z");
+        data["escalated_to"] = json!(["group:sre"]);
+        let escalated = render(NotificationKind::Escalated, &data, None);
+        assert_eq!(
+            escalated.subject,
+            "default/demo's sign-off escalated to group:sre"
+        );
+        assert!(escalated
+            .text
+            .starts_with("Nobody decided in time: group:sre"));
+        data["handed_over_by"] = json!("bob");
+        let handed = render(NotificationKind::Escalated, &data, None);
+        assert_eq!(
+            handed.subject,
+            "default/demo's sign-off handed to group:sre by bob"
+        );
+        assert!(
+            handed.text.starts_with("bob asks group:sre to decide"),
+            "{}",
+            handed.text
+        );
     }
 
     #[test]

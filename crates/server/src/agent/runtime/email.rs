@@ -131,16 +131,17 @@ impl Runtime {
         self.as_links(row, data, issued)
     }
 
-    /// A group member's links of the row's batch, as the directory knows them now (their
-    /// groups may have changed since the row was written): none once the batch no longer
-    /// waits, or when they may no longer decide it.
+    /// A group member's links of the row's batch, in every message about it while it waits
+    /// (a member reached by an escalation or a hand-over first hears of it then), as the
+    /// directory knows them now (their groups may have changed since the row was written):
+    /// none once the batch no longer waits, or when they may no longer decide it.
     async fn member_links(
         &self,
         row: &NotificationRow,
         data: &Value,
         id: &str,
     ) -> Result<Option<DecisionLinks>, String> {
-        if row.kind != NotificationKind::Pending {
+        if !about_a_waiting_batch(row.kind) {
             return Ok(None);
         }
         let who = self
@@ -180,5 +181,19 @@ impl Runtime {
             }
             Err(err) => Err(format!("making decision links: {err}")),
         }
+    }
+}
+
+/// Whether a notification of `kind` is about a batch that still waits for a decision.
+fn about_a_waiting_batch(kind: NotificationKind) -> bool {
+    match kind {
+        NotificationKind::Pending
+        | NotificationKind::Reminded
+        | NotificationKind::Escalated
+        | NotificationKind::Extended => true,
+        NotificationKind::Decided
+        | NotificationKind::Canceled
+        | NotificationKind::Expired
+        | NotificationKind::Push => false,
     }
 }

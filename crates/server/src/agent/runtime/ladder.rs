@@ -189,7 +189,12 @@ impl Runtime {
 
     /// Who a ladder step's notification is for, as the notification channels routed by
     /// approver group read it: the calls' approvers, and the entries an escalation adds.
-    async fn ladder_audience(&self, agent: &str, requests: &[Value], to: &[String]) -> Audience {
+    pub(super) async fn ladder_audience(
+        &self,
+        agent: &str,
+        requests: &[Value],
+        to: &[String],
+    ) -> Audience {
         if !self.notifications.needs_audience() {
             return Audience::default();
         }
