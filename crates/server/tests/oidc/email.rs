@@ -3,8 +3,8 @@
 //! in through the provider; the SMTP server (PyPI's aiosmtpd, `tests/email/install.sh`) gets a
 //! message for each member with Approve and Reject links of their own, and the link's confirm
 //! form decides as that member. A member of another group gets nothing, and the requester,
-//! though in the group, only their own message. A batch handed over to a group reaches its
-//! members the same way.
+//! though in the group, only their own message; the decision is told to the same people. A
+//! batch handed over to a group reaches its members the same way.
 
 use std::path::Path;
 
@@ -28,7 +28,7 @@ fn mailing_files(
         format!(
             "[delivery]\nretry_base = \"50ms\"\nretry_max = \"200ms\"\npoll = \"50ms\"\n\n\
              [[channels]]\nname = \"mail\"\nkind = \"email\"\n\
-             events = [\"batch.pending\", \"batch.escalated\"]\n\
+             events = [\"batch.pending\", \"batch.escalated\", \"batch.decided\"]\n\
              [channels.email]\nsmtp_host = \"127.0.0.1\"\nsmtp_port = {port}\ntls = \"none\"\n\
              from = \"Signoff <signoff@example.test>\"\nto_approvers = true\n"
         ),
@@ -201,6 +201,15 @@ async fn a_member_of_an_approver_group_is_mailed_links_that_decide_as_them() {
     assert_eq!(decision["decidedBy"], "alice", "{decided}");
     assert_eq!(decision["channel"], "link", "{decided}");
     assert_eq!(decision["summary"], "Approved", "{decided}");
+    // The decision is told to the same people as the pause.
+    let got = mailed(app, &maildir, 4).await;
+    let told: Vec<&str> = got
+        .iter()
+        .filter(|(_, text)| text.starts_with("Approved: "))
+        .map(|(to, _)| to.as_str())
+        .collect();
+    assert_eq!(told, ["alice@example.com", "carol@example.com"], "{got:?}");
+    assert_eq!(got.len(), 4, "{got:?}");
 }
 
 #[tokio::test]

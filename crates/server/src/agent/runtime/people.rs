@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::agent::notify::{Audience, Member};
-use crate::store::{self, PersonRow};
+use crate::store::{self, BatchRow, PersonRow, TaskRow};
 
 use super::quorum::Decider;
 use super::Runtime;
@@ -114,6 +114,33 @@ impl Runtime {
                 tracing::warn!(error = %err, "could not read the members of approver groups")
             }
         }
+    }
+
+    /// The id of `task_id`'s waiting batch and the directory's members of its approver groups,
+    /// when an email channel writes to approvers and the batch names groups; `None` otherwise
+    /// (a failed read is logged: the others are still told).
+    pub(super) async fn waiting_members(&self, task_id: &str) -> Option<(i64, Vec<Member>)> {
+        if !self.notifications.mails_approvers() {
+            return None;
+        }
+        let (row, batch) = match self.waiting_batch(task_id).await {
+            Ok(found) => found?,
+            Err(err) => {
+                tracing::warn!(task = %task_id, error = %err, "could not read a waiting batch's approvers");
+                return None;
+            }
+        };
+        let requests = batch.requests.as_array().map_or(&[][..], Vec::as_slice);
+        let mut audience = super::routing::audience(self.agents(), &row.agent, requests);
+        self.add_members(&mut audience).await;
+        Some((batch.id, audience.members))
+    }
+
+    /// `task_id`'s row and waiting batch, if it has both.
+    async fn waiting_batch(&self, task_id: &str) -> store::Result<Option<(TaskRow, BatchRow)>> {
+        let row = self.store.task(task_id).await?;
+        let batch = self.store.pending_batch(task_id).await?;
+        Ok(row.zip(batch))
     }
 
     /// `user_id` as a decider, with the email and groups the directory holds for them (only
