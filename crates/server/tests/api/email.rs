@@ -9,6 +9,20 @@ use crate::support::*;
 /// The server with an email channel to aiosmtpd on `port` (its `[channels.email]` lines after
 /// the SMTP settings in `email`), people by token, and the agents file `agents_toml`.
 async fn spawn_mailing(port: u16, email: &str, agents_toml: &str) -> TestApp {
+    spawn_mailing_as(port, email, agents_toml, |config| {
+        config.auth = signoff_server::AuthMode::Tokens;
+        config.tokens = vec!["carol-token=carol:sre".into(), "bob-token=bob".into()];
+    })
+    .await
+}
+
+/// [`spawn_mailing`], people named as `auth` says.
+async fn spawn_mailing_as(
+    port: u16,
+    email: &str,
+    agents_toml: &str,
+    auth: impl FnOnce(&mut signoff_server::Config),
+) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
     let agents = write_agents(dir.path(), agents_toml);
     let file = dir.path().join("notifications.toml");
@@ -24,8 +38,7 @@ async fn spawn_mailing(port: u16, email: &str, agents_toml: &str) -> TestApp {
     .unwrap();
     spawn_in(dir, move |config| {
         config.agents_file = Some(agents);
-        config.auth = signoff_server::AuthMode::Tokens;
-        config.tokens = vec!["carol-token=carol:sre".into(), "bob-token=bob".into()];
+        auth(config);
         config.notifications = Some(file);
         config.public_url = Some("https://signoff.example.com".into());
     })
@@ -137,5 +150,69 @@ async fn approvers_named_by_user_get_the_email_without_the_requesters_links() {
         assert!(!text.contains("/decide/"), "{text}");
         assert!(text.contains("write_file"), "{text}");
     }
+    app.stop().await;
+}
+
+/// A request as `user` of `groups` with `email`, as an authenticating proxy names them.
+fn via_proxy(
+    request: reqwest::RequestBuilder,
+    user: &str,
+    email: &str,
+    groups: &str,
+) -> reqwest::RequestBuilder {
+    request
+        .header("x-auth-request-user", user)
+        .header("x-auth-request-email", email)
+        .header("x-auth-request-groups", groups)
+}
+
+#[tokio::test]
+async fn a_group_member_a_proxy_named_with_their_email_is_mailed_their_own_links() {
+    let scratch = tempfile::tempdir().unwrap();
+    let maildir = scratch.path().join("maildir");
+    let smtp = start_smtp(&maildir).await;
+    let agents = DEMO_AGENT.replace(
+        "name = \"demo\"\n",
+        "name = \"demo\"\napprovers = [\"group:sre\"]\n",
+    );
+    let app = spawn_mailing_as(smtp.port, "to_approvers = true\n", &agents, |config| {
+        config.auth = signoff_server::AuthMode::Proxy;
+        config.trusted_proxies = vec!["127.0.0.0/8".into()];
+    })
+    .await;
+    // Dana of sre and erin of dev are seen once each; frank, requester, asks.
+    for (user, groups) in [("dana", "sre"), ("erin", "dev")] {
+        let me = via_proxy(
+            app.client.get(app.url("/api/me")),
+            user,
+            &format!("{user}@example.test"),
+            groups,
+        );
+        assert_eq!(me.send().await.unwrap().status(), 200);
+    }
+    let body = message_request("message/stream", message_v03("write a.txt: hi", None, None));
+    let ask = via_proxy(
+        app.client.post(app.url(DEMO)).json(&body),
+        "frank",
+        "frank@example.test",
+        "sre",
+    );
+    let streamed = ask.send().await.unwrap().text().await.unwrap();
+    assert!(streamed.contains("input-required"), "{streamed}");
+    eventually("a message", || async {
+        (!messages(&maildir).is_empty()).then_some(())
+    })
+    .await;
+    outbox_drained(&app).await;
+    let got = messages(&maildir);
+    let to: Vec<&str> = got.iter().map(|(to, _)| to.as_str()).collect();
+    assert_eq!(to, ["dana@example.test", "frank@example.test"], "{got:?}");
+    assert!(
+        got[0]
+            .1
+            .contains("Approve: https://signoff.example.com/decide/"),
+        "{}",
+        got[0].1
+    );
     app.stop().await;
 }

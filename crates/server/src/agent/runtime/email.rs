@@ -97,7 +97,8 @@ impl Runtime {
         Ok(())
     }
 
-    /// A person's address: the channel's `people` entry, else their latest sign-in's.
+    /// A person's address: the channel's `people` entry, else the directory's (their latest
+    /// recorded sign-in, or a proxy's or JWT's naming), else their latest browser sign-in's.
     async fn address_of(
         &self,
         channel: &EmailChannel,
@@ -105,6 +106,16 @@ impl Runtime {
     ) -> Result<Option<Mailbox>, String> {
         if let Some(address) = channel.people.get(person) {
             return Ok(Some(address.clone()));
+        }
+        let listed = self
+            .store
+            .person(person)
+            .await
+            .map_err(|err| format!("reading {person} in the directory: {err}"))?
+            .and_then(|listed| listed.email)
+            .and_then(|address| email::mailbox(&address).ok());
+        if listed.is_some() {
+            return Ok(listed);
         }
         let known = self
             .store

@@ -156,3 +156,31 @@ impl Runtime {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_person_is_written_again_only_when_what_names_them_changed() {
+        let seen = SeenPeople::default();
+        let alice = Seen {
+            user_id: "alice".into(),
+            name: None,
+            email: Some("alice@example.com".into()),
+            groups: vec!["sre".into()],
+        };
+        assert!(seen.changed(&alice), "the first request writes");
+        assert!(!seen.changed(&alice), "the same again writes nothing");
+        let moved = Seen {
+            groups: vec!["dev".into()],
+            ..alice.clone()
+        };
+        assert!(seen.changed(&moved), "new groups are written");
+        seen.forget("alice");
+        assert!(
+            seen.changed(&moved),
+            "a forgotten (failed) write is tried again"
+        );
+    }
+}
