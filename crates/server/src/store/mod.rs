@@ -1,7 +1,8 @@
 //! The store: sessions, tasks, each task's event log, pending batches with their deadlines,
 //! decisions (the audit trail), tool-call execution records, people's "always allow"
-//! policies, read-only share links of chats and feedback on answers. All SQL lives in this
-//! folder; the runtime talks to [`Store`] only, and does not know which backend answers.
+//! policies, read-only share links of chats and feedback on answers, sign-ins and the directory
+//! of people they fill. All SQL lives in this folder; the runtime talks to [`Store`] only, and
+//! does not know which backend answers.
 //!
 //! Two backends, one behaviour: `sqlite` (the embedded default, a file in the data folder) and
 //! `postgres` (a server that several replicas share). What must not diverge is written once and
