@@ -2,7 +2,9 @@
 //! `crates/server/tests/email/install.sh`, writing a Maildir through
 //! `tests/email/flaky_mailbox.py`, which refuses each `flaky…` address once): every recipient
 //! has a delivery of their own, so a retry goes only to the one whose message was refused;
-//! approvers named by user get the message too, without the requester's decision links.
+//! approvers named by user get the message too, without the requester's decision links; the
+//! members of an approver group a proxy named with their email get it with links of their own,
+//! at a pause and at an escalation to their group.
 
 use crate::support::*;
 
@@ -31,7 +33,7 @@ async fn spawn_mailing_as(
         format!(
             "[delivery]\nretry_base = \"50ms\"\nretry_max = \"200ms\"\nretry_for = \"1h\"\n\
              poll = \"50ms\"\n\n[[channels]]\nname = \"mail\"\nkind = \"email\"\n\
-             events = [\"batch.pending\"]\n[channels.email]\nsmtp_host = \"127.0.0.1\"\n\
+             events = [\"batch.pending\", \"batch.escalated\"]\n[channels.email]\nsmtp_host = \"127.0.0.1\"\n\
              smtp_port = {port}\ntls = \"none\"\nfrom = \"Signoff <signoff@example.test>\"\n{email}"
         ),
     )
@@ -214,5 +216,104 @@ async fn a_group_member_a_proxy_named_with_their_email_is_mailed_their_own_links
         "{}",
         got[0].1
     );
+    app.stop().await;
+}
+
+/// Decides through a decision link of a message (its address on `--public-url`, opened on
+/// `app`) as its confirm page's form does, with the cookie the page set: the confirm's status.
+async fn confirm_link(app: &TestApp, link: &str) -> u16 {
+    let url = link.replace("https://signoff.example.com", &app.base);
+    let page = app.client.get(&url).send().await.unwrap();
+    let cookie = page.headers()["set-cookie"].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    let html = page.text().await.unwrap();
+    let start = html.find("name=\"form_token\" value=\"").unwrap() + 25;
+    let token = html[start..].split('"').next().unwrap();
+    let response = app
+        .client
+        .post(&url)
+        .header("cookie", cookie)
+        .header("sec-fetch-site", "same-origin")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("form_token={token}"))
+        .send()
+        .await
+        .unwrap();
+    response.status().as_u16()
+}
+
+/// The URL after `Approve: ` in a message's text.
+fn approve_link(text: &str) -> &str {
+    let at = text
+        .find("Approve: ")
+        .unwrap_or_else(|| panic!("no link in {text}"))
+        + 9;
+    text[at..].split_whitespace().next().unwrap()
+}
+
+#[tokio::test]
+async fn an_escalation_to_a_group_mails_its_members_links_that_decide_as_them() {
+    let scratch = tempfile::tempdir().unwrap();
+    let maildir = scratch.path().join("maildir");
+    let smtp = start_smtp(&maildir).await;
+    let agents = DEMO_AGENT.replace(
+        "name = \"demo\"\n",
+        "name = \"demo\"\napprovers = [\"group:sre\"]\nescalate_after = \"1s\"\n\
+         escalate_to = [\"group:dba\"]\n",
+    );
+    let email = "to_approvers = true\n";
+    let app = spawn_mailing_as(smtp.port, email, &agents, |config| {
+        config.auth = signoff_server::AuthMode::Proxy;
+        config.trusted_proxies = vec!["127.0.0.0/8".into()];
+    })
+    .await;
+    for (user, groups) in [("dana", "sre"), ("erin", "dba"), ("gus", "dev")] {
+        let address = format!("{user}@example.test");
+        let me = via_proxy(app.client.get(app.url("/api/me")), user, &address, groups);
+        assert_eq!(me.send().await.unwrap().status(), 200);
+    }
+    let body = message_request("message/stream", message_v03("write a.txt: hi", None, None));
+    let request = app.client.post(app.url(DEMO)).json(&body);
+    let ask = via_proxy(request, "frank", "frank@example.test", "dev");
+    let streamed = ask.send().await.unwrap().text().await.unwrap();
+    assert!(streamed.contains("input-required"), "{streamed}");
+    let escalated = |got: &[(String, String)]| -> Vec<(String, String)> {
+        got.iter()
+            .filter(|(_, text)| text.starts_with("Nobody decided in time"))
+            .cloned()
+            .collect()
+    };
+    eventually("the escalation's messages", || async {
+        (escalated(&messages(&maildir)).len() >= 3).then_some(())
+    })
+    .await;
+    outbox_drained(&app).await;
+    let got = messages(&maildir);
+    let to: Vec<String> = escalated(&got).into_iter().map(|(to, _)| to).collect();
+    assert_eq!(
+        to,
+        [
+            "dana@example.test",
+            "erin@example.test",
+            "frank@example.test"
+        ],
+        "sre's and dba's members and the requester; gus, of dev, none: {got:?}"
+    );
+    assert_eq!(
+        got.len(),
+        5,
+        "the pause's two (dana, frank) and these: {got:?}"
+    );
+    let erins = &escalated(&got)[1].1;
+    assert_eq!(confirm_link(&app, approve_link(erins)).await, 200);
+    let decided = via_proxy(
+        app.client.get(app.url("/api/approvals?state=decided")),
+        "erin",
+        "erin@example.test",
+        "dba",
+    );
+    let decided: serde_json::Value = decided.send().await.unwrap().json().await.unwrap();
+    assert_eq!(decided["decisions"][0]["decidedBy"], "erin", "{decided}");
+    assert_eq!(decided["decisions"][0]["channel"], "link", "{decided}");
     app.stop().await;
 }
