@@ -27,5 +27,5 @@ pub use build::build_agents;
 pub use config::{AgentsFile, ConfigError};
 pub use runtime::{
     Agent, AgentError, BatchSummary, DecidedBy, Decider, LadderEvent, Limits, LinkAction,
-    LinkDecision, LinkState, NotReady, Runtime, ShareGrant,
+    LinkDecision, LinkState, NotReady, Runtime, Seen, ShareGrant,
 };

@@ -1,7 +1,8 @@
 //! The store: sessions, tasks, each task's event log, pending batches with their deadlines,
 //! decisions (the audit trail), tool-call execution records, people's "always allow"
-//! policies, read-only share links of chats and feedback on answers. All SQL lives in this
-//! folder; the runtime talks to [`Store`] only, and does not know which backend answers.
+//! policies, read-only share links of chats and feedback on answers, sign-ins and the directory
+//! of people they fill. All SQL lives in this folder; the runtime talks to [`Store`] only, and
+//! does not know which backend answers.
 //!
 //! Two backends, one behaviour: `sqlite` (the embedded default, a file in the data folder) and
 //! `postgres` (a server that several replicas share). What must not diverge is written once and
@@ -31,6 +32,7 @@ mod columns;
 mod links;
 mod logins;
 mod outbox;
+mod people;
 mod postgres;
 mod push;
 mod rows;
@@ -54,6 +56,7 @@ pub use outbox::{
     now_ms, AttemptFailed, NewNotification, NotificationKind, NotificationRow, OutboxDepth,
     PUSH_CHANNEL,
 };
+pub use people::PersonRow;
 pub use push::{PushConfigRow, PushPut};
 pub use rows::*;
 pub use sharing::{FeedbackRow, ShareRow};
@@ -719,6 +722,19 @@ forward! {
         idle_before: &str,
         attempts_before: &str,
     ) -> Result<(u64, u64)>;
+}
+
+// The directory of people (`people`): who signed in, with their email and groups, so an email
+// channel that writes to approvers reaches the members of an approver group.
+forward! {
+    /// Records `person` as their latest sign-in named them (replacing what it said before).
+    pub async fn put_person(&self, person: PersonRow) -> Result<()>;
+
+    /// The person recorded under `user_id`, if one is.
+    pub async fn person(&self, user_id: &str) -> Result<Option<PersonRow>>;
+
+    /// The people in any of `groups`, by id.
+    pub async fn people_in_groups(&self, groups: &[String]) -> Result<Vec<PersonRow>>;
 }
 
 forward! {

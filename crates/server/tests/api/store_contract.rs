@@ -12,8 +12,8 @@ use signoff_protocol::TaskState;
 use signoff_server::store::{
     now_ms, AttemptFailed, AutoDecision, BatchState, CallStatus, CallUpdate, CallVerdict, Channel,
     Commit, Database, DecisionLinkRow, DecisionWrite, Guard, NewCall, NewEvent, NewNotification,
-    NotificationKind, OutboxDepth, PolicyInsert, PolicyRow, PolicyScope, PushConfigRow, Store,
-    StoreError, SubagentLink, TaskRow, Verdict, LEASE, PUSH_CHANNEL,
+    NotificationKind, OutboxDepth, PersonRow, PolicyInsert, PolicyRow, PolicyScope, PushConfigRow,
+    Store, StoreError, SubagentLink, TaskRow, Verdict, LEASE, PUSH_CHANNEL,
 };
 
 use crate::support::create_database;
@@ -1064,6 +1064,61 @@ async fn a_counted_grant_allows_exactly_its_uses_and_an_expired_one_none() {
             !store.use_policy("later", &now).await.unwrap(),
             "{name}: revoked"
         );
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn the_directory_keeps_each_persons_latest_sign_in_and_finds_the_members_of_groups() {
+    let person = |id: &str, email: Option<&str>, groups: &[&str], at: &str| PersonRow {
+        user_id: id.to_owned(),
+        name: Some(format!("{id} Example")),
+        email: email.map(str::to_owned),
+        groups: groups.iter().map(|group| group.to_string()).collect(),
+        last_seen: at.to_owned(),
+    };
+    let ids = |people: Vec<PersonRow>| -> Vec<String> {
+        people.into_iter().map(|person| person.user_id).collect()
+    };
+    let groups = |names: &[&str]| -> Vec<String> { names.iter().map(|n| n.to_string()).collect() };
+    for Backend { name, store, .. } in backends().await {
+        let t0 = "2026-01-01T00:00:00.000Z";
+        let alice = person("alice", Some("alice@example.com"), &["oncall", "sre"], t0);
+        store.put_person(alice.clone()).await.unwrap();
+        store
+            .put_person(person("bob", None, &["dev"], t0))
+            .await
+            .unwrap();
+        store
+            .put_person(person("carol", Some("c@example.com"), &["sre-leads"], t0))
+            .await
+            .unwrap();
+        assert_eq!(store.person("alice").await.unwrap(), Some(alice), "{name}");
+        assert_eq!(store.person("nobody").await.unwrap(), None, "{name}");
+        let sre = store.people_in_groups(&groups(&["sre"])).await.unwrap();
+        assert_eq!(ids(sre), ["alice"], "{name}: a group is matched whole");
+        let both = store
+            .people_in_groups(&groups(&["dev", "sre"]))
+            .await
+            .unwrap();
+        assert_eq!(
+            ids(both),
+            ["alice", "bob"],
+            "{name}: any of the groups, each once"
+        );
+        assert!(
+            store.people_in_groups(&[]).await.unwrap().is_empty(),
+            "{name}"
+        );
+        // A later sign-in replaces what the earlier one said: bob left dev for sre.
+        let t1 = "2026-01-02T00:00:00.000Z";
+        let moved = person("bob", Some("bob@example.com"), &["sre"], t1);
+        store.put_person(moved.clone()).await.unwrap();
+        assert_eq!(store.person("bob").await.unwrap(), Some(moved), "{name}");
+        let dev = store.people_in_groups(&groups(&["dev"])).await.unwrap();
+        assert!(dev.is_empty(), "{name}");
+        let sre = store.people_in_groups(&groups(&["sre"])).await.unwrap();
+        assert_eq!(ids(sre), ["alice", "bob"], "{name}");
         store.close().await;
     }
 }

@@ -23,6 +23,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use support::*;
 
+mod email;
+
 /// The provider, running.
 struct Provider {
     issuer: String,
@@ -171,7 +173,7 @@ async fn start(count: usize) -> (Provider, Vec<TestApp>) {
 async fn start_with(
     count: usize,
     env: &[(&str, &str)],
-    tweak: fn(&mut signoff_server::Config),
+    tweak: impl Fn(&mut signoff_server::Config),
 ) -> (Provider, Vec<TestApp>) {
     let mut listeners = Vec::new();
     for _ in 0..count {
@@ -190,7 +192,7 @@ async fn start_with(
     let mut apps = Vec::new();
     for ((listener, base), dir) in listeners.into_iter().zip(&bases).zip(dirs) {
         let issuer = provider.issuer.clone();
-        let database = database.clone();
+        let (database, tweak) = (database.clone(), &tweak);
         let app = spawn_on(listener, dir, |config| {
             configure(config, &issuer, base);
             tweak(config);

@@ -1,5 +1,5 @@
 // The OpenID provider of the sign-in tests: npm's oidc-provider (certified), on loopback, with
-// two people and their groups, its own login form (devInteractions), RP-initiated logout, and
+// three people and their groups, its own login form (devInteractions), RP-initiated logout, and
 // JWT access tokens for programs (client credentials for the `signoff-api` audience).
 //
 // Environment: PORT (to listen on), REDIRECT_URIS and POST_LOGOUT_URIS (comma-separated, the
@@ -38,6 +38,7 @@ key("rogue-key", "rogue"); // never published
 const people = {
   alice: { sub: "alice", name: "Alice Example", email: "alice@example.com", groups: ["oncall", "sre"] },
   bob: { sub: "bob", name: "Bob Example", email: "bob@example.com", groups: ["dev"] },
+  carol: { sub: "carol", name: "Carol Example", email: "carol@example.com", groups: ["sre"] },
 };
 
 const provider = new Provider(`http://127.0.0.1:${port}`, {

@@ -13,7 +13,7 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use serde_json::Value;
 
-use super::{Audience, Recipient};
+use super::{Audience, Member, Recipient};
 use crate::store::NotificationKind;
 
 /// How the SMTP connection is protected.
@@ -131,7 +131,8 @@ impl EmailChannel {
     }
 
     /// Who gets the message of a batch of `requester`'s that `audience` may decide: the
-    /// requester, the fixed addresses, the approvers named by user; each once, in that order.
+    /// requester, the fixed addresses, the approvers named by user, the members of its approver
+    /// groups; each once, in that order, and one message per address (see [`Self::add_member`]).
     pub fn recipients(&self, requester: &str, audience: &Audience) -> Vec<Recipient> {
         let mut all = Vec::new();
         if self.to_requester && !requester.is_empty() {
@@ -150,8 +151,62 @@ impl EmailChannel {
                     all.push(approver);
                 }
             }
+            for member in &audience.members {
+                if member.id != requester {
+                    self.add_member(&mut all, member);
+                }
+            }
         }
         all
+    }
+
+    /// Adds a group member to `all` at their address (the channel's `people` entry, else the
+    /// directory's), unless someone already listed is them or has that address: a requester or
+    /// another member keeps theirs; an approver named by user or a fixed address gives way to
+    /// the member, whose message carries links.
+    fn add_member(&self, all: &mut Vec<Recipient>, member: &Member) {
+        let address = match self.people.get(&member.id) {
+            Some(address) => address.clone(),
+            None => match mailbox(&member.email) {
+                Ok(address) => address,
+                Err(_) => return,
+            },
+        };
+        let key = address.email.to_string().to_ascii_lowercase();
+        let same = |recipient: &Recipient| {
+            let named = match recipient {
+                Recipient::Requester(user) | Recipient::Approver(user) => *user == member.id,
+                Recipient::Address(_) | Recipient::Member(_) => false,
+            };
+            named || self.known_address(recipient).as_deref() == Some(key.as_str())
+        };
+        let listed = Recipient::Member(Member {
+            id: member.id.clone(),
+            email: address.to_string(),
+        });
+        match all.iter().position(same) {
+            None => all.push(listed),
+            Some(at) => {
+                if matches!(all[at], Recipient::Approver(_) | Recipient::Address(_)) {
+                    all[at] = listed;
+                }
+            }
+        }
+    }
+
+    /// The address a recipient's message goes to, lowercased, when it is known without the
+    /// store (a requester's or an approver's latest sign-in is read only when it is sent).
+    fn known_address(&self, recipient: &Recipient) -> Option<String> {
+        let address = match recipient {
+            Recipient::Requester(user) => self.people.get(user).cloned(),
+            Recipient::Address(address) => mailbox(address).ok(),
+            Recipient::Approver(user) => match self.people.get(user) {
+                Some(address) => Some(address.clone()),
+                None => mailbox(user).ok().filter(|_| user.contains('@')),
+            },
+            Recipient::Member(member) => mailbox(&member.email).ok(),
+        }?;
+        Some(address.email.to_string().to_ascii_lowercase())
     }
 
     /// Sends one message; why not, when it was not accepted (never the credentials).
@@ -251,14 +306,23 @@ pub fn render(kind: NotificationKind, data: &Value, links: Option<&DecisionLinks
                 .as_array()
                 .map(|entries| entries.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
-            (
-                format!("{agent}'s sign-off escalated to {}", to.join(", ")),
-                format!(
-                    "Nobody decided in time: {} may now decide what the agent {agent} asks, \
-                     for {requester}, to run:",
-                    to.join(", ")
+            let (to, by) = (to.join(", "), text_of(data, "handed_over_by"));
+            match by.is_empty() {
+                true => (
+                    format!("{agent}'s sign-off escalated to {to}"),
+                    format!(
+                        "Nobody decided in time: {to} may now decide what the agent {agent} \
+                         asks, for {requester}, to run:"
+                    ),
                 ),
-            )
+                false => (
+                    format!("{agent}'s sign-off handed to {to} by {by}"),
+                    format!(
+                        "{by} asks {to} to decide what the agent {agent} asks, for {requester}, \
+                         to run:"
+                    ),
+                ),
+            }
         }
         NotificationKind::Extended => {
             let (by, until) = (text_of(data, "extended_by"), text_of(data, "expires_at"));
@@ -427,6 +491,32 @@ mod tests {
         let mail = render(NotificationKind::Decided, &decided, None);
         assert_eq!(mail.subject, "default/demo: Approved");
         assert!(mail.text.contains("by bob (link)"));
+    }
+
+    #[test]
+    fn a_hand_over_says_who_handed_the_batch_to_whom_and_an_escalation_why() {
+        let mut data = pending();
+        data["since"] = json!("2026-11-27T09:00:00.000Z");
+        data["escalated_to"] = json!(["group:sre"]);
+        let escalated = render(NotificationKind::Escalated, &data, None);
+        assert_eq!(
+            escalated.subject,
+            "default/demo's sign-off escalated to group:sre"
+        );
+        assert!(escalated
+            .text
+            .starts_with("Nobody decided in time: group:sre"));
+        data["handed_over_by"] = json!("bob");
+        let handed = render(NotificationKind::Escalated, &data, None);
+        assert_eq!(
+            handed.subject,
+            "default/demo's sign-off handed to group:sre by bob"
+        );
+        assert!(
+            handed.text.starts_with("bob asks group:sre to decide"),
+            "{}",
+            handed.text
+        );
     }
 
     #[test]

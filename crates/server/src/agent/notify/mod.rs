@@ -104,6 +104,18 @@ impl Channel {
 pub struct Audience {
     pub groups: Vec<String>,
     pub users: Vec<String>,
+    /// The directory's members of `groups` who have an email (`store::people`): filled in only
+    /// when an email channel writes to approvers.
+    pub members: Vec<Member>,
+}
+
+/// A member of an approver group, as the directory of people knows them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Member {
+    /// Their user id (the subject their links decide as).
+    pub id: String,
+    /// The email their latest recorded sign-in gave.
+    pub email: String,
 }
 
 /// Whom one email row goes to (`recipient` in its payload): one row per person, so a retry
@@ -117,6 +129,9 @@ pub enum Recipient {
     Address(String),
     /// An approver named by user (`user:ID`), without links.
     Approver(String),
+    /// A member of an approver group (the directory's), at the address worked out when the
+    /// row was written, with their own decision links while the batch waits.
+    Member(Member),
 }
 
 /// The key of an email row's payload that holds its [`Recipient`].
@@ -352,6 +367,14 @@ impl Notifications {
 
     pub fn public_url(&self) -> &str {
         &self.public_url
+    }
+
+    /// Whether some email channel writes to approvers (`to_approvers`): then a batch's
+    /// [`Audience`] lists the directory's members of its approver groups.
+    pub fn mails_approvers(&self) -> bool {
+        self.channels
+            .iter()
+            .any(|channel| matches!(&channel.kind, ChannelKind::Email(email) if email.to_approvers))
     }
 
     /// Whether some channel needs a batch's [`Audience`] (a `groups` route, or an email
@@ -636,6 +659,7 @@ mod tests {
         let audience = |groups: &[&str]| Audience {
             groups: groups.iter().map(|g| g.to_string()).collect(),
             users: vec!["lead@example.com".into()],
+            members: Vec::new(),
         };
         let rows = |audience: &Audience| {
             loaded.for_event(
@@ -674,6 +698,7 @@ mod tests {
         let audience = Audience {
             groups: vec!["sre".into()],
             users: vec!["alice".into(), "lead@example.com".into()],
+            members: Vec::new(),
         };
         let rows = loaded.for_event(
             NotificationKind::Pending,
@@ -699,6 +724,63 @@ mod tests {
         assert!(rows
             .iter()
             .all(|row| row.payload["agent"] == "default/demo"));
+    }
+
+    #[tokio::test]
+    async fn group_members_get_one_row_per_address_and_the_requester_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let loaded = load(
+            dir.path(),
+            "name = \"mail\"\nkind = \"email\"\n[channels.email]\nsmtp_host = \"smtp.example.com\"\n\
+             from = \"s@example.com\"\nto = [\"Dana@example.com\"]\nto_approvers = true\n\
+             people = { erin = \"erin@work.example.com\", frank = \"erin@work.example.com\" }\n",
+        )
+        .unwrap();
+        assert!(loaded.mails_approvers());
+        let member = |id: &str, email: &str| Member {
+            id: id.into(),
+            email: email.into(),
+        };
+        let audience = Audience {
+            groups: vec!["sre".into()],
+            users: vec!["bob".into(), "lead@example.com".into()],
+            members: vec![
+                member("alice", "alice@example.com"),
+                member("bob", "bob@example.com"),
+                member("carol", "LEAD@example.com"),
+                member("dana", "dana@example.com"),
+                member("erin", "erin@example.com"),
+                member("frank", "frank@example.com"),
+            ],
+        };
+        let rows = loaded.for_event(
+            NotificationKind::Pending,
+            "default/demo",
+            &audience,
+            |_| serde_json::json!({"requester": "alice"}),
+        );
+        let recipients: Vec<Value> = rows
+            .iter()
+            .map(|row| row.payload[RECIPIENT].clone())
+            .collect();
+        let member =
+            |id: &str, email: &str| serde_json::json!({"member": {"id": id, "email": email}});
+        assert_eq!(
+            recipients,
+            [
+                serde_json::json!({"requester": "alice"}),
+                // The fixed address is dana's own: her message, with her links, in its place.
+                member("dana", "dana@example.com"),
+                // bob is named by user and is a member: one message, his, with links.
+                member("bob", "bob@example.com"),
+                // carol's address is the approver entry's: hers alone.
+                member("carol", "LEAD@example.com"),
+                // The channel's people entry wins over the directory's address; frank's entry
+                // is erin's address, which has its message already.
+                member("erin", "erin@work.example.com"),
+            ],
+            "the requester is not written to as a member"
+        );
     }
 
     // The root README's example, with its secrets' files made here: it loads as it stands.

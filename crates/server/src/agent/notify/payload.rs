@@ -115,6 +115,25 @@ pub fn escalated(
     data
 }
 
+/// A person handed a waiting batch to another (`to`: the one entry): as [`escalated`], with who
+/// handed it over (`handed_over_by`) and their note if they gave one.
+#[allow(clippy::too_many_arguments)]
+pub fn handed_over(
+    about: &About<'_>,
+    public_url: &str,
+    requests: &[Value],
+    expires_at: Option<&str>,
+    since: &str,
+    to: &[String],
+    by: &str,
+    note: Option<&str>,
+) -> Value {
+    let mut data = escalated(about, public_url, requests, expires_at, since, to);
+    data["handed_over_by"] = json!(by);
+    data["note"] = json!(note);
+    data
+}
+
 /// An approver extended a waiting batch's deadline: as [`pending`] (with the new `expires_at`),
 /// with who extended it (`extended_by`), the deadline before (`previous_expires_at`) and their
 /// note if they gave one.

@@ -184,6 +184,12 @@ impl Runtime {
             false => Vec::new(),
         };
         let notifies = notifications.is_some();
+        // The members of the waiting batch's approver groups, read before the write (which
+        // cannot wait on another read): its decision's email reaches them as its pause's did.
+        let members = match notifies {
+            true => self.waiting_members(task_id).await,
+            false => None,
+        };
         let pushes = self.pushes_on();
         let outcome: Result<(Option<i64>, Back<X>)> = self
             .store
@@ -200,7 +206,12 @@ impl Runtime {
                         let requests = batch
                             .and_then(|batch| batch.requests.as_array())
                             .map_or(&[][..], Vec::as_slice);
-                        let audience = routing::audience(&agents, &row.agent, requests);
+                        let mut audience = routing::audience(&agents, &row.agent, requests);
+                        if let Some((batch_id, members)) = &members {
+                            if batch.is_some_and(|batch| batch.id == *batch_id) {
+                                audience.members = members.clone();
+                            }
+                        }
                         decision_notifications(notifications, row, &audience, &planned)
                     }
                     _ => Vec::new(),

@@ -12,7 +12,7 @@ use crate::agent::notify::email::{self, DecisionLinks, EmailChannel};
 use crate::agent::notify::{payload, Recipient, RECIPIENT};
 use crate::store::{NotificationKind, NotificationRow};
 
-use super::{AgentError, Runtime};
+use super::{AgentError, IssuedLinks, Runtime};
 
 impl Runtime {
     /// One attempt at an email notification: the message to its row's recipient. A row
@@ -37,6 +37,10 @@ impl Runtime {
                 }
             },
             Recipient::Address(address) => (email::mailbox(address)?, None),
+            Recipient::Member(member) => (
+                email::mailbox(&member.email)?,
+                self.member_links(row, &data, &member.id).await?,
+            ),
             Recipient::Approver(user) => match self.approver_address(channel, user).await? {
                 Some(address) => (address, None),
                 None => {
@@ -93,7 +97,8 @@ impl Runtime {
         Ok(())
     }
 
-    /// A person's address: the channel's `people` entry, else their latest sign-in's.
+    /// A person's address: the channel's `people` entry, else the directory's (their latest
+    /// recorded sign-in, or a proxy's or JWT's naming), else their latest browser sign-in's.
     async fn address_of(
         &self,
         channel: &EmailChannel,
@@ -101,6 +106,16 @@ impl Runtime {
     ) -> Result<Option<Mailbox>, String> {
         if let Some(address) = channel.people.get(person) {
             return Ok(Some(address.clone()));
+        }
+        let listed = self
+            .store
+            .person(person)
+            .await
+            .map_err(|err| format!("reading {person} in the directory: {err}"))?
+            .and_then(|listed| listed.email)
+            .and_then(|address| email::mailbox(&address).ok());
+        if listed.is_some() {
+            return Ok(listed);
         }
         let known = self
             .store
@@ -110,7 +125,7 @@ impl Runtime {
         Ok(known.and_then(|address| email::mailbox(&address).ok()))
     }
 
-    /// `person`'s links of the row's batch, if the row is about a batch that still waits.
+    /// The requester's links of the row's batch, if the row is about a batch that still waits.
     async fn links_for(
         &self,
         row: &NotificationRow,
@@ -121,10 +136,45 @@ impl Runtime {
             return Ok(None);
         }
         let ttl = self.limits.decision_link_ttl;
-        match self
+        let issued = self
             .create_decision_links(person, &row.task_id, row.batch_id, ttl)
+            .await;
+        self.as_links(row, data, issued)
+    }
+
+    /// A group member's links of the row's batch, in every message about it while it waits
+    /// (a member reached by an escalation or a hand-over first hears of it then), as the
+    /// directory knows them now (their groups may have changed since the row was written):
+    /// none once the batch no longer waits, or when they may no longer decide it.
+    async fn member_links(
+        &self,
+        row: &NotificationRow,
+        data: &Value,
+        id: &str,
+    ) -> Result<Option<DecisionLinks>, String> {
+        if !about_a_waiting_batch(row.kind) {
+            return Ok(None);
+        }
+        let who = self
+            .directory_decider(id)
             .await
-        {
+            .map_err(|err| format!("reading {id} in the directory: {err}"))?;
+        let ttl = self.limits.decision_link_ttl;
+        let issued = self
+            .create_approver_links(&who, &row.task_id, row.batch_id, ttl)
+            .await;
+        self.as_links(row, data, issued)
+    }
+
+    /// Issued links as the message's URLs; none when the batch no longer waits or the person
+    /// may not decide it (the message then only informs).
+    fn as_links(
+        &self,
+        row: &NotificationRow,
+        data: &Value,
+        issued: Result<IssuedLinks, AgentError>,
+    ) -> Result<Option<DecisionLinks>, String> {
+        match issued {
             Ok(issued) => {
                 let base = self.notifications.public_url();
                 Ok(Some(DecisionLinks {
@@ -142,5 +192,19 @@ impl Runtime {
             }
             Err(err) => Err(format!("making decision links: {err}")),
         }
+    }
+}
+
+/// Whether a notification of `kind` is about a batch that still waits for a decision.
+fn about_a_waiting_batch(kind: NotificationKind) -> bool {
+    match kind {
+        NotificationKind::Pending
+        | NotificationKind::Reminded
+        | NotificationKind::Escalated
+        | NotificationKind::Extended => true,
+        NotificationKind::Decided
+        | NotificationKind::Canceled
+        | NotificationKind::Expired
+        | NotificationKind::Push => false,
     }
 }

@@ -3,8 +3,13 @@
 //! a step of the batch (`store::steps`), read inside every decision's write, so each replica
 //! counts it; the step is the audit (who, to whom, when, why).
 
+use serde_json::Value;
+
 use crate::agent::config::ApproverEntry;
-use crate::store::{handed_to, BatchStep, BatchStepKind};
+use crate::agent::notify::payload::{self, About};
+use crate::store::{
+    handed_to, BatchRow, BatchStep, BatchStepKind, NewNotification, NotificationKind, TaskRow,
+};
 
 use super::quorum::Decider;
 use super::subagent::batch_requests;
@@ -13,9 +18,9 @@ use super::{AgentError, Result, Runtime};
 /// The most a hand-over's note may say.
 const MAX_NOTE: usize = 2000;
 
-/// What a hand-over, reminder, escalation or extension was, for whoever announces it. The
-/// notification outbox maps each of these to a notification of the batch when it is written;
-/// until then they reach people through the inbox (`GET /api/approvals`) and the audit.
+/// What a hand-over was, for whoever announces it. Its notification (`batch.escalated`, with
+/// `handed_over_by`) is written with its step; it reaches people through the inbox
+/// (`GET /api/approvals`) and the audit too.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LadderEvent {
     /// `by` handed the batch of `task_id` to `to`.
@@ -65,6 +70,10 @@ impl Runtime {
         let Some(batch) = batch else {
             return Err(self.no_batch(task_id).await);
         };
+        let notifications = self
+            .handover_notifications(&row, &batch, &who.subject, &entry.label(), note.as_deref())
+            .await;
+        let notifies = !notifications.is_empty();
         let step = BatchStep {
             kind: BatchStepKind::Handover,
             by: Some(who.subject.clone()),
@@ -74,10 +83,13 @@ impl Runtime {
         };
         if !self
             .store
-            .add_batch_step(task_id, batch.id, step, None, Vec::new())
+            .add_batch_step(task_id, batch.id, step, None, notifications)
             .await?
         {
             return Err(self.no_batch(task_id).await);
+        }
+        if notifies {
+            self.wake_sender();
         }
         tracing::info!(task = %task_id, by = %who.subject, to = %entry.label(), "batch handed over");
         Ok(LadderEvent::HandedOver {
@@ -85,6 +97,42 @@ impl Runtime {
             by: who.subject.clone(),
             to: entry.label(),
         })
+    }
+
+    /// The `batch.escalated` rows of `by`'s hand-over of `row`'s `batch` to `to`, with who and
+    /// their note, routed as an escalation's: its audience is the calls' approvers and `to`
+    /// (with the members of their groups, for an email channel that writes to approvers).
+    async fn handover_notifications(
+        &self,
+        row: &TaskRow,
+        batch: &BatchRow,
+        by: &str,
+        to: &str,
+        note: Option<&str>,
+    ) -> Vec<NewNotification> {
+        if !self.notifies() {
+            return Vec::new();
+        }
+        let about = About {
+            task_id: &row.id,
+            context_id: &row.context_id,
+            agent: &row.agent,
+            requester: &row.user_id,
+        };
+        let requests: &[Value] = batch.requests.as_array().map_or(&[], Vec::as_slice);
+        let to = [to.to_owned()];
+        let audience = self.ladder_audience(&row.agent, requests, &to).await;
+        let (expires_at, since) = (batch.expires_at.as_deref(), batch.created_at.as_str());
+        self.notifications.for_event(
+            NotificationKind::Escalated,
+            &row.agent,
+            &audience,
+            |public_url| {
+                payload::handed_over(
+                    &about, public_url, requests, expires_at, since, &to, by, note,
+                )
+            },
+        )
     }
 
     /// The 409 for a task whose batch was decided (or expired) before the step was written.

@@ -189,7 +189,12 @@ impl Runtime {
 
     /// Who a ladder step's notification is for, as the notification channels routed by
     /// approver group read it: the calls' approvers, and the entries an escalation adds.
-    fn ladder_audience(&self, agent: &str, requests: &[Value], to: &[String]) -> Audience {
+    pub(super) async fn ladder_audience(
+        &self,
+        agent: &str,
+        requests: &[Value],
+        to: &[String],
+    ) -> Audience {
         if !self.notifications.needs_audience() {
             return Audience::default();
         }
@@ -200,6 +205,7 @@ impl Runtime {
         {
             super::routing::add_to_audience(&mut audience, entry);
         }
+        self.add_members(&mut audience).await;
         audience
     }
 
@@ -223,7 +229,7 @@ impl Runtime {
         let requests: &[Value] = batch.requests.as_array().map_or(&[], Vec::as_slice);
         let expires_at = batch.expires_at.as_deref();
         let since = batch.created_at.as_str();
-        let audience = self.ladder_audience(&row.agent, requests, &to);
+        let audience = self.ladder_audience(&row.agent, requests, &to).await;
         let notifications: Vec<NewNotification> = match kind {
             BatchStepKind::Remind => self.notifications.for_event(
                 NotificationKind::Reminded,
@@ -344,8 +350,9 @@ impl Runtime {
         }
         let expires_at = rfc3339(new);
         let raw: &[Value] = batch.requests.as_array().map_or(&[], Vec::as_slice);
-        let notifications =
-            self.extended_notifications(&row, raw, &expires_at, who, &current, note.as_deref());
+        let notifications = self
+            .extended_notifications(&row, raw, &expires_at, who, &current, note.as_deref())
+            .await;
         let notifies = !notifications.is_empty();
         let step = BatchStep {
             kind: BatchStepKind::Extend,
@@ -381,7 +388,7 @@ impl Runtime {
 
     /// The `batch.extended` rows of an extension of `row`'s batch (its `requests`) by `who`
     /// from the deadline `previous` to `expires_at`, routed as its other events are.
-    fn extended_notifications(
+    async fn extended_notifications(
         &self,
         row: &TaskRow,
         requests: &[Value],
@@ -399,10 +406,11 @@ impl Runtime {
             agent: &row.agent,
             requester: &row.user_id,
         };
-        let audience = match self.notifications.needs_audience() {
+        let mut audience = match self.notifications.needs_audience() {
             true => super::routing::audience(self.agents(), &row.agent, requests),
             false => Audience::default(),
         };
+        self.add_members(&mut audience).await;
         self.notifications.for_event(
             NotificationKind::Extended,
             &row.agent,

@@ -17,7 +17,7 @@ use super::sharing::{new_token, token_hash};
 use signoff_protocol::{Message, Role};
 
 use crate::agent::view;
-use crate::store::{self, task_state_text, Channel, DecisionLinkRow};
+use crate::store::{self, handed_to, task_state_text, Channel, DecisionLinkRow};
 
 use super::decide::{Count, DecisionInput};
 use super::subagent::batch_requests;
@@ -137,8 +137,7 @@ fn link_decision(action: LinkAction, reason: Option<&str>) -> Result<Decision> {
 
 impl Runtime {
     /// Makes an Approve and a Reject link of `task_id`'s pending batch (the batch `batch_id`,
-    /// when given) for `person`, valid for `ttl`. Only a person who may decide the batch gets
-    /// links: its task's owner.
+    /// when given) for `person`, valid for `ttl`: for its task's owner only.
     pub async fn create_decision_links(
         &self,
         person: &str,
@@ -146,12 +145,40 @@ impl Runtime {
         batch_id: Option<i64>,
         ttl: Duration,
     ) -> Result<IssuedLinks> {
+        self.issue_links(&Decider::subject(person), false, task_id, batch_id, ttl)
+            .await
+    }
+
+    /// [`Runtime::create_decision_links`] for `who`, the task's owner or an approver who may
+    /// decide some call of the batch (a group member an email writes to).
+    pub(super) async fn create_approver_links(
+        &self,
+        who: &Decider,
+        task_id: &str,
+        batch_id: Option<i64>,
+        ttl: Duration,
+    ) -> Result<IssuedLinks> {
+        self.issue_links(who, true, task_id, batch_id, ttl).await
+    }
+
+    /// The links of `who`, refused unless they own the task or (`approvers`) may decide a call
+    /// of its waiting batch.
+    async fn issue_links(
+        &self,
+        who: &Decider,
+        approvers: bool,
+        task_id: &str,
+        batch_id: Option<i64>,
+        ttl: Duration,
+    ) -> Result<IssuedLinks> {
+        let person = who.subject.as_str();
         let row = self
             .store
             .task(task_id)
             .await?
             .ok_or_else(|| AgentError::TaskNotFound(task_id.to_owned()))?;
-        if row.user_id != person {
+        let owner = row.user_id == person;
+        if !owner && !approvers {
             return Err(AgentError::Forbidden(task_id.to_owned()));
         }
         if self.store.is_relayed(task_id).await? {
@@ -177,6 +204,13 @@ impl Runtime {
                     task_state_text(row.state)
                 ))
             })?;
+        if !owner {
+            let steps = self.store.batch_steps(task_id).await?;
+            let handed = handed_to(&steps, batch.id);
+            if !self.eligible_for_batch(&row, &batch_requests(&batch), &handed, who) {
+                return Err(AgentError::Forbidden(task_id.to_owned()));
+            }
+        }
         let (approve, reject) = (new_token()?, new_token()?);
         let (created_at, expires_at) = (store::now(), expiry_after(ttl)?);
         let link = |token: &str, action: LinkAction| DecisionLinkRow {
@@ -247,6 +281,17 @@ impl Runtime {
         })
     }
 
+    /// Whom a link decides as: its task's owner by subject alone (the requester's vote, as
+    /// ever); anyone else (a group member an email wrote to) with the email and groups the
+    /// directory holds for them now, so a member who left the group decides nothing.
+    async fn link_decider(&self, link: &DecisionLinkRow) -> Result<Decider> {
+        let owner = self.store.task(&link.task_id).await?.map(|row| row.user_id);
+        if owner.as_deref() == Some(link.user_id.as_str()) {
+            return Ok(Decider::subject(link.user_id.clone()));
+        }
+        Ok(self.directory_decider(&link.user_id).await?)
+    }
+
     /// The audit row of the decision on the link's batch, if there is one.
     async fn decided_by(&self, link: &DecisionLinkRow) -> Result<Option<DecidedBy>> {
         let decisions = self.store.task_decisions(&link.task_id).await?;
@@ -287,11 +332,9 @@ impl Runtime {
         }
         let decision = link_decision(action, reason)?;
         let runtime = self.clone();
-        // A link is made only for the task's owner, known here by subject alone: the link
-        // carries no email or groups, so it counts as the requester's vote.
         let (task_id, person, batch_id) = (
             link.task_id.clone(),
-            Decider::subject(link.user_id.clone()),
+            self.link_decider(&link).await?,
             link.batch_id,
         );
         let applied = self

@@ -21,6 +21,7 @@ mod links;
 mod log;
 mod notify;
 mod pause;
+mod people;
 mod policies;
 mod push;
 mod quorum;
@@ -43,6 +44,7 @@ pub use authenticated::as_authenticated;
 pub use handover::LadderEvent;
 pub use links::{BatchSummary, DecidedBy, IssuedLinks, LinkAction, LinkDecision, LinkState};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
+pub use people::Seen;
 pub use quorum::Decider;
 pub use reads::Session;
 pub use relayed::{as_recorded, RelayedExchange};
@@ -270,6 +272,8 @@ pub struct Runtime {
     outbox_wake: tokio::sync::Notify,
     /// The push-notification sender, set once at start (`push`).
     notifier: std::sync::OnceLock<Arc<crate::agent::notify::Notifier>>,
+    /// Who this replica last wrote to the directory of people (`people`).
+    people: people::SeenPeople,
 }
 
 /// Why the server cannot take work now (`GET /readyz` answers 503 with it).
@@ -321,6 +325,7 @@ impl Runtime {
             notifications: Arc::new(notifications),
             outbox_wake: tokio::sync::Notify::new(),
             notifier: std::sync::OnceLock::new(),
+            people: people::SeenPeople::default(),
         })
     }
 

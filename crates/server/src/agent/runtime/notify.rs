@@ -56,7 +56,7 @@ impl Runtime {
 
     /// The rows of a pause of `about`'s task with the batch `requests` (the commit's
     /// `new_batch`), expiring at `expires_at`.
-    pub(super) fn pause_notifications(
+    pub(super) async fn pause_notifications(
         &self,
         about: &About<'_>,
         requests: Option<&Value>,
@@ -65,10 +65,11 @@ impl Runtime {
         let requests: &[Value] = requests
             .and_then(Value::as_array)
             .map_or(&[], Vec::as_slice);
-        let audience = match self.notifications.needs_audience() {
+        let mut audience = match self.notifications.needs_audience() {
             true => super::routing::audience(self.agents(), about.agent, requests),
             false => Audience::default(),
         };
+        self.add_members(&mut audience).await;
         self.notifications.for_event(
             NotificationKind::Pending,
             about.agent,

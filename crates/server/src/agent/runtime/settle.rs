@@ -290,8 +290,9 @@ impl Runtime {
                 agent: &agent,
                 requester: &run.user_id,
             };
-            pause.notifications =
-                self.pause_notifications(&about, pause.new_batch.as_ref(), deadline.as_deref());
+            pause.notifications = self
+                .pause_notifications(&about, pause.new_batch.as_ref(), deadline.as_deref())
+                .await;
         }
         let mut events: Vec<StreamEvent> = Vec::new();
         for call in nested {

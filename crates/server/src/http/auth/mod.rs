@@ -21,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use super::{AppState, HttpError};
+use crate::agent::Seen;
 
 /// A person or a program, as every mode names them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -148,6 +149,18 @@ pub async fn caller(parts: &mut Parts, state: &AppState) -> Result<Caller, Refus
     match &found {
         Ok(caller) => {
             parts.extensions.insert(caller.clone());
+            // A person a proxy or a JWT names with their email joins the directory of people
+            // (written only when it changed; a browser session's sign-in wrote it already).
+            if matches!(caller.via, Via::Proxy | Via::Jwt) {
+                let identity = &caller.identity;
+                let seen = Seen {
+                    user_id: identity.subject.clone(),
+                    name: identity.name.clone(),
+                    email: identity.email.clone(),
+                    groups: identity.groups.clone(),
+                };
+                state.runtime.saw(seen).await;
+            }
         }
         Err(Refusal::Unauthenticated(reason)) if has_credentials(parts) => {
             // Credentials were given and refused: logged (never their value) and counted.

@@ -38,6 +38,7 @@ use sha2::{Digest, Sha256};
 
 use super::jwt::{identity_from_claims, Checks, Keys};
 use super::{bearer, changes_state, Caller, Identity, Refusal, Via};
+use crate::agent::Seen;
 use crate::http::AppState;
 use crate::store::{LoginAttemptRow, LoginRow};
 
@@ -273,6 +274,11 @@ impl Oidc {
                     .put_login(renewed.clone())
                     .await
                     .map_err(|err| internal("renewing a session", &err))?;
+                state
+                    .runtime
+                    .signed_in(seen_in(&renewed))
+                    .await
+                    .map_err(|err| internal("recording a person", &err))?;
                 state.runtime.metrics().auth_event("oidc", "refreshed");
                 Ok(identity_of(&renewed))
             }
@@ -352,6 +358,16 @@ pub async fn sweep_logins(store: crate::store::Store, every: Duration) {
 }
 
 /// What a session stands for.
+/// A sign-in as the directory of people records it.
+fn seen_in(login: &LoginRow) -> Seen {
+    Seen {
+        user_id: login.subject.clone(),
+        name: login.name.clone(),
+        email: login.email.clone(),
+        groups: login.groups.clone(),
+    }
+}
+
 fn identity_of(login: &LoginRow) -> Identity {
     Identity {
         subject: login.subject.clone(),
@@ -527,6 +543,11 @@ pub async fn callback(
     };
     let (cookie, login) = login;
     tracing::info!(subject = %login.subject, "signed in");
+    // The directory of people learns their email and groups: an email to the members of an
+    // approver group reaches them.
+    if let Err(err) = state.runtime.signed_in(seen_in(&login)).await {
+        return internal("recording a person", &err).into_response();
+    }
     if let Err(err) = store.put_login(login).await {
         return internal("storing a session", &err).into_response();
     }

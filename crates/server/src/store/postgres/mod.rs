@@ -13,6 +13,7 @@ mod leases;
 mod links;
 mod logins;
 mod outbox;
+mod people;
 mod push;
 mod records;
 mod relayed;

@@ -11,6 +11,7 @@ mod deadlines;
 mod links;
 mod logins;
 mod outbox;
+mod people;
 mod policies;
 mod push;
 mod relayed;
