@@ -8,7 +8,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 use serde_json::{json, Value};
 use signoff_protocol::redact::display_args;
 
-use crate::store::{CallVerdict, NotificationRow};
+use crate::store::{CallVerdict, NotificationRow, TaskRow};
 
 /// The longest string of an argument shown outside Signoff, in characters.
 pub const MAX_ARG_CHARS: usize = 200;
@@ -36,6 +36,18 @@ pub struct About<'a> {
     pub agent: &'a str,
     /// The task's owner, who asked.
     pub requester: &'a str,
+}
+
+impl<'a> About<'a> {
+    /// What `row`'s notifications are about: its task, chat, agent and owner.
+    pub fn task(row: &'a TaskRow) -> About<'a> {
+        About {
+            task_id: &row.id,
+            context_id: &row.context_id,
+            agent: &row.agent,
+            requester: &row.user_id,
+        }
+    }
 }
 
 /// The page of the chat that holds the batch: `{public_url}/agents/{ns}/{name}/chat/{id}`.

@@ -728,12 +728,7 @@ fn decision_notifications(
         BatchState::Canceled => NotificationKind::Canceled,
         BatchState::Pending | BatchState::Decided => NotificationKind::Decided,
     };
-    let about = About {
-        task_id: &row.id,
-        context_id: &row.context_id,
-        agent: &row.agent,
-        requester: &row.user_id,
-    };
+    let about = About::task(row);
     notifications.for_event(kind, &row.agent, audience, |public_url| {
         payload::decided(
             &about,

@@ -113,12 +113,7 @@ impl Runtime {
         if !self.notifies() {
             return Vec::new();
         }
-        let about = About {
-            task_id: &row.id,
-            context_id: &row.context_id,
-            agent: &row.agent,
-            requester: &row.user_id,
-        };
+        let about = About::task(row);
         let requests: &[Value] = batch.requests.as_array().map_or(&[], Vec::as_slice);
         let to = [to.to_owned()];
         let audience = self.ladder_audience(&row.agent, requests, &to).await;

@@ -400,12 +400,7 @@ impl Runtime {
         if !self.notifies() {
             return Vec::new();
         }
-        let about = About {
-            task_id: &row.id,
-            context_id: &row.context_id,
-            agent: &row.agent,
-            requester: &row.user_id,
-        };
+        let about = About::task(row);
         let mut audience = match self.notifications.needs_audience() {
             true => super::routing::audience(self.agents(), &row.agent, requests),
             false => Audience::default(),
