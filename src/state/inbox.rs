@@ -5,6 +5,8 @@
 use signoff_protocol::hitl::ActionRequest;
 use signoff_protocol::rest::{ApprovalDecided, ApprovalEvent, ApprovalRouting, PendingApproval};
 
+use super::routing::asked_text;
+
 /// One event of the approvals stream: its id, what it says, and its `data:` as the server sent
 /// it (what this tab hands on to the others: `state::tabs`).
 #[derive(Debug, Clone, PartialEq)]
@@ -134,6 +136,14 @@ impl Inbox {
             .batch
             .routing
             .as_deref()
+    }
+
+    /// Who asked for the waiting batch of `task_id` and why the reader is asked, as the
+    /// stream's last word on it says: a hand-over to the reader says the batch again with
+    /// the new entry ("you are asked as group sre, user dave"). `None` when it is not routed.
+    pub fn asked(&self, task_id: &str) -> Option<String> {
+        let batch = self.batch(task_id)?;
+        Some(asked_text(&batch.agent, batch.routing.as_deref()?))
     }
 
     /// What waits now, as the events that said so, oldest first, and the last id applied: what
@@ -355,6 +365,35 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn a_batch_handed_over_again_to_the_reader_says_why_they_are_asked_anew() {
+        let mut inbox = Inbox::default();
+        inbox.apply(&sent(1, routed("t-1", &[])));
+        assert_eq!(
+            inbox.asked("t-1").as_deref(),
+            Some("default/demo asks for alice · you are asked as group sre")
+        );
+        // Handed over to dave, who is in sre: the same batch, said again with both entries.
+        let ApprovalEvent::Pending(mut again) = routed("t-1", &[]) else {
+            unreachable!()
+        };
+        if let Some(routing) = again.routing.as_mut() {
+            routing.eligible_by.push("user:dave".to_owned());
+        }
+        assert_eq!(
+            inbox.apply(&sent(2, ApprovalEvent::Pending(again))),
+            Change::Nothing
+        );
+        assert_eq!(
+            inbox.asked("t-1").as_deref(),
+            Some("default/demo asks for alice · you are asked as group sre, user dave")
+        );
+        assert_eq!(inbox.count(), 1);
+        assert_eq!(inbox.asked("t-2"), None);
+        inbox.apply(&sent(3, pending("t-3", "2026-11-22T18:10:00.000Z", &["x"])));
+        assert_eq!(inbox.asked("t-3"), None);
+    }
+
+    #[test]
     fn a_batch_said_again_by_the_ladder_carries_its_marks_and_new_deadline() {
         let mut inbox = Inbox::default();
         inbox.apply(&sent(1, pending("t-1", "2026-11-22T18:00:00.000Z", &["x"])));
@@ -367,6 +406,8 @@ pub(super) mod tests {
         again.ladder = Some(Box::new(signoff_protocol::rest::LadderMarks {
             reminded_at: Some("2026-11-22T18:15:00.000Z".to_owned()),
             escalated_to: vec!["group:sre".to_owned()],
+            max_extend: None,
+            first_expires_at: None,
         }));
         assert_eq!(
             inbox.apply(&sent(2, ApprovalEvent::Pending(again))),

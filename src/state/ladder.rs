@@ -145,6 +145,8 @@ mod tests {
         let mut marks = LadderMarks {
             reminded_at: Some("2026-11-22T18:15:00.000Z".to_owned()),
             escalated_to: Vec::new(),
+            max_extend: None,
+            first_expires_at: None,
         };
         assert_eq!(ladder_marks(&marks), ["Reminded"]);
         marks.escalated_to = vec!["group:sre".to_owned(), "user:dave".to_owned()];

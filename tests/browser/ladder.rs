@@ -1,10 +1,11 @@
 //! Browser tests of a waiting batch's hand-over and deadline ladder (docs/rest.md, Hand-over
 //! and Deadline ladder), as people see them: Alice, who may not approve her own call, reads whom
-//! it waits for and is offered only Reject; she asks Dave from her card, who finds the batch in
-//! his inbox, asks sre from there, approves, and reads in the chat that it waits for one more;
-//! a requester extends a deadline within its agent's `max_extend` and reads the server's refusal
-//! beyond it; an inbox marks a reminded and an escalated batch, live and on load. Screenshots,
-//! light and dark, of each.
+//! it waits for and is offered only Reject; she asks dba from her card, and Dave (in dba) finds
+//! the batch in his inbox, which says he is asked as himself too once she asks him by name; he
+//! asks sre from there, approves, and reads in the chat that it waits for one more;
+//! a requester extends a deadline within its agent's `max_extend`, offered from the first load
+//! only the extensions that fit, in the chat and in the inbox; an inbox marks a reminded and an
+//! escalated batch, live and on load. Screenshots, light and dark, of each.
 
 use crate::support::harness::{click, wait_card, App, Browser, Options};
 
@@ -42,7 +43,7 @@ async fn alice_asks_dave_who_finds_it_in_his_inbox_and_each_reads_whom_it_waits_
             tokens: Some(vec![
                 "alice-token=alice".into(),
                 "bob-token=bob:sre".into(),
-                "dave-token=dave".into(),
+                "dave-token=dave:dba".into(),
             ]),
             ..Options::default()
         },
@@ -94,6 +95,23 @@ async fn alice_asks_dave_who_finds_it_in_his_inbox_and_each_reads_whom_it_waits_
         "Not asked: to: \"group:\" names no group",
     )
     .await;
+    // She asks dba: Dave, in dba, finds the batch in his inbox, asked as group dba.
+    ask(&app, CARD, "group:dba").await;
+    app.wait_for_text(
+        &format!("{CARD} [data-testid=handover-result]"),
+        "Asked group dba",
+    )
+    .await;
+    let dave = Browser::start((1280, 900)).await;
+    let alice = app.switch(&dave.driver);
+    app.open("/approvals#token=dave-token").await;
+    app.wait_for_text(
+        "[data-testid=inbox-routing]",
+        "default/deploy asks for alice · you are asked as group dba",
+    )
+    .await;
+    // Then she asks him by name: his open inbox says he is asked as himself too.
+    app.switch(&alice);
     ask(&app, CARD, "dave").await;
     app.wait_for_text(
         &format!("{CARD} [data-testid=handover-result]"),
@@ -101,16 +119,12 @@ async fn alice_asks_dave_who_finds_it_in_his_inbox_and_each_reads_whom_it_waits_
     )
     .await;
     app.shots("ladder-requester-asked").await;
-
-    // Dave finds the batch in his inbox, asked as himself; he asks sre from there too.
-    let dave = Browser::start((1280, 900)).await;
-    let alice = app.switch(&dave.driver);
-    app.open("/approvals#token=dave-token").await;
-    app.wait_for_text(
-        "[data-testid=inbox-routing]",
-        "default/deploy asks for alice · you are asked as user dave",
-    )
-    .await;
+    app.switch(&dave.driver);
+    app.wait_for_text("[data-testid=inbox-routing]", "user dave")
+        .await;
+    let asked = app.text("[data-testid=inbox-routing]").await;
+    assert!(asked.contains("group dba"), "{asked}");
+    // He asks sre from there too.
     let batch = "[data-testid=inbox-batch]";
     ask(&app, batch, "group:sre").await;
     app.wait_for_text(
@@ -174,8 +188,27 @@ async fn wait_minutes(app: &App, minutes: u64) {
     .await;
 }
 
+/// Waits until `scope` offers extending by exactly `offered` (the `data-by` of each choice).
+async fn wait_offered(app: &App, scope: &str, offered: &[&str]) {
+    let css = format!("{scope} [data-testid=extend-button]");
+    app.wait_until(
+        &format!("{scope} to offer extending by {offered:?}"),
+        || {
+            let css = css.clone();
+            async move {
+                let mut by = Vec::new();
+                for button in app.find_all(&css).await {
+                    by.push(button.attr("data-by").await?.unwrap_or_default());
+                }
+                Ok(by == offered)
+            }
+        },
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_deadline_is_extended_within_max_extend_and_the_refusal_beyond_it_is_shown() {
+async fn a_deadline_is_extended_within_max_extend_and_nothing_beyond_it_is_offered() {
     let app = App::start_with("ladder-extend", Options::with_agents(TIMED)).await;
     app.open_new_chat_of("/agents/default/timed/chat").await;
     app.send("write release.txt: v2").await;
@@ -184,20 +217,10 @@ async fn a_deadline_is_extended_within_max_extend_and_the_refusal_beyond_it_is_s
         .await;
     assert!(minutes_left(&app).await <= 10);
     let extend = |by: &str| format!("{CARD} [data-testid=extend-button][data-by=\"{by}\"]");
-    // An hour is past the agent's 30 minutes: the server's words say so and name the limit.
-    click(&app, &extend("1h")).await;
-    app.wait_for_text(
-        &format!("{CARD} [data-testid=extend-error]"),
-        "Not extended: by: 1h would move the deadline to",
-    )
-    .await;
-    app.wait_for_text(
-        &format!("{CARD} [data-testid=extend-error]"),
-        "past max_extend = 30m",
-    )
-    .await;
-    app.shots("ladder-extend-refused").await;
-    // A quarter of an hour fits: the countdown moves, and an hour is no longer offered.
+    // An hour is past the agent's 30 minutes: from the first load (the batch's ladder says
+    // its max_extend) only a quarter of an hour is offered.
+    wait_offered(&app, CARD, &["15m"]).await;
+    app.shots("ladder-extend-offered").await;
     click(&app, &extend("15m")).await;
     app.wait_for_text(
         &format!("{CARD} [data-testid=extend-result]"),
@@ -207,18 +230,31 @@ async fn a_deadline_is_extended_within_max_extend_and_the_refusal_beyond_it_is_s
     wait_minutes(&app, 20).await;
     assert!(app.find_all(&extend("1h")).await.is_empty());
     app.shots("ladder-extended").await;
-    click(&app, &extend("15m")).await;
+    // The inbox's copy of the batch, a fresh card, offers what is left from the start too.
+    app.open("/approvals").await;
+    let inbox_card = format!("[data-testid=inbox-batch] {CARD}");
+    wait_offered(&app, &inbox_card, &["15m"]).await;
+    click(
+        &app,
+        &format!("{inbox_card} [data-testid=extend-button][data-by=\"15m\"]"),
+    )
+    .await;
     wait_minutes(&app, 35).await;
     app.wait_for_text(
-        &format!("{CARD} [data-testid=extend-none]"),
+        &format!("{inbox_card} [data-testid=extend-none]"),
         "as late as its agent allows",
     )
     .await;
     assert!(app.find_all(&extend("15m")).await.is_empty());
-    // A reload keeps the new deadline: the approvals stream says it.
+    // A reload keeps the new deadline and offers nothing more: the approvals stream says both.
     app.driver.refresh().await.unwrap();
     wait_card(&app, CARD, "pending").await;
     wait_minutes(&app, 35).await;
+    app.wait_for_text(
+        &format!("{inbox_card} [data-testid=extend-none]"),
+        "as late as its agent allows",
+    )
+    .await;
     app.finish().await;
 }
 

@@ -168,13 +168,15 @@ pub struct PendingApproval {
     /// Approvers); absent where the requester decides alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routing: Option<Box<ApprovalRouting>>,
-    /// What the deadline ladder did to the batch so far (docs/rest.md, Deadline ladder);
-    /// absent while it did nothing.
+    /// What the deadline ladder did to the batch so far, and how far its deadline may still
+    /// move (docs/rest.md, Deadline ladder); absent while it did nothing and may not be
+    /// extended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ladder: Option<Box<LadderMarks>>,
 }
 
-/// A waiting batch's reminder and escalation (docs/rest.md, Deadline ladder).
+/// A waiting batch's reminder and escalation, and its `max_extend` (docs/rest.md, Deadline
+/// ladder).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LadderMarks {
@@ -185,6 +187,14 @@ pub struct LadderMarks {
     /// they may decide it too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub escalated_to: Vec<String>,
+    /// The agents file's `max_extend` for the batch (as written: `30m`): extensions may move
+    /// its deadline at most this far past `firstExpiresAt`. Absent when it may not be extended
+    /// (no deadline, or some call sets no `max_extend`), so a UI offers only what fits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_extend: Option<String>,
+    /// The deadline the batch had before any extension (RFC 3339); set with `maxExtend`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_expires_at: Option<String>,
 }
 
 /// The body of `POST /api/approvals/{taskId}/handover` (docs/rest.md, Hand-over).

@@ -15,7 +15,6 @@ use crate::components::util::now_ms;
 use crate::state::inbox::{age, tool_names};
 use crate::state::ladder::ladder_marks;
 use crate::state::route::Route;
-use crate::state::routing::asked_text;
 
 #[component]
 pub fn ApprovalsPage() -> impl IntoView {
@@ -101,6 +100,9 @@ fn InboxBatch(batch: PendingApproval) -> impl IntoView {
                 .unwrap_or_default()
         })
     });
+    // Why the reader is asked, likewise: a hand-over to them says the batch again.
+    let task = batch.task_id.clone();
+    let asked = move || live.inbox.with(|inbox| inbox.asked(&task));
     view! {
         <article
             class="inbox-batch"
@@ -118,8 +120,8 @@ fn InboxBatch(batch: PendingApproval) -> impl IntoView {
                 </For>
                 <span class="inbox-age" data-testid="inbox-age">{age(since, now_ms())}</span>
             </header>
-            {batch.routing.as_ref().map(|routing| view! {
-                <p class="hint" data-testid="inbox-routing">{asked_text(&batch.agent, routing)}</p>
+            {move || asked().map(|text| view! {
+                <p class="hint" data-testid="inbox-routing">{text}</p>
             })}
             <PendingCards />
         </article>

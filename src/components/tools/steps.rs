@@ -8,7 +8,6 @@ use leptos::html::Input;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use signoff_protocol::hitl::Dialect;
-use signoff_protocol::rest::DeadlineExtended;
 
 use crate::api;
 use crate::components::controller::ChatCtl;
@@ -34,8 +33,6 @@ struct Steps {
     busy: RwSignal<bool>,
     asked: RwSignal<Option<Said>>,
     extended: RwSignal<Option<Said>>,
-    /// The last extension's answer, which says the batch's limit.
-    limit: RwSignal<Option<DeadlineExtended>>,
 }
 
 /// The deadline of the batch of `task`: the later of the chat's (from its interrupt) and the
@@ -74,7 +71,6 @@ impl Steps {
             busy: RwSignal::new(false),
             asked: RwSignal::new(None),
             extended: RwSignal::new(None),
-            limit: RwSignal::new(None),
         }
     }
 
@@ -113,14 +109,17 @@ impl Steps {
         deadline(self.ctl, &task, own).is_some() && self.eligible().unwrap_or_else(|| self.owner())
     }
 
-    /// The extensions that fit the limit the server said, or all of them before it said any.
+    /// The extensions that fit the limit the batch's `ladder` says on the approvals stream
+    /// (from the start, and again after each extension), or all of them while it says none.
     fn offered(self) -> Vec<(&'static str, &'static str)> {
-        let allowance = self.limit.with(|limit| {
-            limit.as_ref().and_then(|limit| {
+        let allowance = self.task.get().and_then(|task| {
+            self.ctl.live?.inbox.with(|inbox| {
+                let batch = inbox.batch(&task)?;
+                let ladder = batch.ladder.as_deref()?;
                 allowance_ms(
-                    js_sys::Date::parse(&limit.first_expires_at),
-                    &limit.max_extend,
-                    js_sys::Date::parse(&limit.expires_at),
+                    js_sys::Date::parse(ladder.first_expires_at.as_deref()?),
+                    ladder.max_extend.as_deref()?,
+                    js_sys::Date::parse(batch.expires_at.as_deref()?),
                 )
             })
         });
@@ -161,7 +160,6 @@ impl Steps {
             match api::batches::extend(&task, by).await {
                 Ok(extended) => {
                     let text = extended_text(label, &extended.max_extend);
-                    self.limit.try_set(Some(extended));
                     self.extended.try_set(Some(Said::Done(text)));
                 }
                 Err(err) => {

@@ -170,6 +170,26 @@ fn the_ladder_marks_and_the_extension_round_trip() {
 }
 
 #[test]
+fn a_batch_that_may_be_extended_says_its_max_extend_and_first_deadline() {
+    let body = json!({"taskId": "t-1", "contextId": "s-1", "agent": "default/ops",
+      "title": "deploy", "since": "2026-11-22T18:56:28.879Z", "calls": [],
+      "expiresAt": "2026-11-22T19:21:28.879Z",
+      "ladder": {"maxExtend": "30m", "firstExpiresAt": "2026-11-22T19:06:28.879Z"}});
+    let pending: PendingApproval = round_trip(body);
+    let ladder = pending.ladder.unwrap();
+    assert_eq!(ladder.max_extend.as_deref(), Some("30m"));
+    assert_eq!(
+        ladder.first_expires_at.as_deref(),
+        Some("2026-11-22T19:06:28.879Z")
+    );
+    assert_eq!(ladder.reminded_at, None);
+    let err = serde_json::from_value::<LadderMarks>(json!({"maxExtend": 30}))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("invalid type"), "{err}");
+}
+
+#[test]
 fn decided_approvals_round_trip_and_null_is_not_missing() {
     let decided: DecidedApprovals = round_trip(json!({"decisions": [audit_entry("text")]}));
     let calls = &decided.decisions[0].calls;

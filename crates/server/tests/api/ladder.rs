@@ -352,6 +352,66 @@ async fn an_eligible_approver_extends_the_deadline_within_max_extend_and_no_furt
 }
 
 #[tokio::test]
+async fn the_inbox_and_the_stream_say_max_extend_and_the_first_deadline_before_any_extension() {
+    let hook = refusing_receiver().await;
+    let app = spawn_ladder(tempfile::tempdir().unwrap(), &hook.url).await;
+    let mut bob = open_approvals(&app, Some("bob-token"), None).await;
+    let (task, _) = pause(&app, "timed", "timed.txt").await;
+    // Bob's stream says it with the batch's first word on it.
+    let said = within("bob's stream to send the batch", async {
+        loop {
+            let frame = bob.next_event().await;
+            let (name, about) = frame.about();
+            if name == "pending" && about == task {
+                return frame.data().clone();
+            }
+        }
+    })
+    .await;
+    let first = said["expiresAt"].as_str().unwrap().to_owned();
+    assert_eq!(said["ladder"]["maxExtend"], "30m", "{said}");
+    assert_eq!(said["ladder"]["firstExpiresAt"], first.as_str(), "{said}");
+    // So do the inboxes of an approver (a routed batch) and of the requester (her own).
+    for token in ["bob-token", "carol-token"] {
+        let listed = inbox_entry(&app, token, &task, "the batch", |_| true).await;
+        assert_eq!(listed["ladder"]["maxExtend"], "30m", "{token}: {listed}");
+        assert_eq!(
+            listed["ladder"]["firstExpiresAt"],
+            first.as_str(),
+            "{token}: {listed}"
+        );
+        assert_eq!(listed["expiresAt"], first.as_str(), "{token}: {listed}");
+    }
+    // After an extension the first deadline stays, the deadline moves.
+    let (status, body) = app
+        .post_json_as(
+            &format!("/api/approvals/{task}/extend"),
+            Some("bob-token"),
+            &json!({"by": "20m"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let moved = body["expiresAt"].as_str().unwrap().to_owned();
+    for token in ["bob-token", "carol-token"] {
+        let listed = inbox_entry(&app, token, &task, "the new deadline", |batch| {
+            batch["expiresAt"] == moved.as_str()
+        })
+        .await;
+        assert_eq!(listed["ladder"]["maxExtend"], "30m", "{token}: {listed}");
+        assert_eq!(
+            listed["ladder"]["firstExpiresAt"],
+            first.as_str(),
+            "{token}: {listed}"
+        );
+    }
+    // An agent without max_extend says none: its batch has no ladder at all.
+    let (fixed, _) = pause(&app, "fixed", "fixed.txt").await;
+    let listed = inbox_entry(&app, "bob-token", &fixed, "the fixed batch", |_| true).await;
+    assert!(listed["expiresAt"].is_string(), "{listed}");
+    assert_eq!(listed.get("ladder"), None, "{listed}");
+}
+
+#[tokio::test]
 async fn with_two_servers_on_one_store_each_step_happens_once() {
     if !on_postgres() {
         // One process owns a SQLite store: there is no second server to race.

@@ -24,7 +24,6 @@ use futures_util::stream::{self, Stream};
 use signoff_protocol::rest::{ApprovalDecided, ApprovalEvent, PendingApproval};
 use tokio::sync::watch;
 
-use super::ladder::ladder_marks;
 use super::quorum::Decider;
 use super::{Result, Runtime};
 use crate::store::{ApprovalEventKind, ApprovalEventRow};
@@ -181,11 +180,11 @@ impl Follow {
         Ok(Some(ApprovalEvent::Pending(batch)))
     }
 
-    /// Sets the deadline ladder's marks of `batch` (the stored batch `batch_id`): a reminder
-    /// or an escalation sends the batch again with them.
+    /// Sets the deadline ladder's marks and `max_extend` of `batch` (the stored batch
+    /// `batch_id`): a reminder, an escalation or an extension sends the batch again with them.
     async fn mark(&self, batch: &mut PendingApproval, batch_id: i64) -> Result<()> {
         let steps = self.runtime.store.batch_steps(&batch.task_id).await?;
-        batch.ladder = ladder_marks(&steps, batch_id);
+        batch.ladder = self.runtime.batch_marks(batch, &steps, batch_id);
         Ok(())
     }
 

@@ -56,9 +56,14 @@ fn earliest(earlier: Option<Duration>, later: Option<Duration>) -> Option<Durati
     }
 }
 
-/// What the inbox and the approvals stream show of a batch's ladder: when it was reminded and
-/// whom it escalated to; `None` before either.
-pub(super) fn ladder_marks(steps: &[BatchStepRow], batch_id: i64) -> Option<Box<LadderMarks>> {
+/// What the inbox and the approvals stream show of a batch's ladder: when it was reminded,
+/// whom it escalated to, and (from `extend`: its `max_extend` as written, and its first
+/// deadline) how far its deadline may move; `None` while there is none of these.
+fn ladder_marks(
+    steps: &[BatchStepRow],
+    batch_id: i64,
+    extend: Option<(String, String)>,
+) -> Option<Box<LadderMarks>> {
     let mut reminded_at = None;
     let mut escalated_to = Vec::new();
     for row in steps.iter().filter(|row| row.batch_id == batch_id) {
@@ -68,12 +73,25 @@ pub(super) fn ladder_marks(steps: &[BatchStepRow], batch_id: i64) -> Option<Box<
             BatchStepKind::Handover | BatchStepKind::Extend => {}
         }
     }
-    (reminded_at.is_some() || !escalated_to.is_empty()).then(|| {
+    let (max_extend, first_expires_at) = extend.unzip();
+    (reminded_at.is_some() || !escalated_to.is_empty() || max_extend.is_some()).then(|| {
         Box::new(LadderMarks {
             reminded_at,
             escalated_to,
+            max_extend,
+            first_expires_at,
         })
     })
+}
+
+/// The deadline the batch `batch_id` had before any extension: the first extension's
+/// previous one, else `current`.
+fn first_deadline(steps: &[BatchStepRow], batch_id: i64, current: &str) -> String {
+    steps
+        .iter()
+        .find(|step| step.batch_id == batch_id && step.step.kind == BatchStepKind::Extend)
+        .and_then(|step| step.from_expires_at.clone())
+        .unwrap_or_else(|| current.to_owned())
 }
 
 /// `at` (RFC 3339) plus `after`, as the store writes times.
@@ -115,18 +133,40 @@ impl Runtime {
         ladder
     }
 
-    /// Sets the ladder's marks (`ladder`) of the pending batches in
-    /// `approvals` (the inbox's), read from their steps.
+    /// The ladder of the pending batch `approval` (the stored batch `batch_id`, with `steps`):
+    /// its marks, and its `max_extend` with its first deadline when it may be extended.
+    pub(super) fn batch_marks(
+        &self,
+        approval: &PendingApproval,
+        steps: &[BatchStepRow],
+        batch_id: i64,
+    ) -> Option<Box<LadderMarks>> {
+        let extend = approval.expires_at.as_deref().and_then(|current| {
+            let requests: Vec<ActionRequest> = approval
+                .calls
+                .iter()
+                .filter_map(ActionRequest::from_value)
+                .collect();
+            let (_, max_text) = self.batch_ladder(&approval.agent, &requests).max_extend?;
+            Some((max_text, first_deadline(steps, batch_id, current)))
+        });
+        ladder_marks(steps, batch_id, extend)
+    }
+
+    /// Sets the ladder (`ladder`) of the pending batches in `approvals` (the inbox's), read
+    /// from their steps and their agents' `max_extend`.
     pub(super) async fn mark_ladder(&self, approvals: &mut [PendingApproval]) -> Result<()> {
         for approval in approvals.iter_mut() {
             let steps = self.store.batch_steps(&approval.task_id).await?;
-            if steps.is_empty() {
-                continue;
-            }
-            let Some(batch) = self.store.pending_batch(&approval.task_id).await? else {
-                continue;
+            // Without steps no batch id is needed: nothing is filtered by it.
+            let batch_id = match steps.is_empty() {
+                true => 0,
+                false => match self.store.pending_batch(&approval.task_id).await? {
+                    Some(batch) => batch.id,
+                    None => continue,
+                },
             };
-            approval.ladder = ladder_marks(&steps, batch.id);
+            approval.ladder = self.batch_marks(approval, &steps, batch_id);
         }
         Ok(())
     }
@@ -329,11 +369,7 @@ impl Runtime {
                  every one of its calls"
             )));
         };
-        let first = steps
-            .iter()
-            .find(|step| step.batch_id == batch.id && step.step.kind == BatchStepKind::Extend)
-            .and_then(|step| step.from_expires_at.clone())
-            .unwrap_or_else(|| current.clone());
+        let first = first_deadline(&steps, batch.id, &current);
         let (Some(new), Some(limit)) = (later_by(&current, by_duration), later_by(&first, max))
         else {
             return Err(AgentError::Internal(format!(

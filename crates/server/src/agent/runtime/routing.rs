@@ -13,7 +13,6 @@ use crate::agent::notify::Audience;
 use crate::store::{handed_to, CallVote, Verdict};
 
 use super::audit::args_sha256;
-use super::ladder::ladder_marks;
 use super::quorum::Decider;
 use super::{Agent, Result, Runtime};
 
@@ -45,7 +44,6 @@ impl Runtime {
         for (row, owner) in routed {
             let steps = self.store.batch_steps(&row.batch.task_id).await?;
             let handed = handed_to(&steps, row.batch.id);
-            let ladder = ladder_marks(&steps, row.batch.id);
             let votes = self.store.task_votes(&row.batch.task_id).await?;
             let votes: Vec<CallVote> = votes
                 .into_iter()
@@ -63,7 +61,7 @@ impl Runtime {
             if routing.eligible_by.is_empty() {
                 continue;
             }
-            others.push(PendingApproval {
+            let mut approval = PendingApproval {
                 task_id: row.batch.task_id.clone(),
                 context_id: row.context_id,
                 agent: row.agent,
@@ -72,8 +70,10 @@ impl Runtime {
                 calls: row.batch.requests.as_array().cloned().unwrap_or_default(),
                 expires_at: row.batch.expires_at.clone(),
                 routing: Some(Box::new(routing)),
-                ladder,
-            });
+                ladder: None,
+            };
+            approval.ladder = self.batch_marks(&approval, &steps, row.batch.id);
+            others.push(approval);
         }
         own.extend(others);
         own.sort_by(|a, b| a.since.cmp(&b.since));
