@@ -144,40 +144,8 @@ async fn a_member_of_an_approver_group_is_mailed_links_that_decide_as_them() {
     let alice = signed_in(app, "alice").await;
     signed_in(app, "bob").await;
     let carol = signed_in(app, "carol").await;
-    let message = a2a::message_request(
-        "message/send",
-        a2a::message_v03("write a.txt: hi", None, None),
-    );
-    let answer: Value = reqwest::Client::new()
-        .post(app.url(DEMO))
-        .header("cookie", &carol)
-        .header("sec-fetch-site", "same-origin")
-        .json(&message)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert!(answer["result"]["id"].is_string(), "{answer}");
-    eventually("two messages", || async {
-        (messages(&maildir).len() >= 2).then_some(())
-    })
-    .await;
-    // Every row the pause wrote was sent (or given up on): no message is still on its way.
-    eventually("the outbox drained", || async {
-        let metrics = reqwest::get(app.url("/metrics"))
-            .await
-            .ok()?
-            .text()
-            .await
-            .ok()?;
-        metrics
-            .contains("signoff_notifications_queued 0")
-            .then_some(())
-    })
-    .await;
-    let got = messages(&maildir);
+    carol_asks(app, &carol).await;
+    let got = mailed(app, &maildir, 2).await;
     let to: Vec<&str> = got.iter().map(|(to, _)| to.as_str()).collect();
     assert_eq!(
         to,

@@ -267,15 +267,7 @@ mod tests {
             "extended_by": hostile, "note": hostile, "decided_by": hostile, "channel": hostile,
             "summary": format!("Rejected: {hostile}"),
         });
-        for kind in [
-            NotificationKind::Pending,
-            NotificationKind::Decided,
-            NotificationKind::Canceled,
-            NotificationKind::Expired,
-            NotificationKind::Reminded,
-            NotificationKind::Escalated,
-            NotificationKind::Extended,
-        ] {
+        for kind in NotificationKind::ALL {
             let message = message(&row(kind, payload.clone()));
             let blocks = message["blocks"].as_array().unwrap();
             assert!(blocks.len() <= 50, "{kind:?}");
