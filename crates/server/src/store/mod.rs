@@ -28,6 +28,7 @@
 //! hands it events already encoded.
 
 mod approvals;
+mod batch_write;
 mod columns;
 mod links;
 mod logins;

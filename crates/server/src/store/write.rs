@@ -48,10 +48,12 @@ pub(super) trait Transaction {
         events: &[NewEvent],
         now: &str,
     ) -> Result<()>;
-    /// Records that the batch `batch_id` of `task_id` waits (see `store::approvals`); the user
-    /// whose approval event it wrote, if it wrote one.
-    async fn record_pending(
+    /// Records `event` of the batch `batch_id` of `task_id` for the approvals stream (see
+    /// `store::approvals`); the user whose approval event it wrote, if it wrote one. Called last
+    /// before the outbox's rows: PostgreSQL orders the writers of these events by a lock.
+    async fn record_approval_event(
         &mut self,
+        event: ApprovalEvent<'_>,
         task_id: &str,
         batch_id: i64,
         now: &str,
@@ -60,6 +62,23 @@ pub(super) trait Transaction {
     /// and the replica's name to bind there; `None` where one process drives every task
     /// (SQLite), so a runner's step needs no fence.
     fn lease_fence(&self) -> Option<(&'static str, &str)>;
+    /// The assignments that lease a task to this replica for `lease`, on the parameter
+    /// `{owner}`, and the replica's name to bind there; `None` where there are no leases.
+    fn lease_claim(&self, lease: std::time::Duration) -> Option<(String, &str)>;
+}
+
+/// What the approvals stream hears of a batch.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum ApprovalEvent<'a> {
+    /// The batch started waiting.
+    Pending,
+    /// Votes by `voter` left it waiting, further along its quorum.
+    Progress { voter: &'a str },
+    /// It was decided (or canceled, or expired) through `outcome`.
+    Decided {
+        outcome: &'a str,
+        decided_by: &'a str,
+    },
 }
 
 /// `sql` with PostgreSQL's `$1` parameters spelt as SQLite's `?1`.
@@ -222,7 +241,9 @@ pub(super) async fn apply_commit(
             )
             .await?;
         }
-        approvals_of = tx.record_pending(task_id, batch_id, &now).await?;
+        approvals_of = tx
+            .record_approval_event(ApprovalEvent::Pending, task_id, batch_id, &now)
+            .await?;
         opened = Some(batch_id);
     }
     if !commit.notifications.is_empty() {

@@ -1,13 +1,13 @@
-//! Batches of held calls, the compare-and-set that decides them, the audit trail of decisions,
-//! and each call's execution record.
+//! Batches of held calls in PostgreSQL: their reads, the audit trail of decisions, each call's
+//! execution record, and the row lock a decision takes (`store::batch_write` writes it).
 
 use sqlx::{PgConnection, Row};
 
 use super::rows::json_text;
 use super::tasks::{append_events, map_rows, task_row};
 use super::{
-    now, task_state_text, BatchRow, BatchState, CallRow, CallStatus, CallVote, DecisionRow,
-    DecisionWrite, PendingBatchRow, Postgres, Result, StoreError, TaskRow, Written,
+    BatchRow, BatchState, CallRow, CallVote, DecisionRow, DecisionWrite, PendingBatchRow, Postgres,
+    Result, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
 
@@ -25,238 +25,18 @@ pub(super) async fn task_calls(
     map_rows(rows, call_from_row)
 }
 
+/// Applies `decision` inside `connection`'s transaction.
 async fn apply_decision(
     connection: &mut PgConnection,
     replica: &str,
     task_id: &str,
     decision: &DecisionWrite,
 ) -> Result<Written> {
-    let now = now();
-    // The compare-and-set: of two replicas deciding at once, the second waits for the first's
-    // row lock, then finds the batch no longer pending.
-    // Approvals short of a quorum leave the batch pending: the same statement checks that it
-    // still is (its `decided_at` stays empty).
-    let partial = decision.batch_state == BatchState::Pending;
-    let won = sqlx::query(
-        "UPDATE batches SET state = $1, decided_at = CASE WHEN $6 THEN NULL ELSE $2 END
-         WHERE id = $3 AND task_id = $4 AND state = $5",
-    )
-    .bind(decision.batch_state.as_str())
-    .bind(&now)
-    .bind(decision.batch_id)
-    .bind(task_id)
-    .bind(BatchState::Pending.as_str())
-    .bind(partial)
-    .execute(&mut *connection)
-    .await?
-    .rows_affected();
-    if won != 1 {
-        return Err(StoreError::Conflict("the batch was already decided"));
-    }
-    if let Some(link) = &decision.uses_link {
-        super::links::use_link(&mut *connection, link, decision.batch_id, &now).await?;
-    }
-    insert_votes(connection, task_id, decision, &now).await?;
-    if partial {
-        return write_partial_approval(connection, replica, task_id, decision, &now).await;
-    }
-    settle_calls(connection, task_id, decision).await?;
-    sqlx::query(
-        "INSERT INTO decisions (batch_id, task_id, user_id, channel, decision, summary,
-                                decided_at, decider_auth)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-    )
-    .bind(decision.batch_id)
-    .bind(task_id)
-    .bind(&decision.user_id)
-    .bind(decision.channel.as_str())
-    .bind(json_text(&decision.decision)?)
-    .bind(&decision.summary)
-    .bind(&now)
-    .bind(decision.decider_auth.as_deref())
-    .execute(&mut *connection)
-    .await?;
-    let events = decision.events.len() as i64;
-    let last: i64 = sqlx::query_scalar(
-        // A task that goes on working is leased to this replica, whose runner takes it next:
-        // another replica's sweep must not take it up meanwhile.
-        "UPDATE tasks SET state = $1, last_seq = last_seq + $2, updated_at = $3,
-                          lease_owner = CASE WHEN $1 = $6 THEN $5 ELSE lease_owner END,
-                          lease_until = CASE WHEN $1 = $6
-                                             THEN clock_timestamp() + make_interval(secs => $7)
-                                             ELSE lease_until END
-         WHERE id = $4
-         RETURNING last_seq",
-    )
-    .bind(task_state_text(decision.task_state))
-    .bind(events)
-    .bind(&now)
-    .bind(task_id)
-    .bind(replica)
-    .bind(task_state_text(signoff_protocol::TaskState::Working))
-    .bind(crate::store::LEASE.as_secs_f64())
-    .fetch_optional(&mut *connection)
-    .await?
-    .ok_or(StoreError::NotFound)?;
-    append_events(
-        connection,
-        task_id,
-        last - events + 1,
-        &decision.events,
-        &now,
-    )
-    .await?;
-    let approvals_of = super::approvals::record_decided(
+    let mut tx = super::tasks::PgTransaction {
         connection,
         replica,
-        task_id,
-        decision.batch_id,
-        decision.channel.as_str(),
-        &decision.user_id,
-        &now,
-    )
-    .await?;
-    write_outbox(connection, replica, task_id, decision, last, &now).await?;
-    Ok(Written {
-        last_seq: last,
-        approvals_of,
-    })
-}
-
-/// An approval short of its quorum: the batch stays pending, its events are appended, and
-/// the batch's approvers' streams hear how far it has come.
-async fn write_partial_approval(
-    connection: &mut PgConnection,
-    replica: &str,
-    task_id: &str,
-    decision: &DecisionWrite,
-    now: &str,
-) -> Result<Written> {
-    let events = decision.events.len() as i64;
-    let last: i64 = sqlx::query_scalar(
-        "UPDATE tasks SET last_seq = last_seq + $1, updated_at = $2 WHERE id = $3
-         RETURNING last_seq",
-    )
-    .bind(events)
-    .bind(now)
-    .bind(task_id)
-    .fetch_optional(&mut *connection)
-    .await?
-    .ok_or(StoreError::NotFound)?;
-    append_events(
-        connection,
-        task_id,
-        last - events + 1,
-        &decision.events,
-        now,
-    )
-    .await?;
-    // The batch's approvers' streams hear how far it has come.
-    let approvals_of = super::approvals::record_progress(
-        connection,
-        replica,
-        task_id,
-        decision.batch_id,
-        &decision.user_id,
-        now,
-    )
-    .await?;
-    write_outbox(connection, replica, task_id, decision, last, now).await?;
-    Ok(Written {
-        last_seq: last,
-        approvals_of,
-    })
-}
-
-/// Sets each held call of the batch to its verdict; a call no longer held is a conflict.
-async fn settle_calls(
-    connection: &mut PgConnection,
-    task_id: &str,
-    decision: &DecisionWrite,
-) -> Result<()> {
-    for verdict in &decision.verdicts {
-        let done = sqlx::query(
-            "UPDATE calls SET status = $1, verdict = $2, reason = $3, run_args = $4,
-                              run_args_sha256 = $5
-             WHERE task_id = $6 AND call_id = $7 AND batch_id = $8 AND status = $9",
-        )
-        .bind(verdict.status.as_str())
-        .bind(verdict.verdict.as_str())
-        .bind(verdict.reason.as_deref())
-        .bind(verdict.run_args.as_ref().map(json_text).transpose()?)
-        .bind(verdict.run_args_sha256.as_deref())
-        .bind(task_id)
-        .bind(&verdict.call_id)
-        .bind(decision.batch_id)
-        .bind(CallStatus::Held.as_str())
-        .execute(&mut *connection)
-        .await?
-        .rows_affected();
-        if done != 1 {
-            return Err(StoreError::Conflict("a call of the batch is not held"));
-        }
-    }
-    Ok(())
-}
-
-/// Writes the decision's notifications and pushes (the outbox) in its transaction.
-async fn write_outbox(
-    connection: &mut PgConnection,
-    replica: &str,
-    task_id: &str,
-    decision: &DecisionWrite,
-    last_seq: i64,
-    now: &str,
-) -> Result<()> {
-    if !decision.notifications.is_empty() {
-        let mut shared = super::tasks::PgTransaction {
-            connection: &mut *connection,
-            replica,
-        };
-        crate::store::outbox::insert_notifications(
-            &mut shared,
-            task_id,
-            Some(decision.batch_id),
-            &decision.notifications,
-            now,
-        )
-        .await?;
-    }
-    if decision.push {
-        let mut shared = super::tasks::PgTransaction {
-            connection: &mut *connection,
-            replica,
-        };
-        crate::store::outbox::insert_pushes(&mut shared, task_id, last_seq, now).await?;
-    }
-    Ok(())
-}
-
-/// Records the decision's votes (`call_votes`).
-async fn insert_votes(
-    connection: &mut PgConnection,
-    task_id: &str,
-    decision: &DecisionWrite,
-    now: &str,
-) -> Result<()> {
-    for vote in &decision.votes {
-        sqlx::query(VOTE_INSERT)
-            .bind(decision.batch_id)
-            .bind(task_id)
-            .bind(&vote.call_id)
-            .bind(&vote.user_id)
-            .bind(vote.email.as_deref())
-            .bind(vote.verdict.as_str())
-            .bind(vote.reason.as_deref())
-            .bind(vote.run_args.as_ref().map(json_text).transpose()?)
-            .bind(&vote.args_sha256)
-            .bind(json_text(&serde_json::json!(vote.eligible_by))?)
-            .bind(vote.channel.as_str())
-            .bind(now)
-            .execute(&mut *connection)
-            .await?;
-    }
-    Ok(())
+    };
+    crate::store::batch_write::apply_decision(&mut tx, task_id, decision).await
 }
 
 /// The votes cast on batch `batch_id`, oldest first.

@@ -11,7 +11,7 @@ use super::{
     QueuedMessage, Result, RunnerView, SessionRow, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
-use crate::store::write::{self, Param, Transaction, TERMINAL};
+use crate::store::write::{self, ApprovalEvent, Param, Transaction, TERMINAL};
 
 /// Every row mapped with a mapping that may find a corrupt row.
 pub(super) fn map_rows<T>(rows: Vec<PgRow>, map: impl Fn(&PgRow) -> Result<T>) -> Result<Vec<T>> {
@@ -132,19 +132,48 @@ impl Transaction for PgTransaction<'_> {
         append_events(self.connection, task_id, first_seq, events, now).await
     }
 
-    async fn record_pending(
+    async fn record_approval_event(
         &mut self,
+        event: ApprovalEvent<'_>,
         task_id: &str,
         batch_id: i64,
         now: &str,
     ) -> Result<Option<String>> {
-        super::approvals::record_pending(self.connection, self.replica, task_id, batch_id, now)
-            .await
+        use super::approvals::{record_decided, record_pending, record_progress};
+        let (connection, replica) = (&mut *self.connection, self.replica);
+        match event {
+            ApprovalEvent::Pending => {
+                record_pending(connection, replica, task_id, batch_id, now).await
+            }
+            ApprovalEvent::Progress { voter } => {
+                record_progress(connection, replica, task_id, batch_id, voter, now).await
+            }
+            ApprovalEvent::Decided {
+                outcome,
+                decided_by,
+            } => {
+                record_decided(
+                    connection, replica, task_id, batch_id, outcome, decided_by, now,
+                )
+                .await
+            }
+        }
     }
 
     fn lease_fence(&self) -> Option<(&'static str, &str)> {
         Some((
             "lease_owner = {owner} AND lease_until > clock_timestamp()",
+            self.replica,
+        ))
+    }
+
+    fn lease_claim(&self, lease: std::time::Duration) -> Option<(String, &str)> {
+        let seconds = lease.as_secs_f64();
+        Some((
+            format!(
+                "lease_owner = {{owner}}, \
+                 lease_until = clock_timestamp() + make_interval(secs => {seconds})"
+            ),
             self.replica,
         ))
     }

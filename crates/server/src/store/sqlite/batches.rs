@@ -1,16 +1,14 @@
-//! Batches of held calls, the compare-and-set that decides them, the audit trail of decisions,
-//! and each call's execution record.
+//! Batches of held calls in SQLite: their reads, the audit trail of decisions, each call's
+//! execution record, and the writer's side of a decision (`store::batch_write` writes it).
 
 use rusqlite::{params, Connection};
 
-use super::rows::json_text;
-use super::tasks::{append_events, collect, task_head};
+use super::tasks::collect;
 use super::{
-    now, task_state_text, BatchRow, BatchState, CallRow, CallStatus, CallVote, DecisionRow,
-    DecisionWrite, PendingBatchRow, Result, Sqlite, StoreError, TaskRow, Written,
+    BatchRow, CallRow, CallVote, DecisionRow, DecisionWrite, PendingBatchRow, Result, Sqlite,
+    TaskRow, Written,
 };
 use crate::store::columns::*;
-use crate::store::write::sqlite_dialect;
 
 /// The condition of the partial indexes on pending batches (`one_pending_batch_per_task`,
 /// `batches_by_deadline`), spelt as a literal in every statement that looks for pending batches.
@@ -27,174 +25,17 @@ pub(super) fn task_calls(connection: &Connection, task_id: &str) -> Result<Vec<C
     collect(rows, |row| call_from_row(row))
 }
 
+/// Applies `decision` on the writer's connection, in its transaction.
 fn apply_decision(
     connection: &Connection,
     task_id: &str,
     decision: &DecisionWrite,
 ) -> Result<Written> {
-    let now = now();
-    // Approvals short of a quorum leave the batch pending: the same statement checks that it
-    // still is (its `decided_at` stays empty).
-    let partial = decision.batch_state == BatchState::Pending;
-    let won = connection
-        .prepare_cached(
-            "UPDATE batches SET state = ?1, decided_at = CASE WHEN ?5 THEN NULL ELSE ?2 END
-             WHERE id = ?3 AND task_id = ?4 AND state = 'pending'",
-        )?
-        .execute(params![
-            decision.batch_state.as_str(),
-            now,
-            decision.batch_id,
-            task_id,
-            partial
-        ])?;
-    if won != 1 {
-        return Err(StoreError::Conflict("the batch was already decided"));
-    }
-    if let Some(link) = &decision.uses_link {
-        super::links::use_link(connection, link, decision.batch_id, &now)?;
-    }
-    insert_votes(connection, task_id, decision, &now)?;
-    if partial {
-        let (_, last_seq) = task_head(connection, task_id)?;
-        let last = append_events(connection, task_id, last_seq, &decision.events, &now)?;
-        connection
-            .prepare_cached("UPDATE tasks SET last_seq = ?1, updated_at = ?2 WHERE id = ?3")?
-            .execute(params![last, now, task_id])?;
-        // The batch's approvers' streams hear how far it has come.
-        let approvals_of = super::approvals::record_progress(
-            connection,
-            task_id,
-            decision.batch_id,
-            &decision.user_id,
-            &now,
-        )?;
-        write_outbox(connection, task_id, decision, last, &now)?;
-        return Ok(Written {
-            last_seq: last,
-            approvals_of,
-        });
-    }
-    let mut update = connection.prepare_cached(
-        "UPDATE calls SET status = ?1, verdict = ?2, reason = ?3, run_args = ?4,
-                          run_args_sha256 = ?5
-         WHERE task_id = ?6 AND call_id = ?7 AND batch_id = ?8 AND status = ?9",
-    )?;
-    for verdict in &decision.verdicts {
-        let done = update.execute(params![
-            verdict.status.as_str(),
-            verdict.verdict.as_str(),
-            verdict.reason,
-            verdict.run_args.as_ref().map(json_text).transpose()?,
-            verdict.run_args_sha256,
-            task_id,
-            verdict.call_id,
-            decision.batch_id,
-            CallStatus::Held.as_str()
-        ])?;
-        if done != 1 {
-            return Err(StoreError::Conflict("a call of the batch is not held"));
-        }
-    }
-    connection
-        .prepare_cached(
-            "INSERT INTO decisions (batch_id, task_id, user_id, channel, decision, summary,
-                                    decided_at, decider_auth)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        )?
-        .execute(params![
-            decision.batch_id,
-            task_id,
-            decision.user_id,
-            decision.channel.as_str(),
-            json_text(&decision.decision)?,
-            decision.summary,
-            now,
-            decision.decider_auth
-        ])?;
-    let (_, last_seq) = task_head(connection, task_id)?;
-    let last = append_events(connection, task_id, last_seq, &decision.events, &now)?;
-    connection
-        .prepare_cached(
-            "UPDATE tasks SET state = ?1, last_seq = ?2, updated_at = ?3 WHERE id = ?4",
-        )?
-        .execute(params![
-            task_state_text(decision.task_state),
-            last,
-            now,
-            task_id
-        ])?;
-    let approvals_of = super::approvals::record_decided(
-        connection,
+    super::tasks::run_now(crate::store::batch_write::apply_decision(
+        &mut super::tasks::SqliteTransaction(connection),
         task_id,
-        decision.batch_id,
-        decision.channel.as_str(),
-        &decision.user_id,
-        &now,
-    )?;
-    write_outbox(connection, task_id, decision, last, &now)?;
-    Ok(Written {
-        last_seq: last,
-        approvals_of,
-    })
-}
-
-/// Writes the decision's notifications and pushes (the outbox) in its transaction.
-fn write_outbox(
-    connection: &Connection,
-    task_id: &str,
-    decision: &DecisionWrite,
-    last_seq: i64,
-    now: &str,
-) -> Result<()> {
-    if !decision.notifications.is_empty() {
-        super::tasks::run_now(crate::store::outbox::insert_notifications(
-            &mut super::tasks::SqliteTransaction(connection),
-            task_id,
-            Some(decision.batch_id),
-            &decision.notifications,
-            now,
-        ))?;
-    }
-    if decision.push {
-        super::tasks::run_now(crate::store::outbox::insert_pushes(
-            &mut super::tasks::SqliteTransaction(connection),
-            task_id,
-            last_seq,
-            now,
-        ))?;
-    }
-    Ok(())
-}
-
-/// Records the decision's votes (`call_votes`).
-fn insert_votes(
-    connection: &Connection,
-    task_id: &str,
-    decision: &DecisionWrite,
-    now: &str,
-) -> Result<()> {
-    if decision.votes.is_empty() {
-        return Ok(());
-    }
-    let mut insert = connection.prepare_cached(&sqlite_dialect(VOTE_INSERT))?;
-    for vote in &decision.votes {
-        insert.execute(params![
-            decision.batch_id,
-            task_id,
-            vote.call_id,
-            vote.user_id,
-            vote.email,
-            vote.verdict.as_str(),
-            vote.reason,
-            vote.run_args.as_ref().map(json_text).transpose()?,
-            vote.args_sha256,
-            json_text(&serde_json::json!(vote.eligible_by))?,
-            vote.channel.as_str(),
-            now
-        ])?;
-    }
-    Ok(())
+        decision,
+    ))
 }
 
 /// The votes cast on batch `batch_id`, oldest first.

@@ -1,32 +1,10 @@
 //! Decision links in SQLite.
 
-use rusqlite::{params, Connection};
+use rusqlite::params;
 
 use super::tasks::collect;
-use super::{Result, Sqlite, StoreError};
+use super::{Result, Sqlite};
 use crate::store::links::*;
-
-/// Marks the link `token_sha256` of batch `batch_id` used at `now`, inside a decision's
-/// transaction: a link already used, expired or of another batch fails the whole decision.
-pub(super) fn use_link(
-    connection: &Connection,
-    token_sha256: &str,
-    batch_id: i64,
-    now: &str,
-) -> Result<()> {
-    let used = connection
-        .prepare_cached(
-            "UPDATE decision_links SET used_at = ?1
-             WHERE token_sha256 = ?2 AND batch_id = ?3 AND used_at IS NULL AND expires_at > ?1",
-        )?
-        .execute(params![now, token_sha256, batch_id])?;
-    if used != 1 {
-        return Err(StoreError::Conflict(
-            "the decision link was already used or has expired",
-        ));
-    }
-    Ok(())
-}
 
 impl Sqlite {
     pub async fn insert_decision_links(&self, links: Vec<DecisionLinkRow>) -> Result<()> {

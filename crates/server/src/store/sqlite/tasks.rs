@@ -10,7 +10,7 @@ use super::{
     QueuedMessage, Result, RunnerView, Sqlite, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
-use crate::store::write::{self, sqlite_dialect, Param, Transaction};
+use crate::store::write::{self, sqlite_dialect, ApprovalEvent, Param, Transaction};
 
 /// Every row of a statement, mapped with a mapping that may find a corrupt row.
 pub(super) fn collect<T>(
@@ -128,17 +128,32 @@ impl Transaction for SqliteTransaction<'_> {
         Ok(())
     }
 
-    async fn record_pending(
+    async fn record_approval_event(
         &mut self,
+        event: ApprovalEvent<'_>,
         task_id: &str,
         batch_id: i64,
         now: &str,
     ) -> Result<Option<String>> {
-        super::approvals::record_pending(self.0, task_id, batch_id, now)
+        use super::approvals::{record_decided, record_pending, record_progress};
+        match event {
+            ApprovalEvent::Pending => record_pending(self.0, task_id, batch_id, now),
+            ApprovalEvent::Progress { voter } => {
+                record_progress(self.0, task_id, batch_id, voter, now)
+            }
+            ApprovalEvent::Decided {
+                outcome,
+                decided_by,
+            } => record_decided(self.0, task_id, batch_id, outcome, decided_by, now),
+        }
     }
 
     fn lease_fence(&self) -> Option<(&'static str, &str)> {
         // One process owns the file and drives every task: it holds every lease.
+        None
+    }
+
+    fn lease_claim(&self, _lease: std::time::Duration) -> Option<(String, &str)> {
         None
     }
 }
