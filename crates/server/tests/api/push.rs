@@ -659,15 +659,17 @@ async fn a_name_that_does_not_resolve_yet_is_taken_and_checked_when_pushed() {
     for refused in set_in_both_versions(&app, &task, "http://localhost/hook").await {
         assert_error(&refused, -32602, "localhost resolves to");
     }
-    // The push when the task ends is checked at connect time: the name does not resolve, so
-    // nothing is sent, and the notification waits for its retry.
+    // The push when the task ends (one per config, one config per version) is checked at
+    // connect time: the name does not resolve, so nothing is sent, and each waits for its
+    // retry.
     let (status, body) = decide_rest(&app, None, &task, json!({"decision_type": "approve"})).await;
     assert_eq!(status, 200, "{body}");
-    metrics_with(
+    let metrics = metrics_with(
         &app,
-        r#"signoff_notifications_total{channel="a2a-push",outcome="retry"} 1"#,
+        r#"signoff_notifications_total{channel="a2a-push",outcome="retry"} 2"#,
     )
     .await;
+    assert!(!metrics.contains(r#"outcome="delivered""#), "{metrics}");
 }
 
 #[tokio::test]
