@@ -1,8 +1,13 @@
-//! Tool arguments made fit to show outside Signoff (a Slack message, a webhook, the UI): values
-//! under secret-looking keys and values that look like credentials masked, long strings
-//! shortened. One set of rules, here, so the server's notifications and the UI agree.
+//! Tool arguments made fit to show outside Signoff (a Slack message, a webhook, an email):
+//! values under secret-looking keys and values that look like credentials masked, secrets
+//! inside longer strings masked in place (`inline`), long strings shortened. One set of rules,
+//! here, so every channel masks the same.
+
+mod inline;
 
 use serde_json::{Map, Value};
+
+pub use inline::mask_in_text;
 
 /// What a masked value is replaced with.
 pub const MASK: &str = "[masked]";
@@ -83,8 +88,9 @@ pub fn looks_like_secret(value: &str) -> bool {
         && trimmed.chars().any(|c| c.is_ascii_digit())
 }
 
-/// `value` with every secret masked: the value of a secret key (whatever it holds), and every
-/// string that looks like a credential.
+/// `value` with every secret masked: the value of a secret key (whatever it holds), every
+/// string that looks like a credential, and the secrets inside every other string
+/// ([`mask_in_text`]).
 pub fn mask_secrets(value: &Value) -> Value {
     match value {
         Value::Object(map) => Value::Object(
@@ -101,9 +107,8 @@ pub fn mask_secrets(value: &Value) -> Value {
         ),
         Value::Array(items) => Value::Array(items.iter().map(mask_secrets).collect()),
         Value::String(text) if looks_like_secret(text) => Value::String(MASK.to_owned()),
-        other @ (Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_)) => {
-            other.clone()
-        }
+        Value::String(text) => Value::String(mask_in_text(text)),
+        other @ (Value::Null | Value::Bool(_) | Value::Number(_)) => other.clone(),
     }
 }
 
@@ -201,6 +206,23 @@ mod tests {
         ] {
             assert!(!looks_like_secret(plain), "{plain}");
         }
+    }
+
+    #[test]
+    fn secrets_inside_strings_are_masked_in_place_at_any_depth() {
+        let args = json!({
+            "command": "curl -H 'Authorization: Bearer abcdefgh12345678' https://x",
+            "steps": [{"run": "DB_PASSWORD=hunter2 make deploy"}],
+            "note": "nothing secret here",
+        });
+        assert_eq!(
+            mask_secrets(&args),
+            json!({
+                "command": "curl -H 'Authorization: [masked]' https://x",
+                "steps": [{"run": "DB_PASSWORD=[masked] make deploy"}],
+                "note": "nothing secret here",
+            })
+        );
     }
 
     #[test]

@@ -15,6 +15,8 @@ use serde_json::Value;
 
 use super::config::MAX_QUORUM;
 
+mod nesting;
+
 /// The namespace of every entity type and action: `Signoff::User`, `Signoff::Action::"call"`.
 pub const NAMESPACE: &str = "Signoff";
 
@@ -347,6 +349,7 @@ impl CedarPolicies {
         let mut general = Vec::new();
         let tool_type = entity_type("Tool")?;
         for (name, text) in files {
+            nesting::check(text).map_err(|err| CedarError(format!("{name}: {}", err.0)))?;
             let set =
                 PolicySet::from_str(text).map_err(|err| CedarError(format!("{name}: {err}")))?;
             if set.templates().next().is_some() {

@@ -1,7 +1,8 @@
 //! The deployment's Cedar policies (`--policies`): a forbid refuses a call with its reason, a
 //! permit with `@ask` holds it for its approvers, a permit lets it run audited as the policy, the
 //! person's groups from their sign-in reach the policies, an evaluation error asks (and is
-//! counted), and every call names what decided it (`signoff_why`, the audit's `why`).
+//! counted), every call names what decided it (`signoff_why`, the audit's `why`), and a file
+//! nested too deeply is refused with its line by `signoff policy check` and at start.
 
 use serde_json::{json, Value};
 
@@ -412,4 +413,45 @@ async fn a_policy_can_impose_the_two_person_rule() {
     let (status, body) = decide_rest(&app, Some("tA"), &task, reject).await;
     assert_eq!(status, 200, "{body}");
     assert!(!app.sandbox().join("config/b.txt").exists());
+}
+
+#[test]
+fn a_file_nested_a_thousand_deep_is_refused_by_check_and_at_start_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let policies = dir.path().join("policies");
+    std::fs::create_dir(&policies).unwrap();
+    let deep = format!(
+        "permit (principal, action, resource)\nwhen {{ {}true{} }};\n",
+        "(".repeat(1000),
+        ")".repeat(1000)
+    );
+    std::fs::write(policies.join("deep.cedar"), deep).unwrap();
+    let data = dir.path().join("data");
+    let check = ["policy", "check", "--policies"];
+    let start = [
+        "--addr",
+        "127.0.0.1:0",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--policies",
+    ];
+    for args in [&check[..], &start[..]] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_signoff"))
+            .args(args)
+            .arg(&policies)
+            .env_remove("SIGNOFF_DATABASE_URL")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        // An exit code, not a signal: the process ended, it did not overflow its stack.
+        assert!(
+            output.status.code().is_some_and(|code| code != 0),
+            "{args:?}: {:?} {stderr}",
+            output.status
+        );
+        assert!(
+            stderr.contains("deep.cedar: line 2: brackets nest deeper than 32 levels"),
+            "{args:?}: {stderr}"
+        );
+    }
 }

@@ -2,7 +2,9 @@
 //! `crates/server/tests/email/install.sh`, writing a Maildir through
 //! `tests/email/flaky_mailbox.py`, which refuses each `flaky…` address once): every recipient
 //! has a delivery of their own, so a retry goes only to the one whose message was refused;
-//! approvers named by user get the message too, without the requester's decision links; the
+//! approvers named by user get the message too, at an address the channel or the directory
+//! knows for them, without the requester's decision links (a hand-over to an address nobody
+//! knows mails nobody there); the
 //! members of an approver group a proxy named with their email get it with links of their own,
 //! at a pause and at an escalation to their group.
 
@@ -118,7 +120,7 @@ async fn an_email_retry_goes_only_to_the_recipient_whose_message_was_refused() {
 }
 
 #[tokio::test]
-async fn approvers_named_by_user_get_the_email_without_the_requesters_links() {
+async fn approvers_named_by_user_get_the_email_at_a_known_address_without_the_requesters_links() {
     let scratch = tempfile::tempdir().unwrap();
     let maildir = scratch.path().join("maildir");
     let smtp = start_smtp(&maildir).await;
@@ -136,22 +138,70 @@ async fn approvers_named_by_user_get_the_email_without_the_requesters_links() {
     outbox_drained(&app).await;
     let got = messages(&maildir);
     let to: Vec<&str> = got.iter().map(|(to, _)| to.as_str()).collect();
-    assert_eq!(
-        to,
-        [
-            "bob@example.test",
-            "carol@example.test",
-            "lead@example.test"
-        ],
-        "{got:?}"
-    );
+    // `user:lead@example.test` is an id nobody signed in as and `people` does not list: no
+    // address is known for it, and the id is not taken for one.
+    assert_eq!(to, ["bob@example.test", "carol@example.test"], "{got:?}");
     assert!(got[1]
         .1
         .contains("Approve: https://signoff.example.com/decide/"));
-    for (_, text) in [&got[0], &got[2]] {
-        assert!(!text.contains("/decide/"), "{text}");
-        assert!(text.contains("write_file"), "{text}");
-    }
+    assert!(!got[0].1.contains("/decide/"), "{}", got[0].1);
+    assert!(got[0].1.contains("write_file"), "{}", got[0].1);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_hand_over_to_an_address_nobody_knows_mails_nobody_there() {
+    let scratch = tempfile::tempdir().unwrap();
+    let maildir = scratch.path().join("maildir");
+    let smtp = start_smtp(&maildir).await;
+    let app = spawn_mailing(
+        smtp.port,
+        "to_approvers = true
+people = { carol = \"carol@example.test\", bob = \"bob@example.test\" }\n",
+        DEMO_AGENT,
+    )
+    .await;
+    carol_pauses(&app).await;
+    let (_, inbox) = app.get_as("/api/approvals", Some("carol-token")).await;
+    let task = inbox["approvals"][0]["taskId"].as_str().unwrap().to_owned();
+    let path = format!("/api/approvals/{task}/handover");
+    let hand_to = |to: &'static str| {
+        let (app, path) = (&app, &path);
+        async move {
+            let (status, body) = app
+                .post_json_as(path, Some("carol-token"), &serde_json::json!({"to": to}))
+                .await;
+            assert_eq!(status, 200, "{body}");
+        }
+    };
+    hand_to("user:victim@outside.example").await;
+    outbox_drained(&app).await;
+    // Bob is someone the channel knows: his hand-over is mailed, so the one before was not
+    // lost on the way.
+    hand_to("user:bob").await;
+    eventually("bob's message", || async {
+        let got = messages(&maildir);
+        got.iter()
+            .any(|(to, _)| to == "bob@example.test")
+            .then_some(())
+    })
+    .await;
+    outbox_drained(&app).await;
+    let got = messages(&maildir);
+    assert!(
+        got.iter().all(|(to, _)| !to.contains("outside.example")),
+        "{got:?}"
+    );
+    let bobs: Vec<&String> = (got.iter())
+        .filter(|(to, _)| to == "bob@example.test")
+        .map(|(_, text)| text)
+        .collect();
+    assert_eq!(bobs.len(), 1, "{got:?}");
+    assert!(
+        bobs[0].starts_with("carol asks user:bob to decide"),
+        "{}",
+        bobs[0]
+    );
     app.stop().await;
 }
 

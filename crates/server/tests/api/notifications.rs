@@ -3,7 +3,8 @@
 //! tests/notify/verify_webhooks.py; `tests/notify/install.sh` installs it); a receiver that
 //! fails gets the same `webhook-id` on every retry; one that always fails ends in the failed
 //! list; `/metrics` counts them. Channels routed by approver group hear only of the batches
-//! those groups may decide; a receiver that never answers holds up no other channel.
+//! those groups may decide; a receiver that never answers holds up no other channel; secrets
+//! inside an argument are masked in what is sent.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -535,4 +536,30 @@ async fn a_receiver_that_never_answers_does_not_hold_up_another_channels_notific
         "the stuck receiver's connection is still open"
     );
     app.stop().await;
+}
+
+#[tokio::test]
+async fn secrets_inside_an_argument_are_masked_in_the_webhooks_data() {
+    let hook = receiver(None).await;
+    let app = spawn_notifying(&hook.url, "1h").await;
+    let (ghp, password, slack) = (
+        "ghp_0123456789abcdefABCDEF0123456789abcd",
+        "Pw0rd77secret",
+        "xoxb-1234-5678-abcdefghij",
+    );
+    let command = format!(
+        "curl -H \"Authorization: Bearer {ghp}\" https://api.example; psql \
+         postgres://admin:{password}@db/app; SLACK_TOKEN={slack} ./go.sh"
+    );
+    say(&app, &format!("write run.sh: {command}")).await;
+    let got = deliveries(&hook, 1).await;
+    for secret in [ghp, password, slack] {
+        assert!(!got[0].body.contains(secret), "{secret} in {}", got[0].body);
+    }
+    let sent: Value = serde_json::from_str(&got[0].body).unwrap();
+    assert_eq!(
+        sent["data"]["calls"][0]["args"]["content"],
+        "curl -H \"Authorization: [masked]\" https://api.example; psql \
+         postgres://admin:[masked]@db/app; SLACK_TOKEN=[masked] ./go.sh"
+    );
 }

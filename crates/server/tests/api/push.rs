@@ -2,8 +2,10 @@
 //! versions, owned and validated; a paused task's update posted to a real receiver in each
 //! version's payload, with the config's token and authentication and a JWT checked against the
 //! served JWKS; client-chosen URLs on loopback, private, metadata or redirecting receivers
-//! refused, and nothing sent there; a push whose receiver was down is delivered by the server
-//! restarted since, from the outbox, under the same id.
+//! refused, and nothing sent there (6to4 and Teredo forms too, and a name that does not
+//! resolve yet taken and checked when pushed: both in a loopback-only network namespace); a
+//! push whose receiver was down is delivered by the server restarted since, from the outbox,
+//! under the same id; a failed push is kept without its URL's secrets.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -568,4 +570,143 @@ async fn verify(app: &TestApp, jwt: &str, url: &str) -> Value {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Sets `url` as a push config of `task` in both versions; each answer.
+async fn set_in_both_versions(app: &TestApp, task: &str, url: &str) -> Vec<Value> {
+    let mut answers = Vec::new();
+    for version in [None, Some("1.0")] {
+        let (method, params) = match version {
+            None => (
+                "tasks/pushNotificationConfig/set",
+                json!({"taskId": task, "pushNotificationConfig": {"url": url}}),
+            ),
+            Some(_) => (
+                "CreateTaskPushNotificationConfig",
+                json!({"taskId": task, "url": url}),
+            ),
+        };
+        answers.push(app.rpc(version, request(method, params)).await);
+    }
+    answers
+}
+
+#[tokio::test]
+async fn six_to_four_and_teredo_forms_of_refused_addresses_are_refused() {
+    if !loopback_only(concat!(
+        module_path!(),
+        "::six_to_four_and_teredo_forms_of_refused_addresses_are_refused"
+    )) {
+        return;
+    }
+    let app = spawn_app().await;
+    let task = paused_task(&app).await;
+    for (url, reason) in [
+        // 6to4: the relay's IPv4 address in bits 16 to 48.
+        ("http://[2002:7f00:1::]/hook", "a loopback address"),
+        (
+            "http://[2002:a9fe:a9fe::1]/latest/meta-data",
+            "a cloud metadata address",
+        ),
+        ("http://[2002:a00:1::]/hook", "a private address"),
+        // Teredo: the client's IPv4 address in the last 32 bits, inverted.
+        (
+            "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hook",
+            "a loopback address",
+        ),
+        (
+            "http://[2001::5601:5601]/latest",
+            "a cloud metadata address",
+        ),
+        ("http://[2001::f5ff:fffe]/hook", "a private address"),
+        // IPv4-mapped and -compatible forms, as before.
+        (
+            "http://[::ffff:a9fe:a9fe]/latest",
+            "a cloud metadata address",
+        ),
+        ("http://[::a00:1]/hook", "a private address"),
+    ] {
+        for refused in set_in_both_versions(&app, &task, url).await {
+            assert_error(&refused, -32602, "push notification URL refused");
+            assert_error(&refused, -32602, reason);
+        }
+    }
+    let listed = app
+        .rpc(
+            None,
+            request("tasks/pushNotificationConfig/list", json!({"id": task})),
+        )
+        .await;
+    assert_eq!(listed["result"], json!([]));
+}
+
+#[tokio::test]
+async fn a_name_that_does_not_resolve_yet_is_taken_and_checked_when_pushed() {
+    if !loopback_only(concat!(
+        module_path!(),
+        "::a_name_that_does_not_resolve_yet_is_taken_and_checked_when_pushed"
+    )) {
+        return;
+    }
+    // Offline (this namespace has no resolver to reach), as the official suite may run.
+    let app = spawn_app().await;
+    let task = paused_task(&app).await;
+    let url = "http://push-receiver.example.com/hook";
+    for set in set_in_both_versions(&app, &task, url).await {
+        assert!(set["error"].is_null(), "{set}");
+    }
+    // A name that resolves to a refused address is still refused when it is set.
+    for refused in set_in_both_versions(&app, &task, "http://localhost/hook").await {
+        assert_error(&refused, -32602, "localhost resolves to");
+    }
+    // The push when the task ends (one per config, one config per version) is checked at
+    // connect time: the name does not resolve, so nothing is sent, and each waits for its
+    // retry.
+    let (status, body) = decide_rest(&app, None, &task, json!({"decision_type": "approve"})).await;
+    assert_eq!(status, 200, "{body}");
+    let metrics = metrics_with(
+        &app,
+        r#"signoff_notifications_total{channel="a2a-push",outcome="retry"} 2"#,
+    )
+    .await;
+    assert!(!metrics.contains(r#"outcome="delivered""#), "{metrics}");
+}
+
+#[tokio::test]
+async fn a_failed_push_is_kept_and_logged_without_its_urls_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("notifications.toml");
+    // Retried for 1 ms: the first failure is the last.
+    std::fs::write(&file, "[delivery]\nretry_for = \"1ms\"\n").unwrap();
+    let app = spawn_in(dir, |config| {
+        config.push_allow = vec!["127.0.0.1/32".into()];
+        config.notifications = Some(file);
+        config.public_url = Some("https://signoff.example.com".into());
+    })
+    .await;
+    // A port nobody listens on: the connection is refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/hook/path-secret?token=query-secret");
+    let mut params = json!({"message": message_v03(PROMPT, None, None)});
+    params["configuration"] = json!({"blocking": false, "pushNotificationConfig": {"url": url}});
+    let sent = app.rpc(None, request("message/send", params)).await;
+    assert!(sent["error"].is_null(), "{sent}");
+    let failed = eventually("the push failed for good", || async {
+        let (_, body) = app.get("/api/notifications/failed").await;
+        let failed = body["failed"].as_array()?.clone();
+        (!failed.is_empty()).then_some(failed)
+    })
+    .await;
+    let error = failed[0]["last_error"].as_str().unwrap();
+    assert!(error.contains("the request failed"), "{error}");
+    for secret in ["path-secret", "query-secret", "/hook"] {
+        assert!(
+            !failed[0].to_string().contains(secret),
+            "{secret} in {failed:?}"
+        );
+    }
 }

@@ -1,8 +1,9 @@
 //! What the integration test crates share, included by each with
 //! `#[path = "../support/mod.rs"] mod support;`: the server under test ([`TestApp`]) and the
 //! requests made of it, the real binary as a child process, the SSE reader, a strict reader of
-//! the Prometheus text, the SMTP server the email tests send to, the A2A messages and what the
-//! tests read of the answers, and bounded waits.
+//! the Prometheus text, a loopback-only network namespace for tests that name addresses off
+//! the machine, the SMTP server the email tests send to, the A2A messages and what the tests
+//! read of the answers, and bounded waits.
 
 pub mod a2a;
 pub mod app;
@@ -10,6 +11,7 @@ pub mod approvals;
 pub mod binary;
 pub mod database;
 pub mod metrics;
+pub mod netns;
 pub mod smtp;
 pub mod sse;
 pub mod wait;
@@ -20,6 +22,7 @@ pub use approvals::*;
 pub use binary::*;
 pub use database::*;
 pub use metrics::*;
+pub use netns::*;
 pub use smtp::*;
 pub use sse::*;
 pub use wait::*;

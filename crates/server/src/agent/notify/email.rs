@@ -67,7 +67,8 @@ pub struct EmailChannel {
     pub to: Vec<Mailbox>,
     /// Whether the requester gets the message, with their decision links.
     pub to_requester: bool,
-    /// Whether the approvers named by user who may decide a batch get the message (no links).
+    /// Whether the approvers named by user who may decide a batch get the message (no links),
+    /// at an address the channel's `people` or the directory knows for them.
     pub to_approvers: bool,
     /// People's addresses by user id, for people whose sign-in brings none.
     pub people: BTreeMap<String, Mailbox>,
@@ -200,10 +201,7 @@ impl EmailChannel {
         let address = match recipient {
             Recipient::Requester(user) => self.people.get(user).cloned(),
             Recipient::Address(address) => mailbox(address).ok(),
-            Recipient::Approver(user) => match self.people.get(user) {
-                Some(address) => Some(address.clone()),
-                None => mailbox(user).ok().filter(|_| user.contains('@')),
-            },
+            Recipient::Approver(user) => self.people.get(user).cloned(),
             Recipient::Member(member) => mailbox(&member.email).ok(),
         }?;
         Some(address.email.to_string().to_ascii_lowercase())

@@ -1,11 +1,13 @@
 //! Outbound HTTP to URLs a client chose (push-notification receivers): a URL that resolves to
 //! a loopback, private, link-local, unique-local, CGNAT, metadata or otherwise non-public
-//! address is refused, unless the operator allow-listed it (`--push-allow CIDR,…`). The check
-//! runs when a config is set and again at connect time: the client's resolver resolves, checks
-//! and hands the connector only the checked addresses, so a name that resolves elsewhere the
-//! second time (DNS rebinding) reaches nothing it should not. No redirects are followed, no
-//! proxy from the environment is used, connects and whole requests time out, and response
-//! bodies are read up to a cap.
+//! address is refused, unless the operator allow-listed it (`--push-allow CIDR,…`); an IPv6
+//! address that carries an IPv4 one (mapped, compatible, NAT64, 6to4, Teredo) is judged by it.
+//! The check runs when a config is set (a name that does not resolve yet is taken) and again
+//! at connect time: the client's resolver resolves, checks and hands the connector only the
+//! checked addresses, so a name that resolves elsewhere the second time (DNS rebinding)
+//! reaches nothing it should not. No redirects are followed, no proxy from the environment is
+//! used, connects and whole requests time out, response bodies are read up to a cap, and
+//! errors never carry the URL (its path or query may hold the receiver's secret).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -82,18 +84,28 @@ impl AllowList {
     }
 }
 
-/// The IPv4 address an IPv6 address carries: IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible
-/// (`::a.b.c.d`) or NAT64 (`64:ff9b::a.b.c.d`), each judged as the IPv4 address inside.
+/// The IPv4 address an IPv6 address carries, where packets to it go: IPv4-mapped
+/// (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`), 6to4
+/// (`2002:AABB:CCDD::/48`, the relay's address in bits 16 to 48) and Teredo (`2001:0::/32`, the
+/// client's address in the last 32 bits, each bit inverted), each judged as the IPv4 address
+/// inside.
 fn embedded_v4(addr: IpAddr) -> Option<Ipv4Addr> {
     let IpAddr::V6(v6) = addr else { return None };
     if let Some(v4) = v6.to_ipv4_mapped() {
         return Some(v4);
     }
     let s = v6.segments();
-    let tail = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+    let v4 = |high: u16, low: u16| Ipv4Addr::from((u32::from(high) << 16) | u32::from(low));
     let compatible = s[..6].iter().all(|&x| x == 0) && (s[6] != 0 || s[7] > 1);
     let nat64 = s[0] == 0x64 && s[1] == 0xff9b && s[2..6].iter().all(|&x| x == 0);
-    (compatible || nat64).then_some(tail)
+    if compatible || nat64 {
+        return Some(v4(s[6], s[7]));
+    }
+    match (s[0], s[1]) {
+        (0x2002, _) => Some(v4(s[1], s[2])),
+        (0x2001, 0) => Some(v4(!s[6], !s[7])),
+        _ => None,
+    }
 }
 
 /// What kind of non-public address `addr` is, or `None` for a public unicast one.
@@ -229,12 +241,18 @@ pub async fn resolve_checked(
     Ok(addrs)
 }
 
-/// Checks a client's URL now: its form, and what its host resolves to.
+/// Checks a client's URL as it is set: its form, an IP literal's address, and what a name
+/// resolves to now when it resolves. A name that does not resolve yet is taken (a receiver's
+/// name may be published later, or this server be offline): the connect-time check refuses it
+/// then if it resolves to a refused address, as it does a name rebound since.
 pub async fn check_url(raw: &str, allow: &AllowList) -> Result<reqwest::Url, OutboundError> {
     let url = parse_url(raw, allow)?;
     if let Some(url::Host::Domain(host)) = url.host() {
         let port = url.port_or_known_default().unwrap_or(80);
-        resolve_checked(host, port, allow).await?;
+        match resolve_checked(host, port, allow).await {
+            Ok(_) | Err(OutboundError::Unresolved { .. }) => {}
+            Err(err) => return Err(err),
+        }
     }
     Ok(url)
 }
@@ -324,16 +342,26 @@ impl Outbound {
     }
 }
 
-/// A request error, with the refusal of the resolver when that was the cause.
+/// A request error, with the refusal of the resolver when that was the cause; else what went
+/// wrong and its deepest cause, never the URL (a client's URL may carry a secret in its path or
+/// query, and this text is logged and kept with the notification).
 fn request_error(err: reqwest::Error) -> OutboundError {
+    let err = err.without_url();
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&err);
+    let mut deepest = None;
     while let Some(cause) = source {
         if let Some(refused) = cause.downcast_ref::<OutboundError>() {
             return refused.clone();
         }
+        deepest = Some(cause);
         source = cause.source();
     }
-    OutboundError::Request(err.to_string())
+    match deepest {
+        Some(cause) if !std::ptr::addr_eq(cause, &err) => {
+            OutboundError::Request(format!("{err}: {cause}"))
+        }
+        Some(_) | None => OutboundError::Request(err.to_string()),
+    }
 }
 
 #[cfg(test)]
@@ -372,6 +400,15 @@ mod tests {
             ("64:ff9b::a9fe:a9fe", "cloud metadata"),
             ("::127.0.0.1", "loopback"),
             ("2001:db8::1", "reserved"),
+            ("2002:7f00:1::", "loopback"),
+            ("2002:a9fe:a9fe::1", "cloud metadata"),
+            ("2002:a00:1:5::9", "private"),
+            ("2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"),
+            ("2001:0:1:2:3:4:5601:5601", "cloud metadata"),
+            ("2001::f5ff:fffe", "private"),
+            ("::ffff:a9fe:a9fe", "cloud metadata"),
+            ("::a00:1", "private"),
+            ("64:ff9b::7f00:1", "loopback"),
         ] {
             assert_eq!(reason(addr), Some(expected), "{addr}");
         }
@@ -381,6 +418,8 @@ mod tests {
             "100.128.0.1",
             "2606:4700::1111",
             "::ffff:8.8.8.8",
+            "2002:808:808::1",
+            "2001:0:4136:e378:8000:63bf:f7f7:f7f7",
         ] {
             assert_eq!(reason(public), None, "{public}");
         }
@@ -448,6 +487,30 @@ mod tests {
         );
         let allow = AllowList::parse(["127.0.0.1/32", "::1/128"]).unwrap();
         assert!(check_url("http://localhost:9/x", &allow).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_failed_request_says_why_without_the_url() {
+        // A port nobody listens on: the connection is refused.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let second = Duration::from_secs(1);
+        let allow = AllowList::parse(["127.0.0.1/32"]).unwrap();
+        let outbound = Outbound::new(allow, second, second).unwrap();
+        let url = format!("http://127.0.0.1:{port}/hook/path-secret?key=query-secret");
+        let err = outbound
+            .post_json(&url, Vec::new(), b"{}".to_vec())
+            .await
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, OutboundError::Request(_)), "{text}");
+        assert!(text.contains("refused"), "{text}");
+        for secret in ["path-secret", "query-secret", "127.0.0.1", "/hook"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
     }
 
     #[tokio::test]

@@ -223,6 +223,16 @@ mod tests {
         });
         let data = pending(&about, "http://h", &[request], None);
         assert_eq!(data["calls"][0]["args"]["token"], json!("[masked]"));
+        let inside = json!({
+            "id": "call-2",
+            "name": "run",
+            "args": {"command": "psql postgres://admin:hunter22@db/app -c 'select 1'"},
+        });
+        let masked = pending(&about, "http://h", &[inside], None);
+        assert_eq!(
+            masked["calls"][0]["args"]["command"],
+            json!("psql postgres://admin:[masked]@db/app -c 'select 1'")
+        );
         let note = data["calls"][0]["args"]["note"].as_str().unwrap();
         assert_eq!(note.chars().count(), MAX_ARG_CHARS);
         assert_eq!(data["url"], json!("http://h/agents/default/demo/chat/c1"));

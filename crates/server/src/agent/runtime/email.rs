@@ -41,7 +41,7 @@ impl Runtime {
                 email::mailbox(&member.email)?,
                 self.member_links(row, &data, &member.id).await?,
             ),
-            Recipient::Approver(user) => match self.approver_address(channel, user).await? {
+            Recipient::Approver(user) => match self.address_of(channel, user).await? {
                 Some(address) => (address, None),
                 None => {
                     tracing::info!(notification = %row.id, user = %user, "no email address is known for the approver");
@@ -52,21 +52,6 @@ impl Runtime {
         channel
             .send(channel.message(row.kind, &data, address, links.as_ref())?)
             .await
-    }
-
-    /// An approver's address: the channel's `people` entry, else the entry itself when it is
-    /// an address, else their latest sign-in's.
-    async fn approver_address(
-        &self,
-        channel: &EmailChannel,
-        user: &str,
-    ) -> Result<Option<Mailbox>, String> {
-        if !channel.people.contains_key(user) && user.contains('@') {
-            if let Ok(address) = email::mailbox(user) {
-                return Ok(Some(address));
-            }
-        }
-        self.address_of(channel, user).await
     }
 
     /// A row without a recipient: the requester's message, then the fixed addresses'.
@@ -99,6 +84,8 @@ impl Runtime {
 
     /// A person's address: the channel's `people` entry, else the directory's (their latest
     /// recorded sign-in, or a proxy's or JWT's naming), else their latest browser sign-in's.
+    /// Never an id taken as an address: `user:someone@outside.example` in a hand-over is not a
+    /// person this server knows, and mailing it would send the batch wherever a request says.
     async fn address_of(
         &self,
         channel: &EmailChannel,
