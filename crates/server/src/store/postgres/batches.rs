@@ -3,8 +3,7 @@
 
 use sqlx::{PgConnection, Row};
 
-use super::rows::json_text;
-use super::tasks::{append_events, map_rows, task_row};
+use super::tasks::{map_rows, task_row};
 use super::{
     BatchRow, BatchState, CallRow, CallVote, DecisionRow, DecisionWrite, PendingBatchRow, Postgres,
     Result, StoreError, TaskRow, Written,
