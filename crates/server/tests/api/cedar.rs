@@ -306,9 +306,10 @@ async fn a_policys_ask_is_decided_by_its_approvers_with_its_quorum() {
             .contains("needs approval by group sre; 2 distinct approvals"),
         "{body}"
     );
-    // Nor may frank, who is not in sre; the batch is not in his inbox.
+    // Nor may frank, who is not in sre: he may not see the task (as for an unknown one), and
+    // the batch is not in his inbox.
     let (status, body) = decide_rest(&app, Some("tF"), &task, approve.clone()).await;
-    assert_eq!(status, 403, "{body}");
+    assert_eq!(status, 404, "{body}");
     let (_, inbox) = app.get_as("/api/approvals", Some("tF")).await;
     assert_eq!(inbox["approvals"], json!([]), "{inbox}");
     // It is in alice's, routed to her by the policy's approvers and quorum.
@@ -357,7 +358,7 @@ require_approval = ["write_file", "delete_file"]
     let task = task_id(&results);
     let approve = json!({"decision_type": "approve"});
     let (status, body) = decide_rest(&app, Some("tA"), &task, approve.clone()).await;
-    assert_eq!(status, 403, "alice is not in oncall: {body}");
+    assert_eq!(status, 404, "alice is not in oncall: {body}");
     let (status, body) = decide_rest(&app, Some("tF"), &task, approve.clone()).await;
     assert_eq!(status, 200, "{body}");
     completed(&app, "tE", &task).await;
@@ -368,7 +369,10 @@ require_approval = ["write_file", "delete_file"]
     let results = say_as(&app, "tE", "delete old.txt").await;
     let task = task_id(&results);
     let (status, _) = decide_rest(&app, Some("tF"), &task, approve.clone()).await;
-    assert_eq!(status, 403, "frank is not in sre");
+    assert_eq!(
+        status, 404,
+        "frank is not in sre: the task is not his to see"
+    );
     for token in ["tA", "tC"] {
         let (status, body) = decide_rest(&app, Some(token), &task, approve.clone()).await;
         assert_eq!(status, 200, "{body}");

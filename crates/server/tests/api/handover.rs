@@ -32,9 +32,10 @@ async fn a_handed_over_batch_may_be_decided_by_whom_it_was_handed_to() {
     let approve = json!({"decision_type": "approve"});
     let path = format!("/api/approvals/{task}/handover");
 
-    // Erin (dev) is no approver: she may neither approve nor hand the batch on.
+    // Erin (dev) is no approver: she may neither approve (the task is not hers to see: "not
+    // found") nor hand the batch on.
     let (status, _) = decide_rest(&app, Some("erin-token"), &task, approve.clone()).await;
-    assert_eq!(status, 403);
+    assert_eq!(status, 404);
     let (status, body) = app
         .post_json_as(&path, Some("frank-token"), &json!({"to": "user:frank"}))
         .await;
@@ -108,7 +109,7 @@ async fn a_handed_to_person_reads_the_chat_hears_of_the_batch_and_decides_it() {
     assert!(got["error"].is_object(), "{got}");
     let approve = json!({"decision_type": "approve"});
     let (status, _) = decide_rest(&app, Some("erin-token"), &task, approve.clone()).await;
-    assert_eq!(status, 403);
+    assert_eq!(status, 404);
 
     // Carol hands it to erin: erin's stream sends it, she reads the chat and approves.
     let mut erin = open_approvals(&app, Some("erin-token"), None).await;

@@ -648,7 +648,8 @@ async fn users_see_and_decide_only_their_own_tasks() {
     })
     .await;
     let (task, context) = pause(&app, Some("alice-token")).await;
-    // Bob: A2A says "not found"; REST says 403; his lists are empty.
+    // Bob: A2A says "not found"; REST says 403 to a read, and "not found" to a decision, as
+    // for an unknown task; his lists are empty.
     for method in ["tasks/get", "tasks/cancel"] {
         let got = app
             .rpc_as(
@@ -677,7 +678,7 @@ async fn users_see_and_decide_only_their_own_tasks() {
         json!({"decision_type": "approve"}),
     )
     .await;
-    assert_eq!(status, 403);
+    assert_eq!(status, 404);
     let (_, body) = app.get_as("/api/approvals", Some("bob-token")).await;
     assert_eq!(body["approvals"], json!([]));
     let (_, body) = app.get_as("/api/sessions", Some("bob-token")).await;

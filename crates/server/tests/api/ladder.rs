@@ -156,7 +156,7 @@ async fn a_waiting_batch_is_reminded_then_escalated_and_the_escalated_group_may_
     // Before any escalation dana (dba) may not decide a batch: slow's escalates in an hour.
     let (slow, _) = pause(&app, "slow", "slow.txt").await;
     let (status, body) = decide_rest(&app, Some("dana-token"), &slow, approve.clone()).await;
-    assert_eq!(status, 403, "{body}");
+    assert_eq!(status, 404, "not hers to see: {body}");
 
     let mut bob = open_approvals(&app, Some("bob-token"), None).await;
     let (task, _) = pause(&app, "fast", "fast.txt").await;

@@ -15,6 +15,7 @@ mod cancel_calls;
 mod cedar;
 mod conformance;
 mod conformance_agent;
+mod edits;
 mod email;
 mod expiry;
 mod feedback;

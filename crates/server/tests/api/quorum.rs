@@ -90,10 +90,20 @@ async fn a_two_person_rule_with_a_quorum_of_two_runs_the_call_once_two_others_ap
             .contains("needs approval by group sre or user frank; the requester may not approve"),
         "{refusal}"
     );
+    // Erin may not even see the task: she is told what an unknown task's decision is told,
+    // nothing of who may approve it, over A2A and over REST.
     let events = decide_a2a(&app, "erin-token", &task, &context, approve.clone()).await;
-    assert!(
-        error_message(&events).contains("needs approval by group sre"),
-        "{events:?}"
+    let unknown = decide_a2a(&app, "erin-token", "nope", &context, approve.clone()).await;
+    assert_eq!(events[0]["error"]["code"], -32001, "{events:?}");
+    assert_eq!(unknown[0]["error"]["code"], -32001, "{unknown:?}");
+    assert_eq!(error_message(&events), format!("task {task} not found"));
+    let (status, body) = decide_rest(&app, Some("erin-token"), &task, approve.clone()).await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["error"], format!("task {task} not found"));
+    let (status, unknown) = decide_rest(&app, Some("erin-token"), "nope", approve.clone()).await;
+    assert_eq!(
+        (status, &unknown["error"]),
+        (404, &json!("task nope not found"))
     );
     assert!(!app.sandbox().join("two.txt").exists());
 
@@ -172,7 +182,11 @@ async fn a_two_person_rule_with_a_quorum_of_two_runs_the_call_once_two_others_ap
         std::fs::read_to_string(app.sandbox().join("two.txt")).unwrap(),
         "hi"
     );
-    let (status, _) = decide_rest(&app, Some("dave-token"), &task, approve).await;
+    // Dave may approve no call of the task now and voted on none: it is not his to see.
+    let (status, _) = decide_rest(&app, Some("dave-token"), &task, approve.clone()).await;
+    assert_eq!(status, 404, "the batch was decided without him");
+    // Bob voted on it: he sees it, and that it waits for no decision.
+    let (status, _) = decide_rest(&app, Some("bob-token"), &task, approve).await;
     assert_eq!(status, 409, "the batch was decided");
 
     // The audit: both approvals, who, why, how, and the arguments' hash.
@@ -420,7 +434,8 @@ async fn decide_kagent(
 }
 
 #[tokio::test]
-async fn a2a_v10_and_kagent_approvals_by_the_requester_or_an_outsider_are_refused_by_name() {
+async fn a2a_v10_and_kagent_approvals_by_the_requester_are_refused_by_name_and_an_outsiders_not_found(
+) {
     let app = spawn_with_agents(
         &agents("approvers = [\"group:sre\"]\nrequester_may_approve = false"),
         people,
@@ -437,22 +452,21 @@ async fn a2a_v10_and_kagent_approvals_by_the_requester_or_an_outsider_are_refuse
         refusal.contains("needs approval by group sre; the requester may not approve"),
         "{answer}"
     );
+    // Erin may not see the task: "not found", as for an unknown task, with nothing of its
+    // routing.
     let answer = decide_v10(&app, "erin-token", &task, &context, approve).await;
-    let refusal = answer["error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        refusal.contains("needs approval by group sre; the requester may not approve"),
-        "{answer}"
-    );
+    assert_eq!(answer["error"]["code"], -32001, "{answer}");
+    assert_eq!(answer["error"]["message"], format!("task {task} not found"));
 
     // kagent's decision terms: the same two, refused the same way.
-    for token in ["carol-token", "erin-token"] {
-        let events = decide_kagent(&app, token, &task, &context, &call).await;
-        assert!(
-            error_message(&events)
-                .contains("needs approval by group sre; the requester may not approve"),
-            "{token}: {events:?}"
-        );
-    }
+    let events = decide_kagent(&app, "carol-token", &task, &context, &call).await;
+    assert!(
+        error_message(&events)
+            .contains("needs approval by group sre; the requester may not approve"),
+        "{events:?}"
+    );
+    let events = decide_kagent(&app, "erin-token", &task, &context, &call).await;
+    assert_eq!(error_message(&events), format!("task {task} not found"));
 
     // Nothing ran, nobody's vote was counted, and the batch still waits for an approver.
     assert!(!app.sandbox().join("refused.txt").exists());

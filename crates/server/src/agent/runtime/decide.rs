@@ -16,7 +16,6 @@ use signoff_protocol::hitl::{
 use signoff_protocol::rest::CallQuorum;
 use signoff_protocol::{Message, Role, StreamEvent, TaskState};
 
-use crate::agent::config::RuleAction;
 use crate::agent::notify::payload::{self, About};
 use crate::agent::notify::{Audience, Notifications};
 use crate::agent::view;
@@ -301,13 +300,14 @@ impl Runtime {
         let (who, agent_key, id) = (who.clone(), agent.key(), task_id.to_owned());
         let auth = super::authenticated::decider_auth();
         let driven_by = self.driving_parent(task_id).await?;
+        let voted = self.store.voted_on(task_id, &who.subject).await?;
         let applied = self
             .apply_decision(task_id, move |row, batch| {
-                // Over A2A, another user's or agent's task does not exist, unless its batch is
-                // routed to approvers: they may decide it, and only that.
+                // Over A2A, another agent's task does not exist, nor a task its sender may not
+                // see: an approver of its batch may decide it, and only that.
                 let row = row
                     .filter(|row| row.agent == agent_key)
-                    .filter(|row| row.user_id == who.subject || runtime.routed(row, batch))
+                    .filter(|row| runtime.sees_for_decision(row, batch, &who, voted))
                     .ok_or_else(|| AgentError::TaskNotFound(id.clone()))?;
                 let owner = row.user_id == who.subject;
                 if let Some(context_id) = &message.context_id {
@@ -430,22 +430,14 @@ impl Runtime {
         let runtime = self.clone();
         let (who, id, data) = (who.clone(), task_id.to_owned(), data.clone());
         let auth = super::authenticated::decider_auth();
+        let voted = self.store.voted_on(task_id, &who.subject).await?;
         let applied = self
             .apply_decision(task_id, move |row, batch| {
-                let row = row.ok_or_else(|| AgentError::TaskNotFound(id.clone()))?;
-                if row.user_id != who.subject && !runtime.routed(row, batch) {
-                    // An approver late for a batch decided a moment ago learns that it was.
-                    let late = batch.is_none()
-                        && runtime
-                            .agent_by_key(&row.agent)
-                            .is_some_and(|agent| runtime.agent_routes(&agent));
-                    return Err(match late {
-                        true => AgentError::NotPaused(format!(
-                            "task {id} waits for no decision: its batch was decided"
-                        )),
-                        false => AgentError::Forbidden(id.clone()),
-                    });
-                }
+                // A task its sender may not see is not found, as an unknown one, before
+                // anything about its batch or who may approve it is said.
+                let row = row
+                    .filter(|row| runtime.sees_for_decision(row, batch, &who, voted))
+                    .ok_or_else(|| AgentError::TaskNotFound(id.clone()))?;
                 if let Some(link) = &driven_by {
                     return Err(driven_by_parent(&id, link));
                 }
@@ -576,15 +568,24 @@ impl Runtime {
         }
     }
 
-    /// Whether `row`'s pending `batch` is routed to approvers besides its requester: then
-    /// others may decide it (the tally says who).
-    pub(super) fn routed(&self, row: &TaskRow, batch: Option<&BatchRow>) -> bool {
-        batch.is_some_and(|batch| {
-            !batch.handed_to.is_empty()
-                || batch_requests(batch)
-                    .iter()
-                    .any(|request| !self.call_approvers(row, request).entries.is_empty())
-        })
+    /// Whether `who` may see task `row` when deciding its pending `batch`, as for a read
+    /// (`Runtime::readable_task`): its owner, someone who may approve a call of the batch (by
+    /// the agents file, a hand-over or an escalation), or someone who voted on one of its
+    /// batches (`voted`, read before the write, or a vote on this one). Checked first on every
+    /// channel: anyone else gets "not found", as for a task that does not exist.
+    pub(super) fn sees_for_decision(
+        &self,
+        row: &TaskRow,
+        batch: Option<&BatchRow>,
+        who: &Decider,
+        voted: bool,
+    ) -> bool {
+        row.user_id == who.subject
+            || voted
+            || batch.is_some_and(|batch| {
+                batch.votes.iter().any(|vote| vote.user_id == who.subject)
+                    || self.eligible_for_batch(row, &batch_requests(batch), &batch.handed_to, who)
+            })
     }
 
     /// After a person's decision on a local task has committed: start its runner, answer with
@@ -646,30 +647,9 @@ impl Runtime {
             let (Some(args), Some(agent)) = (&call.modified_args, &asker) else {
                 continue;
             };
-            // The operator's deny rules hold for the arguments that would run, edited or not.
-            if let Some(rule) = agent.approvals.rule_for(&call.request.name, args) {
-                if rule.action == RuleAction::Deny {
-                    return Err(AgentError::InvalidParams(format!(
-                        "modified_args for {id} ({}) are denied by rule {}; the call keeps waiting",
-                        call.request.name, rule.label
-                    )));
-                }
-            }
-            // So do the deployment's forbids.
-            if let Some(tool) = agent.tools.get(&call.request.name) {
-                let requester = super::policies::Requester {
-                    user: &row.user_id,
-                    groups: &row.requester_groups,
-                    context_id: &row.context_id,
-                    subagent: call.request.via.is_some(),
-                };
-                if let Some(denial) = self.policy_denies(agent, &requester, &tool.spec, args) {
-                    return Err(AgentError::InvalidParams(format!(
-                        "modified_args for {id} ({}) are denied by {denial}; the call keeps waiting",
-                        call.request.name
-                    )));
-                }
-            }
+            // Edited arguments go through the whole gate, and need no more than the batch's
+            // routing gives (`edits`).
+            self.check_edit(row, agent, call)?;
             if let Some(tool) = agent.tools.get(&call.request.name) {
                 tool.check_args(args).map_err(|error| {
                     AgentError::InvalidParams(format!(

@@ -11,6 +11,7 @@ mod approvals;
 mod audit;
 mod authenticated;
 mod decide;
+mod edits;
 mod email;
 mod expiry;
 mod gate;

@@ -9,9 +9,10 @@ use signoff_protocol::hitl::{DecidedBy, GateOutcome, RecordedDecision, Why, WhyK
 use signoff_protocol::rest::{NewPolicy, Policy, PolicyScope as WireScope};
 
 use crate::agent::cedar::{CallFacts, CedarOutcome, ToolFacts};
-use crate::agent::decision::decide;
+use crate::agent::decision::{decide, Decided};
 use crate::agent::model::ModelToolCall;
 use crate::agent::policy::{CompiledPolicy, UserPolicy};
+use crate::agent::tools::ExposedTool;
 use crate::agent::view;
 use crate::store::{AutoDecision, Channel, PolicyInsert, PolicyRow, PolicyScope, Verdict};
 
@@ -72,9 +73,8 @@ impl Runtime {
                 });
                 continue;
             };
-            let cedar = self.evaluate_policies(agent, requester, &tool.spec, &call.args, now);
+            let (cedar, mut decided) = self.gate(agent, requester, &tool, &call.args, now);
             let rule = agent.approvals.rule_for(&call.name, &call.args);
-            let mut decided = decide(&cedar, rule, tool.requires_approval, None);
             if decided.grantable {
                 if grants.is_none() {
                     grants = Some(
@@ -114,40 +114,22 @@ impl Runtime {
         Ok(out)
     }
 
-    /// Whether the live policies forbid a call (edited arguments a person would run): the
-    /// policy and its reason, as the model would read them.
-    pub(super) fn policy_denies(
+    /// The gate's answer for one call before any grant ([`decide`] of the deployment's
+    /// policies, the agent's argument rules and the tool's `require_approval`), and what the
+    /// policies said. A model's call is screened here, and so is a person's edit of a waiting
+    /// call (`edits`), so both get the same answer for the same arguments.
+    pub(super) fn gate(
         &self,
         agent: &Agent,
         requester: &Requester<'_>,
-        spec: &crate::agent::tools::ToolSpec,
+        tool: &ExposedTool,
         args: &serde_json::Value,
-    ) -> Option<String> {
-        let tool = ToolFacts {
-            name: spec.name.clone(),
-            source: spec.source.clone(),
-            hints: spec.hints,
-        };
-        let key = agent.key();
-        let facts = CallFacts {
-            user: requester.user,
-            groups: requester.groups,
-            tool: &tool,
-            args,
-            agent: &key,
-            subagent: requester.subagent,
-            now: chrono::Utc::now(),
-        };
-        match self.gate.live.evaluate(&facts) {
-            CedarOutcome::Deny { policy, reason } => Some(match reason {
-                Some(reason) => format!("policy {policy}: {reason}"),
-                None => format!("policy {policy}"),
-            }),
-            CedarOutcome::NoOpinion
-            | CedarOutcome::Allow { .. }
-            | CedarOutcome::Ask(_)
-            | CedarOutcome::Error { .. } => None,
-        }
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> (CedarOutcome, Decided) {
+        let cedar = self.evaluate_policies(agent, requester, &tool.spec, args, now);
+        let rule = agent.approvals.rule_for(&tool.spec.name, args);
+        let decided = decide(&cedar, rule, tool.requires_approval, None);
+        (cedar, decided)
     }
 
     /// What the live policies say about one call (the shadow set is evaluated beside them, and
