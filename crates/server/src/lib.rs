@@ -114,6 +114,10 @@ pub struct Config {
     /// For --auth oidc: the `aud` programs' bearer JWTs must carry; default: the client id.
     #[arg(long, env = "SIGNOFF_OIDC_AUDIENCE")]
     pub oidc_audience: Option<String>,
+    /// For --auth oidc: the longest a JWT or ID token may be valid for (`exp` less `iat`); a
+    /// token that claims a longer life is refused.
+    #[arg(long, env = "SIGNOFF_OIDC_MAX_TOKEN_LIFETIME", default_value = "24h", value_parser = humantime::parse_duration)]
+    pub oidc_max_token_lifetime: Duration,
     /// For --auth oidc: how often expired sessions and abandoned sign-ins are deleted from the
     /// store (not a flag: tests shorten it).
     #[arg(skip = http::auth::oidc::SWEEP_EVERY)]
@@ -253,6 +257,7 @@ impl Config {
             oidc_scopes: vec!["openid".into(), "profile".into(), "email".into()],
             oidc_groups_claim: "groups".to_owned(),
             oidc_audience: None,
+            oidc_max_token_lifetime: http::auth::jwt::MAX_LIFETIME,
             public_url: None,
             login_sweep_every: http::auth::oidc::SWEEP_EVERY,
             notifications: None,
@@ -404,6 +409,7 @@ impl Config {
             client_secret,
             scopes: self.oidc_scopes.clone(),
             groups_claim: self.oidc_groups_claim.clone(),
+            max_token_lifetime: self.oidc_max_token_lifetime,
             public_url: needed(&self.public_url, "--public-url")?,
         })
     }

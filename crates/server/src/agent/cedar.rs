@@ -229,6 +229,9 @@ fn read_meta(policy: &Policy) -> Result<Meta, String> {
                 "@approvers: {approver:?} is neither group:NAME nor user:NAME"
             ));
         }
+        // The name byte for byte, as the agents file's entries are.
+        crate::agent::config::ApproverEntry::parse(approver)
+            .map_err(|err| format!("@approvers: {err}"))?;
     }
     let quorum = match policy.annotation("quorum") {
         Some(text) => match text.trim().parse::<u32>() {

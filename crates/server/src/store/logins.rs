@@ -1,6 +1,7 @@
 //! The rows of browser sign-ins (`--auth oidc`): signed-in sessions, keyed by their cookie's
-//! SHA-256, and sign-ins on their way through the provider, keyed by their `state`'s. Each
-//! backend's `logins` writes and reads them.
+//! SHA-256 (sign-ins on their way through the provider are cookies: `http/auth/attempt.rs`;
+//! the `login_attempts` rows an older version wrote are only swept). Each backend's `logins`
+//! writes and reads them.
 
 /// A signed-in browser.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,16 +18,6 @@ pub struct LoginRow {
     pub created_at: String,
 }
 
-/// A sign-in sent to the provider.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoginAttemptRow {
-    pub state_sha256: String,
-    pub pkce_verifier: String,
-    pub nonce: String,
-    pub return_to: String,
-    pub created_at: String,
-}
-
 pub(super) const LOGIN_SELECT: &str = "SELECT id_sha256, subject, name, email, groups_json, \
      refresh_token, id_token, expires_at, created_at FROM logins";
 
@@ -38,9 +29,6 @@ pub(super) fn sweep_sessions_sql(first: &str, second: &str) -> String {
              OR expires_at < {second}"
     )
 }
-
-pub(super) const ATTEMPT_COLUMNS: &str =
-    "state_sha256, pkce_verifier, nonce, return_to, created_at";
 
 /// The groups column's JSON.
 pub(super) fn groups_json(groups: &[String]) -> super::Result<String> {

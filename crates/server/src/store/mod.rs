@@ -52,7 +52,7 @@ pub use approvals::{ApprovalEventKind, ApprovalEventRow, WaitingBatch, OUTCOME_D
 
 use approvals::ApprovalWakes;
 pub use links::DecisionLinkRow;
-pub use logins::{LoginAttemptRow, LoginRow};
+pub use logins::LoginRow;
 pub use outbox::{
     now_ms, AttemptFailed, NewNotification, NotificationKind, NotificationRow, OutboxDepth,
     PUSH_CHANNEL,
@@ -707,15 +707,10 @@ forward! {
     /// Ends a session; whether there was one.
     pub async fn delete_login(&self, id_sha256: &str) -> Result<bool>;
 
-    /// Stores a sign-in on its way through the provider.
-    pub async fn put_login_attempt(&self, attempt: LoginAttemptRow) -> Result<()>;
-
-    /// Takes the sign-in whose `state` hashes to `state_sha256`: only the first caller gets it.
-    pub async fn take_login_attempt(&self, state_sha256: &str) -> Result<Option<LoginAttemptRow>>;
-
     /// Deletes the sessions nobody can use any more (without a refresh token: expired before
-    /// `expired_before`; with one: expired before `idle_before`) and the sign-ins started
-    /// before `attempts_before`; how many of each. Each is one `DELETE … WHERE`, so replicas
+    /// `expired_before`; with one: expired before `idle_before`) and the sign-ins an older version
+    /// stored (sign-ins on their way are cookies now) started before `attempts_before`; how
+    /// many of each. Each is one `DELETE … WHERE`, so replicas
     /// sweeping at once delete each row once, and a session renewed meanwhile is kept.
     pub async fn sweep_logins(
         &self,

@@ -175,3 +175,192 @@ async fn a_decision_records_that_the_proxy_authenticated_its_decider() {
     let (_, decided) = as_alice(&app, "/api/approvals?state=decided", None).await;
     assert_eq!(decided["decisions"][0]["deciderAuth"], "proxy", "{decided}");
 }
+
+/// `POST path` (`body`, or none) or `GET path` through the proxy with `headers`, each as given
+/// (bytes, repeats and all): the status and the body.
+async fn via_proxy(
+    app: &TestApp,
+    path: &str,
+    body: Option<Value>,
+    headers: &[(&str, &[u8])],
+) -> (u16, Value) {
+    let mut request = match &body {
+        Some(body) => app.client.post(app.url(path)).json(body),
+        None => app.client.get(app.url(path)),
+    };
+    for (name, value) in headers {
+        let value = reqwest::header::HeaderValue::from_bytes(value).unwrap();
+        request = request.header(*name, value);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_proxy_header_sent_twice_is_refused_and_nothing_runs() {
+    let app = spawn_with(proxy("127.0.0.0/8")).await;
+    let message = a2a::message_request("message/send", a2a::message_v03("hello", None, None));
+    for repeated in [
+        "x-auth-request-user",
+        "x-auth-request-email",
+        "x-auth-request-groups",
+    ] {
+        let mut headers: Vec<(&str, &[u8])> = ALICE
+            .iter()
+            .map(|(name, value)| (*name, value.as_bytes()))
+            .collect();
+        headers.push((repeated, b"mallory"));
+        let (status, body) = via_proxy(&app, DEMO, Some(message.clone()), &headers).await;
+        assert_eq!(status, 400, "{repeated}: {body}");
+        let error = body["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains(repeated) && error.contains("more than once"),
+            "{error}"
+        );
+    }
+    let (_, sessions) = as_alice(&app, "/api/sessions", None).await;
+    assert_eq!(sessions["sessions"], json!([]), "nothing ran");
+}
+
+#[tokio::test]
+async fn proxy_values_are_taken_byte_for_byte_and_padded_ones_refused() {
+    let app = spawn_with(proxy("127.0.0.0/8")).await;
+    let user = |value: &'static str| ("x-auth-request-user", value.as_bytes());
+    let groups = |value: &'static str| ("x-auth-request-groups", value.as_bytes());
+    for headers in [
+        vec![user("\u{2003}alice")],
+        vec![user("alice\u{a0}")],
+        vec![user("alice"), groups("sre\u{a0}")],
+        vec![user("alice"), groups("sre, oncall")],
+        vec![user("alice"), ("x-auth-request-email", b"a\t@example.com")],
+    ] {
+        let (status, body) = via_proxy(&app, "/api/me", None, &headers).await;
+        assert_eq!(status, 400, "{headers:?}: {body}");
+        assert!(
+            body["error"].as_str().unwrap().contains("names nobody"),
+            "{body}"
+        );
+    }
+    // UTF-8 as the proxy sent it, not trimmed, not refused for being beyond ASCII.
+    let (status, me) = via_proxy(&app, "/api/me", None, &[user("Zoë"), groups("sre")]).await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(me["user"], "Zoë");
+    assert_eq!(me["groups"], json!(["sre"]));
+}
+
+#[tokio::test]
+async fn a_cross_site_post_through_the_proxy_makes_no_share_or_decision_link() {
+    let app = spawn_with(proxy("127.0.0.0/8")).await;
+    let message = a2a::message_request(
+        "message/send",
+        a2a::message_v03(crate::hitl::PROMPT, None, None),
+    );
+    let (status, answer) = as_alice(&app, DEMO, Some(message)).await;
+    assert_eq!(status, 200, "{answer}");
+    let context = answer["result"]["contextId"].as_str().unwrap().to_owned();
+    let task = eventually("the batch to wait for alice", || async {
+        let (_, pending) = as_alice(&app, "/api/approvals", None).await;
+        pending["approvals"][0]["taskId"]
+            .as_str()
+            .map(str::to_owned)
+    })
+    .await;
+    let alice: Vec<(&str, &[u8])> = ALICE
+        .iter()
+        .map(|(name, value)| (*name, value.as_bytes()))
+        .collect();
+    let shares = format!("/api/sessions/{context}/shares");
+    let links = format!("/api/approvals/{task}/links");
+    let post = |path: String, extra: Vec<(&'static str, &'static [u8])>| {
+        let headers = [alice.clone(), extra].concat();
+        let app = &app;
+        async move {
+            // Body-less, as a page's form or fetch may send unasked.
+            let mut request = app.client.post(app.url(&path));
+            for (name, value) in &headers {
+                request = request.header(
+                    *name,
+                    reqwest::header::HeaderValue::from_bytes(value).unwrap(),
+                );
+            }
+            request.send().await.unwrap().status().as_u16()
+        }
+    };
+    for cross in [
+        vec![("sec-fetch-site", &b"cross-site"[..])],
+        vec![("sec-fetch-site", &b"same-site"[..])],
+        vec![("origin", &b"https://evil.example"[..])],
+    ] {
+        assert_eq!(post(shares.clone(), cross.clone()).await, 403, "{cross:?}");
+        assert_eq!(post(links.clone(), cross.clone()).await, 403, "{cross:?}");
+    }
+    let (_, listed) = as_alice(&app, &shares, None).await;
+    assert_eq!(listed["shares"], json!([]), "{listed}");
+    // From our own pages, and from a program (neither header), they are made.
+    let own = vec![("sec-fetch-site", &b"same-origin"[..])];
+    assert_eq!(post(shares.clone(), own.clone()).await, 201);
+    assert_eq!(post(links.clone(), own).await, 201);
+    assert_eq!(post(shares.clone(), Vec::new()).await, 201);
+}
+
+/// Approvers of the demo agent's writes: the sre group, two of them.
+const SRE_QUORUM_OF_TWO: &str =
+    "[[agents]]\nname = \"demo\"\napprovers = [\"group:sre\"]\nquorum = 2\n\
+    [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n";
+
+#[tokio::test]
+async fn one_person_the_proxy_names_two_ways_is_one_approver_of_a_quorum() {
+    let app = spawn_with_agents(SRE_QUORUM_OF_TWO, |config| {
+        config.auth = signoff_server::AuthMode::Proxy;
+        config.trusted_proxies = vec!["127.0.0.0/8".to_owned()];
+    })
+    .await;
+    let person = |user: &'static str, email: &'static str| -> Vec<(&'static str, &'static [u8])> {
+        vec![
+            ("x-auth-request-user", user.as_bytes()),
+            ("x-auth-request-email", email.as_bytes()),
+            ("x-auth-request-groups", b"sre"),
+        ]
+    };
+    let carol = person("carol", "carol@example.com");
+    let message = a2a::message_request(
+        "message/send",
+        a2a::message_v03("write q.txt: hi", None, None),
+    );
+    let (status, answer) = via_proxy(&app, DEMO, Some(message), &carol).await;
+    assert_eq!(status, 200, "{answer}");
+    let task = answer["result"]["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/approvals/{task}");
+    let approve = json!({"decision_type": "approve"});
+    let zed = person("Zed", "zed@example.com");
+    let (status, body) = eventually("carol's batch to wait", || async {
+        let (status, body) = via_proxy(&app, &path, Some(approve.clone()), &zed).await;
+        (status != 409).then_some((status, body))
+    })
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["quorum"][0]["approvedBy"], json!(["Zed"]));
+    // The same address under another subject is the same person: not a second approval.
+    let (status, body) = via_proxy(
+        &app,
+        &path,
+        Some(approve.clone()),
+        &person("zed", "ZED@example.com"),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(!app.sandbox().join("q.txt").exists());
+    let (status, body) = via_proxy(
+        &app,
+        &path,
+        Some(approve),
+        &person("amy", "amy@example.com"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    eventually("the write to run", || async {
+        app.sandbox().join("q.txt").exists().then_some(())
+    })
+    .await;
+}

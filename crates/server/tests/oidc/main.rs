@@ -24,6 +24,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use support::*;
 
 mod email;
+mod identity;
 
 /// The provider, running.
 struct Provider {

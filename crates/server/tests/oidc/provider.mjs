@@ -1,5 +1,5 @@
 // The OpenID provider of the sign-in tests: npm's oidc-provider (certified), on loopback, with
-// three people and their groups, its own login form (devInteractions), RP-initiated logout, and
+// four people and their groups, its own login form (devInteractions), RP-initiated logout, and
 // JWT access tokens for programs (client credentials for the `signoff-api` audience).
 //
 // Environment: PORT (to listen on), REDIRECT_URIS and POST_LOGOUT_URIS (comma-separated, the
@@ -35,10 +35,12 @@ const signing = [key("provider-key-1", "provider")];
 if (process.env.ROTATED === "1") signing.unshift(key("provider-key-2", "rotated")); // the first signs
 key("rogue-key", "rogue"); // never published
 
+// dave's provider never checked the address he gave, which is carol's.
 const people = {
-  alice: { sub: "alice", name: "Alice Example", email: "alice@example.com", groups: ["oncall", "sre"] },
-  bob: { sub: "bob", name: "Bob Example", email: "bob@example.com", groups: ["dev"] },
-  carol: { sub: "carol", name: "Carol Example", email: "carol@example.com", groups: ["sre"] },
+  alice: { sub: "alice", name: "Alice Example", email: "alice@example.com", email_verified: true, groups: ["oncall", "sre"] },
+  bob: { sub: "bob", name: "Bob Example", email: "bob@example.com", email_verified: true, groups: ["dev"] },
+  carol: { sub: "carol", name: "Carol Example", email: "carol@example.com", email_verified: true, groups: ["sre"] },
+  dave: { sub: "dave", name: "Dave Example", email: "carol@example.com", email_verified: false, groups: [] },
 };
 
 const provider = new Provider(`http://127.0.0.1:${port}`, {
@@ -66,7 +68,7 @@ const provider = new Provider(`http://127.0.0.1:${port}`, {
   },
   findAccount: async (_ctx, id) =>
     people[id] && { accountId: id, claims: async () => people[id] },
-  claims: { openid: ["sub"], profile: ["name"], email: ["email"], groups: ["groups"] },
+  claims: { openid: ["sub"], profile: ["name"], email: ["email", "email_verified"], groups: ["groups"] },
   scopes: ["openid", "offline_access", "api"],
   conformIdTokenClaims: false,
   features: {

@@ -72,6 +72,22 @@ impl ApproversSpec {
     }
 }
 
+/// Whether an identity value (a subject, an email, a group) is taken as given: not empty, no
+/// whitespace of any kind (or an invisible zero-width character) at either end, no control or
+/// bidirectional-override character anywhere. Values are never trimmed: `" sre"` and
+/// `"sre\u{a0}"` are not `sre`, so they are refused rather than read as someone else.
+pub fn is_clean(value: &str) -> bool {
+    let invisible = |c: char| {
+        c.is_whitespace() || matches!(c, '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}')
+    };
+    let hidden =
+        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    !value.is_empty()
+        && !value.starts_with(invisible)
+        && !value.ends_with(invisible)
+        && !value.chars().any(hidden)
+}
+
 /// One checked `approvers` entry.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ApproverEntry {
@@ -95,9 +111,15 @@ impl ApproverEntry {
         let (kind, name) = text
             .split_once(':')
             .ok_or_else(|| format!("{text:?} must be group:NAME or user:SUBJECT-OR-EMAIL"))?;
-        let name = name.trim();
-        if name.is_empty() {
+        if name.trim().is_empty() {
             return Err(format!("{text:?} names no {kind}"));
+        }
+        // Taken byte for byte, as people's identities are: `group: sre` or `sre\u{a0}` would
+        // name nobody (or, trimmed, somebody else).
+        if !is_clean(name) {
+            return Err(format!(
+                "{text:?}: the name has spaces around it or a control character"
+            ));
         }
         match kind.trim() {
             "group" => Ok(ApproverEntry::Group(name.to_owned())),
@@ -303,6 +325,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn padded_and_control_characters_are_not_clean() {
+        for good in ["sre", "alice@example.com", "Zoë Smith", "a b", "José"] {
+            assert!(is_clean(good), "{good:?}");
+        }
+        for bad in [
+            "",
+            " sre",
+            "sre ",
+            "sre\u{a0}",
+            "\u{2003}alice",
+            "\talice",
+            "alice\n",
+            "al\u{0}ice",
+            "\u{200b}alice",
+            "alice\u{feff}",
+            "ali\u{202e}ce",
+            "a\u{7f}",
+        ] {
+            assert!(!is_clean(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn entries_are_groups_or_users() {
         assert_eq!(
             ApproverEntry::parse("group:sre").unwrap(),
@@ -318,6 +363,15 @@ mod tests {
         assert!(ApproverEntry::parse("team:sre")
             .unwrap_err()
             .contains("neither"));
+        for padded in [
+            "group: sre",
+            "group:sre ",
+            "user:\u{2003}alice",
+            "group:sre\u{a0}",
+        ] {
+            let err = ApproverEntry::parse(padded).unwrap_err();
+            assert!(err.contains("spaces around it"), "{padded:?}: {err}");
+        }
         assert!(ApproverEntry::parse("group: ")
             .unwrap_err()
             .contains("names no group"));

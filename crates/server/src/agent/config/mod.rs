@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use approvers::{ApproverEntry, ApproversSpec, MAX_QUORUM};
+pub use approvers::{is_clean, ApproverEntry, ApproversSpec, MAX_QUORUM};
 pub use mcp::{check_approval, Endpoint, HttpTransport, McpHttpSpec, McpSourceSpec, McpStdioSpec};
 pub use openai::OpenAiSpec;
 pub use rules::{check_rules, parse_timeout, MatchSpec, Matcher, OnTimeout, RuleAction, RuleSpec};

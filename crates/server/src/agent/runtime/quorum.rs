@@ -43,18 +43,34 @@ impl Decider {
         }
     }
 
+    /// Whether `entry` names this person. Subjects and emails are kept apart: `user:` with an
+    /// `@` is an email and matches only the verified email `--auth` vouches for (without regard
+    /// to ASCII case), never a subject shaped like it; any other `user:` matches the subject,
+    /// byte for byte. A group matches byte for byte.
     fn matches(&self, entry: &ApproverEntry) -> bool {
         match entry {
             ApproverEntry::Group(group) => self.groups.iter().any(|own| own == group),
-            ApproverEntry::User(user) => {
-                self.subject == *user
-                    || self
-                        .email
-                        .as_deref()
-                        .is_some_and(|email| email.eq_ignore_ascii_case(user))
-            }
+            ApproverEntry::User(user) if user.contains('@') => self
+                .email
+                .as_deref()
+                .is_some_and(|email| email.eq_ignore_ascii_case(user)),
+            ApproverEntry::User(user) => self.subject == *user,
         }
     }
+
+    /// Whether this person and the one who cast `vote` are one: the same subject, or the same
+    /// verified email (a proxy's `Zed` and `zed` with one address are one person).
+    fn is_voter(&self, vote: &CallVote) -> bool {
+        same_person(&self.subject, self.email.as_deref(), vote)
+    }
+}
+
+/// Whether `subject` with verified `email` cast `vote`.
+fn same_person(subject: &str, email: Option<&str>, vote: &CallVote) -> bool {
+    vote.user_id == subject
+        || email
+            .zip(vote.email.as_deref())
+            .is_some_and(|(email, theirs)| email.eq_ignore_ascii_case(theirs))
 }
 
 /// What lets `who` approve a call under `approvers` of a chat `requester` started: the entries
@@ -122,26 +138,37 @@ enum Outcome {
     Waiting,
 }
 
-/// The approvals of one call's arguments: who approved `sha` (in order), and whose approvals
-/// of other arguments an edit voided.
+/// The approvals of one call's arguments: who approved `sha` (in order, each person once: by
+/// subject or verified email), and whose approvals of other arguments an edit voided.
 fn approvals_of(earlier: &[CallVote], call_id: &str, sha: &str) -> (Vec<String>, Vec<String>) {
-    let mut approved: Vec<String> = Vec::new();
-    let mut other: Vec<String> = Vec::new();
-    for vote in earlier
+    let approvals: Vec<&CallVote> = earlier
         .iter()
         .filter(|vote| vote.call_id == call_id && vote.verdict == StoredVerdict::Approve)
-    {
+        .collect();
+    let mut approved: Vec<&CallVote> = Vec::new();
+    let mut other: Vec<&CallVote> = Vec::new();
+    for vote in approvals {
         let list = if vote.args_sha256 == sha {
             &mut approved
         } else {
             &mut other
         };
-        if !list.contains(&vote.user_id) {
-            list.push(vote.user_id.clone());
+        if !list
+            .iter()
+            .any(|seen| same_person(&seen.user_id, seen.email.as_deref(), vote))
+        {
+            list.push(vote);
         }
     }
-    other.retain(|user| !approved.contains(user));
-    (approved, other)
+    other.retain(|voided| {
+        !approved
+            .iter()
+            .any(|seen| same_person(&seen.user_id, seen.email.as_deref(), voided))
+    });
+    let subjects = |votes: Vec<&CallVote>| -> Vec<String> {
+        votes.iter().map(|vote| vote.user_id.clone()).collect()
+    };
+    (subjects(approved), subjects(other))
 }
 
 impl Runtime {
@@ -297,7 +324,13 @@ impl Runtime {
                     let run_args = call.run_args().unwrap_or_else(|| call.request.args.clone());
                     let sha = args_sha256(&run_args);
                     let (mut approved, voided) = approvals_of(&batch.votes, id, &sha);
-                    if approved.contains(&who.subject) {
+                    let approved_before = batch.votes.iter().any(|vote| {
+                        vote.call_id == *id
+                            && vote.verdict == StoredVerdict::Approve
+                            && vote.args_sha256 == sha
+                            && who.is_voter(vote)
+                    });
+                    if approved_before {
                         return Err(AgentError::AlreadyApproved(format!(
                             "you have already approved call {id} ({}) with these arguments; it \
                              waits for {} more of: {}",
@@ -422,6 +455,57 @@ mod tests {
         assert!(eligible_by(&rule, &carol, "carol").is_empty());
         let listed = approvers(&["group:sre"], true, 1);
         assert_eq!(eligible_by(&listed, &carol, "carol"), ["group:sre"]);
+    }
+
+    #[test]
+    fn subjects_and_emails_are_kept_apart() {
+        let rule = approvers(&["user:carol@example.com", "user:alice"], true, 1);
+        // A subject shaped like carol's address is not carol; her verified email is.
+        let shaped = person("carol@example.com", None, &[]);
+        assert!(eligible_by(&rule, &shaped, "dave").is_empty());
+        let carol = person("c-7", Some("Carol@example.com"), &[]);
+        assert_eq!(
+            eligible_by(&rule, &carol, "dave"),
+            ["user:carol@example.com"]
+        );
+        // A name without `@` is a subject, byte for byte: never an email, never another case.
+        let mailbox_alice = person("a-1", Some("alice"), &[]);
+        assert!(eligible_by(&rule, &mailbox_alice, "dave").is_empty());
+        assert!(eligible_by(&rule, &person("Alice", None, &[]), "dave").is_empty());
+        assert_eq!(
+            eligible_by(&rule, &person("alice", None, &[]), "dave"),
+            ["user:alice"]
+        );
+        let grouped = approvers(&["group:sre"], true, 1);
+        assert!(eligible_by(&grouped, &person("bob", None, &["SRE"]), "dave").is_empty());
+    }
+
+    #[test]
+    fn one_person_by_subject_or_verified_email_counts_once() {
+        let vote = |user: &str, email: Option<&str>| CallVote {
+            call_id: "c1".into(),
+            user_id: user.into(),
+            email: email.map(str::to_owned),
+            verdict: StoredVerdict::Approve,
+            reason: None,
+            run_args: None,
+            args_sha256: "a".into(),
+            eligible_by: vec!["group:sre".into()],
+            channel: crate::store::Channel::Rest,
+            voted_at: String::new(),
+        };
+        let earlier = [
+            vote("Zed", Some("zed@example.com")),
+            vote("zed", Some("ZED@example.com")),
+            vote("amy", None),
+            vote("bo", None),
+        ];
+        let (approved, _) = approvals_of(&earlier, "c1", "a");
+        assert_eq!(approved, ["Zed", "amy", "bo"]);
+        let zed = person("zed", Some("zed@example.com"), &["sre"]);
+        assert!(zed.is_voter(&earlier[0]));
+        assert!(!person("zed", None, &[]).is_voter(&earlier[0]));
+        assert!(!person("ann", Some("amy@example.com"), &[]).is_voter(&earlier[2]));
     }
 
     #[test]

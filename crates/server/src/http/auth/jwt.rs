@@ -2,7 +2,10 @@
 //! published keys (its JWKS), with `jsonwebtoken`; both use this one key set. The signature with the key the token's `kid` names, and the
 //! algorithm that key is for (never the one the token asks for, never `none`, never an HMAC:
 //! an RS256 key's public half used as an HS256 secret is refused); `iss` the provider, `aud`
-//! our audience, `exp` and `nbf` with a small leeway. The keys are kept in memory, so a valid
+//! our audience, `exp` and `nbf` with a small leeway, an `iat` not in the future, a lifetime
+//! (`exp` less `iat`, or less now without `iat`) of at most `--oidc-max-token-lifetime`; no
+//! `crit` header (we understand no extension) and no `typ` of another kind of token (a logout
+//! token or a security event is not a sign-in). The keys are kept in memory, so a valid
 //! token costs no store read and no request to the provider; an unknown `kid` fetches them again,
 //! at most once a minute (a provider that rotated its keys is followed within a minute; a flood
 //! of made-up `kid`s costs the provider one request a minute).
@@ -15,7 +18,7 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
-use super::{Identity, Refusal};
+use super::{is_clean, Identity, Refusal};
 
 /// How far `exp` and `nbf` may be off (clocks drift).
 pub const LEEWAY_SECS: u64 = 30;
@@ -43,7 +46,12 @@ pub struct Checks {
     pub issuer: String,
     pub audience: String,
     pub groups_claim: String,
+    /// The longest a token may be valid for, from its `iat` (or from now) to its `exp`.
+    pub max_lifetime: Duration,
 }
+
+/// How long a token may be valid for by default: a day.
+pub const MAX_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
 
 impl Keys {
     /// Fetches the keys once; the server does not start if the provider does not answer.
@@ -115,22 +123,22 @@ impl Keys {
 
     /// Checks a bearer JWT: the identity it stands for, or why not.
     pub async fn verify(&self, token: &str, checks: &Checks) -> Result<Identity, Refusal> {
-        let claims = self.claims(token, &checks.issuer, &checks.audience).await?;
-        identity_from_claims(&claims, &checks.groups_claim)
-            .ok_or(Refusal::Unauthenticated("a JWT without a subject"))
+        let claims = self.claims(token, checks, &checks.audience).await?;
+        identity_from_claims(&claims, &checks.groups_claim).map_err(Refusal::Unauthenticated)
     }
 
-    /// Checks a JWT (a program's bearer token, or an ID token at sign-in) for `issuer` and
-    /// `audience`: its claims, or why not.
+    /// Checks a JWT (a program's bearer token, or an ID token at sign-in) for the provider's
+    /// `checks` and `audience`: its claims, or why not.
     pub async fn claims(
         &self,
         token: &str,
-        issuer: &str,
+        checks: &Checks,
         audience: &str,
     ) -> Result<Value, Refusal> {
         // `alg: none` and unknown algorithms fail here: jsonwebtoken knows no `none`.
         let header = jsonwebtoken::decode_header(token)
             .map_err(|_| Refusal::Unauthenticated("not a JWT"))?;
+        check_header(&header).map_err(Refusal::Unauthenticated)?;
         let key =
             self.key(header.kid.as_deref().unwrap_or(""))
                 .await
@@ -143,15 +151,57 @@ impl Keys {
             ));
         }
         let mut validation = Validation::new(key.algorithm);
-        validation.set_issuer(&[issuer]);
+        validation.set_issuer(&[checks.issuer.as_str()]);
         validation.set_audience(&[audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.leeway = LEEWAY_SECS;
         validation.validate_nbf = true;
         let data = jsonwebtoken::decode::<Value>(token, &key.decoding, &validation)
             .map_err(|err| Refusal::Unauthenticated(reason(err.kind())))?;
+        let now = jsonwebtoken::get_current_timestamp();
+        check_times(&data.claims, now, checks.max_lifetime).map_err(Refusal::Unauthenticated)?;
         Ok(data.claims)
     }
+}
+
+/// The header fields the signature check does not look at: no `crit` (RFC 7515 §4.1.11: a
+/// token that needs an extension we do not know must be refused), and a `typ` that is a plain
+/// JWT or an access token (RFC 9068), never another kind of token signed by the same keys (a
+/// logout token, a security event).
+fn check_header(header: &jsonwebtoken::Header) -> Result<(), &'static str> {
+    if header.crit.is_some() {
+        return Err("a JWT with a crit header");
+    }
+    let Some(typ) = header.typ.as_deref() else {
+        return Ok(());
+    };
+    // A media type: case-insensitive, `application/` may be left out (RFC 7515 §4.1.9).
+    let typ = typ.to_ascii_lowercase();
+    let typ = typ.strip_prefix("application/").unwrap_or(&typ);
+    match typ {
+        "jwt" | "at+jwt" => Ok(()),
+        _ => Err("a JWT of another kind (its typ)"),
+    }
+}
+
+/// `iat` not in the future (past the leeway), and `exp` at most `max_lifetime` after `iat`
+/// (after `now` for a token without `iat`): a stolen long-lived token stays refused.
+fn check_times(claims: &Value, now: u64, max_lifetime: Duration) -> Result<(), &'static str> {
+    let exp = claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
+    let issued = match claims.get("iat") {
+        None => now,
+        Some(iat) => {
+            let iat = iat.as_u64().ok_or("a JWT whose iat is not a time")?;
+            if iat > now + LEEWAY_SECS {
+                return Err("a JWT issued in the future");
+            }
+            iat
+        }
+    };
+    if exp.saturating_sub(issued) > max_lifetime.as_secs() + LEEWAY_SECS {
+        return Err("a JWT valid for longer than --oidc-max-token-lifetime");
+    }
+    Ok(())
 }
 
 /// The key named `kid`; a token without one may use the provider's only key.
@@ -245,20 +295,47 @@ fn reason(kind: &jsonwebtoken::errors::ErrorKind) -> &'static str {
     }
 }
 
-/// The identity the claims of a checked token (or ID token, or user info) stand for.
-pub fn identity_from_claims(claims: &Value, groups_claim: &str) -> Option<Identity> {
-    let text = |name: &str| {
-        claims
-            .get(name)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|value| !value.is_empty())
-            .map(str::to_owned)
+/// The identity the claims of a checked token (or ID token, or user info) stand for, or why
+/// not. The subject, email and groups are taken byte for byte and refused when padded or
+/// holding control characters ([`is_clean`]); the email only when `email_verified` is true,
+/// so nobody approves as an address their provider never checked. A name that is not clean
+/// is left out (the subject is shown instead): it names nobody.
+pub fn identity_from_claims(claims: &Value, groups_claim: &str) -> Result<Identity, &'static str> {
+    let text = |name: &str| claims.get(name).and_then(Value::as_str);
+    let subject = text("sub").ok_or("a JWT without a subject")?;
+    if !is_clean(subject) {
+        return Err("a JWT whose subject is padded or holds control characters");
+    }
+    let mut identity = Identity::subject(subject);
+    identity.name = [text("name"), text("preferred_username")]
+        .into_iter()
+        .flatten()
+        .find(|name| is_clean(name))
+        .map(str::to_owned);
+    identity.email = match verified_email(claims) {
+        Some(email) if !is_clean(email) => {
+            return Err("a JWT whose email is padded or holds control characters")
+        }
+        email => email.map(str::to_owned),
     };
-    let mut identity = Identity::subject(text("sub")?);
-    identity.name = text("name").or_else(|| text("preferred_username"));
-    identity.email = text("email");
-    Some(identity.with_groups(groups_of(claims.get(groups_claim))))
+    let groups = groups_of(claims.get(groups_claim));
+    if !groups.iter().all(|group| is_clean(group)) {
+        return Err("a JWT with a group that is padded or holds control characters");
+    }
+    Ok(identity.with_groups(groups))
+}
+
+/// The claims' `email` when they say it is verified: `email_verified` true (some providers
+/// write the string `"true"`); anything else (false, missing) and there is no email.
+pub fn verified_email(claims: &Value) -> Option<&str> {
+    let verified = match claims.get("email_verified") {
+        Some(Value::Bool(verified)) => *verified,
+        Some(Value::String(text)) => text == "true",
+        _ => false,
+    };
+    verified
+        .then(|| claims.get("email").and_then(Value::as_str))
+        .flatten()
 }
 
 /// A groups claim: an array of names, or one name.
@@ -287,7 +364,92 @@ mod tests {
         assert_eq!(identity.subject, "u-1");
         assert_eq!(identity.name.as_deref(), Some("alice"));
         assert_eq!(identity.groups, ["oncall", "sre"]);
-        assert!(identity_from_claims(&json!({"sub": ""}), "groups").is_none());
+        assert!(identity_from_claims(&json!({"sub": ""}), "groups").is_err());
+    }
+
+    #[test]
+    fn an_email_is_taken_only_when_the_provider_says_it_is_verified() {
+        let email = |verified: Value| {
+            let mut claims = json!({"sub": "u-1", "email": "carol@example.com"});
+            if !verified.is_null() {
+                claims["email_verified"] = verified;
+            }
+            identity_from_claims(&claims, "groups").unwrap().email
+        };
+        assert_eq!(email(json!(true)).as_deref(), Some("carol@example.com"));
+        assert_eq!(email(json!("true")).as_deref(), Some("carol@example.com"));
+        for unverified in [json!(false), Value::Null, json!("false"), json!(1)] {
+            assert_eq!(email(unverified.clone()), None, "{unverified}");
+        }
+    }
+
+    #[test]
+    fn padded_subjects_emails_and_groups_are_refused_not_trimmed() {
+        let verified = |email: &str| json!({"sub": "u-1", "email": email, "email_verified": true});
+        for claims in [
+            json!({"sub": " alice"}),
+            json!({"sub": "\u{2003}alice"}),
+            json!({"sub": "alice\n"}),
+            verified("carol@example.com\u{a0}"),
+            json!({"sub": "u-1", "groups": [" sre"]}),
+            json!({"sub": "u-1", "groups": "sre\u{a0}"}),
+        ] {
+            assert!(identity_from_claims(&claims, "groups").is_err(), "{claims}");
+        }
+        // A padded name is left out: the subject is shown.
+        let named = json!({"sub": "u-1", "name": "Alice\u{202e}", "preferred_username": "al"});
+        let identity = identity_from_claims(&named, "groups").unwrap();
+        assert_eq!(identity.name.as_deref(), Some("al"));
+    }
+
+    fn header(typ: Option<&str>, crit: bool) -> jsonwebtoken::Header {
+        let mut header = jsonwebtoken::Header::new(Algorithm::RS256);
+        header.typ = typ.map(str::to_owned);
+        header.crit = crit.then(|| vec!["exp".to_owned()]);
+        header
+    }
+
+    #[test]
+    fn a_crit_header_and_other_kinds_of_token_are_refused() {
+        for typ in [
+            None,
+            Some("JWT"),
+            Some("jwt"),
+            Some("at+jwt"),
+            Some("application/at+JWT"),
+        ] {
+            assert_eq!(check_header(&header(typ, false)), Ok(()), "{typ:?}");
+        }
+        for typ in [
+            Some("logout+jwt"),
+            Some("secevent+jwt"),
+            Some("dpop+jwt"),
+            Some(""),
+        ] {
+            assert!(check_header(&header(typ, false)).is_err(), "{typ:?}");
+        }
+        assert!(check_header(&header(Some("JWT"), true)).is_err());
+    }
+
+    #[test]
+    fn an_iat_in_the_future_and_a_long_life_are_refused() {
+        let now = 1_800_000_000;
+        let day = MAX_LIFETIME;
+        let times = |iat: Option<u64>, exp: u64| {
+            let mut claims = json!({"exp": exp});
+            if let Some(iat) = iat {
+                claims["iat"] = json!(iat);
+            }
+            check_times(&claims, now, day)
+        };
+        assert_eq!(times(Some(now), now + 600), Ok(()));
+        assert_eq!(times(Some(now + LEEWAY_SECS), now + 600), Ok(()));
+        assert_eq!(times(None, now + day.as_secs()), Ok(()));
+        assert_eq!(times(Some(now - 3600), now + day.as_secs() - 3600), Ok(()));
+        assert!(times(Some(now + LEEWAY_SECS + 1), now + 600).is_err());
+        assert!(times(Some(now), now + day.as_secs() + LEEWAY_SECS + 1).is_err());
+        assert!(times(None, now + 10 * day.as_secs()).is_err());
+        assert!(check_times(&json!({"exp": now + 60, "iat": "soon"}), now, day).is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! JWTs). Handlers read the caller through the [`User`](super::User) and [`Caller`] extractors;
 //! the caller is worked out once per request and kept in its extensions.
 
+pub mod attempt;
 pub mod jwt;
 pub mod oidc;
 pub mod proxy;
@@ -21,6 +22,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use super::{AppState, HttpError};
+pub use crate::agent::config::is_clean;
 use crate::agent::Seen;
 
 /// A person or a program, as every mode names them.
@@ -30,6 +32,8 @@ pub struct Identity {
     pub subject: String,
     /// A name to show; `None`: show the subject.
     pub name: Option<String>,
+    /// An email the mode vouches for: a provider's only when it says `email_verified`, a
+    /// trusted proxy's as it sends it; `user:EMAIL` approvers match this alone.
     pub email: Option<String>,
     /// The groups the identity belongs to, as the mode names them (sorted, each once).
     pub groups: Vec<String>,
@@ -46,13 +50,10 @@ impl Identity {
         }
     }
 
-    /// Sorts the groups and drops empty and repeated ones.
+    /// Sorts the groups and drops repeated ones; each is kept byte for byte (the mode checked
+    /// them with [`is_clean`]).
     pub fn with_groups(mut self, groups: impl IntoIterator<Item = String>) -> Identity {
-        let mut groups: Vec<String> = groups
-            .into_iter()
-            .map(|group| group.trim().to_owned())
-            .filter(|group| !group.is_empty())
-            .collect();
+        let mut groups: Vec<String> = groups.into_iter().collect();
         groups.sort();
         groups.dedup();
         self.groups = groups;
@@ -123,6 +124,9 @@ pub enum Refusal {
     Unauthenticated(&'static str),
     /// A state-changing request carrying the session cookie from another site: 403.
     CrossSite,
+    /// A trusted proxy named someone in a way we do not take (a repeated header, a padded
+    /// value): 400, saying what was wrong.
+    BadIdentity(String),
     /// The store or the provider did not answer: 500 (logged where it happened).
     Internal,
 }
@@ -135,6 +139,7 @@ impl IntoResponse for Refusal {
                 "a request that changes something must come from this site's own pages".to_owned(),
             )
             .into_response(),
+            Refusal::BadIdentity(why) => HttpError::BadRequest(why).into_response(),
             Refusal::Internal => HttpError::Internal.into_response(),
         }
     }
@@ -170,6 +175,13 @@ pub async fn caller(parts: &mut Parts, state: &AppState) -> Result<Caller, Refus
                 path = parts.uri.path(),
                 "refused credentials"
             );
+            state
+                .runtime
+                .metrics()
+                .auth_event(state.auth.mode(), "refused");
+        }
+        Err(Refusal::BadIdentity(why)) => {
+            tracing::info!(mode = state.auth.mode(), reason = %why, path = parts.uri.path(), "refused an identity");
             state
                 .runtime
                 .metrics()
@@ -239,13 +251,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn groups_are_sorted_trimmed_and_kept_once() {
+    fn groups_are_sorted_and_kept_once_byte_for_byte() {
         let identity = Identity::subject("alice").with_groups(
-            ["sre", " oncall", "", "sre"]
+            ["sre", "oncall", "Sre", "sre"]
                 .into_iter()
                 .map(str::to_owned)
                 .collect::<Vec<_>>(),
         );
-        assert_eq!(identity.groups, ["oncall", "sre"]);
+        assert_eq!(identity.groups, ["Sre", "oncall", "sre"]);
     }
 }

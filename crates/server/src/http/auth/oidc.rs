@@ -6,9 +6,14 @@
 //! `__Host-` prefix when served over HTTPS); the session it names lives in the store, so every
 //! replica knows it and it outlives a restart. It lasts until the ID token expires, renewed with
 //! the refresh token when the provider gave one. A sign-in on its way (its `state`, PKCE
-//! verifier, nonce and return path) is in the store too, so the provider may send the browser
-//! back to any replica. Since a cookie comes with requests other sites make, a request with it
-//! that changes something must come from our own origin (`Sec-Fetch-Site`, else `Origin`).
+//! verifier, nonce and return path) is in a short-lived cookie of the browser that started it,
+//! MACed with a key every replica shares (`attempt`), so the provider may send the browser back
+//! to any replica and only that browser can finish it. Since a cookie comes with requests other
+//! sites make, a request with it that changes something must come from our own origin
+//! (`Sec-Fetch-Site`, else `Origin`).
+//!
+//! An email is taken from the ID token, or else the user info, only where the provider says it
+//! is verified (`email_verified`); the subject, email and groups byte for byte (`jwt`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -36,11 +41,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::jwt::{identity_from_claims, Checks, Keys};
+use super::attempt::{self, Attempt};
+use super::jwt::{identity_from_claims, verified_email, Checks, Keys};
 use super::{bearer, changes_state, Caller, Identity, Refusal, Via};
 use crate::agent::Seen;
 use crate::http::AppState;
-use crate::store::{LoginAttemptRow, LoginRow};
+use crate::store::LoginRow;
 
 /// How long a sign-in may take at the provider.
 const ATTEMPT_LIFETIME: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
@@ -63,6 +69,8 @@ pub struct Settings {
     pub groups_claim: String,
     /// The `aud` programs' JWTs must carry.
     pub audience: String,
+    /// The longest a token (a program's JWT, an ID token) may be valid for.
+    pub max_token_lifetime: Duration,
     /// Where people reach this server (`https://signoff.example.com`): the redirect URI, the
     /// origin same-origin checks compare with, and whether cookies are `Secure`.
     pub public_url: String,
@@ -158,6 +166,10 @@ pub struct Oidc {
     origin: String,
     secure: bool,
     cookie: &'static str,
+    /// The sign-in attempt's cookie.
+    attempt_cookie: &'static str,
+    /// The key attempts are MACed with, read from the store at the first sign-in.
+    attempt_key: tokio::sync::OnceCell<Vec<u8>>,
     end_session: Option<EndSessionUrl>,
 }
 
@@ -166,6 +178,9 @@ pub struct Oidc {
 const SECURE_COOKIE: &str = "__Host-signoff_session";
 /// Its name over plain HTTP (a laptop, a test), where `__Host-` cookies are refused.
 const PLAIN_COOKIE: &str = "signoff_session";
+/// The sign-in attempt's cookie, over HTTPS and over plain HTTP.
+const SECURE_ATTEMPT_COOKIE: &str = "__Host-signoff_login";
+const PLAIN_ATTEMPT_COOKIE: &str = "signoff_login";
 
 impl Oidc {
     /// Discovers the provider and fetches its keys; the server does not start without them.
@@ -206,11 +221,18 @@ impl Oidc {
                 issuer,
                 audience: settings.audience,
                 groups_claim: settings.groups_claim,
+                max_lifetime: settings.max_token_lifetime,
             },
             scopes: settings.scopes.into_iter().map(Scope::new).collect(),
             origin,
             secure,
             cookie: if secure { SECURE_COOKIE } else { PLAIN_COOKIE },
+            attempt_cookie: if secure {
+                SECURE_ATTEMPT_COOKIE
+            } else {
+                PLAIN_ATTEMPT_COOKIE
+            },
+            attempt_key: tokio::sync::OnceCell::new(),
             end_session,
         })
     }
@@ -472,6 +494,13 @@ pub async fn login(State(state): State<AppState>, Query(query): Query<LoginQuery
     let Some(return_to) = safe_return(return_to) else {
         return bad_request("return_to must be a path on this site");
     };
+    if return_to.len() > attempt::MAX_RETURN_PATH {
+        return bad_request("return_to is too long");
+    }
+    let key = match oidc.attempt_key(&state).await {
+        Ok(key) => key,
+        Err(refusal) => return refusal.into_response(),
+    };
     let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
     let (url, csrf, nonce) = oidc
         .client
@@ -483,17 +512,25 @@ pub async fn login(State(state): State<AppState>, Query(query): Query<LoginQuery
         .add_scopes(oidc.scopes.iter().cloned())
         .set_pkce_challenge(challenge)
         .url();
-    let attempt = LoginAttemptRow {
-        state_sha256: sha256_hex(csrf.secret()),
+    let attempt = Attempt {
+        state: csrf.secret().clone(),
         pkce_verifier: verifier.secret().clone(),
         nonce: nonce.secret().clone(),
         return_to: return_to.to_owned(),
-        created_at: crate::store::now(),
+        started: chrono::Utc::now().timestamp(),
     };
-    if let Err(err) = state.runtime.store().put_login_attempt(attempt).await {
-        return internal("storing a sign-in", &err).into_response();
-    }
-    Redirect::to(url.as_str()).into_response()
+    let sealed = match attempt::seal(key, &attempt) {
+        Ok(sealed) => sealed,
+        Err(err) => return internal("sealing a sign-in", &err).into_response(),
+    };
+    let mut response = Redirect::to(url.as_str()).into_response();
+    oidc.set_cookie(
+        &mut response,
+        oidc.attempt_cookie,
+        &sealed,
+        ATTEMPT_LIFETIME.num_seconds(),
+    );
+    response
 }
 
 #[derive(Debug, Deserialize)]
@@ -509,10 +546,24 @@ pub struct CallbackQuery {
 pub async fn callback(
     State(state): State<AppState>,
     Query(query): Query<CallbackQuery>,
+    parts: Parts,
 ) -> Response {
     let Some(oidc) = oidc(&state) else {
         return not_oidc();
     };
+    let mut response = finish_sign_in(oidc, &state, query, &parts).await;
+    // The attempt is used up, whatever became of it.
+    oidc.set_cookie(&mut response, oidc.attempt_cookie, "", 0);
+    response
+}
+
+/// The callback's answer: the session cookie and a redirect, or a page saying why not.
+async fn finish_sign_in(
+    oidc: &Oidc,
+    state: &AppState,
+    query: CallbackQuery,
+    parts: &Parts,
+) -> Response {
     if let Some(error) = query.error {
         tracing::info!(error, "the provider refused a sign-in");
         state.runtime.metrics().auth_event("oidc", "refused");
@@ -522,16 +573,29 @@ pub async fn callback(
         return bad_request("a sign-in answer needs code and state");
     };
     let store = state.runtime.store();
-    let attempt = match store.take_login_attempt(&sha256_hex(&csrf)).await {
-        Ok(Some(attempt)) => attempt,
-        Ok(None) => return bad_request("unknown or already used sign-in: sign in again"),
-        Err(err) => return internal("taking a sign-in", &err).into_response(),
+    let key = match oidc.attempt_key(state).await {
+        Ok(key) => key,
+        Err(refusal) => return refusal.into_response(),
     };
-    let started = chrono::DateTime::parse_from_rfc3339(&attempt.created_at)
-        .map(|at| at.with_timezone(&chrono::Utc))
-        .unwrap_or_default();
+    let attempt =
+        cookie_value(parts, oidc.attempt_cookie).and_then(|sealed| attempt::open(key, sealed));
+    // Compared as digests, so the time taken says nothing of the expected state.
+    let Some(attempt) = attempt.filter(|attempt| sha256_hex(&attempt.state) == sha256_hex(&csrf))
+    else {
+        tracing::info!("a sign-in answer came to a browser that did not start it");
+        state.runtime.metrics().auth_event("oidc", "refused");
+        return signed_out_page(
+            StatusCode::BAD_REQUEST,
+            "This sign-in was not started in this browser, or it was started again since. \
+             Nothing was signed in: sign in again from here.",
+        );
+    };
+    let started = chrono::DateTime::from_timestamp(attempt.started, 0).unwrap_or_default();
     if chrono::Utc::now() - started > ATTEMPT_LIFETIME {
-        return bad_request("the sign-in took too long: sign in again");
+        return signed_out_page(
+            StatusCode::BAD_REQUEST,
+            "The sign-in took too long. Nothing was signed in: sign in again.",
+        );
     }
     let login = match oidc.finish(code, &attempt).await {
         Ok(login) => login,
@@ -559,18 +623,46 @@ pub async fn callback(
         if oidc.secure { "; Secure" } else { "" }
     );
     if let Ok(value) = HeaderValue::from_str(&set) {
-        response.headers_mut().insert(header::SET_COOKIE, value);
+        response.headers_mut().append(header::SET_COOKIE, value);
     }
     response
 }
 
 impl Oidc {
+    /// The key sign-in attempts are MACed with: the store's (the first server to need one
+    /// makes it), read once.
+    async fn attempt_key(&self, state: &AppState) -> Result<&[u8], Refusal> {
+        let key = self
+            .attempt_key
+            .get_or_try_init(|| async {
+                let candidate =
+                    attempt::new_key().map_err(|err| internal("a sign-in key", &err))?;
+                let stored = state
+                    .runtime
+                    .store()
+                    .server_key(attempt::KEY_NAME, candidate)
+                    .await
+                    .map_err(|err| internal("reading the sign-in key", &err))?;
+                attempt::decode_key(&stored).map_err(|err| internal("the sign-in key", &err))
+            })
+            .await?;
+        Ok(key)
+    }
+
+    /// Adds `Set-Cookie: name=value` for `max_age` seconds (0: clears it), `HttpOnly`,
+    /// `SameSite=Lax` (sent when the provider sends the browser back), `Secure` over HTTPS.
+    fn set_cookie(&self, response: &mut Response, name: &str, value: &str, max_age: i64) {
+        let set = format!(
+            "{name}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Lax{}",
+            if self.secure { "; Secure" } else { "" }
+        );
+        if let Ok(value) = HeaderValue::from_str(&set) {
+            response.headers_mut().append(header::SET_COOKIE, value);
+        }
+    }
+
     /// The code exchanged and checked: a new session's cookie and row, or why not.
-    async fn finish(
-        &self,
-        code: String,
-        attempt: &LoginAttemptRow,
-    ) -> Result<(String, LoginRow), String> {
+    async fn finish(&self, code: String, attempt: &Attempt) -> Result<(String, LoginRow), String> {
         let tokens = self
             .client
             .exchange_code(AuthorizationCode::new(code))
@@ -593,14 +685,24 @@ impl Oidc {
             .and_then(Value::as_str)
             .map(|sub| openidconnect::SubjectIdentifier::new(sub.to_owned()))
             .ok_or("the ID token has no subject")?;
-        // The provider may keep the profile and groups for its user info endpoint.
-        if let Some(info) = self.user_info(tokens.access_token(), &subject).await {
+        // The provider may keep the profile and groups for its user info endpoint. An email
+        // and whether it is verified go together: the user info's pair only when the ID token
+        // holds no verified email.
+        if let Some(mut info) = self.user_info(tokens.access_token(), &subject).await {
+            if verified_email(&Value::Object(all.clone())).is_none() {
+                for pair in ["email", "email_verified"] {
+                    all.remove(pair);
+                    if let Some(value) = info.remove(pair) {
+                        all.insert(pair.to_owned(), value);
+                    }
+                }
+            }
             for (key, value) in info {
                 all.entry(key).or_insert(value);
             }
         }
         let identity = identity_from_claims(&Value::Object(all), &self.checks.groups_claim)
-            .ok_or("the ID token has no subject")?;
+            .map_err(|reason| format!("ID token: {reason}"))?;
         let mut secret = [0u8; 32];
         getrandom::fill(&mut secret).map_err(|err| format!("random bytes: {err}"))?;
         let cookie = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(secret);
@@ -623,15 +725,11 @@ impl Oidc {
     /// (and as its authorized party when it names several), and its expiry.
     async fn id_token_claims(&self, id_token: &str) -> Result<Map<String, Value>, String> {
         let client_id = self.client.client_id().as_str();
-        let claims = match self
-            .keys
-            .claims(id_token, &self.checks.issuer, client_id)
-            .await
-        {
+        let claims = match self.keys.claims(id_token, &self.checks, client_id).await {
             Ok(Value::Object(claims)) => claims,
             Ok(_) => return Err("the ID token's claims are not an object".to_owned()),
             Err(Refusal::Unauthenticated(reason)) => return Err(format!("ID token: {reason}")),
-            Err(Refusal::CrossSite | Refusal::Internal) => {
+            Err(Refusal::CrossSite | Refusal::BadIdentity(_) | Refusal::Internal) => {
                 return Err("the ID token could not be checked".to_owned())
             }
         };
@@ -666,6 +764,9 @@ impl Oidc {
         let mut claims = info.additional_claims().claims.clone();
         if let Some(email) = info.email() {
             claims.insert("email".into(), json!(email.as_str()));
+        }
+        if let Some(verified) = info.email_verified() {
+            claims.insert("email_verified".into(), json!(verified));
         }
         if let Some(name) = info.name().and_then(|name| name.get(None)) {
             claims.insert("name".into(), json!(name.as_str()));

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::Identity;
+use super::{is_clean, Identity};
 
 /// Reads `TOKEN=USER[:GROUP+GROUP…]` entries; `source` names where they came from in errors
 /// (never a token's value).
@@ -14,7 +14,7 @@ pub fn parse<'a>(
     tokens: &mut HashMap<String, Identity>,
 ) -> Result<(), String> {
     for (index, entry) in entries.into_iter().enumerate() {
-        let entry = entry.trim();
+        let entry = entry.trim_ascii();
         if entry.is_empty() {
             continue;
         }
@@ -23,15 +23,29 @@ pub fn parse<'a>(
             .split_once('=')
             .ok_or_else(|| format!("{source}: entry {at} is not TOKEN=USER[:GROUP+GROUP]"))?;
         let (user, groups) = holder.split_once(':').unwrap_or((holder, ""));
-        let (token, user) = (token.trim(), user.trim());
+        let (token, user) = (token.trim_ascii(), user.trim_ascii());
         if token.is_empty() || user.is_empty() {
             return Err(format!("{source}: entry {at} has an empty token or user"));
         }
-        if groups.split('+').any(|group| group.trim().is_empty()) && !groups.trim().is_empty() {
+        if groups.split('+').any(|group| group.trim_ascii().is_empty())
+            && !groups.trim_ascii().is_empty()
+        {
             return Err(format!("{source}: entry {at} has an empty group"));
         }
-        let identity = Identity::subject(user)
-            .with_groups(groups.split('+').map(str::to_owned).collect::<Vec<_>>());
+        let groups: Vec<String> = groups
+            .split('+')
+            .map(str::trim_ascii)
+            .filter(|group| !group.is_empty())
+            .map(str::to_owned)
+            .collect();
+        // Spaces around the syntax's `=`, `:` and `+` are the file's; an invisible or control
+        // character left in a name is not.
+        if !is_clean(user) || !groups.iter().all(|group| is_clean(group)) {
+            return Err(format!(
+                "{source}: entry {at} has a user or group with a control or invisible character"
+            ));
+        }
+        let identity = Identity::subject(user).with_groups(groups);
         if tokens.insert(token.to_owned(), identity).is_some() {
             return Err(format!("{source}: entry {at} repeats a token"));
         }
@@ -74,6 +88,14 @@ mod tests {
                 "entry 2 has an empty group",
             ),
             (vec!["secret=a", "secret=b"], "entry 2 repeats a token"),
+            (
+                vec!["secret=bob\u{a0}:sre"],
+                "entry 1 has a user or group with a control",
+            ),
+            (
+                vec!["secret=bob:\u{2003}sre"],
+                "entry 1 has a user or group with a control",
+            ),
         ] {
             let err = parse(entries, "--tokens", &mut HashMap::new()).unwrap_err();
             assert!(err.contains(wanted), "{err}");

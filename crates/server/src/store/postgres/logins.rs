@@ -71,39 +71,6 @@ impl Postgres {
         Ok(deleted == 1)
     }
 
-    pub async fn put_login_attempt(&self, attempt: LoginAttemptRow) -> Result<()> {
-        sqlx::query(&format!(
-            "INSERT INTO login_attempts ({ATTEMPT_COLUMNS}) VALUES ($1, $2, $3, $4, $5)"
-        ))
-        .bind(&attempt.state_sha256)
-        .bind(&attempt.pkce_verifier)
-        .bind(&attempt.nonce)
-        .bind(&attempt.return_to)
-        .bind(&attempt.created_at)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
-    pub async fn take_login_attempt(&self, state_sha256: &str) -> Result<Option<LoginAttemptRow>> {
-        let row = sqlx::query(&format!(
-            "DELETE FROM login_attempts WHERE state_sha256 = $1 RETURNING {ATTEMPT_COLUMNS}"
-        ))
-        .bind(state_sha256)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.map(|row| {
-            Ok(LoginAttemptRow {
-                state_sha256: row.try_get(0)?,
-                pkce_verifier: row.try_get(1)?,
-                nonce: row.try_get(2)?,
-                return_to: row.try_get(3)?,
-                created_at: row.try_get(4)?,
-            })
-        })
-        .transpose()
-    }
-
     pub async fn sweep_logins(
         &self,
         expired_before: &str,

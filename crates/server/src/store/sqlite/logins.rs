@@ -1,6 +1,6 @@
 //! Browser sign-ins in SQLite.
 
-use rusqlite::{params, OptionalExtension, Row};
+use rusqlite::{params, Row};
 
 use super::{Result, Sqlite};
 use crate::store::logins::*;
@@ -78,47 +78,6 @@ impl Sqlite {
                 .prepare_cached("DELETE FROM logins WHERE id_sha256 = ?1")?
                 .execute([&id_sha256])?;
             Ok(deleted == 1)
-        })
-        .await
-    }
-
-    pub async fn put_login_attempt(&self, attempt: LoginAttemptRow) -> Result<()> {
-        self.write(move |connection| {
-            connection
-                .prepare_cached(&format!(
-                    "INSERT INTO login_attempts ({ATTEMPT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5)"
-                ))?
-                .execute(params![
-                    attempt.state_sha256,
-                    attempt.pkce_verifier,
-                    attempt.nonce,
-                    attempt.return_to,
-                    attempt.created_at
-                ])?;
-            Ok(())
-        })
-        .await
-    }
-
-    pub async fn take_login_attempt(&self, state_sha256: &str) -> Result<Option<LoginAttemptRow>> {
-        let state_sha256 = state_sha256.to_owned();
-        self.write(move |connection| {
-            let attempt = connection
-                .prepare_cached(&format!(
-                    "DELETE FROM login_attempts WHERE state_sha256 = ?1
-                     RETURNING {ATTEMPT_COLUMNS}"
-                ))?
-                .query_row([&state_sha256], |row| {
-                    Ok(LoginAttemptRow {
-                        state_sha256: row.get(0)?,
-                        pkce_verifier: row.get(1)?,
-                        nonce: row.get(2)?,
-                        return_to: row.get(3)?,
-                        created_at: row.get(4)?,
-                    })
-                })
-                .optional()?;
-            Ok(attempt)
         })
         .await
     }
