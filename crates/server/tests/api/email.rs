@@ -145,9 +145,12 @@ async fn approvers_named_by_user_get_the_email_without_the_requesters_links() {
         ],
         "{got:?}"
     );
+    // Carol's link decides by her subject alone, which the approvers do not name: she is
+    // offered the Reject link only, never an Approve link she could not use.
     assert!(got[1]
         .1
-        .contains("Approve: https://signoff.example.com/decide/"));
+        .contains("Reject: https://signoff.example.com/decide/"));
+    assert!(!got[1].1.contains("Approve: "), "{}", got[1].1);
     for (_, text) in [&got[0], &got[2]] {
         assert!(!text.contains("/decide/"), "{text}");
         assert!(text.contains("write_file"), "{text}");
