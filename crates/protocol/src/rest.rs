@@ -248,7 +248,8 @@ pub struct ApprovalRouting {
     pub requested_by: String,
     /// What lets the reader approve: the agents file's entries that match them (`group:sre`,
     /// `user:alice@example.com`) or `requester`; empty when they may only reject or cancel
-    /// (the requester under a two-person rule).
+    /// (the requester under a two-person rule), or only read it (a person a hand-over named
+    /// whom the approvers do not).
     pub eligible_by: Vec<String>,
     /// Each call of the batch, in order.
     pub calls: Vec<CallQuorum>,

@@ -97,7 +97,10 @@ pub struct FeedbackList {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewDecisionLinks {
-    pub approve_url: String,
+    /// Absent for a requester who may not approve the batch (a two-person rule): she may only
+    /// reject it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve_url: Option<String>,
     pub reject_url: String,
     /// RFC 3339; the links work until then, once, while the batch waits.
     pub expires_at: String,

@@ -64,6 +64,8 @@ pub struct CallApprovers {
     pub entries: Vec<ApproverEntry>,
     pub requester_may_approve: bool,
     pub quorum: u32,
+    /// Whether a hand-over may make people eligible whom `entries` do not name.
+    pub handover_may_widen: bool,
     /// The call's deadline ladder.
     pub ladder: CallLadder,
 }
@@ -111,6 +113,7 @@ impl CallApprovers {
             entries: Vec::new(),
             requester_may_approve: true,
             quorum: 1,
+            handover_may_widen: false,
             ladder: CallLadder::default(),
         }
     }
@@ -126,8 +129,18 @@ impl CallApprovers {
             entries,
             requester_may_approve: spec.requester_may_approve.unwrap_or(true),
             quorum: spec.quorum.unwrap_or(1),
+            handover_may_widen: spec.handover_may_widen.unwrap_or(false),
             ladder: CallLadder::from_spec(spec),
         }
+    }
+
+    /// Whether the people a hand-over names may approve: always where no approvers are set
+    /// (the requester, who decides alone, passes her decision on), else only when the agents
+    /// file says `handover_may_widen = true`. Otherwise a hand-over never widens who may
+    /// approve: it lets the people it names read the batch, and an approver it names stays
+    /// eligible by the entries that name them.
+    pub fn handover_widens(&self) -> bool {
+        self.entries.is_empty() || self.handover_may_widen
     }
 
     /// What approving takes, in words: `needs approval by group sre or user:alice; the

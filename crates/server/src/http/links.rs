@@ -37,7 +37,8 @@ fn base_url(state: &AppState, headers: &HeaderMap) -> String {
 }
 
 /// `POST /api/approvals/{taskId}/links`: the caller's Approve and Reject links of the task's
-/// pending batch, `201`. Only a person who may decide the batch gets them.
+/// pending batch, `201`. Only a person who may decide the batch gets them, and the Approve
+/// link only one who may approve it.
 pub async fn create(
     State(state): State<AppState>,
     Path(task_id): Path<String>,
@@ -52,7 +53,7 @@ pub async fn create(
     Ok((
         StatusCode::CREATED,
         Json(NewDecisionLinks {
-            approve_url: format!("{base}/decide/{}", issued.approve),
+            approve_url: issued.approve.map(|token| format!("{base}/decide/{token}")),
             reject_url: format!("{base}/decide/{}", issued.reject),
             expires_at: issued.expires_at,
         }),

@@ -111,7 +111,7 @@ pub(super) fn batch_from_row(row: &impl Columns) -> Result<BatchRow> {
         decided_at: row.optional_text(5)?,
         expires_at: row.optional_text(6)?,
         votes: Vec::new(),
-        handed_to: Vec::new(),
+        handed_to: super::Handed::default(),
     })
 }
 

@@ -61,7 +61,7 @@ pub use people::PersonRow;
 pub use push::{PushConfigRow, PushPut};
 pub use rows::*;
 pub use sharing::{FeedbackRow, ShareRow};
-pub use steps::{handed_to, BatchStep, BatchStepKind, BatchStepRow};
+pub use steps::{handed_to, BatchStep, BatchStepKind, BatchStepRow, Handed};
 
 use postgres::Postgres;
 use sqlite::Sqlite;

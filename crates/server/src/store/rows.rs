@@ -202,9 +202,9 @@ pub struct BatchRow {
     /// The votes cast on a pending batch so far, oldest first: read inside a decision's write
     /// (`Store::decide_planned`); empty elsewhere.
     pub votes: Vec<CallVote>,
-    /// The `group:NAME` and `user:ID` entries a hand-over or escalation made eligible for a
-    /// pending batch: read with its votes inside a decision's write; empty elsewhere.
-    pub handed_to: Vec<String>,
+    /// The `group:NAME` and `user:ID` entries hand-overs and escalations named for a pending
+    /// batch: read with its votes inside a decision's write; empty elsewhere.
+    pub handed_to: super::Handed,
 }
 
 /// A pending batch with what the approvals list shows of its task.

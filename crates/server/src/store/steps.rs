@@ -12,7 +12,8 @@ use super::{PendingBatchRow, Result, StoreError};
 /// What a step did to its batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BatchStepKind {
-    /// A person handed the batch to a person or group, who may then decide it.
+    /// A person handed the batch to a person or group, who may then read it, and decide it
+    /// as far as the call's approvers allow.
     Handover,
     /// The ladder's `remind_after` passed.
     Remind,
@@ -42,11 +43,6 @@ impl BatchStepKind {
                 "unknown batch step kind {other:?}"
             ))),
         }
-    }
-
-    /// Whether the step's `to` may decide the batch.
-    pub fn makes_eligible(self) -> bool {
-        matches!(self, BatchStepKind::Handover | BatchStepKind::Escalate)
     }
 }
 
@@ -138,20 +134,40 @@ pub(super) fn step_from_row(row: &impl Columns) -> Result<BatchStepRow> {
     })
 }
 
-/// The entries the steps of batch `batch_id` among `steps` made eligible, each once.
-pub fn handed_to(steps: &[BatchStepRow], batch_id: i64) -> Vec<String> {
-    let mut entries: Vec<String> = Vec::new();
-    for row in steps
-        .iter()
-        .filter(|row| row.batch_id == batch_id && row.step.kind.makes_eligible())
-    {
+/// The entries the steps of one batch named, apart by who named them: the agents file's
+/// escalations (an operator's word, so they may decide the batch) and people's hand-overs
+/// (who may decide it only as the call's approvers allow: crates/server/README.md, Approvers).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Handed {
+    /// `escalate_to` entries of the ladder's escalations, each once.
+    pub escalated: Vec<String>,
+    /// `to` entries of hand-overs, each once.
+    pub handed_over: Vec<String>,
+}
+
+impl Handed {
+    /// Whether no step named anyone.
+    pub fn is_empty(&self) -> bool {
+        self.escalated.is_empty() && self.handed_over.is_empty()
+    }
+}
+
+/// The entries the steps of batch `batch_id` among `steps` named, each once.
+pub fn handed_to(steps: &[BatchStepRow], batch_id: i64) -> Handed {
+    let mut handed = Handed::default();
+    for row in steps.iter().filter(|row| row.batch_id == batch_id) {
+        let list = match row.step.kind {
+            BatchStepKind::Escalate => &mut handed.escalated,
+            BatchStepKind::Handover => &mut handed.handed_over,
+            BatchStepKind::Remind | BatchStepKind::Extend => continue,
+        };
         for entry in &row.step.to {
-            if !entries.contains(entry) {
-                entries.push(entry.clone());
+            if !list.contains(entry) {
+                list.push(entry.clone());
             }
         }
     }
-    entries
+    handed
 }
 
 /// A pending batch row of [`HANDED_OVER_SELECT`] (columns 7 on).

@@ -141,9 +141,12 @@ async fn approvers_named_by_user_get_the_email_at_a_known_address_without_the_re
     // `user:lead@example.test` is an id nobody signed in as and `people` does not list: no
     // address is known for it, and the id is not taken for one.
     assert_eq!(to, ["bob@example.test", "carol@example.test"], "{got:?}");
+    // Carol's link decides by her subject alone, which the approvers do not name: she is
+    // offered the Reject link only, never an Approve link she could not use.
     assert!(got[1]
         .1
-        .contains("Approve: https://signoff.example.com/decide/"));
+        .contains("Reject: https://signoff.example.com/decide/"));
+    assert!(!got[1].1.contains("Approve: "), "{}", got[1].1);
     assert!(!got[0].1.contains("/decide/"), "{}", got[0].1);
     assert!(got[0].1.contains("write_file"), "{}", got[0].1);
     app.stop().await;

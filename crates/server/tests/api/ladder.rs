@@ -16,8 +16,8 @@ use crate::support::*;
 
 /// `fast` reminds after 1 s and escalates to dba after 2 s; `slow` would escalate to dba only
 /// after an hour; `timed` expires after an hour and may be extended by 30 minutes in all;
-/// `fixed` expires after an hour and may not be extended. Each holds `write_file` for sre
-/// approvers, never the requester.
+/// `fixed` expires after an hour and may not be extended; `roomy` expires after an hour and may
+/// be extended by 1000 hours. Each holds `write_file` for sre approvers, never the requester.
 const AGENTS: &str = "\
 [[agents]]\nname = \"fast\"\napprovers = [\"group:sre\"]\nrequester_may_approve = false\n\
 remind_after = \"1s\"\nescalate_after = \"2s\"\nescalate_to = [\"group:dba\"]\n\
@@ -30,6 +30,9 @@ approval_timeout = \"1h\"\nmax_extend = \"30m\"\n\
 [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n\
 [[agents]]\nname = \"fixed\"\napprovers = [\"group:sre\"]\nrequester_may_approve = false\n\
 approval_timeout = \"1h\"\n\
+[[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n\
+[[agents]]\nname = \"roomy\"\napprovers = [\"group:sre\"]\nrequester_may_approve = false\n\
+approval_timeout = \"1h\"\nmax_extend = \"1000h\"\n\
 [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n";
 
 const TOKENS: [&str; 4] = [
@@ -349,6 +352,52 @@ async fn an_eligible_approver_extends_the_deadline_within_max_extend_and_no_furt
     assert_eq!(steps[0]["by"], "bob");
     assert_eq!(steps[0]["note"], "on it");
     assert_eq!(steps[0]["expiresAt"], moved.as_str());
+}
+
+#[tokio::test]
+async fn extensions_are_at_least_a_minute_within_max_extend_and_at_most_twenty_a_batch() {
+    let hook = refusing_receiver().await;
+    let app = spawn_ladder(tempfile::tempdir().unwrap(), &hook.url).await;
+    let (task, _) = pause(&app, "roomy", "roomy.txt").await;
+    let path = format!("/api/approvals/{task}/extend");
+    let extend = |by: &'static str| {
+        let (app, path) = (&app, &path);
+        async move {
+            app.post_json_as(path, Some("bob-token"), &json!({"by": by}))
+                .await
+        }
+    };
+    let dir = app.data_dir.path();
+
+    // A millisecond or 59 seconds is no reprieve; a billion years is no date (it was a 500).
+    for by in ["1ms", "59s"] {
+        let (status, body) = extend(by).await;
+        assert_eq!(status, 400, "{by}: {body}");
+        assert!(body.to_string().contains("least extension, 1m"), "{body}");
+    }
+    for by in ["1000000000years", "1001h"] {
+        let (status, body) = extend(by).await;
+        assert_eq!(status, 400, "{by}: {body}");
+        assert!(body.to_string().contains("max_extend = 1000h"), "{body}");
+    }
+    assert_eq!(rows(dir, "batch_steps", "extend", &task).await, 0);
+
+    // Twenty extensions of a minute, and no more, though max_extend leaves room.
+    for _ in 0..20 {
+        let (status, body) = extend("1m").await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = extend("1m").await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.to_string().contains("the most one batch takes (20)"),
+        "{body}"
+    );
+    assert_eq!(rows(dir, "batch_steps", "extend", &task).await, 20);
+    assert_eq!(
+        rows(dir, "notifications", "batch.extended", &task).await,
+        20
+    );
 }
 
 #[tokio::test]

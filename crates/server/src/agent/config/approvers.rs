@@ -53,6 +53,11 @@ pub struct ApproversSpec {
     /// How far, in all, eligible approvers may push the batch's deadline back.
     #[serde(default)]
     pub max_extend: Option<String>,
+    /// `true`: a hand-over makes the people it names eligible to approve even when the
+    /// approvers do not name them (delegation outside the group). Unset or `false`: a
+    /// hand-over lets them read the batch, and never widens who may approve.
+    #[serde(default)]
+    pub handover_may_widen: Option<bool>,
 }
 
 impl ApproversSpec {
@@ -159,6 +164,7 @@ impl ApproversSpec {
                 .max_extend
                 .clone()
                 .or_else(|| general.max_extend.clone()),
+            handover_may_widen: self.handover_may_widen.or(general.handover_may_widen),
         }
     }
 
@@ -231,6 +237,13 @@ impl ApproversSpec {
     pub fn check_merged(&self, at: &str) -> Result<(), ConfigError> {
         if self.approvers.is_some() {
             return Ok(());
+        }
+        if self.handover_may_widen.is_some() {
+            return Err(ConfigError::invalid(
+                format!("{at}.handover_may_widen"),
+                "names no approvers a hand-over could widen (without them the requester \
+                 decides, and may hand over to anyone): set `approvers` here or on the agent",
+            ));
         }
         if self.requester_may_approve == Some(false) {
             return Err(ConfigError::invalid(
@@ -463,6 +476,28 @@ mod tests {
             remote.contains("a remote agent asks for approval itself"),
             "{remote}"
         );
+    }
+
+    #[test]
+    fn handover_may_widen_is_a_bool_beside_approvers() {
+        assert!(
+            error("[[agents]]\nname = \"a\"\nhandover_may_widen = true\n").contains(
+                "agents[0].handover_may_widen: names no approvers a hand-over could widen"
+            )
+        );
+        let text = error(
+            "[[agents]]\nname = \"a\"\napprovers = [\"group:sre\"]\nhandover_may_widen = \"yes\"\n",
+        );
+        assert!(
+            text.contains("handover_may_widen") || text.contains("bool"),
+            "{text}"
+        );
+        let file = super::super::AgentsFile::parse(&format!(
+            "[[agents]]\nname = \"a\"\napprovers = [\"group:sre\"]\nhandover_may_widen = true\n\
+             {FILES}[agents.tools.tool_approvers.write_file]\nhandover_may_widen = false\n"
+        ))
+        .unwrap();
+        assert_eq!(file.agents[0].handover_may_widen, Some(true));
     }
 
     #[test]

@@ -111,6 +111,7 @@ pub fn parse(text: &str, namespace: &str, name: &str) -> Result<AgentsFile, Conf
             escalate_after: None,
             escalate_to: None,
             max_extend: None,
+            handover_may_widen: None,
         }],
     };
     file.validate()?;

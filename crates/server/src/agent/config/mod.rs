@@ -121,6 +121,9 @@ pub struct AgentSpec {
     pub escalate_to: Option<Vec<String>>,
     #[serde(default)]
     pub max_extend: Option<String>,
+    /// `true`: a hand-over may make people eligible whom the approvers do not name.
+    #[serde(default)]
+    pub handover_may_widen: Option<bool>,
 }
 
 impl AgentSpec {
@@ -134,6 +137,7 @@ impl AgentSpec {
             escalate_after: self.escalate_after.clone(),
             escalate_to: self.escalate_to.clone(),
             max_extend: self.max_extend.clone(),
+            handover_may_widen: self.handover_may_widen,
         }
     }
 }
@@ -352,6 +356,7 @@ impl AgentsFile {
                     escalate_after: None,
                     escalate_to: None,
                     max_extend: None,
+                    handover_may_widen: None,
                 },
                 AgentsFile::boss(),
             ],
@@ -384,6 +389,7 @@ impl AgentsFile {
             escalate_after: None,
             escalate_to: None,
             max_extend: None,
+            handover_may_widen: None,
         }
     }
 
@@ -413,6 +419,7 @@ impl AgentsFile {
             escalate_after: None,
             escalate_to: None,
             max_extend: None,
+            handover_may_widen: None,
         }
     }
 

@@ -94,6 +94,9 @@ pub struct RuleSpec {
     pub escalate_to: Option<Vec<String>>,
     #[serde(default)]
     pub max_extend: Option<String>,
+    /// `true`: a hand-over may make people eligible whom the rule's approvers do not name.
+    #[serde(default)]
+    pub handover_may_widen: Option<bool>,
 }
 
 impl RuleSpec {
@@ -107,6 +110,7 @@ impl RuleSpec {
             escalate_after: self.escalate_after.clone(),
             escalate_to: self.escalate_to.clone(),
             max_extend: self.max_extend.clone(),
+            handover_may_widen: self.handover_may_widen,
         }
     }
 }
@@ -574,6 +578,7 @@ mod tests {
             escalate_after: None,
             escalate_to: None,
             max_extend: None,
+            handover_may_widen: None,
         };
         let error = check_rules("agents[0]", &[rule(RuleAction::Allow)], None).unwrap_err();
         assert_eq!(

@@ -238,7 +238,8 @@ impl EmailChannel {
 /// A person's decision links, as URLs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecisionLinks {
-    pub approve: String,
+    /// `None`: the person may only reject (a requester under a two-person rule).
+    pub approve: Option<String>,
     pub reject: String,
     /// RFC 3339.
     pub expires_at: String,
@@ -367,18 +368,28 @@ pub fn render(kind: NotificationKind, data: &Value, links: Option<&DecisionLinks
     }
     if let Some(links) = links {
         let until = readable_time(&links.expires_at);
+        let approve_text = links
+            .approve
+            .as_ref()
+            .map_or_else(String::new, |approve| format!("Approve: {approve}\n"));
         text.push_str(&format!(
-            "Approve: {}\nReject: {}\n\nEach link opens a page that asks you to confirm; it works \
-             once, until {until}. Do not forward this message: its links decide as you.\n\n",
-            links.approve, links.reject
+            "{approve_text}Reject: {}\n\nEach link opens a page that asks you to confirm; it \
+             works once, until {until}. Do not forward this message: its links decide as \
+             you.\n\n",
+            links.reject
         ));
         // Buttons far enough apart, and tall enough, that a thumb does not take the wrong one.
+        let approve_button = links.approve.as_ref().map_or_else(String::new, |approve| {
+            format!(
+                "<a href=\"{}\" style=\"{BUTTON}{APPROVE}\">Approve</a>",
+                escape(approve)
+            )
+        });
         html.push_str(&format!(
-            "<p style=\"{PARAGRAPH}\"><a href=\"{}\" style=\"{BUTTON}{APPROVE}\">Approve</a>\
+            "<p style=\"{PARAGRAPH}\">{approve_button}\
              <a href=\"{}\" style=\"{BUTTON}{REJECT}\">Reject</a></p>\
              <p style=\"{NOTE}\">Each link opens a page that asks you to confirm; it works once, \
              until {}. Do not forward this message: its links decide as you.</p>",
-            escape(&links.approve),
             escape(&links.reject),
             escape(&until)
         ));
@@ -449,7 +460,7 @@ mod tests {
     #[test]
     fn both_parts_say_the_same_and_the_html_is_escaped() {
         let links = DecisionLinks {
-            approve: "https://s.example/decide/A".into(),
+            approve: Some("https://s.example/decide/A".into()),
             reject: "https://s.example/decide/R".into(),
             expires_at: "2026-11-27T10:00:00.000Z".into(),
         };
@@ -477,6 +488,20 @@ mod tests {
         assert!(mail.text.contains("<notes>.txt"));
         assert!(mail.html.contains("&lt;notes&gt;.txt"));
         assert!(!mail.html.contains("<notes>"));
+    }
+
+    #[test]
+    fn a_person_who_may_only_reject_gets_no_approve_link() {
+        let links = DecisionLinks {
+            approve: None,
+            reject: "https://s.example/decide/R".into(),
+            expires_at: "2026-11-27T10:00:00.000Z".into(),
+        };
+        let mail = render(NotificationKind::Pending, &pending(), Some(&links));
+        for part in [&mail.text, &mail.html] {
+            assert!(part.contains("https://s.example/decide/R"), "{part}");
+            assert!(!part.contains("Approve"), "{part}");
+        }
     }
 
     #[test]

@@ -161,11 +161,11 @@ impl Follow {
                 },
             );
         };
-        let routing = self
+        let (routing, handed_to_reader) = self
             .runtime
             .event_routing(&batch, &row.owner, row.batch_id, &self.who)
             .await?;
-        if !own && routing.eligible_by.is_empty() {
+        if !own && routing.eligible_by.is_empty() && !handed_to_reader {
             return Ok(None);
         }
         if row.kind == ApprovalEventKind::Decided {

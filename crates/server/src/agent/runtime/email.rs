@@ -165,7 +165,7 @@ impl Runtime {
             Ok(issued) => {
                 let base = self.notifications.public_url();
                 Ok(Some(DecisionLinks {
-                    approve: format!("{base}/decide/{}", issued.approve),
+                    approve: issued.approve.map(|token| format!("{base}/decide/{token}")),
                     reject: format!("{base}/decide/{}", issued.reject),
                     expires_at: issued.expires_at,
                 }))

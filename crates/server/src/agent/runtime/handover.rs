@@ -1,5 +1,7 @@
 //! Hand-overs of a pending batch (docs/rest.md, Hand-over): the requester or an eligible
-//! approver names a person or group who may then decide the batch too. The entry is stored as
+//! approver names a person or group who may then read the batch, and decide it only as far as
+//! its approvers allow (`CallApprovers::handover_widens`: a hand-over never widens who may
+//! approve unless the agents file says `handover_may_widen`). The entry is stored as
 //! a step of the batch (`store::steps`), read inside every decision's write, so each replica
 //! counts it; the step is the audit (who, to whom, when, why).
 
@@ -17,6 +19,30 @@ use super::{AgentError, Result, Runtime};
 
 /// The most a hand-over's note may say.
 const MAX_NOTE: usize = 2000;
+
+/// The longest `to` a hand-over may name: a group's name or a person's subject or email.
+const MAX_TARGET: usize = 256;
+
+/// The most hand-overs one batch takes: each is a stored step, a notification and an event
+/// on the approvals stream, so a batch passed around without end would flood all three.
+pub(super) const MAX_HANDOVERS: usize = 20;
+
+/// `to` read strictly: `user:ID` or `group:NAME` as the agents file spells entries, with no
+/// white space or control character anywhere (a CR/LF would reach the notifications' headers
+/// and lines) and at most [`MAX_TARGET`] bytes.
+fn handover_target(to: &str) -> Result<ApproverEntry> {
+    let refuse = |why: String| AgentError::InvalidParams(format!("to: {why}"));
+    if to.len() > MAX_TARGET {
+        return Err(refuse(format!("longer than {MAX_TARGET} bytes")));
+    }
+    if let Some(bad) = to.chars().find(|c| c.is_control() || c.is_whitespace()) {
+        return Err(refuse(format!(
+            "{to:?} holds {bad:?}; write group:NAME or user:ID without spaces or control \
+             characters"
+        )));
+    }
+    ApproverEntry::parse(to).map_err(refuse)
+}
 
 /// What a hand-over was, for whoever announces it. Its notification (`batch.escalated`, with
 /// `handed_over_by`) is written with its step; it reaches people through the inbox
@@ -41,8 +67,7 @@ impl Runtime {
         to: &str,
         note: Option<String>,
     ) -> Result<LadderEvent> {
-        let entry = ApproverEntry::parse(to)
-            .map_err(|message| AgentError::InvalidParams(format!("to: {message}")))?;
+        let entry = handover_target(to)?;
         if note.as_ref().is_some_and(|note| note.len() > MAX_NOTE) {
             return Err(AgentError::InvalidParams(format!(
                 "note: longer than {MAX_NOTE} bytes"
@@ -70,6 +95,16 @@ impl Runtime {
         let Some(batch) = batch else {
             return Err(self.no_batch(task_id).await);
         };
+        let handovers = steps
+            .iter()
+            .filter(|row| row.batch_id == batch.id && row.step.kind == BatchStepKind::Handover)
+            .count();
+        if handovers >= MAX_HANDOVERS {
+            return Err(AgentError::InvalidParams(format!(
+                "the batch of task {task_id} was handed over {handovers} times, the most one \
+                 batch takes ({MAX_HANDOVERS})"
+            )));
+        }
         let notifications = self
             .handover_notifications(&row, &batch, &who.subject, &entry.label(), note.as_deref())
             .await;
@@ -139,5 +174,42 @@ impl Runtime {
             Err(err) => err,
             Ok(()) => AgentError::Internal("a refusal that was not one".into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_is_one_exact_entry_without_spaces_or_control_characters() {
+        assert_eq!(
+            handover_target("group:sre").ok(),
+            Some(ApproverEntry::Group("sre".into()))
+        );
+        assert_eq!(
+            handover_target("user:alice@example.com").ok(),
+            Some(ApproverEntry::User("alice@example.com".into()))
+        );
+        for bad in [
+            "user:eve\r\nBcc: x@example.com",
+            "group: sre",
+            " group:sre",
+            "group:sre\u{a0}",
+            "user:\u{2003}alice",
+            "user:",
+            "sre",
+            "team:sre",
+        ] {
+            assert!(
+                matches!(handover_target(bad), Err(AgentError::InvalidParams(_))),
+                "{bad:?}"
+            );
+        }
+        let long = format!("user:{}", "a".repeat(MAX_TARGET));
+        assert!(matches!(
+            handover_target(&long),
+            Err(AgentError::InvalidParams(message)) if message.contains("longer than 256")
+        ));
     }
 }

@@ -37,6 +37,33 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// The most an extension's note may say.
 const MAX_NOTE: usize = 2000;
 
+/// The least an extension moves a deadline: less is no reprieve, only another audited step
+/// and notification.
+const MIN_EXTEND: Duration = Duration::from_secs(60);
+
+/// The most extensions one batch takes, however small each: each is a stored step and a
+/// notification.
+pub(super) const MAX_EXTENSIONS: usize = 20;
+
+/// An extension's `by`, read: a duration of at least [`MIN_EXTEND`].
+fn extension_by(by: &str) -> Result<Duration> {
+    let duration = humantime::parse_duration(by)
+        .ok()
+        .filter(|by| !by.is_zero())
+        .ok_or_else(|| {
+            AgentError::InvalidParams(format!(
+                "by: {by:?} is not a duration longer than zero, such as \"15m\" or \"1h 30m\""
+            ))
+        })?;
+    if duration < MIN_EXTEND {
+        return Err(AgentError::InvalidParams(format!(
+            "by: {by} is shorter than the least extension, {}",
+            humantime::format_duration(MIN_EXTEND)
+        )));
+    }
+    Ok(duration)
+}
+
 /// A batch's ladder: the earliest reminder and escalation among its calls, whom escalating
 /// makes eligible (every call's `escalate_to` that escalates), and how far its deadline may
 /// move (the smallest `max_extend`; none when some call sets none).
@@ -321,14 +348,7 @@ impl Runtime {
         by: &str,
         note: Option<String>,
     ) -> Result<DeadlineExtended> {
-        let by_duration = humantime::parse_duration(by)
-            .ok()
-            .filter(|by| !by.is_zero())
-            .ok_or_else(|| {
-                AgentError::InvalidParams(format!(
-                    "by: {by:?} is not a duration longer than zero, such as \"15m\" or \"1h 30m\""
-                ))
-            })?;
+        let by_duration = extension_by(by)?;
         if note.as_ref().is_some_and(|note| note.len() > MAX_NOTE) {
             return Err(AgentError::InvalidParams(format!(
                 "note: longer than {MAX_NOTE} bytes"
@@ -369,11 +389,29 @@ impl Runtime {
                  every one of its calls"
             )));
         };
+        let extensions = steps
+            .iter()
+            .filter(|row| row.batch_id == batch.id && row.step.kind == BatchStepKind::Extend)
+            .count();
+        if extensions >= MAX_EXTENSIONS {
+            return Err(AgentError::InvalidParams(format!(
+                "the batch of task {task_id} was extended {extensions} times, the most one \
+                 batch takes ({MAX_EXTENSIONS})"
+            )));
+        }
+        // Refused before any arithmetic: a `by` past `max_extend` never reaches a date.
+        if by_duration > max {
+            return Err(AgentError::InvalidParams(format!(
+                "by: {by} is more than max_extend = {max_text}, the most all extensions of the \
+                 batch may add"
+            )));
+        }
         let first = first_deadline(&steps, batch.id, &current);
         let (Some(new), Some(limit)) = (later_by(&current, by_duration), later_by(&first, max))
         else {
-            return Err(AgentError::Internal(format!(
-                "a deadline that is not a time: {current} or {first}"
+            return Err(AgentError::InvalidParams(format!(
+                "by: {by} moves the deadline {current} (first {first}) past the latest time \
+                 this server writes"
             )));
         };
         if new > limit {
@@ -458,5 +496,22 @@ impl Runtime {
                 )
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_extension_moves_a_deadline_at_least_a_minute() {
+        assert_eq!(extension_by("15m").ok(), Some(Duration::from_secs(900)));
+        assert_eq!(extension_by("1m").ok(), Some(MIN_EXTEND));
+        for bad in ["1ms", "59s", "0s", "soon", ""] {
+            assert!(
+                matches!(extension_by(bad), Err(AgentError::InvalidParams(_))),
+                "{bad:?}"
+            );
+        }
     }
 }

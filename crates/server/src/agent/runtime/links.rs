@@ -55,7 +55,9 @@ pub struct IssuedLinks {
     pub task_id: String,
     pub batch_id: i64,
     pub person: String,
-    pub approve: String,
+    /// `None`: the person may reject the batch but not approve it (its requester under a
+    /// two-person rule, or approvers that do not name her), so she is offered no Approve link.
+    pub approve: Option<String>,
     pub reject: String,
     /// RFC 3339.
     pub expires_at: String,
@@ -137,7 +139,8 @@ fn link_decision(action: LinkAction, reason: Option<&str>) -> Result<Decision> {
 
 impl Runtime {
     /// Makes an Approve and a Reject link of `task_id`'s pending batch (the batch `batch_id`,
-    /// when given) for `person`, valid for `ttl`: for its task's owner only.
+    /// when given) for `person`, valid for `ttl`: for its task's owner only, the Approve link
+    /// only when she may approve (by her subject, as her link decides: `link_decider`).
     pub async fn create_decision_links(
         &self,
         person: &str,
@@ -162,7 +165,7 @@ impl Runtime {
     }
 
     /// The links of `who`, refused unless they own the task or (`approvers`) may decide a call
-    /// of its waiting batch.
+    /// of its waiting batch; the Approve link only for a person who may approve a call of it.
     async fn issue_links(
         &self,
         who: &Decider,
@@ -204,14 +207,17 @@ impl Runtime {
                     task_state_text(row.state)
                 ))
             })?;
-        if !owner {
-            let steps = self.store.batch_steps(task_id).await?;
-            let handed = handed_to(&steps, batch.id);
-            if !self.eligible_for_batch(&row, &batch_requests(&batch), &handed, who) {
-                return Err(AgentError::Forbidden(task_id.to_owned()));
-            }
+        let steps = self.store.batch_steps(task_id).await?;
+        let handed = handed_to(&steps, batch.id);
+        let may_approve = self.eligible_for_batch(&row, &batch_requests(&batch), &handed, who);
+        if !owner && !may_approve {
+            return Err(AgentError::Forbidden(task_id.to_owned()));
         }
-        let (approve, reject) = (new_token()?, new_token()?);
+        let approve = match may_approve {
+            true => Some(new_token()?),
+            false => None,
+        };
+        let reject = new_token()?;
         let (created_at, expires_at) = (store::now(), expiry_after(ttl)?);
         let link = |token: &str, action: LinkAction| DecisionLinkRow {
             token_sha256: token_hash(token),
@@ -223,12 +229,11 @@ impl Runtime {
             expires_at: expires_at.clone(),
             used_at: None,
         };
-        self.store
-            .insert_decision_links(vec![
-                link(&approve, LinkAction::Approve),
-                link(&reject, LinkAction::Reject),
-            ])
-            .await?;
+        let mut rows = vec![link(&reject, LinkAction::Reject)];
+        if let Some(approve) = &approve {
+            rows.insert(0, link(approve, LinkAction::Approve));
+        }
+        self.store.insert_decision_links(rows).await?;
         Ok(IssuedLinks {
             task_id: task_id.to_owned(),
             batch_id: batch.id,

@@ -14,7 +14,7 @@ use signoff_protocol::rest::CallQuorum;
 use crate::agent::config::ApproverEntry;
 use crate::agent::policy::CallApprovers;
 use crate::store::{
-    BatchRow, CallStatus, CallVerdict, CallVote, TaskRow, Verdict as StoredVerdict,
+    BatchRow, CallStatus, CallVerdict, CallVote, Handed, TaskRow, Verdict as StoredVerdict,
 };
 
 use super::audit::args_sha256;
@@ -96,14 +96,16 @@ fn eligible_by(approvers: &CallApprovers, who: &Decider, requester: &str) -> Vec
         .collect()
 }
 
-/// What lets `who` approve a call: [`eligible_by`] the agents file, and the entries a hand-over
-/// or escalation added to the batch (`handed`) that name `who`, never the requester under a
-/// two-person rule. Every question of who may approve (a decision on any channel, the inbox,
-/// the approvals stream, an approver's read of the chat, a hand-over, an extension) comes here
-/// through [`Runtime::eligibility`].
+/// What lets `who` approve a call: [`eligible_by`] the agents file, and the entries of the
+/// batch's escalations (the agents file's own `escalate_to`) and, where the approvers let a
+/// hand-over widen them ([`CallApprovers::handover_widens`]), of its hand-overs (`handed`)
+/// that name `who`; never the requester under a two-person rule. Every question of who may
+/// approve (a decision on any channel, the inbox, the approvals stream, an approver's read of
+/// the chat, a hand-over, an extension, a decision link) comes here through
+/// [`Runtime::eligibility`].
 fn eligible_with(
     approvers: &CallApprovers,
-    handed: &[String],
+    handed: &Handed,
     who: &Decider,
     requester: &str,
 ) -> Vec<String> {
@@ -111,13 +113,27 @@ fn eligible_with(
     if who.subject == requester && !approvers.requester_may_approve {
         return eligible;
     }
-    for label in handed {
-        let named = ApproverEntry::parse(label).is_ok_and(|entry| who.matches(&entry));
-        if named && !eligible.contains(label) {
+    let handed_over: &[String] = match approvers.handover_widens() {
+        true => &handed.handed_over,
+        false => &[],
+    };
+    for label in handed.escalated.iter().chain(handed_over) {
+        if names(label, who) && !eligible.contains(label) {
             eligible.push(label.clone());
         }
     }
     eligible
+}
+
+/// Whether the entry `label` (`user:ID`, `group:NAME`) names `who`.
+fn names(label: &str, who: &Decider) -> bool {
+    ApproverEntry::parse(label).is_ok_and(|entry| who.matches(&entry))
+}
+
+/// Whether a hand-over of the batch named `who`: then they may read it, whether or not they
+/// may approve it.
+pub(super) fn handed_over_to(handed: &Handed, who: &Decider) -> bool {
+    handed.handed_over.iter().any(|label| names(label, who))
 }
 
 /// A person's decision counted against a batch's earlier votes.
@@ -219,7 +235,7 @@ impl Runtime {
         agent: &str,
         requester: &str,
         request: &ActionRequest,
-        handed: &[String],
+        handed: &Handed,
         who: &Decider,
     ) -> (CallApprovers, Vec<String>) {
         let approvers = self.call_approvers_of(agent, request);
@@ -233,7 +249,7 @@ impl Runtime {
         &self,
         row: &TaskRow,
         requests: &[ActionRequest],
-        handed: &[String],
+        handed: &Handed,
         who: &Decider,
     ) -> bool {
         requests.iter().any(|request| {
@@ -417,6 +433,7 @@ mod tests {
                 .collect(),
             requester_may_approve,
             quorum,
+            handover_may_widen: false,
             ladder: Default::default(),
         }
     }
@@ -506,6 +523,41 @@ mod tests {
         assert!(zed.is_voter(&earlier[0]));
         assert!(!person("zed", None, &[]).is_voter(&earlier[0]));
         assert!(!person("ann", Some("amy@example.com"), &[]).is_voter(&earlier[2]));
+    }
+
+    #[test]
+    fn a_hand_over_never_widens_the_approvers_unless_the_agents_file_lets_it() {
+        let handed = Handed {
+            escalated: vec!["group:dba".into()],
+            handed_over: vec!["user:erin".into(), "group:sre".into()],
+        };
+        let rule = approvers(&["group:sre"], false, 2);
+        let erin = person("erin", None, &["dev"]);
+        assert!(eligible_with(&rule, &handed, &erin, "carol").is_empty());
+        assert!(handed_over_to(&handed, &erin), "erin may still read it");
+        // An approver a hand-over names stays eligible by their own entry.
+        let bob = person("bob", None, &["sre"]);
+        assert_eq!(eligible_with(&rule, &handed, &bob, "carol"), ["group:sre"]);
+        // An escalation is the agents file's word: it widens.
+        let dana = person("dana", None, &["dba"]);
+        assert_eq!(eligible_with(&rule, &handed, &dana, "carol"), ["group:dba"]);
+        let widening = CallApprovers {
+            handover_may_widen: true,
+            ..rule.clone()
+        };
+        assert_eq!(
+            eligible_with(&widening, &handed, &erin, "carol"),
+            ["user:erin"]
+        );
+        // Never the requester under a two-person rule, widening or not.
+        let carol = person("carol", None, &["sre"]);
+        assert!(eligible_with(&widening, &handed, &carol, "carol").is_empty());
+        // Without approvers the requester decides alone, and passes that on.
+        let alone = CallApprovers::requester_alone();
+        assert_eq!(
+            eligible_with(&alone, &handed, &erin, "carol"),
+            ["user:erin"]
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use signoff_protocol::{ListTasksParams, ListTasksResult, Task};
 use crate::agent::view::{self};
 use crate::store::{handed_to, TaskRow};
 
-use super::quorum::Decider;
+use super::quorum::{handed_over_to, Decider};
 use super::subagent::batch_requests;
 use super::{AgentError, Result, Runtime};
 
@@ -45,12 +45,16 @@ impl Runtime {
     }
 
     /// Whether `who` may approve a call of the task's waiting batch (as the agents file says,
-    /// or as a hand-over or escalation of it does), or voted on one of its batches.
+    /// or as an escalation or a hand-over the approvers allow does), a hand-over of it named
+    /// them, or they voted on one of its batches.
     async fn approves_in(&self, row: &TaskRow, who: &Decider) -> Result<bool> {
         if let Some(batch) = self.store.pending_batch(&row.id).await? {
             let steps = self.store.batch_steps(&row.id).await?;
             let handed = handed_to(&steps, batch.id);
-            if self.eligible_for_batch(row, &batch_requests(&batch), &handed, who) {
+            // A hand-over lets the people it names read the batch, approvers or not.
+            if handed_over_to(&handed, who)
+                || self.eligible_for_batch(row, &batch_requests(&batch), &handed, who)
+            {
                 return Ok(true);
             }
         }

@@ -10,10 +10,10 @@ use signoff_protocol::rest::{ApprovalRouting, CallQuorum, PendingApproval};
 
 use crate::agent::config::ApproverEntry;
 use crate::agent::notify::Audience;
-use crate::store::{handed_to, CallVote, Verdict};
+use crate::store::{handed_to, CallVote, Handed, Verdict};
 
 use super::audit::args_sha256;
-use super::quorum::Decider;
+use super::quorum::{handed_over_to, Decider};
 use super::{Agent, Result, Runtime};
 
 impl Runtime {
@@ -58,7 +58,9 @@ impl Runtime {
                 }
                 continue;
             }
-            if routing.eligible_by.is_empty() {
+            // A person a hand-over named reads the batch even when they may not approve it
+            // (`eligibleBy` empty says so).
+            if routing.eligible_by.is_empty() && !handed_over_to(&handed, who) {
                 continue;
             }
             let mut approval = PendingApproval {
@@ -90,14 +92,15 @@ impl Runtime {
     }
 
     /// The routing of the batch `batch_id` that `owner`'s task shows as `batch`, as `who`
-    /// reads it now: for the approvals stream.
+    /// reads it now, and whether a hand-over named `who` (who then reads it even when they
+    /// may not approve it): for the approvals stream.
     pub(super) async fn event_routing(
         &self,
         batch: &PendingApproval,
         owner: &str,
         batch_id: i64,
         who: &Decider,
-    ) -> Result<ApprovalRouting> {
+    ) -> Result<(ApprovalRouting, bool)> {
         let votes: Vec<CallVote> = self
             .store
             .task_votes(&batch.task_id)
@@ -108,7 +111,8 @@ impl Runtime {
             .collect();
         let steps = self.store.batch_steps(&batch.task_id).await?;
         let handed = handed_to(&steps, batch_id);
-        Ok(self.routing(&batch.agent, owner, &batch.calls, &votes, &handed, who))
+        let routing = self.routing(&batch.agent, owner, &batch.calls, &votes, &handed, who);
+        Ok((routing, handed_over_to(&handed, who)))
     }
 
     /// Who asked, why `who` is asked, and each call's quorum so far.
@@ -118,7 +122,7 @@ impl Runtime {
         owner: &str,
         requests: &[Value],
         votes: &[CallVote],
-        handed: &[String],
+        handed: &Handed,
         who: &Decider,
     ) -> ApprovalRouting {
         let mut reader_eligible: Vec<String> = Vec::new();
