@@ -31,6 +31,7 @@ fn approvers(entries: &[&str], requester_may_approve: bool, quorum: u32) -> Call
         requester_may_approve,
         quorum,
         ladder: Default::default(),
+        handover_may_widen: false,
     }
 }
 
@@ -258,7 +259,7 @@ fn run_case(
         decided_at: None,
         expires_at: None,
         votes: Vec::new(),
-        handed_to: Vec::new(),
+        handed_to: Default::default(),
     };
     for &(who, edit, approve) in votes {
         let mut data = json!({"decision_type": if approve { "approve" } else { "deny" }});
