@@ -17,7 +17,7 @@ use signoff_protocol::{json_keys, ProtocolVersion, Role, StreamEvent, Task, Task
 
 use super::sse::{sse, IdleLimit};
 use super::{AppState, Person};
-use crate::agent::runtime::{as_authenticated, Opening, StreamEnd};
+use crate::agent::runtime::{Opening, StreamEnd};
 use crate::agent::{Agent, AgentError, Decider, Runtime};
 use crate::store::EVENT_LOG_VERSION;
 
@@ -49,7 +49,7 @@ const UNSUPPORTED: [&str; 2] = ["agent/getAuthenticatedExtendedCard", "GetExtend
 
 /// A JSON-RPC error code and message for a runtime error in the request's version; internals
 /// are logged, not sent.
-fn rpc_error(version: ProtocolVersion, err: &AgentError) -> (ErrorCode, String) {
+pub(super) fn rpc_error(version: ProtocolVersion, err: &AgentError) -> (ErrorCode, String) {
     match err {
         // v1.0 names a message to an ended task an unsupported operation; v0.3 has no such
         // rule, and its SDKs answer invalid params.
@@ -73,7 +73,9 @@ fn rpc_error(version: ProtocolVersion, err: &AgentError) -> (ErrorCode, String) 
         | AgentError::ChatInUse(_)
         | AgentError::Conflict(_) => (ErrorCode::InvalidParams, err.to_string()),
         AgentError::NotCancelable { .. } => (ErrorCode::TaskNotCancelable, err.to_string()),
-        AgentError::ShuttingDown => (ErrorCode::InternalError, err.to_string()),
+        AgentError::ShuttingDown | AgentError::Remote(_) => {
+            (ErrorCode::InternalError, err.to_string())
+        }
         AgentError::Store(_) | AgentError::Internal(_) => {
             tracing::error!(error = %err, "internal error");
             (ErrorCode::InternalError, "internal error".to_owned())
@@ -88,10 +90,9 @@ struct Call {
     method: Method,
     params: Value,
     user: String,
-    /// The caller with their email and groups, for decisions.
+    /// The caller with their email and groups, and how they were authenticated, for the
+    /// decisions the call makes.
     who: Decider,
-    /// How the user was authenticated, for the audit of a decision the call makes.
-    auth: Option<signoff_protocol::rest::DeciderAuth>,
     agent: Arc<Agent>,
     runtime: Arc<Runtime>,
 }
@@ -267,7 +268,6 @@ pub async fn handle(
         params,
         user: who.0.subject.clone(),
         who: who.0,
-        auth: who.1,
         agent,
         runtime: state.runtime.clone(),
     };
@@ -311,7 +311,7 @@ async fn unary_call(call: Call) -> RpcResponse {
             let mut configuration = params.configuration.clone().unwrap_or_default();
             let push = configuration.push.take().map(|push| (call.version, push));
             let sent = runtime.send_with_push(&call.who, &call.agent, params.message, push);
-            let accepted = match as_authenticated(call.auth, sent).await {
+            let accepted = match sent.await {
                 Ok(accepted) => accepted,
                 Err(err) => return call.agent_error(&err),
             };
@@ -351,7 +351,7 @@ async fn unary_call(call: Call) -> RpcResponse {
                 Ok(params) => params,
                 Err(err) => return call.decode_error(&err),
             };
-            match as_authenticated(call.auth, runtime.cancel(&call.user, &params.id)).await {
+            match runtime.cancel(&call.who, &params.id).await {
                 Ok(task) => call.success(codec::encode_task(call.version, &task)),
                 Err(err) => call.agent_error(&err),
             }
@@ -395,9 +395,9 @@ async fn stream_call(call: Call) -> Result<BoxStream<'static, String>, RpcRespon
                 .configuration
                 .and_then(|config| config.push)
                 .map(|push| (call.version, push));
-            let streamed =
-                runtime.stream_message(&call.who, &call.agent, params.message, push, opening);
-            as_authenticated(call.auth, streamed).await
+            runtime
+                .stream_message(&call.who, &call.agent, params.message, push, opening)
+                .await
         }
         Method::SubscribeToTask => {
             let params = match codec::decode_task_id_params(call.version, &call.params) {

@@ -163,7 +163,8 @@ impl FromRequestParts<AppState> for User {
 }
 
 /// The caller as a decision sees them: their subject, email and groups (what the agents file's
-/// `approvers` may name), and how they were authenticated (`None`: a share link).
+/// `approvers` may name), and how they were authenticated (`None`: a share link), which the
+/// decider carries too (`Decider::auth`), into the audit of a decision they make.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Person(pub Decider, pub Option<signoff_protocol::rest::DeciderAuth>);
 
@@ -173,6 +174,7 @@ impl From<&auth::Identity> for Decider {
             subject: identity.subject.clone(),
             email: identity.email.clone(),
             groups: identity.groups.clone(),
+            auth: None,
         }
     }
 }
@@ -188,10 +190,12 @@ impl FromRequestParts<AppState> for Person {
         let caller = auth::caller(parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
-        Ok(Person(
-            Decider::from(&caller.identity),
-            Some(caller.via.decider_auth()),
-        ))
+        let auth = Some(caller.via.decider_auth());
+        let decider = Decider {
+            auth,
+            ..Decider::from(&caller.identity)
+        };
+        Ok(Person(decider, auth))
     }
 }
 
@@ -239,6 +243,7 @@ impl From<AgentError> for HttpError {
             AgentError::InvalidParams(_) | AgentError::Decision(_) => {
                 HttpError::BadRequest(err.to_string())
             }
+            AgentError::Remote(message) => HttpError::BadGateway(message),
             AgentError::ShuttingDown | AgentError::Store(_) | AgentError::Internal(_) => {
                 tracing::error!(error = %err, "request failed");
                 HttpError::Internal

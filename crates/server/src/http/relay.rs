@@ -141,21 +141,29 @@ pub async fn a2a(
     if let Some(refused) = a2a::refuse_duplicate_keys(&body, &headers, &query) {
         return refused;
     }
-    let user = User(who.0.subject.clone(), who.1);
     match state.remotes.get(&namespace, &name) {
         Some(remote) => {
             let version = request_version(&headers, &query).unwrap_or(ProtocolVersion::V0_3);
+            // A task we hold is reached only as a local task would be, before anything is sent.
+            for asked in access::asks(&body, version) {
+                let checked = state
+                    .runtime
+                    .check_relayed(&who.0, &remote.key(), &asked)
+                    .await;
+                if let Err(err) = checked {
+                    return RpcCall::of(&body, version).refusal(&err);
+                }
+            }
+            let user = User(who.0.subject.clone(), who.1);
             let shutdown = state.remotes.shutdown.clone();
             if request_version(&headers, &query) == Ok(ProtocolVersion::V0_3)
                 && remote.offers_only_v10().await
             {
                 let query = raw_query.as_deref();
-                return translate::relay(
-                    &state, &remote, &user.0, &headers, query, &body, shutdown,
-                )
-                .await;
+                return translate::relay(&state, &remote, &who.0, &headers, query, &body, shutdown)
+                    .await;
             }
-            let recording = Recording::start(&state.runtime, &remote, &user.0, &body, version);
+            let recording = Recording::start(&state.runtime, &remote, &who.0, &body, version);
             let call = RpcCall::of(&body, version);
             remote
                 .forward(
@@ -485,6 +493,7 @@ fn between_events(tail: &[u8]) -> bool {
     tail.is_empty() || strip_line_end(tail).and_then(strip_line_end).is_some()
 }
 
+mod access;
 mod chats;
 mod listing;
 mod record;

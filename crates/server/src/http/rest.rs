@@ -17,7 +17,6 @@ use signoff_protocol::{ProtocolVersion, StreamEvent};
 
 use super::a2a::request_version;
 use super::{AppState, HttpError, Person, User};
-use crate::agent::runtime::as_authenticated;
 use crate::agent::Agent;
 
 pub(super) fn endpoint(agent: &Agent) -> String {
@@ -166,8 +165,7 @@ pub async fn decide(
     let data: Value = serde_json::from_slice(&body)
         .map_err(|err| HttpError::BadRequest(format!("invalid JSON: {err}")))?;
     let runtime = state.runtime.clone();
-    let decided = runtime.decide_rest(&who.0, &task_id, &data);
-    let (accepted, batch_id, quorum) = as_authenticated(who.1, decided).await?;
+    let (accepted, batch_id, quorum) = runtime.decide_rest(&who.0, &task_id, &data).await?;
     // Approvals short of a quorum leave the batch waiting: nothing runs, nothing to wait for.
     let outcome = match quorum {
         Some(_) => None,

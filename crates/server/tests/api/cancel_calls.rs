@@ -101,7 +101,10 @@ async fn a_call_running_when_its_task_is_canceled_gets_a_result_saying_so() {
     within("the approved call to start", has_started.recv())
         .await
         .unwrap();
-    runtime.cancel("local", &sent.task_id).await.unwrap();
+    runtime
+        .cancel(&Decider::subject("local"), &sent.task_id)
+        .await
+        .unwrap();
 
     let entry = runtime
         .batch_outcome(&sent.task_id, batch)

@@ -13,5 +13,6 @@ mod chosen_ids;
 mod openai;
 mod relay;
 mod relayed;
+mod relayed_access;
 mod subagent;
 mod translated;

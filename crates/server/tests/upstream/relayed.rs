@@ -8,19 +8,19 @@ use serde_json::{json, Value};
 use crate::stub::{fixture, json_response, sse, Recorded, Stub};
 use crate::support::{eventually, spawn_with_agents, start_binary, within, TestApp};
 
-const REMOTE_PATH: &str = "/api/a2a/harness/hitl_harness/";
-const RELAY: &str = "/api/a2a/kagent/hitl";
+pub(crate) const REMOTE_PATH: &str = "/api/a2a/harness/hitl_harness/";
+pub(crate) const RELAY: &str = "/api/a2a/kagent/hitl";
 /// The session and task of kagent's recorded c1/c2 scenario.
-const CONTEXT: &str = "90bd9757-4a37-4025-95ab-6ba1e0c52a1f";
-const TASK: &str = "ebba61f6-5b09-4881-9e7b-d492c1a4cee0";
+pub(crate) const CONTEXT: &str = "90bd9757-4a37-4025-95ab-6ba1e0c52a1f";
+pub(crate) const TASK: &str = "ebba61f6-5b09-4881-9e7b-d492c1a4cee0";
 
-fn kagent(name: &str) -> Vec<u8> {
+pub(crate) fn kagent(name: &str) -> Vec<u8> {
     fixture(&format!(
         "../../../protocol/tests/fixtures/kagent-0.10.4/{name}"
     ))
 }
 
-fn agents_toml(remote_url: &str) -> String {
+pub(crate) fn agents_toml(remote_url: &str) -> String {
     format!(
         r#"
 [[agents]]
@@ -81,7 +81,7 @@ fn kagent_runtime(request: &Recorded, decided: bool) -> axum::response::Response
 }
 
 /// A stub kagent whose `tasks/get` tells whether a decision reached it.
-async fn fake_kagent() -> Stub {
+pub(crate) async fn fake_kagent() -> Stub {
     let decided = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     Stub::start(move |request| {
         let is_decision = request.method == "POST"

@@ -41,7 +41,8 @@ pub(super) struct DecisionInput {
     /// email and groups the agents file's `approvers` may name), or the task's owner for whom a
     /// cancel or an expiry decided.
     pub decider: Decider,
-    /// How the person who decided was authenticated; `None` when no request decided.
+    /// How the person who decided was authenticated (the request's [`Decider::auth`], or a
+    /// decision link); `None` when no request decided.
     pub auth: Option<signoff_protocol::rest::DeciderAuth>,
 }
 
@@ -298,7 +299,6 @@ impl Runtime {
     ) -> Result<Accepted> {
         let runtime = self.clone();
         let (who, agent_key, id) = (who.clone(), agent.key(), task_id.to_owned());
-        let auth = super::authenticated::decider_auth();
         let driven_by = self.driving_parent(task_id).await?;
         let voted = self.store.voted_on(task_id, &who.subject).await?;
         let applied = self
@@ -381,7 +381,7 @@ impl Runtime {
                 let by = DecisionInput {
                     channel,
                     decider: who.clone(),
-                    auth,
+                    auth: who.auth,
                 };
                 let planned =
                     runtime.plan_decision(by, row, batch, &decision, message, Count::Votes)?;
@@ -429,7 +429,6 @@ impl Runtime {
     ) -> Result<(Accepted, i64, Option<Vec<CallQuorum>>)> {
         let runtime = self.clone();
         let (who, id, data) = (who.clone(), task_id.to_owned(), data.clone());
-        let auth = super::authenticated::decider_auth();
         let voted = self.store.voted_on(task_id, &who.subject).await?;
         let applied = self
             .apply_decision(task_id, move |row, batch| {
@@ -458,7 +457,7 @@ impl Runtime {
                 let by = DecisionInput {
                     channel: Channel::Rest,
                     decider: who.clone(),
-                    auth,
+                    auth: who.auth,
                 };
                 let planned = runtime.plan_decision(by, row, batch, &decision, message, count)?;
                 Ok((Some(planned), batch.id))

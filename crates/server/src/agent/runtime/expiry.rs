@@ -169,7 +169,10 @@ impl Runtime {
                         },
                     ),
                     // The subagent tasks it started end with it, as with any cancel.
-                    OnTimeout::Cancel => self.cancel_subagents(&row.user_id, task_id).await,
+                    OnTimeout::Cancel => {
+                        let owner = Decider::subject(row.user_id.clone());
+                        self.cancel_subagents(&owner, task_id).await
+                    }
                 }
                 // A subagent's calls wait nested in its parent's batch: it expires with them.
                 self.expire_nesting_parent(task_id, &after).await

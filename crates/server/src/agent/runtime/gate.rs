@@ -197,16 +197,16 @@ impl Runtime {
     }
 
     /// Cancels a task in any non-terminal state; a paused one's calls are dropped unrun and the
-    /// cancellation is audited. A subagent's task is canceled through its parent.
-    pub async fn cancel(self: &Arc<Self>, user: &str, task_id: &str) -> Result<Task> {
-        self.owned_live_task(user, task_id).await?;
+    /// cancellation is audited as `who`'s. A subagent's task is canceled through its parent.
+    pub async fn cancel(self: &Arc<Self>, who: &Decider, task_id: &str) -> Result<Task> {
+        self.owned_live_task(&who.subject, task_id).await?;
         if let Some(link) = self.driving_parent(task_id).await? {
             return Err(AgentError::NotCancelable {
                 id: task_id.to_owned(),
                 state: format!("the subagent task of task {}", link.parent_task_id),
             });
         }
-        self.cancel_task(user, task_id).await
+        self.cancel_task(who, task_id).await
     }
 
     /// The caller's task `task_id` (another user's does not exist for them), if it has not ended.
@@ -226,8 +226,12 @@ impl Runtime {
     }
 
     /// [`Runtime::cancel`] for a task the caller may cancel, a parent's subagent task included.
-    pub(super) async fn cancel_task(self: &Arc<Self>, user: &str, task_id: &str) -> Result<Task> {
-        let row = self.owned_live_task(user, task_id).await?;
+    pub(super) async fn cancel_task(
+        self: &Arc<Self>,
+        who: &Decider,
+        task_id: &str,
+    ) -> Result<Task> {
+        let row = self.owned_live_task(&who.subject, task_id).await?;
         let message = view::agent_message(
             &row.id,
             &row.context_id,
@@ -260,8 +264,8 @@ impl Runtime {
             let planned = PlannedDecision {
                 by: DecisionInput {
                     channel: Channel::Cancel,
-                    decider: Decider::subject(user),
-                    auth: super::authenticated::decider_auth(),
+                    decider: who.clone(),
+                    auth: who.auth,
                 },
                 batch_id: batch.id,
                 decision: RecordedDecision::Cancel,
@@ -330,8 +334,8 @@ impl Runtime {
         }
         self.stop_runner(task_id);
         // A cancel goes down to the subagents' tasks the task started.
-        self.cancel_subagents(user, task_id).await;
-        tracing::info!(task = %task_id, user, "task canceled");
+        self.cancel_subagents(who, task_id).await;
+        tracing::info!(task = %task_id, user = %who.subject, "task canceled");
         Ok(self.snapshot(task_id, None).await?.0)
     }
 

@@ -9,7 +9,6 @@
 
 mod approvals;
 mod audit;
-mod authenticated;
 mod decide;
 mod edits;
 mod email;
@@ -28,6 +27,7 @@ mod push;
 mod quorum;
 mod reads;
 mod relayed;
+mod relayed_access;
 mod replicas;
 mod routing;
 mod runner;
@@ -41,7 +41,6 @@ mod transcript;
 pub use crate::store::Channel;
 pub use approvals::ApprovalsItem;
 pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
-pub use authenticated::as_authenticated;
 pub use handover::LadderEvent;
 pub use links::{BatchSummary, DecidedBy, IssuedLinks, LinkAction, LinkDecision, LinkState};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
@@ -49,6 +48,7 @@ pub use people::Seen;
 pub use quorum::Decider;
 pub use reads::Session;
 pub use relayed::{as_recorded, RelayedExchange};
+pub use relayed_access::{RelayedAsk, RelayedDecided};
 pub use runner::PendingRunner;
 pub use sharing::{CreatedShare, ShareGrant};
 pub use streams::{Opening, TaskStream};
@@ -119,6 +119,10 @@ pub enum AgentError {
     /// The task was deleted (with its session) while someone followed it.
     #[error("task {0} was deleted")]
     TaskDeleted(String),
+    /// A remote agent did not take what was forwarded to it (unreachable, refused, no longer
+    /// in the agents file).
+    #[error("{0}")]
+    Remote(String),
     #[error("server is shutting down")]
     ShuttingDown,
     #[error("store: {0}")]

@@ -151,6 +151,7 @@ impl Runtime {
                 subject: person.user_id,
                 email: person.email,
                 groups: person.groups,
+                auth: None,
             },
             None => Decider::subject(user_id),
         })

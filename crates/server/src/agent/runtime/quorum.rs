@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 use signoff_protocol::hitl::{ActionRequest, ResolvedCall, Verdict, Why};
-use signoff_protocol::rest::CallQuorum;
+use signoff_protocol::rest::{CallQuorum, DeciderAuth};
 
 use crate::agent::config::ApproverEntry;
 use crate::agent::policy::CallApprovers;
@@ -24,13 +24,17 @@ use super::{Agent, AgentError, Result, Runtime};
 /// The entry a requester is eligible by when nobody else is configured.
 pub const REQUESTER: &str = "requester";
 
-/// The person a decision is made by: their subject, and what the agents file's `approvers`
-/// may name (their email and groups), as the HTTP layer's identity says.
+/// The person a decision is made by: their subject, what the agents file's `approvers` may
+/// name (their email and groups), as the HTTP layer's identity says, and how the request that
+/// carries them was authenticated, for the audit of a decision it makes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decider {
     pub subject: String,
     pub email: Option<String>,
     pub groups: Vec<String>,
+    /// How they signed in for this request; `None` when no request of theirs decides (a
+    /// cancel or expiry for a task's owner, a share link, the runtime's own work).
+    pub auth: Option<DeciderAuth>,
 }
 
 impl Decider {
@@ -40,6 +44,7 @@ impl Decider {
             subject: subject.into(),
             email: None,
             groups: Vec::new(),
+            auth: None,
         }
     }
 
@@ -443,6 +448,7 @@ mod tests {
             subject: subject.to_owned(),
             email: email.map(str::to_owned),
             groups: groups.iter().map(|group| (*group).to_owned()).collect(),
+            auth: None,
         }
     }
 

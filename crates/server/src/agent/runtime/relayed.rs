@@ -7,9 +7,7 @@
 //! tasks: they are stored marked remote.
 
 use serde_json::Value;
-use signoff_protocol::hitl::{
-    self, keys, ApprovalInterrupt, Decision, RecordedDecision, ToolResult,
-};
+use signoff_protocol::hitl::{keys, ApprovalInterrupt, RecordedDecision, ToolResult};
 use signoff_protocol::{
     Message, Role, StreamEvent, Task, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
@@ -21,7 +19,8 @@ use crate::store::{
 };
 
 use super::audit::args_sha256;
-use super::decide::{person_decision, DecisionInput, PlannedDecision};
+use super::decide::{DecisionInput, PlannedDecision};
+use super::relayed_access::decision_input;
 use super::{AgentError, Decider, Result, Runtime};
 
 /// The `source` of a relayed call's record: the calls run at the remote agent.
@@ -31,7 +30,8 @@ const REMOTE_SOURCE: &str = "remote";
 /// sent (recorded with the first event of the answer, unless the remote echoes it).
 #[derive(Debug, Clone)]
 pub struct RelayedExchange {
-    user: String,
+    /// The person who asked, as they signed in: a decision in the message is theirs.
+    who: Decider,
     /// `namespace/name` of the remote agent.
     agent: String,
     /// The message of a `message/send` or `message/stream`, until it is recorded.
@@ -41,11 +41,11 @@ pub struct RelayedExchange {
 }
 
 impl RelayedExchange {
-    /// An exchange of `user` with the remote agent `agent` (`namespace/name`); `request` is the
+    /// An exchange of `who` with the remote agent `agent` (`namespace/name`); `request` is the
     /// message sent, if the call sent one.
-    pub fn new(user: &str, agent: &str, request: Option<Message>) -> RelayedExchange {
+    pub fn new(who: &Decider, agent: &str, request: Option<Message>) -> RelayedExchange {
         RelayedExchange {
-            user: user.to_owned(),
+            who: who.clone(),
             agent: agent.to_owned(),
             request,
             channel: Channel::A2a,
@@ -149,17 +149,6 @@ fn title_of(message: Option<&Message>) -> String {
 }
 
 impl Runtime {
-    /// What the decision rules cannot know about a REST decision on a relayed task, checked
-    /// as for a local task before it is forwarded: reasons and answers within the size limits.
-    /// (Edited arguments are the remote's to check against its tools' schemas.)
-    pub fn check_relayed_decision(
-        &self,
-        row: &TaskRow,
-        resolved: &[hitl::ResolvedCall],
-    ) -> Result<()> {
-        self.check_decided_calls(row, resolved)
-    }
-
     /// The relayed task `task_id` if `user` owns it; `None` for a task of ours or none at all.
     pub async fn relayed_task(&self, user: &str, task_id: &str) -> Result<Option<TaskRow>> {
         if !self.store.is_relayed(task_id).await? {
@@ -221,7 +210,7 @@ impl Runtime {
                 let row = TaskRow::new(
                     task_id.to_owned(),
                     context_id.to_owned(),
-                    exchange.user.clone(),
+                    exchange.who.subject.clone(),
                     exchange.agent.clone(),
                     TaskState::Submitted,
                     "[]".to_owned(),
@@ -233,10 +222,10 @@ impl Runtime {
                 row
             }
         };
-        if row.user_id != exchange.user
-            || row.agent != exchange.agent
-            || !self.store.is_relayed(task_id).await?
-        {
+        // Someone the batch is routed to decides the owner's chat: its answer is recorded too.
+        let reaches = row.user_id == exchange.who.subject
+            || self.readable_task(&exchange.who, task_id).await.is_ok();
+        if !reaches || row.agent != exchange.agent || !self.store.is_relayed(task_id).await? {
             tracing::warn!(task = %task_id, agent = %exchange.agent, "a relayed event names a task that is not this chat's; not recorded");
             exchange.request = None;
             return Ok(());
@@ -250,8 +239,9 @@ impl Runtime {
             let echoed = echoes(&event, &request.message_id);
             request.task_id = Some(row.id.clone());
             request.context_id = Some(row.context_id.clone());
+            let by = decision_input(&exchange.who, exchange.channel);
             let decided = self
-                .record_relayed_decision(&row, &request, exchange.channel, !echoed)
+                .record_relayed_decision(by, &row, &request, !echoed)
                 .await?;
             if !decided && !echoed {
                 match &mut event {
@@ -291,45 +281,36 @@ impl Runtime {
         self.append_relayed(&row.id, vec![event]).await
     }
 
-    /// A decision in a message to a paused relayed task: its batch closed with the audit row,
-    /// and the message recorded with it (`with_message`; else the remote's echo records it).
-    /// `false` when the message decides nothing here. The message is read and its calls'
-    /// verdicts are mapped as a local chat's are (`decide`); its text is the remote agent's to
-    /// read, not a decision here.
+    /// A decision in a message to a paused relayed task, `by` the person who sent it: its
+    /// batch closed with the audit row, and the message recorded with it (`with_message`; else
+    /// the remote's echo records it). `false` when the message decides nothing here. The
+    /// message is planned as the relay checked it before forwarding it (`plan_relayed`); its
+    /// text is the remote agent's to read, not a decision here.
     async fn record_relayed_decision(
         &self,
+        by: DecisionInput,
         row: &TaskRow,
         request: &Message,
-        channel: Channel,
         with_message: bool,
     ) -> Result<bool> {
         let Some(batch) = self.store.pending_batch(&row.id).await? else {
             return Ok(false);
         };
-        let Some(interrupt) = self.relayed_interrupt(&row.id).await? else {
+        let Some(pause) = self.relayed_interrupt(&row.id).await? else {
             return Ok(false);
         };
-        let requests = &interrupt.action_requests;
-        let Ok(Some((decision, _))) = Decision::from_message_parts(request, requests) else {
-            return Ok(false);
+        let requests = &pause.action_requests;
+        let mut planned = match self.plan_relayed(by, row, &batch, requests, request) {
+            Ok(Some(planned)) => planned,
+            Ok(None) => return Ok(false),
+            Err(err) => {
+                tracing::warn!(task = %row.id, error = %err, "a relayed decision the relay let through was not recorded");
+                return Ok(false);
+            }
         };
-        let Ok(resolved) = hitl::resolve(requests, &decision) else {
-            return Ok(false);
-        };
-        let echo = view::status_event(
-            &row.id,
-            &row.context_id,
-            TaskState::Working,
-            Some(request.clone()),
-            None,
-        );
-        let by = DecisionInput {
-            channel,
-            decider: Decider::subject(row.user_id.clone()),
-            auth: super::authenticated::decider_auth(),
-        };
-        let events = if with_message { vec![echo] } else { Vec::new() };
-        let planned = person_decision(by, &batch, &decision, &resolved, events);
+        if !with_message {
+            planned.events.clear();
+        }
         let (applied, ()) = self.apply_decision(&row.id, planned.if_pending()).await?;
         Ok(applied.is_some())
     }
@@ -402,7 +383,7 @@ impl Runtime {
                     by: DecisionInput {
                         channel: Channel::Cancel,
                         decider: Decider::subject(decider),
-                        auth: super::authenticated::decider_auth(),
+                        auth: None,
                     },
                     batch_id: batch.id,
                     decision: RecordedDecision::Cancel,

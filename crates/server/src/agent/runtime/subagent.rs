@@ -183,9 +183,10 @@ impl Runtime {
     /// waiting with no batch of the parent's to decide it. An ended task's remote subagents
     /// ended with it; only a local one that still goes on is canceled.
     pub(super) async fn end_subagents_of(self: &Arc<Self>, user: &str, tasks: &[TaskRow]) {
+        let owner = Decider::subject(user);
         for task in tasks {
             if !task.state.is_terminal() {
-                self.cancel_subagents(user, &task.id).await;
+                self.cancel_subagents(&owner, &task.id).await;
                 continue;
             }
             let links = match self.store.subagents_of(&task.id).await {
@@ -196,7 +197,7 @@ impl Runtime {
                 }
             };
             for link in links.iter().filter(|link| !link.remote) {
-                match Box::pin(self.cancel_task(user, &link.child_task_id)).await {
+                match Box::pin(self.cancel_task(&owner, &link.child_task_id)).await {
                     Ok(_) | Err(AgentError::NotCancelable { .. } | AgentError::TaskNotFound(_)) => {
                     }
                     Err(err) => {
@@ -360,7 +361,8 @@ impl Runtime {
             Err(err) => {
                 // The subagent refused what the parent accepted: nothing of its batch runs.
                 tracing::warn!(task = %run.task_id, child = %link.child_task_id, error = %err, "a forwarded decision was refused");
-                let _ = Box::pin(self.cancel_task(&run.user_id, &link.child_task_id)).await;
+                let owner = Decider::subject(run.user_id.clone());
+                let _ = Box::pin(self.cancel_task(&owner, &link.child_task_id)).await;
                 Err(err)
             }
         }
@@ -443,8 +445,8 @@ impl Runtime {
     }
 
     /// Cancels the subagent tasks of a canceled task that are still going (each cancel goes on
-    /// down to theirs).
-    pub(super) async fn cancel_subagents(self: &Arc<Self>, user: &str, task_id: &str) {
+    /// down to theirs), each audited as `who`'s, as the parent's was.
+    pub(super) async fn cancel_subagents(self: &Arc<Self>, who: &Decider, task_id: &str) {
         let links = match self.store.subagents_of(task_id).await {
             Ok(links) => links,
             Err(err) => {
@@ -455,9 +457,9 @@ impl Runtime {
         for link in links {
             // Boxed: a cancel comes back here for the child's own subagents.
             let outcome = if link.remote {
-                self.cancel_remote(user, &link).await
+                self.cancel_remote(&who.subject, &link).await
             } else {
-                match Box::pin(self.cancel_task(user, &link.child_task_id)).await {
+                match Box::pin(self.cancel_task(who, &link.child_task_id)).await {
                     Ok(_) | Err(AgentError::NotCancelable { .. }) => Ok(()),
                     Err(err) => Err(err.to_string()),
                 }

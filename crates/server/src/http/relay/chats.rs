@@ -1,7 +1,8 @@
 //! The REST routes that must know a relayed chat is a remote agent's (crates/server/README.md,
 //! Relayed chats): a session's reload asks the remote for the state of its tasks that have not
-//! ended, and a REST decision on a relayed task is forwarded to the remote agent in its
-//! dialect, its answer recorded as it comes. Everything else is our own REST.
+//! ended, and a REST decision on a relayed task, once the runtime has checked it, is forwarded
+//! to the remote agent in its dialect, its answer recorded as it comes. Everything else is our
+//! own REST.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,14 +15,14 @@ use axum::Json;
 use futures_util::future::join_all;
 use serde_json::Value;
 use signoff_protocol::codec::{self, Method};
-use signoff_protocol::hitl::{self, Decision, Dialect};
+use signoff_protocol::hitl::Dialect;
 use signoff_protocol::rest::{DecideResponse, Follow, FollowParams, SessionDetail};
 use signoff_protocol::{Message, ProtocolVersion, SendMessageParams, StreamEvent};
 
 use super::record::{self, Recording};
 use super::RemoteAgent;
-use crate::agent::view;
-use crate::http::{rest, AppState, HttpError, Person, User};
+use crate::agent::{AgentError, Decider};
+use crate::http::{rest, AppState, HttpError, Person};
 
 /// `GET /api/sessions/{id}`: the stored session, after asking the remote agent where its open
 /// relayed tasks stand (a stream that was cut, a batch decided elsewhere). A task whose relayed
@@ -51,75 +52,54 @@ pub async fn session(
 }
 
 /// `POST /api/approvals/{taskId}`: our own task's decision, or for a relayed task the same
-/// decision forwarded to its remote agent.
+/// decision, checked and forwarded to its remote agent by the runtime (`decide_relayed`).
 pub async fn decide(
     State(state): State<AppState>,
     Path(task_id): Path<String>,
     who: Person,
     body: Bytes,
 ) -> Result<Response, HttpError> {
-    let user = User(who.0.subject.clone(), who.1);
-    let Some(row) = state.runtime.relayed_task(&user.0, &task_id).await? else {
-        return rest::decide(State(state), Path(task_id), who, body)
-            .await
-            .map(IntoResponse::into_response);
-    };
     signoff_protocol::json_keys::reject_duplicate_keys(&body)
         .map_err(|err| HttpError::BadRequest(err.to_string()))?;
     let data: Value = serde_json::from_slice(&body)
         .map_err(|err| HttpError::BadRequest(format!("invalid JSON: {err}")))?;
-    let decision =
-        Decision::from_data(&data).map_err(|err| HttpError::BadRequest(err.to_string()))?;
-    let Some(remote) = state.remotes.by_key(&row.agent) else {
-        return Err(HttpError::Conflict(format!(
-            "the remote agent {} is no longer configured here; the decision cannot reach it",
-            row.agent
-        )));
-    };
     let runtime = &state.runtime;
-    let (batch_id, pause) = match (
-        runtime.relayed_pending_batch(&task_id).await?,
-        runtime.relayed_interrupt(&task_id).await?,
-    ) {
-        (Some(batch_id), Some(interrupt)) => (batch_id, interrupt),
-        (None, _) | (_, None) => {
-            return Err(HttpError::Conflict(format!(
-                "task {task_id} is not waiting for a decision"
-            )))
-        }
+    let remotes = &state.remotes;
+    let send = async |agent: &str, message: Message, dialect: Dialect| {
+        let Some(remote) = remotes.by_key(agent) else {
+            return Err(AgentError::Remote(format!(
+                "the remote agent {agent} is no longer configured here; the decision cannot reach it"
+            )));
+        };
+        remote
+            .send_decision(runtime, &who.0, message, dialect)
+            .await
     };
-    let resolved = hitl::resolve(&pause.action_requests, &decision)
-        .map_err(|err| HttpError::BadRequest(err.to_string()))?;
-    runtime.check_relayed_decision(&row, &resolved)?;
-    let mut message = decision
-        .to_message(pause.dialect, &pause.action_requests, view::new_id())
-        .map_err(|err| HttpError::BadRequest(err.to_string()))?;
-    message.task_id = Some(row.id.clone());
-    message.context_id = Some(row.context_id.clone());
-    remote
-        .send_decision(runtime, &user.0, message, pause.dialect)
-        .await?;
-    if runtime.relayed_pending_batch(&task_id).await? == Some(batch_id) {
-        return Err(HttpError::BadGateway(format!(
-            "the remote agent {} did not take the decision; the task still waits",
-            row.agent
-        )));
-    }
-    let outcome = runtime.batch_outcome(&task_id, batch_id).await?;
-    let (task, _) = runtime.owned_snapshot(&user.0, &task_id).await?;
+    let Some(decided) = runtime
+        .decide_relayed(&who.0, &task_id, &data, send)
+        .await?
+    else {
+        return rest::decide(State(state), Path(task_id), who, body)
+            .await
+            .map(IntoResponse::into_response);
+    };
+    let follow = state
+        .remotes
+        .by_key(&decided.agent)
+        .map(|remote| remote.endpoint());
     Ok(Json(DecideResponse {
         task_id: task_id.clone(),
-        state: task.status.state,
-        decision: outcome,
+        state: decided.task.status.state,
+        decision: decided.decision,
         quorum: None,
         follow: Follow {
-            url: Some(remote.endpoint()),
+            url: follow,
             method: Method::SubscribeToTask
                 .name(ProtocolVersion::V0_3)
                 .to_owned(),
             params: FollowParams { id: task_id },
         },
-        task: codec::encode_send_result(ProtocolVersion::V0_3, &StreamEvent::Task(task)),
+        task: codec::encode_send_result(ProtocolVersion::V0_3, &StreamEvent::Task(decided.task)),
     })
     .into_response())
 }
@@ -131,10 +111,10 @@ impl RemoteAgent {
     async fn send_decision(
         self: &Arc<Self>,
         runtime: &Arc<crate::agent::Runtime>,
-        user: &str,
+        who: &Decider,
         message: Message,
         dialect: Dialect,
-    ) -> Result<(), HttpError> {
+    ) -> Result<(), AgentError> {
         let version = match dialect {
             Dialect::KagentExtension => ProtocolVersion::V1_0,
             Dialect::Native | Dialect::Kagent => self.own_calls_version().await,
@@ -148,15 +128,15 @@ impl RemoteAgent {
             },
         );
         let (request, body) = self.client.call(
-            user,
+            &who.subject,
             version,
             Method::SendStreamingMessage,
             params,
             dialect == Dialect::KagentExtension,
         );
-        let recording = Recording::start_rest(runtime, self, user, body.as_bytes(), version);
+        let recording = Recording::start_rest(runtime, self, who, body.as_bytes(), version);
         let unreachable = |what: &str| {
-            HttpError::BadGateway(format!(
+            AgentError::Remote(format!(
                 "the remote agent at {} {what}; the decision was not delivered",
                 self.client.host()
             ))

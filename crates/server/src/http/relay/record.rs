@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use super::RemoteAgent;
 use crate::agent::remote::CARD_TIMEOUT;
 use crate::agent::runtime::RelayedExchange;
-use crate::agent::Runtime;
+use crate::agent::{Decider, Runtime};
 
 /// The largest SSE event or JSON answer the recorder reads; a larger one is passed on to the
 /// caller but not recorded.
@@ -42,35 +42,36 @@ impl Recording {
     pub(super) fn start(
         runtime: &Arc<Runtime>,
         remote: &Arc<RemoteAgent>,
-        user: &str,
+        who: &Decider,
         body: &[u8],
         version: ProtocolVersion,
     ) -> Option<Recording> {
-        Recording::start_with(runtime, remote, user, body, version, |exchange| exchange)
+        Recording::start_with(runtime, remote, who, body, version, |exchange| exchange)
     }
 
     /// A recording of a decision forwarded from `POST /api/approvals` (audited as REST).
     pub(super) fn start_rest(
         runtime: &Arc<Runtime>,
         remote: &Arc<RemoteAgent>,
-        user: &str,
+        who: &Decider,
         body: &[u8],
         version: ProtocolVersion,
     ) -> Option<Recording> {
         Recording::start_with(
             runtime,
             remote,
-            user,
+            who,
             body,
             version,
             RelayedExchange::through_rest,
         )
     }
 
+    /// `who` asked: a decision in the request is theirs, audited with how they signed in.
     fn start_with(
         runtime: &Arc<Runtime>,
         remote: &Arc<RemoteAgent>,
-        user: &str,
+        who: &Decider,
         body: &[u8],
         version: ProtocolVersion,
         exchange_of: impl FnOnce(RelayedExchange) -> RelayedExchange,
@@ -90,12 +91,12 @@ impl Recording {
             .as_ref()
             .and_then(|message| message.task_id.as_deref())
             .map(|task_id| LiveTask::mark(remote, task_id));
-        let exchange = exchange_of(RelayedExchange::new(user, &remote.key(), message));
+        let exchange = exchange_of(RelayedExchange::new(who, &remote.key(), message));
         let (sender, receiver) = mpsc::unbounded_channel();
         let recorder = Recorder {
             runtime: runtime.clone(),
             remote: remote.clone(),
-            user: user.to_owned(),
+            user: who.subject.clone(),
             version,
             method,
             exchange,

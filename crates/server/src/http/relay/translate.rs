@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::record::Recording;
 use super::{Passing, RelayedBody, RemoteAgent, RpcCall, FORWARDED};
 use crate::agent::remote;
+use crate::agent::Decider;
 use crate::http::AppState;
 
 /// The caller's version and the remote's.
@@ -73,19 +74,20 @@ pub(super) fn echoed_name(name: &'static str) -> &'static str {
 pub(super) async fn relay(
     state: &AppState,
     remote: &Arc<RemoteAgent>,
-    user: &str,
+    who: &Decider,
     headers: &HeaderMap,
     raw_query: Option<&str>,
     body: &[u8],
     shutdown: CancellationToken,
 ) -> Response {
+    let user = who.subject.as_str();
     let call = RpcCall::of(body, CLIENT);
     let translated = match translate::request(CLIENT, REMOTE, body) {
         Ok(translated) => translated,
         Err(error) => return call.refuse(error),
     };
     let remote_body = translated.body.to_string();
-    let recording = Recording::start(&state.runtime, remote, user, remote_body.as_bytes(), REMOTE);
+    let recording = Recording::start(&state.runtime, remote, who, remote_body.as_bytes(), REMOTE);
     let query = raw_query.map(without_version);
     remote
         .forward(

@@ -141,6 +141,7 @@ fn person(index: usize) -> Decider {
         subject: subject.to_owned(),
         email: None,
         groups: groups.iter().map(|group| (*group).to_owned()).collect(),
+        auth: None,
     }
 }
 
