@@ -773,7 +773,10 @@ mod tests {
                 member("dana", "dana@example.com"),
                 // bob is named by user and is a member: one message, his, with links.
                 member("bob", "bob@example.com"),
-                // carol's address is the approver entry's: hers alone.
+                // `lead@example.com` is an id, never taken as an address: its row is mailed only
+                // if the directory knows that person when it is sent.
+                serde_json::json!({"approver": "lead@example.com"}),
+                // carol's address is her own, from the directory.
                 member("carol", "LEAD@example.com"),
                 // The channel's people entry wins over the directory's address; frank's entry
                 // is erin's address, which has its message already.
