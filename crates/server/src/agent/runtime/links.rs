@@ -140,7 +140,8 @@ fn link_decision(action: LinkAction, reason: Option<&str>) -> Result<Decision> {
 impl Runtime {
     /// Makes an Approve and a Reject link of `task_id`'s pending batch (the batch `batch_id`,
     /// when given) for `person`, valid for `ttl`: for its task's owner only, the Approve link
-    /// only when she may approve (by her subject, as her link decides: `link_decider`).
+    /// only when she may approve (as the directory knows her, as her link decides:
+    /// `link_decider`).
     pub async fn create_decision_links(
         &self,
         person: &str,
@@ -148,8 +149,8 @@ impl Runtime {
         batch_id: Option<i64>,
         ttl: Duration,
     ) -> Result<IssuedLinks> {
-        self.issue_links(&Decider::subject(person), false, task_id, batch_id, ttl)
-            .await
+        let who = self.directory_decider(person).await?;
+        self.issue_links(&who, false, task_id, batch_id, ttl).await
     }
 
     /// [`Runtime::create_decision_links`] for `who`, the task's owner or an approver who may
@@ -286,14 +287,11 @@ impl Runtime {
         })
     }
 
-    /// Whom a link decides as: its task's owner by subject alone (the requester's vote, as
-    /// ever); anyone else (a group member an email wrote to) with the email and groups the
-    /// directory holds for them now, so a member who left the group decides nothing.
+    /// Whom a link decides as: its person with the email and groups the directory holds for
+    /// them now, so a member who left the group decides nothing, and a requester whom the
+    /// approvers name by group (with `requester_may_approve`) approves as she would signed in;
+    /// the requester's own rules (the two-person rule) go by her subject.
     async fn link_decider(&self, link: &DecisionLinkRow) -> Result<Decider> {
-        let owner = self.store.task(&link.task_id).await?.map(|row| row.user_id);
-        if owner.as_deref() == Some(link.user_id.as_str()) {
-            return Ok(Decider::subject(link.user_id.clone()));
-        }
         Ok(self.directory_decider(&link.user_id).await?)
     }
 
