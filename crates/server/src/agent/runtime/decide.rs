@@ -583,6 +583,9 @@ impl Runtime {
             || voted
             || batch.is_some_and(|batch| {
                 batch.votes.iter().any(|vote| vote.user_id == who.subject)
+                    // Someone a hand-over names may read the batch, so may hear why they may
+                    // not decide it.
+                    || super::quorum::handed_over_to(&batch.handed_to, who)
                     || self.eligible_for_batch(row, &batch_requests(batch), &batch.handed_to, who)
             })
     }
