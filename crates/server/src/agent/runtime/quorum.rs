@@ -385,45 +385,51 @@ impl Runtime {
             });
             outcomes.push((id.clone(), outcome));
         }
-        if outcomes
-            .iter()
-            .any(|(_, outcome)| matches!(outcome, Outcome::Waiting))
-        {
-            return Ok(tally);
-        }
-        let verdicts = outcomes
-            .into_iter()
-            .map(|(call_id, outcome)| match outcome {
-                Outcome::Approved(run_args) => CallVerdict {
-                    call_id,
-                    status: CallStatus::Approved,
-                    verdict: StoredVerdict::Approve,
-                    reason: None,
-                    run_args_sha256: Some(args_sha256(&run_args)),
-                    run_args: Some(run_args),
-                },
-                Outcome::Rejected(reason) => CallVerdict {
-                    call_id,
-                    status: CallStatus::Rejected,
-                    verdict: StoredVerdict::Deny,
-                    reason,
-                    run_args: None,
-                    run_args_sha256: None,
-                },
-                // Not reached: a waiting call returned above.
-                Outcome::Waiting => CallVerdict {
-                    call_id,
-                    status: CallStatus::Rejected,
-                    verdict: StoredVerdict::Deny,
-                    reason: None,
-                    run_args: None,
-                    run_args_sha256: None,
-                },
-            })
-            .collect();
-        tally.verdicts = Some(verdicts);
+        tally.verdicts = final_verdicts(outcomes);
         Ok(tally)
     }
+}
+
+/// Each call's verdict once every call of the batch is decided; `None` while one still waits
+/// for its quorum.
+fn final_verdicts(outcomes: Vec<(String, Outcome)>) -> Option<Vec<CallVerdict>> {
+    if outcomes
+        .iter()
+        .any(|(_, outcome)| matches!(outcome, Outcome::Waiting))
+    {
+        return None;
+    }
+    let verdicts = outcomes
+        .into_iter()
+        .map(|(call_id, outcome)| match outcome {
+            Outcome::Approved(run_args) => CallVerdict {
+                call_id,
+                status: CallStatus::Approved,
+                verdict: StoredVerdict::Approve,
+                reason: None,
+                run_args_sha256: Some(args_sha256(&run_args)),
+                run_args: Some(run_args),
+            },
+            Outcome::Rejected(reason) => CallVerdict {
+                call_id,
+                status: CallStatus::Rejected,
+                verdict: StoredVerdict::Deny,
+                reason,
+                run_args: None,
+                run_args_sha256: None,
+            },
+            // Not reached: a waiting call returned above.
+            Outcome::Waiting => CallVerdict {
+                call_id,
+                status: CallStatus::Rejected,
+                verdict: StoredVerdict::Deny,
+                reason: None,
+                run_args: None,
+                run_args_sha256: None,
+            },
+        })
+        .collect();
+    Some(verdicts)
 }
 
 #[cfg(test)]
