@@ -19,11 +19,10 @@ fn provider_signed(provider: &Provider, header: &Header, claims: Value) -> Strin
     let mut all = json!({"iss": provider.issuer, "aud": "signoff-api", "sub": "mallory",
                          "iat": now(), "exp": now() + 600});
     for (name, value) in claims.as_object().unwrap() {
-        match value {
-            Value::Null => {
-                all.as_object_mut().unwrap().remove(name);
-            }
-            value => all[name] = value.clone(),
+        if value.is_null() {
+            all.as_object_mut().unwrap().remove(name);
+        } else {
+            all[name] = value.clone();
         }
     }
     jsonwebtoken::encode(header, &all, &key).unwrap()
