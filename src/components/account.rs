@@ -96,6 +96,15 @@ fn SignedIn(me: signoff_protocol::rest::Me) -> impl IntoView {
     let shown = me.name.clone().unwrap_or_else(|| me.user.clone());
     let groups = me.groups.join(", ");
     let signs_out = me.auth.as_deref() == Some("oidc");
+    // With sign-in tokens, signing out forgets this browser's token; the page then asks for
+    // one (another person's, to switch).
+    let forgets_token = me.auth.as_deref() == Some("tokens");
+    let forget_token = move |_| {
+        api::http::save_token("");
+        if let Some(window) = web_sys::window() {
+            let _ = window.location().reload();
+        }
+    };
     view! {
         <details class="account" data-testid="account">
             <summary data-testid="account-name">{shown}</summary>
@@ -111,8 +120,47 @@ fn SignedIn(me: signoff_protocol::rest::Me) -> impl IntoView {
                         "Sign out"
                     </button>
                 })}
+                {forgets_token.then(|| view! {
+                    <button type="button" class="button" data-testid="sign-out" on:click=forget_token>
+                        "Sign out or switch user"
+                    </button>
+                })}
             </div>
         </details>
+    }
+}
+
+/// The page of a server that signs people in with tokens, for a browser without a valid one:
+/// a box for the token (a link's `/#token=…` fills it by itself), instead of the errors of
+/// every request it refused.
+#[component]
+pub fn TokenSignIn() -> impl IntoView {
+    let token = RwSignal::new(String::new());
+    let sign_in = move || {
+        let typed = token.get_untracked();
+        if typed.trim().is_empty() {
+            return;
+        }
+        api::http::save_token(typed.trim());
+        if let Some(window) = web_sys::window() {
+            let _ = window.location().reload();
+        }
+    };
+    view! {
+        <form class="token-sign-in" data-testid="token-sign-in"
+            on:submit=move |event| {
+                event.prevent_default();
+                sign_in();
+            }>
+            <h1>"Sign in"</h1>
+            <p>"The server does not know this browser's sign-in. Paste the sign-in token you \
+                were given, or open the sign-in link you were sent (or reload the page, where \
+                you sign in through your organisation)."</p>
+            <label class="field-label" for="sign-in-token">"Sign-in token"</label>
+            <input id="sign-in-token" data-testid="sign-in-token" type="password" autocomplete="current-password"
+                on:input=move |event| token.set(event_target_value(&event)) />
+            <button type="submit" class="button primary" data-testid="sign-in-submit">"Sign in"</button>
+        </form>
     }
 }
 

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use super::account::{take_address_token, SwitchAccount};
+use super::account::{take_address_token, SwitchAccount, TokenSignIn};
 use super::agent_panel::AgentPanel;
 use super::chat::shared::page_token;
 use super::chat::Chat;
@@ -44,7 +44,12 @@ pub fn App() -> impl IntoView {
     }
     nav::on_popstate(move |route| ctx.open(route));
     spawn_local(async move {
-        let answer = api::list_agents().await.map_err(|err| err.to_string());
+        let answer = api::list_agents().await.map_err(|err| {
+            if matches!(err, api::ApiError::Http { status: 401, .. }) {
+                ctx.signed_out.set(true);
+            }
+            err.to_string()
+        });
         ctx.agents.set(Some(answer));
         ctx.open(ctx.route.get_untracked());
     });
@@ -65,9 +70,17 @@ pub fn App() -> impl IntoView {
             class:details-open=move || ctx.details_open.get() && !on_approvals.get()
             class:sidebar-open=move || ctx.sidebar_open.get()
         >
+            <a class="skip-link" href="#composer-input" data-testid="skip-link"
+                on:click=move |event| {
+                    event.prevent_default();
+                    crate::components::util::focus_composer();
+                }>
+                "Skip to the message box"
+            </a>
             <Sidebar />
             <main class="chat-area" id="main">
                 {move || match (on_approvals.get(), mounted.get().and(ctx.chat.get_untracked())) {
+                    _ if ctx.signed_out.get() => view! { <TokenSignIn /> }.into_any(),
                     (true, _) => lazy::approvals_page().into_any(),
                     (false, Some(key)) => view! { <Chat key=key /> }.into_any(),
                     (false, None) => view! { <EmptyPage /> }.into_any(),

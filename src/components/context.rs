@@ -43,6 +43,9 @@ pub struct AppCtx {
     /// The person's "always allow" policies (docs/rest.md, Policies).
     pub policies: RwSignal<Vec<Policy>>,
     pub toasts: RwSignal<Vec<Toast>>,
+    /// The server refused this browser's sign-in (none, or an unknown token): the page asks
+    /// for one instead of showing every refusal.
+    pub signed_out: RwSignal<bool>,
     /// The right-hand agent details panel.
     pub details_open: RwSignal<bool>,
     /// The sidebar on narrow screens.
@@ -61,6 +64,7 @@ impl AppCtx {
             sessions: RwSignal::new(Vec::new()),
             policies: RwSignal::new(Vec::new()),
             toasts: RwSignal::new(Vec::new()),
+            signed_out: RwSignal::new(false),
             details_open: RwSignal::new(
                 api::http::stored(DETAILS_KEY).as_deref() != Some("closed"),
             ),
@@ -147,6 +151,15 @@ impl AppCtx {
         util::after(8000, move || self.dismiss(id));
     }
 
+    /// Says why a load failed; a refused sign-in is said once, by the sign-in page.
+    pub fn failed(self, what: &str, err: &api::ApiError) {
+        if matches!(err, api::ApiError::Http { status: 401, .. }) {
+            self.signed_out.set(true);
+        } else {
+            self.toast(format!("{what}: {err}"));
+        }
+    }
+
     pub fn dismiss(self, id: u32) {
         self.toasts
             .update(|toasts| toasts.retain(|toast| toast.id != id));
@@ -156,7 +169,7 @@ impl AppCtx {
         spawn_local(async move {
             match api::sessions::list().await {
                 Ok(list) => self.sessions.set(list),
-                Err(err) => self.toast(format!("Could not load the chats: {err}")),
+                Err(err) => self.failed("Could not load the chats", &err),
             }
         });
     }
@@ -165,7 +178,7 @@ impl AppCtx {
         spawn_local(async move {
             match api::policies::list().await {
                 Ok(list) => self.policies.set(list),
-                Err(err) => self.toast(format!("Could not load your policies: {err}")),
+                Err(err) => self.failed("Could not load your policies", &err),
             }
         });
     }

@@ -489,6 +489,11 @@ impl ChatCtl {
                     accepted = true;
                     self.view.update(|view| view.send(&message));
                     self.deciding.set(false);
+                    // Once the decided card or bar has gone, the focus returns to the composer.
+                    crate::components::util::after(
+                        0,
+                        crate::components::util::refocus_composer_if_lost,
+                    );
                 }
                 self.on_event(&event);
             })

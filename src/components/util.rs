@@ -59,3 +59,62 @@ pub fn typing_in_field(event: &web_sys::KeyboardEvent) -> bool {
             tag == "textarea" || tag == "input" || tag == "select"
         })
 }
+
+/// Whether any part of `element` shows in the window: a single-letter shortcut acts only on a
+/// card or bar the person can see.
+pub fn on_screen(element: &web_sys::Element) -> bool {
+    let Some(height) = web_sys::window()
+        .and_then(|window| window.inner_height().ok())
+        .and_then(|height| height.as_f64())
+    else {
+        return false;
+    };
+    let rect = element.get_bounding_client_rect();
+    rect.width() > 0.0 && rect.bottom() > 0.0 && rect.top() < height
+}
+
+/// Whether a key on a card or bar may act as its shortcut: no modifier, not typed in a text
+/// field, and pressed while that card or bar (the handler's element) is on screen. The focus is
+/// never moved onto a card for this: a person typing in the composer types text, not verdicts.
+pub fn shortcut_applies(event: &web_sys::KeyboardEvent) -> bool {
+    if typing_in_field(event) || event.ctrl_key() || event.meta_key() || event.alt_key() {
+        return false;
+    }
+    event
+        .current_target()
+        .and_then(|target| target.dyn_into::<web_sys::Element>().ok())
+        .is_some_and(|element| on_screen(&element))
+}
+
+/// Scrolls `element` into view when it is off screen, leaving the focus where it is: what
+/// waits for the person shows, and their typing goes on where it was.
+pub fn reveal(element: &web_sys::Element) {
+    if !on_screen(element) {
+        element.scroll_into_view_with_bool(false);
+    }
+}
+
+/// Gives the focus back to the message box when it fell to the page (the card or bar that
+/// held it went away once decided): a keyboard user goes on from where they write.
+pub fn refocus_composer_if_lost() {
+    let Some(document) = web_sys::window().and_then(|window| window.document()) else {
+        return;
+    };
+    let lost = document
+        .active_element()
+        .is_none_or(|active| active.tag_name().eq_ignore_ascii_case("body"));
+    if lost {
+        focus_composer();
+    }
+}
+
+/// Moves the focus to the message box (the skip link's target), when the page shows one.
+pub fn focus_composer() {
+    if let Some(composer) = web_sys::window()
+        .and_then(|window| window.document())
+        .and_then(|document| document.get_element_by_id("composer-input"))
+        .and_then(|element| element.dyn_into::<web_sys::HtmlElement>().ok())
+    {
+        let _ = composer.focus();
+    }
+}

@@ -104,8 +104,8 @@ impl SendEffect {
                     pending_calls(*calls)
                 ),
                 Reply::Unclear => format!(
-                    "This decides nothing: say approve or reject, or explain what to do instead \
-                     (that rejects {}).",
+                    "Not a decision yet: say approve or reject, or write what the agent should do \
+                     instead (that rejects {} with your words as the reason).",
                     pending_calls(*calls)
                 ),
             }),

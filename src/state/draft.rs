@@ -311,16 +311,28 @@ impl BatchDraft {
         })
     }
 
-    /// "Approve all": every call approved, with any saved edited arguments; refused while an
-    /// editor is open.
-    pub fn approve_all(&self, batch: &PendingBatch) -> Result<Decision, DraftError> {
+    /// "Approve all": every call still undecided approved, with any saved edited arguments; a
+    /// choice already made on a card (a rejection with its reason) stands. Refused while an
+    /// editor is open. Returns the draft with those approvals chosen, and its decision.
+    pub fn approve_rest(&self, batch: &PendingBatch) -> Result<(BatchDraft, Decision), DraftError> {
         self.check_no_open_editor(batch)?;
-        Ok(Decision {
-            kind: DecisionKind::ApproveAll,
-            modified_args: self
-                .modified_args(|id| batch.requests.iter().any(|request| request.id == id)),
-            answers: Vec::new(),
-        })
+        let mut draft = self.clone();
+        for request in &batch.requests {
+            if !draft.choices.contains_key(&request.id) {
+                draft.choose(&request.id, Verdict::Approve, None);
+            }
+        }
+        let decision = draft.decision(batch)?;
+        Ok((draft, decision))
+    }
+
+    /// How many of the batch's calls are still undecided (what "Approve all" approves).
+    pub fn undecided(&self, batch: &PendingBatch) -> usize {
+        batch
+            .requests
+            .iter()
+            .filter(|request| !self.choices.contains_key(&request.id))
+            .count()
     }
 }
 
@@ -511,7 +523,10 @@ mod tests {
         let mut draft = BatchDraft::new("t-1");
         draft.set_editing("call_1", true);
         let open = Err(DraftError::Editing("write_file".to_owned()));
-        assert_eq!(draft.approve_all(&batch), open);
+        assert_eq!(
+            draft.approve_rest(&batch).map(|(_, decision)| decision),
+            open
+        );
         draft.choose("call_1", Verdict::Approve, None);
         draft.choose("call_2", Verdict::Approve, None);
         assert_eq!(draft.decision(&batch), open);
@@ -519,7 +534,7 @@ mod tests {
         // Saving the edit closes the editor, and the edit goes with the decision.
         draft.edit("call_1", json!({"path": "edited.txt"}));
         assert_eq!(
-            data(&draft.approve_all(&batch).unwrap(), Dialect::Native),
+            data(&draft.approve_rest(&batch).unwrap().1, Dialect::Native),
             json!({"decision_type": "approve",
                    "modified_args": {"call_1": {"path": "edited.txt"}}})
         );
@@ -535,5 +550,26 @@ mod tests {
         assert_eq!(parse_args(r#"{"a": 1}"#), Ok(json!({"a": 1})));
         assert_eq!(parse_args("[1]"), Err(DraftError::NotAnObject));
         assert!(matches!(parse_args("{"), Err(DraftError::InvalidJson(_))));
+    }
+
+    #[test]
+    fn approve_all_approves_what_is_undecided_and_keeps_a_rejection() {
+        let batch = batch();
+        let mut draft = BatchDraft::new("t-1");
+        assert_eq!(draft.undecided(&batch), 2);
+        draft.choose("call_2", Verdict::Deny, Some("not that file"));
+        assert_eq!(draft.undecided(&batch), 1);
+        let (after, decision) = draft.approve_rest(&batch).unwrap();
+        assert_eq!(
+            data(&decision, Dialect::Native),
+            json!({"decision_type": "batch",
+                   "decisions": {"call_1": "approve", "call_2": "reject"},
+                   "rejection_reasons": {"call_2": "not that file"}})
+        );
+        assert_eq!(after.undecided(&batch), 0);
+        assert_eq!(
+            after.choices.get("call_2").map(|choice| choice.verdict),
+            Some(Verdict::Deny)
+        );
     }
 }

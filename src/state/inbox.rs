@@ -33,6 +33,9 @@ pub struct Inbox {
     pub last_id: Option<i64>,
     /// The last `decided` event (the chat on screen looks whether it is its own batch).
     pub last_decided: Option<ApprovalDecided>,
+    /// Who had approved that batch before it was decided (the quorum's earlier votes), so the
+    /// chat names everyone who decided it, not only the last.
+    pub last_approvers: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +86,10 @@ impl Inbox {
                 }
             }
             ApprovalEvent::Decided(decided) => {
+                self.last_approvers = self
+                    .routing(&decided.task_id)
+                    .map(approvers_so_far)
+                    .unwrap_or_default();
                 self.last_decided = Some(decided.clone());
                 let before = self.waiting.len();
                 self.waiting
@@ -99,6 +106,22 @@ impl Inbox {
     /// How many batches wait.
     pub fn count(&self) -> usize {
         self.waiting.len()
+    }
+
+    /// How many batches wait for `me`: those I decide alone, or of which I may still approve a
+    /// call. One I approved, or one only others may approve, waits for them and is not
+    /// counted (the badge and the tab title say what is mine to do).
+    pub fn count_for(&self, me: Option<&str>) -> usize {
+        self.waiting
+            .iter()
+            .filter(|known| {
+                known
+                    .batch
+                    .routing
+                    .as_deref()
+                    .is_none_or(|routing| super::routing::may_approve_any(routing, me))
+            })
+            .count()
     }
 
     /// The waiting batches, newest first (as the Approvals page lists them).
@@ -199,14 +222,68 @@ pub fn notification_text(batch: &PendingApproval) -> (String, String) {
     (title, body)
 }
 
+/// What a batch asks for, as the inbox titles it: each call's tool with what it acts on
+/// ("write_file r.txt · delete_file old.txt"), three at most and then how many more; not the
+/// chat's first message, which may say nothing of it.
+pub fn asks_for(batch: &PendingApproval) -> String {
+    const SHOWN: usize = 3;
+    let calls: Vec<ActionRequest> = batch
+        .calls
+        .iter()
+        .filter_map(ActionRequest::from_value)
+        .collect();
+    let mut parts: Vec<String> = Vec::with_capacity(SHOWN + 1);
+    for call in calls.iter().take(SHOWN) {
+        parts.push(match call_target(&call.args) {
+            Some(target) => format!("{} {target}", call.name),
+            None => call.name.clone(),
+        });
+    }
+    if calls.len() > SHOWN {
+        parts.push(format!("{} more", calls.len() - SHOWN));
+    }
+    parts.join(" · ")
+}
+
+/// What a call acts on, for its title: the first of its `path`, `file`, `command`, `url` or
+/// `name` arguments that is text, cut to 40 characters.
+fn call_target(args: &serde_json::Value) -> Option<String> {
+    const KEYS: [&str; 5] = ["path", "file", "command", "url", "name"];
+    let text = KEYS
+        .iter()
+        .find_map(|key| args.get(key).and_then(serde_json::Value::as_str))?;
+    let mut cut: String = text.chars().take(40).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    Some(cut)
+}
+
+/// Everyone who approved some call of a routed batch so far, in order, each once.
+fn approvers_so_far(routing: &ApprovalRouting) -> Vec<String> {
+    let mut people: Vec<String> = Vec::new();
+    for who in routing.calls.iter().flat_map(|call| &call.approved_by) {
+        if !people.contains(who) {
+            people.push(who.clone());
+        }
+    }
+    people
+}
+
 /// What the chat says when the batch it shows stopped waiting through someone or something
-/// else (another tab, another person, the deadline).
-pub fn elsewhere_text(decided: &ApprovalDecided) -> String {
-    let by = decided
-        .decided_by
-        .as_deref()
-        .map(|who| format!(" by {who}"))
-        .unwrap_or_default();
+/// else (another tab, another person, the deadline); `earlier` approved it before the last
+/// decider (a quorum's first votes), and is named with them.
+pub fn elsewhere_text(decided: &ApprovalDecided, earlier: &[String]) -> String {
+    let mut people: Vec<&str> = earlier.iter().map(String::as_str).collect();
+    if let Some(last) = decided.decided_by.as_deref() {
+        people.retain(|who| *who != last);
+        people.push(last);
+    }
+    let by = match people.as_slice() {
+        [] => String::new(),
+        [one] => format!(" by {one}"),
+        [first @ .., last] => format!(" by {} and {last}", first.join(", ")),
+    };
     match decided.outcome.as_str() {
         "expiry" => "This batch expired unanswered.".to_owned(),
         "cancel" => format!("This task was canceled elsewhere{by}."),
@@ -335,9 +412,24 @@ pub(super) mod tests {
                 voided: Vec::new(),
                 args_sha256: None,
                 requirement: String::new(),
+                may_approve: None,
             }],
         }));
         ApprovalEvent::Pending(batch)
+    }
+
+    #[test]
+    fn the_inbox_titles_a_batch_with_what_it_asks_for() {
+        let ApprovalEvent::Pending(mut batch) = pending(
+            "t-1",
+            "2026-11-22T18:00:00.000Z",
+            &["write_file", "delete_file"],
+        ) else {
+            unreachable!()
+        };
+        batch.calls[0]["args"] = serde_json::json!({"path": "r.txt", "content": "v2"});
+        batch.calls[1]["args"] = serde_json::json!({"path": "old.txt"});
+        assert_eq!(asks_for(&batch), "write_file r.txt · delete_file old.txt");
     }
 
     #[test]
@@ -359,6 +451,9 @@ pub(super) mod tests {
         );
         assert_eq!(approved(&inbox), Some(vec!["bob".to_owned()]));
         assert_eq!(inbox.count(), 1);
+        // It waits for the others now, not for bob: his badge stops counting it.
+        assert_eq!(inbox.count_for(Some("bob")), 0);
+        assert_eq!(inbox.count_for(Some("carol")), 1);
         assert_eq!(inbox.routing("t-2"), None);
         inbox.apply(&sent(3, decided("t-1")));
         assert_eq!(inbox.routing("t-1"), None);
@@ -453,7 +548,12 @@ pub(super) mod tests {
         let ApprovalEvent::Decided(mut decided) = decided("t-1") else {
             unreachable!()
         };
-        assert_eq!(elsewhere_text(&decided), "Decided elsewhere by bob.");
+        assert_eq!(elsewhere_text(&decided, &[]), "Decided elsewhere by bob.");
+        let earlier = ["carol".to_owned(), "bob".to_owned()];
+        assert_eq!(
+            elsewhere_text(&decided, &earlier),
+            "Decided elsewhere by carol and bob."
+        );
         decided.outcome = "expiry".to_owned();
         assert_eq!(elsewhere_text(&decided), "This batch expired unanswered.");
         decided.outcome = "cancel".to_owned();

@@ -79,7 +79,40 @@ pub fn call_quorum(
     let routing = routing?;
     let call = routing.calls.iter().find(|call| call.call_id == call_id)?;
     let approved = me.is_some_and(|me| call.approved_by.iter().any(|by| by == me));
-    Some((call.clone(), !routing.eligible_by.is_empty() && !approved))
+    let eligible = call.may_approve.unwrap_or(!routing.eligible_by.is_empty());
+    Some((call.clone(), eligible && !approved))
+}
+
+/// Whether `me` may still approve some call of a routed batch: what the batch bar's Approve
+/// all needs (the server refuses an approval from anyone else).
+pub fn may_approve_any(routing: &ApprovalRouting, me: Option<&str>) -> bool {
+    routing
+        .calls
+        .iter()
+        .any(|call| call_quorum(Some(routing), &call.call_id, me).is_some_and(|(_, may)| may))
+}
+
+/// Why the reader may approve nothing of a routed batch, in plain words: "Waits for 2 of sre;
+/// you asked for it, so you may reject it or stop it, not approve it." or "You approved;
+/// waiting for 1 more of sre"; `None` when they may approve some call.
+pub fn cannot_approve_text(routing: &ApprovalRouting, me: Option<&str>) -> Option<String> {
+    if may_approve_any(routing, me) {
+        return None;
+    }
+    let by = batch_approvers(routing);
+    let mut more = 0;
+    let mut approved_any = false;
+    for call in &routing.calls {
+        more = more.max((call.quorum as usize).saturating_sub(call.approved_by.len()));
+        approved_any |= me.is_some_and(|me| call.approved_by.iter().any(|by| by == me));
+    }
+    Some(if approved_any {
+        format!("You approved; waiting for {more} more of {by}")
+    } else if me == Some(routing.requested_by.as_str()) {
+        format!("Waits for {more} of {by}; you asked for it, so you may reject it or stop it, not approve it.")
+    } else {
+        format!("Waits for {more} of {by}; you may read it, not approve it.")
+    })
 }
 
 /// Whom a routed batch waits for, every call's approvers in one list: "sre", "sre or dave".
@@ -165,8 +198,8 @@ pub fn requester_reply(
              what to do instead (that rejects {what})."
         )),
         Reply::Unclear => Some(format!(
-            "This decides nothing: {what} {waits} for approval by {by}. Say reject, or explain \
-             what to do instead (that rejects {what})."
+            "Not a decision yet: {what} {waits} for approval by {by}. Say reject, or write what \
+             the agent should do instead (that rejects {what} with your words as the reason)."
         )),
         Reply::Decision(_) | Reply::RejectsWithReason => None,
     }
@@ -186,6 +219,7 @@ mod tests {
             voided: voided.iter().map(|by| (*by).to_owned()).collect(),
             args_sha256: None,
             requirement: String::new(),
+            may_approve: None,
         }
     }
 
@@ -307,9 +341,7 @@ mod tests {
         assert_eq!(refused.hint(), hint);
         assert!(!refused.can_send());
         let hint = requester_reply(&effect(Reply::Unclear), "ok", &requester).unwrap();
-        assert!(
-            hint.starts_with("This decides nothing: the pending call waits for approval by sre")
-        );
+        assert!(hint.starts_with("Not a decision yet: the pending call waits for approval by sre"));
         assert!(!hint.contains("approve or"));
         // Rejecting is theirs to do, in words or with a reason: the composer's own words.
         assert_eq!(
@@ -343,6 +375,38 @@ mod tests {
         assert_eq!(
             call_quorum(Some(&requester), "call_1", Some("alice")).map(|(_, may)| may),
             Some(false)
+        );
+    }
+
+    #[test]
+    fn the_requester_under_a_two_person_rule_is_told_why_she_cannot_approve() {
+        let mut call = call(&[], &[]);
+        call.may_approve = Some(false);
+        let routing = ApprovalRouting {
+            requested_by: "alice".to_owned(),
+            eligible_by: Vec::new(),
+            calls: vec![call.clone()],
+        };
+        assert!(!may_approve_any(&routing, Some("alice")));
+        assert_eq!(
+            cannot_approve_text(&routing, Some("alice")).unwrap(),
+            "Waits for 2 of sre or dave; you asked for it, so you may reject it or stop it, not \
+             approve it."
+        );
+        // An approver who approved is told where the quorum stands.
+        let mut voted = call;
+        voted.may_approve = Some(true);
+        voted.approved_by = vec!["bob".to_owned()];
+        let routing = ApprovalRouting {
+            requested_by: "alice".to_owned(),
+            eligible_by: vec!["group:sre".to_owned()],
+            calls: vec![voted],
+        };
+        assert!(!may_approve_any(&routing, Some("bob")));
+        assert!(may_approve_any(&routing, Some("carol")));
+        assert_eq!(
+            cannot_approve_text(&routing, Some("bob")).unwrap(),
+            "You approved; waiting for 1 more of sre or dave"
         );
     }
 }

@@ -105,11 +105,11 @@ async fn approve_all_on_a_batch_of_two() {
         listed.contains("write_file") && listed.contains("delete_file"),
         "{listed}"
     );
-    // Focus moved to the batch when it arrived.
+    // The focus stayed where the person typed: on the composer, not on the batch.
     let focused = app
         .js("return document.activeElement && document.activeElement.dataset.testid")
         .await;
-    assert_eq!(focused, "batch-bar");
+    assert_eq!(focused, "composer-input");
     wait_card(&app, &card("read_file"), "completed").await;
     app.shots("batch-pending").await;
     click(&app, "[data-testid=approve-all]").await;
@@ -286,14 +286,15 @@ async fn a_reload_while_pending_keeps_the_batch_decidable() {
     app.driver.refresh().await.unwrap();
     wait_card(&app, &card("delete_file"), "pending").await;
     app.wait_for_status("approval").await;
-    // Keyboard: focus went to the lone card; A approves it.
-    app.wait_until("focus is on the pending card", || async {
-        Ok(app
-            .js("return document.activeElement && document.activeElement.dataset.testid")
-            .await
-            == "tool-card")
-    })
-    .await;
+    // Keyboard: the reload leaves the focus off the card (a stray key decides nothing); moved
+    // to the lone card, A approves it.
+    assert_ne!(
+        app.js("return document.activeElement && document.activeElement.dataset.testid")
+            .await,
+        "tool-card"
+    );
+    app.js("document.querySelector('[data-testid=tool-card]').focus(); return true")
+        .await;
     app.driver
         .active_element()
         .await

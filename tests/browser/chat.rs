@@ -121,6 +121,13 @@ async fn a_server_restart_mid_turn_says_so_then_follows_the_turn_to_its_end() {
     app.wait_for_text("[data-testid=message-agent]", "199, 200")
         .await;
     app.shot("server-back-turn-finished").await;
+    // Stopped while the chat is idle: it says so, not a green "Ready", until the server is back.
+    app.stop_server().await;
+    app.wait_for_status("offline").await;
+    app.wait_for_text("[data-testid=chat-status]", "Cannot reach the server")
+        .await;
+    app.start_server().await;
+    app.wait_for_status("ready").await;
     app.finish().await;
 }
 

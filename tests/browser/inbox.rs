@@ -136,6 +136,9 @@ async fn two_tabs_of_one_person_share_the_inbox_live_and_an_inbox_decision_runs_
         .await;
     app.wait_for_text("[data-testid=inbox-agent]", "default/demo")
         .await;
+    // Titled with what it asks for; the chat it came from beside it.
+    app.wait_for_text("[data-testid=inbox-asks]", "write_file notes.txt")
+        .await;
     app.wait_for_text("[data-testid=inbox-open-chat]", "write notes.txt: first")
         .await;
 

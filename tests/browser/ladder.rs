@@ -77,7 +77,7 @@ async fn alice_asks_dave_who_finds_it_in_his_inbox_and_each_reads_whom_it_waits_
     type_in_composer(&app, "ok").await;
     app.wait_for_text(
         "[data-testid=composer-hint]",
-        "This decides nothing: the pending call waits for approval by sre. Say reject",
+        "Not a decision yet: the pending call waits for approval by sre. Say reject",
     )
     .await;
     assert!(!app

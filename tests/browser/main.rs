@@ -10,6 +10,7 @@ mod support;
 
 mod accessibility;
 mod approvals;
+mod by_accident;
 mod chat;
 mod chunks;
 mod email_links;

@@ -278,6 +278,10 @@ pub struct CallQuorum {
     /// What approving takes, in words: `needs approval by group sre; the requester may not
     /// approve; 2 distinct approvals`.
     pub requirement: String,
+    /// In an [`ApprovalRouting`]: whether its reader may approve this call (the server refuses
+    /// their approval otherwise), so a page offers only what will be accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub may_approve: Option<bool>,
 }
 
 /// One person's verdict on one call (docs/rest.md, Approvers): an [`AuditCall`]'s `votes`.

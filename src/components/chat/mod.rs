@@ -76,7 +76,7 @@ fn SessionNotFound() -> impl IntoView {
     view! {
         <div class="empty-state not-found" role="alert" data-testid="session-not-found">
             <h2>"Session not found"</h2>
-            <p>"This chat was deleted, or the link to it is wrong."</p>
+            <p>"This chat was deleted, the link to it is wrong, or it is not shared with you: its owner can send you a share link."</p>
             <button type="button" class="button primary" data-testid="start-new-chat" on:click=start>
                 "Start a new chat"
             </button>
@@ -95,7 +95,14 @@ fn StatusLine() -> impl IntoView {
             _ => None,
         })
     });
+    // The approvals stream lost the server: an idle chat is not "Ready" until it is back (a
+    // turn's own stream says "reconnecting" already).
+    let lost = move || {
+        ctl.live.is_some_and(|live| live.server_lost.get())
+            && status.with(|status| *status == ChatStatus::Ready)
+    };
     let slug = move || match status.get() {
+        _ if lost() => "offline",
         ChatStatus::Ready => "ready",
         ChatStatus::Thinking | ChatStatus::Working => "working",
         ChatStatus::Reconnecting => "reconnecting",
@@ -112,7 +119,10 @@ fn StatusLine() -> impl IntoView {
             data-status=slug
         >
             <span class="status-dot" aria-hidden="true"></span>
-            <span class="status-text">{move || announcement.get().unwrap_or_else(|| status.get().label())}</span>
+            <span class="status-text">{move || match lost() {
+                true => "Cannot reach the server; trying again…".to_owned(),
+                false => announcement.get().unwrap_or_else(|| status.get().label()),
+            }}</span>
         </div>
     }
 }

@@ -32,8 +32,20 @@ pub fn DecidedElsewhere() -> impl IntoView {
         {
             return;
         }
-        notice.set(Some(elsewhere_text(&decided)));
+        let earlier = live
+            .inbox
+            .with_untracked(|inbox| inbox.last_approvers.clone());
+        notice.set(Some(elsewhere_text(&decided, &earlier)));
         ctl.catch_up(decided.task_id.clone());
+    });
+    // The notice is of one batch: a later batch of the chat takes it down, so it never stays
+    // pinned over turns it does not speak of.
+    Effect::new(move |shown_for: Option<Option<String>>| {
+        let now = pending_task.get();
+        if now.is_some() && shown_for.flatten() != now {
+            notice.set(None);
+        }
+        now
     });
     // A notification's click: the card of its batch, once this chat shows it.
     Effect::new(move |_| {

@@ -4,14 +4,16 @@ use leptos::prelude::*;
 
 use super::LiveApprovals;
 use crate::components::context::AppCtx;
-use crate::state::inbox::Inbox;
 use crate::state::route::Route;
 
 #[component]
 pub fn ApprovalsLink() -> impl IntoView {
     let app = expect_context::<AppCtx>();
     let live = expect_context::<LiveApprovals>();
-    let count = Memo::new(move |_| live.inbox.with(Inbox::count));
+    let count = Memo::new(move |_| {
+        let me = live.me.get();
+        live.inbox.with(|inbox| inbox.count_for(me.as_deref()))
+    });
     let here = Memo::new(move |_| app.route.with(|route| *route == Route::Approvals));
     let open = move |event: leptos::ev::MouseEvent| {
         event.prevent_default();

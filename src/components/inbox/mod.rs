@@ -40,6 +40,9 @@ pub struct LiveApprovals {
     /// The stored chat the page opened on has its messages in (or could not load them): until
     /// then its stream's chunk would share the link with them.
     pub chat_loaded: RwSignal<bool>,
+    /// The approvals stream could not reach the server (stopped, or the network is down): the
+    /// chat's status line says so rather than "Ready".
+    pub server_lost: RwSignal<bool>,
 }
 
 /// Keeps the tab's inbox live: its signals are there from the start (the sidebar's badge, the
@@ -54,6 +57,7 @@ pub fn start(app: AppCtx) -> LiveApprovals {
         focus_task: RwSignal::new(None),
         me: RwSignal::new(None),
         chat_loaded: RwSignal::new(false),
+        server_lost: RwSignal::new(false),
     };
     provide_context(live);
     spawn_local(async move {
@@ -62,7 +66,8 @@ pub fn start(app: AppCtx) -> LiveApprovals {
         }
     });
     Effect::new(move |_| {
-        let title = tab_title(live.inbox.with(Inbox::count));
+        let me = live.me.get();
+        let title = tab_title(live.inbox.with(|inbox| inbox.count_for(me.as_deref())));
         if let Some(document) = web_sys::window().and_then(|window| window.document()) {
             document.set_title(&title);
         }

@@ -82,7 +82,8 @@ fn InboxBatch(batch: PendingApproval) -> impl IntoView {
         app.navigate(route.clone());
     };
     let since = js_sys::Date::parse(&batch.since) as i64;
-    let title = if batch.title.is_empty() {
+    let asks = crate::state::inbox::asks_for(&batch);
+    let chat = if batch.title.is_empty() {
         "New chat".to_owned()
     } else {
         batch.title.clone()
@@ -112,8 +113,10 @@ fn InboxBatch(batch: PendingApproval) -> impl IntoView {
         >
             <header class="inbox-head">
                 <span class="inbox-agent" data-testid="inbox-agent">{batch.agent.clone()}</span>
-                <a class="inbox-chat" href=href data-testid="inbox-open-chat" on:click=open>
-                    {title}
+                <span class="inbox-asks" data-testid="inbox-asks">{asks}</span>
+                <a class="inbox-chat" href=href data-testid="inbox-open-chat" on:click=open
+                    title=format!("Open the chat: {chat}")>
+                    {format!("in “{chat}”")}
                 </a>
                 <For each=move || marks.get() key=|mark| mark.clone() let:mark>
                     <span class="ladder-mark" data-testid="ladder-mark">{mark}</span>

@@ -212,10 +212,21 @@ async fn follow_stream(share: Rc<Share>, term: u32) {
         .await;
         match result {
             Ok(()) | Err(ApiError::Aborted) => {}
-            Err(err) => web_sys::console::warn_1(
-                &format!("the approvals stream broke ({err}); following again").into(),
-            ),
+            Err(err) => {
+                web_sys::console::warn_1(
+                    &format!("the approvals stream broke ({err}); following again").into(),
+                );
+                if matches!(err, ApiError::Network(_)) {
+                    share.live.server_lost.set(true);
+                }
+            }
         }
         wait_ms(RECONNECT_MS).await;
+        // Any answer, even a refusal, says the server is back.
+        if share.live.server_lost.get_untracked()
+            && !matches!(api::me().await, Err(ApiError::Network(_)))
+        {
+            share.live.server_lost.set(false);
+        }
     }
 }

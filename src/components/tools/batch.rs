@@ -8,7 +8,7 @@ use signoff_protocol::hitl::Verdict;
 use super::focus_on_open;
 use super::steps::BatchSteps;
 use crate::components::controller::ChatCtl;
-use crate::components::util::typing_in_field;
+use crate::components::util::{reveal, shortcut_applies};
 use crate::state::draft::{reject_all, BatchDraft};
 use crate::state::PendingBatch;
 
@@ -79,6 +79,30 @@ impl Bar {
         })
     }
 
+    /// Why the reader may approve none of the batch's calls, as the approvals stream last said
+    /// (the requester under a two-person rule, or an approver who already approved); `None`
+    /// when they may approve some, or the batch is not routed.
+    fn cannot_approve(self) -> Option<String> {
+        let live = self.ctl.live?;
+        let task = self
+            .batch
+            .with(|batch| batch.as_ref().map(|batch| batch.task_id.clone()))?;
+        let me = live.me.get();
+        live.inbox.with(|inbox| {
+            crate::state::routing::cannot_approve_text(inbox.routing(&task)?, me.as_deref())
+        })
+    }
+
+    /// The reader may approve some call: Approve all is offered (and the A key works) only then.
+    fn may_approve(self) -> bool {
+        self.cannot_approve().is_none()
+    }
+
+    /// How many calls Approve all would approve: those not yet decided on their cards.
+    fn undecided(self) -> usize {
+        self.count() - self.decided()
+    }
+
     /// A decision is on its way: the buttons wait for the server's answer.
     fn disabled(self) -> bool {
         self.ctl.deciding.get()
@@ -96,23 +120,22 @@ impl Bar {
         Some((batch, draft))
     }
 
-    /// Approves every call, with any arguments edited on the cards, and sends it.
+    /// Approves every call still undecided, with any arguments edited on the cards, and sends
+    /// it: a call already rejected on its card stays rejected.
     fn approve_all(self) {
-        let Some((batch, mut draft)) = self.draft_for() else {
+        let Some((batch, draft)) = self.draft_for() else {
             return;
         };
-        if self.ctl.deciding.get_untracked() {
+        if self.ctl.deciding.get_untracked() || !self.may_approve() {
             return;
         }
-        let decision = match draft.approve_all(&batch) {
-            Ok(decision) => decision,
-            Err(err) => return self.ctl.app().toast(err.to_string()),
-        };
-        for request in &batch.requests {
-            draft.choose(&request.id, Verdict::Approve, None);
+        match draft.approve_rest(&batch) {
+            Ok((draft, decision)) => {
+                self.ctl.draft.set(draft);
+                self.ctl.decide(batch, decision);
+            }
+            Err(err) => self.ctl.app().toast(err.to_string()),
         }
-        self.ctl.draft.set(draft);
-        self.ctl.decide(batch, decision);
     }
 
     /// Opens the reason box, empty.
@@ -151,11 +174,11 @@ impl Bar {
 
     /// The bar's keys: A approves all, R opens the reason box.
     fn on_keydown(self, event: web_sys::KeyboardEvent) {
-        if typing_in_field(&event) || event.ctrl_key() || event.meta_key() || event.alt_key() {
+        if !shortcut_applies(&event) {
             return;
         }
         match event.key().as_str() {
-            "a" | "A" => {
+            "a" | "A" if self.may_approve() && !self.all_decided() => {
                 event.prevent_default();
                 self.approve_all();
             }
@@ -173,10 +196,11 @@ impl Bar {
 pub fn BatchBar() -> impl IntoView {
     let bar = Bar::new(expect_context::<ChatCtl>());
     let node = NodeRef::<Div>::new();
-    // Focus moves to the batch when it arrives, so A / R work at once.
+    // The batch comes into view when it arrives; the focus stays where the person types, so
+    // A and R act only once they move to the bar themselves.
     Effect::new(move |_| {
         if let Some(element) = node.get() {
-            let _ = element.focus();
+            reveal(&element);
         }
     });
     view! {
@@ -202,10 +226,19 @@ pub fn BatchBar() -> impl IntoView {
 fn BatchSummary(bar: Bar) -> impl IntoView {
     view! {
         <div class="batch-summary">
-            <strong>{move || format!("{} tool calls wait for your decision", bar.count())}</strong>
+            <strong>{move || match bar.may_approve() {
+                true => format!("{} tool calls wait for your decision", bar.count()),
+                false => format!("{} tool calls wait for approval", bar.count()),
+            }}</strong>
             <span class="hint" data-testid="batch-progress">
-                {move || format!("{} of {} decided · A approves all, R rejects all", bar.decided(), bar.count())}
+                {move || match bar.may_approve() {
+                    true => format!("{} of {} decided · A approves the rest, R rejects all", bar.decided(), bar.count()),
+                    false => format!("{} of {} decided · R rejects all", bar.decided(), bar.count()),
+                }}
             </span>
+            {move || bar.cannot_approve().map(|why| view! {
+                <p class="batch-why-not" data-testid="batch-why-not">{why}</p>
+            })}
         </div>
         <ul class="batch-calls" aria-label="Calls in this batch">
             {move || bar.names().into_iter().map(|name| view! { <li>{name}</li> }).collect_view()}
@@ -219,17 +252,21 @@ fn BatchButtons(bar: Bar) -> impl IntoView {
     let disabled = move || bar.disabled();
     view! {
         <div class="tool-actions">
-            <button
-                type="button"
-                class="button"
-                class:primary=move || !bar.all_decided()
-                data-testid="approve-all"
-                aria-label=move || format!("Approve all {} calls: {}", bar.count(), bar.names().join(", "))
-                disabled=disabled
-                on:click=move |_| bar.approve_all()
-            >
-                {move || format!("Approve all ({})", bar.count())}
-            </button>
+            <Show when=move || bar.may_approve() && !bar.all_decided()>
+                <button
+                    type="button"
+                    class="button primary"
+                    data-testid="approve-all"
+                    aria-label=move || approve_all_label(bar)
+                    disabled=disabled
+                    on:click=move |_| bar.approve_all()
+                >
+                    {move || match bar.decided() {
+                        0 => format!("Approve all ({})", bar.count()),
+                        _ => format!("Approve the rest ({})", bar.undecided()),
+                    }}
+                </button>
+            </Show>
             <button
                 type="button"
                 class="button danger-outline"
@@ -252,6 +289,22 @@ fn BatchButtons(bar: Bar) -> impl IntoView {
                 "Submit"
             </button>
         </div>
+    }
+}
+
+/// What Approve all does, for a screen reader: it names what it approves, and that choices
+/// made on the cards stand.
+fn approve_all_label(bar: Bar) -> String {
+    match bar.decided() {
+        0 => format!(
+            "Approve all {} calls: {}",
+            bar.count(),
+            bar.names().join(", ")
+        ),
+        decided => format!(
+            "Approve the {} undecided calls; the {decided} decided on their cards stay as chosen",
+            bar.undecided()
+        ),
     }
 }
 

@@ -35,7 +35,7 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
     let model = CardModel::new(expect_context::<ChatCtl>(), &card_key);
     let (card, batch) = (model.card, model.batch);
     let node = NodeRef::<Div>::new();
-    model.focus_when_lone(node);
+    model.reveal_when_lone(node);
     model.track_editing();
     let outcome_slug = move || {
         model

@@ -110,6 +110,14 @@ fn QuestionForm(
             })
         })
     };
+    // The batch is this one question: declining it is the whole decision.
+    let lone = move || {
+        batch.with(|batch| {
+            batch
+                .as_ref()
+                .is_some_and(|batch| batch.requests.len() == 1)
+        })
+    };
     let fields = questions
         .into_iter()
         .enumerate()
@@ -129,7 +137,10 @@ fn QuestionForm(
                 </button>
                 <button type="button" class="button danger-outline" data-testid="question-reject"
                     hidden=move || !can_reject() disabled=disabled on:click=move |_| form.reject()>
-                    "Reject all"
+                    {move || match lone() {
+                        true => "Decline to answer",
+                        false => "Reject all",
+                    }}
                 </button>
             </div>
         </div>

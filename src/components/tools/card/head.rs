@@ -5,6 +5,8 @@ use leptos::prelude::*;
 
 use super::model::CardModel;
 use crate::components::tools::allow::Countdown;
+use signoff_protocol::hitl::Verdict;
+
 use crate::state::ToolStatus;
 
 /// The badge's sign for each status (beside its word, hidden from screen readers).
@@ -21,6 +23,18 @@ fn badge_icon(status: ToolStatus) -> &'static str {
         ToolStatus::Denied => "⊘",
         ToolStatus::Expired => "⌛",
     }
+}
+
+/// A choice made on the card and not yet sent says so, and how it goes out: "Approve chosen ·
+/// not sent" until Submit, "Sending…" while the server answers.
+fn staged_label(model: CardModel) -> Option<&'static str> {
+    let verdict = model.staged()?;
+    Some(match (model.ctl.deciding.get(), verdict) {
+        (true, _) => "Sending…",
+        (false, Verdict::Approve) if model.is_question() => "Answered · not sent",
+        (false, Verdict::Approve) => "Approve chosen · not sent",
+        (false, Verdict::Deny) => "Reject chosen · not sent",
+    })
 }
 
 /// The header: what the call is, and where it stands.
@@ -41,13 +55,21 @@ pub(super) fn CardHead(model: CardModel) -> impl IntoView {
             })}
             <span
                 class="badge"
+                class:staged=move || model.staged().is_some()
                 data-testid="tool-status"
+                data-staged=move || model.staged().map(|_| "true")
             >
-                <span aria-hidden="true">{move || model.outcome().map(|(status, _)| badge_icon(status))}</span>
-                {move || match model.outcome().map(|(status, _)| status) {
+                <span aria-hidden="true">{move || match model.staged() {
+                    Some(_) => Some("◐"),
+                    None => model.outcome().map(|(status, _)| badge_icon(status)),
+                }}</span>
+                {move || staged_label(model).or_else(|| match model.outcome().map(|(status, _)| status) {
                     Some(ToolStatus::PendingApproval) if model.is_question() => Some("Waiting for your answer"),
+                    // A question is answered or declined, never "approved".
+                    Some(ToolStatus::Approved | ToolStatus::Completed) if model.is_question() => Some("Answered"),
+                    Some(ToolStatus::Rejected) if model.is_question() => Some("Declined"),
                     status => status.map(ToolStatus::label),
-                }}
+                })}
             </span>
             {move || model.outcome().and_then(|(_, decision)| decision).map(|decision| view! {
                 <span class="decision-chip" data-testid="decision-chip">{decision.label()}</span>

@@ -10,7 +10,7 @@ use signoff_protocol::rest::CallQuorum;
 
 use crate::components::controller::ChatCtl;
 use crate::components::tools::pretty;
-use crate::components::util::typing_in_field;
+use crate::components::util::{reveal, shortcut_applies};
 use crate::state::draft::{parse_args, reject_all, BatchDraft, Choice};
 use crate::state::routing::call_quorum;
 use crate::state::{PendingBatch, ToolCallView, ToolStatus};
@@ -165,6 +165,17 @@ impl CardModel {
         })
     }
 
+    /// The verdict chosen on this card but not sent yet (its batch waits for the other cards'
+    /// choices and Submit): its badge says so, unlike a call that was sent or ran.
+    pub fn staged(self) -> Option<Verdict> {
+        let pending = self.card.with(|card| {
+            card.as_ref()
+                .is_some_and(|card| card.status == ToolStatus::PendingApproval)
+        });
+        let choice = self.choice.get()?;
+        pending.then_some(choice.verdict)
+    }
+
     /// What the badge says: an approved call with its result says Completed (or Failed), with
     /// the decision beside it (`ToolCallView::outcome`).
     pub fn outcome(self) -> Option<(ToolStatus, Option<ToolStatus>)> {
@@ -302,9 +313,9 @@ impl CardModel {
             match self
                 .ctl
                 .draft
-                .with_untracked(|draft| draft.approve_all(&batch))
+                .with_untracked(|draft| draft.approve_rest(&batch))
             {
-                Ok(decision) => self.ctl.decide(batch, decision),
+                Ok((_, decision)) => self.ctl.decide(batch, decision),
                 Err(err) => self.ctl.app().toast(err.to_string()),
             }
         }
@@ -360,13 +371,10 @@ impl CardModel {
 
     /// A waiting card's keys: A approves, R opens the reason box.
     pub fn on_keydown(self, event: web_sys::KeyboardEvent) {
-        if typing_in_field(&event)
+        if !shortcut_applies(&event)
             || !self.waiting()
             || self.is_question()
             || self.runs_with_answers()
-            || event.ctrl_key()
-            || event.meta_key()
-            || event.alt_key()
         {
             return;
         }
@@ -385,12 +393,13 @@ impl CardModel {
         }
     }
 
-    /// Focus moves to a lone pending card when it arrives (a batch's bar takes it otherwise).
-    pub fn focus_when_lone(self, node: NodeRef<Div>) {
+    /// A lone pending card comes into view when it arrives (a batch's bar does otherwise); the
+    /// focus stays where the person is typing.
+    pub fn reveal_when_lone(self, node: NodeRef<Div>) {
         Effect::new(move |_| {
             if self.lone() && self.waiting() {
                 if let Some(element) = node.get() {
-                    let _ = element.focus();
+                    reveal(&element);
                 }
             }
         });

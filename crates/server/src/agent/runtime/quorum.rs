@@ -382,6 +382,7 @@ impl Runtime {
                 voided,
                 args_sha256: sha,
                 requirement: approvers.requirement(),
+                may_approve: None,
             });
             outcomes.push((id.clone(), outcome));
         }

@@ -129,6 +129,7 @@ impl Runtime {
         let mut calls = Vec::new();
         for request in requests.iter().filter_map(ActionRequest::from_value) {
             let (approvers, eligible) = self.eligibility(agent, owner, &request, handed, who);
+            let may_approve = !eligible.is_empty();
             for entry in eligible {
                 if !reader_eligible.contains(&entry) {
                     reader_eligible.push(entry);
@@ -164,6 +165,7 @@ impl Runtime {
                 voided,
                 args_sha256: mine.last().map(|_| current),
                 requirement: approvers.requirement(),
+                may_approve: Some(may_approve),
             });
         }
         ApprovalRouting {
