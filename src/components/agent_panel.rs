@@ -33,7 +33,7 @@ pub fn AgentPanel() -> impl IntoView {
                         "✕"
                     </button>
                 </div>
-                <p class="details-description">{agent.description.clone()}</p>
+                <p class="details-description">{crate::components::util::inline_code(&agent.description)}</p>
                 {agent.model.clone().map(|model| view! { <p class="hint">{format!("Model: {model}")}</p> })}
                 {agent.remote.then(|| view! {
                     <h3 class="side-heading">"Skills"</h3>
@@ -41,7 +41,7 @@ pub fn AgentPanel() -> impl IntoView {
                         {agent.skills.iter().map(|skill| view! {
                             <li class="catalog-tool" data-testid="skill">
                                 <div class="catalog-head"><strong>{skill.name.clone()}</strong></div>
-                                <p class="hint">{skill.description.clone()}</p>
+                                <p class="hint">{crate::components::util::inline_code(&skill.description)}</p>
                                 {(!skill.tags.is_empty()).then(|| view! {
                                     <p class="hint" data-testid="skill-tags">{format!("Tags: {}", skill.tags.join(", "))}</p>
                                 })}
@@ -71,7 +71,7 @@ pub fn AgentPanel() -> impl IntoView {
                                     </span>
                                 })}
                             </div>
-                            <p class="hint">{tool.description.clone()}</p>
+                            <p class="hint">{crate::components::util::inline_code(&tool.description)}</p>
                             {tool.server.clone().map(|server| view! { <p class="hint">{format!("Source: {server}")}</p> })}
                         </li>
                     }).collect_view()}

@@ -15,6 +15,7 @@ mod lazy;
 mod nav;
 mod share;
 mod sidebar;
+mod theme;
 mod toasts;
 mod tools;
 mod util;

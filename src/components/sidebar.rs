@@ -24,6 +24,7 @@ pub fn Sidebar() -> impl IntoView {
             <div class="brand">
                 <span class="brand-mark" aria-hidden="true">"✓"</span>
                 "Signoff"
+                <super::theme::ThemeSwitch />
             </div>
             <super::account::AccountMenu />
             <AgentPicker />
@@ -74,7 +75,7 @@ fn AgentPicker() -> impl IntoView {
                                         on:click=move |_| ctx.navigate(Route::chat(&namespace, &name, None))
                                     >
                                         <span class="agent-name">{reference.clone()}</span>
-                                        <span class="agent-description">{agent.description.clone()}</span>
+                                        <span class="agent-description">{crate::components::util::inline_code(&agent.description)}</span>
                                         {agent.model.clone().map(|model| view! { <span class="agent-model">{model}</span> })}
                                     </button>
                                 </li>

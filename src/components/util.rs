@@ -118,3 +118,20 @@ pub fn focus_composer() {
         let _ = composer.focus();
     }
 }
+
+/// A one-line description as it reads, its Markdown `code` spans set as code and no backtick
+/// left showing (agent, skill and tool descriptions are written for Markdown).
+pub fn inline_code(text: &str) -> leptos::prelude::AnyView {
+    use leptos::prelude::*;
+    let mut parts = Vec::new();
+    for (index, part) in text.split('`').enumerate() {
+        let part = part.to_owned();
+        // Odd pieces sit between two backticks; a lone trailing backtick leaves the rest plain.
+        let closed = index % 2 == 1 && text.matches('`').count() > index;
+        parts.push(match closed {
+            true => view! { <code>{part}</code> }.into_any(),
+            false => part.into_any(),
+        });
+    }
+    parts.collect_view().into_any()
+}

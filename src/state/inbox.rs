@@ -36,7 +36,23 @@ pub struct Inbox {
     /// Who had approved that batch before it was decided (the quorum's earlier votes), so the
     /// chat names everyone who decided it, not only the last.
     pub last_approvers: Vec<String>,
+    /// What left the inbox lately, newest first (a few): the Approvals page says what became of
+    /// them rather than letting them vanish.
+    pub recent: Vec<Recent>,
 }
+
+/// A batch that left the inbox, as the Approvals page says it: "write_file r.txt: decided
+/// elsewhere by bob".
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recent {
+    pub task_id: String,
+    pub asks: String,
+    pub agent: String,
+    pub outcome: String,
+}
+
+/// How many batches that left the inbox the page still names.
+const RECENT: usize = 5;
 
 #[derive(Debug, Clone, PartialEq)]
 struct Waiting {
@@ -90,6 +106,20 @@ impl Inbox {
                     .routing(&decided.task_id)
                     .map(approvers_so_far)
                     .unwrap_or_default();
+                if let Some(known) = self
+                    .waiting
+                    .iter()
+                    .find(|known| known.batch.task_id == decided.task_id)
+                {
+                    let recent = Recent {
+                        task_id: decided.task_id.clone(),
+                        asks: asks_for(&known.batch),
+                        agent: known.batch.agent.clone(),
+                        outcome: fate_text(decided, &self.last_approvers),
+                    };
+                    self.recent.insert(0, recent);
+                    self.recent.truncate(RECENT);
+                }
                 self.last_decided = Some(decided.clone());
                 let before = self.waiting.len();
                 self.waiting
@@ -274,21 +304,38 @@ fn approvers_so_far(routing: &ApprovalRouting) -> Vec<String> {
 /// else (another tab, another person, the deadline); `earlier` approved it before the last
 /// decider (a quorum's first votes), and is named with them.
 pub fn elsewhere_text(decided: &ApprovalDecided, earlier: &[String]) -> String {
-    let mut people: Vec<&str> = earlier.iter().map(String::as_str).collect();
-    if let Some(last) = decided.decided_by.as_deref() {
-        people.retain(|who| *who != last);
-        people.push(last);
-    }
-    let by = match people.as_slice() {
-        [] => String::new(),
-        [one] => format!(" by {one}"),
-        [first @ .., last] => format!(" by {} and {last}", first.join(", ")),
-    };
+    let by = deciders(decided, earlier);
     match decided.outcome.as_str() {
         "expiry" => "This batch expired unanswered.".to_owned(),
         "cancel" => format!("This task was canceled elsewhere{by}."),
         "deleted" => "This chat was deleted elsewhere.".to_owned(),
         _ => format!("Decided elsewhere{by}."),
+    }
+}
+
+/// What became of a batch that left the inbox, as the Approvals page lists it ("decided by
+/// carol and bob"); wherever it was decided, here or elsewhere.
+pub fn fate_text(decided: &ApprovalDecided, earlier: &[String]) -> String {
+    let by = deciders(decided, earlier);
+    match decided.outcome.as_str() {
+        "expiry" => "expired unanswered".to_owned(),
+        "cancel" => format!("canceled{by}"),
+        "deleted" => "its chat was deleted".to_owned(),
+        _ => format!("decided{by}"),
+    }
+}
+
+/// " by carol and bob": everyone who decided, the quorum's earlier approvers first.
+fn deciders(decided: &ApprovalDecided, earlier: &[String]) -> String {
+    let mut people: Vec<&str> = earlier.iter().map(String::as_str).collect();
+    if let Some(last) = decided.decided_by.as_deref() {
+        people.retain(|who| *who != last);
+        people.push(last);
+    }
+    match people.as_slice() {
+        [] => String::new(),
+        [one] => format!(" by {one}"),
+        [first @ .., last] => format!(" by {} and {last}", first.join(", ")),
     }
 }
 
@@ -385,7 +432,12 @@ pub(super) mod tests {
             Change::Removed(_)
         ));
         assert!(!inbox.waits("t-1"));
+        // The page names what left, and what became of it.
+        assert_eq!(inbox.recent.len(), 1);
+        assert_eq!(inbox.recent[0].asks, "write_file");
+        assert!(inbox.recent[0].outcome.starts_with("decided"));
         assert_eq!(inbox.apply(&sent(7, decided("t-9"))), Change::Nothing);
+        assert_eq!(inbox.recent.len(), 1);
         assert_eq!(
             inbox.last_decided.as_ref().map(|d| d.task_id.as_str()),
             Some("t-9")

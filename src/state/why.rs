@@ -10,12 +10,21 @@ use serde_json::Value;
 ///
 /// The keys are read from the JSON as `hitl::Why` spells them, not through its deserializer,
 /// which would cost the cards' chunk more than these few reads.
-pub fn explain(why: &Value, tool: &str) -> Option<Vec<String>> {
+/// `waiting`: the call still waits; once decided, an ask reads in the past ("Asked for a
+/// decision"), as what made it wait, not as where it stands. `local_time` writes a grant's
+/// end (an RFC 3339 timestamp) as the person's clock reads it.
+pub fn explain(
+    why: &Value,
+    tool: &str,
+    waiting: bool,
+    local_time: &dyn Fn(&str) -> String,
+) -> Option<Vec<String>> {
     let text = |key: &str| why.get(key).and_then(Value::as_str);
     let (by, outcome, id) = (text("by")?, text("outcome")?, text("id")?);
     let verb = match outcome {
         "allow" => "Allowed without asking",
-        "ask" => "Waits for a decision",
+        "ask" if waiting => "Waits for a decision",
+        "ask" => "Asked for a decision",
         "deny" => "Refused",
         _ => return None,
     };
@@ -30,16 +39,21 @@ pub fn explain(why: &Value, tool: &str) -> Option<Vec<String>> {
             format!("{verb} by the policy \u{201c}{id}\u{201d}{file}{reason}.")
         }
         "policy_error" => format!(
-            "Waits for a decision because a policy could not be evaluated{reason}. Such a call \
+            "{verb} because a policy could not be evaluated{reason}. Such a call \
              never runs unasked."
         ),
         "rule" => format!("{verb} by the agent's argument rule {id}."),
-        "grant" => format!(
-            "{verb} by your \u{201c}Always allow\u{201d}: {}.",
-            text("summary")?
-        ),
+        // The grant's end as the person's clock reads it, never the raw timestamp.
+        "grant" => {
+            let summary = text("summary")?;
+            let summary = match summary.rsplit_once(", until ") {
+                Some((base, until)) => format!("{base}, until {}", local_time(until)),
+                None => summary.to_owned(),
+            };
+            format!("{verb} by your \u{201c}Always allow\u{201d}: {summary}.")
+        }
         "default" if outcome == "ask" => format!(
-            "Waits for a decision because of the agent's require_approval setting: {tool} is \
+            "{verb} because of the agent's require_approval setting: {tool} is \
              in it, and no policy, rule or grant decided otherwise."
         ),
         "default" => format!(
@@ -79,20 +93,25 @@ mod tests {
 
     use super::*;
 
+    /// A clock that reads the time of day out of the timestamp.
+    fn clock(at: &str) -> String {
+        at.get(11..16).unwrap_or(at).to_owned()
+    }
+
     #[test]
     fn each_kind_of_why_reads_in_plain_words() {
         let policy = json!({"by": "policy", "id": "no-etc", "outcome": "deny",
             "summary": "Denied by policy no-etc", "reason": "nothing under /etc",
             "file": "main.cedar"});
         assert_eq!(
-            explain(&policy, "write_file").unwrap(),
+            explain(&policy, "write_file", true, &clock).unwrap(),
             ["Refused by the policy \u{201c}no-etc\u{201d} in main.cedar: nothing under /etc."]
         );
         let ask = json!({"by": "policy", "id": "two", "outcome": "ask", "summary": "s",
             "approvers": ["group:sre"], "quorum": 2, "risk": "high",
             "requesterMayApprove": false, "file": "ops.cedar"});
         assert_eq!(
-            explain(&ask, "delete_file").unwrap(),
+            explain(&ask, "delete_file", true, &clock).unwrap(),
             [
                 "Waits for a decision by the policy \u{201c}two\u{201d} in ops.cedar.",
                 "Who may approve: group:sre.",
@@ -104,7 +123,7 @@ mod tests {
         let rule = json!({"by": "rule", "id": "#1 (write_file when path matches notes/**)",
             "outcome": "allow", "summary": "s"});
         assert_eq!(
-            explain(&rule, "write_file").unwrap(),
+            explain(&rule, "write_file", true, &clock).unwrap(),
             [
                 "Allowed without asking by the agent's argument rule #1 (write_file when path \
               matches notes/**)."
@@ -113,7 +132,7 @@ mod tests {
         let grant = json!({"by": "grant", "id": "g", "outcome": "allow",
             "summary": "write_file with any arguments, in this chat, 1 more call"});
         assert_eq!(
-            explain(&grant, "write_file").unwrap(),
+            explain(&grant, "write_file", true, &clock).unwrap(),
             [
                 "Allowed without asking by your \u{201c}Always allow\u{201d}: write_file with any \
               arguments, in this chat, 1 more call."
@@ -121,12 +140,25 @@ mod tests {
         );
         let default = json!({"by": "default", "id": "require_approval", "outcome": "ask",
             "summary": "s"});
-        assert!(explain(&default, "write_file").unwrap()[0]
+        assert!(explain(&default, "write_file", true, &clock).unwrap()[0]
             .contains("the agent's require_approval setting: write_file is in it"));
         let error = json!({"by": "policy_error", "id": "policy-error", "outcome": "ask",
             "summary": "s", "reason": "no attribute path"});
-        assert!(explain(&error, "t").unwrap()[0].contains("could not be evaluated: no attribute"));
-        assert_eq!(explain(&json!({"by": "nobody"}), "t"), None);
+        assert!(explain(&error, "t", true, &clock).unwrap()[0]
+            .contains("could not be evaluated: no attribute"));
+        assert_eq!(explain(&json!({"by": "nobody"}), "t", true, &clock), None);
+        // Decided, an ask says what made it wait; a grant's end is not a raw timestamp.
+        assert_eq!(
+            explain(&ask, "delete_file", false, &clock).unwrap()[0],
+            "Asked for a decision by the policy \u{201c}two\u{201d} in ops.cedar."
+        );
+        let timed = json!({"by": "grant", "id": "g", "outcome": "allow",
+            "summary": "write_file with any arguments, in this chat, until 2026-12-01T23:25:44.743Z"});
+        assert_eq!(
+            explain(&timed, "write_file", true, &clock).unwrap()[0],
+            "Allowed without asking by your \u{201c}Always allow\u{201d}: write_file with any \
+             arguments, in this chat, until 23:25."
+        );
         // The keys read are the protocol's own spelling of a why.
         let typed = signoff_protocol::hitl::Why {
             by: signoff_protocol::hitl::WhyKind::Policy,
@@ -141,8 +173,8 @@ mod tests {
             requester_may_approve: Some(false),
         };
         assert_eq!(
-            explain(&typed.to_value(), "delete_file"),
-            explain(&ask, "delete_file")
+            explain(&typed.to_value(), "delete_file", true, &clock),
+            explain(&ask, "delete_file", true, &clock)
         );
     }
 }

@@ -6,7 +6,7 @@
 
 use thirtyfour::prelude::Key;
 
-use crate::support::harness::{card, click, reject_with_reason, wait_card, App, Options};
+use crate::support::harness::{card, click, reject_with_reason, wait_card, App, Browser, Options};
 
 /// What has the focus, by its `data-testid` (empty for the page itself).
 async fn focused(app: &App) -> String {
@@ -139,7 +139,7 @@ async fn the_requester_under_a_two_person_rule_is_offered_no_approval_and_told_w
     const AGENTS: &str = "[[agents]]\nname = \"deploy\"\ndescription = \"Ships releases\"\n\
         approvers = [\"group:sre\"]\nrequester_may_approve = false\nquorum = 2\n\
         [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\", \"delete_file\"]\n";
-    let app = App::start_with(
+    let mut app = App::start_with(
         "requester-no-approve-all",
         Options {
             agents_toml: Some(AGENTS.to_owned()),
@@ -174,6 +174,29 @@ async fn the_requester_under_a_two_person_rule_is_offered_no_approval_and_told_w
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert!(app.texts("[data-testid=decision-error]").await.is_empty());
     assert!(app.read_sandbox("r.txt").is_none());
+    // At a phone's width: the whole agent name, and the count on the menu button (zero here:
+    // it waits for others).
+    app.driver.set_window_rect(0, 0, 390, 844).await.unwrap();
+    app.wait_for_text("[data-testid=chat-title]", "default/deploy")
+        .await;
+    assert!(app.find_all("[data-testid=menu-badge]").await.is_empty());
+    app.shots("requester-two-person-rule-390").await;
+
+    // Bob of sre, on his phone: he may approve, and his badge counts it.
+    let bob = Browser::start((390, 844)).await;
+    let alice = app.switch(&bob.driver);
+    app.open("/approvals#token=bob-token").await;
+    app.wait_for("bob's inbox lists the batch", "[data-testid=inbox-batch]")
+        .await;
+    app.wait_for_text(
+        "[data-testid=inbox-asks]",
+        "write_file r.txt · delete_file old.txt",
+    )
+    .await;
+    assert!(app.find("[data-testid=approve-all]").await.is_ok());
+    app.shots("approver-two-person-rule-390").await;
+    let _ = bob.driver.clone().quit().await;
+    app.switch(&alice);
     app.finish().await;
 }
 

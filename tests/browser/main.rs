@@ -18,6 +18,7 @@ mod honest_cards;
 mod inbox;
 mod ladder;
 mod parity;
+mod plain_words;
 mod policies;
 mod previews;
 mod questions;

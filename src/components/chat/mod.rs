@@ -17,6 +17,23 @@ use crate::components::lazy;
 use crate::state::route::Route;
 use crate::state::{ChatStatus, PendingBatch};
 
+/// How many batches wait for the reader, on the menu button of a narrow screen (where the
+/// sidebar's Approvals badge is out of sight).
+fn menu_badge(ctl: ChatCtl) -> impl IntoView {
+    move || {
+        let live = ctl.live?;
+        let me = live.me.get();
+        let count = live.inbox.with(|inbox| inbox.count_for(me.as_deref()));
+        (count > 0).then(|| {
+            view! {
+                <span class="menu-badge" data-testid="menu-badge" aria-label=format!("{count} waiting")>
+                    {count}
+                </span>
+            }
+        })
+    }
+}
+
 /// A chat with one agent; `key.session` is `None` for a new chat.
 #[component]
 pub fn Chat(key: ChatKey) -> impl IntoView {
@@ -34,6 +51,7 @@ pub fn Chat(key: ChatKey) -> impl IntoView {
                     on:click=move |_| app.sidebar_open.update(|open| *open = !*open)
                 >
                     "☰"
+                    {menu_badge(ctl)}
                 </button>
                 <h1 class="chat-title" data-testid="chat-title">{title}</h1>
                 <StatusLine />

@@ -50,8 +50,32 @@ pub fn ApprovalsPage() -> impl IntoView {
                 <For each=move || batches.get() key=|batch| batch.task_id.clone() let:batch>
                     <InboxBatch batch=batch />
                 </For>
+                <RecentlyDecided />
             </div>
         </section>
+    }
+}
+
+/// What left the inbox while the page was open, and what became of it: a batch decided in
+/// another tab or by another person does not vanish without a word.
+#[component]
+fn RecentlyDecided() -> impl IntoView {
+    let live = expect_context::<LiveApprovals>();
+    let recent = Memo::new(move |_| live.inbox.with(|inbox| inbox.recent.clone()));
+    view! {
+        <Show when=move || recent.with(|recent| !recent.is_empty())>
+            <section class="recently-decided" aria-label="Recently decided" data-testid="recently-decided">
+                <h2 class="hint">"Recently decided"</h2>
+                <ul>
+                    <For each=move || recent.get() key=|item| item.task_id.clone() let:item>
+                        <li data-testid="recent-batch">
+                            <span class="inbox-agent">{item.agent}</span> " "
+                            <span class="inbox-asks">{item.asks}</span> ": " {item.outcome}
+                        </li>
+                    </For>
+                </ul>
+            </section>
+        </Show>
     }
 }
 

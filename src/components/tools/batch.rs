@@ -231,10 +231,12 @@ fn BatchSummary(bar: Bar) -> impl IntoView {
                 false => format!("{} tool calls wait for approval", bar.count()),
             }}</strong>
             <span class="hint" data-testid="batch-progress">
-                {move || match bar.may_approve() {
-                    true => format!("{} of {} decided · A approves the rest, R rejects all", bar.decided(), bar.count()),
-                    false => format!("{} of {} decided · R rejects all", bar.decided(), bar.count()),
-                }}
+                {move || format!("{} of {} decided", bar.decided(), bar.count())}
+                // Keyboard hints: hidden on a touch screen, which has no keys to press.
+                <span class="key-hint">{move || match bar.may_approve() {
+                    true => " · A approves the rest, R rejects all",
+                    false => " · R rejects all",
+                }}</span>
             </span>
             {move || bar.cannot_approve().map(|why| view! {
                 <p class="batch-why-not" data-testid="batch-why-not">{why}</p>

@@ -8,6 +8,18 @@ use leptos::prelude::*;
 use super::model::CardModel;
 use crate::state::why::explain;
 
+/// `at` (RFC 3339) as the person's clock and calendar say it: "1 Dec 2026, 23:25".
+fn local_time(at: &str) -> String {
+    let date = js_sys::Date::new(&at.into());
+    if date.get_time().is_nan() {
+        return at.to_owned();
+    }
+    let options = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&options, &"dateStyle".into(), &"medium".into());
+    let _ = js_sys::Reflect::set(&options, &"timeStyle".into(), &"short".into());
+    date.to_locale_string("default", &options).into()
+}
+
 /// "Why?" and, once opened, its lines; nothing for a call the server said nothing about (a
 /// remote agent's) or a question, which always waits for its answers.
 #[component]
@@ -19,7 +31,8 @@ pub(super) fn WhyLine(model: CardModel) -> impl IntoView {
         }
         model.card.with(|card| {
             let card = card.as_ref()?;
-            explain(card.why.as_ref()?, &card.name)
+            let waiting = card.status == crate::state::ToolStatus::PendingApproval;
+            explain(card.why.as_ref()?, &card.name, waiting, &local_time)
         })
     });
     // The panel's id, for the button's aria-controls: the card key, made a safe id.

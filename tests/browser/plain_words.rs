@@ -1,0 +1,101 @@
+//! Browser tests of what the page says and offers around a decision: a Why? that speaks of a
+//! decided call in the past, descriptions without raw Markdown, a sign-in page (not a wall of
+//! refusals) for a browser a token server does not know, sign-out there, and a theme switch
+//! that outlives a reload.
+
+use crate::support::harness::{card, click, wait_card, App, Options};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decided_call_s_why_says_what_made_it_wait_not_that_it_waits() {
+    let app = App::start("why-after-decision").await;
+    app.open_new_chat().await;
+    app.send("write w.txt: one").await;
+    wait_card(&app, &card("write_file"), "pending").await;
+    click(&app, "[data-testid=approve-button]").await;
+    app.wait_for_status("ready").await;
+    click(
+        &app,
+        &format!("{} [data-testid=why-button]", card("write_file")),
+    )
+    .await;
+    let why = format!("{} [data-testid=why-text]", card("write_file"));
+    app.wait_for_text(&why, "Asked for a decision").await;
+    assert!(!app.text(&why).await.contains("Waits for a decision"));
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn descriptions_show_their_code_as_code_without_backticks() {
+    let app = App::start_with(
+        "description-code",
+        Options::with_agents(
+            "[[agents]]\nname = \"shipper\"\ndescription = \"Ships the `release` branch\"\n\
+             [[agents.tools]]\nkind = \"builtin_files\"\n",
+        ),
+    )
+    .await;
+    app.open("/").await;
+    app.wait_for_text("[data-testid=agent-item]", "Ships the release branch")
+        .await;
+    let shown = app.texts("[data-testid=agent-item]").await.join(" ");
+    assert!(!shown.contains('`'), "{shown}");
+    let code = app
+        .js("return [...document.querySelectorAll('[data-testid=agent-item] code')].map(c => c.textContent).join(',')")
+        .await;
+    assert_eq!(code, "release");
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_without_a_token_gets_a_sign_in_page_and_can_sign_out_again() {
+    let app = App::start_with(
+        "token-sign-in",
+        Options {
+            tokens: Some(vec!["alice-token=alice".into()]),
+            ..Options::default()
+        },
+    )
+    .await;
+    app.open("/").await;
+    app.wait_for("the sign-in page", "[data-testid=token-sign-in]")
+        .await;
+    // Not the refusals of every request it made.
+    assert!(app.texts("[data-testid=toast]").await.is_empty());
+    app.shots("token-sign-in").await;
+    let field = app.find("[data-testid=sign-in-token]").await.unwrap();
+    field.send_keys("alice-token").await.unwrap();
+    click(&app, "[data-testid=sign-in-submit]").await;
+    app.wait_for("the agents load", "[data-testid=agent-item]")
+        .await;
+    click(&app, "[data-testid=account-name]").await;
+    app.wait_for_text("[data-testid=sign-out]", "Sign out or switch user")
+        .await;
+    click(&app, "[data-testid=sign-out]").await;
+    app.wait_for("the sign-in page again", "[data-testid=token-sign-in]")
+        .await;
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_theme_switch_picks_dark_or_light_and_keeps_it_across_a_reload() {
+    let app = App::start("theme-switch").await;
+    app.open_new_chat().await;
+    let background = "return getComputedStyle(document.body).backgroundColor";
+    let theme = "return document.documentElement.dataset.theme || 'system'";
+    app.wait_for_text("[data-testid=theme-switch]", "Theme: System")
+        .await;
+    click(&app, "[data-testid=theme-switch]").await;
+    assert_eq!(app.js(theme).await, "light");
+    let light = app.js(background).await;
+    click(&app, "[data-testid=theme-switch]").await;
+    assert_eq!(app.js(theme).await, "dark");
+    let dark = app.js(background).await;
+    assert_ne!(light, dark);
+    app.shot("theme-dark").await;
+    app.driver.refresh().await.unwrap();
+    app.wait_for_text("[data-testid=theme-switch]", "Theme: Dark")
+        .await;
+    assert_eq!(app.js(theme).await, "dark");
+    assert_eq!(app.js(background).await, dark);
+    app.finish().await;
+}
