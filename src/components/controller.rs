@@ -68,6 +68,14 @@ impl ChatCtl {
         ctl
     }
 
+    /// The chat's cards show on the Approvals page, among other batches (not in their chat):
+    /// there a batch that arrives is not scrolled to, the page keeps its place.
+    pub fn on_approvals_page(self) -> bool {
+        self.app
+            .route
+            .with_untracked(|route| *route == crate::state::route::Route::Approvals)
+    }
+
     pub fn app(self) -> AppCtx {
         self.app
     }

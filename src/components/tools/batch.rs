@@ -200,7 +200,9 @@ pub fn BatchBar() -> impl IntoView {
     // A and R act only once they move to the bar themselves.
     Effect::new(move |_| {
         if let Some(element) = node.get() {
-            reveal(&element);
+            if !bar.ctl.on_approvals_page() {
+                reveal(&element);
+            }
         }
     });
     view! {

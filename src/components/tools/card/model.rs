@@ -397,7 +397,7 @@ impl CardModel {
     /// focus stays where the person is typing.
     pub fn reveal_when_lone(self, node: NodeRef<Div>) {
         Effect::new(move |_| {
-            if self.lone() && self.waiting() {
+            if self.lone() && self.waiting() && !self.ctl.on_approvals_page() {
                 if let Some(element) = node.get() {
                     reveal(&element);
                 }
