@@ -73,6 +73,7 @@ pub fn AgentPanel() -> impl IntoView {
                             </div>
                             <p class="hint">{crate::components::util::inline_code(&tool.description)}</p>
                             {tool.server.clone().map(|server| view! { <p class="hint">{format!("Source: {server}")}</p> })}
+                            {tool.approval.clone().map(|who| view! { <p class="hint" data-testid="tool-approval">{format!("Approval: {who}")}</p> })}
                         </li>
                     }).collect_view()}
                 </ul>

@@ -12,6 +12,8 @@ pub struct ToolInfo {
     pub server: Option<String>,
     /// Calls to this tool wait for a person's decision.
     pub requires_approval: bool,
+    /// Who must approve them, in the server's words, when it said.
+    pub approval: Option<String>,
 }
 
 /// One skill a remote agent's card lists.
@@ -65,6 +67,7 @@ impl From<AgentEntry> for AgentInfo {
                 name: tool.name,
                 description: tool.description,
                 server: Some(tool.source),
+                approval: tool.approval,
             })
             .collect();
         AgentInfo {

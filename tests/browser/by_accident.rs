@@ -160,6 +160,12 @@ async fn the_requester_under_a_two_person_rule_is_offered_no_approval_and_told_w
     .await;
     assert!(app.find_all("[data-testid=approve-all]").await.is_empty());
     assert!(app.find("[data-testid=reject-all]").await.is_ok());
+    // The agent's details say who must approve each gated tool.
+    app.wait_for_text(
+        "[data-tool=write_file] [data-testid=tool-approval]",
+        "needs approval by group sre; the requester may not approve; 2 distinct approvals",
+    )
+    .await;
     // Her badge and tab title do not count what waits for others.
     let title = app.js("return document.title").await;
     assert!(

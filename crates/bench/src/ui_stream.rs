@@ -131,6 +131,7 @@ async fn agents() -> axum::Json<AgentList> {
                 description: "Read a file.".to_owned(),
                 source: "files".to_owned(),
                 requires_approval: false,
+                approval: None,
             }],
             require_approval: Vec::new(),
             unavailable_sources: Some(Vec::new()),

@@ -77,6 +77,11 @@ pub struct ToolEntry {
     /// The source that serves it: `files`, or an MCP server's name.
     pub source: String,
     pub requires_approval: bool,
+    /// For a tool that requires approval: who must approve its calls, in words (`needs
+    /// approval by group sre; the requester may not approve; 2 distinct approvals`); an
+    /// argument rule or a policy may ask others for some calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
 }
 
 /// A tool source that is down, and why.

@@ -43,6 +43,16 @@ pub async fn agents(State(state): State<AppState>, _user: User) -> Json<AgentLis
                         description: tool.spec.description.clone(),
                         source: tool.spec.source.clone(),
                         requires_approval: tool.requires_approval,
+                        approval: tool.requires_approval.then(|| {
+                            agent
+                                .approvals
+                                .approvers_for(
+                                    &tool.spec.name,
+                                    Some(&tool.spec.source),
+                                    &serde_json::Value::Object(serde_json::Map::new()),
+                                )
+                                .requirement()
+                        }),
                     })
                     .collect(),
                 require_approval: tools
