@@ -11,7 +11,13 @@ export TRUNK_SKIP_VERSION_CHECK=true
 # Pinned tool versions (see docs/toolchain.md for why these).
 TRUNK_VERSION="0.21.14"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says how long the script has run, so a slow run shows where its minutes went.
+SCRIPT_START="${SCRIPT_START:-$(date +%s)}"
+export SCRIPT_START
+step() {
+  local elapsed=$(( $(date +%s) - SCRIPT_START ))
+  printf '\n==> [%02d:%02d] %s\n' $((elapsed / 60)) $((elapsed % 60)) "$*"
+}
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # The wasm-bindgen version in Cargo.lock; wasm-bindgen-cli must match it exactly.
