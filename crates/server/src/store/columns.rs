@@ -32,6 +32,11 @@ fn optional_json(row: &impl Columns, index: usize) -> Result<Option<Value>> {
 pub(super) const SESSION_SELECT: &str =
     "SELECT id, user_id, agent, title, created_at, updated_at FROM sessions";
 
+/// A session that is not a subagent's own (its parent's chat shows it inside a card): the
+/// condition the list of a person's chats adds.
+pub(super) const NOT_A_SUBAGENT_SESSION: &str =
+    "NOT EXISTS (SELECT 1 FROM subagent_tasks WHERE child_context_id = sessions.id)";
+
 pub(super) fn session_from_row(row: &impl Columns) -> Result<SessionRow> {
     Ok(SessionRow {
         id: row.text(0)?,

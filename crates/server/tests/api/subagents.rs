@@ -618,6 +618,28 @@ async fn a_subagents_chat_is_not_deleted_while_its_parent_waits() {
     );
 }
 
+/// The person's list of chats holds the parent's chat, not the subagent's own session (its
+/// parent's card shows that one); the session itself still opens by its id.
+#[tokio::test]
+async fn a_subagents_session_is_not_listed_as_a_chat_of_its_own() {
+    let app = spawn_app().await;
+    let paused = ask_boss(&app, "delegate default/demo: write listed.txt: hi").await;
+    let context = context_id(&paused);
+    let child_context = context_of(&app, &subagent_task(&paused)).await;
+    let (status, listed) = app.get("/api/sessions").await;
+    assert_eq!(status, 200, "{listed}");
+    let ids: Vec<&str> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|session| session["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&context.as_str()), "{listed}");
+    assert!(!ids.contains(&child_context.as_str()), "{listed}");
+    let (status, _) = app.get(&format!("/api/sessions/{child_context}")).await;
+    assert_eq!(status, 200);
+}
+
 /// A subagent's task whose chat is gone (as a delete in the past left it) is never made again:
 /// the parent's decision does not run the subagent's model anew nor apply to a batch nobody
 /// saw; the agent-tool call fails saying why, and the parent goes on.

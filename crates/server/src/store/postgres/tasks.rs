@@ -195,7 +195,7 @@ impl Postgres {
 
     pub async fn sessions(&self, user_id: &str) -> Result<Vec<SessionRow>> {
         let rows = sqlx::query(&format!(
-            "{SESSION_SELECT} WHERE user_id = $1 ORDER BY updated_at DESC, id"
+            "{SESSION_SELECT} WHERE user_id = $1 AND {NOT_A_SUBAGENT_SESSION} ORDER BY updated_at DESC, id"
         ))
         .bind(user_id)
         .fetch_all(&self.pool)

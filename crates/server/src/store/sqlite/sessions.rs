@@ -2,7 +2,7 @@
 
 use rusqlite::Connection;
 
-use super::columns::{session_from_row, SESSION_SELECT};
+use super::columns::{session_from_row, NOT_A_SUBAGENT_SESSION, SESSION_SELECT};
 use super::tasks::collect;
 use super::{PolicyScope, Result, SessionRow, Sqlite};
 
@@ -21,7 +21,7 @@ impl Sqlite {
     pub async fn sessions(&self, user_id: &str) -> Result<Vec<SessionRow>> {
         self.read(|connection| {
             let mut statement = connection.prepare_cached(&format!(
-                "{SESSION_SELECT} WHERE user_id = ?1 ORDER BY updated_at DESC, id"
+                "{SESSION_SELECT} WHERE user_id = ?1 AND {NOT_A_SUBAGENT_SESSION} ORDER BY updated_at DESC, id"
             ))?;
             let rows = statement.query([user_id])?;
             collect(rows, |row| session_from_row(row))
