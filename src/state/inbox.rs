@@ -607,10 +607,13 @@ pub(super) mod tests {
             "Decided elsewhere by carol and bob."
         );
         decided.outcome = "expiry".to_owned();
-        assert_eq!(elsewhere_text(&decided), "This batch expired unanswered.");
+        assert_eq!(
+            elsewhere_text(&decided, &[]),
+            "This batch expired unanswered."
+        );
         decided.outcome = "cancel".to_owned();
         assert_eq!(
-            elsewhere_text(&decided),
+            elsewhere_text(&decided, &[]),
             "This task was canceled elsewhere by bob."
         );
     }
