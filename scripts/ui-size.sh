@@ -3,7 +3,7 @@
 # it against scripts/ui-size-budget.txt, in brotli bytes as the server sends them:
 #   first      what a fresh chat downloads before it works: index.html, the JS, the CSS and the
 #              main wasm (every file but the chunks)
-#   split_X    the chunk of split point X (src/components/lazy.rs), loaded on first use
+#   split_X    the chunk of split point X (beside its component, src/components/), loaded on first use
 #   chunks     the chunks the splitter makes of code shared by split points, together
 #   total      every file
 # A chunk with no line in the budget fails too: each new split point gets its own budget.

@@ -6,11 +6,10 @@ use leptos::task::spawn_local;
 
 use super::account::{take_address_token, SwitchAccount, TokenSignIn};
 use super::agent_panel::AgentPanel;
-use super::chat::shared::page_token;
+use super::chat::shared::{page_token, shared_page};
 use super::chat::Chat;
 use super::context::AppCtx;
 use super::inbox;
-use super::lazy;
 use super::nav;
 use super::sidebar::Sidebar;
 use super::toasts::Toasts;
@@ -28,7 +27,7 @@ pub fn App() -> impl IntoView {
     // A share link's page shows that one chat read-only and loads nothing else.
     if let Some(token) = page_token() {
         return view! {
-            {lazy::shared_page(token)}
+            {shared_page(token)}
             <SwitchAccount ask=switch />
             <Toasts />
         }
@@ -81,7 +80,7 @@ pub fn App() -> impl IntoView {
             <main class="chat-area" id="main">
                 {move || match (on_approvals.get(), mounted.get().and(ctx.chat.get_untracked())) {
                     _ if ctx.signed_out.get() => view! { <TokenSignIn /> }.into_any(),
-                    (true, _) => lazy::approvals_page().into_any(),
+                    (true, _) => inbox::approvals_page().into_any(),
                     (false, Some(key)) => view! { <Chat key=key /> }.into_any(),
                     (false, None) => view! { <EmptyPage /> }.into_any(),
                 }}

@@ -1,5 +1,6 @@
 //! The app's shared state, provided as context to every view: the route, the chat on screen,
-//! the agents, chats and policies loaded, the toasts; and the marker of a read-only shared view.
+//! the agents, chats and policies loaded, the toasts; the marker of a read-only shared view;
+//! and the tab's live approvals.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -8,6 +9,7 @@ use signoff_protocol::rest::Policy;
 use super::{nav, util};
 use crate::api;
 use crate::state::agents::AgentInfo;
+use crate::state::inbox::Inbox;
 use crate::state::route::Route;
 use crate::state::sessions::SessionInfo;
 
@@ -209,3 +211,23 @@ impl AppCtx {
 /// Marks a read-only shared view, for the parts that offer actions (feedback) to hide them.
 #[derive(Clone, Copy)]
 pub struct SharedView;
+
+/// The live approvals of this tab, provided as context (`inbox::start` makes them and keeps
+/// them live).
+#[derive(Clone, Copy)]
+pub struct LiveApprovals {
+    pub inbox: RwSignal<Inbox>,
+    /// Browser notifications are on (the person's choice, kept in localStorage).
+    pub notify: RwSignal<bool>,
+    /// The task whose card to bring into view once its chat shows it (a notification's click).
+    pub focus_task: RwSignal<Option<String>>,
+    /// Who the person is signed in as (`GET /api/me`), to know whether they approved a routed
+    /// call already.
+    pub me: RwSignal<Option<String>>,
+    /// The stored chat the page opened on has its messages in (or could not load them): until
+    /// then its stream's chunk would share the link with them.
+    pub chat_loaded: RwSignal<bool>,
+    /// The approvals stream could not reach the server (stopped, or the network is down): the
+    /// chat's status line says so rather than "Ready".
+    pub server_lost: RwSignal<bool>,
+}

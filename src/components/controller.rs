@@ -1,6 +1,8 @@
 //! The chat's intents (send, stop, decide, load) wired to the network module and the reducer.
 //! Views call these; only this glue touches [`crate::api`], and every event it receives goes
-//! through [`ChatView::apply`].
+//! through [`ChatView::apply`]. It imports no view: what a chat's load waits for (the cards'
+//! chunk) its caller names, and the words to a requester who may not approve come from the
+//! approvals chunk through the split point here ([`requester_reply`]).
 
 mod guard;
 
@@ -8,12 +10,13 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use signoff_protocol::hitl::Decision;
 use signoff_protocol::jsonrpc::ErrorCode;
+use signoff_protocol::rest::ApprovalRouting;
 use signoff_protocol::{Message, Part, Role, StreamEvent, TaskState};
 
 use crate::api::rpc::{self, Endpoint};
 use crate::api::{self, Abort, ApiError};
-use crate::components::context::{AppCtx, ChatKey};
-use crate::components::inbox::LiveApprovals;
+use crate::components::context::{AppCtx, ChatKey, LiveApprovals};
+use crate::components::lazy::{loaded, Loaded, Slot};
 use crate::components::util::new_id;
 use crate::state::compose::{self, SendEffect};
 use crate::state::draft::{self, BatchDraft};
@@ -128,13 +131,18 @@ impl ChatCtl {
         }
     }
 
-    /// Loads a stored chat and follows its last task if it is still running.
-    pub fn load(self) {
+    /// Loads a stored chat and follows its last task if it is still running. A stored chat may
+    /// open on cards: `prefetch_cards` starts fetching their chunk while its messages load, and
+    /// a chat that has cards shows once `cards_ready` says the chunk is there, with them
+    /// (`tools::prefetch_cards` and `tools::cards_ready`: the views are the caller's to name).
+    pub fn load<F>(self, prefetch_cards: fn(), cards_ready: fn() -> F)
+    where
+        F: std::future::Future<Output = ()> + 'static,
+    {
         let Some(session) = self.key().session else {
             return;
         };
-        // A stored chat may open on cards: their chunk comes while its messages load.
-        crate::components::tools::prefetch_cards();
+        prefetch_cards();
         spawn_local(async move {
             let loaded = api::sessions::load(&session).await;
             let replayed = loaded
@@ -142,7 +150,7 @@ impl ChatCtl {
                 .ok()
                 .map(|(_, tasks, _)| crate::state::replay(tasks));
             if replayed.as_ref().is_some_and(|view| !view.tools.is_empty()) {
-                crate::components::tools::cards_ready().await;
+                cards_ready().await;
             }
             self.loading.set(false);
             if let Some(live) = self.live {
@@ -350,7 +358,7 @@ impl ChatCtl {
         let refused = self.live.and_then(|live| {
             live.inbox.with(|inbox| {
                 let routing = inbox.routing(task_id)?;
-                crate::components::lazy::requester_reply(&effect, text, routing)
+                requester_reply(&effect, text, routing)
             })
         });
         refused.map_or(effect, SendEffect::Refused)
@@ -519,4 +527,23 @@ impl ChatCtl {
             }
         });
     }
+}
+
+/// The composer's words, not sent, for a requester who may not approve
+/// (`state::routing::requester_reply`).
+type Reply = fn(&SendEffect, &str, &ApprovalRouting) -> Option<String>;
+
+thread_local! {
+    static REPLY: Slot<Reply> = ArcRwSignal::new(None);
+}
+
+#[wasm_split_helpers::wasm_split(approvals, fallible)]
+fn requester_reply_words() -> Loaded<Reply> {
+    Ok(crate::state::routing::requester_reply)
+}
+
+/// What the composer says, without sending, to a requester who may not approve a routed
+/// batch; `None` where its own words stand, and until the approvals chunk is here.
+fn requester_reply(effect: &SendEffect, text: &str, routing: &ApprovalRouting) -> Option<String> {
+    loaded(&REPLY, requester_reply_words).and_then(|reply| reply(effect, text, routing))
 }

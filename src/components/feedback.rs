@@ -1,6 +1,7 @@
 //! Thumbs up or down under each finished answer (kagent's feedback, docs/rest.md, Feedback):
 //! thumbs down asks for an optional reason, and the chosen rating stays shown. Not in a
-//! read-only shared view.
+//! read-only shared view. The thumbs come from the chunk of the split point `answer`, with the
+//! markdown renderer (`chat::transcript`): [`answer_feedback`].
 
 use leptos::html::Input;
 use leptos::prelude::*;
@@ -8,6 +9,7 @@ use leptos::task::spawn_local;
 use signoff_protocol::rest::NewFeedback;
 
 use super::context::SharedView;
+use super::lazy::{loaded, Loaded, Slot};
 use crate::api;
 use crate::components::controller::ChatCtl;
 use crate::state::feedback::{rateable_task, Rating};
@@ -144,4 +146,22 @@ fn Thumb() -> impl IntoView {
             <path d="M2 10h4v11H2zm6 11h9.2a2 2 0 0 0 2-1.6l1.7-7.2A2 2 0 0 0 19 10h-5.5l.8-4.3A2 2 0 0 0 12.3 3h-.6L8 10z" />
         </svg>
     }
+}
+
+/// The thumbs of an answer, given the ids of its messages.
+type MakeFeedback = fn(Memo<Vec<String>>) -> AnyView;
+
+thread_local! {
+    static FEEDBACK: Slot<MakeFeedback> = ArcRwSignal::new(None);
+}
+
+// An agent answer's parts: its markdown (`chat::transcript`) and its thumbs, in one chunk.
+#[wasm_split_helpers::wasm_split(answer, fallible)]
+fn answer_feedback_view() -> Loaded<MakeFeedback> {
+    Ok(|items| view! { <AnswerFeedback items=items /> }.into_any())
+}
+
+/// The thumbs under an agent answer ([`AnswerFeedback`]), from their chunk.
+pub fn answer_feedback(items: Memo<Vec<String>>) -> impl IntoView {
+    move || loaded(&FEEDBACK, answer_feedback_view).map(|make| make(items))
 }

@@ -1,6 +1,12 @@
-//! The split points: parts of the UI a fresh chat does not need, each in a wasm chunk of its own
-//! that the browser fetches the first time the part is shown (`scripts/build-ui.sh` splits the
-//! wasm; docs/toolchain.md, UI chunks). Outside wasm (the native tests) each is a plain call.
+//! The machinery of the split points: parts of the UI a fresh chat does not need, each in a
+//! wasm chunk of its own that the browser fetches the first time the part is shown
+//! (`scripts/build-ui.sh` splits the wasm; docs/toolchain.md, UI chunks). Outside wasm (the
+//! native tests) each is a plain call.
+//!
+//! Each split point sits beside the component it splits, as Leptos's lazy routes mark theirs
+//! where they are: a `#[wasm_split_helpers::wasm_split(NAME, fallible)]` function, its [`Slot`]
+//! and the public wrapper that reads it through [`loaded`]. Split functions that name the same
+//! chunk share it. This module knows none of them, so it imports no component.
 //!
 //! A split function's body and everything only it reaches go into its chunk; what the chat uses
 //! too stays in the main module. Each split function returns a plain function pointer (a view's
@@ -13,15 +19,6 @@ use std::thread::LocalKey;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use signoff_protocol::rest::{ApprovalRouting, CallQuorum};
-
-use super::chat::shared::SharedPage;
-use super::context::AppCtx;
-use super::feedback::AnswerFeedback;
-use super::inbox::{ApprovalsPage, LiveApprovals, QuorumLines, ReadOnlyNotice};
-use super::share::ShareMenu;
-use crate::state::compose::SendEffect;
-use crate::state::PendingBatch;
 
 /// A split point's result once its chunk has loaded; `Some(None)` while it loads.
 pub(crate) type Slot<T> = ArcRwSignal<Option<Option<T>>>;
@@ -94,143 +91,4 @@ pub(crate) fn when_idle(start: impl FnOnce() + 'static) {
     if window.request_idle_callback(function).is_err() {
         let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(function, 1000);
     }
-}
-
-type Make = fn() -> AnyView;
-/// The thumbs of an answer, given the ids of its messages.
-type MakeFeedback = fn(Memo<Vec<String>>) -> AnyView;
-
-/// The approvals chunk's views, from one split function: the Approvals page, and what only
-/// batches routed to approvers show in a chat (whoever sees those has such a batch, which the
-/// Approvals page lists too), so they cost the main module one split point, not three.
-#[derive(Clone, Copy)]
-pub(crate) struct ApprovalsViews {
-    page: Make,
-    /// A routed call's quorum lines, given where its quorum stands.
-    quorum_lines: fn(CallQuorum) -> AnyView,
-    /// An approver's notice in place of the composer, given whose chat it is.
-    read_only: fn(String) -> AnyView,
-    /// The status line of a routed batch (`state::routing::routed_status`).
-    status: fn(&PendingBatch, &ApprovalRouting, Option<&str>) -> String,
-    /// The composer's words, not sent, for a requester who may not approve
-    /// (`state::routing::requester_reply`).
-    reply: fn(&SendEffect, &str, &ApprovalRouting) -> Option<String>,
-}
-
-thread_local! {
-    static APPROVALS: Slot<ApprovalsViews> = ArcRwSignal::new(None);
-    static SHARE: Slot<Make> = ArcRwSignal::new(None);
-    static SHARED: Slot<fn(String) -> AnyView> = ArcRwSignal::new(None);
-    static FEEDBACK: Slot<MakeFeedback> = ArcRwSignal::new(None);
-    static MARKDOWN: Slot<fn(&str) -> String> = ArcRwSignal::new(None);
-    static STREAM: Slot<FollowApprovals> = ArcRwSignal::new(None);
-}
-
-/// Follows the approvals stream into the tab's inbox, given when the page opened.
-type FollowApprovals = fn(AppCtx, LiveApprovals, f64);
-
-#[wasm_split_helpers::wasm_split(stream, fallible)]
-fn approvals_stream_follower() -> Loaded<FollowApprovals> {
-    Ok(super::inbox::follow)
-}
-
-/// The approvals stream's follower (`inbox::follow`), once its chunk has loaded: the sharing
-/// between tabs, the stream's reading and the browser notifications it raises.
-pub(crate) async fn approvals_stream() -> FollowApprovals {
-    ready(&STREAM, approvals_stream_follower).await
-}
-
-#[wasm_split_helpers::wasm_split(approvals, fallible)]
-fn approvals_views() -> Loaded<ApprovalsViews> {
-    Ok(ApprovalsViews {
-        page: || view! { <ApprovalsPage /> }.into_any(),
-        quorum_lines: |call| view! { <QuorumLines call=call /> }.into_any(),
-        read_only: |requested_by| view! { <ReadOnlyNotice requested_by=requested_by /> }.into_any(),
-        status: crate::state::routing::routed_status,
-        reply: crate::state::routing::requester_reply,
-    })
-}
-
-/// The Approvals page (`/approvals`).
-pub fn approvals_page() -> impl IntoView {
-    move || loaded(&APPROVALS, approvals_views).map(|views| (views.page)())
-}
-
-/// A routed call's card: whom it waits for and how far its quorum has come.
-pub fn quorum_lines(call: CallQuorum) -> impl IntoView {
-    move || loaded(&APPROVALS, approvals_views).map(|views| (views.quorum_lines)(call.clone()))
-}
-
-/// In place of the composer when an approver reads `requested_by`'s chat.
-pub fn read_only_notice(requested_by: String) -> impl IntoView {
-    move || loaded(&APPROVALS, approvals_views).map(|views| (views.read_only)(requested_by.clone()))
-}
-
-/// What the status line says while a routed batch waits, once the approvals chunk is here.
-pub fn routed_status(
-    batch: &PendingBatch,
-    routing: &ApprovalRouting,
-    me: Option<&str>,
-) -> Option<String> {
-    loaded(&APPROVALS, approvals_views).map(|views| (views.status)(batch, routing, me))
-}
-
-/// What the composer says, without sending, to a requester who may not approve a routed
-/// batch; `None` where its own words stand, and until the chunk is here.
-pub fn requester_reply(
-    effect: &SendEffect,
-    text: &str,
-    routing: &ApprovalRouting,
-) -> Option<String> {
-    loaded(&APPROVALS, approvals_views).and_then(|views| (views.reply)(effect, text, routing))
-}
-
-#[wasm_split_helpers::wasm_split(shared, fallible)]
-fn shared_page_view() -> Loaded<fn(String) -> AnyView> {
-    Ok(|token| view! { <SharedPage token=token /> }.into_any())
-}
-
-/// The read-only page a share link opens.
-pub fn shared_page(token: String) -> impl IntoView {
-    move || loaded(&SHARED, shared_page_view).map(|make| make(token.clone()))
-}
-
-#[wasm_split_helpers::wasm_split(share, fallible)]
-fn share_menu_view() -> Loaded<Make> {
-    Ok(|| view! { <ShareMenu /> }.into_any())
-}
-
-/// The chat header's Share menu.
-pub fn share_menu() -> impl IntoView {
-    move || loaded(&SHARE, share_menu_view).map(|make| make())
-}
-
-// An agent answer's parts: its markdown and its thumbs, in one chunk.
-#[wasm_split_helpers::wasm_split(answer, fallible)]
-fn answer_feedback_view() -> Loaded<MakeFeedback> {
-    Ok(|items| view! { <AnswerFeedback items=items /> }.into_any())
-}
-
-/// The thumbs under an agent answer.
-pub fn answer_feedback(items: Memo<Vec<String>>) -> impl IntoView {
-    move || loaded(&FEEDBACK, answer_feedback_view).map(|make| make(items))
-}
-
-#[wasm_split_helpers::wasm_split(answer, fallible)]
-fn markdown_renderer() -> Loaded<fn(&str) -> String> {
-    Ok(crate::markdown::to_html)
-}
-
-/// `text` rendered as markdown (`crate::markdown::to_html`). Until the parser's chunk has
-/// loaded (the first agent text asks for it) the text is shown escaped in a paragraph, as
-/// written; the caller renders again when it arrives, since this reads a signal.
-pub fn markdown_html(text: &str) -> String {
-    if let Some(render) = loaded(&MARKDOWN, markdown_renderer) {
-        return render(text);
-    }
-    let mut html = String::from("<p>");
-    // Writing to a String cannot fail.
-    let _ = pulldown_cmark_escape::escape_html(pulldown_cmark_escape::FmtWriter(&mut html), text);
-    html.push_str("</p>");
-    html
 }

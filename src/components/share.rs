@@ -1,11 +1,13 @@
 //! Read-only share links in the UI (docs/rest.md, Share links): the chat header's Share menu,
 //! which makes a link, copies it, and lists and revokes the chat's links. The page such a link
-//! opens is `chat::shared`.
+//! opens is `chat::shared`. The menu comes from the chunk of the split point `share`
+//! ([`share_menu`]).
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use signoff_protocol::rest::Share;
 
+use super::lazy::{loaded, Loaded, Slot};
 use super::util::copy_to_clipboard;
 use crate::api;
 use crate::components::controller::ChatCtl;
@@ -134,4 +136,18 @@ pub fn ShareMenu() -> impl IntoView {
             </div>
         </Show>
     }
+}
+
+thread_local! {
+    static SHARE: Slot<fn() -> AnyView> = ArcRwSignal::new(None);
+}
+
+#[wasm_split_helpers::wasm_split(share, fallible)]
+fn share_menu_view() -> Loaded<fn() -> AnyView> {
+    Ok(|| view! { <ShareMenu /> }.into_any())
+}
+
+/// The chat header's Share menu ([`ShareMenu`]), from its chunk.
+pub fn share_menu() -> impl IntoView {
+    move || loaded(&SHARE, share_menu_view).map(|make| make())
 }

@@ -1,6 +1,7 @@
 //! One chat: header, transcript, status line and composer, over a [`ChatCtl`].
 
 mod composer;
+mod routed;
 pub mod shared;
 mod stop;
 mod transcript;
@@ -9,11 +10,13 @@ mod usage;
 use leptos::prelude::*;
 
 use self::composer::Composer;
+use self::routed::{read_only_notice, routed_status};
 use self::transcript::Transcript;
 use self::usage::SessionUsage;
 use crate::components::context::{AppCtx, ChatKey};
 use crate::components::controller::ChatCtl;
-use crate::components::lazy;
+use crate::components::share::share_menu;
+use crate::components::tools::{cards_ready, prefetch_cards};
 use crate::state::route::Route;
 use crate::state::{ChatStatus, PendingBatch};
 
@@ -40,7 +43,7 @@ pub fn Chat(key: ChatKey) -> impl IntoView {
     let app = expect_context::<AppCtx>();
     let ctl = ChatCtl::new(key.clone(), app);
     provide_context(ctl);
-    ctl.load();
+    ctl.load(prefetch_cards, cards_ready);
     let title = format!("{}/{}", key.namespace, key.agent);
     view! {
         <section class="chat" aria-label="Chat" data-testid="chat">
@@ -56,7 +59,7 @@ pub fn Chat(key: ChatKey) -> impl IntoView {
                 <h1 class="chat-title" data-testid="chat-title">{title}</h1>
                 <StatusLine />
                 <SessionUsage />
-                {lazy::share_menu()}
+                {share_menu()}
                 <button
                     class="button small details-button"
                     aria-label="Agent details"
@@ -72,7 +75,7 @@ pub fn Chat(key: ChatKey) -> impl IntoView {
                 <Transcript />
                 <Show
                     when=move || ctl.requested_by.with(Option::is_none)
-                    fallback=move || lazy::read_only_notice(ctl.requested_by.get().unwrap_or_default())
+                    fallback=move || read_only_notice(ctl.requested_by.get().unwrap_or_default())
                 >
                     <Composer />
                 </Show>
@@ -155,7 +158,7 @@ fn waiting_words(ctl: ChatCtl, batch: &PendingBatch) -> String {
     let me = live.me.get();
     live.inbox
         .with(|inbox| match inbox.routing(&batch.task_id) {
-            Some(routing) => lazy::routed_status(batch, routing, me.as_deref())
+            Some(routing) => routed_status(batch, routing, me.as_deref())
                 .unwrap_or_else(|| ChatStatus::AwaitingApproval.label()),
             None => batch.announcement(),
         })

@@ -1,6 +1,6 @@
 //! The page a share link opens (docs/rest.md, Share links) instead of the app: the chat's
 //! transcript as it was when opened, with no composer, no decision buttons, no Stop and no
-//! delete.
+//! delete. The page comes from the chunk of the split point `shared` ([`shared_page`]).
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -9,6 +9,7 @@ use super::transcript::Transcript;
 use crate::api::{self, ApiError};
 use crate::components::context::{AppCtx, ChatKey, SharedView};
 use crate::components::controller::ChatCtl;
+use crate::components::lazy::{loaded, Loaded, Slot};
 use crate::components::nav;
 use crate::state::route::Route;
 
@@ -93,4 +94,18 @@ pub fn SharedPage(token: String) -> impl IntoView {
         </main>
     }
     .into_any()
+}
+
+thread_local! {
+    static SHARED: Slot<fn(String) -> AnyView> = ArcRwSignal::new(None);
+}
+
+#[wasm_split_helpers::wasm_split(shared, fallible)]
+fn shared_page_view() -> Loaded<fn(String) -> AnyView> {
+    Ok(|token| view! { <SharedPage token=token /> }.into_any())
+}
+
+/// The read-only page a share link opens ([`SharedPage`]), from its chunk.
+pub fn shared_page(token: String) -> impl IntoView {
+    move || loaded(&SHARED, shared_page_view).map(|make| make(token.clone()))
 }

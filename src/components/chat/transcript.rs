@@ -1,5 +1,7 @@
 //! The transcript: bubbles keyed by item, tool cards under the item that introduced them, the
-//! empty state, and auto-scroll that stops when the person scrolls up.
+//! empty state, and auto-scroll that stops when the person scrolls up. An agent's text is
+//! rendered by `crate::markdown`, from the chunk of the split point `answer` that also brings
+//! its thumbs (`feedback`): [`markdown_html`].
 
 use leptos::html::Div;
 use leptos::prelude::*;
@@ -8,7 +10,8 @@ use wasm_bindgen::JsCast;
 use super::usage::AnswerUsage;
 use crate::components::clamp::{is_long, ShowMore};
 use crate::components::controller::ChatCtl;
-use crate::components::lazy;
+use crate::components::feedback::answer_feedback;
+use crate::components::lazy::{loaded, Loaded, Slot};
 use crate::components::tools::ToolList;
 use crate::components::util::copy_to_clipboard;
 use crate::state::group::{rows, Row};
@@ -171,13 +174,13 @@ fn ItemRow(item_key: String, rows: Memo<Vec<Row>>) -> impl IntoView {
                             class:streaming=streaming
                             class:clamped=move || long.get() && !open.get()
                             data-testid="message-agent"
-                            inner_html=move || lazy::markdown_html(&text())
+                            inner_html=move || markdown_html(&text())
                         ></div>
                     </Show>
                     <ShowMore long=long open=open />
                     <ToolList owners=owners />
                     <AnswerUsage items=owners />
-                    {lazy::answer_feedback(owners)}
+                    {answer_feedback(owners)}
                 </div>
             }
             .into_any()
@@ -202,4 +205,28 @@ fn ItemRow(item_key: String, rows: Memo<Vec<Row>>) -> impl IntoView {
         .into_any(),
     }
     }
+}
+
+thread_local! {
+    static MARKDOWN: Slot<fn(&str) -> String> = ArcRwSignal::new(None);
+}
+
+// An agent answer's parts: its markdown and its thumbs (`feedback`), in one chunk.
+#[wasm_split_helpers::wasm_split(answer, fallible)]
+fn markdown_renderer() -> Loaded<fn(&str) -> String> {
+    Ok(crate::markdown::to_html)
+}
+
+/// `text` rendered as markdown (`crate::markdown::to_html`). Until the parser's chunk has
+/// loaded (the first agent text asks for it) the text is shown escaped in a paragraph, as
+/// written; the caller renders again when it arrives, since this reads a signal.
+fn markdown_html(text: &str) -> String {
+    if let Some(render) = loaded(&MARKDOWN, markdown_renderer) {
+        return render(text);
+    }
+    let mut html = String::from("<p>");
+    // Writing to a String cannot fail.
+    let _ = pulldown_cmark_escape::escape_html(pulldown_cmark_escape::FmtWriter(&mut html), text);
+    html.push_str("</p>");
+    html
 }

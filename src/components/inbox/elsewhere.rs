@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::LiveApprovals;
+use crate::components::context::LiveApprovals;
 use crate::components::controller::ChatCtl;
 use crate::state::inbox::elsewhere_text;
 

@@ -2,8 +2,7 @@
 
 use leptos::prelude::*;
 
-use super::LiveApprovals;
-use crate::components::context::AppCtx;
+use crate::components::context::{AppCtx, LiveApprovals};
 use crate::state::route::Route;
 
 #[component]

@@ -1,49 +1,28 @@
 //! Approvals across chats: the one approvals stream the tabs of a browser share (docs/rest.md,
 //! Approvals stream), feeding the sidebar's badge, the tab title, the Approvals page, the chat's
-//! "decided elsewhere" notice and, when the person turned them on, browser notifications.
+//! "decided elsewhere" notice and, when the person turned them on, browser notifications. The
+//! tab's approvals are a [`LiveApprovals`] (`context`); the page comes from the chunk of the
+//! split point `approvals` ([`approvals_page`]), the stream's reading from that of `stream`.
 
 mod elsewhere;
 mod link;
 mod notify;
 mod page;
-mod routed;
 mod stream;
 mod tabs;
 
 pub use elsewhere::DecidedElsewhere;
 pub use link::ApprovalsLink;
-pub use page::ApprovalsPage;
-pub use routed::{QuorumLines, ReadOnlyNotice};
-
-pub(crate) use stream::follow;
+pub use page::approvals_page;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use super::context::AppCtx;
-use super::lazy;
+use super::context::{AppCtx, LiveApprovals};
+use super::lazy::{ready, when_idle, Loaded, Slot};
 use crate::api;
 use crate::state::inbox::{tab_title, Inbox};
 use crate::state::route::Route;
-
-/// The live approvals of this tab, provided as context.
-#[derive(Clone, Copy)]
-pub struct LiveApprovals {
-    pub inbox: RwSignal<Inbox>,
-    /// Browser notifications are on (the person's choice, kept in localStorage).
-    pub notify: RwSignal<bool>,
-    /// The task whose card to bring into view once its chat shows it (a notification's click).
-    pub focus_task: RwSignal<Option<String>>,
-    /// Who the person is signed in as (`GET /api/me`), to know whether they approved a routed
-    /// call already.
-    pub me: RwSignal<Option<String>>,
-    /// The stored chat the page opened on has its messages in (or could not load them): until
-    /// then its stream's chunk would share the link with them.
-    pub chat_loaded: RwSignal<bool>,
-    /// The approvals stream could not reach the server (stopped, or the network is down): the
-    /// chat's status line says so rather than "Ready".
-    pub server_lost: RwSignal<bool>,
-}
 
 /// Keeps the tab's inbox live: its signals are there from the start (the sidebar's badge, the
 /// tab title and the chat read them), and once the first view is drawn and the browser idle,
@@ -74,8 +53,8 @@ pub fn start(app: AppCtx) -> LiveApprovals {
     });
     let opened_ms = js_sys::Date::now();
     let follow = move || {
-        lazy::when_idle(move || {
-            spawn_local(async move { lazy::approvals_stream().await(app, live, opened_ms) })
+        when_idle(move || {
+            spawn_local(async move { approvals_stream().await(app, live, opened_ms) })
         })
     };
     let on_stored_chat = |route: &Route| {
@@ -101,4 +80,22 @@ pub fn start(app: AppCtx) -> LiveApprovals {
         follow();
     }
     live
+}
+
+/// Follows the approvals stream into the tab's inbox, given when the page opened.
+type FollowApprovals = fn(AppCtx, LiveApprovals, f64);
+
+thread_local! {
+    static STREAM: Slot<FollowApprovals> = ArcRwSignal::new(None);
+}
+
+#[wasm_split_helpers::wasm_split(stream, fallible)]
+fn approvals_stream_follower() -> Loaded<FollowApprovals> {
+    Ok(stream::follow)
+}
+
+/// The approvals stream's follower (`stream::follow`), once its chunk has loaded: the sharing
+/// between tabs, the stream's reading and the browser notifications it raises.
+async fn approvals_stream() -> FollowApprovals {
+    ready(&STREAM, approvals_stream_follower).await
 }

@@ -9,9 +9,8 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{Notification, NotificationOptions, NotificationPermission};
 
-use super::LiveApprovals;
 use crate::api::http;
-use crate::components::context::AppCtx;
+use crate::components::context::{AppCtx, LiveApprovals};
 use crate::state::inbox::notification_text;
 use crate::state::route::Route;
 

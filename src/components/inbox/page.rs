@@ -1,16 +1,18 @@
 //! The Approvals page (`/approvals`): every batch that waits for the person, newest first, with
 //! its agent, chat and age, each decidable right here with the chat's own cards (a
 //! [`ChatCtl`] per batch, loaded from its chat), a link into the chat, and the marks of the
-//! deadline ladder ("Reminded", "Escalated to sre").
+//! deadline ladder ("Reminded", "Escalated to sre"). The page comes from the chunk of the
+//! split point `approvals` ([`approvals_page`]).
 
 use leptos::prelude::*;
 use signoff_protocol::rest::PendingApproval;
 
 use super::notify::NotifySwitch;
-use super::LiveApprovals;
-use crate::components::context::{AppCtx, ChatKey};
+use crate::components::context::{AppCtx, ChatKey, LiveApprovals};
 use crate::components::controller::ChatCtl;
+use crate::components::lazy::{loaded, Loaded, Slot};
 use crate::components::tools::pending::PendingCards;
+use crate::components::tools::{cards_ready, prefetch_cards};
 use crate::components::util::now_ms;
 use crate::state::inbox::{age, tool_names};
 use crate::state::ladder::ladder_marks;
@@ -98,7 +100,7 @@ fn InboxBatch(batch: PendingApproval) -> impl IntoView {
         app,
     );
     provide_context(ctl);
-    ctl.load();
+    ctl.load(prefetch_cards, cards_ready);
     let route = Route::chat(&namespace, &agent, Some(&batch.context_id));
     let href = route.path();
     let open = move |event: leptos::ev::MouseEvent| {
@@ -153,4 +155,18 @@ fn InboxBatch(batch: PendingApproval) -> impl IntoView {
             <PendingCards />
         </article>
     }
+}
+
+thread_local! {
+    static PAGE: Slot<fn() -> AnyView> = ArcRwSignal::new(None);
+}
+
+#[wasm_split_helpers::wasm_split(approvals, fallible)]
+fn approvals_page_view() -> Loaded<fn() -> AnyView> {
+    Ok(|| view! { <ApprovalsPage /> }.into_any())
+}
+
+/// The Approvals page (`/approvals`, [`ApprovalsPage`]), from the approvals chunk.
+pub fn approvals_page() -> impl IntoView {
+    move || loaded(&PAGE, approvals_page_view).map(|make| make())
 }

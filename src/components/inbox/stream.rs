@@ -1,8 +1,8 @@
 //! The approvals stream shared by the tabs of a browser (docs/rest.md, Approvals stream; see
 //! `state::tabs`): the leading tab follows it (resuming after the last event it applied, so
 //! nothing is lost or counted twice) and passes each event on; the others adopt its inbox and
-//! apply what it passes on. In a chunk of its own (`lazy::approvals_stream`), started once the
-//! first view is drawn.
+//! apply what it passes on. In a chunk of its own (the split point `stream`, in `inbox`),
+//! started once the first view is drawn.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -12,10 +12,10 @@ use leptos::task::spawn_local;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 
+use super::notify;
 use super::tabs::{self, Lease, Tabs};
-use super::{notify, LiveApprovals};
 use crate::api::{self, Abort, ApiError};
-use crate::components::context::AppCtx;
+use crate::components::context::{AppCtx, LiveApprovals};
 use crate::components::util::wait_ms;
 use crate::state::inbox::{Change, Inbox};
 use crate::state::tabs::{Follower, TabMessage};

@@ -5,7 +5,7 @@ use leptos::html::Div;
 use leptos::prelude::*;
 use signoff_protocol::hitl::Verdict;
 
-use super::focus_on_open;
+use super::fields::focus_on_open;
 use super::steps::BatchSteps;
 use crate::components::controller::ChatCtl;
 use crate::components::util::{reveal, shortcut_applies};

@@ -3,8 +3,8 @@
 //! question call the questions to answer (`question`), and for the only call of its batch Ask…
 //! and Extend (`steps`). Its parts: the `head`er, the `body`
 //! (arguments and result), the decision buttons (`actions`), the `panels` they open, and the
-//! `nested` cards of a subagent's calls, and "Why?" (`why`: what decided the call), over one
-//! `model` of the card's state and intents.
+//! `nested` cards of a subagent's calls, "Why?" (`why`: what decided the call), and a routed
+//! call's `quorum` lines, over one `model` of the card's state and intents.
 
 mod actions;
 mod body;
@@ -12,6 +12,7 @@ mod head;
 mod model;
 mod nested;
 mod panels;
+mod quorum;
 mod why;
 
 use leptos::html::Div;

@@ -8,6 +8,7 @@ mod allow;
 pub(crate) use self::allow::policy_rows;
 mod batch;
 mod card;
+mod fields;
 pub mod pending;
 mod preview;
 mod question;
@@ -124,22 +125,4 @@ pub(crate) fn prefetch_cards() {
 /// stored or shared, shows them with its messages, as in one module.
 pub(crate) async fn cards_ready() {
     ready(&CARD, tool_card_view).await;
-}
-
-/// Pretty JSON for the Arguments and Result sections and the arguments editor, with invisible
-/// characters written as escapes, so what a person approves is what runs (`state::hidden`).
-pub(crate) fn pretty(value: &serde_json::Value) -> String {
-    crate::state::hidden::reveal(
-        &serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()),
-    )
-}
-
-/// A box that takes the focus when it opens (scrolled into view): the reason or the arguments
-/// a person opened it to type.
-fn focus_on_open() -> NodeRef<leptos::html::Textarea> {
-    let node = NodeRef::new();
-    node.on_load(|element: web_sys::HtmlTextAreaElement| {
-        let _ = element.focus();
-    });
-    node
 }

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use super::model::{CardModel, Panel};
-use crate::components::lazy;
+use super::quorum::quorum_lines;
 
 /// The hint a call shows when it cannot be decided alone, or the buttons that decide it; above
 /// them, for a call routed to approvers, whom it waits for and how far its quorum has come.
@@ -14,7 +14,7 @@ pub(super) fn DecisionButtons(model: CardModel) -> impl IntoView {
     let disabled = move || model.disabled();
     let name = move || model.name();
     view! {
-        {move || model.quorum().map(|(call, _)| lazy::quorum_lines(call))}
+        {move || model.quorum().map(|(call, _)| quorum_lines(call))}
         <Show when=move || model.waiting() && model.runs_with_answers()>
             <p class="hint" data-testid="runs-with-answers">"Runs when the question is answered (this agent cannot reject it alone); Reject all stops it."</p>
         </Show>

@@ -7,7 +7,7 @@ use signoff_protocol::hitl::{ActionRequest, DecidedBy};
 
 use crate::components::clamp::{is_long, ShowMore};
 use crate::components::tools::allow::DecidedByLine;
-use crate::components::tools::pretty;
+use crate::components::tools::fields::pretty;
 use crate::components::tools::preview::CallPreview;
 use crate::components::tools::question::answers as answers_view;
 use crate::components::util::copy_to_clipboard;

@@ -9,7 +9,7 @@ use signoff_protocol::hitl::{Dialect, Question, Verdict, ASK_USER};
 use signoff_protocol::rest::CallQuorum;
 
 use crate::components::controller::ChatCtl;
-use crate::components::tools::pretty;
+use crate::components::tools::fields::pretty;
 use crate::components::util::{reveal, shortcut_applies};
 use crate::state::draft::{parse_args, reject_all, BatchDraft, Choice};
 use crate::state::routing::call_quorum;

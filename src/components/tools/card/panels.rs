@@ -5,7 +5,7 @@ use leptos::prelude::*;
 
 use super::model::{CardModel, Panel};
 use crate::components::tools::allow::{always_allow, AllowPanel};
-use crate::components::tools::focus_on_open;
+use crate::components::tools::fields::focus_on_open;
 
 /// Whichever panel is open, if one is.
 #[component]
