@@ -299,6 +299,9 @@ async fn grants_by_uses_hour_and_until_revoked_and_why_each_call_was_decided() {
     wait_card(&app, &call_card("call_7"), "completed").await;
     app.wait_for_status("ready").await;
     open_why(&app, "call_7", "in this chat, until ").await;
+    // Allowed without asking, its header still says where the tool comes from.
+    app.wait_for_text(&format!("{} .tool-server", call_card("call_7")), "files")
+        .await;
     click(&app, "[data-testid=policy-revoke]").await;
     app.wait_for_text("[data-testid=no-policies]", "None").await;
 

@@ -45,10 +45,7 @@ pub(super) fn CardHead(model: CardModel) -> impl IntoView {
         <div class="tool-head">
             <span class="tool-name" data-testid="tool-name">{move || model.name()}</span>
             <span class="tool-id">{move || model.call_id()}</span>
-            {move || {
-                model.card.with(|card| card.as_ref().and_then(|card| card.server.clone()))
-                    .map(|server| view! { <span class="tool-server">{server}</span> })
-            }}
+            {move || model.source().map(|server| view! { <span class="tool-server">{server}</span> })}
             {move || model.expires_at().map(|at| {
                 let task = model.batch.with_untracked(|batch| batch.as_ref().map(|batch| batch.task_id.clone())).unwrap_or_default();
                 view! { <Countdown expires_at=at on_due=Callback::new(move |()| ctl.watch_expiry(task.clone())) /> }

@@ -233,6 +233,24 @@ impl CardModel {
         })
     }
 
+    /// Where the call's tool comes from (`files`, an MCP server): as its request said, else as
+    /// the agent's tool list says, so a call that ran without asking (a policy or grant
+    /// allowed it) shows its source too.
+    pub fn source(self) -> Option<String> {
+        let (name, server) = self.card.with(|card| {
+            card.as_ref()
+                .map(|card| (card.name.clone(), card.server.clone()))
+        })?;
+        server.or_else(|| {
+            let agent = self.ctl.agent()?;
+            agent
+                .tools
+                .iter()
+                .find(|tool| tool.name == name)
+                .and_then(|tool| tool.server.clone())
+        })
+    }
+
     /// Policies live on this server: offered for its own agents' calls, not for a kagent peer.
     pub fn can_allow(self) -> bool {
         let tool = self
