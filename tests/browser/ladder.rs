@@ -1,6 +1,7 @@
 //! Browser tests of a waiting batch's hand-over and deadline ladder (docs/rest.md, Hand-over
 //! and Deadline ladder), as people see them: Alice, who may not approve her own call, reads whom
-//! it waits for and is offered only Reject; she asks dba from her card, and Dave (in dba) finds
+//! it waits for and is offered only Reject; she asks dba from her card (the agent lets a hand-over
+//! widen who approves: `handover_may_widen`), and Dave (in dba) finds
 //! the batch in his inbox, which says he is asked as himself too once she asks him by name; he
 //! asks sre from there, approves, and reads in the chat that it waits for one more;
 //! a requester extends a deadline within its agent's `max_extend`, offered from the first load
@@ -34,12 +35,18 @@ const TWO_OF_SRE: &str = "[[agents]]\nname = \"deploy\"\ndescription = \"Ships r
     approvers = [\"group:sre\"]\nrequester_may_approve = false\nquorum = 2\n\
     [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n";
 
+/// The same agent whose operator lets a hand-over widen who may approve (without it, the
+/// people a hand-over names may read and comment, not approve).
+fn two_of_sre_delegable() -> String {
+    TWO_OF_SRE.replace("quorum = 2\n", "quorum = 2\nhandover_may_widen = true\n")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn alice_asks_dave_who_finds_it_in_his_inbox_and_each_reads_whom_it_waits_for() {
     let mut app = App::start_with(
         "ladder-handover",
         Options {
-            agents_toml: Some(TWO_OF_SRE.to_owned()),
+            agents_toml: Some(two_of_sre_delegable()),
             tokens: Some(vec![
                 "alice-token=alice".into(),
                 "bob-token=bob:sre".into(),

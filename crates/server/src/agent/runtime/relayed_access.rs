@@ -56,8 +56,9 @@ fn unknown(task_id: &str) -> AgentError {
 
 impl Runtime {
     /// Whether `who` may have `asked` of a task through the relay of the remote agent `agent`
-    /// (`namespace/name`). A task we do not hold is the remote's to answer; one we hold that is
-    /// not this agent's relayed task, or that `who` may not reach, is not found. A message that
+    /// (`namespace/name`). A task we do not hold, or hold as another agent's, is the remote's
+    /// to answer; one of this agent's that is not relayed, or that `who` may not reach, is not
+    /// found. A message that
     /// decides the task's pending batch is planned as the decision it is, and refused if the
     /// decision core refuses it.
     pub async fn check_relayed(
@@ -72,7 +73,13 @@ impl Runtime {
         let Some(row) = self.store.task(task_id).await? else {
             return Ok(());
         };
-        if row.agent != agent || !self.store.is_relayed(task_id).await? {
+        // Another agent's task of that id (remote agents choose their ids, and two may
+        // choose alike): this agent's task is the remote's to answer, and it knows nothing of
+        // the other one, so nothing of it can leak.
+        if row.agent != agent {
+            return Ok(());
+        }
+        if !self.store.is_relayed(task_id).await? {
             return Err(unknown(task_id));
         }
         let owner = row.user_id == who.subject;
