@@ -26,6 +26,7 @@ use crate::store::{
 };
 
 use super::audit::args_sha256;
+use super::log::Committed;
 use super::quorum::{Decider, Tally};
 use super::routing;
 use super::runner::RunnerStart;
@@ -264,14 +265,17 @@ impl Runtime {
                 verdicts.iter().map(|verdict| verdict.verdict),
                 paused_at.as_deref().and_then(waited_since),
             );
-            self.metrics.task_entered(task_state);
         }
         let logged = LoggedEvent::numbered(seq, events, &stored);
-        self.notify(task_id, logged.clone());
-        // An approval short of its quorum decided nothing: no notification, no push.
-        if quorum.is_none() && (notifies || (pushes && super::push::pushed_state(task_state))) {
-            self.wake_sender();
-        }
+        // An approval short of its quorum decided nothing: no state counted, no notification,
+        // no push.
+        let decided = quorum.is_none();
+        self.after_commit(Committed {
+            task_id,
+            logged: Some(logged.clone()),
+            entered: decided.then_some(task_state),
+            outbox: decided && (notifies || (pushes && super::push::pushed_state(task_state))),
+        });
         match &quorum {
             None => {
                 tracing::info!(task = %task_id, user = %by.decider.subject, channel = by.channel.as_str(), decision = %summary, "batch decided")

@@ -13,6 +13,7 @@ use crate::store::{
     handed_to, BatchRow, BatchStep, BatchStepKind, NewNotification, NotificationKind, TaskRow,
 };
 
+use super::log::Committed;
 use super::quorum::Decider;
 use super::subagent::batch_requests;
 use super::{AgentError, Result, Runtime};
@@ -123,9 +124,12 @@ impl Runtime {
         {
             return Err(self.no_batch(task_id).await);
         }
-        if notifies {
-            self.wake_sender();
-        }
+        self.after_commit(Committed {
+            task_id,
+            logged: None,
+            entered: None,
+            outbox: notifies,
+        });
         tracing::info!(task = %task_id, by = %who.subject, to = %entry.label(), "batch handed over");
         Ok(LadderEvent::HandedOver {
             task_id: task_id.to_owned(),

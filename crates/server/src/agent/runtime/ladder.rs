@@ -27,6 +27,7 @@ use crate::store::{
     PendingBatchRow, TaskRow,
 };
 
+use super::log::Committed;
 use super::quorum::Decider;
 use super::subagent::batch_requests;
 use super::{AgentError, Result, Runtime};
@@ -331,9 +332,12 @@ impl Runtime {
                     tracing::info!(task = %batch.task_id, after, to = ?to, "a waiting batch escalated")
                 }
             }
-            if notifies {
-                self.wake_sender();
-            }
+            self.after_commit(Committed {
+                task_id: &batch.task_id,
+                logged: None,
+                entered: None,
+                outbox: notifies,
+            });
         }
         Ok(())
     }
@@ -447,9 +451,12 @@ impl Runtime {
                 None => Err(self.no_batch(task_id).await),
             };
         }
-        if notifies {
-            self.wake_sender();
-        }
+        self.after_commit(Committed {
+            task_id,
+            logged: None,
+            entered: None,
+            outbox: notifies,
+        });
         self.watch_deadline(task_id, &expires_at);
         tracing::info!(task = %task_id, by = %who.subject, expires_at, "a batch's deadline extended");
         Ok(DeadlineExtended {

@@ -310,10 +310,8 @@ impl Runtime {
         self.write_deferred(task_id, deferred)
             .instrument(span)
             .await?;
+        // The commit woke the outbox sender for the pause's notifications (`after_commit`).
         self.metrics.paused(run.taken_up.elapsed());
-        if notifies {
-            self.wake_sender();
-        }
         if let Some(deadline) = &deadline {
             self.watch_deadline(task_id, deadline);
         }
