@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use signoff_protocol::hitl::{ActionRequest, Decision, Dialect};
 use signoff_protocol::rest::DeciderAuth;
 
@@ -124,17 +123,18 @@ fn expiry_after(ttl: Duration) -> Result<String> {
     Ok((chrono::Utc::now() + ttl).to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
 }
 
-/// The decision a link makes: every call approved, or every call rejected with `reason`.
-fn link_decision(action: LinkAction, reason: Option<&str>) -> Result<Decision> {
-    let data = match (
-        action,
-        reason.map(str::trim).filter(|text| !text.is_empty()),
-    ) {
-        (LinkAction::Approve, _) => json!({"decision_type": "approve"}),
-        (LinkAction::Reject, None) => json!({"decision_type": "deny"}),
-        (LinkAction::Reject, Some(reason)) => json!({"decision_type": "deny", "reason": reason}),
-    };
-    Ok(Decision::from_data(&data)?)
+/// The decision a link makes: every call approved, or every call rejected with `reason` (a
+/// blank one is no reason). Built with the protocol's type, the one owner of its wire shape.
+fn link_decision(action: LinkAction, reason: Option<&str>) -> Decision {
+    match action {
+        LinkAction::Approve => Decision::approve_all(),
+        LinkAction::Reject => Decision::deny_all(
+            reason
+                .map(str::trim)
+                .filter(|text| !text.is_empty())
+                .map(str::to_owned),
+        ),
+    }
 }
 
 impl Runtime {
@@ -333,7 +333,7 @@ impl Runtime {
                 link.task_id, parent.parent_task_id
             )));
         }
-        let decision = link_decision(action, reason)?;
+        let decision = link_decision(action, reason);
         let runtime = self.clone();
         let (task_id, person, batch_id) = (
             link.task_id.clone(),
@@ -401,11 +401,11 @@ mod tests {
 
     #[test]
     fn a_link_approves_every_call_or_rejects_them_with_the_reason() {
-        let approve = link_decision(LinkAction::Approve, Some("ignored")).unwrap();
+        let approve = link_decision(LinkAction::Approve, Some("ignored"));
         assert_eq!(approve.summary(), "Approved");
-        let reject = link_decision(LinkAction::Reject, Some("  too risky ")).unwrap();
+        let reject = link_decision(LinkAction::Reject, Some("  too risky "));
         assert_eq!(reject.summary(), "Rejected: too risky");
-        let bare = link_decision(LinkAction::Reject, Some(" ")).unwrap();
+        let bare = link_decision(LinkAction::Reject, Some(" "));
         assert_eq!(bare.summary(), "Rejected");
     }
 }
