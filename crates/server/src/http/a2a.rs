@@ -63,7 +63,7 @@ pub(super) fn rpc_error(version: ProtocolVersion, err: &AgentError) -> (ErrorCod
         AgentError::TaskDeleted(_) => (ErrorCode::TaskNotFound, err.to_string()),
         AgentError::AgentNotFound(_)
         | AgentError::SessionNotFound(_)
-        | AgentError::PolicyNotFound(_)
+        | AgentError::GrantNotFound(_)
         | AgentError::ShareNotFound(_) => (ErrorCode::InvalidParams, err.to_string()),
         AgentError::InvalidParams(_)
         | AgentError::NotEligible(_)

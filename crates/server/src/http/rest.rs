@@ -199,16 +199,16 @@ pub async fn decide(
 }
 
 /// The caller's "always allow" policies in force.
-pub async fn policies(
+pub async fn grants(
     State(state): State<AppState>,
     user: User,
 ) -> Result<Json<PolicyList>, HttpError> {
-    let policies = state.runtime.policies(&user.0).await?;
+    let policies = state.runtime.grants(&user.0).await?;
     Ok(Json(PolicyList { policies }))
 }
 
 /// Makes a policy of the caller's: `201` with it, its `id` included.
-pub async fn create_policy(
+pub async fn create_grant(
     State(state): State<AppState>,
     user: User,
     body: axum::body::Bytes,
@@ -225,17 +225,17 @@ pub async fn create_policy(
             HttpError::BadRequest(format!("invalid policy: {path}: {inner}"))
         }
     })?;
-    let policy = state.runtime.create_policy(&user.0, new).await?;
+    let policy = state.runtime.create_grant(&user.0, new).await?;
     Ok((StatusCode::CREATED, Json(policy)))
 }
 
 /// Revokes one of the caller's policies: `204`; the next call is screened without it.
-pub async fn revoke_policy(
+pub async fn revoke_grant(
     State(state): State<AppState>,
     Path(id): Path<String>,
     user: User,
 ) -> Result<StatusCode, HttpError> {
-    state.runtime.revoke_policy(&user.0, &id).await?;
+    state.runtime.revoke_grant(&user.0, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -14,7 +14,7 @@ use crate::agent::config::ApproverEntry;
 use crate::agent::policy::CallApprovers;
 use crate::store::TaskRow;
 
-use super::policies::Requester;
+use super::screening::Requester;
 use super::{Agent, AgentError, Result, Runtime};
 
 impl Runtime {

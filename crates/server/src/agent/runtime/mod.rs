@@ -13,16 +13,16 @@ mod decide;
 mod edits;
 mod email;
 mod expiry;
-mod gate;
+mod grants;
 mod handover;
 mod inbox;
+mod intake;
 mod ladder;
 mod links;
 mod log;
 mod notify;
 mod pause;
 mod people;
-mod policies;
 mod push;
 mod quorum;
 mod reads;
@@ -31,6 +31,7 @@ mod relayed_access;
 mod replicas;
 mod routing;
 mod runner;
+mod screening;
 mod settle;
 mod sharing;
 mod streams;
@@ -66,7 +67,7 @@ use super::cedar::PolicyGate;
 use super::metrics::Metrics;
 use super::model::Model;
 use super::notify::Notifications;
-use super::policy::{AgentApprovals, PolicyCache};
+use super::policy::{AgentApprovals, GrantCache};
 use super::remote::RemoteAgents;
 use super::subagents::Subagents;
 use super::tools::Toolbox;
@@ -86,7 +87,7 @@ pub enum AgentError {
     SessionNotFound(String),
     /// No policy of the caller's has that id (another user's does not exist for them).
     #[error("policy {0} not found")]
-    PolicyNotFound(String),
+    GrantNotFound(String),
     /// No live share link of that chat has that id (or that token).
     #[error("share link {0} not found")]
     ShareNotFound(String),
@@ -190,7 +191,7 @@ pub struct Limits {
     /// task at 1; an agent-tool call that would go deeper fails.
     pub max_subagent_depth: usize,
     /// The most "always allow" policies one user may have in force.
-    pub max_policies_per_user: usize,
+    pub max_grants_per_user: usize,
     /// How long a decision link sent in a notification works.
     pub decision_link_ttl: Duration,
     /// The most push-notification configs one task may have.
@@ -202,7 +203,7 @@ impl Limits {
     pub const DEFAULT_REASON_BYTES: usize = 4 * 1024;
     pub const DEFAULT_TOOL_CALLS_PER_TURN: usize = 64;
     pub const DEFAULT_SUBAGENT_DEPTH: usize = 3;
-    pub const DEFAULT_POLICIES_PER_USER: usize = 100;
+    pub const DEFAULT_GRANTS_PER_USER: usize = 100;
     pub const DEFAULT_PUSH_CONFIGS_PER_TASK: usize = 8;
 }
 
@@ -216,7 +217,7 @@ impl Default for Limits {
             max_reason_bytes: Limits::DEFAULT_REASON_BYTES,
             max_tool_calls_per_turn: Limits::DEFAULT_TOOL_CALLS_PER_TURN,
             max_subagent_depth: Limits::DEFAULT_SUBAGENT_DEPTH,
-            max_policies_per_user: Limits::DEFAULT_POLICIES_PER_USER,
+            max_grants_per_user: Limits::DEFAULT_GRANTS_PER_USER,
             decision_link_ttl: Duration::from_secs(24 * 60 * 60),
             max_push_configs_per_task: Limits::DEFAULT_PUSH_CONFIGS_PER_TASK,
         }
@@ -265,8 +266,8 @@ pub struct Runtime {
     tracker: TaskTracker,
     /// What the runtime counts and times, for `GET /metrics`.
     metrics: Metrics,
-    /// The people's policies, compiled once (by id) rather than on every turn.
-    policies: PolicyCache,
+    /// The people's grants ("always allow"), compiled once (by id) rather than on every turn.
+    grants: GrantCache,
     /// The remote agents' clients, shared with the relay ([`Runtime::remote_agents`]).
     remotes: RemoteAgents,
     /// The deployment's Cedar policies (`--policies`, `--shadow-policies`).
@@ -324,7 +325,7 @@ impl Runtime {
             shutdown: CancellationToken::new(),
             tracker: TaskTracker::new(),
             metrics: Metrics::new(),
-            policies: PolicyCache::default(),
+            grants: GrantCache::default(),
             remotes: RemoteAgents::default(),
             gate,
             notifications: Arc::new(notifications),

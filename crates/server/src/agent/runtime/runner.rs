@@ -17,7 +17,7 @@ use crate::agent::view::{self};
 use crate::store::{CallRow, Commit, Guard, NewCall, StoreError, TaskRow};
 
 use super::audit::args_sha256;
-use super::policies::{Requester, Screened};
+use super::screening::{Requester, Screened};
 use super::transcript::*;
 use super::{Agent, AgentError, Result, Runtime};
 

@@ -27,7 +27,7 @@ use crate::store::{
 
 use super::audit::args_sha256;
 use super::decide::Count;
-use super::gate::chat_title;
+use super::intake::chat_title;
 use super::runner::TaskRun;
 use super::{AgentError, Decider, Result, Runtime};
 

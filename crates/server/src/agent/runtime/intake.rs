@@ -1,5 +1,6 @@
-//! The approval gate: new messages (a message to an existing task goes to `decide`), cancel,
-//! and waiting for a decided batch.
+//! What comes in to the runtime: new messages (a message to an existing task goes to
+//! `decide`), a person's cancel, and a REST decider's wait for the calls it decided. The checks
+//! of a model's calls are `screening`'s.
 
 use std::sync::Arc;
 use std::time::Duration;
