@@ -13,10 +13,11 @@ use crate::agent::config::OnTimeout;
 use crate::agent::view;
 use crate::store::{BatchState, CallRow, CallStatus, CallVerdict, Channel, Verdict};
 
-use super::decide::{DecisionInput, PlannedDecision};
+use super::decide::PlannedDecision;
 use super::runner::RunnerStart;
 use super::subagent::batch_requests;
 use super::{Agent, AgentError, Decider, Result, Runtime};
+use crate::agent::approvals::Actor;
 
 /// How a person reads a timeout when the agent that set it is gone.
 const SOME_TIMEOUT: &str = "its approval timeout";
@@ -138,7 +139,7 @@ impl Runtime {
             OnTimeout::Cancel => TaskState::Canceled,
         };
         let planned = PlannedDecision {
-            by: DecisionInput {
+            by: Actor {
                 channel: Channel::Expiry,
                 decider: Decider::subject(row.user_id.clone()),
                 auth: None,
@@ -231,7 +232,7 @@ impl Runtime {
             (!nested.is_empty()).then(|| view::agent_message(parent_id, context_id, nested));
         let event = view::status_event(parent_id, context_id, TaskState::Working, results, None);
         let planned = PlannedDecision {
-            by: DecisionInput {
+            by: Actor {
                 channel: Channel::Expiry,
                 decider: Decider::subject(row.user_id.clone()),
                 auth: None,

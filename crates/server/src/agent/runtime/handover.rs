@@ -14,9 +14,9 @@ use crate::store::{
 };
 
 use super::log::Committed;
-use super::quorum::Decider;
 use super::subagent::batch_requests;
 use super::{AgentError, Result, Runtime};
+use crate::agent::approvals::Decider;
 
 /// The most a hand-over's note may say.
 const MAX_NOTE: usize = 2000;
@@ -61,7 +61,7 @@ pub enum LadderEvent {
 impl Runtime {
     /// Hands the pending batch of `task_id` to `to` (`user:ID` or `group:NAME`): the requester
     /// or an eligible approver may; anyone else is refused.
-    pub async fn hand_over(
+    pub(super) async fn hand_over(
         &self,
         who: &Decider,
         task_id: &str,
@@ -83,7 +83,7 @@ impl Runtime {
         let steps = self.store.batch_steps(task_id).await?;
         let may = who.subject == row.user_id
             || batch.as_ref().is_some_and(|batch| {
-                self.eligible_for_batch(
+                self.approvals.approvers().eligible_for_batch(
                     &row,
                     &batch_requests(batch),
                     &handed_to(&steps, batch.id),

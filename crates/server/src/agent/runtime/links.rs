@@ -18,9 +18,10 @@ use signoff_protocol::{Message, Role};
 use crate::agent::view;
 use crate::store::{self, handed_to, task_state_text, Channel, DecisionLinkRow};
 
-use super::decide::{Count, DecisionInput};
+use super::decide::Count;
 use super::subagent::batch_requests;
 use super::{AgentError, Decider, Result, Runtime};
+use crate::agent::approvals::Actor;
 
 /// What a link does to every call of its batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,7 +211,12 @@ impl Runtime {
             })?;
         let steps = self.store.batch_steps(task_id).await?;
         let handed = handed_to(&steps, batch.id);
-        let may_approve = self.eligible_for_batch(&row, &batch_requests(&batch), &handed, who);
+        let may_approve = self.approvals.approvers().eligible_for_batch(
+            &row,
+            &batch_requests(&batch),
+            &handed,
+            who,
+        );
         if !owner && !may_approve {
             return Err(AgentError::Forbidden(task_id.to_owned()));
         }
@@ -355,7 +361,7 @@ impl Runtime {
                 );
                 message.task_id = Some(row.id.clone());
                 message.context_id = Some(row.context_id.clone());
-                let by = DecisionInput {
+                let by = Actor {
                     channel: Channel::Link,
                     decider: person.clone(),
                     auth: Some(DeciderAuth::DecisionLink),

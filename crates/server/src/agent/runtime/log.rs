@@ -324,7 +324,7 @@ impl Runtime {
                 view::apply(&mut task, &decode_stored(&event.event)?);
             }
         }
-        let audit = self.audit(&row).await?;
+        let audit = self.approvals.audit(&row).await?;
         if !audit.is_empty() {
             let audit = serde_json::to_value(&audit)
                 .map_err(|err| AgentError::Internal(err.to_string()))?;

@@ -7,8 +7,8 @@
 //! that state and takes the next step, so the same code starts a task, resumes it after a
 //! decision, and picks it up after a restart.
 
-mod approvals;
-mod audit;
+mod apply;
+mod approvals_stream;
 mod decide;
 mod edits;
 mod email;
@@ -24,7 +24,6 @@ mod notify;
 mod pause;
 mod people;
 mod push;
-mod quorum;
 mod reads;
 mod relayed;
 mod relayed_access;
@@ -39,14 +38,16 @@ mod subagent;
 mod subagent_remote;
 mod transcript;
 
+pub use super::error::{AgentError, Result};
+pub use crate::agent::approvals::Decider;
+pub use crate::agent::approvals::{args_sha256, AuditCall, AuditEntry, PendingApproval};
 pub use crate::store::Channel;
-pub use approvals::ApprovalsItem;
-pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
+pub use apply::Outcome;
+pub use approvals_stream::ApprovalsItem;
 pub use handover::LadderEvent;
 pub use links::{BatchSummary, DecidedBy, IssuedLinks, LinkAction, LinkDecision, LinkState};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
 pub use people::Seen;
-pub use quorum::Decider;
 pub use reads::Session;
 pub use relayed::{as_recorded, RelayedExchange};
 pub use relayed_access::{RelayedAsk, RelayedDecided};
@@ -58,11 +59,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use signoff_protocol::hitl::DecisionError;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::approvals::Approvals;
 use super::cedar::PolicyGate;
 use super::metrics::Metrics;
 use super::model::Model;
@@ -72,85 +73,6 @@ use super::remote::RemoteAgents;
 use super::subagents::Subagents;
 use super::tools::Toolbox;
 use crate::store::{Store, StoreError};
-
-/// What goes wrong in the runtime; the HTTP layer maps each to a JSON-RPC code or a status.
-#[derive(Debug, thiserror::Error)]
-pub enum AgentError {
-    #[error("no agent {0}")]
-    AgentNotFound(String),
-    #[error("task {0} not found")]
-    TaskNotFound(String),
-    /// The task exists but belongs to someone else (A2A answers "not found"; REST 403).
-    #[error("task {0} belongs to another user")]
-    Forbidden(String),
-    #[error("session {0} not found")]
-    SessionNotFound(String),
-    /// No policy of the caller's has that id (another user's does not exist for them).
-    #[error("policy {0} not found")]
-    GrantNotFound(String),
-    /// No live share link of that chat has that id (or that token).
-    #[error("share link {0} not found")]
-    ShareNotFound(String),
-    #[error("{0}")]
-    InvalidParams(String),
-    /// A decision by someone the agents file's approvers do not let give it: what it needs.
-    #[error("{0}")]
-    NotEligible(String),
-    /// A second approval of the same arguments by the same person: it counts once.
-    #[error("{0}")]
-    AlreadyApproved(String),
-    /// The task is not waiting for a decision, or its batch was already decided.
-    #[error("{0}")]
-    NotPaused(String),
-    /// A message to a task that has ended (A2A v1.0 answers it as an unsupported operation).
-    #[error("{0}")]
-    Terminal(String),
-    #[error("task {id} is {state} and cannot be canceled")]
-    NotCancelable { id: String, state: String },
-    /// A chat that may not be deleted now: it holds a subagent's task whose parent goes on.
-    #[error("{0}")]
-    ChatInUse(String),
-    #[error("{0}")]
-    Decision(#[from] DecisionError),
-    /// A write the store refused because something changed under it (the task ended while a
-    /// runner worked on it, another replica took its lease, a call of the batch is no longer
-    /// held): the store's reason, as the client reads it.
-    #[error("{0}")]
-    Conflict(&'static str),
-    /// The task was deleted (with its session) while someone followed it.
-    #[error("task {0} was deleted")]
-    TaskDeleted(String),
-    /// A remote agent did not take what was forwarded to it (unreachable, refused, no longer
-    /// in the agents file).
-    #[error("{0}")]
-    Remote(String),
-    #[error("server is shutting down")]
-    ShuttingDown,
-    #[error("store: {0}")]
-    Store(StoreError),
-    #[error("internal: {0}")]
-    Internal(String),
-}
-
-impl From<StoreError> for AgentError {
-    fn from(err: StoreError) -> Self {
-        match err {
-            StoreError::Conflict(reason) => AgentError::Conflict(reason),
-            StoreError::Db(_)
-            | StoreError::MessagesWaiting
-            | StoreError::Postgres(_)
-            | StoreError::UnsupportedUrl(_)
-            | StoreError::Json(_)
-            | StoreError::Corrupt(_)
-            | StoreError::NotFound
-            | StoreError::Commit(_)
-            | StoreError::Closed
-            | StoreError::Schema { .. } => AgentError::Store(err),
-        }
-    }
-}
-
-pub type Result<T, E = AgentError> = std::result::Result<T, E>;
 
 /// One agent the server runs.
 pub struct Agent {
@@ -280,6 +202,8 @@ pub struct Runtime {
     notifier: std::sync::OnceLock<Arc<crate::agent::notify::Notifier>>,
     /// Who this replica last wrote to the directory of people (`people`).
     people: people::SeenPeople,
+    /// The approval workflow's rules: who may approve each call, how a decision is counted.
+    approvals: Approvals,
 }
 
 /// Why the server cannot take work now (`GET /readyz` answers 503 with it).
@@ -315,9 +239,14 @@ impl Runtime {
         notifications: Notifications,
         gate: PolicyGate,
     ) -> Arc<Runtime> {
+        let approvals = Approvals::new(
+            store.clone(),
+            agents
+                .iter()
+                .map(|agent| (agent.key(), agent.approvals.clone())),
+        );
         Arc::new(Runtime {
             store,
-            agents,
             limits,
             hub: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
@@ -332,6 +261,8 @@ impl Runtime {
             outbox_wake: tokio::sync::Notify::new(),
             notifier: std::sync::OnceLock::new(),
             people: people::SeenPeople::default(),
+            approvals,
+            agents,
         })
     }
 
@@ -345,6 +276,11 @@ impl Runtime {
     /// business of the runtime's.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The approval workflow: its rules, and the audit's reads.
+    pub fn approvals(&self) -> &Approvals {
+        &self.approvals
     }
 
     pub fn metrics(&self) -> &Metrics {

@@ -19,11 +19,11 @@ use tracing::Instrument;
 
 use crate::agent::notify::payload::About;
 
-use super::audit::args_sha256;
 use super::runner::TaskRun;
 use super::subagent::{NestedCall, SubagentStep};
 use super::transcript::*;
 use super::{AgentError, Result, Runtime};
+use crate::agent::approvals::args_sha256;
 
 /// A step written with the next one (a call's result with the next call's start, or with the
 /// pause), so a batch of calls costs fewer commits. It is never held across a wait for anyone
