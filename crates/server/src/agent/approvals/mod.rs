@@ -6,6 +6,7 @@
 //! runtime, so the runtime may use all of it without a cycle.
 
 mod audit;
+mod deadline;
 mod eligibility;
 mod ladder;
 mod plan;
@@ -20,6 +21,7 @@ use crate::store::{BatchRow, Store};
 
 pub use crate::store::Channel;
 pub use audit::{AuditCall, AuditEntry, AuditParent, PendingApproval};
+pub use deadline::{deadline_for, expired_after, SOME_TIMEOUT};
 pub use eligibility::{approvers_by, handed_over_to, no_stricter, Approvers, Decider, REQUESTER};
 pub use ladder::{first_deadline, BatchLadder};
 pub use plan::{

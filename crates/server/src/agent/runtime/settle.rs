@@ -206,7 +206,7 @@ impl Runtime {
                 Settled::answered(ToolResult::denied(&call.id, &call.name, rule).response)
             }
             CallStatus::Expired => {
-                let after = Self::expired_after(&run.agent);
+                let after = crate::agent::approvals::expired_after(&run.agent.approvals);
                 Settled::answered(ToolResult::expired(&call.id, &call.name, &after).response)
             }
             CallStatus::Auto | CallStatus::Approved => {
