@@ -180,7 +180,7 @@ pub struct Config {
     pub max_subagent_depth: usize,
     /// Most "always allow" policies one person may have in force; creating one more is
     /// refused until they revoke one.
-    #[arg(long = "max-policies", env = "SIGNOFF_MAX_POLICIES", default_value_t = agent::Limits::DEFAULT_POLICIES_PER_USER)]
+    #[arg(long = "max-policies", env = "SIGNOFF_MAX_POLICIES", default_value_t = agent::Limits::DEFAULT_GRANTS_PER_USER)]
     pub max_policies_per_user: usize,
     /// A folder of Cedar policies (`*.cedar`) evaluated for every tool call before it runs
     /// (docs/policies.md).
@@ -272,7 +272,7 @@ impl Config {
             max_reason_bytes: agent::Limits::DEFAULT_REASON_BYTES,
             max_tool_calls_per_turn: agent::Limits::DEFAULT_TOOL_CALLS_PER_TURN,
             max_subagent_depth: agent::Limits::DEFAULT_SUBAGENT_DEPTH,
-            max_policies_per_user: agent::Limits::DEFAULT_POLICIES_PER_USER,
+            max_policies_per_user: agent::Limits::DEFAULT_GRANTS_PER_USER,
             policies_dir: None,
             shadow_policies_dir: None,
             environment: String::new(),
@@ -472,7 +472,7 @@ pub async fn run(
         max_reason_bytes: config.max_reason_bytes,
         max_tool_calls_per_turn: config.max_tool_calls_per_turn.max(1),
         max_subagent_depth: config.max_subagent_depth,
-        max_policies_per_user: config.max_policies_per_user,
+        max_grants_per_user: config.max_policies_per_user,
         decision_link_ttl: config.decision_link_ttl,
         ..agent::Limits::default()
     };

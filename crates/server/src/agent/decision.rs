@@ -7,7 +7,7 @@ use signoff_protocol::hitl::{GateOutcome, Why, WhyKind};
 
 use super::cedar::CedarOutcome;
 use super::config::RuleAction;
-use super::policy::{Rule, UserPolicy};
+use super::policy::{Grant, Rule};
 
 /// What the gate decided about one call, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +51,7 @@ pub fn decide(
     cedar: &CedarOutcome,
     rule: Option<&Rule>,
     requires_approval: bool,
-    grant: Option<&UserPolicy>,
+    grant: Option<&Grant>,
 ) -> Decided {
     let rule_action = rule.map(|rule| (rule.action, rule.label.as_str()));
     let fixed = |why: Why| Decided {
@@ -163,7 +163,7 @@ mod tests {
     use crate::agent::cedar::{AskSpec, Risk};
     use crate::agent::config::AgentsFile;
     use crate::agent::policy::AgentApprovals;
-    use crate::store::{PolicyRow, PolicyScope};
+    use crate::store::{GrantRow, GrantScope};
     use serde_json::json;
 
     fn rules(action: &str) -> AgentApprovals {
@@ -175,13 +175,13 @@ mod tests {
         AgentApprovals::from_spec("agents[0]", &file.agents[0]).unwrap()
     }
 
-    fn grant() -> UserPolicy {
-        UserPolicy::compile(PolicyRow {
+    fn grant() -> Grant {
+        Grant::compile(GrantRow {
             id: "g1".into(),
             user_id: "u".into(),
             agent: "default/a".into(),
             tool: "write_file".into(),
-            scope: PolicyScope::Agent,
+            scope: GrantScope::Agent,
             context_id: None,
             args: None,
             created_by: "u".into(),
@@ -222,7 +222,9 @@ mod tests {
             message: "no attribute path".into(),
         };
         let g = grant();
-        let case = |cedar: &CedarOutcome, rule: Option<Rule>, grant: Option<&UserPolicy>| {
+        let case = |cedar: &CedarOutcome,
+                    rule: Option<Rule>,
+                    grant: Option<&crate::agent::policy::Grant>| {
             let decided = decide(cedar, rule.as_ref(), true, grant);
             (decided.why.by, decided.why.id, decided.why.outcome)
         };

@@ -1,12 +1,14 @@
 //! The agent runtime: the turn loop, the approval gate, decisions, models and tools.
 //! It never imports axum; it talks to the store and nothing else below it.
 
+pub mod approvals;
 pub mod ask;
 mod build;
 pub mod cedar;
 pub mod config;
 pub mod conformance;
 pub mod decision;
+mod error;
 mod file_preview;
 pub mod files;
 pub mod mcp;

@@ -17,7 +17,7 @@ use super::config::{check_rules, parse_timeout, AgentSpec, ConfigError, MatchSpe
 use super::config::{ApproverEntry, ApproversSpec};
 use super::config::{OnTimeout, RuleAction};
 use super::tools::Toolbox;
-use crate::store::{PolicyRow, PolicyScope};
+use crate::store::{GrantRow, GrantScope};
 
 /// One compiled argument rule.
 #[derive(Debug, Clone)]
@@ -381,14 +381,14 @@ impl AgentApprovals {
 
 /// A person's policy, compiled.
 #[derive(Debug, Clone)]
-pub struct UserPolicy {
-    pub row: PolicyRow,
+pub struct Grant {
+    pub row: GrantRow,
     args: Vec<(String, Matcher)>,
 }
 
-impl UserPolicy {
+impl Grant {
     /// Compiles a stored or new policy; the error names the argument.
-    pub fn compile(row: PolicyRow) -> Result<UserPolicy, String> {
+    pub fn compile(row: GrantRow) -> Result<Grant, String> {
         let args = match &row.args {
             Some(value) => {
                 let specs: BTreeMap<String, MatchSpec> =
@@ -397,7 +397,7 @@ impl UserPolicy {
             }
             None => Vec::new(),
         };
-        Ok(UserPolicy { row, args })
+        Ok(Grant { row, args })
     }
 
     /// Whether it approves a call of `tool` with `args` (its scope was checked by the query).
@@ -412,7 +412,7 @@ impl UserPolicy {
         self.summary_with_uses(self.row.uses_left)
     }
 
-    /// [`UserPolicy::summary`] with `uses_left` calls left of a counted grant (after a call
+    /// [`Grant::summary`] with `uses_left` calls left of a counted grant (after a call
     /// it allowed has spent one).
     pub fn summary_with_uses(&self, uses_left: Option<i64>) -> String {
         let what = match self.args.as_slice() {
@@ -425,8 +425,8 @@ impl UserPolicy {
             args => format!("{} when {}", self.row.tool, describe(args)),
         };
         let mut summary = match self.row.scope {
-            PolicyScope::Chat => format!("{what}, in this chat"),
-            PolicyScope::Agent => format!("{what}, in every chat with {}", self.row.agent),
+            GrantScope::Chat => format!("{what}, in this chat"),
+            GrantScope::Agent => format!("{what}, in every chat with {}", self.row.agent),
         };
         // What is left of a time-boxed grant.
         match uses_left {
@@ -448,8 +448,8 @@ impl UserPolicy {
             agent: self.row.agent.clone(),
             tool: self.row.tool.clone(),
             scope: match self.row.scope {
-                PolicyScope::Chat => WireScope::Chat,
-                PolicyScope::Agent => WireScope::Agent,
+                GrantScope::Chat => WireScope::Chat,
+                GrantScope::Agent => WireScope::Agent,
             },
             context_id: self.row.context_id.clone(),
             args: self.row.args.as_ref().and_then(|value| {
@@ -467,36 +467,36 @@ impl UserPolicy {
 /// A stored policy compiled, or why it no longer compiles (one stored before a limit was
 /// tightened): such a policy approves nothing, but its owner still sees it and can revoke it.
 #[derive(Debug, Clone)]
-pub enum CompiledPolicy {
-    Ready(Arc<UserPolicy>),
-    Broken { row: Box<PolicyRow>, error: String },
+pub enum CompiledGrant {
+    Ready(Arc<Grant>),
+    Broken { row: Box<GrantRow>, error: String },
 }
 
-impl CompiledPolicy {
-    fn new(row: PolicyRow) -> CompiledPolicy {
-        match UserPolicy::compile(row.clone()) {
-            Ok(policy) => CompiledPolicy::Ready(Arc::new(policy)),
-            Err(error) => CompiledPolicy::Broken {
+impl CompiledGrant {
+    fn new(row: GrantRow) -> CompiledGrant {
+        match Grant::compile(row.clone()) {
+            Ok(policy) => CompiledGrant::Ready(Arc::new(policy)),
+            Err(error) => CompiledGrant::Broken {
                 row: Box::new(row),
                 error,
             },
         }
     }
 
-    pub fn row(&self) -> &PolicyRow {
+    pub fn row(&self) -> &GrantRow {
         match self {
-            CompiledPolicy::Ready(policy) => &policy.row,
-            CompiledPolicy::Broken { row, .. } => row,
+            CompiledGrant::Ready(policy) => &policy.row,
+            CompiledGrant::Broken { row, .. } => row,
         }
     }
 
     /// The policy as the REST API shows it; a broken one says why it approves nothing.
     pub fn to_rest(&self) -> Policy {
         match self {
-            CompiledPolicy::Ready(policy) => policy.to_rest(),
-            CompiledPolicy::Broken { row, error } => {
-                let mut policy = UserPolicy {
-                    row: PolicyRow::clone(row),
+            CompiledGrant::Ready(policy) => policy.to_rest(),
+            CompiledGrant::Broken { row, error } => {
+                let mut policy = Grant {
+                    row: GrantRow::clone(row),
                     args: Vec::new(),
                 }
                 .to_rest();
@@ -512,23 +512,23 @@ impl CompiledPolicy {
 /// approve what the store no longer holds in force: it is used only for a row the store has
 /// just returned, and only if that row is the one it was compiled from.
 #[derive(Debug, Default)]
-pub struct PolicyCache {
-    compiled: Mutex<HashMap<String, CompiledPolicy>>,
+pub struct GrantCache {
+    compiled: Mutex<HashMap<String, CompiledGrant>>,
 }
 
-impl PolicyCache {
+impl GrantCache {
     /// Past this many entries the cache starts over: entries of policies revoked or deleted on
     /// another server are never looked up again, and this bounds what they hold.
     const CAPACITY: usize = 4096;
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, CompiledPolicy>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, CompiledGrant>> {
         self.compiled.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The compiled form of each row, in order; those not cached yet are compiled on the
     /// blocking pool (each within the matchers' size limits, but a turn may meet many).
-    pub async fn compile(&self, rows: Vec<PolicyRow>) -> Result<Vec<CompiledPolicy>, String> {
-        let mut out: Vec<Option<CompiledPolicy>> = Vec::with_capacity(rows.len());
+    pub async fn compile(&self, rows: Vec<GrantRow>) -> Result<Vec<CompiledGrant>, String> {
+        let mut out: Vec<Option<CompiledGrant>> = Vec::with_capacity(rows.len());
         let mut missing = Vec::new();
         {
             let cached = self.lock();
@@ -548,7 +548,7 @@ impl PolicyCache {
         let compiled = tokio::task::spawn_blocking(move || {
             missing
                 .into_iter()
-                .map(|(index, row)| (index, CompiledPolicy::new(row)))
+                .map(|(index, row)| (index, CompiledGrant::new(row)))
                 .collect::<Vec<_>>()
         })
         .await
@@ -563,7 +563,7 @@ impl PolicyCache {
     }
 
     /// Caches a policy compiled elsewhere (a new one, checked as it was created).
-    pub fn remember(&self, entry: CompiledPolicy) {
+    pub fn remember(&self, entry: CompiledGrant) {
         let mut cached = self.lock();
         if cached.len() >= Self::CAPACITY {
             cached.clear();
@@ -711,13 +711,13 @@ mod tests {
         }
     }
 
-    fn policy_row(id: &str, tool: &str, args: Option<Value>) -> PolicyRow {
-        PolicyRow {
+    fn policy_row(id: &str, tool: &str, args: Option<Value>) -> GrantRow {
+        GrantRow {
             id: id.into(),
             user_id: "u".into(),
             agent: "default/demo".into(),
             tool: tool.into(),
-            scope: PolicyScope::Agent,
+            scope: GrantScope::Agent,
             context_id: None,
             args,
             created_by: "u".into(),
@@ -730,13 +730,13 @@ mod tests {
 
     #[test]
     fn a_policy_never_approves_a_question() {
-        let policy = UserPolicy::compile(policy_row("q", ASK_USER, None)).unwrap();
+        let policy = Grant::compile(policy_row("q", ASK_USER, None)).unwrap();
         assert!(!policy.approves(ASK_USER, &json!({"questions": [{"question": "Why?"}]})));
     }
 
     #[tokio::test]
     async fn the_cache_compiles_each_policy_once_and_only_for_its_row() {
-        let cache = PolicyCache::default();
+        let cache = GrantCache::default();
         let notes = policy_row(
             "p",
             "write_file",
@@ -748,17 +748,17 @@ mod tests {
             .await
             .unwrap();
         let second = cache.compile(vec![notes.clone(), broken]).await.unwrap();
-        let ready = |entry: &CompiledPolicy| match entry {
-            CompiledPolicy::Ready(policy) => policy.clone(),
-            CompiledPolicy::Broken { error, .. } => panic!("{error}"),
+        let ready = |entry: &CompiledGrant| match entry {
+            CompiledGrant::Ready(policy) => policy.clone(),
+            CompiledGrant::Broken { error, .. } => panic!("{error}"),
         };
         assert!(
             Arc::ptr_eq(&ready(&first[0]), &ready(&second[0])),
             "compiled once"
         );
         match &second[1] {
-            CompiledPolicy::Broken { error, .. } => assert!(error.contains("does not compile")),
-            CompiledPolicy::Ready(_) => panic!("a broken policy compiled"),
+            CompiledGrant::Broken { error, .. } => assert!(error.contains("does not compile")),
+            CompiledGrant::Ready(_) => panic!("a broken policy compiled"),
         }
         assert!(second[1]
             .to_rest()
@@ -784,7 +784,7 @@ mod tests {
 
     #[test]
     fn a_policy_reads_as_what_it_allows_and_where() {
-        let row = |scope, args: Option<Value>| PolicyRow {
+        let row = |scope, args: Option<Value>| GrantRow {
             id: "p".into(),
             user_id: "u".into(),
             agent: "default/demo".into(),
@@ -798,8 +798,8 @@ mod tests {
             expires_at: None,
             uses_left: None,
         };
-        let folder = UserPolicy::compile(row(
-            PolicyScope::Chat,
+        let folder = Grant::compile(row(
+            GrantScope::Chat,
             Some(json!({"path": {"glob": "notes/**"}})),
         ))
         .unwrap();
@@ -810,19 +810,19 @@ mod tests {
         assert!(folder.approves("write_file", &json!({"path": "notes/a"})));
         assert!(!folder.approves("write_file", &json!({"path": "a"})));
         assert!(!folder.approves("delete_file", &json!({"path": "notes/a"})));
-        let any = UserPolicy::compile(row(PolicyScope::Agent, None)).unwrap();
+        let any = Grant::compile(row(GrantScope::Agent, None)).unwrap();
         assert_eq!(
             any.summary(),
             "write_file with any arguments, in every chat with default/demo"
         );
-        let exact = UserPolicy::compile(row(
-            PolicyScope::Chat,
+        let exact = Grant::compile(row(
+            GrantScope::Chat,
             Some(json!({"path": {"equals": "a.txt"}})),
         ))
         .unwrap();
         assert!(exact.approves("write_file", &json!({"path": "a.txt", "content": "1"})));
         assert!(!exact.approves("write_file", &json!({"path": "b.txt"})));
-        let bad = UserPolicy::compile(row(PolicyScope::Chat, Some(json!({"path": {"glob": "["}}))));
+        let bad = Grant::compile(row(GrantScope::Chat, Some(json!({"path": {"glob": "["}}))));
         assert_eq!(
             bad.unwrap_err(),
             "args.path: glob \"[\" has a [ without its ]"

@@ -17,6 +17,7 @@ use signoff_protocol::{json_keys, ProtocolVersion, Role, StreamEvent, Task, Task
 
 use super::sse::{sse, IdleLimit};
 use super::{AppState, Person};
+use crate::agent::approvals::{Actor, Channel, Command};
 use crate::agent::runtime::{Opening, StreamEnd};
 use crate::agent::{Agent, AgentError, Decider, Runtime};
 use crate::store::EVENT_LOG_VERSION;
@@ -63,7 +64,7 @@ pub(super) fn rpc_error(version: ProtocolVersion, err: &AgentError) -> (ErrorCod
         AgentError::TaskDeleted(_) => (ErrorCode::TaskNotFound, err.to_string()),
         AgentError::AgentNotFound(_)
         | AgentError::SessionNotFound(_)
-        | AgentError::PolicyNotFound(_)
+        | AgentError::GrantNotFound(_)
         | AgentError::ShareNotFound(_) => (ErrorCode::InvalidParams, err.to_string()),
         AgentError::InvalidParams(_)
         | AgentError::NotEligible(_)
@@ -351,7 +352,16 @@ async fn unary_call(call: Call) -> RpcResponse {
                 Ok(params) => params,
                 Err(err) => return call.decode_error(&err),
             };
-            match runtime.cancel(&call.who, &params.id).await {
+            let actor = Actor {
+                channel: Channel::Cancel,
+                decider: call.who.clone(),
+                auth: call.who.auth,
+            };
+            let canceled = match runtime.apply(&params.id, &actor, Command::Cancel).await {
+                Ok(outcome) => outcome.into_canceled(),
+                Err(err) => Err(err),
+            };
+            match canceled {
                 Ok(task) => call.success(codec::encode_task(call.version, &task)),
                 Err(err) => call.agent_error(&err),
             }

@@ -228,7 +228,7 @@ impl From<AgentError> for HttpError {
             AgentError::AgentNotFound(_)
             | AgentError::TaskNotFound(_)
             | AgentError::SessionNotFound(_)
-            | AgentError::PolicyNotFound(_)
+            | AgentError::GrantNotFound(_)
             | AgentError::ShareNotFound(_)
             | AgentError::TaskDeleted(_) => HttpError::NotFound(err.to_string()),
             AgentError::Forbidden(_) | AgentError::NotEligible(_) => {
@@ -334,13 +334,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/approvals/{task_id}/extend", post(rest::extend))
         .route("/api/approvals/{task_id}/links", post(links::create))
         .route("/decide/{token}", get(links::page).post(links::confirm))
-        .route(
-            "/api/policies",
-            get(rest::policies).post(rest::create_policy),
-        )
+        .route("/api/policies", get(rest::grants).post(rest::create_grant))
         .route(
             "/api/policies/{id}",
-            axum::routing::delete(rest::revoke_policy),
+            axum::routing::delete(rest::revoke_grant),
         )
         .route("/api/notifications/failed", get(notifications::failed))
         .route("/api/{*rest}", axum::routing::any(api_not_found))

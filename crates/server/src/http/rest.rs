@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::Value;
 use signoff_protocol::codec::{self, Method};
+use signoff_protocol::hitl::Decision;
 use signoff_protocol::rest::{
     AgentEntry, AgentList, DecideResponse, DecidedApprovals, Follow, FollowParams, Me, NewPolicy,
     PendingApprovals, Policy, PolicyList, SessionDetail, SessionList, ToolEntry, UnavailableSource,
@@ -17,7 +18,8 @@ use signoff_protocol::{ProtocolVersion, StreamEvent};
 
 use super::a2a::request_version;
 use super::{AppState, HttpError, Person, User};
-use crate::agent::Agent;
+use crate::agent::approvals::{Actor, Channel, Command};
+use crate::agent::{Agent, AgentError};
 
 pub(super) fn endpoint(agent: &Agent) -> String {
     format!("/api/a2a/{}/{}", agent.namespace, agent.name)
@@ -153,7 +155,11 @@ pub async fn approvals(
                     }
                 },
             };
-            let decisions = state.runtime.recent_decisions(&user.0, limit).await?;
+            let decisions = state
+                .runtime
+                .approvals()
+                .recent_decisions(&user.0, limit)
+                .await?;
             Ok(Json(DecidedApprovals { decisions }).into_response())
         }
         Some(other) => Err(HttpError::BadRequest(format!(
@@ -175,7 +181,13 @@ pub async fn decide(
     let data: Value = serde_json::from_slice(&body)
         .map_err(|err| HttpError::BadRequest(format!("invalid JSON: {err}")))?;
     let runtime = state.runtime.clone();
-    let (accepted, batch_id, quorum) = runtime.decide_rest(&who.0, &task_id, &data).await?;
+    // The channel reads its input into the protocol's typed decision first.
+    let decision = Decision::from_data(&data).map_err(AgentError::from)?;
+    let command = Command::Decide(decision);
+    let (accepted, batch_id, quorum) = runtime
+        .apply(&task_id, &rest_actor(&who), command)
+        .await?
+        .into_decided()?;
     // Approvals short of a quorum leave the batch waiting: nothing runs, nothing to wait for.
     let outcome = match quorum {
         Some(_) => None,
@@ -183,7 +195,10 @@ pub async fn decide(
             runtime
                 .wait_batch(&task_id, batch_id, accepted.after_seq)
                 .await?;
-            runtime.batch_outcome(&task_id, batch_id).await?
+            runtime
+                .approvals()
+                .batch_outcome(&task_id, batch_id)
+                .await?
         }
     };
     let (task, _, agent_key) = runtime.readable_snapshot(&who.0, &task_id).await?;
@@ -209,16 +224,16 @@ pub async fn decide(
 }
 
 /// The caller's "always allow" policies in force.
-pub async fn policies(
+pub async fn grants(
     State(state): State<AppState>,
     user: User,
 ) -> Result<Json<PolicyList>, HttpError> {
-    let policies = state.runtime.policies(&user.0).await?;
+    let policies = state.runtime.grants(&user.0).await?;
     Ok(Json(PolicyList { policies }))
 }
 
 /// Makes a policy of the caller's: `201` with it, its `id` included.
-pub async fn create_policy(
+pub async fn create_grant(
     State(state): State<AppState>,
     user: User,
     body: axum::body::Bytes,
@@ -235,17 +250,17 @@ pub async fn create_policy(
             HttpError::BadRequest(format!("invalid policy: {path}: {inner}"))
         }
     })?;
-    let policy = state.runtime.create_policy(&user.0, new).await?;
+    let policy = state.runtime.create_grant(&user.0, new).await?;
     Ok((StatusCode::CREATED, Json(policy)))
 }
 
 /// Revokes one of the caller's policies: `204`; the next call is screened without it.
-pub async fn revoke_policy(
+pub async fn revoke_grant(
     State(state): State<AppState>,
     Path(id): Path<String>,
     user: User,
 ) -> Result<StatusCode, HttpError> {
-    state.runtime.revoke_policy(&user.0, &id).await?;
+    state.runtime.revoke_grant(&user.0, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -258,11 +273,15 @@ pub async fn handover(
     body: axum::body::Bytes,
 ) -> Result<Json<signoff_protocol::rest::HandedOver>, HttpError> {
     let request: signoff_protocol::rest::HandoverRequest = strict_body(&body, "hand-over")?;
-    let event = state
+    let command = Command::HandOver {
+        to: request.to,
+        note: request.note,
+    };
+    let crate::agent::LadderEvent::HandedOver { task_id, by, to } = state
         .runtime
-        .hand_over(&who.0, &task_id, &request.to, request.note)
-        .await?;
-    let crate::agent::LadderEvent::HandedOver { task_id, by, to } = event;
+        .apply(&task_id, &rest_actor(&who), command)
+        .await?
+        .into_handed_over()?;
     Ok(Json(signoff_protocol::rest::HandedOver { task_id, by, to }))
 }
 
@@ -275,11 +294,25 @@ pub async fn extend(
     body: axum::body::Bytes,
 ) -> Result<Json<signoff_protocol::rest::DeadlineExtended>, HttpError> {
     let request: signoff_protocol::rest::ExtendRequest = strict_body(&body, "extension")?;
+    let command = Command::Extend {
+        by: request.by,
+        note: request.note,
+    };
     let extended = state
         .runtime
-        .extend_deadline(&who.0, &task_id, &request.by, request.note)
-        .await?;
+        .apply(&task_id, &rest_actor(&who), command)
+        .await?
+        .into_extended()?;
     Ok(Json(extended))
+}
+
+/// A person acting over REST, as their sign-in says.
+fn rest_actor(who: &Person) -> Actor {
+    Actor {
+        channel: Channel::Rest,
+        decider: who.0.clone(),
+        auth: who.0.auth,
+    }
 }
 
 /// A JSON body of type `T`, refused with a `400` naming `what` when it has a duplicate key, an

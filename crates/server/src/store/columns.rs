@@ -9,7 +9,7 @@ use super::rows::json_value;
 use super::write::Param;
 use super::{
     parse_task_state, task_state_text, BatchRow, BatchState, CallRow, CallStatus, CallVote,
-    Channel, Deadline, DecisionRow, PolicyRow, PolicyScope, ReplayCall, Result, SessionRow,
+    Channel, Deadline, DecisionRow, GrantRow, GrantScope, ReplayCall, Result, SessionRow,
     StoreError, TaskRow, Verdict,
 };
 
@@ -235,13 +235,13 @@ pub(super) const POLICY_SELECT: &str =
             expires_at, uses_left
      FROM policies";
 
-pub(super) fn policy_from_row(row: &impl Columns) -> Result<PolicyRow> {
-    Ok(PolicyRow {
+pub(super) fn grant_from_row(row: &impl Columns) -> Result<GrantRow> {
+    Ok(GrantRow {
         id: row.text(0)?,
         user_id: row.text(1)?,
         agent: row.text(2)?,
         tool: row.text(3)?,
-        scope: PolicyScope::parse(&row.text(4)?)?,
+        scope: GrantScope::parse(&row.text(4)?)?,
         context_id: row.optional_text(5)?,
         args: optional_json(row, 6)?,
         created_by: row.text(7)?,

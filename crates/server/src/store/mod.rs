@@ -599,27 +599,27 @@ forward! {
     /// Stores a new policy unless its user already has `cap` policies in force or its chat
     /// (for a chat policy) is gone, atomically: concurrent creations cannot pass the cap, and a
     /// chat deleted meanwhile takes no policy with it into limbo.
-    pub async fn insert_policy(&self, policy: PolicyRow, cap: usize) -> Result<PolicyInsert>;
+    pub async fn insert_grant(&self, policy: GrantRow, cap: usize) -> Result<GrantInsert>;
 
     /// A user's policies in force, oldest first.
-    pub async fn policies(&self, user_id: &str) -> Result<Vec<PolicyRow>>;
+    pub async fn grants(&self, user_id: &str) -> Result<Vec<GrantRow>>;
 
     /// The policies in force that may approve a call of `agent` in chat `context_id` for
     /// `user_id`: the agent's, and the chat's. Read for every call, so a revoke counts at once.
-    pub async fn applicable_policies(
+    pub async fn applicable_grants(
         &self,
         user_id: &str,
         agent: &str,
         context_id: &str,
-    ) -> Result<Vec<PolicyRow>>;
+    ) -> Result<Vec<GrantRow>>;
 
     /// Revokes `user_id`'s policy `id`; whether it was in force.
-    pub async fn revoke_policy(&self, user_id: &str, id: &str, now: &str) -> Result<bool>;
+    pub async fn revoke_grant(&self, user_id: &str, id: &str, now: &str) -> Result<bool>;
 
     /// Uses grant `id` once if it is in force at `now` (not revoked, not expired, uses left);
     /// whether it was. One atomic step: a grant with N uses left lets exactly N racing calls
     /// through, on every replica.
-    pub async fn use_policy(&self, id: &str, now: &str) -> Result<bool>;
+    pub async fn use_grant(&self, id: &str, now: &str) -> Result<bool>;
 
     /// Every call decided from `since` (RFC 3339) on, oldest first, with what the gate knew of
     /// it: for replaying a candidate policy set over the audit.

@@ -499,25 +499,25 @@ pub struct Deadline {
 
 /// Where a policy applies; stored as `chat` or `agent`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PolicyScope {
+pub enum GrantScope {
     /// One chat (session) of its owner.
     Chat,
     /// Every chat of its owner with the agent.
     Agent,
 }
 
-impl PolicyScope {
+impl GrantScope {
     pub fn as_str(self) -> &'static str {
         match self {
-            PolicyScope::Chat => "chat",
-            PolicyScope::Agent => "agent",
+            GrantScope::Chat => "chat",
+            GrantScope::Agent => "agent",
         }
     }
 
-    pub fn parse(text: &str) -> Result<PolicyScope> {
+    pub fn parse(text: &str) -> Result<GrantScope> {
         match text {
-            "chat" => Ok(PolicyScope::Chat),
-            "agent" => Ok(PolicyScope::Agent),
+            "chat" => Ok(GrantScope::Chat),
+            "agent" => Ok(GrantScope::Agent),
             other => Err(StoreError::Corrupt(format!(
                 "unknown policy scope {other:?}"
             ))),
@@ -542,12 +542,12 @@ pub struct ReplayCall {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct PolicyRow {
+pub struct GrantRow {
     pub id: String,
     pub user_id: String,
     pub agent: String,
     pub tool: String,
-    pub scope: PolicyScope,
+    pub scope: GrantScope,
     pub context_id: Option<String>,
     /// Argument name -> matcher (the agents file's matcher language); `None`: any arguments.
     pub args: Option<Value>,
@@ -560,9 +560,9 @@ pub struct PolicyRow {
     pub uses_left: Option<i64>,
 }
 
-/// What became of a new policy ([`crate::store::Store::insert_policy`]).
+/// What became of a new policy ([`crate::store::Store::insert_grant`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PolicyInsert {
+pub enum GrantInsert {
     Inserted,
     /// Its user already has as many policies in force as allowed; nothing was stored.
     AtCap,

@@ -8,8 +8,10 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
+use signoff_protocol::hitl::Decision;
 use signoff_protocol::rest::AuditVerdict;
 use signoff_protocol::{Message, Part, Role};
+use signoff_server::agent::approvals::{Actor, Channel, Command};
 use signoff_server::agent::model::{Model, ModelEvent, ModelRequest, ModelStream, ModelToolCall};
 use signoff_server::agent::tools::{ToolError, ToolSource, ToolSpec, Toolbox};
 use signoff_server::agent::{Agent, Decider, Limits, Runtime};
@@ -90,23 +92,32 @@ async fn a_call_running_when_its_task_is_canceled_gets_a_result_saying_so() {
         .unwrap();
     runtime.wait_final(&sent.task_id, 0).await.unwrap();
 
+    let local = Actor {
+        channel: Channel::Rest,
+        decider: Decider::subject("local"),
+        auth: None,
+    };
+    let approve = Command::Decide(Decision::approve_all());
     let (_, batch, _) = runtime
-        .decide_rest(
-            &Decider::subject("local"),
-            &sent.task_id,
-            &json!({"decision_type": "approve"}),
-        )
+        .apply(&sent.task_id, &local, approve)
         .await
+        .unwrap()
+        .into_decided()
         .unwrap();
     within("the approved call to start", has_started.recv())
         .await
         .unwrap();
+    let canceling = Actor {
+        channel: Channel::Cancel,
+        ..local
+    };
     runtime
-        .cancel(&Decider::subject("local"), &sent.task_id)
+        .apply(&sent.task_id, &canceling, Command::Cancel)
         .await
         .unwrap();
 
     let entry = runtime
+        .approvals()
         .batch_outcome(&sent.task_id, batch)
         .await
         .unwrap()

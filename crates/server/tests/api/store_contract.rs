@@ -11,8 +11,8 @@ use serde_json::json;
 use signoff_protocol::TaskState;
 use signoff_server::store::{
     now_ms, AttemptFailed, AutoDecision, BatchState, CallStatus, CallUpdate, CallVerdict, Channel,
-    Commit, Database, DecisionLinkRow, DecisionWrite, Guard, NewCall, NewEvent, NewNotification,
-    NotificationKind, OutboxDepth, PersonRow, PolicyInsert, PolicyRow, PolicyScope, PushConfigRow,
+    Commit, Database, DecisionLinkRow, DecisionWrite, GrantInsert, GrantRow, GrantScope, Guard,
+    NewCall, NewEvent, NewNotification, NotificationKind, OutboxDepth, PersonRow, PushConfigRow,
     Store, StoreError, SubagentLink, TaskRow, Verdict, LEASE, PUSH_CHANNEL,
 };
 
@@ -984,13 +984,13 @@ async fn a_decision_link_is_used_in_its_decisions_write_and_only_once() {
     }
 }
 
-fn grant(id: &str, uses_left: Option<i64>, expires_at: Option<&str>) -> PolicyRow {
-    PolicyRow {
+fn grant(id: &str, uses_left: Option<i64>, expires_at: Option<&str>) -> GrantRow {
+    GrantRow {
         id: id.to_owned(),
         user_id: "u".into(),
         agent: "default/demo".into(),
         tool: "write_file".into(),
-        scope: PolicyScope::Agent,
+        scope: GrantScope::Agent,
         context_id: None,
         args: None,
         created_by: "u".into(),
@@ -1008,15 +1008,15 @@ fn grant(id: &str, uses_left: Option<i64>, expires_at: Option<&str>) -> PolicyRo
 async fn a_counted_grant_allows_exactly_its_uses_and_an_expired_one_none() {
     for Backend { name, store, .. } in backends().await {
         let inserted = store
-            .insert_policy(grant("three", Some(3), None), 100)
+            .insert_grant(grant("three", Some(3), None), 100)
             .await
             .unwrap();
-        assert_eq!(inserted, PolicyInsert::Inserted, "{name}");
+        assert_eq!(inserted, GrantInsert::Inserted, "{name}");
         let now = signoff_server::store::now();
         let racers: Vec<_> = (0..10)
             .map(|_| {
                 let (store, now) = (store.clone(), now.clone());
-                tokio::spawn(async move { store.use_policy("three", &now).await.unwrap() })
+                tokio::spawn(async move { store.use_grant("three", &now).await.unwrap() })
             })
             .collect();
         let mut allowed = 0;
@@ -1027,41 +1027,41 @@ async fn a_counted_grant_allows_exactly_its_uses_and_an_expired_one_none() {
         }
         assert_eq!(allowed, 3, "{name}: a 3-use grant raced by 10 calls");
         let in_force = store
-            .applicable_policies("u", "default/demo", "c")
+            .applicable_grants("u", "default/demo", "c")
             .await
             .unwrap();
         assert!(in_force.is_empty(), "{name}: spent: {in_force:?}");
-        assert!(store.policies("u").await.unwrap().is_empty(), "{name}");
+        assert!(store.grants("u").await.unwrap().is_empty(), "{name}");
 
         store
-            .insert_policy(grant("hour", None, Some("2000-01-01T00:00:00.000Z")), 100)
+            .insert_grant(grant("hour", None, Some("2000-01-01T00:00:00.000Z")), 100)
             .await
             .unwrap();
         assert!(
-            !store.use_policy("hour", &now).await.unwrap(),
+            !store.use_grant("hour", &now).await.unwrap(),
             "{name}: expired"
         );
-        assert!(store.policies("u").await.unwrap().is_empty(), "{name}");
+        assert!(store.grants("u").await.unwrap().is_empty(), "{name}");
 
         store
-            .insert_policy(
+            .insert_grant(
                 grant("later", Some(5), Some("2999-01-01T00:00:00.000Z")),
                 100,
             )
             .await
             .unwrap();
-        let listed = store.policies("u").await.unwrap();
+        let listed = store.grants("u").await.unwrap();
         assert_eq!(listed.len(), 1, "{name}");
         assert_eq!(listed[0].uses_left, Some(5), "{name}");
-        assert!(store.use_policy("later", &now).await.unwrap(), "{name}");
+        assert!(store.use_grant("later", &now).await.unwrap(), "{name}");
         assert_eq!(
-            store.policies("u").await.unwrap()[0].uses_left,
+            store.grants("u").await.unwrap()[0].uses_left,
             Some(4),
             "{name}"
         );
-        assert!(store.revoke_policy("u", "later", &now).await.unwrap());
+        assert!(store.revoke_grant("u", "later", &now).await.unwrap());
         assert!(
-            !store.use_policy("later", &now).await.unwrap(),
+            !store.use_grant("later", &now).await.unwrap(),
             "{name}: revoked"
         );
         store.close().await;

@@ -8,135 +8,29 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
-use signoff_protocol::hitl::{
-    self, ApprovalInterrupt, Decision, DecisionError, DecisionSource, Dialect, RecordedDecision,
-    ResolvedCall, Verdict,
-};
+use signoff_protocol::hitl::{self, Decision, DecisionError, DecisionSource, Dialect};
 use signoff_protocol::rest::CallQuorum;
-use signoff_protocol::{Message, Role, StreamEvent, TaskState};
+use signoff_protocol::{Message, Role, TaskState};
 
 use crate::agent::notify::payload::{self, About};
 use crate::agent::notify::{Audience, Notifications};
 use crate::agent::view;
 use crate::store::{
-    task_state_text, BatchRow, BatchState, CallStatus, CallVerdict, CallVote, Channel,
-    DecisionWrite, NewEvent, NewNotification, NotificationKind, SubagentLink, TaskRow,
-    Verdict as StoredVerdict,
+    task_state_text, BatchRow, BatchState, Channel, DecisionWrite, NewEvent, NewNotification,
+    NotificationKind, SubagentLink, TaskRow,
 };
 
-use super::audit::args_sha256;
-use super::quorum::{Decider, Tally};
+use super::log::Committed;
 use super::routing;
 use super::runner::RunnerStart;
 use super::subagent::batch_requests;
 use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
-
-/// Who decides a batch, and through which channel: the explicit input every decision carries
-/// into [`Runtime::apply_decision`]. A rule of who may decide looks at this.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct DecisionInput {
-    pub channel: Channel,
-    /// The person on whose authority the batch is decided: the person who decided (with the
-    /// email and groups the agents file's `approvers` may name), or the task's owner for whom a
-    /// cancel or an expiry decided.
-    pub decider: Decider,
-    /// How the person who decided was authenticated (the request's [`Decider::auth`], or a
-    /// decision link); `None` when no request decided.
-    pub auth: Option<signoff_protocol::rest::DeciderAuth>,
-}
-
-/// A decision on one pending batch, planned: what the store writes, and what is counted and
-/// announced once it has committed.
-#[derive(Debug, Clone)]
-pub(super) struct PlannedDecision {
-    pub by: DecisionInput,
-    pub batch_id: i64,
-    pub decision: RecordedDecision,
-    pub summary: String,
-    pub verdicts: Vec<CallVerdict>,
-    /// `Decided`, `Canceled` or `Expired`.
-    pub batch_state: BatchState,
-    pub task_state: TaskState,
-    /// The events written with it, in order.
-    pub events: Vec<StreamEvent>,
-    /// When the batch paused (RFC 3339), for the time to a decision; `None`: not timed.
-    pub paused_at: Option<String>,
-    /// Each person's verdict on each call it records (`quorum`); none for a cancel or expiry.
-    pub votes: Vec<CallVote>,
-    /// An approval that left some call short of its quorum (`batch_state` is then `Pending`):
-    /// where each call stands.
-    pub quorum: Option<Vec<CallQuorum>>,
-    /// The hex SHA-256 of the decision link it comes through, used in the same write.
-    pub uses_link: Option<String>,
-}
-
-impl PlannedDecision {
-    /// A plan that writes this decision if its batch still waits, and nothing if another
-    /// decision (or a cancel, or an expiry) came first.
-    pub(super) fn if_pending(
-        self,
-    ) -> impl FnMut(Option<&TaskRow>, Option<&BatchRow>) -> Result<(Option<PlannedDecision>, ())>
-           + Send
-           + 'static {
-        move |_, batch| {
-            let waits = batch.is_some_and(|batch| batch.id == self.batch_id);
-            Ok((waits.then(|| self.clone()), ()))
-        }
-    }
-}
-
-/// A person's decision on a pending batch once the decision rules resolved it: each call's
-/// verdict (one mapping for local and relayed chats) and the task working again.
-pub(super) fn person_decision(
-    by: DecisionInput,
-    batch: &BatchRow,
-    decision: &Decision,
-    resolved: &[ResolvedCall],
-    events: Vec<StreamEvent>,
-) -> PlannedDecision {
-    PlannedDecision {
-        by,
-        batch_id: batch.id,
-        decision: RecordedDecision::Person(decision.clone()),
-        summary: decision.summary(),
-        verdicts: call_verdicts(resolved),
-        batch_state: BatchState::Decided,
-        task_state: TaskState::Working,
-        events,
-        paused_at: Some(batch.created_at.clone()),
-        votes: Vec::new(),
-        quorum: None,
-        uses_link: None,
-    }
-}
-
-/// Each resolved call's verdict as stored, with the arguments an approved call runs with (a
-/// question's answers added, or the person's edits; [`ResolvedCall::run_args`]).
-pub(super) fn call_verdicts(resolved: &[ResolvedCall]) -> Vec<CallVerdict> {
-    resolved
-        .iter()
-        .map(|call| {
-            let run_args = call.run_args();
-            let (status, verdict) = match call.verdict {
-                Verdict::Approve => (CallStatus::Approved, StoredVerdict::Approve),
-                Verdict::Deny => (CallStatus::Rejected, StoredVerdict::Deny),
-            };
-            CallVerdict {
-                call_id: call.request.id.clone(),
-                status,
-                verdict,
-                reason: call.reason.clone(),
-                run_args_sha256: run_args.as_ref().map(args_sha256),
-                run_args,
-            }
-        })
-        .collect()
-}
+use crate::agent::approvals::{self, Actor, Decider};
+pub(super) use crate::agent::approvals::{person_decision, Count, PlannedDecision};
 
 /// A decision written: by whom, and its events as logged.
 pub(super) struct Applied {
-    pub by: DecisionInput,
+    pub by: Actor,
     /// Set when it only recorded approvals and the batch still waits (`quorum`).
     pub quorum: Option<Vec<CallQuorum>>,
     pub logged: Vec<LoggedEvent>,
@@ -264,14 +158,17 @@ impl Runtime {
                 verdicts.iter().map(|verdict| verdict.verdict),
                 paused_at.as_deref().and_then(waited_since),
             );
-            self.metrics.task_entered(task_state);
         }
         let logged = LoggedEvent::numbered(seq, events, &stored);
-        self.notify(task_id, logged.clone());
-        // An approval short of its quorum decided nothing: no notification, no push.
-        if quorum.is_none() && (notifies || (pushes && super::push::pushed_state(task_state))) {
-            self.wake_sender();
-        }
+        // An approval short of its quorum decided nothing: no state counted, no notification,
+        // no push.
+        let decided = quorum.is_none();
+        self.after_commit(Committed {
+            task_id,
+            logged: Some(logged.clone()),
+            entered: decided.then_some(task_state),
+            outbox: decided && (notifies || (pushes && super::push::pushed_state(task_state))),
+        });
         match &quorum {
             None => {
                 tracing::info!(task = %task_id, user = %by.decider.subject, channel = by.channel.as_str(), decision = %summary, "batch decided")
@@ -378,7 +275,7 @@ impl Runtime {
                 };
                 let reply_message_id =
                     (source == DecisionSource::Text).then(|| message.message_id.clone());
-                let by = DecisionInput {
+                let by = Actor {
                     channel,
                     decider: who.clone(),
                     auth: who.auth,
@@ -402,20 +299,21 @@ impl Runtime {
         }
     }
 
-    /// Decides a paused task's batch through the REST API (`POST /api/approvals/{task}`);
-    /// returns the batch decided too. A subagent's task is decided through its parent's batch.
-    pub async fn decide_rest(
+    /// Decides a paused task's batch through the REST API (`POST /api/approvals/{task}`, by way
+    /// of [`Runtime::apply`]); returns the batch decided too. A subagent's task is decided
+    /// through its parent's batch.
+    pub(super) async fn decide_rest(
         self: &Arc<Self>,
         who: &Decider,
         task_id: &str,
-        data: &Value,
+        decision: &Decision,
     ) -> Result<(Accepted, i64, Option<Vec<CallQuorum>>)> {
         let driven_by = self.driving_parent(task_id).await?;
-        self.decide_data(who, task_id, data, driven_by, Count::Votes)
+        self.decide_data(who, task_id, decision, driven_by, Count::Votes)
             .await
     }
 
-    /// Decides a paused task's batch with the decision object `data` (channel `rest`): a
+    /// Decides a paused task's batch with `decision` (channel `rest`): a
     /// person's over REST, or a parent's forwarded to its subagent's task (`driven_by` none).
     /// A task `driven_by` a parent is refused once its owner is known.
     #[tracing::instrument(name = "decision", skip_all, fields(task.id = task_id, channel = "rest"))]
@@ -423,12 +321,12 @@ impl Runtime {
         self: &Arc<Self>,
         who: &Decider,
         task_id: &str,
-        data: &Value,
+        decision: &Decision,
         driven_by: Option<SubagentLink>,
         count: Count,
     ) -> Result<(Accepted, i64, Option<Vec<CallQuorum>>)> {
         let runtime = self.clone();
-        let (who, id, data) = (who.clone(), task_id.to_owned(), data.clone());
+        let (who, id, decision) = (who.clone(), task_id.to_owned(), decision.clone());
         let voted = self.store.voted_on(task_id, &who.subject).await?;
         let applied = self
             .apply_decision(task_id, move |row, batch| {
@@ -440,7 +338,6 @@ impl Runtime {
                 if let Some(link) = &driven_by {
                     return Err(driven_by_parent(&id, link));
                 }
-                let decision = Decision::from_data(&data)?;
                 let mut message = Message::new(
                     view::new_id(),
                     Role::User,
@@ -454,7 +351,7 @@ impl Runtime {
                         task_state_text(row.state)
                     ))
                 })?;
-                let by = DecisionInput {
+                let by = Actor {
                     channel: Channel::Rest,
                     decider: who.clone(),
                     auth: who.auth,
@@ -480,12 +377,13 @@ impl Runtime {
     }
 
     /// The decision rules (docs/wire.md, Decision rules) on the task's pending `batch`, and the
-    /// checks only the server can make ([`Runtime::check_decided_calls`]): the planned decision,
-    /// its `echo` (the decision message) in the `working` status it moves the task to. Pure: it
-    /// runs inside the store's write, perhaps twice.
+    /// checks only the server can make ([`Runtime::check_decided_calls`]), then the workflow's
+    /// pure plan (`approvals::plan`): the planned decision, its `echo` (the decision message)
+    /// in the `working` status it moves the task to. Pure: it runs inside the store's write,
+    /// perhaps twice.
     pub(super) fn plan_decision(
         &self,
-        by: DecisionInput,
+        by: Actor,
         row: &TaskRow,
         batch: &BatchRow,
         decision: &Decision,
@@ -494,76 +392,26 @@ impl Runtime {
     ) -> Result<PlannedDecision> {
         let resolved = hitl::resolve(&batch_requests(batch), decision)?;
         self.check_decided_calls(row, &resolved)?;
-        let tally = match count {
-            Count::Votes => Some(self.tally(row, batch, &by, &resolved)?),
-            Count::Counted => None,
-        };
-        let Some(tally) = tally else {
-            let working = self.working_event(row, echo);
-            return Ok(person_decision(
+        match count {
+            Count::Votes => approvals::plan(
+                self.approvals.approvers(),
                 by,
+                row,
                 batch,
                 decision,
                 &resolved,
-                vec![working],
-            ));
-        };
-        match tally.verdicts {
-            Some(verdicts) => {
-                let working = self.working_event(row, echo);
-                let mut planned = person_decision(by, batch, decision, &resolved, vec![working]);
-                planned.verdicts = verdicts;
-                planned.votes = tally.votes;
-                Ok(planned)
+                echo,
+            ),
+            Count::Counted => {
+                let working = approvals::working_event(row, echo);
+                Ok(person_decision(
+                    by,
+                    batch,
+                    decision,
+                    &resolved,
+                    vec![working],
+                ))
             }
-            None => Ok(self.short_of_quorum(by, row, batch, decision, tally)),
-        }
-    }
-
-    /// The `working` status a decision moves the task to, with its `echo` (the decision).
-    fn working_event(&self, row: &TaskRow, echo: Message) -> StreamEvent {
-        view::status_event(
-            &row.id,
-            &row.context_id,
-            TaskState::Working,
-            Some(echo),
-            None,
-        )
-    }
-
-    /// Approvals that leave some call short of its quorum: the votes, and the batch's interrupt
-    /// again (the task still waits) with where each call stands in its `quorum` metadata.
-    fn short_of_quorum(
-        &self,
-        by: DecisionInput,
-        row: &TaskRow,
-        batch: &BatchRow,
-        decision: &Decision,
-        tally: Tally,
-    ) -> PlannedDecision {
-        let interrupt =
-            ApprovalInterrupt::new(batch_requests(batch)).expiring_at(batch.expires_at.clone());
-        let message = view::agent_message(&row.id, &row.context_id, interrupt.to_parts());
-        let waiting = view::status_event(
-            &row.id,
-            &row.context_id,
-            TaskState::InputRequired,
-            Some(message),
-            Some(hitl::quorum_event_metadata(&tally.progress)),
-        );
-        PlannedDecision {
-            by,
-            batch_id: batch.id,
-            decision: RecordedDecision::Person(decision.clone()),
-            summary: decision.summary(),
-            verdicts: Vec::new(),
-            batch_state: BatchState::Pending,
-            task_state: TaskState::InputRequired,
-            events: vec![waiting],
-            paused_at: Some(batch.created_at.clone()),
-            votes: tally.votes,
-            quorum: Some(tally.progress),
-            uses_link: None,
         }
     }
 
@@ -585,8 +433,8 @@ impl Runtime {
                 batch.votes.iter().any(|vote| vote.user_id == who.subject)
                     // Someone a hand-over names may read the batch, so may hear why they may
                     // not decide it.
-                    || super::quorum::handed_over_to(&batch.handed_to, who)
-                    || self.eligible_for_batch(row, &batch_requests(batch), &batch.handed_to, who)
+                    || crate::agent::approvals::handed_over_to(&batch.handed_to, who)
+                    || self.approvals.approvers().eligible_for_batch(row, &batch_requests(batch), &batch.handed_to, who)
             })
     }
 
@@ -667,14 +515,6 @@ impl Runtime {
         }
         Ok(())
     }
-}
-
-/// Whether a decision is counted against the batch's votes (a person's), or was counted
-/// already (a parent's decision forwarded to its subagent's task).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Count {
-    Votes,
-    Counted,
 }
 
 /// The answer to approvals that left the batch waiting: its event, and no runner.

@@ -10,11 +10,10 @@
 
 use signoff_protocol::hitl::{GateOutcome, ResolvedCall, Verdict, Why, WhyKind};
 
-use crate::agent::config::ApproverEntry;
-use crate::agent::policy::CallApprovers;
+use crate::agent::approvals::{approvers_by, no_stricter};
 use crate::store::TaskRow;
 
-use super::policies::Requester;
+use super::screening::Requester;
 use super::{Agent, AgentError, Result, Runtime};
 
 impl Runtime {
@@ -52,9 +51,17 @@ impl Runtime {
             }
             // Arguments the gate lets run unasked need nothing beyond the batch's routing.
             GateOutcome::Allow => return Ok(()),
-            GateOutcome::Ask => edited_approvers(agent, call, &why, args),
+            GateOutcome::Ask => approvers_by(
+                &agent.approvals,
+                &call.request,
+                why.is_policy_ask().then_some(&why),
+                args,
+            ),
         };
-        let asked = self.call_approvers(row, &call.request);
+        let asked = self
+            .approvals
+            .approvers()
+            .call_approvers(row, &call.request);
         if no_stricter(&asked, &edited, &row.user_id, &row.requester_groups) {
             return Ok(());
         }
@@ -76,61 +83,6 @@ fn denial(why: &Why) -> String {
         (_, Some(reason)) => format!("policy {}: {reason}", why.id),
         (_, None) => format!("policy {}", why.id),
     }
-}
-
-/// Who would approve a call of these edited arguments had the model asked for them: a Cedar
-/// policy's ask routes by its annotations, any other ask by the agents file (its `ask` rule that
-/// matches `args`, the tool, its source, the agent), as `Runtime::approvers_of` routes a
-/// stored call.
-fn edited_approvers(
-    agent: &Agent,
-    call: &ResolvedCall,
-    why: &Why,
-    args: &serde_json::Value,
-) -> CallApprovers {
-    let (name, server) = (&call.request.name, call.request.server.as_deref());
-    match why.is_policy_ask() {
-        true => agent.approvals.approvers_for_policy(name, server, why),
-        false => agent.approvals.approvers_for(name, server, args),
-    }
-}
-
-/// Whether every set of approvals that satisfies `asked` (the routing the batch waits under)
-/// also satisfies `edited`, whatever hand-overs or escalations add to both: whoever is eligible
-/// under `asked` is under `edited`, and `edited` needs no more approvals. Decided on the
-/// entries as written (a user who is also in a named group is not taken to be that group), so
-/// it may refuse an edit that is in fact no stricter, never the other way round.
-/// `requester`/`groups` are the task's requester and the groups their sign-in named.
-pub(super) fn no_stricter(
-    asked: &CallApprovers,
-    edited: &CallApprovers,
-    requester: &str,
-    groups: &[String],
-) -> bool {
-    if edited.quorum > asked.quorum {
-        return false;
-    }
-    // Everyone an entry as asked names is named as edited (nobody named as edited: the
-    // requester alone, which admits nobody else).
-    if !asked
-        .entries
-        .iter()
-        .all(|entry| edited.entries.contains(entry))
-    {
-        return false;
-    }
-    // The requester, if they may approve as asked, must still be able to as edited.
-    if !asked.entries.is_empty() && !asked.requester_may_approve {
-        return true;
-    }
-    let names_requester = |entry: &ApproverEntry| match entry {
-        ApproverEntry::Group(group) => groups.iter().any(|own| own == group),
-        ApproverEntry::User(user) => user == requester,
-    };
-    edited.requester_may_approve
-        && (edited.entries.is_empty()
-            || !asked.entries.is_empty()
-            || edited.entries.iter().any(names_requester))
 }
 
 #[cfg(test)]

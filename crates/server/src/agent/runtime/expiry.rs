@@ -13,23 +13,13 @@ use crate::agent::config::OnTimeout;
 use crate::agent::view;
 use crate::store::{BatchState, CallRow, CallStatus, CallVerdict, Channel, Verdict};
 
-use super::decide::{DecisionInput, PlannedDecision};
+use super::decide::PlannedDecision;
 use super::runner::RunnerStart;
 use super::subagent::batch_requests;
-use super::{Agent, AgentError, Decider, Result, Runtime};
-
-/// How a person reads a timeout when the agent that set it is gone.
-const SOME_TIMEOUT: &str = "its approval timeout";
+use super::{AgentError, Decider, Result, Runtime};
+use crate::agent::approvals::{self, Actor};
 
 impl Runtime {
-    /// The deadline of a batch `agent` opens now (RFC 3339), if it has a timeout.
-    pub(super) fn deadline_for(agent: &Agent) -> Option<String> {
-        let (timeout, _) = agent.approvals.timeout.as_ref()?;
-        let timeout = chrono::Duration::from_std(*timeout).ok()?;
-        let at = chrono::Utc::now().checked_add_signed(timeout)?;
-        Some(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-    }
-
     /// Watches the stored deadlines of pending batches (at start: a previous process set them).
     pub(super) async fn watch_stored_deadlines(self: &Arc<Self>) -> Result<usize> {
         let deadlines = self.store.pending_deadlines().await?;
@@ -80,14 +70,10 @@ impl Runtime {
         let agent = self.agent_by_key(&row.agent);
         let (after, on_timeout) = match &agent {
             Some(agent) => (
-                agent
-                    .approvals
-                    .timeout
-                    .as_ref()
-                    .map_or(SOME_TIMEOUT.to_owned(), |(_, text)| text.clone()),
+                approvals::expired_after(&agent.approvals),
                 agent.approvals.on_timeout,
             ),
-            None => (SOME_TIMEOUT.to_owned(), OnTimeout::Reject),
+            None => (approvals::SOME_TIMEOUT.to_owned(), OnTimeout::Reject),
         };
         let held = held_calls(self.store.calls(task_id).await?, deadline.batch_id);
         let verdicts = expire_each(&held);
@@ -138,7 +124,7 @@ impl Runtime {
             OnTimeout::Cancel => TaskState::Canceled,
         };
         let planned = PlannedDecision {
-            by: DecisionInput {
+            by: Actor {
                 channel: Channel::Expiry,
                 decider: Decider::subject(row.user_id.clone()),
                 auth: None,
@@ -231,7 +217,7 @@ impl Runtime {
             (!nested.is_empty()).then(|| view::agent_message(parent_id, context_id, nested));
         let event = view::status_event(parent_id, context_id, TaskState::Working, results, None);
         let planned = PlannedDecision {
-            by: DecisionInput {
+            by: Actor {
                 channel: Channel::Expiry,
                 decider: Decider::subject(row.user_id.clone()),
                 auth: None,
@@ -299,15 +285,6 @@ impl Runtime {
             Ok(Some(_) | None) => otherwise,
             Err(err) => err.into(),
         }
-    }
-
-    /// What an expired call's result says, for the runner (`after` as the agent wrote it).
-    pub(super) fn expired_after(agent: &Agent) -> String {
-        agent
-            .approvals
-            .timeout
-            .as_ref()
-            .map_or(SOME_TIMEOUT.to_owned(), |(_, text)| text.clone())
     }
 }
 

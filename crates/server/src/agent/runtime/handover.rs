@@ -13,9 +13,10 @@ use crate::store::{
     handed_to, BatchRow, BatchStep, BatchStepKind, NewNotification, NotificationKind, TaskRow,
 };
 
-use super::quorum::Decider;
+use super::log::Committed;
 use super::subagent::batch_requests;
 use super::{AgentError, Result, Runtime};
+use crate::agent::approvals::Decider;
 
 /// The most a hand-over's note may say.
 const MAX_NOTE: usize = 2000;
@@ -60,7 +61,7 @@ pub enum LadderEvent {
 impl Runtime {
     /// Hands the pending batch of `task_id` to `to` (`user:ID` or `group:NAME`): the requester
     /// or an eligible approver may; anyone else is refused.
-    pub async fn hand_over(
+    pub(super) async fn hand_over(
         &self,
         who: &Decider,
         task_id: &str,
@@ -82,7 +83,7 @@ impl Runtime {
         let steps = self.store.batch_steps(task_id).await?;
         let may = who.subject == row.user_id
             || batch.as_ref().is_some_and(|batch| {
-                self.eligible_for_batch(
+                self.approvals.approvers().eligible_for_batch(
                     &row,
                     &batch_requests(batch),
                     &handed_to(&steps, batch.id),
@@ -123,9 +124,12 @@ impl Runtime {
         {
             return Err(self.no_batch(task_id).await);
         }
-        if notifies {
-            self.wake_sender();
-        }
+        self.after_commit(Committed {
+            task_id,
+            logged: None,
+            entered: None,
+            outbox: notifies,
+        });
         tracing::info!(task = %task_id, by = %who.subject, to = %entry.label(), "batch handed over");
         Ok(LadderEvent::HandedOver {
             task_id: task_id.to_owned(),

@@ -16,20 +16,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use signoff_protocol::hitl::ActionRequest;
-use signoff_protocol::rest::{DeadlineExtended, LadderMarks, PendingApproval};
+use signoff_protocol::rest::{DeadlineExtended, PendingApproval};
 
 use crate::agent::config::ApproverEntry;
 use crate::agent::notify::payload::{self, About};
 use crate::agent::notify::Audience;
 use crate::store::{
-    handed_to, BatchStep, BatchStepKind, BatchStepRow, NewNotification, NotificationKind,
-    PendingBatchRow, TaskRow,
+    handed_to, BatchStep, BatchStepKind, NewNotification, NotificationKind, PendingBatchRow,
+    TaskRow,
 };
 
-use super::quorum::Decider;
+use super::log::Committed;
 use super::subagent::batch_requests;
 use super::{AgentError, Result, Runtime};
+use crate::agent::approvals::{first_deadline, Decider};
 
 /// How often the ladder looks for reminders and escalations that are due.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -64,63 +64,6 @@ fn extension_by(by: &str) -> Result<Duration> {
     Ok(duration)
 }
 
-/// A batch's ladder: the earliest reminder and escalation among its calls, whom escalating
-/// makes eligible (every call's `escalate_to` that escalates), and how far its deadline may
-/// move (the smallest `max_extend`; none when some call sets none).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct BatchLadder {
-    pub remind_after: Option<Duration>,
-    pub escalate_after: Option<Duration>,
-    pub escalate_to: Vec<String>,
-    pub max_extend: Option<(Duration, String)>,
-}
-
-/// The smaller of two durations, or the one that is set.
-fn earliest(earlier: Option<Duration>, later: Option<Duration>) -> Option<Duration> {
-    match (earlier, later) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// What the inbox and the approvals stream show of a batch's ladder: when it was reminded,
-/// whom it escalated to, and (from `extend`: its `max_extend` as written, and its first
-/// deadline) how far its deadline may move; `None` while there is none of these.
-fn ladder_marks(
-    steps: &[BatchStepRow],
-    batch_id: i64,
-    extend: Option<(String, String)>,
-) -> Option<Box<LadderMarks>> {
-    let mut reminded_at = None;
-    let mut escalated_to = Vec::new();
-    for row in steps.iter().filter(|row| row.batch_id == batch_id) {
-        match row.step.kind {
-            BatchStepKind::Remind => reminded_at = Some(row.created_at.clone()),
-            BatchStepKind::Escalate => escalated_to.extend(row.step.to.iter().cloned()),
-            BatchStepKind::Handover | BatchStepKind::Extend => {}
-        }
-    }
-    let (max_extend, first_expires_at) = extend.unzip();
-    (reminded_at.is_some() || !escalated_to.is_empty() || max_extend.is_some()).then(|| {
-        Box::new(LadderMarks {
-            reminded_at,
-            escalated_to,
-            max_extend,
-            first_expires_at,
-        })
-    })
-}
-
-/// The deadline the batch `batch_id` had before any extension: the first extension's
-/// previous one, else `current`.
-fn first_deadline(steps: &[BatchStepRow], batch_id: i64, current: &str) -> String {
-    steps
-        .iter()
-        .find(|step| step.batch_id == batch_id && step.step.kind == BatchStepKind::Extend)
-        .and_then(|step| step.from_expires_at.clone())
-        .unwrap_or_else(|| current.to_owned())
-}
-
 /// `at` (RFC 3339) plus `after`, as the store writes times.
 fn later_by(at: &str, after: Duration) -> Option<chrono::DateTime<chrono::Utc>> {
     let at = chrono::DateTime::parse_from_rfc3339(at).ok()?;
@@ -133,53 +76,6 @@ fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
 }
 
 impl Runtime {
-    /// The ladder of a batch of `agent` (`namespace/name`) with `requests`.
-    pub(super) fn batch_ladder(&self, agent: &str, requests: &[ActionRequest]) -> BatchLadder {
-        let mut ladder = BatchLadder::default();
-        let mut extend: Option<Option<(Duration, String)>> = None;
-        for request in requests {
-            let call = self.call_approvers_of(agent, request).ladder;
-            ladder.remind_after = earliest(ladder.remind_after, call.remind_after);
-            if call.escalate_after.is_some() {
-                ladder.escalate_after = earliest(ladder.escalate_after, call.escalate_after);
-                for entry in call.escalate_to.iter().map(ApproverEntry::label) {
-                    if !ladder.escalate_to.contains(&entry) {
-                        ladder.escalate_to.push(entry);
-                    }
-                }
-            }
-            extend = Some(match (extend, call.max_extend) {
-                (None, this) => this,
-                (Some(Some(so_far)), Some(this)) => {
-                    Some(if this.0 < so_far.0 { this } else { so_far })
-                }
-                (Some(_), _) => None,
-            });
-        }
-        ladder.max_extend = extend.flatten();
-        ladder
-    }
-
-    /// The ladder of the pending batch `approval` (the stored batch `batch_id`, with `steps`):
-    /// its marks, and its `max_extend` with its first deadline when it may be extended.
-    pub(super) fn batch_marks(
-        &self,
-        approval: &PendingApproval,
-        steps: &[BatchStepRow],
-        batch_id: i64,
-    ) -> Option<Box<LadderMarks>> {
-        let extend = approval.expires_at.as_deref().and_then(|current| {
-            let requests: Vec<ActionRequest> = approval
-                .calls
-                .iter()
-                .filter_map(ActionRequest::from_value)
-                .collect();
-            let (_, max_text) = self.batch_ladder(&approval.agent, &requests).max_extend?;
-            Some((max_text, first_deadline(steps, batch_id, current)))
-        });
-        ladder_marks(steps, batch_id, extend)
-    }
-
     /// Sets the ladder (`ladder`) of the pending batches in `approvals` (the inbox's), read
     /// from their steps and their agents' `max_extend`.
     pub(super) async fn mark_ladder(&self, approvals: &mut [PendingApproval]) -> Result<()> {
@@ -193,7 +89,10 @@ impl Runtime {
                     None => continue,
                 },
             };
-            approval.ladder = self.batch_marks(approval, &steps, batch_id);
+            approval.ladder = self
+                .approvals
+                .approvers()
+                .batch_marks(approval, &steps, batch_id);
         }
         Ok(())
     }
@@ -232,7 +131,10 @@ impl Runtime {
         let now = chrono::Utc::now();
         for (row, owner) in &pending {
             let requests = batch_requests(&row.batch);
-            let ladder = self.batch_ladder(&row.agent, &requests);
+            let ladder = self
+                .approvals
+                .approvers()
+                .batch_ladder(&row.agent, &requests);
             let steps = [
                 (BatchStepKind::Remind, ladder.remind_after, Vec::new()),
                 (
@@ -331,9 +233,12 @@ impl Runtime {
                     tracing::info!(task = %batch.task_id, after, to = ?to, "a waiting batch escalated")
                 }
             }
-            if notifies {
-                self.wake_sender();
-            }
+            self.after_commit(Committed {
+                task_id: &batch.task_id,
+                logged: None,
+                entered: None,
+                outbox: notifies,
+            });
         }
         Ok(())
     }
@@ -341,7 +246,7 @@ impl Runtime {
     /// Pushes the deadline of the pending batch of `task_id` back `by` (a duration such as
     /// `15m`), for an eligible approver, as long as all extensions together stay within the
     /// calls' `max_extend`.
-    pub async fn extend_deadline(
+    pub(super) async fn extend_deadline(
         self: &Arc<Self>,
         who: &Decider,
         task_id: &str,
@@ -374,7 +279,11 @@ impl Runtime {
         };
         let requests = batch_requests(&batch);
         let handed = handed_to(&steps, batch.id);
-        if !self.eligible_for_batch(&row, &requests, &handed, who) {
+        if !self
+            .approvals
+            .approvers()
+            .eligible_for_batch(&row, &requests, &handed, who)
+        {
             return Err(AgentError::Forbidden(task_id.to_owned()));
         }
         let Some(current) = batch.expires_at.clone() else {
@@ -383,7 +292,12 @@ impl Runtime {
                  approval_timeout"
             )));
         };
-        let Some((max, max_text)) = self.batch_ladder(&row.agent, &requests).max_extend else {
+        let Some((max, max_text)) = self
+            .approvals
+            .approvers()
+            .batch_ladder(&row.agent, &requests)
+            .max_extend
+        else {
             return Err(AgentError::InvalidParams(format!(
                 "the batch of task {task_id} may not be extended: max_extend is not set for \
                  every one of its calls"
@@ -447,9 +361,12 @@ impl Runtime {
                 None => Err(self.no_batch(task_id).await),
             };
         }
-        if notifies {
-            self.wake_sender();
-        }
+        self.after_commit(Committed {
+            task_id,
+            logged: None,
+            entered: None,
+            outbox: notifies,
+        });
         self.watch_deadline(task_id, &expires_at);
         tracing::info!(task = %task_id, by = %who.subject, expires_at, "a batch's deadline extended");
         Ok(DeadlineExtended {

@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use signoff_protocol::hitl::{ActionRequest, Decision, Dialect};
 use signoff_protocol::rest::DeciderAuth;
 
@@ -19,9 +18,10 @@ use signoff_protocol::{Message, Role};
 use crate::agent::view;
 use crate::store::{self, handed_to, task_state_text, Channel, DecisionLinkRow};
 
-use super::decide::{Count, DecisionInput};
+use super::decide::Count;
 use super::subagent::batch_requests;
 use super::{AgentError, Decider, Result, Runtime};
+use crate::agent::approvals::Actor;
 
 /// What a link does to every call of its batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,17 +124,18 @@ fn expiry_after(ttl: Duration) -> Result<String> {
     Ok((chrono::Utc::now() + ttl).to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
 }
 
-/// The decision a link makes: every call approved, or every call rejected with `reason`.
-fn link_decision(action: LinkAction, reason: Option<&str>) -> Result<Decision> {
-    let data = match (
-        action,
-        reason.map(str::trim).filter(|text| !text.is_empty()),
-    ) {
-        (LinkAction::Approve, _) => json!({"decision_type": "approve"}),
-        (LinkAction::Reject, None) => json!({"decision_type": "deny"}),
-        (LinkAction::Reject, Some(reason)) => json!({"decision_type": "deny", "reason": reason}),
-    };
-    Ok(Decision::from_data(&data)?)
+/// The decision a link makes: every call approved, or every call rejected with `reason` (a
+/// blank one is no reason). Built with the protocol's type, the one owner of its wire shape.
+fn link_decision(action: LinkAction, reason: Option<&str>) -> Decision {
+    match action {
+        LinkAction::Approve => Decision::approve_all(),
+        LinkAction::Reject => Decision::deny_all(
+            reason
+                .map(str::trim)
+                .filter(|text| !text.is_empty())
+                .map(str::to_owned),
+        ),
+    }
 }
 
 impl Runtime {
@@ -210,7 +211,12 @@ impl Runtime {
             })?;
         let steps = self.store.batch_steps(task_id).await?;
         let handed = handed_to(&steps, batch.id);
-        let may_approve = self.eligible_for_batch(&row, &batch_requests(&batch), &handed, who);
+        let may_approve = self.approvals.approvers().eligible_for_batch(
+            &row,
+            &batch_requests(&batch),
+            &handed,
+            who,
+        );
         if !owner && !may_approve {
             return Err(AgentError::Forbidden(task_id.to_owned()));
         }
@@ -333,7 +339,7 @@ impl Runtime {
                 link.task_id, parent.parent_task_id
             )));
         }
-        let decision = link_decision(action, reason)?;
+        let decision = link_decision(action, reason);
         let runtime = self.clone();
         let (task_id, person, batch_id) = (
             link.task_id.clone(),
@@ -355,7 +361,7 @@ impl Runtime {
                 );
                 message.task_id = Some(row.id.clone());
                 message.context_id = Some(row.context_id.clone());
-                let by = DecisionInput {
+                let by = Actor {
                     channel: Channel::Link,
                     decider: person.clone(),
                     auth: Some(DeciderAuth::DecisionLink),
@@ -401,11 +407,11 @@ mod tests {
 
     #[test]
     fn a_link_approves_every_call_or_rejects_them_with_the_reason() {
-        let approve = link_decision(LinkAction::Approve, Some("ignored")).unwrap();
+        let approve = link_decision(LinkAction::Approve, Some("ignored"));
         assert_eq!(approve.summary(), "Approved");
-        let reject = link_decision(LinkAction::Reject, Some("  too risky ")).unwrap();
+        let reject = link_decision(LinkAction::Reject, Some("  too risky "));
         assert_eq!(reject.summary(), "Rejected: too risky");
-        let bare = link_decision(LinkAction::Reject, Some(" ")).unwrap();
+        let bare = link_decision(LinkAction::Reject, Some(" "));
         assert_eq!(bare.summary(), "Rejected");
     }
 }

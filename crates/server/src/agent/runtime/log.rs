@@ -174,6 +174,17 @@ fn decode_stored(text: &str) -> Result<StreamEvent> {
         .map_err(|err| AgentError::Internal(format!("stored event: {err}")))
 }
 
+/// What a write just committed, for [`Runtime::after_commit`].
+pub(super) struct Committed<'a> {
+    pub task_id: &'a str,
+    /// The events it logged, for the task's followers; `None`: it logged none and wakes no one.
+    pub logged: Option<Vec<LoggedEvent>>,
+    /// The state the task entered, to count.
+    pub entered: Option<signoff_protocol::TaskState>,
+    /// Whether it queued outbox rows (notifications, pushes).
+    pub outbox: bool,
+}
+
 impl Runtime {
     // ---- the event log ---------------------------------------------------------------------
 
@@ -214,16 +225,33 @@ impl Runtime {
         // state that did not commit.
         commit.push |= self.pushes_on() && entered.is_some_and(super::push::pushed_state);
         let pushes = commit.push;
+        // A pause's notifications go in this commit too: the sender wakes for them as for
+        // the pushes.
+        let outbox = pushes || !commit.notifications.is_empty();
         let seq = self.store.commit(task_id, commit).await?;
-        // Counted before it is announced, so whoever sees the event sees it counted.
-        if let Some(state) = entered {
+        self.after_commit(Committed {
+            task_id,
+            logged: Some(LoggedEvent::numbered(seq, events, &stored)),
+            entered,
+            outbox,
+        });
+        Ok(seq)
+    }
+
+    /// What every write does once it has committed, in this order: count the state the task
+    /// entered, announce the events to the task's followers (so whoever sees an event sees it
+    /// counted), and wake this replica's outbox sender when the write queued rows for it. The
+    /// one place the sender is woken, so no write forgets it or wakes it for nothing.
+    pub(super) fn after_commit(&self, done: Committed<'_>) {
+        if let Some(state) = done.entered {
             self.metrics.task_entered(state);
         }
-        self.notify(task_id, LoggedEvent::numbered(seq, events, &stored));
-        if pushes {
+        if let Some(logged) = done.logged {
+            self.notify(done.task_id, logged);
+        }
+        if done.outbox {
             self.wake_sender();
         }
-        Ok(seq)
     }
 
     /// Wakes the task's followers with the events just committed, so they need not read them
@@ -296,7 +324,7 @@ impl Runtime {
                 view::apply(&mut task, &decode_stored(&event.event)?);
             }
         }
-        let audit = self.audit(&row).await?;
+        let audit = self.approvals.audit(&row).await?;
         if !audit.is_empty() {
             let audit = serde_json::to_value(&audit)
                 .map_err(|err| AgentError::Internal(err.to_string()))?;

@@ -7,30 +7,30 @@
 //! that state and takes the next step, so the same code starts a task, resumes it after a
 //! decision, and picks it up after a restart.
 
-mod approvals;
-mod audit;
+mod apply;
+mod approvals_stream;
 mod decide;
 mod edits;
 mod email;
 mod expiry;
-mod gate;
+mod grants;
 mod handover;
 mod inbox;
+mod intake;
 mod ladder;
 mod links;
 mod log;
 mod notify;
 mod pause;
 mod people;
-mod policies;
 mod push;
-mod quorum;
 mod reads;
 mod relayed;
 mod relayed_access;
 mod replicas;
 mod routing;
 mod runner;
+mod screening;
 mod settle;
 mod sharing;
 mod streams;
@@ -38,14 +38,16 @@ mod subagent;
 mod subagent_remote;
 mod transcript;
 
+pub use super::error::{AgentError, Result};
+pub use crate::agent::approvals::Decider;
+pub use crate::agent::approvals::{args_sha256, AuditCall, AuditEntry, PendingApproval};
 pub use crate::store::Channel;
-pub use approvals::ApprovalsItem;
-pub use audit::{args_sha256, AuditCall, AuditEntry, PendingApproval};
+pub use apply::Outcome;
+pub use approvals_stream::ApprovalsItem;
 pub use handover::LadderEvent;
 pub use links::{BatchSummary, DecidedBy, IssuedLinks, LinkAction, LinkDecision, LinkState};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
 pub use people::Seen;
-pub use quorum::Decider;
 pub use reads::Session;
 pub use relayed::{as_recorded, RelayedExchange};
 pub use relayed_access::{RelayedAsk, RelayedDecided};
@@ -57,99 +59,20 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use signoff_protocol::hitl::DecisionError;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::approvals::Approvals;
 use super::cedar::PolicyGate;
 use super::metrics::Metrics;
 use super::model::Model;
 use super::notify::Notifications;
-use super::policy::{AgentApprovals, PolicyCache};
+use super::policy::{AgentApprovals, GrantCache};
 use super::remote::RemoteAgents;
 use super::subagents::Subagents;
 use super::tools::Toolbox;
 use crate::store::{Store, StoreError};
-
-/// What goes wrong in the runtime; the HTTP layer maps each to a JSON-RPC code or a status.
-#[derive(Debug, thiserror::Error)]
-pub enum AgentError {
-    #[error("no agent {0}")]
-    AgentNotFound(String),
-    #[error("task {0} not found")]
-    TaskNotFound(String),
-    /// The task exists but belongs to someone else (A2A answers "not found"; REST 403).
-    #[error("task {0} belongs to another user")]
-    Forbidden(String),
-    #[error("session {0} not found")]
-    SessionNotFound(String),
-    /// No policy of the caller's has that id (another user's does not exist for them).
-    #[error("policy {0} not found")]
-    PolicyNotFound(String),
-    /// No live share link of that chat has that id (or that token).
-    #[error("share link {0} not found")]
-    ShareNotFound(String),
-    #[error("{0}")]
-    InvalidParams(String),
-    /// A decision by someone the agents file's approvers do not let give it: what it needs.
-    #[error("{0}")]
-    NotEligible(String),
-    /// A second approval of the same arguments by the same person: it counts once.
-    #[error("{0}")]
-    AlreadyApproved(String),
-    /// The task is not waiting for a decision, or its batch was already decided.
-    #[error("{0}")]
-    NotPaused(String),
-    /// A message to a task that has ended (A2A v1.0 answers it as an unsupported operation).
-    #[error("{0}")]
-    Terminal(String),
-    #[error("task {id} is {state} and cannot be canceled")]
-    NotCancelable { id: String, state: String },
-    /// A chat that may not be deleted now: it holds a subagent's task whose parent goes on.
-    #[error("{0}")]
-    ChatInUse(String),
-    #[error("{0}")]
-    Decision(#[from] DecisionError),
-    /// A write the store refused because something changed under it (the task ended while a
-    /// runner worked on it, another replica took its lease, a call of the batch is no longer
-    /// held): the store's reason, as the client reads it.
-    #[error("{0}")]
-    Conflict(&'static str),
-    /// The task was deleted (with its session) while someone followed it.
-    #[error("task {0} was deleted")]
-    TaskDeleted(String),
-    /// A remote agent did not take what was forwarded to it (unreachable, refused, no longer
-    /// in the agents file).
-    #[error("{0}")]
-    Remote(String),
-    #[error("server is shutting down")]
-    ShuttingDown,
-    #[error("store: {0}")]
-    Store(StoreError),
-    #[error("internal: {0}")]
-    Internal(String),
-}
-
-impl From<StoreError> for AgentError {
-    fn from(err: StoreError) -> Self {
-        match err {
-            StoreError::Conflict(reason) => AgentError::Conflict(reason),
-            StoreError::Db(_)
-            | StoreError::MessagesWaiting
-            | StoreError::Postgres(_)
-            | StoreError::UnsupportedUrl(_)
-            | StoreError::Json(_)
-            | StoreError::Corrupt(_)
-            | StoreError::NotFound
-            | StoreError::Commit(_)
-            | StoreError::Closed
-            | StoreError::Schema { .. } => AgentError::Store(err),
-        }
-    }
-}
-
-pub type Result<T, E = AgentError> = std::result::Result<T, E>;
 
 /// One agent the server runs.
 pub struct Agent {
@@ -190,7 +113,7 @@ pub struct Limits {
     /// task at 1; an agent-tool call that would go deeper fails.
     pub max_subagent_depth: usize,
     /// The most "always allow" policies one user may have in force.
-    pub max_policies_per_user: usize,
+    pub max_grants_per_user: usize,
     /// How long a decision link sent in a notification works.
     pub decision_link_ttl: Duration,
     /// The most push-notification configs one task may have.
@@ -202,7 +125,7 @@ impl Limits {
     pub const DEFAULT_REASON_BYTES: usize = 4 * 1024;
     pub const DEFAULT_TOOL_CALLS_PER_TURN: usize = 64;
     pub const DEFAULT_SUBAGENT_DEPTH: usize = 3;
-    pub const DEFAULT_POLICIES_PER_USER: usize = 100;
+    pub const DEFAULT_GRANTS_PER_USER: usize = 100;
     pub const DEFAULT_PUSH_CONFIGS_PER_TASK: usize = 8;
 }
 
@@ -216,7 +139,7 @@ impl Default for Limits {
             max_reason_bytes: Limits::DEFAULT_REASON_BYTES,
             max_tool_calls_per_turn: Limits::DEFAULT_TOOL_CALLS_PER_TURN,
             max_subagent_depth: Limits::DEFAULT_SUBAGENT_DEPTH,
-            max_policies_per_user: Limits::DEFAULT_POLICIES_PER_USER,
+            max_grants_per_user: Limits::DEFAULT_GRANTS_PER_USER,
             decision_link_ttl: Duration::from_secs(24 * 60 * 60),
             max_push_configs_per_task: Limits::DEFAULT_PUSH_CONFIGS_PER_TASK,
         }
@@ -265,8 +188,8 @@ pub struct Runtime {
     tracker: TaskTracker,
     /// What the runtime counts and times, for `GET /metrics`.
     metrics: Metrics,
-    /// The people's policies, compiled once (by id) rather than on every turn.
-    policies: PolicyCache,
+    /// The people's grants ("always allow"), compiled once (by id) rather than on every turn.
+    grants: GrantCache,
     /// The remote agents' clients, shared with the relay ([`Runtime::remote_agents`]).
     remotes: RemoteAgents,
     /// The deployment's Cedar policies (`--policies`, `--shadow-policies`).
@@ -279,6 +202,8 @@ pub struct Runtime {
     notifier: std::sync::OnceLock<Arc<crate::agent::notify::Notifier>>,
     /// Who this replica last wrote to the directory of people (`people`).
     people: people::SeenPeople,
+    /// The approval workflow's rules: who may approve each call, how a decision is counted.
+    approvals: Approvals,
 }
 
 /// Why the server cannot take work now (`GET /readyz` answers 503 with it).
@@ -314,9 +239,14 @@ impl Runtime {
         notifications: Notifications,
         gate: PolicyGate,
     ) -> Arc<Runtime> {
+        let approvals = Approvals::new(
+            store.clone(),
+            agents
+                .iter()
+                .map(|agent| (agent.key(), agent.approvals.clone())),
+        );
         Arc::new(Runtime {
             store,
-            agents,
             limits,
             hub: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
@@ -324,13 +254,15 @@ impl Runtime {
             shutdown: CancellationToken::new(),
             tracker: TaskTracker::new(),
             metrics: Metrics::new(),
-            policies: PolicyCache::default(),
+            grants: GrantCache::default(),
             remotes: RemoteAgents::default(),
             gate,
             notifications: Arc::new(notifications),
             outbox_wake: tokio::sync::Notify::new(),
             notifier: std::sync::OnceLock::new(),
             people: people::SeenPeople::default(),
+            approvals,
+            agents,
         })
     }
 
@@ -344,6 +276,11 @@ impl Runtime {
     /// business of the runtime's.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The approval workflow: its rules, and the audit's reads.
+    pub fn approvals(&self) -> &Approvals {
+        &self.approvals
     }
 
     pub fn metrics(&self) -> &Metrics {

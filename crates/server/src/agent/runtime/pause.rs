@@ -52,7 +52,7 @@ impl Runtime {
             })
             .chain(nested.iter().cloned())
             .collect();
-        let deadline = Self::deadline_for(agent);
+        let deadline = crate::agent::approvals::deadline_for(&agent.approvals);
         let interrupt = ApprovalInterrupt::new(requests.clone()).expiring_at(deadline.clone());
         let message = view::agent_message(task_id, context_id, interrupt.to_parts());
         let mut metadata = hitl::interrupt_event_metadata();

@@ -10,8 +10,8 @@ use std::sync::Mutex;
 use crate::agent::notify::{Audience, Member};
 use crate::store::{self, BatchRow, PersonRow, TaskRow};
 
-use super::quorum::Decider;
 use super::Runtime;
+use crate::agent::approvals::Decider;
 
 /// The most people one replica remembers having written; past it, it forgets them all and
 /// writes each again at their next request (once).

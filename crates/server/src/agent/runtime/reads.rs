@@ -7,9 +7,9 @@ use signoff_protocol::{ListTasksParams, ListTasksResult, Task};
 use crate::agent::view::{self};
 use crate::store::{handed_to, TaskRow};
 
-use super::quorum::{handed_over_to, Decider};
 use super::subagent::batch_requests;
 use super::{AgentError, Result, Runtime};
+use crate::agent::approvals::{handed_over_to, Decider};
 
 /// A session as the API lists it: the REST contract's type (docs/rest.md, Sessions).
 pub use signoff_protocol::rest::Session;
@@ -53,7 +53,12 @@ impl Runtime {
             let handed = handed_to(&steps, batch.id);
             // A hand-over lets the people it names read the batch, approvers or not.
             if handed_over_to(&handed, who)
-                || self.eligible_for_batch(row, &batch_requests(&batch), &handed, who)
+                || self.approvals.approvers().eligible_for_batch(
+                    row,
+                    &batch_requests(&batch),
+                    &handed,
+                    who,
+                )
             {
                 return Ok(true);
             }

@@ -18,10 +18,11 @@ use crate::store::{
     Verdict as StoredVerdict,
 };
 
-use super::audit::args_sha256;
-use super::decide::{DecisionInput, PlannedDecision};
+use super::decide::PlannedDecision;
 use super::relayed_access::decision_input;
 use super::{AgentError, Decider, Result, Runtime};
+use crate::agent::approvals::args_sha256;
+use crate::agent::approvals::Actor;
 
 /// The `source` of a relayed call's record: the calls run at the remote agent.
 const REMOTE_SOURCE: &str = "remote";
@@ -288,7 +289,7 @@ impl Runtime {
     /// text is the remote agent's to read, not a decision here.
     async fn record_relayed_decision(
         &self,
-        by: DecisionInput,
+        by: Actor,
         row: &TaskRow,
         request: &Message,
         with_message: bool,
@@ -380,7 +381,7 @@ impl Runtime {
                     .map(|row| row.user_id)
                     .unwrap_or_default();
                 let planned = PlannedDecision {
-                    by: DecisionInput {
+                    by: Actor {
                         channel: Channel::Cancel,
                         decider: Decider::subject(decider),
                         auth: None,

@@ -14,9 +14,10 @@ use signoff_protocol::{Message, Task};
 use crate::agent::view;
 use crate::store::{BatchRow, Channel, TaskRow};
 
-use super::decide::{Count, DecisionInput, PlannedDecision};
-use super::quorum::Decider;
+use super::decide::{Count, PlannedDecision};
 use super::{AgentError, AuditEntry, Result, Runtime};
+use crate::agent::approvals::Actor;
+use crate::agent::approvals::Decider;
 
 /// What a relayed request asks of a task, as the relay reads the request.
 #[derive(Debug, Clone)]
@@ -133,7 +134,7 @@ impl Runtime {
     /// a quorum is refused, as the remote agent would go on.
     pub(super) fn plan_relayed(
         &self,
-        by: DecisionInput,
+        by: Actor,
         row: &TaskRow,
         batch: &BatchRow,
         requests: &[ActionRequest],
@@ -204,7 +205,7 @@ impl Runtime {
                 row.agent
             )));
         }
-        let decision = self.batch_outcome(task_id, batch.id).await?;
+        let decision = self.approvals.batch_outcome(task_id, batch.id).await?;
         let (task, _) = self.snapshot(task_id, None).await?;
         Ok(Some(RelayedDecided {
             agent: row.agent,
@@ -215,8 +216,8 @@ impl Runtime {
 }
 
 /// `who`'s decision through `channel`, audited with how they signed in.
-pub(super) fn decision_input(who: &Decider, channel: Channel) -> DecisionInput {
-    DecisionInput {
+pub(super) fn decision_input(who: &Decider, channel: Channel) -> Actor {
+    Actor {
         channel,
         decider: who.clone(),
         auth: who.auth,

@@ -12,15 +12,21 @@ use crate::agent::config::ApproverEntry;
 use crate::agent::notify::Audience;
 use crate::store::{handed_to, CallVote, Handed, Verdict};
 
-use super::audit::args_sha256;
-use super::quorum::{handed_over_to, Decider};
 use super::{Agent, Result, Runtime};
+use crate::agent::approvals::args_sha256;
+use crate::agent::approvals::{handed_over_to, Decider};
 
 impl Runtime {
+    /// Whether some call of `agent` may be routed to approvers besides its requester: by the
+    /// agents file, or by a live Cedar policy that names approvers.
+    pub(super) fn agent_routes(&self, agent: &Agent) -> bool {
+        agent.approvals.routes_to_approvers() || self.gate.live.routes_to_approvers()
+    }
+
     /// Every batch `who` may decide, oldest first: their own, and those of others routed to
     /// them (a routed batch carries its `routing`).
     pub async fn approvals_for(&self, who: &Decider) -> Result<Vec<PendingApproval>> {
-        let mut own = self.pending_approvals(&who.subject).await?;
+        let mut own = self.approvals.pending_approvals(&who.subject).await?;
         self.mark_ladder(&mut own).await?;
         let routing_agents = self.routing_agents();
         let mut routed = match routing_agents.is_empty() {
@@ -74,7 +80,10 @@ impl Runtime {
                 routing: Some(Box::new(routing)),
                 ladder: None,
             };
-            approval.ladder = self.batch_marks(&approval, &steps, row.batch.id);
+            approval.ladder =
+                self.approvals
+                    .approvers()
+                    .batch_marks(&approval, &steps, row.batch.id);
             others.push(approval);
         }
         own.extend(others);
@@ -128,7 +137,10 @@ impl Runtime {
         let mut reader_eligible: Vec<String> = Vec::new();
         let mut calls = Vec::new();
         for request in requests.iter().filter_map(ActionRequest::from_value) {
-            let (approvers, eligible) = self.eligibility(agent, owner, &request, handed, who);
+            let (approvers, eligible) = self
+                .approvals
+                .approvers()
+                .eligibility(agent, owner, &request, handed, who);
             let may_approve = !eligible.is_empty();
             for entry in eligible {
                 if !reader_eligible.contains(&entry) {

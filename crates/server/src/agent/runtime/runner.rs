@@ -16,10 +16,10 @@ use crate::agent::model::{ChatMessage, ModelError, ModelEvent, ModelRequest, Mod
 use crate::agent::view::{self};
 use crate::store::{CallRow, Commit, Guard, NewCall, StoreError, TaskRow};
 
-use super::audit::args_sha256;
-use super::policies::{Requester, Screened};
+use super::screening::{Requester, Screened};
 use super::transcript::*;
 use super::{Agent, AgentError, Result, Runtime};
+use crate::agent::approvals::args_sha256;
 
 /// One runner's view of its task: which it is, the agent that runs it, the person's cancel,
 /// the tokens used so far (the turn's final event reports them), and the task's call records

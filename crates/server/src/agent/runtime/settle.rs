@@ -19,11 +19,11 @@ use tracing::Instrument;
 
 use crate::agent::notify::payload::About;
 
-use super::audit::args_sha256;
 use super::runner::TaskRun;
 use super::subagent::{NestedCall, SubagentStep};
 use super::transcript::*;
 use super::{AgentError, Result, Runtime};
+use crate::agent::approvals::args_sha256;
 
 /// A step written with the next one (a call's result with the next call's start, or with the
 /// pause), so a batch of calls costs fewer commits. It is never held across a wait for anyone
@@ -206,7 +206,7 @@ impl Runtime {
                 Settled::answered(ToolResult::denied(&call.id, &call.name, rule).response)
             }
             CallStatus::Expired => {
-                let after = Self::expired_after(&run.agent);
+                let after = crate::agent::approvals::expired_after(&run.agent.approvals);
                 Settled::answered(ToolResult::expired(&call.id, &call.name, &after).response)
             }
             CallStatus::Auto | CallStatus::Approved => {
@@ -310,10 +310,8 @@ impl Runtime {
         self.write_deferred(task_id, deferred)
             .instrument(span)
             .await?;
+        // The commit woke the outbox sender for the pause's notifications (`after_commit`).
         self.metrics.paused(run.taken_up.elapsed());
-        if notifies {
-            self.wake_sender();
-        }
         if let Some(deadline) = &deadline {
             self.watch_deadline(task_id, deadline);
         }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use signoff_protocol::hitl::keys::SUBAGENT;
 use signoff_protocol::hitl::{
-    self, ActionRequest, Decision, DecisionKind, Dialect, ToolCall, ToolResult, Verdict, Via,
+    self, ActionRequest, Decision, DecisionKind, ToolCall, ToolResult, Verdict, Via,
 };
 use signoff_protocol::{Message, Part, Role, StreamEvent, TaskState};
 
@@ -21,15 +21,15 @@ use crate::agent::subagents::{request_text, Subagent};
 use crate::agent::tools::{error_result, text_result};
 use crate::agent::view;
 use crate::store::{
-    task_state_text, BatchRow, CallRow, CallStatus, CallUpdate, ChildChat, Commit, Guard, NewCall,
+    task_state_text, CallRow, CallStatus, CallUpdate, ChildChat, Commit, Guard, NewCall,
     SubagentLink, TaskRow,
 };
 
-use super::audit::args_sha256;
 use super::decide::Count;
-use super::gate::chat_title;
+use super::intake::chat_title;
 use super::runner::TaskRun;
 use super::{AgentError, Decider, Result, Runtime};
+use crate::agent::approvals::args_sha256;
 
 /// Where an agent-tool call stands after a step of its subagent.
 pub(super) enum SubagentStep {
@@ -345,12 +345,11 @@ impl Runtime {
         link: &SubagentLink,
         decision: Decision,
     ) -> Result<()> {
-        let data = decision.to_data(Dialect::Native);
         match self
             .decide_data(
                 &Decider::subject(run.user_id.clone()),
                 &link.child_task_id,
-                &data,
+                &decision,
                 None,
                 Count::Counted,
             )
@@ -476,14 +475,7 @@ impl Runtime {
     }
 }
 
-/// The action requests of a stored batch.
-pub(super) fn batch_requests(batch: &BatchRow) -> Vec<ActionRequest> {
-    batch
-        .requests
-        .as_array()
-        .map(|items| items.iter().filter_map(ActionRequest::from_value).collect())
-        .unwrap_or_default()
-}
+pub(super) use crate::agent::approvals::batch_requests;
 
 /// The agent-tool call's result for a subagent task that ended in `state` with `answer`.
 pub(super) fn finished_answer(agent: &str, state: TaskState, answer: &str) -> Value {

@@ -6,7 +6,7 @@ use sqlx::Row;
 use super::rows::json_text;
 use super::tasks::map_rows;
 use super::{
-    BatchState, Deadline, PolicyInsert, PolicyRow, PolicyScope, Postgres, ReplayCall, Result,
+    BatchState, Deadline, GrantInsert, GrantRow, GrantScope, Postgres, ReplayCall, Result,
 };
 use crate::store::columns::*;
 
@@ -56,20 +56,20 @@ impl Postgres {
     /// Stores a new policy unless its user has `cap` in force or its chat is gone. The user's
     /// lock makes concurrent creations count one after the other; the chat's row is locked
     /// (shared), so a delete of the chat waits for this insert and then takes the policy along.
-    pub async fn insert_policy(&self, policy: PolicyRow, cap: usize) -> Result<PolicyInsert> {
+    pub async fn insert_grant(&self, policy: GrantRow, cap: usize) -> Result<GrantInsert> {
         let mut transaction = self.pool.begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
             .bind(POLICIES_LOCK)
             .bind(&policy.user_id)
             .execute(&mut *transaction)
             .await?;
-        if let (PolicyScope::Chat, Some(context_id)) = (policy.scope, &policy.context_id) {
+        if let (GrantScope::Chat, Some(context_id)) = (policy.scope, &policy.context_id) {
             let chat = sqlx::query("SELECT 1 FROM sessions WHERE id = $1 FOR SHARE")
                 .bind(context_id)
                 .fetch_optional(&mut *transaction)
                 .await?;
             if chat.is_none() {
-                return Ok(PolicyInsert::NoChat);
+                return Ok(GrantInsert::NoChat);
             }
         }
         let in_force: i64 = sqlx::query_scalar(
@@ -81,7 +81,7 @@ impl Postgres {
         .fetch_one(&mut *transaction)
         .await?;
         if in_force >= i64::try_from(cap).unwrap_or(i64::MAX) {
-            return Ok(PolicyInsert::AtCap);
+            return Ok(GrantInsert::AtCap);
         }
         sqlx::query(
             "INSERT INTO policies (id, user_id, agent, tool, scope, context_id, args, created_by,
@@ -102,10 +102,10 @@ impl Postgres {
         .execute(&mut *transaction)
         .await?;
         transaction.commit().await?;
-        Ok(PolicyInsert::Inserted)
+        Ok(GrantInsert::Inserted)
     }
 
-    pub async fn policies(&self, user_id: &str) -> Result<Vec<PolicyRow>> {
+    pub async fn grants(&self, user_id: &str) -> Result<Vec<GrantRow>> {
         let rows = sqlx::query(&format!(
             "{POLICY_SELECT} WHERE user_id = $1 AND revoked_at IS NULL
                AND (expires_at IS NULL OR expires_at > $2) AND (uses_left IS NULL OR uses_left > 0)
@@ -115,15 +115,15 @@ impl Postgres {
         .bind(crate::store::now())
         .fetch_all(&self.pool)
         .await?;
-        map_rows(rows, policy_from_row)
+        map_rows(rows, grant_from_row)
     }
 
-    pub async fn applicable_policies(
+    pub async fn applicable_grants(
         &self,
         user_id: &str,
         agent: &str,
         context_id: &str,
-    ) -> Result<Vec<PolicyRow>> {
+    ) -> Result<Vec<GrantRow>> {
         let rows = sqlx::query(&format!(
             "{POLICY_SELECT} WHERE user_id = $1 AND agent = $2 AND revoked_at IS NULL
                AND (scope = $3 OR (scope = $4 AND context_id = $5))
@@ -132,13 +132,13 @@ impl Postgres {
         ))
         .bind(user_id)
         .bind(agent)
-        .bind(PolicyScope::Agent.as_str())
-        .bind(PolicyScope::Chat.as_str())
+        .bind(GrantScope::Agent.as_str())
+        .bind(GrantScope::Chat.as_str())
         .bind(context_id)
         .bind(crate::store::now())
         .fetch_all(&self.pool)
         .await?;
-        map_rows(rows, policy_from_row)
+        map_rows(rows, grant_from_row)
     }
 
     pub async fn replay_calls(&self, since: &str) -> Result<Vec<ReplayCall>> {
@@ -149,7 +149,7 @@ impl Postgres {
         map_rows(rows, replay_from_row)
     }
 
-    pub async fn use_policy(&self, id: &str, now: &str) -> Result<bool> {
+    pub async fn use_grant(&self, id: &str, now: &str) -> Result<bool> {
         // One statement: PostgreSQL re-checks the WHERE on the row it locked, so of racing
         // calls only as many as the grant has uses left change it.
         let changed = sqlx::query(
@@ -165,7 +165,7 @@ impl Postgres {
         Ok(changed == 1)
     }
 
-    pub async fn revoke_policy(&self, user_id: &str, id: &str, now: &str) -> Result<bool> {
+    pub async fn revoke_grant(&self, user_id: &str, id: &str, now: &str) -> Result<bool> {
         let changed = sqlx::query(
             "UPDATE policies SET revoked_at = $1
              WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL",

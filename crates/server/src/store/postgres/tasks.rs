@@ -7,7 +7,7 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
 use super::{
-    now, task_state_text, Commit, EventRow, Guard, NewEvent, PolicyScope, Postgres, PushConfigRow,
+    now, task_state_text, Commit, EventRow, GrantScope, Guard, NewEvent, Postgres, PushConfigRow,
     QueuedMessage, Result, RunnerView, SessionRow, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
@@ -218,7 +218,7 @@ impl Postgres {
             .await?;
         // A chat policy goes with its chat (an agent policy stays); no foreign key ties them.
         sqlx::query("DELETE FROM policies WHERE scope = $1 AND context_id = $2")
-            .bind(PolicyScope::Chat.as_str())
+            .bind(GrantScope::Chat.as_str())
             .bind(id)
             .execute(&mut *transaction)
             .await?;

@@ -8,11 +8,11 @@
 mod approvals;
 mod batches;
 mod deadlines;
+mod grants;
 mod links;
 mod logins;
 mod outbox;
 mod people;
-mod policies;
 mod push;
 mod relayed;
 mod schema;

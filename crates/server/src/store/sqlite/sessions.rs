@@ -4,7 +4,7 @@ use rusqlite::Connection;
 
 use super::columns::{session_from_row, NOT_A_SUBAGENT_SESSION, SESSION_SELECT};
 use super::tasks::collect;
-use super::{PolicyScope, Result, SessionRow, Sqlite};
+use super::{GrantScope, Result, SessionRow, Sqlite};
 
 fn session_on(connection: &Connection, id: &str) -> Result<Option<SessionRow>> {
     let mut statement = connection.prepare_cached(&format!("{SESSION_SELECT} WHERE id = ?1"))?;
@@ -64,7 +64,7 @@ impl Sqlite {
             // A chat policy goes with its chat (an agent policy stays).
             connection
                 .prepare_cached("DELETE FROM policies WHERE scope = ?1 AND context_id = ?2")?
-                .execute([PolicyScope::Chat.as_str(), id.as_str()])?;
+                .execute([GrantScope::Chat.as_str(), id.as_str()])?;
             connection
                 .prepare_cached(
                     "DELETE FROM subagent_tasks

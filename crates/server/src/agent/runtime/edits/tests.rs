@@ -12,13 +12,16 @@ use signoff_protocol::hitl::{ActionRequest, Decision, Dialect, SIGNOFF_WHY};
 use signoff_protocol::{Message, Role, TaskState};
 
 use super::*;
+use crate::agent::approvals::args_sha256;
+use crate::agent::approvals::Actor;
+use crate::agent::approvals::Decider;
 use crate::agent::cedar::{CedarPolicies, PolicyGate};
 use crate::agent::config::AgentsFile;
+use crate::agent::config::ApproverEntry;
 use crate::agent::model::ModelToolCall;
 use crate::agent::notify::Notifications;
-use crate::agent::runtime::audit::args_sha256;
-use crate::agent::runtime::decide::{Count, DecisionInput};
-use crate::agent::runtime::quorum::Decider;
+use crate::agent::policy::CallApprovers;
+use crate::agent::runtime::decide::Count;
 use crate::agent::runtime::Limits;
 use crate::store::{BatchRow, BatchState, CallStatus, Channel, Database, Store, Verdict};
 
@@ -269,7 +272,7 @@ fn run_case(
         }
         let decision = Decision::from_data(&data).unwrap();
         let echo = Message::new("m", Role::User, decision.to_parts(Dialect::Native));
-        let by = DecisionInput {
+        let by = Actor {
             channel: Channel::Rest,
             decider: person(who),
             auth: None,
@@ -312,7 +315,10 @@ fn run_case(
             prop_assert_ne!(decided.outcome(), GateOutcome::Deny, "denied {} ran", ran);
             return Ok(());
         };
-        let routing = runtime.approvers_of("default/demo", &own);
+        let routing = runtime
+            .approvals
+            .approvers()
+            .approvers_of("default/demo", &own);
         prop_assert!(
             satisfies(&routing, &approvers),
             "{} ran on the approvals of {:?}, but {}",

@@ -1,25 +1,25 @@
-//! Calls decided before anyone is asked, and the "always allow" policies behind them: the
-//! screening of a model turn's calls (rules first; else the tool's `require_approval`; a call
-//! that would then wait is checked against the person's policies), and creating, listing and revoking policies (docs/rest.md, Policies).
+//! Calls decided before anyone is asked: the screening of a model turn's calls. Each call goes
+//! through the checks in this order, in the one decision function (`agent::decision::decide`):
+//! 1. the deployment's Cedar policies (`--policies`; the shadow set beside them, only logged and
+//!    counted): a forbid denies, a permit allows, an ask holds the call with its approvers;
+//! 2. the agent's argument rules (`agent::policy`), then the tool's `require_approval`;
+//! 3. for a call that would then wait and that a grant may answer, the person's grants
+//!    ("always allow", `grants`), read once per turn; a counted one is spent in the store.
+//!
+//! A person's edit of a waiting call goes through the same checks (`edits`).
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use signoff_protocol::hitl::{DecidedBy, GateOutcome, RecordedDecision, Why, WhyKind, ASK_USER};
-use signoff_protocol::rest::{NewPolicy, Policy, PolicyScope as WireScope};
 
 use crate::agent::cedar::{CallFacts, CedarOutcome, ToolFacts};
 use crate::agent::decision::{decide, Decided};
 use crate::agent::model::ModelToolCall;
-use crate::agent::policy::{CompiledPolicy, UserPolicy};
+use crate::agent::policy::Grant;
 use crate::agent::tools::ExposedTool;
-use crate::agent::view;
-use crate::store::{AutoDecision, Channel, PolicyInsert, PolicyRow, PolicyScope, Verdict};
+use crate::store::{AutoDecision, Channel, Verdict};
 
-use super::{Agent, AgentError, Result, Runtime};
-
-/// The longest a time-boxed grant may run: a year (longer is "until revoked").
-const MAX_GRANT_SECS: i64 = 366 * 24 * 3600;
+use super::{Agent, Result, Runtime};
 
 /// How one call of a turn is recorded.
 pub(super) struct Screened {
@@ -57,7 +57,7 @@ impl Runtime {
         calls: &[ModelToolCall],
     ) -> Result<Vec<Screened>> {
         let user = requester.user;
-        let mut grants: Option<Vec<Arc<UserPolicy>>> = None;
+        let mut grants: Option<Vec<Arc<Grant>>> = None;
         // Uses this turn took of each counted grant: what is left, for the call's why.
         let mut spent: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
         let mut out = Vec::with_capacity(calls.len());
@@ -78,7 +78,7 @@ impl Runtime {
             if decided.grantable {
                 if grants.is_none() {
                     grants = Some(
-                        self.user_policies(user, &agent.key(), requester.context_id)
+                        self.user_grants(user, &agent.key(), requester.context_id)
                             .await?,
                     );
                 }
@@ -92,7 +92,7 @@ impl Runtime {
                     if limited
                         && !self
                             .store
-                            .use_policy(&grant.row.id, &crate::store::now())
+                            .use_grant(&grant.row.id, &crate::store::now())
                             .await?
                     {
                         continue;
@@ -175,207 +175,6 @@ impl Runtime {
             }
         }
         live
-    }
-
-    /// The user's policies that apply in this chat, compiled (from the cache); a stored one
-    /// that no longer compiles is skipped (and logged), never taken as "allow everything".
-    async fn user_policies(
-        &self,
-        user: &str,
-        agent: &str,
-        context_id: &str,
-    ) -> Result<Vec<Arc<UserPolicy>>> {
-        let rows = self
-            .store
-            .applicable_policies(user, agent, context_id)
-            .await?;
-        let compiled = self
-            .policies
-            .compile(rows)
-            .await
-            .map_err(AgentError::Internal)?;
-        Ok(compiled
-            .into_iter()
-            .filter_map(|entry| match entry {
-                CompiledPolicy::Ready(policy) => Some(policy),
-                CompiledPolicy::Broken { row, error } => {
-                    tracing::warn!(policy = %row.id, %error, "skipping a policy");
-                    None
-                }
-            })
-            .collect())
-    }
-
-    /// `POST /api/policies`: checks and stores a new policy of `user`.
-    pub async fn create_policy(&self, user: &str, new: NewPolicy) -> Result<Policy> {
-        let agent = self
-            .agent_by_key(&new.agent)
-            .ok_or_else(|| AgentError::AgentNotFound(new.agent.clone()))?;
-        if new.tool == ASK_USER {
-            return Err(AgentError::InvalidParams(format!(
-                "tool: {ASK_USER} asks you questions, which always wait for your answers; \
-                 a policy cannot answer them"
-            )));
-        }
-        let Some(tool) = agent.tools.get(&new.tool) else {
-            let names: Vec<String> = agent
-                .tools
-                .tools()
-                .into_iter()
-                .map(|tool| tool.spec.name)
-                .collect();
-            return Err(AgentError::InvalidParams(format!(
-                "tool: {:?} is not a tool of {} (its tools: {})",
-                new.tool,
-                new.agent,
-                names.join(", ")
-            )));
-        };
-        let scope = match (new.scope, &new.context_id) {
-            (WireScope::Chat, Some(context_id)) => {
-                let session = self.store.session(context_id).await?;
-                if !session
-                    .is_some_and(|session| session.user_id == user && session.agent == new.agent)
-                {
-                    return Err(AgentError::InvalidParams(format!(
-                        "context_id: {context_id} is not one of your chats with {}",
-                        new.agent
-                    )));
-                }
-                PolicyScope::Chat
-            }
-            (WireScope::Chat, None) => {
-                return Err(AgentError::InvalidParams(
-                    "context_id: a chat policy names its chat".into(),
-                ))
-            }
-            (WireScope::Agent, None) => PolicyScope::Agent,
-            (WireScope::Agent, Some(_)) => {
-                return Err(AgentError::InvalidParams(
-                    "context_id: an agent policy applies to every chat; leave context_id out"
-                        .into(),
-                ))
-            }
-        };
-        let args = match &new.args {
-            Some(args) => {
-                if let Some(known) = tool
-                    .spec
-                    .input_schema
-                    .get("properties")
-                    .and_then(Value::as_object)
-                {
-                    if let Some(unknown) = args.keys().find(|name| !known.contains_key(*name)) {
-                        return Err(AgentError::InvalidParams(format!(
-                            "args.{unknown}: {} has no argument {unknown:?}",
-                            new.tool
-                        )));
-                    }
-                }
-                Some(
-                    serde_json::to_value(args)
-                        .map_err(|err| AgentError::Internal(err.to_string()))?,
-                )
-            }
-            None => None,
-        };
-        // A time-boxed grant: for one hour, for N uses, or both (whichever ends first).
-        if new.uses == Some(0) {
-            return Err(AgentError::InvalidParams(
-                "uses: a grant for 0 calls approves nothing; leave uses out for any number".into(),
-            ));
-        }
-        let expires_at = match new.expires_in_secs {
-            Some(0) => {
-                return Err(AgentError::InvalidParams(
-                    "expires_in_secs: a grant that ends now approves nothing; leave it out \
-                     for a grant until revoked"
-                        .into(),
-                ))
-            }
-            Some(secs) => {
-                let secs = i64::try_from(secs)
-                    .ok()
-                    .filter(|secs| *secs <= MAX_GRANT_SECS);
-                let Some(secs) = secs else {
-                    return Err(AgentError::InvalidParams(format!(
-                        "expires_in_secs: at most {MAX_GRANT_SECS} (a year); leave it out for \
-                         a grant until revoked"
-                    )));
-                };
-                Some(
-                    (chrono::Utc::now() + chrono::Duration::seconds(secs))
-                        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-                )
-            }
-            None => None,
-        };
-        let row = PolicyRow {
-            id: view::new_id(),
-            user_id: user.to_owned(),
-            agent: new.agent.clone(),
-            tool: new.tool.clone(),
-            scope,
-            context_id: new.context_id.clone(),
-            args,
-            created_by: user.to_owned(),
-            created_at: crate::store::now(),
-            revoked_at: None,
-            expires_at,
-            uses_left: new.uses.map(i64::from),
-        };
-        // Off the async workers: a matcher compiles within its size limits, but not for free.
-        let policy = tokio::task::spawn_blocking(move || UserPolicy::compile(row))
-            .await
-            .map_err(|err| AgentError::Internal(format!("compiling a policy: {err}")))?
-            .map_err(AgentError::InvalidParams)?;
-        let cap = self.limits.max_policies_per_user;
-        match self.store.insert_policy(policy.row.clone(), cap).await? {
-            PolicyInsert::Inserted => {}
-            PolicyInsert::AtCap => {
-                return Err(AgentError::InvalidParams(format!(
-                    "you have {cap} policies in force, the most one person may have \
-                     (--max-policies); revoke one you no longer need first"
-                )))
-            }
-            PolicyInsert::NoChat => {
-                return Err(AgentError::InvalidParams(format!(
-                    "context_id: {} was deleted",
-                    new.context_id.unwrap_or_default()
-                )))
-            }
-        }
-        tracing::info!(user, policy = %policy.row.id, summary = %policy.summary(), "policy created");
-        let rest = policy.to_rest();
-        self.policies
-            .remember(CompiledPolicy::Ready(Arc::new(policy)));
-        Ok(rest)
-    }
-
-    /// `GET /api/policies`: the user's policies in force (one stored before a limit it now
-    /// breaks says in its summary that it approves nothing, so its owner can revoke it).
-    pub async fn policies(&self, user: &str) -> Result<Vec<Policy>> {
-        let rows = self.store.policies(user).await?;
-        let compiled = self
-            .policies
-            .compile(rows)
-            .await
-            .map_err(AgentError::Internal)?;
-        Ok(compiled.iter().map(CompiledPolicy::to_rest).collect())
-    }
-
-    /// `DELETE /api/policies/{id}`: revokes one of the user's policies.
-    pub async fn revoke_policy(&self, user: &str, id: &str) -> Result<()> {
-        if !self
-            .store
-            .revoke_policy(user, id, &crate::store::now())
-            .await?
-        {
-            return Err(AgentError::PolicyNotFound(id.to_owned()));
-        }
-        self.policies.forget(id);
-        tracing::info!(user, policy = %id, "policy revoked");
-        Ok(())
     }
 }
 

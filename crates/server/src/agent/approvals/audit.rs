@@ -1,8 +1,6 @@
 //! The audit trail: hashes of arguments, decision entries with each call's verdict and outcome,
 //! pending approvals and recent decisions.
 
-use serde_json::Value;
-use sha2::{Digest, Sha256};
 use signoff_protocol::hitl::question::answers_from_args;
 use signoff_protocol::hitl::RecordedDecision;
 use signoff_protocol::rest::{
@@ -11,7 +9,9 @@ use signoff_protocol::rest::{
 
 use crate::store::{BatchStepRow, CallRow, CallVote, Channel, StoreError, TaskRow, Verdict};
 
-use super::{Result, Runtime};
+use crate::agent::error::Result;
+
+use super::Approvals;
 
 /// Pending batches and audit entries as `GET /api/approvals` lists them: the REST contract's
 /// types (docs/rest.md, Approvals).
@@ -77,13 +77,7 @@ fn step_entries(steps: &[BatchStepRow], batch_id: i64) -> Vec<BatchStepEntry> {
         .collect()
 }
 
-/// The sha256 of a JSON value (keys sorted, so equal arguments hash equally).
-pub fn args_sha256(args: &Value) -> String {
-    let digest = Sha256::digest(args.to_string().as_bytes());
-    digest.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
-impl Runtime {
+impl Approvals {
     // ---- approvals -------------------------------------------------------------------------
 
     pub async fn pending_approvals(&self, user: &str) -> Result<Vec<PendingApproval>> {
@@ -132,7 +126,7 @@ impl Runtime {
         Ok(out)
     }
 
-    pub(super) async fn audit(&self, row: &TaskRow) -> Result<Vec<AuditEntry>> {
+    pub async fn audit(&self, row: &TaskRow) -> Result<Vec<AuditEntry>> {
         let decisions = self.store.task_decisions(&row.id).await?;
         if decisions.is_empty() {
             return Ok(Vec::new());
@@ -154,7 +148,7 @@ impl Runtime {
     }
 
     /// For a subagent's task: the parent task and agent-tool call that started it.
-    async fn audit_parent(&self, task: &TaskRow) -> Result<Option<AuditParent>> {
+    pub async fn audit_parent(&self, task: &TaskRow) -> Result<Option<AuditParent>> {
         let link = self.store.subagent_parent(&task.id).await?;
         let mut parent = None;
         if let Some(link) = link {
@@ -175,7 +169,7 @@ impl Runtime {
 
     /// One audit row as the REST contract types it. A stored decision that fits no kind of
     /// decision is a corrupt row, as unknown column text is.
-    pub(super) fn audit_entry(
+    pub fn audit_entry(
         task: &TaskRow,
         decision: crate::store::DecisionRow,
         calls: &[crate::store::CallRow],

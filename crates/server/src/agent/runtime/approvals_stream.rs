@@ -24,8 +24,8 @@ use futures_util::stream::{self, Stream};
 use signoff_protocol::rest::{ApprovalDecided, ApprovalEvent, PendingApproval};
 use tokio::sync::watch;
 
-use super::quorum::Decider;
 use super::{Result, Runtime};
+use crate::agent::approvals::Decider;
 use crate::store::{ApprovalEventKind, ApprovalEventRow};
 
 /// The most events one read of the store takes.
@@ -184,7 +184,11 @@ impl Follow {
     /// `batch_id`): a reminder, an escalation or an extension sends the batch again with them.
     async fn mark(&self, batch: &mut PendingApproval, batch_id: i64) -> Result<()> {
         let steps = self.runtime.store.batch_steps(&batch.task_id).await?;
-        batch.ladder = self.runtime.batch_marks(batch, &steps, batch_id);
+        batch.ladder = self
+            .runtime
+            .approvals
+            .approvers()
+            .batch_marks(batch, &steps, batch_id);
         Ok(())
     }
 

@@ -1,5 +1,6 @@
-//! The approval gate: new messages (a message to an existing task goes to `decide`), cancel,
-//! and waiting for a decided batch.
+//! What comes in to the runtime: new messages (a message to an existing task goes to
+//! `decide`), a person's cancel, and a REST decider's wait for the calls it decided. The checks
+//! of a model's calls are `screening`'s.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,10 +17,11 @@ use crate::store::{
     PushConfigRow, StoreError, TaskRow, Verdict as StoredVerdict,
 };
 
-use super::decide::{DecisionInput, PlannedDecision};
+use super::decide::PlannedDecision;
 use super::runner::RunnerStart;
 use super::transcript::*;
 use super::{Accepted, Agent, AgentError, Decider, LoggedEvent, Result, Runtime};
+use crate::agent::approvals::Actor;
 
 /// The longest id a client may choose for a message or a session (a UUID has 36 bytes).
 const MAX_ID_BYTES: usize = 256;
@@ -198,7 +200,7 @@ impl Runtime {
 
     /// Cancels a task in any non-terminal state; a paused one's calls are dropped unrun and the
     /// cancellation is audited as `who`'s. A subagent's task is canceled through its parent.
-    pub async fn cancel(self: &Arc<Self>, who: &Decider, task_id: &str) -> Result<Task> {
+    pub(super) async fn cancel(self: &Arc<Self>, who: &Decider, task_id: &str) -> Result<Task> {
         self.owned_live_task(&who.subject, task_id).await?;
         if let Some(link) = self.driving_parent(task_id).await? {
             return Err(AgentError::NotCancelable {
@@ -262,7 +264,7 @@ impl Runtime {
                 })
                 .collect();
             let planned = PlannedDecision {
-                by: DecisionInput {
+                by: Actor {
                     channel: Channel::Cancel,
                     decider: who.clone(),
                     auth: who.auth,

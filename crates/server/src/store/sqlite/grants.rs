@@ -6,7 +6,7 @@ use rusqlite::params;
 
 use super::rows::json_text;
 use super::tasks::collect;
-use super::{PolicyInsert, PolicyRow, PolicyScope, ReplayCall, Result, Sqlite};
+use super::{GrantInsert, GrantRow, GrantScope, ReplayCall, Result, Sqlite};
 use crate::store::columns::*;
 
 /// A policy in force: not revoked, not expired at `?2`, not used up.
@@ -21,15 +21,15 @@ const USE_POLICY: &str = "UPDATE policies SET uses_left = uses_left - 1
 impl Sqlite {
     /// Stores a new policy unless its user has `cap` in force or its chat is gone (one writer:
     /// the checks and the insert are one step).
-    pub async fn insert_policy(&self, policy: PolicyRow, cap: usize) -> Result<PolicyInsert> {
+    pub async fn insert_grant(&self, policy: GrantRow, cap: usize) -> Result<GrantInsert> {
         let cap = i64::try_from(cap).unwrap_or(i64::MAX);
         self.write(move |connection| {
-            if let (PolicyScope::Chat, Some(context_id)) = (policy.scope, &policy.context_id) {
+            if let (GrantScope::Chat, Some(context_id)) = (policy.scope, &policy.context_id) {
                 let chat = connection
                     .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
                     .exists([context_id])?;
                 if !chat {
-                    return Ok(PolicyInsert::NoChat);
+                    return Ok(GrantInsert::NoChat);
                 }
             }
             let in_force: i64 = connection
@@ -40,7 +40,7 @@ impl Sqlite {
                     row.get(0)
                 })?;
             if in_force >= cap {
-                return Ok(PolicyInsert::AtCap);
+                return Ok(GrantInsert::AtCap);
             }
             connection
                 .prepare_cached(
@@ -61,7 +61,7 @@ impl Sqlite {
                     policy.expires_at,
                     policy.uses_left
                 ])?;
-            Ok(PolicyInsert::Inserted)
+            Ok(GrantInsert::Inserted)
         })
         .await
     }
@@ -75,25 +75,25 @@ impl Sqlite {
     }
 
     /// A user's policies in force, oldest first.
-    pub async fn policies(&self, user_id: &str) -> Result<Vec<PolicyRow>> {
+    pub async fn grants(&self, user_id: &str) -> Result<Vec<GrantRow>> {
         self.read(|connection| {
             let mut statement = connection.prepare_cached(&format!(
                 "{POLICY_SELECT} WHERE user_id = ?1 AND {IN_FORCE} ORDER BY created_at, id"
             ))?;
             let rows = statement.query(params![user_id, crate::store::now()])?;
-            let policies = collect(rows, |row| policy_from_row(row))?;
+            let policies = collect(rows, |row| grant_from_row(row))?;
             Ok(policies)
         })
     }
 
     /// The policies in force that may approve a call of `agent` in chat `context_id` for
     /// `user_id`: the agent's, and the chat's. Read for every call, so a revoke counts at once.
-    pub async fn applicable_policies(
+    pub async fn applicable_grants(
         &self,
         user_id: &str,
         agent: &str,
         context_id: &str,
-    ) -> Result<Vec<PolicyRow>> {
+    ) -> Result<Vec<GrantRow>> {
         self.read(|connection| {
             let mut statement = connection.prepare_cached(&format!(
                 "{POLICY_SELECT} WHERE user_id = ?1 AND agent = ?2
@@ -105,19 +105,19 @@ impl Sqlite {
             let rows = statement.query(params![
                 user_id,
                 agent,
-                PolicyScope::Agent.as_str(),
-                PolicyScope::Chat.as_str(),
+                GrantScope::Agent.as_str(),
+                GrantScope::Chat.as_str(),
                 context_id,
                 crate::store::now()
             ])?;
-            let policies = collect(rows, |row| policy_from_row(row))?;
+            let policies = collect(rows, |row| grant_from_row(row))?;
             Ok(policies)
         })
     }
 
     /// Uses grant `id` once, if it is still in force at `now`: a grant with uses left loses one
     /// in the same statement that checks it, so racing calls cannot spend more than it has.
-    pub async fn use_policy(&self, id: &str, now: &str) -> Result<bool> {
+    pub async fn use_grant(&self, id: &str, now: &str) -> Result<bool> {
         let (id, now) = (id.to_owned(), now.to_owned());
         self.write(move |connection| {
             let changed = connection
@@ -129,7 +129,7 @@ impl Sqlite {
     }
 
     /// Revokes `user_id`'s policy `id`; whether it was in force.
-    pub async fn revoke_policy(&self, user_id: &str, id: &str, now: &str) -> Result<bool> {
+    pub async fn revoke_grant(&self, user_id: &str, id: &str, now: &str) -> Result<bool> {
         let (user_id, id, now) = (user_id.to_owned(), id.to_owned(), now.to_owned());
         self.write(move |connection| {
             let changed = connection

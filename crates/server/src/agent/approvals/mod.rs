@@ -1,0 +1,105 @@
+//! The approval workflow's own vocabulary and rules, below the runtime (which holds one
+//! [`Approvals`] and drives the store writes): who acts ([`Actor`]: the person, how they signed
+//! in, through which [`Channel`]), what they do ([`Command`], a closed set), who may approve a
+//! call (`eligibility`, the one answer), and how a person's decision counts against a batch's
+//! votes (`plan`, pure: it runs inside the decision's store write). Nothing here imports the
+//! runtime, so the runtime may use all of it without a cycle.
+
+mod audit;
+mod deadline;
+mod eligibility;
+mod ladder;
+mod plan;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use signoff_protocol::hitl::{ActionRequest, Decision};
+use signoff_protocol::rest::DeciderAuth;
+
+use crate::agent::policy::AgentApprovals;
+use crate::store::{BatchRow, Store};
+
+pub use crate::store::Channel;
+pub use audit::{AuditCall, AuditEntry, AuditParent, PendingApproval};
+pub use deadline::{deadline_for, expired_after, SOME_TIMEOUT};
+pub use eligibility::{approvers_by, handed_over_to, no_stricter, Approvers, Decider, REQUESTER};
+pub use ladder::{first_deadline, BatchLadder};
+pub use plan::{
+    call_verdicts, person_decision, plan, working_event, Count, PlannedDecision, Tally,
+};
+
+/// Who acts on a batch, and through which channel: the explicit input every write of the
+/// workflow carries. A rule of who may act looks at this, never at ambient state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    pub channel: Channel,
+    /// The person on whose authority the batch is acted on: the person who acts (with the
+    /// email and groups the agents file's `approvers` may name), or the task's owner for whom a
+    /// cancel or an expiry decided.
+    pub decider: Decider,
+    /// How the person who acts was authenticated (the request's [`Decider::auth`], or a
+    /// decision link); `None` when no request acts.
+    pub auth: Option<DeciderAuth>,
+}
+
+/// What an [`Actor`] does to a task's pending batch: the closed set of the workflow's writes.
+/// Every channel reads its input into one of these (a decision into the protocol's
+/// [`Decision`]) before anything is checked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// A person's decision on the batch's calls.
+    Decide(Decision),
+    /// The batch handed over to `to` (an approver entry), with a note for them.
+    HandOver { to: String, note: Option<String> },
+    /// The batch's deadline pushed back `by` (a duration such as `15m`).
+    Extend { by: String, note: Option<String> },
+    /// The ladder's reminder of a waiting batch.
+    Remind,
+    /// The ladder's escalation of a waiting batch.
+    Escalate,
+    /// The batch's deadline passed unanswered.
+    Expire,
+    /// The task's owner canceled the task while its batch waited.
+    Cancel,
+}
+
+/// The approval workflow, held by the runtime: who may approve each agent's calls
+/// ([`Approvers`]), and the store the audit reads.
+pub struct Approvals {
+    store: Store,
+    approvers: Approvers,
+}
+
+impl Approvals {
+    /// The workflow of these agents (`namespace/name` and its approval settings) on `store`.
+    pub fn new(
+        store: Store,
+        agents: impl IntoIterator<Item = (String, AgentApprovals)>,
+    ) -> Approvals {
+        Approvals {
+            store,
+            approvers: Approvers::new(agents),
+        }
+    }
+
+    /// Who may approve each call: the one answer (`eligibility`).
+    pub fn approvers(&self) -> &Approvers {
+        &self.approvers
+    }
+}
+
+/// The sha256 of a JSON value (keys sorted, so equal arguments hash equally): what a vote
+/// approved, so an edit voids the approvals of other arguments.
+pub fn args_sha256(args: &Value) -> String {
+    let digest = Sha256::digest(args.to_string().as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// The action requests of a stored batch.
+pub fn batch_requests(batch: &BatchRow) -> Vec<ActionRequest> {
+    batch
+        .requests
+        .as_array()
+        .map(|items| items.iter().filter_map(ActionRequest::from_value).collect())
+        .unwrap_or_default()
+}

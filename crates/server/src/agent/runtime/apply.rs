@@ -1,0 +1,125 @@
+//! The approval workflow's one write entry for requests: [`Runtime::apply`] takes who acts
+//! (`approvals::Actor`: the person, how they signed in, the channel) and what they do
+//! (`approvals::Command`, read from the request first: a decision into the protocol's typed
+//! `Decision`) on a task's pending batch, and goes to the one write of that command. The
+//! HTTP layer calls it for a REST decision, a hand-over, an extension and a cancel; the
+//! reminders, escalations and expiries are the server's own sweep's (`ladder`, `expiry`).
+
+use std::sync::Arc;
+
+use signoff_protocol::rest::{CallQuorum, DeadlineExtended};
+use signoff_protocol::Task;
+
+use crate::agent::approvals::{Actor, Command};
+
+use super::{Accepted, AgentError, LadderEvent, Result, Runtime};
+
+/// What a command came to.
+#[derive(Debug)]
+pub enum Outcome {
+    /// A decision written: the message it is on the task (its runner started, if it decided
+    /// the batch), the batch it decided, and where each call stands when approvals left it
+    /// short of its quorum.
+    Decided {
+        accepted: Box<Accepted>,
+        batch_id: i64,
+        quorum: Option<Vec<CallQuorum>>,
+    },
+    HandedOver(LadderEvent),
+    Extended(DeadlineExtended),
+    /// The task as canceled.
+    Canceled(Box<Task>),
+}
+
+impl Runtime {
+    /// THE write entry of the approval workflow for a request: `actor` does `command` to task
+    /// `task_id`'s pending batch. Each command keeps its own checks (who may, in what state),
+    /// made inside its write.
+    pub async fn apply(
+        self: &Arc<Self>,
+        task_id: &str,
+        actor: &Actor,
+        command: Command,
+    ) -> Result<Outcome> {
+        let who = &actor.decider;
+        match command {
+            Command::Decide(decision) => {
+                let (accepted, batch_id, quorum) =
+                    self.decide_rest(who, task_id, &decision).await?;
+                Ok(Outcome::Decided {
+                    accepted: Box::new(accepted),
+                    batch_id,
+                    quorum,
+                })
+            }
+            Command::HandOver { to, note } => Ok(Outcome::HandedOver(
+                self.hand_over(who, task_id, &to, note).await?,
+            )),
+            Command::Extend { by, note } => Ok(Outcome::Extended(
+                self.extend_deadline(who, task_id, &by, note).await?,
+            )),
+            Command::Cancel => Ok(Outcome::Canceled(Box::new(
+                self.cancel(who, task_id).await?,
+            ))),
+            // Due steps of the deadline ladder: no request may take them early.
+            Command::Remind | Command::Escalate | Command::Expire => {
+                Err(AgentError::InvalidParams(
+                    "reminders, escalations and expiries are the server's own, when they are due"
+                        .to_owned(),
+                ))
+            }
+        }
+    }
+}
+
+impl Outcome {
+    /// A decision's outcome: the accepted message, the batch decided, where each call stands
+    /// when approvals left it short of its quorum.
+    pub fn into_decided(self) -> Result<(Accepted, i64, Option<Vec<CallQuorum>>)> {
+        match self {
+            Outcome::Decided {
+                accepted,
+                batch_id,
+                quorum,
+            } => Ok((*accepted, batch_id, quorum)),
+            other @ (Outcome::HandedOver(_) | Outcome::Extended(_) | Outcome::Canceled(_)) => {
+                Err(unexpected(&other))
+            }
+        }
+    }
+
+    /// A hand-over's outcome.
+    pub fn into_handed_over(self) -> Result<LadderEvent> {
+        match self {
+            Outcome::HandedOver(event) => Ok(event),
+            other @ (Outcome::Decided { .. } | Outcome::Extended(_) | Outcome::Canceled(_)) => {
+                Err(unexpected(&other))
+            }
+        }
+    }
+
+    /// An extension's outcome: the new deadline.
+    pub fn into_extended(self) -> Result<DeadlineExtended> {
+        match self {
+            Outcome::Extended(extended) => Ok(extended),
+            other @ (Outcome::Decided { .. } | Outcome::HandedOver(_) | Outcome::Canceled(_)) => {
+                Err(unexpected(&other))
+            }
+        }
+    }
+
+    /// A cancel's outcome: the task as canceled.
+    pub fn into_canceled(self) -> Result<Task> {
+        match self {
+            Outcome::Canceled(task) => Ok(*task),
+            other @ (Outcome::Decided { .. } | Outcome::HandedOver(_) | Outcome::Extended(_)) => {
+                Err(unexpected(&other))
+            }
+        }
+    }
+}
+
+/// Each command comes to its own kind of outcome: another is a bug, said as such.
+fn unexpected(outcome: &Outcome) -> AgentError {
+    AgentError::Internal(format!("a command came to another outcome: {outcome:?}"))
+}
