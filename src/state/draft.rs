@@ -563,7 +563,7 @@ mod tests {
         assert_eq!(
             data(&decision, Dialect::Native),
             json!({"decision_type": "batch",
-                   "decisions": {"call_1": "approve", "call_2": "reject"},
+                   "decisions": {"call_1": "approve", "call_2": "deny"},
                    "rejection_reasons": {"call_2": "not that file"}})
         );
         assert_eq!(after.undecided(&batch), 0);
