@@ -22,7 +22,6 @@ pub fn Composer() -> impl IntoView {
     // task yet (nothing can be sent then; Send and Enter wait) would take the focus from the
     // person typing their next words.
     let disabled = move || loading.get();
-    let waiting = move || effect.with(|effect| *effect == SendEffect::Wait);
     // Once the person starts writing in a loaded chat, the chunks of the cards and of Stop come
     // while the page is idle: the first call an agent makes (after a send), the Reject or Edit
     // a person clicks on it, and Stop while the agent works never wait for a fetch, and a chat
@@ -102,7 +101,6 @@ pub fn Composer() -> impl IntoView {
                     aria-label="Send message"
                     disabled=move || {
                         disabled()
-                            || waiting()
                             || !effect.with(SendEffect::can_send)
                             || ctl.composer.with(|text| text.trim().is_empty())
                     }

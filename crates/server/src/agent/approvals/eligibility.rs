@@ -266,7 +266,7 @@ impl Approvers {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn approvers(entries: &[&str], requester_may_approve: bool, quorum: u32) -> CallApprovers {
@@ -282,7 +282,12 @@ mod tests {
         }
     }
 
-    fn person(subject: &str, email: Option<&str>, groups: &[&str]) -> Decider {
+    /// A person for tests: a subject, maybe a verified email, and groups.
+    pub(in crate::agent::approvals) fn person(
+        subject: &str,
+        email: Option<&str>,
+        groups: &[&str],
+    ) -> Decider {
         Decider {
             subject: subject.to_owned(),
             email: email.map(str::to_owned),

@@ -418,16 +418,7 @@ fn short_of_quorum(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::agent::approvals::Decider;
-
-    fn person(subject: &str, email: Option<&str>, groups: &[&str]) -> Decider {
-        Decider {
-            subject: subject.to_owned(),
-            email: email.map(str::to_owned),
-            groups: groups.iter().map(|group| (*group).to_owned()).collect(),
-            auth: None,
-        }
-    }
+    use crate::agent::approvals::eligibility::tests::person;
 
     #[test]
     fn one_person_by_subject_or_verified_email_counts_once() {
