@@ -589,9 +589,9 @@ forward! {
     /// The deadlines of these tasks' pending batches.
     pub async fn pending_deadlines_of(&self, task_ids: &[String]) -> Result<Vec<Deadline>>;
 
-    /// The state and deadline of a task's latest batch, to tell a late decision why it came
-    /// too late.
-    pub async fn last_batch(&self, task_id: &str) -> Result<Option<(BatchState, Option<String>)>>;
+    /// A task's latest batch, whatever its state (without its votes or hand-overs), to tell a
+    /// late decision why it came too late.
+    pub async fn last_batch(&self, task_id: &str) -> Result<Option<BatchRow>>;
 }
 
 // Policies.

@@ -182,9 +182,17 @@ async fn a_two_person_rule_with_a_quorum_of_two_runs_the_call_once_two_others_ap
         std::fs::read_to_string(app.sandbox().join("two.txt")).unwrap(),
         "hi"
     );
-    // Dave may approve no call of the task now and voted on none: it is not his to see.
-    let (status, _) = decide_rest(&app, Some("dave-token"), &task, approve.clone()).await;
-    assert_eq!(status, 404, "the batch was decided without him");
+    // Dave could approve it a moment ago: he is told he came too late, as a racing approver
+    // is. Erin never could: for her the task still does not exist.
+    let (status, body) = decide_rest(&app, Some("dave-token"), &task, approve.clone()).await;
+    assert_eq!(status, 409, "the batch was decided without him: {body}");
+    assert_eq!(
+        body["error"],
+        format!("the approval request of task {task} was already decided")
+    );
+    let (status, body) = decide_rest(&app, Some("erin-token"), &task, approve.clone()).await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["error"], format!("task {task} not found"));
     // Bob voted on it: he sees it, and that it waits for no decision.
     let (status, _) = decide_rest(&app, Some("bob-token"), &task, approve).await;
     assert_eq!(status, 409, "the batch was decided");

@@ -195,6 +195,7 @@ impl Runtime {
         message: Message,
     ) -> Result<Accepted> {
         let runtime = self.clone();
+        let approver = who.clone();
         let (who, agent_key, id) = (who.clone(), agent.key(), task_id.to_owned());
         let driven_by = self.driving_parent(task_id).await?;
         let voted = self.store.voted_on(task_id, &who.subject).await?;
@@ -285,7 +286,7 @@ impl Runtime {
                 Ok((Some(planned), Continuation::Decided { reply_message_id }))
             })
             .await;
-        match self.or_expired(task_id, applied).await? {
+        match self.or_expired(task_id, Some(&approver), applied).await? {
             (Some(applied), _) if applied.quorum.is_some() => Ok(recorded(task_id, applied)),
             (Some(applied), Continuation::Decided { reply_message_id }) => {
                 Ok(self.decided(task_id, applied, reply_message_id))
@@ -326,6 +327,7 @@ impl Runtime {
         count: Count,
     ) -> Result<(Accepted, i64, Option<Vec<CallQuorum>>)> {
         let runtime = self.clone();
+        let approver = who.clone();
         let (who, id, decision) = (who.clone(), task_id.to_owned(), decision.clone());
         let voted = self.store.voted_on(task_id, &who.subject).await?;
         let applied = self
@@ -360,7 +362,7 @@ impl Runtime {
                 Ok((Some(planned), batch.id))
             })
             .await;
-        match self.or_expired(task_id, applied).await? {
+        match self.or_expired(task_id, Some(&approver), applied).await? {
             (Some(applied), batch_id) if applied.quorum.is_some() => {
                 let quorum = applied.quorum.clone();
                 Ok((recorded(task_id, applied), batch_id, quorum))

@@ -11,7 +11,9 @@ use signoff_protocol::{Part, TaskState};
 
 use crate::agent::config::OnTimeout;
 use crate::agent::view;
-use crate::store::{BatchState, CallRow, CallStatus, CallVerdict, Channel, Verdict};
+use crate::store::{
+    handed_to, BatchRow, BatchState, CallRow, CallStatus, CallVerdict, Channel, Verdict,
+};
 
 use super::decide::PlannedDecision;
 use super::runner::RunnerStart;
@@ -263,28 +265,79 @@ impl Runtime {
     }
 
     /// A decision's outcome, with a "no batch waits" error (the task ended, or works, or its
-    /// batch is gone) told as an expiry when the task's last batch expired.
-    pub(super) async fn or_expired<T>(&self, task_id: &str, outcome: Result<T>) -> Result<T> {
+    /// batch is gone) told as an expiry when the task's last batch expired. Someone who was not
+    /// found only because the batch they may approve was decided a moment ago (`who`, late to a
+    /// quorum) is told that instead: they could read it until then.
+    pub(super) async fn or_expired<T>(
+        &self,
+        task_id: &str,
+        who: Option<&Decider>,
+        outcome: Result<T>,
+    ) -> Result<T> {
         match outcome {
             Err(err @ (AgentError::Terminal(_) | AgentError::NotPaused(_))) => {
-                Err(self.late_decision(task_id, err).await)
+                Err(self.late_decision(task_id, None, err).await)
             }
+            Err(AgentError::TaskNotFound(id)) => match who {
+                Some(who) => Err(self
+                    .late_decision(task_id, Some(who), AgentError::TaskNotFound(id))
+                    .await),
+                None => Err(AgentError::TaskNotFound(id)),
+            },
             other => other,
         }
     }
 
     /// The error for a decision that found no pending batch: if the task's last batch expired,
-    /// one that says so (REST answers it 409, A2A -32602); else `otherwise`.
-    async fn late_decision(&self, task_id: &str, otherwise: AgentError) -> AgentError {
-        match self.store.last_batch(task_id).await {
-            Ok(Some((BatchState::Expired, expires_at))) => AgentError::NotPaused(format!(
+    /// one that says so (REST answers it 409, A2A -32602); if `approver` (not found otherwise)
+    /// could approve that batch before it was decided, that it was; else `otherwise`.
+    async fn late_decision(
+        &self,
+        task_id: &str,
+        approver: Option<&Decider>,
+        otherwise: AgentError,
+    ) -> AgentError {
+        let last = match self.store.last_batch(task_id).await {
+            Ok(last) => last,
+            Err(err) => return err.into(),
+        };
+        let Some(batch) = last.filter(|batch| batch.state != BatchState::Pending) else {
+            return otherwise;
+        };
+        if let Some(who) = approver {
+            return match self.could_approve(task_id, &batch, who).await {
+                Ok(true) => AgentError::NotPaused(format!(
+                    "the approval request of task {task_id} was already decided"
+                )),
+                Ok(false) => otherwise,
+                Err(err) => err,
+            };
+        }
+        match batch.state {
+            BatchState::Expired => AgentError::NotPaused(format!(
                 "the approval request of task {task_id} expired unanswered at {}; it takes \
                  no decision any more",
-                expires_at.as_deref().unwrap_or("its deadline")
+                batch.expires_at.as_deref().unwrap_or("its deadline")
             )),
-            Ok(Some(_) | None) => otherwise,
-            Err(err) => err.into(),
+            BatchState::Pending | BatchState::Decided | BatchState::Canceled => otherwise,
         }
+    }
+
+    /// Whether `who` could approve a call of `batch` (or a hand-over of it named them) while
+    /// it waited.
+    async fn could_approve(&self, task_id: &str, batch: &BatchRow, who: &Decider) -> Result<bool> {
+        let Some(row) = self.store.task(task_id).await? else {
+            return Ok(false);
+        };
+        let steps = self.store.batch_steps(task_id).await?;
+        let handed = handed_to(&steps, batch.id);
+        Ok(approvals::handed_over_to(&handed, who)
+            || self.approvals.approvers().eligible_for_batch(
+                &row,
+                &batch_requests(batch),
+                &handed,
+                who,
+            ))
     }
 }
 

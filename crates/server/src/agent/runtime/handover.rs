@@ -174,7 +174,7 @@ impl Runtime {
         let err = AgentError::NotPaused(format!(
             "task {task_id} waits for no decision: its batch was decided"
         ));
-        match self.or_expired::<()>(task_id, Err(err)).await {
+        match self.or_expired::<()>(task_id, None, Err(err)).await {
             Err(err) => err,
             Ok(()) => AgentError::Internal("a refusal that was not one".into()),
         }

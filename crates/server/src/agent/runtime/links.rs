@@ -372,7 +372,7 @@ impl Runtime {
                 Ok((Some(planned), ()))
             })
             .await;
-        match self.or_expired(&link.task_id, applied).await? {
+        match self.or_expired(&link.task_id, None, applied).await? {
             (Some(applied), ()) => {
                 // An approval short of the batch's quorum leaves it waiting: nothing runs yet.
                 if applied.quorum.is_none() {

@@ -1,12 +1,10 @@
 //! Approval deadlines and people's "always allow" policies. (The audit of calls decided without
 //! asking is written with the calls, by the shared commit in `store::write`.)
 
-use sqlx::Row;
-
 use super::rows::json_text;
 use super::tasks::map_rows;
 use super::{
-    BatchState, Deadline, GrantInsert, GrantRow, GrantScope, Postgres, ReplayCall, Result,
+    BatchRow, BatchState, Deadline, GrantInsert, GrantRow, GrantScope, Postgres, ReplayCall, Result,
 };
 use crate::store::columns::*;
 
@@ -39,18 +37,14 @@ impl Postgres {
         map_rows(rows, deadline_from_row)
     }
 
-    pub async fn last_batch(&self, task_id: &str) -> Result<Option<(BatchState, Option<String>)>> {
-        let row = sqlx::query(
-            "SELECT state, expires_at FROM batches WHERE task_id = $1 ORDER BY id DESC LIMIT 1",
-        )
+    pub async fn last_batch(&self, task_id: &str) -> Result<Option<BatchRow>> {
+        let row = sqlx::query(&format!(
+            "{BATCH_SELECT} WHERE task_id = $1 ORDER BY id DESC LIMIT 1"
+        ))
         .bind(task_id)
         .fetch_optional(&self.pool)
         .await?;
-        row.map(|row| {
-            let state: String = row.try_get(0)?;
-            Ok((BatchState::parse(&state)?, row.try_get(1)?))
-        })
-        .transpose()
+        row.as_ref().map(batch_from_row).transpose()
     }
 
     /// Stores a new policy unless its user has `cap` in force or its chat is gone. The user's

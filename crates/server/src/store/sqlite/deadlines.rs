@@ -2,10 +2,8 @@
 //! batch (written by the commit that opens it), so a restart finds every one; expiring is the
 //! decision compare-and-set (`Store::decide`), so it happens at most once.
 
-use rusqlite::OptionalExtension;
-
 use super::tasks::collect;
-use super::{BatchState, Deadline, Result, Sqlite};
+use super::{BatchRow, Deadline, Result, Sqlite};
 use crate::store::columns::*;
 
 impl Sqlite {
@@ -37,20 +35,14 @@ impl Sqlite {
         })
     }
 
-    /// The state and deadline of a task's latest batch, to tell a late decision why it came
-    /// too late.
-    pub async fn last_batch(&self, task_id: &str) -> Result<Option<(BatchState, Option<String>)>> {
+    /// A task's latest batch, whatever its state, to tell a late decision why it came too late.
+    pub async fn last_batch(&self, task_id: &str) -> Result<Option<BatchRow>> {
         self.read(|connection| {
-            let found: Option<(String, Option<String>)> = connection
-                .prepare_cached(
-                    "SELECT state, expires_at FROM batches WHERE task_id = ?1
-                     ORDER BY id DESC LIMIT 1",
-                )?
-                .query_row([task_id], |row| Ok((row.get(0)?, row.get(1)?)))
-                .optional()?;
-            found
-                .map(|(state, expires_at)| Ok((BatchState::parse(&state)?, expires_at)))
-                .transpose()
+            let mut statement = connection.prepare_cached(&format!(
+                "{BATCH_SELECT} WHERE task_id = ?1 ORDER BY id DESC LIMIT 1"
+            ))?;
+            let rows = statement.query([task_id])?;
+            Ok(collect(rows, |row| batch_from_row(row))?.pop())
         })
     }
 }
