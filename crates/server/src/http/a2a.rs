@@ -493,28 +493,32 @@ async fn push_call(method: PushMethod, call: PushCall) -> RpcResponse {
     let outcome: Result<Result<Value, AgentError>, codec::DecodeError> = match method {
         PushMethod::Set => match codec::decode_push_set(version, &call.params) {
             Ok(config) => Ok(runtime
-                .set_push_config(user, agent, version, config)
+                .pushes()
+                .set(user, agent, version, config)
                 .await
                 .map(|stored| codec::encode_task_push_config(version, &stored))),
             Err(err) => Err(err),
         },
         PushMethod::Get => match query() {
             Ok(query) => Ok(runtime
-                .push_config(user, agent, &query)
+                .pushes()
+                .get(user, agent, &query)
                 .await
                 .map(|config| codec::encode_task_push_config(version, &config))),
             Err(err) => Err(err),
         },
         PushMethod::List => match query() {
             Ok(query) => Ok(runtime
-                .push_configs(user, agent, &query.task_id)
+                .pushes()
+                .list(user, agent, &query.task_id)
                 .await
                 .map(|configs| codec::encode_push_config_list(version, &configs))),
             Err(err) => Err(err),
         },
         PushMethod::Delete => match query() {
             Ok(query) => Ok(runtime
-                .delete_push_config(user, agent, &query)
+                .pushes()
+                .delete(user, agent, &query)
                 .await
                 .map(|()| Value::Null)),
             Err(err) => Err(err),

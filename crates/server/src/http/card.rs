@@ -156,7 +156,7 @@ pub async fn default_agent_card(
 /// `GET /.well-known/jwks.json`: the public key push notifications are signed with (docs/wire.md,
 /// Push notifications), for receivers to check a push's JWT.
 pub async fn jwks(State(state): State<AppState>) -> Response {
-    match state.runtime.push_jwks() {
+    match state.runtime.pushes().jwks() {
         Some(jwks) => (
             [
                 (header::CONTENT_TYPE, "application/json"),

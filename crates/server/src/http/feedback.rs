@@ -26,7 +26,7 @@ pub async fn give(
             HttpError::BadRequest(format!("invalid feedback: {path}: {inner}"))
         }
     })?;
-    let feedback = state.runtime.give_feedback(&user.0, new).await?;
+    let feedback = state.runtime.sharing().give_feedback(&user.0, new).await?;
     Ok((StatusCode::CREATED, Json(feedback)))
 }
 
@@ -35,6 +35,6 @@ pub async fn list(
     State(state): State<AppState>,
     user: User,
 ) -> Result<Json<FeedbackList>, HttpError> {
-    let feedback = state.runtime.feedback(&user.0).await?;
+    let feedback = state.runtime.sharing().feedback(&user.0).await?;
     Ok(Json(FeedbackList { feedback }))
 }

@@ -49,7 +49,7 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
     let Some(token) = share_token(request.uri().query()) else {
         return next.run(request).await;
     };
-    let grant = match state.runtime.share_grant(&token).await {
+    let grant = match state.runtime.sharing().grant(&token).await {
         Ok(grant) => grant,
         Err(err) => return HttpError::from(err).into_response(),
     };
@@ -70,7 +70,7 @@ pub async fn create(
     headers: HeaderMap,
     user: User,
 ) -> Result<(StatusCode, Json<NewShare>), HttpError> {
-    let share = state.runtime.create_share(&user.0, &id).await?;
+    let share = state.runtime.sharing().create(&user.0, &id).await?;
     let (namespace, agent) = share.agent.split_once('/').unwrap_or(("", &share.agent));
     let url = format!(
         "{}/agents/{}/{}/chat/{}?share={}",
@@ -96,7 +96,7 @@ pub async fn list(
     Path(id): Path<String>,
     user: User,
 ) -> Result<Json<ShareList>, HttpError> {
-    let shares = state.runtime.shares(&user.0, &id).await?;
+    let shares = state.runtime.sharing().list(&user.0, &id).await?;
     Ok(Json(ShareList { shares }))
 }
 
@@ -106,7 +106,11 @@ pub async fn revoke(
     Path((id, share_id)): Path<(String, String)>,
     user: User,
 ) -> Result<StatusCode, HttpError> {
-    state.runtime.revoke_share(&user.0, &id, &share_id).await?;
+    state
+        .runtime
+        .sharing()
+        .revoke(&user.0, &id, &share_id)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -84,7 +84,7 @@ impl Runtime {
             true => self.waiting_members(task_id).await,
             false => None,
         };
-        let pushes = self.pushes_on();
+        let pushes = self.pushes().on();
         let outcome: Result<(Option<i64>, Back<X>)> = self
             .store
             .decide_planned(task_id, move |row, batch| {

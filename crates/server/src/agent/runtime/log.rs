@@ -223,7 +223,7 @@ impl Runtime {
         let entered = commit.state;
         // The push receivers' rows go in this commit, so a push is never lost nor sent for a
         // state that did not commit.
-        commit.push |= self.pushes_on() && entered.is_some_and(super::push::pushed_state);
+        commit.push |= self.pushes().on() && entered.is_some_and(super::push::pushed_state);
         let pushes = commit.push;
         // A pause's notifications go in this commit too: the sender wakes for them as for
         // the pushes.

@@ -48,11 +48,12 @@ pub use handover::LadderEvent;
 pub use links::{BatchSummary, DecidedBy, IssuedLinks, LinkAction, LinkDecision, LinkState};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
 pub use people::Seen;
+pub use push::Pushes;
 pub use reads::Session;
 pub use relayed::{as_recorded, RelayedExchange};
 pub use relayed_access::{RelayedAsk, RelayedDecided};
 pub use runner::PendingRunner;
-pub use sharing::{CreatedShare, ShareGrant};
+pub use sharing::{CreatedShare, ShareGrant, Sharing};
 pub use streams::{Opening, TaskStream};
 
 use std::collections::HashMap;

@@ -85,7 +85,7 @@ impl Runtime {
 
     /// Starts the sender when a channel is configured or push notifications are on.
     pub(super) fn start_sender(self: &Arc<Self>) {
-        if !self.notifications.is_active() && !self.pushes_on() {
+        if !self.notifications.is_active() && !self.pushes().on() {
             return;
         }
         let runtime = self.clone();
@@ -147,7 +147,7 @@ impl Runtime {
     /// channel, [`crate::store::PUSH_CHANNEL`]).
     async fn send_one(&self, owner: &str, row: NotificationRow) {
         let attempt = match row.kind {
-            NotificationKind::Push => self.deliver_push(&row).await,
+            NotificationKind::Push => self.pushes().deliver(&row).await,
             NotificationKind::Pending
             | NotificationKind::Decided
             | NotificationKind::Canceled

@@ -181,7 +181,7 @@ impl Runtime {
         if !owner && tasks.is_empty() {
             return Err(AgentError::SessionNotFound(id.to_owned()));
         }
-        self.attach_feedback(id, &mut tasks).await?;
+        self.sharing().attach_feedback(id, &mut tasks).await?;
         let requested_by = (!owner).then(|| row.user_id.clone());
         let session = Session {
             id: row.id,

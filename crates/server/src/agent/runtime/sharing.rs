@@ -78,10 +78,24 @@ fn feedback_of(row: FeedbackRow) -> Result<Feedback> {
     })
 }
 
+/// Share links and feedback, read and written through the runtime's store: what
+/// [`Runtime::sharing`] lends.
+pub struct Sharing<'a> {
+    runtime: &'a Runtime,
+}
+
 impl Runtime {
+    /// A chat's share links and the feedback on its answers.
+    pub fn sharing(&self) -> Sharing<'_> {
+        Sharing { runtime: self }
+    }
+}
+
+impl Sharing<'_> {
     /// The session `id`, if `user` owns it; another user's is "not found" (docs/rest.md, Users).
     async fn owned_session(&self, user: &str, id: &str) -> Result<SessionRow> {
-        self.store
+        self.runtime
+            .store
             .session(id)
             .await?
             .filter(|row| row.user_id == user)
@@ -91,11 +105,12 @@ impl Runtime {
     // ---- share links -----------------------------------------------------------------------
 
     /// Makes a share link of `user`'s chat.
-    pub async fn create_share(&self, user: &str, context_id: &str) -> Result<CreatedShare> {
+    pub async fn create(&self, user: &str, context_id: &str) -> Result<CreatedShare> {
         let session = self.owned_session(user, context_id).await?;
         let token = new_token()?;
         let id = uuid::Uuid::new_v4().to_string();
-        self.store
+        self.runtime
+            .store
             .insert_share(ShareRow {
                 id: id.clone(),
                 context_id: session.id,
@@ -113,9 +128,10 @@ impl Runtime {
     }
 
     /// The live share links of `user`'s chat, oldest first.
-    pub async fn shares(&self, user: &str, context_id: &str) -> Result<Vec<Share>> {
+    pub async fn list(&self, user: &str, context_id: &str) -> Result<Vec<Share>> {
         self.owned_session(user, context_id).await?;
         Ok(self
+            .runtime
             .store
             .shares(context_id)
             .await?
@@ -128,9 +144,10 @@ impl Runtime {
     }
 
     /// Revokes a share link of `user`'s chat: its token reads nothing from now on.
-    pub async fn revoke_share(&self, user: &str, context_id: &str, id: &str) -> Result<()> {
+    pub async fn revoke(&self, user: &str, context_id: &str, id: &str) -> Result<()> {
         self.owned_session(user, context_id).await?;
         if !self
+            .runtime
             .store
             .revoke_share(context_id, id, &store::now())
             .await?
@@ -142,8 +159,9 @@ impl Runtime {
 
     /// What a share token grants; an unknown or revoked token (or one whose chat is gone) is
     /// [`AgentError::ShareNotFound`].
-    pub async fn share_grant(&self, token: &str) -> Result<ShareGrant> {
+    pub async fn grant(&self, token: &str) -> Result<ShareGrant> {
         let share = self
+            .runtime
             .store
             .live_share(&token_hash(token))
             .await?
@@ -161,6 +179,7 @@ impl Runtime {
     pub async fn give_feedback(&self, user: &str, new: NewFeedback) -> Result<Feedback> {
         self.owned_session(user, &new.context_id).await?;
         let task = self
+            .runtime
             .store
             .task(&new.task_id)
             .await?
@@ -177,15 +196,15 @@ impl Runtime {
             .map(|reason| reason.trim().to_owned())
             .filter(|reason| !reason.is_empty());
         if let Some(reason) = &reason {
-            if reason.len() > self.limits.max_reason_bytes {
+            if reason.len() > self.runtime.limits.max_reason_bytes {
                 return Err(AgentError::InvalidParams(format!(
                     "reason: {} bytes; the limit is {} bytes",
                     reason.len(),
-                    self.limits.max_reason_bytes
+                    self.runtime.limits.max_reason_bytes
                 )));
             }
         }
-        let (snapshot, _) = self.snapshot(&task.id, None).await?;
+        let (snapshot, _) = self.runtime.snapshot(&task.id, None).await?;
         let row = FeedbackRow {
             id: uuid::Uuid::new_v4().to_string(),
             user_id: user.to_owned(),
@@ -196,13 +215,14 @@ impl Runtime {
             reason,
             created_at: store::now(),
         };
-        self.store.insert_feedback(row.clone()).await?;
+        self.runtime.store.insert_feedback(row.clone()).await?;
         feedback_of(row)
     }
 
     /// `user`'s ratings, oldest first.
     pub async fn feedback(&self, user: &str) -> Result<Vec<Feedback>> {
-        self.store
+        self.runtime
+            .store
             .user_feedback(user)
             .await?
             .into_iter()
@@ -213,7 +233,7 @@ impl Runtime {
     /// Puts each task's ratings in its `metadata.signoff_feedback`, beside its audit trail,
     /// when a chat is read.
     pub(super) async fn attach_feedback(&self, context_id: &str, tasks: &mut [Task]) -> Result<()> {
-        let ratings = self.store.context_feedback(context_id).await?;
+        let ratings = self.runtime.store.context_feedback(context_id).await?;
         if ratings.is_empty() {
             return Ok(());
         }
