@@ -12,9 +12,10 @@ use crate::agent::notify::email::{self, DecisionLinks, EmailChannel};
 use crate::agent::notify::{payload, Recipient, RECIPIENT};
 use crate::store::{NotificationKind, NotificationRow};
 
-use super::{AgentError, IssuedLinks, Runtime};
+use super::notify::Sender;
+use super::{AgentError, IssuedLinks};
 
-impl Runtime {
+impl Sender {
     /// One attempt at an email notification: the message to its row's recipient. A row
     /// written before rows were per recipient goes to all of them, as it was then.
     pub(super) async fn deliver_email(
@@ -95,6 +96,7 @@ impl Runtime {
             return Ok(Some(address.clone()));
         }
         let listed = self
+            .runtime
             .store
             .person(person)
             .await
@@ -105,6 +107,7 @@ impl Runtime {
             return Ok(listed);
         }
         let known = self
+            .runtime
             .store
             .login_email(person)
             .await
@@ -122,8 +125,9 @@ impl Runtime {
         if row.kind != NotificationKind::Pending {
             return Ok(None);
         }
-        let ttl = self.limits.decision_link_ttl;
+        let ttl = self.runtime.limits.decision_link_ttl;
         let issued = self
+            .runtime
             .create_decision_links(person, &row.task_id, row.batch_id, ttl)
             .await;
         self.as_links(row, data, issued)
@@ -143,11 +147,13 @@ impl Runtime {
             return Ok(None);
         }
         let who = self
+            .runtime
             .directory_decider(id)
             .await
             .map_err(|err| format!("reading {id} in the directory: {err}"))?;
-        let ttl = self.limits.decision_link_ttl;
+        let ttl = self.runtime.limits.decision_link_ttl;
         let issued = self
+            .runtime
             .create_approver_links(&who, &row.task_id, row.batch_id, ttl)
             .await;
         self.as_links(row, data, issued)
@@ -163,7 +169,7 @@ impl Runtime {
     ) -> Result<Option<DecisionLinks>, String> {
         match issued {
             Ok(issued) => {
-                let base = self.notifications.public_url();
+                let base = self.runtime.notifications.public_url();
                 Ok(Some(DecisionLinks {
                     approve: issued.approve.map(|token| format!("{base}/decide/{token}")),
                     reject: format!("{base}/decide/{}", issued.reject),

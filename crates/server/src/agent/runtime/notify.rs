@@ -88,28 +88,44 @@ impl Runtime {
         if !self.notifications.is_active() && !self.pushes().on() {
             return;
         }
-        let runtime = self.clone();
-        self.tracker.spawn(async move { runtime.send_loop().await });
+        let sender = Sender {
+            runtime: self.clone(),
+        };
+        self.tracker.spawn(sender.run());
     }
 
+    /// The notifications that failed for good, most recent first (for an operator).
+    pub async fn failed_notifications(&self, limit: i64) -> Result<Vec<NotificationRow>> {
+        Ok(self.store.failed_notifications(limit).await?)
+    }
+}
+
+/// This replica's sender of the outbox (see the module's docs).
+#[derive(Clone)]
+pub(super) struct Sender {
+    pub(super) runtime: Arc<Runtime>,
+}
+
+impl Sender {
     /// Claims due rows while fewer than [`CONCURRENT`] deliveries run, and runs each on its
     /// own: a slow receiver holds one slot, never the others' notifications, and a freed slot
     /// is filled at once.
-    async fn send_loop(self: Arc<Self>) {
+    async fn run(self) {
         // A name of its own for the leases: a restarted process takes its old rows over as any
         // other replica would, once their lease lapses.
         let owner: Arc<str> = uuid::Uuid::new_v4().to_string().into();
-        let lease = self.notifications.delivery.lease().as_millis() as i64;
-        let poll = self.notifications.delivery.poll;
+        let lease = self.runtime.notifications.delivery.lease().as_millis() as i64;
+        let poll = self.runtime.notifications.delivery.poll;
         let mut running: JoinSet<()> = JoinSet::new();
         loop {
-            if self.shutdown.is_cancelled() {
+            if self.runtime.shutdown.is_cancelled() {
                 break;
             }
             let free = CONCURRENT.saturating_sub(running.len()) as i64;
             let mut claimed = 0;
             if free > 0 {
                 let rows = match self
+                    .runtime
                     .store
                     .claim_notifications(&owner, now_ms(), lease, free.min(CLAIM))
                     .await
@@ -122,16 +138,16 @@ impl Runtime {
                 };
                 claimed = rows.len() as i64;
                 for row in rows {
-                    let (runtime, owner) = (self.clone(), owner.clone());
-                    running.spawn(async move { runtime.send_one(&owner, row).await });
+                    let (sender, owner) = (self.clone(), owner.clone());
+                    running.spawn(async move { sender.send_one(&owner, row).await });
                 }
             }
             // Every slot taken, or nothing more is due: wait for a slot, new rows or a tick.
             if free == 0 || claimed < free.min(CLAIM) {
                 tokio::select! {
-                    _ = self.shutdown.cancelled() => break,
+                    _ = self.runtime.shutdown.cancelled() => break,
                     Some(_) = running.join_next(), if !running.is_empty() => {}
-                    _ = self.outbox_wake.notified() => tokio::time::sleep(SETTLE).await,
+                    _ = self.runtime.outbox_wake.notified() => tokio::time::sleep(SETTLE).await,
                     _ = tokio::time::sleep(poll) => {}
                 }
             }
@@ -147,7 +163,7 @@ impl Runtime {
     /// channel, [`crate::store::PUSH_CHANNEL`]).
     async fn send_one(&self, owner: &str, row: NotificationRow) {
         let attempt = match row.kind {
-            NotificationKind::Push => self.pushes().deliver(&row).await,
+            NotificationKind::Push => self.runtime.pushes().deliver(&row).await,
             NotificationKind::Pending
             | NotificationKind::Decided
             | NotificationKind::Canceled
@@ -155,9 +171,9 @@ impl Runtime {
             | NotificationKind::Reminded
             | NotificationKind::Escalated
             | NotificationKind::Extended => {
-                let sent = match self.notifications.email(&row.channel) {
+                let sent = match self.runtime.notifications.email(&row.channel) {
                     Some(email) => self.deliver_email(&email, &row).await,
-                    None => self.notifications.deliver(&row).await,
+                    None => self.runtime.notifications.deliver(&row).await,
                 };
                 match sent {
                     Ok(()) => Attempt::Delivered,
@@ -175,7 +191,7 @@ impl Runtime {
             Attempt::Failed(error) => {
                 let created_ms = chrono::DateTime::parse_from_rfc3339(&row.created_at)
                     .map_or_else(|_| now_ms(), |at| at.timestamp_millis());
-                let next = self.notifications.delivery.after_failure(
+                let next = self.runtime.notifications.delivery.after_failure(
                     row.attempts + 1,
                     created_ms,
                     now_ms(),
@@ -188,7 +204,7 @@ impl Runtime {
                 (outcome, Some(error), Some(next))
             }
         };
-        self.metrics.notification(&row.channel, outcome);
+        self.runtime.metrics.notification(&row.channel, outcome);
         let written = match (error, next) {
             (Some(error), Some(next)) => {
                 if next == AttemptFailed::GiveUp {
@@ -196,21 +212,17 @@ impl Runtime {
                 } else {
                     tracing::info!(notification = %row.id, channel = %row.channel, attempt = row.attempts + 1, error = %error, "a notification will be retried");
                 }
-                self.store
+                self.runtime
+                    .store
                     .notification_attempt_failed(owner, &row.id, &error, next)
                     .await
             }
-            _ => self.store.notification_delivered(&row.id).await,
+            _ => self.runtime.store.notification_delivered(&row.id).await,
         };
         if let Err(err) = written {
             // The lease lapses and the row is sent again: at least once.
             tracing::warn!(notification = %row.id, error = %err, "could not record a notification's attempt");
         }
-    }
-
-    /// The notifications that failed for good, most recent first (for an operator).
-    pub async fn failed_notifications(&self, limit: i64) -> Result<Vec<NotificationRow>> {
-        Ok(self.store.failed_notifications(limit).await?)
     }
 }
 
