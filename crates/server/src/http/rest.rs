@@ -228,7 +228,7 @@ pub async fn grants(
     State(state): State<AppState>,
     user: User,
 ) -> Result<Json<PolicyList>, HttpError> {
-    let policies = state.runtime.grants(&user.0).await?;
+    let policies = state.runtime.grants().list(&user.0).await?;
     Ok(Json(PolicyList { policies }))
 }
 
@@ -250,7 +250,7 @@ pub async fn create_grant(
             HttpError::BadRequest(format!("invalid policy: {path}: {inner}"))
         }
     })?;
-    let policy = state.runtime.create_grant(&user.0, new).await?;
+    let policy = state.runtime.grants().create(&user.0, new).await?;
     Ok((StatusCode::CREATED, Json(policy)))
 }
 
@@ -260,7 +260,7 @@ pub async fn revoke_grant(
     Path(id): Path<String>,
     user: User,
 ) -> Result<StatusCode, HttpError> {
-    state.runtime.revoke_grant(&user.0, &id).await?;
+    state.runtime.grants().revoke(&user.0, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -81,7 +81,7 @@ impl Runtime {
         // The members of the waiting batch's approver groups, read before the write (which
         // cannot wait on another read): its decision's email reaches them as its pause's did.
         let members = match notifies {
-            true => self.waiting_members(task_id).await,
+            true => self.directory().waiting_members(task_id).await,
             false => None,
         };
         let pushes = self.pushes().on();

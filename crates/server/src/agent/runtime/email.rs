@@ -148,7 +148,8 @@ impl Sender {
         }
         let who = self
             .runtime
-            .directory_decider(id)
+            .directory()
+            .decider(id)
             .await
             .map_err(|err| format!("reading {id} in the directory: {err}"))?;
         let ttl = self.runtime.limits.decision_link_ttl;

@@ -17,20 +17,35 @@ use super::{AgentError, Result, Runtime};
 /// The longest a time-boxed grant may run: a year (longer is "until revoked").
 const MAX_GRANT_SECS: i64 = 366 * 24 * 3600;
 
+/// A person's grants, kept in the runtime's store and compiled in its cache: what
+/// [`Runtime::grants`] lends.
+pub struct Grants<'a> {
+    runtime: &'a Runtime,
+}
+
 impl Runtime {
+    /// The people's grants ("always allow").
+    pub fn grants(&self) -> Grants<'_> {
+        Grants { runtime: self }
+    }
+}
+
+impl Grants<'_> {
     /// The user's policies that apply in this chat, compiled (from the cache); a stored one
     /// that no longer compiles is skipped (and logged), never taken as "allow everything".
-    pub(super) async fn user_grants(
+    pub(super) async fn in_force(
         &self,
         user: &str,
         agent: &str,
         context_id: &str,
     ) -> Result<Vec<Arc<Grant>>> {
         let rows = self
+            .runtime
             .store
             .applicable_grants(user, agent, context_id)
             .await?;
         let compiled = self
+            .runtime
             .grants
             .compile(rows)
             .await
@@ -48,8 +63,9 @@ impl Runtime {
     }
 
     /// `POST /api/policies`: checks and stores a new policy of `user`.
-    pub async fn create_grant(&self, user: &str, new: NewPolicy) -> Result<Policy> {
+    pub async fn create(&self, user: &str, new: NewPolicy) -> Result<Policy> {
         let agent = self
+            .runtime
             .agent_by_key(&new.agent)
             .ok_or_else(|| AgentError::AgentNotFound(new.agent.clone()))?;
         if new.tool == ASK_USER {
@@ -74,7 +90,7 @@ impl Runtime {
         };
         let scope = match (new.scope, &new.context_id) {
             (WireScope::Chat, Some(context_id)) => {
-                let session = self.store.session(context_id).await?;
+                let session = self.runtime.store.session(context_id).await?;
                 if !session
                     .is_some_and(|session| session.user_id == user && session.agent == new.agent)
                 {
@@ -170,8 +186,13 @@ impl Runtime {
             .await
             .map_err(|err| AgentError::Internal(format!("compiling a policy: {err}")))?
             .map_err(AgentError::InvalidParams)?;
-        let cap = self.limits.max_grants_per_user;
-        match self.store.insert_grant(policy.row.clone(), cap).await? {
+        let cap = self.runtime.limits.max_grants_per_user;
+        match self
+            .runtime
+            .store
+            .insert_grant(policy.row.clone(), cap)
+            .await?
+        {
             GrantInsert::Inserted => {}
             GrantInsert::AtCap => {
                 return Err(AgentError::InvalidParams(format!(
@@ -188,15 +209,18 @@ impl Runtime {
         }
         tracing::info!(user, policy = %policy.row.id, summary = %policy.summary(), "policy created");
         let rest = policy.to_rest();
-        self.grants.remember(CompiledGrant::Ready(Arc::new(policy)));
+        self.runtime
+            .grants
+            .remember(CompiledGrant::Ready(Arc::new(policy)));
         Ok(rest)
     }
 
     /// `GET /api/policies`: the user's policies in force (one stored before a limit it now
     /// breaks says in its summary that it approves nothing, so its owner can revoke it).
-    pub async fn grants(&self, user: &str) -> Result<Vec<Policy>> {
-        let rows = self.store.grants(user).await?;
+    pub async fn list(&self, user: &str) -> Result<Vec<Policy>> {
+        let rows = self.runtime.store.grants(user).await?;
         let compiled = self
+            .runtime
             .grants
             .compile(rows)
             .await
@@ -205,15 +229,16 @@ impl Runtime {
     }
 
     /// `DELETE /api/policies/{id}`: revokes one of the user's policies.
-    pub async fn revoke_grant(&self, user: &str, id: &str) -> Result<()> {
+    pub async fn revoke(&self, user: &str, id: &str) -> Result<()> {
         if !self
+            .runtime
             .store
             .revoke_grant(user, id, &crate::store::now())
             .await?
         {
             return Err(AgentError::GrantNotFound(id.to_owned()));
         }
-        self.grants.forget(id);
+        self.runtime.grants.forget(id);
         tracing::info!(user, policy = %id, "policy revoked");
         Ok(())
     }

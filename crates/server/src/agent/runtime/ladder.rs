@@ -174,7 +174,7 @@ impl Runtime {
         {
             super::routing::add_to_audience(&mut audience, entry);
         }
-        self.add_members(&mut audience).await;
+        self.directory().add_members(&mut audience).await;
         audience
     }
 
@@ -396,7 +396,7 @@ impl Runtime {
             true => super::routing::audience(self.agents(), &row.agent, requests),
             false => Audience::default(),
         };
-        self.add_members(&mut audience).await;
+        self.directory().add_members(&mut audience).await;
         self.notifications.for_event(
             NotificationKind::Extended,
             &row.agent,

@@ -150,7 +150,7 @@ impl Runtime {
         batch_id: Option<i64>,
         ttl: Duration,
     ) -> Result<IssuedLinks> {
-        let who = self.directory_decider(person).await?;
+        let who = self.directory().decider(person).await?;
         self.issue_links(&who, false, task_id, batch_id, ttl).await
     }
 
@@ -298,7 +298,7 @@ impl Runtime {
     /// approvers name by group (with `requester_may_approve`) approves as she would signed in;
     /// the requester's own rules (the two-person rule) go by her subject.
     async fn link_decider(&self, link: &DecisionLinkRow) -> Result<Decider> {
-        Ok(self.directory_decider(&link.user_id).await?)
+        Ok(self.directory().decider(&link.user_id).await?)
     }
 
     /// The audit row of the decision on the link's batch, if there is one.

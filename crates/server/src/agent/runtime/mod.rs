@@ -44,9 +44,11 @@ pub use crate::agent::approvals::{args_sha256, AuditCall, AuditEntry, PendingApp
 pub use crate::store::Channel;
 pub use apply::Outcome;
 pub use approvals_stream::ApprovalsItem;
+pub use grants::Grants;
 pub use handover::LadderEvent;
 pub use links::{BatchSummary, DecidedBy, IssuedLinks, LinkAction, LinkDecision, LinkState};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
+pub use people::Directory;
 pub use people::Seen;
 pub use push::Pushes;
 pub use reads::Session;

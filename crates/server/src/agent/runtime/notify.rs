@@ -69,7 +69,7 @@ impl Runtime {
             true => super::routing::audience(self.agents(), about.agent, requests),
             false => Audience::default(),
         };
-        self.add_members(&mut audience).await;
+        self.directory().add_members(&mut audience).await;
         self.notifications.for_event(
             NotificationKind::Pending,
             about.agent,

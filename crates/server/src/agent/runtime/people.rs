@@ -55,14 +55,27 @@ impl SeenPeople {
     }
 }
 
+/// The directory of people, as the runtime's store keeps it and this replica last wrote it:
+/// what [`Runtime::directory`] lends.
+pub struct Directory<'a> {
+    runtime: &'a Runtime,
+}
+
 impl Runtime {
+    /// The directory of people: who signed in, with which email and groups.
+    pub fn directory(&self) -> Directory<'_> {
+        Directory { runtime: self }
+    }
+}
+
+impl Directory<'_> {
     /// Records a sign-in in the directory, whatever this replica wrote before (a sign-in is
     /// rare, and another replica may have written since).
     pub async fn signed_in(&self, seen: Seen) -> store::Result<()> {
-        self.people.changed(&seen);
+        self.runtime.people.changed(&seen);
         let written = self.put_person(&seen).await;
         if written.is_err() {
-            self.people.forget(&seen.user_id);
+            self.runtime.people.forget(&seen.user_id);
         }
         written
     }
@@ -70,17 +83,18 @@ impl Runtime {
     /// Records a person a request named with their email, unless this replica wrote them
     /// just so already. A failed write is logged: the request goes on.
     pub async fn saw(&self, seen: Seen) {
-        if seen.email.is_none() || !self.people.changed(&seen) {
+        if seen.email.is_none() || !self.runtime.people.changed(&seen) {
             return;
         }
         if let Err(err) = self.put_person(&seen).await {
-            self.people.forget(&seen.user_id);
+            self.runtime.people.forget(&seen.user_id);
             tracing::warn!(user = %seen.user_id, error = %err, "could not record a person in the directory");
         }
     }
 
     async fn put_person(&self, seen: &Seen) -> store::Result<()> {
-        self.store
+        self.runtime
+            .store
             .put_person(PersonRow {
                 user_id: seen.user_id.clone(),
                 name: seen.name.clone(),
@@ -94,10 +108,10 @@ impl Runtime {
     /// Adds to `audience` the directory's members of its groups, when an email channel writes
     /// to approvers (no read otherwise). A failed read is logged: the others are still told.
     pub(super) async fn add_members(&self, audience: &mut Audience) {
-        if audience.groups.is_empty() || !self.notifications.mails_approvers() {
+        if audience.groups.is_empty() || !self.runtime.notifications.mails_approvers() {
             return;
         }
-        match self.store.people_in_groups(&audience.groups).await {
+        match self.runtime.store.people_in_groups(&audience.groups).await {
             Ok(people) => {
                 audience.members = people
                     .into_iter()
@@ -120,7 +134,7 @@ impl Runtime {
     /// when an email channel writes to approvers and the batch names groups; `None` otherwise
     /// (a failed read is logged: the others are still told).
     pub(super) async fn waiting_members(&self, task_id: &str) -> Option<(i64, Vec<Member>)> {
-        if !self.notifications.mails_approvers() {
+        if !self.runtime.notifications.mails_approvers() {
             return None;
         }
         let (row, batch) = match self.waiting_batch(task_id).await {
@@ -131,22 +145,22 @@ impl Runtime {
             }
         };
         let requests = batch.requests.as_array().map_or(&[][..], Vec::as_slice);
-        let mut audience = super::routing::audience(self.agents(), &row.agent, requests);
+        let mut audience = super::routing::audience(self.runtime.agents(), &row.agent, requests);
         self.add_members(&mut audience).await;
         Some((batch.id, audience.members))
     }
 
     /// `task_id`'s row and waiting batch, if it has both.
     async fn waiting_batch(&self, task_id: &str) -> store::Result<Option<(TaskRow, BatchRow)>> {
-        let row = self.store.task(task_id).await?;
-        let batch = self.store.pending_batch(task_id).await?;
+        let row = self.runtime.store.task(task_id).await?;
+        let batch = self.runtime.store.pending_batch(task_id).await?;
         Ok(row.zip(batch))
     }
 
     /// `user_id` as a decider, with the email and groups the directory holds for them (only
     /// their subject if it holds none): whom a member's decision link decides as.
-    pub(super) async fn directory_decider(&self, user_id: &str) -> store::Result<Decider> {
-        Ok(match self.store.person(user_id).await? {
+    pub(super) async fn decider(&self, user_id: &str) -> store::Result<Decider> {
+        Ok(match self.runtime.store.person(user_id).await? {
             Some(person) => Decider {
                 subject: person.user_id,
                 email: person.email,

@@ -78,7 +78,8 @@ impl Runtime {
             if decided.grantable {
                 if grants.is_none() {
                     grants = Some(
-                        self.user_grants(user, &agent.key(), requester.context_id)
+                        self.grants()
+                            .in_force(user, &agent.key(), requester.context_id)
                             .await?,
                     );
                 }

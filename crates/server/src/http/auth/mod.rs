@@ -164,7 +164,7 @@ pub async fn caller(parts: &mut Parts, state: &AppState) -> Result<Caller, Refus
                     email: identity.email.clone(),
                     groups: identity.groups.clone(),
                 };
-                state.runtime.saw(seen).await;
+                state.runtime.directory().saw(seen).await;
             }
         }
         Err(Refusal::Unauthenticated(reason)) if has_credentials(parts) => {

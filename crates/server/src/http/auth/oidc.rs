@@ -298,6 +298,7 @@ impl Oidc {
                     .map_err(|err| internal("renewing a session", &err))?;
                 state
                     .runtime
+                    .directory()
                     .signed_in(seen_in(&renewed))
                     .await
                     .map_err(|err| internal("recording a person", &err))?;
@@ -609,7 +610,7 @@ async fn finish_sign_in(
     tracing::info!(subject = %login.subject, "signed in");
     // The directory of people learns their email and groups: an email to the members of an
     // approver group reaches them.
-    if let Err(err) = state.runtime.signed_in(seen_in(&login)).await {
+    if let Err(err) = state.runtime.directory().signed_in(seen_in(&login)).await {
         return internal("recording a person", &err).into_response();
     }
     if let Err(err) = store.put_login(login).await {
