@@ -47,7 +47,8 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<NewDecisionLinks>), HttpError> {
     let issued = state
         .runtime
-        .create_decision_links(&user.0, &task_id, None, state.decision_link_ttl)
+        .links()
+        .create(&user.0, &task_id, None, state.decision_link_ttl)
         .await?;
     let base = base_url(&state, &headers);
     Ok((
@@ -63,7 +64,7 @@ pub async fn create(
 /// `GET /decide/{token}`: what the link would decide, with the one button that does; or why
 /// it decides nothing any more. Decides nothing itself.
 pub async fn page(State(state): State<AppState>, Path(token): Path<String>) -> Response {
-    let link = match state.runtime.decision_link(&token).await {
+    let link = match state.runtime.links().state(&token).await {
         Ok(link) => link,
         Err(err) => return failure(err),
     };
@@ -152,7 +153,7 @@ pub async fn confirm(
         Err(err @ (AgentError::InvalidParams(_) | AgentError::Decision(_))) => {
             page::message(StatusCode::BAD_REQUEST, "Not decided", &err.to_string())
         }
-        Err(err) => match state.runtime.decision_link(&token).await {
+        Err(err) => match state.runtime.links().state(&token).await {
             // A link that cannot decide any more: the page that says why.
             Ok(
                 link @ (LinkState::Unknown

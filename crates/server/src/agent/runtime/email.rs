@@ -128,7 +128,8 @@ impl Sender {
         let ttl = self.runtime.limits.decision_link_ttl;
         let issued = self
             .runtime
-            .create_decision_links(person, &row.task_id, row.batch_id, ttl)
+            .links()
+            .create(person, &row.task_id, row.batch_id, ttl)
             .await;
         self.as_links(row, data, issued)
     }
@@ -155,7 +156,8 @@ impl Sender {
         let ttl = self.runtime.limits.decision_link_ttl;
         let issued = self
             .runtime
-            .create_approver_links(&who, &row.task_id, row.batch_id, ttl)
+            .links()
+            .for_approver(&who, &row.task_id, row.batch_id, ttl)
             .await;
         self.as_links(row, data, issued)
     }

@@ -138,37 +138,51 @@ fn link_decision(action: LinkAction, reason: Option<&str>) -> Decision {
     }
 }
 
+/// Decision links (an Approve and a Reject link a person's email carries): issued, and read
+/// as a link's page shows them; what [`Runtime::links`] lends. Deciding by one is a
+/// decision channel of the runtime's ([`Runtime::decide_by_link`]).
+pub struct Links<'a> {
+    runtime: &'a Runtime,
+}
+
 impl Runtime {
+    /// The decision links.
+    pub fn links(&self) -> Links<'_> {
+        Links { runtime: self }
+    }
+}
+
+impl Links<'_> {
     /// Makes an Approve and a Reject link of `task_id`'s pending batch (the batch `batch_id`,
     /// when given) for `person`, valid for `ttl`: for its task's owner only, the Approve link
     /// only when she may approve (as the directory knows her, as her link decides:
-    /// `link_decider`).
-    pub async fn create_decision_links(
+    /// `Links::decider`).
+    pub async fn create(
         &self,
         person: &str,
         task_id: &str,
         batch_id: Option<i64>,
         ttl: Duration,
     ) -> Result<IssuedLinks> {
-        let who = self.directory().decider(person).await?;
-        self.issue_links(&who, false, task_id, batch_id, ttl).await
+        let who = self.runtime.directory().decider(person).await?;
+        self.issue(&who, false, task_id, batch_id, ttl).await
     }
 
-    /// [`Runtime::create_decision_links`] for `who`, the task's owner or an approver who may
+    /// [`Links::create`] for `who`, the task's owner or an approver who may
     /// decide some call of the batch (a group member an email writes to).
-    pub(super) async fn create_approver_links(
+    pub(super) async fn for_approver(
         &self,
         who: &Decider,
         task_id: &str,
         batch_id: Option<i64>,
         ttl: Duration,
     ) -> Result<IssuedLinks> {
-        self.issue_links(who, true, task_id, batch_id, ttl).await
+        self.issue(who, true, task_id, batch_id, ttl).await
     }
 
     /// The links of `who`, refused unless they own the task or (`approvers`) may decide a call
     /// of its waiting batch; the Approve link only for a person who may approve a call of it.
-    async fn issue_links(
+    async fn issue(
         &self,
         who: &Decider,
         approvers: bool,
@@ -178,6 +192,7 @@ impl Runtime {
     ) -> Result<IssuedLinks> {
         let person = who.subject.as_str();
         let row = self
+            .runtime
             .store
             .task(task_id)
             .await?
@@ -186,12 +201,12 @@ impl Runtime {
         if !owner && !approvers {
             return Err(AgentError::Forbidden(task_id.to_owned()));
         }
-        if self.store.is_relayed(task_id).await? {
+        if self.runtime.store.is_relayed(task_id).await? {
             return Err(AgentError::NotPaused(format!(
                 "task {task_id} is a chat with a remote agent; decide it in its chat"
             )));
         }
-        if let Some(link) = self.driving_parent(task_id).await? {
+        if let Some(link) = self.runtime.driving_parent(task_id).await? {
             return Err(AgentError::NotPaused(format!(
                 "task {task_id} is the subagent task of task {}: its calls wait in that task's \
                  batch",
@@ -199,6 +214,7 @@ impl Runtime {
             )));
         }
         let batch = self
+            .runtime
             .store
             .pending_batch(task_id)
             .await?
@@ -209,9 +225,9 @@ impl Runtime {
                     task_state_text(row.state)
                 ))
             })?;
-        let steps = self.store.batch_steps(task_id).await?;
+        let steps = self.runtime.store.batch_steps(task_id).await?;
         let handed = handed_to(&steps, batch.id);
-        let may_approve = self.approvals.approvers().eligible_for_batch(
+        let may_approve = self.runtime.approvals.approvers().eligible_for_batch(
             &row,
             &batch_requests(&batch),
             &handed,
@@ -240,7 +256,7 @@ impl Runtime {
         if let Some(approve) = &approve {
             rows.insert(0, link(approve, LinkAction::Approve));
         }
-        self.store.insert_decision_links(rows).await?;
+        self.runtime.store.insert_decision_links(rows).await?;
         Ok(IssuedLinks {
             task_id: task_id.to_owned(),
             batch_id: batch.id,
@@ -252,11 +268,11 @@ impl Runtime {
     }
 
     /// What the link of `token` is now. Reads only: opening a link decides nothing.
-    pub async fn decision_link(&self, token: &str) -> Result<LinkState> {
-        let Some(link) = self.store.decision_link(&token_hash(token)).await? else {
+    pub async fn state(&self, token: &str) -> Result<LinkState> {
+        let Some(link) = self.runtime.store.decision_link(&token_hash(token)).await? else {
             return Ok(LinkState::Unknown);
         };
-        let Some(row) = self.store.task(&link.task_id).await? else {
+        let Some(row) = self.runtime.store.task(&link.task_id).await? else {
             return Ok(LinkState::Unknown);
         };
         if let Some(used_at) = &link.used_at {
@@ -264,7 +280,7 @@ impl Runtime {
             let used_at = used_at.clone();
             return Ok(LinkState::Used { used_at, decided });
         }
-        let batch = self.store.pending_batch(&link.task_id).await?;
+        let batch = self.runtime.store.pending_batch(&link.task_id).await?;
         let Some(batch) = batch.filter(|batch| batch.id == link.batch_id) else {
             return Ok(LinkState::Decided(self.decided_by(&link).await?));
         };
@@ -274,6 +290,7 @@ impl Runtime {
             });
         }
         let title = self
+            .runtime
             .store
             .session(&row.context_id)
             .await?
@@ -297,13 +314,13 @@ impl Runtime {
     /// them now, so a member who left the group decides nothing, and a requester whom the
     /// approvers name by group (with `requester_may_approve`) approves as she would signed in;
     /// the requester's own rules (the two-person rule) go by her subject.
-    async fn link_decider(&self, link: &DecisionLinkRow) -> Result<Decider> {
-        Ok(self.directory().decider(&link.user_id).await?)
+    async fn decider(&self, link: &DecisionLinkRow) -> Result<Decider> {
+        Ok(self.runtime.directory().decider(&link.user_id).await?)
     }
 
     /// The audit row of the decision on the link's batch, if there is one.
     async fn decided_by(&self, link: &DecisionLinkRow) -> Result<Option<DecidedBy>> {
-        let decisions = self.store.task_decisions(&link.task_id).await?;
+        let decisions = self.runtime.store.task_decisions(&link.task_id).await?;
         Ok(decisions
             .into_iter()
             .find(|decision| decision.batch_id == link.batch_id)
@@ -314,11 +331,13 @@ impl Runtime {
                 summary: decision.summary,
             }))
     }
+}
 
+impl Runtime {
     /// Decides the batch of the link of `token` as the link says (a rejection with `reason`),
     /// as the link's person, through channel `link`; the link is used in the same write. A
     /// link that cannot decide any more is refused ([`AgentError::NotPaused`] or
-    /// [`AgentError::Conflict`]: [`Runtime::decision_link`] then says which state it is in);
+    /// [`AgentError::Conflict`]: [`Links::state`] then says which state it is in);
     /// an unknown one is [`AgentError::TaskNotFound`].
     #[tracing::instrument(name = "decision", skip_all, fields(channel = "link"))]
     pub async fn decide_by_link(
@@ -343,7 +362,7 @@ impl Runtime {
         let runtime = self.clone();
         let (task_id, person, batch_id) = (
             link.task_id.clone(),
-            self.link_decider(&link).await?,
+            self.links().decider(&link).await?,
             link.batch_id,
         );
         let applied = self
