@@ -148,7 +148,8 @@ pub async fn a2a(
             for asked in access::asks(&body, version) {
                 let checked = state
                     .runtime
-                    .check_relayed(&who.0, &remote.key(), &asked)
+                    .relay()
+                    .check(&who.0, &remote.key(), &asked)
                     .await;
                 if let Err(err) = checked {
                     return RpcCall::of(&body, version).refusal(&err);

@@ -149,31 +149,40 @@ fn title_of(message: Option<&Message>) -> String {
     }
 }
 
+/// The relay's record of chats with remote agents that the UI reaches through this server:
+/// their tasks, their pauses, and decisions on them; what [`Runtime::relay`] lends.
+pub struct Relay<'a> {
+    pub(super) runtime: &'a Runtime,
+}
+
 impl Runtime {
+    /// The relayed chats.
+    pub fn relay(&self) -> Relay<'_> {
+        Relay { runtime: self }
+    }
+}
+
+impl Relay<'_> {
     /// The relayed task `task_id` if `user` owns it; `None` for a task of ours or none at all.
-    pub async fn relayed_task(&self, user: &str, task_id: &str) -> Result<Option<TaskRow>> {
-        if !self.store.is_relayed(task_id).await? {
+    pub async fn task(&self, user: &str, task_id: &str) -> Result<Option<TaskRow>> {
+        if !self.runtime.store.is_relayed(task_id).await? {
             return Ok(None);
         }
-        Ok(Some(self.owned_task(user, task_id).await?))
+        Ok(Some(self.runtime.owned_task(user, task_id).await?))
     }
 
     /// The relayed tasks of a user's session that have not ended: those whose state the remote
     /// agent is asked for on reload.
-    pub async fn relayed_tasks_to_refresh(
-        &self,
-        user: &str,
-        context_id: &str,
-    ) -> Result<Vec<TaskRow>> {
-        let Some(session) = self.store.session(context_id).await? else {
+    pub async fn tasks_to_refresh(&self, user: &str, context_id: &str) -> Result<Vec<TaskRow>> {
+        let Some(session) = self.runtime.store.session(context_id).await? else {
             return Ok(Vec::new());
         };
         if session.user_id != user {
             return Ok(Vec::new());
         }
         let mut open = Vec::new();
-        for task in self.store.session_tasks(context_id).await? {
-            if !task.state.is_terminal() && self.store.is_relayed(&task.id).await? {
+        for task in self.runtime.store.session_tasks(context_id).await? {
+            if !task.state.is_terminal() && self.runtime.store.is_relayed(&task.id).await? {
                 open.push(task);
             }
         }
@@ -181,8 +190,9 @@ impl Runtime {
     }
 
     /// The id of a relayed task's pending batch, if it waits for a decision.
-    pub async fn relayed_pending_batch(&self, task_id: &str) -> Result<Option<i64>> {
+    pub async fn pending_batch(&self, task_id: &str) -> Result<Option<i64>> {
         Ok(self
+            .runtime
             .store
             .pending_batch(task_id)
             .await?
@@ -190,22 +200,18 @@ impl Runtime {
     }
 
     /// A relayed task's pause: the interrupt its stored status holds, read in its dialect.
-    pub async fn relayed_interrupt(&self, task_id: &str) -> Result<Option<ApprovalInterrupt>> {
-        let (task, _) = self.snapshot(task_id, None).await?;
+    pub async fn interrupt(&self, task_id: &str) -> Result<Option<ApprovalInterrupt>> {
+        let (task, _) = self.runtime.snapshot(task_id, None).await?;
         Ok(ApprovalInterrupt::from_status(&task.status))
     }
 
     /// Records one event of a relayed answer (and, with the first, the message sent). An event
     /// for someone else's task, or another agent's, is not recorded.
-    pub async fn record_relayed(
-        &self,
-        exchange: &mut RelayedExchange,
-        event: &StreamEvent,
-    ) -> Result<()> {
+    pub async fn record(&self, exchange: &mut RelayedExchange, event: &StreamEvent) -> Result<()> {
         let Some((task_id, context_id)) = event_ids(event) else {
             return Ok(());
         };
-        let row = match self.store.task(task_id).await? {
+        let row = match self.runtime.store.task(task_id).await? {
             Some(row) => row,
             None => {
                 let row = TaskRow::new(
@@ -217,7 +223,8 @@ impl Runtime {
                     "[]".to_owned(),
                 );
                 let title = title_of(exchange.request.as_ref());
-                self.store
+                self.runtime
+                    .store
                     .create_relayed_task(&row, &title, Vec::new())
                     .await?;
                 row
@@ -225,8 +232,15 @@ impl Runtime {
         };
         // Someone the batch is routed to decides the owner's chat: its answer is recorded too.
         let reaches = row.user_id == exchange.who.subject
-            || self.readable_task(&exchange.who, task_id).await.is_ok();
-        if !reaches || row.agent != exchange.agent || !self.store.is_relayed(task_id).await? {
+            || self
+                .runtime
+                .readable_task(&exchange.who, task_id)
+                .await
+                .is_ok();
+        if !reaches
+            || row.agent != exchange.agent
+            || !self.runtime.store.is_relayed(task_id).await?
+        {
             tracing::warn!(task = %task_id, agent = %exchange.agent, "a relayed event names a task that is not this chat's; not recorded");
             exchange.request = None;
             return Ok(());
@@ -241,9 +255,7 @@ impl Runtime {
             request.task_id = Some(row.id.clone());
             request.context_id = Some(row.context_id.clone());
             let by = decision_input(&exchange.who, exchange.channel);
-            let decided = self
-                .record_relayed_decision(by, &row, &request, !echoed)
-                .await?;
+            let decided = self.record_decision(by, &row, &request, !echoed).await?;
             if !decided && !echoed {
                 match &mut event {
                     StreamEvent::Task(task) => task.history.insert(0, request),
@@ -260,16 +272,16 @@ impl Runtime {
             }
         }
         events.push(event);
-        self.append_relayed(&row.id, events).await
+        self.append(&row.id, events).await
     }
 
     /// The state the remote agent reports for a relayed task (`tasks/get`), recorded when it
     /// differs from ours: a stream that was cut, or a chat decided elsewhere.
-    pub async fn refresh_relayed(&self, task: &Task) -> Result<()> {
-        let Some(row) = self.store.task(&task.id).await? else {
+    pub async fn refresh(&self, task: &Task) -> Result<()> {
+        let Some(row) = self.runtime.store.task(&task.id).await? else {
             return Ok(());
         };
-        if row.state == task.status.state || !self.store.is_relayed(&row.id).await? {
+        if row.state == task.status.state || !self.runtime.store.is_relayed(&row.id).await? {
             return Ok(());
         }
         let event = StreamEvent::StatusUpdate(TaskStatusUpdateEvent {
@@ -279,7 +291,7 @@ impl Runtime {
             is_final: task.status.state.ends_stream(),
             metadata: None,
         });
-        self.append_relayed(&row.id, vec![event]).await
+        self.append(&row.id, vec![event]).await
     }
 
     /// A decision in a message to a paused relayed task, `by` the person who sent it: its
@@ -287,21 +299,21 @@ impl Runtime {
     /// the remote's echo records it). `false` when the message decides nothing here. The
     /// message is planned as the relay checked it before forwarding it (`plan_relayed`); its
     /// text is the remote agent's to read, not a decision here.
-    async fn record_relayed_decision(
+    async fn record_decision(
         &self,
         by: Actor,
         row: &TaskRow,
         request: &Message,
         with_message: bool,
     ) -> Result<bool> {
-        let Some(batch) = self.store.pending_batch(&row.id).await? else {
+        let Some(batch) = self.runtime.store.pending_batch(&row.id).await? else {
             return Ok(false);
         };
-        let Some(pause) = self.relayed_interrupt(&row.id).await? else {
+        let Some(pause) = self.interrupt(&row.id).await? else {
             return Ok(false);
         };
         let requests = &pause.action_requests;
-        let mut planned = match self.plan_relayed(by, row, &batch, requests, request) {
+        let mut planned = match self.plan(by, row, &batch, requests, request) {
             Ok(Some(planned)) => planned,
             Ok(None) => return Ok(false),
             Err(err) => {
@@ -312,14 +324,17 @@ impl Runtime {
         if !with_message {
             planned.events.clear();
         }
-        let (applied, ()) = self.apply_decision(&row.id, planned.if_pending()).await?;
+        let (applied, ()) = self
+            .runtime
+            .apply_decision(&row.id, planned.if_pending())
+            .await?;
         Ok(applied.is_some())
     }
 
     /// Appends relayed events to a task's log with the state they move it to; a pause opens
     /// its batch with a held record per call, and a pause the remote left without a decision
     /// here is closed as canceled.
-    async fn append_relayed(&self, task_id: &str, events: Vec<StreamEvent>) -> Result<()> {
+    async fn append(&self, task_id: &str, events: Vec<StreamEvent>) -> Result<()> {
         let state = events
             .iter()
             .rev()
@@ -330,12 +345,12 @@ impl Runtime {
             .rev()
             .find_map(event_status)
             .and_then(ApprovalInterrupt::from_status);
-        let pending = self.store.pending_batch(task_id).await?;
+        let pending = self.runtime.store.pending_batch(task_id).await?;
         let mut commit = Commit {
             state,
             ..Commit::default()
         };
-        let known = self.store.calls(task_id).await?;
+        let known = self.runtime.store.calls(task_id).await?;
         commit.call_updates = events
             .iter()
             .flat_map(reported_results)
@@ -375,6 +390,7 @@ impl Runtime {
                     call.batch_id == Some(batch.id) && call.status == CallStatus::Held
                 });
                 let decider = self
+                    .runtime
                     .store
                     .task(task_id)
                     .await?
@@ -407,7 +423,10 @@ impl Runtime {
                     quorum: None,
                     uses_link: None,
                 };
-                let (applied, ()) = self.apply_decision(task_id, planned.if_pending()).await?;
+                let (applied, ()) = self
+                    .runtime
+                    .apply_decision(task_id, planned.if_pending())
+                    .await?;
                 if applied.is_none() {
                     return Err(AgentError::Conflict("the batch was already decided"));
                 }
@@ -415,7 +434,7 @@ impl Runtime {
             }
             (Some(_), Some(_)) | (None, Some(_)) | (None, None) => {}
         }
-        self.commit_any(task_id, events, commit).await?;
+        self.runtime.commit_any(task_id, events, commit).await?;
         Ok(())
     }
 }

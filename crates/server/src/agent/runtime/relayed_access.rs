@@ -15,7 +15,8 @@ use crate::agent::view;
 use crate::store::{BatchRow, Channel, TaskRow};
 
 use super::decide::{Count, PlannedDecision};
-use super::{AgentError, AuditEntry, Result, Runtime};
+use super::relayed::Relay;
+use super::{AgentError, AuditEntry, Result};
 use crate::agent::approvals::Actor;
 use crate::agent::approvals::Decider;
 
@@ -55,23 +56,18 @@ fn unknown(task_id: &str) -> AgentError {
     AgentError::TaskNotFound(task_id.to_owned())
 }
 
-impl Runtime {
+impl Relay<'_> {
     /// Whether `who` may have `asked` of a task through the relay of the remote agent `agent`
     /// (`namespace/name`). A task we do not hold, or hold as another agent's, is the remote's
     /// to answer; one of this agent's that is not relayed, or that `who` may not reach, is not
     /// found. A message that
     /// decides the task's pending batch is planned as the decision it is, and refused if the
     /// decision core refuses it.
-    pub async fn check_relayed(
-        &self,
-        who: &Decider,
-        agent: &str,
-        asked: &RelayedAsk,
-    ) -> Result<()> {
+    pub async fn check(&self, who: &Decider, agent: &str, asked: &RelayedAsk) -> Result<()> {
         let Some(task_id) = asked.task_id() else {
             return Ok(());
         };
-        let Some(row) = self.store.task(task_id).await? else {
+        let Some(row) = self.runtime.store.task(task_id).await? else {
             return Ok(());
         };
         // Another agent's task of that id (remote agents choose their ids, and two may
@@ -80,7 +76,7 @@ impl Runtime {
         if row.agent != agent {
             return Ok(());
         }
-        if !self.store.is_relayed(task_id).await? {
+        if !self.runtime.store.is_relayed(task_id).await? {
             return Err(unknown(task_id));
         }
         let owner = row.user_id == who.subject;
@@ -92,13 +88,13 @@ impl Runtime {
             RelayedAsk::Own(_) if owner => Ok(()),
             RelayedAsk::Own(_) => Err(unknown(task_id)),
             RelayedAsk::Message(message) => {
-                let batch = self.store.pending_batch(task_id).await?;
-                let pause = self.relayed_interrupt(task_id).await?;
+                let batch = self.runtime.store.pending_batch(task_id).await?;
+                let pause = self.interrupt(task_id).await?;
                 let planned = match (&batch, &pause) {
                     (Some(batch), Some(pause)) => {
                         let by = decision_input(who, Channel::A2a);
                         let requests = &pause.action_requests;
-                        self.plan_relayed(by, &row, batch, requests, message)?
+                        self.plan(by, &row, batch, requests, message)?
                     }
                     (None, _) | (_, None) => None,
                 };
@@ -119,7 +115,7 @@ impl Runtime {
     /// Whether `who`, not the owner, may read the relayed task `row`: as for a local task, an
     /// approver of its waiting batch or one who voted on it.
     async fn reaches(&self, who: &Decider, row: &TaskRow) -> Result<bool> {
-        match self.readable_task(who, &row.id).await {
+        match self.runtime.readable_task(who, &row.id).await {
             Ok(_) => Ok(true),
             Err(AgentError::Forbidden(_) | AgentError::TaskNotFound(_)) => Ok(false),
             Err(err) => Err(err),
@@ -132,7 +128,7 @@ impl Runtime {
     /// to read). It is read against the pause's `requests` as its dialect wrote them (kagent's
     /// approval ids). A relayed batch waits for one decision: one the core would count short of
     /// a quorum is refused, as the remote agent would go on.
-    pub(super) fn plan_relayed(
+    pub(super) fn plan(
         &self,
         by: Actor,
         row: &TaskRow,
@@ -144,7 +140,8 @@ impl Runtime {
             return Ok(None);
         };
         let planned =
-            self.plan_decision(by, row, batch, &decision, message.clone(), Count::Votes)?;
+            self.runtime
+                .plan_decision(by, row, batch, &decision, message.clone(), Count::Votes)?;
         if planned.quorum.is_some() {
             return Err(AgentError::NotEligible(format!(
                 "task {} is a remote agent's: its batch is decided by one person's decision",
@@ -157,8 +154,8 @@ impl Runtime {
     /// `who`'s decision object `data` (`POST /api/approvals/{task}`) on the relayed task
     /// `task_id`: checked as the chat's own decision would be, then `send` delivers it to the
     /// remote agent (`namespace/name`) in the dialect of its pause and records its answer, which
-    /// closes the batch here (`record_relayed`). `None`: not a relayed task.
-    pub async fn decide_relayed<S>(
+    /// closes the batch here (`Relay::record`). `None`: not a relayed task.
+    pub async fn decide<S>(
         &self,
         who: &Decider,
         task_id: &str,
@@ -168,45 +165,44 @@ impl Runtime {
     where
         S: AsyncFnOnce(&str, Message, Dialect) -> Result<()>,
     {
-        if !self.store.is_relayed(task_id).await? {
+        if !self.runtime.store.is_relayed(task_id).await? {
             return Ok(None);
         }
-        let row = self.readable_task(who, task_id).await?;
+        let row = self.runtime.readable_task(who, task_id).await?;
         let decision = Decision::from_data(data)?;
         let not_waiting =
             || AgentError::NotPaused(format!("task {task_id} is not waiting for a decision"));
         let batch = self
+            .runtime
             .store
             .pending_batch(task_id)
             .await?
             .ok_or_else(not_waiting)?;
-        let pause = self
-            .relayed_interrupt(task_id)
-            .await?
-            .ok_or_else(not_waiting)?;
+        let pause = self.interrupt(task_id).await?.ok_or_else(not_waiting)?;
         let mut message =
             decision.to_message(pause.dialect, &pause.action_requests, view::new_id())?;
         message.task_id = Some(row.id.clone());
         message.context_id = Some(row.context_id.clone());
         let by = decision_input(who, Channel::Rest);
         let requests = &pause.action_requests;
-        if self
-            .plan_relayed(by, &row, &batch, requests, &message)?
-            .is_none()
-        {
+        if self.plan(by, &row, &batch, requests, &message)?.is_none() {
             return Err(AgentError::Internal(
                 "a decision object did not read back as a decision".into(),
             ));
         }
         send(&row.agent, message, pause.dialect).await?;
-        if self.relayed_pending_batch(task_id).await? == Some(batch.id) {
+        if self.pending_batch(task_id).await? == Some(batch.id) {
             return Err(AgentError::Remote(format!(
                 "the remote agent {} did not take the decision; the task still waits",
                 row.agent
             )));
         }
-        let decision = self.approvals.batch_outcome(task_id, batch.id).await?;
-        let (task, _) = self.snapshot(task_id, None).await?;
+        let decision = self
+            .runtime
+            .approvals
+            .batch_outcome(task_id, batch.id)
+            .await?;
+        let (task, _) = self.runtime.snapshot(task_id, None).await?;
         Ok(Some(RelayedDecided {
             agent: row.agent,
             task,

@@ -1,6 +1,6 @@
 //! The tasks a relayed request names, read from it before it is forwarded, and the answer to a
 //! request the runtime refuses (crates/server/README.md, Relayed chats). The runtime judges
-//! each task (`check_relayed`); the request is read leniently, so a task id in any field a
+//! each task (`Relay::check`); the request is read leniently, so a task id in any field a
 //! remote agent might take one from is judged, whatever the method: only a message whose
 //! `taskId` the protocol reads, and a method that reads a task, ask less than its owner's
 //! rights.

@@ -37,7 +37,8 @@ pub async fn session(
 ) -> Result<Json<SessionDetail>, HttpError> {
     let open = state
         .runtime
-        .relayed_tasks_to_refresh(&who.0.subject, &id)
+        .relay()
+        .tasks_to_refresh(&who.0.subject, &id)
         .await?;
     join_all(open.iter().filter_map(|task| {
         let remote = state
@@ -52,7 +53,7 @@ pub async fn session(
 }
 
 /// `POST /api/approvals/{taskId}`: our own task's decision, or for a relayed task the same
-/// decision, checked and forwarded to its remote agent by the runtime (`decide_relayed`).
+/// decision, checked and forwarded to its remote agent by the runtime (`Relay::decide`).
 pub async fn decide(
     State(state): State<AppState>,
     Path(task_id): Path<String>,
@@ -76,7 +77,8 @@ pub async fn decide(
             .await
     };
     let Some(decided) = runtime
-        .decide_relayed(&who.0, &task_id, &data, send)
+        .relay()
+        .decide(&who.0, &task_id, &data, send)
         .await?
     else {
         return rest::decide(State(state), Path(task_id), who, body)

@@ -293,15 +293,15 @@ impl Recorder {
                 return;
             }
         }
-        if let Err(err) = self.runtime.record_relayed(&mut self.exchange, event).await {
+        if let Err(err) = self.runtime.relay().record(&mut self.exchange, event).await {
             tracing::warn!(remote = %self.remote.client.host(), error = %err, "a relayed event could not be recorded");
         }
     }
 
     /// A task's state as the remote reports it, recorded for a task we hold of this user's.
     async fn refresh_known(&self, task: &Task) {
-        if let Ok(Some(_)) = self.runtime.relayed_task(&self.user, &task.id).await {
-            if let Err(err) = self.runtime.refresh_relayed(task).await {
+        if let Ok(Some(_)) = self.runtime.relay().task(&self.user, &task.id).await {
+            if let Err(err) = self.runtime.relay().refresh(task).await {
                 tracing::warn!(error = %err, "a relayed task's state could not be recorded");
             }
         }
@@ -327,7 +327,7 @@ pub(super) async fn refresh(
 ) {
     match remote.get_task(user, task_id).await {
         Some(task) => {
-            if let Err(err) = runtime.refresh_relayed(&task).await {
+            if let Err(err) = runtime.relay().refresh(&task).await {
                 tracing::warn!(error = %err, "a relayed task's state could not be recorded");
             }
         }
