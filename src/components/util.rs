@@ -94,6 +94,41 @@ pub fn reveal(element: &web_sys::Element) {
     }
 }
 
+/// Scrolls the area that holds `element` (the transcript, the approvals list) just enough to
+/// show all of it, its top first when it is taller than the area: a panel the person opened
+/// ("Why?", "Always allow…") shows where it opened, and the focus stays where it is.
+pub fn reveal_whole(element: &web_sys::Element) {
+    let Some(area) = element
+        .closest(".transcript, .approvals-list")
+        .ok()
+        .flatten()
+    else {
+        reveal(element);
+        return;
+    };
+    let (shown, rect) = (
+        area.get_bounding_client_rect(),
+        element.get_bounding_client_rect(),
+    );
+    let (above, below) = (shown.top() - rect.top(), rect.bottom() - shown.bottom());
+    let by = if above > 0.0 {
+        -above
+    } else if below > 0.0 {
+        // Down by what is hidden below, never so far that its top leaves the area.
+        below.min(-above)
+    } else {
+        return;
+    };
+    area.set_scroll_top(area.scroll_top() + by.ceil() as i32);
+}
+
+/// A panel that comes into view whole when it opens ([`reveal_whole`]).
+pub fn reveal_on_open() -> leptos::prelude::NodeRef<leptos::html::Div> {
+    let node = leptos::prelude::NodeRef::new();
+    node.on_load(|element: web_sys::HtmlDivElement| reveal_whole(&element));
+    node
+}
+
 /// Gives the focus back to the message box when it fell to the page (the card or bar that
 /// held it went away once decided): a keyboard user goes on from where they write.
 pub fn refocus_composer_if_lost() {

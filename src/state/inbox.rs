@@ -461,6 +461,7 @@ pub(super) mod tests {
                 requester_may_approve: false,
                 quorum: 2,
                 approved_by: approved_by.iter().map(|by| (*by).to_owned()).collect(),
+                approved_via: Default::default(),
                 voided: Vec::new(),
                 args_sha256: None,
                 requirement: String::new(),

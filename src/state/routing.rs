@@ -21,30 +21,78 @@ pub fn approvers_label(entries: &[String]) -> String {
     names.join(" or ")
 }
 
-/// How far a call's quorum has come: "0 of 2", "1 of 2: approved by bob".
-pub fn progress(call: &CallQuorum) -> String {
-    match call.approved_by.as_slice() {
-        [] => format!("0 of {}", call.quorum),
-        by => format!(
-            "{} of {}: approved by {}",
-            by.len(),
-            call.quorum,
-            by.join(", ")
-        ),
+/// What let the `at`th of `approved_by` approve, in words, as the server recorded it: "in
+/// sre", "named approver", "the requester", or "asked by hand-over or escalation" for an entry
+/// the agents file does not list for the call; `None` when the server said nothing. So someone
+/// named by another route never reads as a member of the group the call waits for.
+fn route(call: &CallQuorum, at: usize) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for entry in call.approved_via.get(at)? {
+        let part = match (entry.split_once(':'), call.approvers.contains(entry)) {
+            _ if entry == "requester" => "the requester".to_owned(),
+            (Some(("group", name)), true) => format!("in {name}"),
+            (_, true) => "named approver".to_owned(),
+            (_, false) => "asked by hand-over or escalation".to_owned(),
+        };
+        if !parts.contains(&part) {
+            parts.push(part);
+        }
     }
+    (!parts.is_empty()).then(|| parts.join(" and "))
 }
 
-/// The line of a card whose call waits for approvers: "Waiting for sre: 1 of 2: approved by
-/// bob"; `None` when the requester decides alone.
+/// Whom a call still waits for: its approvers, less anyone named by user entry who approved.
+fn still_waiting_for(call: &CallQuorum) -> String {
+    let left: Vec<String> = call
+        .approvers
+        .iter()
+        .filter(|entry| {
+            entry
+                .strip_prefix("user:")
+                .is_none_or(|name| !call.approved_by.iter().any(|by| by == name))
+        })
+        .cloned()
+        .collect();
+    approvers_label(&left)
+}
+
+/// The line of a card whose call waits for approvers: "Waiting for sre: 0 of 2", and once some
+/// approved, who did and by which route, then what is left: "Approved by dave (named
+/// approver): 1 of 2; waiting for 1 more of sre"; `None` when the requester decides alone.
 pub fn waiting_for(call: &CallQuorum) -> Option<String> {
     if call.approvers.is_empty() {
         return None;
     }
-    Some(format!(
-        "Waiting for {}: {}",
-        approvers_label(&call.approvers),
-        progress(call)
-    ))
+    if call.approved_by.is_empty() {
+        return Some(format!(
+            "Waiting for {}: 0 of {}",
+            approvers_label(&call.approvers),
+            call.quorum
+        ));
+    }
+    let by: Vec<String> = call
+        .approved_by
+        .iter()
+        .enumerate()
+        .map(|(at, who)| match route(call, at) {
+            Some(route) => format!("{who} ({route})"),
+            None => who.clone(),
+        })
+        .collect();
+    let mut text = format!(
+        "Approved by {}: {} of {}",
+        by.join(", "),
+        call.approved_by.len(),
+        call.quorum
+    );
+    let more = (call.quorum as usize).saturating_sub(call.approved_by.len());
+    if more > 0 {
+        text.push_str(&format!(
+            "; waiting for {more} more of {}",
+            still_waiting_for(call)
+        ));
+    }
+    Some(text)
 }
 
 /// What a card says when an edit voided approvals: they were for other arguments.
@@ -216,6 +264,7 @@ mod tests {
             requester_may_approve: false,
             quorum: 2,
             approved_by: approved_by.iter().map(|by| (*by).to_owned()).collect(),
+            approved_via: Default::default(),
             voided: voided.iter().map(|by| (*by).to_owned()).collect(),
             args_sha256: None,
             requirement: String::new(),
@@ -239,7 +288,7 @@ mod tests {
         );
         assert_eq!(
             waiting_for(&call(&["bob"], &[])).as_deref(),
-            Some("Waiting for sre or dave: 1 of 2: approved by bob")
+            Some("Approved by bob: 1 of 2; waiting for 1 more of sre or dave")
         );
         let mut alone = call(&[], &[]);
         alone.approvers.clear();
@@ -248,6 +297,37 @@ mod tests {
         assert_eq!(
             voided_text(&call(&[], &["bob"])).as_deref(),
             Some("The arguments were edited: the approval of bob no longer counts.")
+        );
+    }
+
+    #[test]
+    fn a_card_says_by_which_route_each_approver_approved() {
+        let mut named = call(&["dave"], &[]);
+        named.approved_via = vec![vec!["user:dave".into()]];
+        // Dave, named by the agents file, does not read as one of sre; he is not waited for.
+        assert_eq!(
+            waiting_for(&named).as_deref(),
+            Some("Approved by dave (named approver): 1 of 2; waiting for 1 more of sre")
+        );
+        let mut both = call(&["bob", "erin"], &[]);
+        both.approved_via = vec![
+            vec!["group:sre".into()],
+            vec!["group:dba".into(), "user:erin".into()],
+        ];
+        both.quorum = 3;
+        assert_eq!(
+            waiting_for(&both).as_deref(),
+            Some(
+                "Approved by bob (in sre), erin (asked by hand-over or escalation): 2 of 3; \
+                 waiting for 1 more of sre or dave"
+            )
+        );
+        let mut done = call(&["bob", "carol"], &[]);
+        // Bob's route unknown (a server that does not say): his name alone.
+        done.approved_via = vec![Vec::new(), vec!["requester".into()]];
+        assert_eq!(
+            waiting_for(&done).as_deref(),
+            Some("Approved by bob, carol (the requester): 2 of 2")
         );
     }
 

@@ -2,7 +2,8 @@
 //! types text (the focus never jumps to a batch), a single-letter shortcut acts only on the card
 //! or bar that holds the focus, "Approve all" keeps a rejection made on a card, the requester
 //! under a two-person rule is offered no approval and told why, a choice not yet sent looks
-//! unlike one that ran, and the keyboard reaches the composer at once and comes back to it.
+//! unlike one that ran, the keyboard reaches the composer at once and comes back to it, and a
+//! panel opened low on the page ("Why?", "Always allow…") scrolls into view, the focus staying.
 
 use thirtyfour::prelude::Key;
 
@@ -221,5 +222,80 @@ async fn a_skip_link_reaches_the_composer_with_one_tab() {
     let link = app.driver.active_element().await.unwrap();
     link.send_keys(Key::Enter).await.unwrap();
     assert_eq!(focused(&app).await, "composer-input");
+    app.finish().await;
+}
+
+/// Scrolls the transcript so that the button `css` sits at its bottom edge: what the button
+/// opens under it starts out of view. Returns how far the button is from that edge.
+async fn put_at_the_bottom(app: &App, css: &str) -> f64 {
+    app.js(&format!(
+        "const b = document.querySelector('{css}'); const t = document.querySelector('.transcript'); \
+         t.scrollTop += b.getBoundingClientRect().bottom - t.getBoundingClientRect().bottom; \
+         return Math.abs(b.getBoundingClientRect().bottom - t.getBoundingClientRect().bottom)"
+    ))
+    .await
+    .as_f64()
+    .unwrap_or(f64::MAX)
+}
+
+/// Whether all of `css` shows: within the window and within the transcript's box.
+async fn wholly_shown(app: &App, css: &str) -> bool {
+    app.js(&format!(
+        "const e = document.querySelector('{css}'); if (!e) return false; \
+         const r = e.getBoundingClientRect(); \
+         const t = document.querySelector('.transcript').getBoundingClientRect(); \
+         return r.height > 0 && r.top >= Math.max(0, t.top) - 1 \
+           && r.bottom <= Math.min(innerHeight, t.bottom) + 1"
+    ))
+    .await
+        == serde_json::Value::Bool(true)
+}
+
+/// Opens what the button `css` opens as a click that leaves the focus alone would (a
+/// pointer's click moves it to the button, which is the person's doing).
+async fn open_keeping_focus(app: &App, css: &str) {
+    app.js(&format!(
+        "document.querySelector('{css}').click(); return true"
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panel_opened_low_on_the_page_scrolls_into_view_and_the_focus_stays() {
+    let app = App::start_with(
+        "panel-into-view",
+        Options {
+            // Short, yet tall enough for the "Always allow…" panel to fit whole.
+            size: (1000, 720),
+            ..Options::default()
+        },
+    )
+    .await;
+    app.open_new_chat().await;
+    // An earlier answer, so the transcript has room to scroll the card low.
+    app.send("count to 100").await;
+    app.wait_for_status("ready").await;
+    app.send("write low.txt: one").await;
+    let write = card("write_file");
+    wait_card(&app, &write, "pending").await;
+    app.js("document.querySelector('[data-testid=composer-input]').focus(); return true")
+        .await;
+
+    for (button, panel) in [
+        ("why-button", "why-text"),
+        ("always-allow-button", "allow-panel"),
+    ] {
+        let button = format!("{write} [data-testid={button}]");
+        let panel = format!("{write} [data-testid={panel}]");
+        assert!(put_at_the_bottom(&app, &button).await < 2.0, "{button}");
+        open_keeping_focus(&app, &button).await;
+        app.wait_for(&format!("{panel} opens"), &panel).await;
+        app.wait_until(&format!("{panel} is in view"), || async {
+            Ok(wholly_shown(&app, &panel).await)
+        })
+        .await;
+        assert_eq!(focused(&app).await, "composer-input", "{panel}");
+    }
+    app.shots("panel-into-view").await;
     app.finish().await;
 }

@@ -1,7 +1,10 @@
 //! Browser tests of what the page says and offers around a decision: a Why? that speaks of a
 //! decided call in the past, descriptions without raw Markdown, a sign-in page (not a wall of
-//! refusals) for a browser a token server does not know, sign-out there, and a theme switch
-//! that outlives a reload.
+//! refusals) for a browser a token server does not know, sign-out there, a theme switch
+//! that outlives a reload, an approver named by another route than the group a call waits
+//! for who never reads as one of it, and token counts that a reload after a decision keeps.
+
+use serde_json::json;
 
 use crate::support::harness::{card, click, wait_card, App, Options};
 
@@ -97,5 +100,107 @@ async fn the_theme_switch_picks_dark_or_light_and_keeps_it_across_a_reload() {
         .await;
     assert_eq!(app.js(theme).await, "dark");
     assert_eq!(app.js(background).await, dark);
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approver_named_by_user_does_not_read_as_one_of_the_group() {
+    const AGENTS: &str = "[[agents]]\nname = \"deploy\"\ndescription = \"Ships releases\"\n\
+        approvers = [\"group:sre\", \"user:dave\"]\nrequester_may_approve = false\nquorum = 2\n\
+        [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n";
+    let app = App::start_with(
+        "quorum-named-approver",
+        Options {
+            agents_toml: Some(AGENTS.to_owned()),
+            tokens: Some(vec!["alice-token=alice".into(), "dave-token=dave".into()]),
+            ..Options::default()
+        },
+    )
+    .await;
+    app.open("/approvals#token=alice-token").await;
+    app.open_new_chat_of("/agents/default/deploy/chat").await;
+    app.send("write release.txt: v2").await;
+    let write = card("write_file");
+    wait_card(&app, &write, "pending").await;
+    let quorum = format!("{write} [data-testid=quorum]");
+    app.wait_for_text(&quorum, "Waiting for sre or dave: 0 of 2")
+        .await;
+    // Dave, named in the approvers and in no group, approves over REST.
+    let session = app.session_id().await;
+    let tasks: serde_json::Value = app
+        .http
+        .get(format!("{}/api/sessions/{session}", app.base))
+        .bearer_auth("alice-token")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let task = tasks["tasks"][0]["id"].as_str().unwrap().to_owned();
+    let approved = app
+        .http
+        .post(format!("{}/api/approvals/{task}", app.base))
+        .bearer_auth("dave-token")
+        .json(&json!({"decision_type": "approve"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(approved.status(), 200);
+    app.wait_for_text(
+        &quorum,
+        "Approved by dave (named approver): 1 of 2; waiting for 1 more of sre",
+    )
+    .await;
+    let said = app.text(&quorum).await;
+    assert!(!said.contains("or dave"), "dave approved already: {said}");
+    app.shots("quorum-named-approver").await;
+    app.finish().await;
+}
+
+/// The chat's total and each answer's count, as the page shows them.
+async fn token_counts(app: &App) -> (String, Vec<String>) {
+    (
+        app.text("[data-testid=session-usage]").await,
+        app.js(
+            "return [...document.querySelectorAll('[data-testid=answer-usage]')] \
+             .map(chip => chip.getAttribute('aria-label'))",
+        )
+        .await
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|label| label.as_str().unwrap_or_default().to_owned())
+        .collect(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_counts_after_a_decision_are_the_same_after_a_reload() {
+    let app = App::start("usage-after-decision").await;
+    app.open_new_chat().await;
+    app.send("count to 3").await;
+    app.wait_for_status("ready").await;
+    app.send("write counted.txt: one").await;
+    let write = card("write_file");
+    wait_card(&app, &write, "pending").await;
+    click(&app, &format!("{write} [data-testid=approve-button]")).await;
+    app.wait_for_status("ready").await;
+    wait_card(&app, &write, "approved").await;
+    // The answer after the decision has its count: the last answer's row shows one.
+    let last_counted = "const rows = document.querySelectorAll('.row-agent'); \
+        return rows.length > 0 && !!rows[rows.length - 1].querySelector('[data-testid=answer-usage]')";
+    app.wait_until("the answer after the decision shows its count", || async {
+        Ok(app.js(last_counted).await == serde_json::Value::Bool(true))
+    })
+    .await;
+    let live = token_counts(&app).await;
+
+    app.driver.refresh().await.unwrap();
+    wait_card(&app, &write, "approved").await;
+    app.wait_for("the reloaded total", "[data-testid=session-usage]")
+        .await;
+    assert_eq!(token_counts(&app).await, live);
+    assert_eq!(app.js(last_counted).await, serde_json::Value::Bool(true));
     app.finish().await;
 }

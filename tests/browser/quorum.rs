@@ -60,8 +60,11 @@ async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_s
     app.wait_for_text(&waiting, "Waiting for sre: 0 of 2").await;
     app.shots("quorum-approver-inbox").await;
     click(&app, &format!("{CARD} [data-testid=approve-button]")).await;
-    app.wait_for_text(&waiting, "Waiting for sre: 1 of 2: approved by bob")
-        .await;
+    app.wait_for_text(
+        &waiting,
+        "Approved by bob (in sre): 1 of 2; waiting for 1 more of sre",
+    )
+    .await;
     // Approved once: his Approve is gone, and so is his choice (the server said the batch
     // still waits): the card is pending, without "Decided here" nor Change; the call has not run.
     app.wait_until("Bob's Approve and choice are gone", || async {
@@ -78,7 +81,8 @@ async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_s
     click(&app, "[data-testid=inbox-open-chat]").await;
     app.wait_for_text("[data-testid=read-only]", "alice's chat")
         .await;
-    app.wait_for_text(&waiting, "1 of 2: approved by bob").await;
+    app.wait_for_text(&waiting, "Approved by bob (in sre): 1 of 2")
+        .await;
     assert!(!shows(&app, "[data-testid=composer-input]").await);
     assert!(!shows(&app, "[data-testid=stop-button]").await);
     app.shots("quorum-approver-chat").await;
@@ -86,8 +90,11 @@ async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_s
 
     // Alice sees Bob's approval on her card.
     app.switch(&alice);
-    app.wait_for_text(&waiting, "Waiting for sre: 1 of 2: approved by bob")
-        .await;
+    app.wait_for_text(
+        &waiting,
+        "Approved by bob (in sre): 1 of 2; waiting for 1 more of sre",
+    )
+    .await;
     assert!(!shows(&app, &format!("{CARD} [data-testid=approve-button]")).await);
     assert!(shows(&app, &format!("{CARD} [data-testid=reject-button]")).await);
     app.shots("quorum-requester-one-of-two").await;
@@ -96,7 +103,8 @@ async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_s
     let carol = Browser::start((1280, 900)).await;
     app.switch(&carol.driver);
     app.open("/approvals#token=carol-token").await;
-    app.wait_for_text(&waiting, "1 of 2: approved by bob").await;
+    app.wait_for_text(&waiting, "Approved by bob (in sre): 1 of 2")
+        .await;
     click(&app, "[data-testid=inbox-open-chat]").await;
     app.wait_for_text("[data-testid=read-only]", "alice's chat")
         .await;

@@ -274,6 +274,11 @@ pub struct CallQuorum {
     pub quorum: u32,
     /// Who approved the call's current arguments so far, in order (subjects).
     pub approved_by: Vec<String>,
+    /// What let each of `approved_by` approve, in the same order: their vote's entries
+    /// (`group:sre`, `user:dave`, `requester`, or one a hand-over or an escalation added), so a
+    /// reader can tell someone named by another route from a member of the group.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approved_via: Vec<Vec<String>>,
     /// Whose approvals an edit voided: they approved other arguments than those now proposed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub voided: Vec<String>,

@@ -15,13 +15,15 @@ use signoff_protocol::rest::{Policy, PolicyScope};
 use crate::api;
 use crate::components::context::AppCtx;
 use crate::components::lazy::{loaded, Loaded, Slot};
+use crate::components::util::reveal_on_open;
 use crate::state::policy::{
     base_summary, describe, folder_of, in_force, left_of, new_policy, parse_uses, AllowWhat,
     Lasting,
 };
 
 /// "Always allow…": the choice, how it reads, and Approve-and-allow. `on_allowed` approves the
-/// call once the policy is stored; a refused policy approves nothing and says why.
+/// call once the policy is stored; a refused policy approves nothing and says why. It comes
+/// into view as it opens (below the fold otherwise), leaving the focus where it was.
 #[component]
 fn AlwaysAllow(
     agent: String,
@@ -96,7 +98,7 @@ fn AlwaysAllow(
         }
     };
     view! {
-        <div class="panel allow-panel" data-testid="allow-panel">
+        <div class="panel allow-panel" data-testid="allow-panel" node_ref=reveal_on_open()>
             <fieldset class="allow-group">
                 <legend class="field-label">"Where"</legend>
                 {allow_radio("allow-scope", "allow-scope-chat", "This chat".into(),

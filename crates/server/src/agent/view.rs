@@ -201,13 +201,6 @@ pub fn usage_metadata(prompt: u64, completion: u64) -> Metadata {
     TokenUsage::new(prompt, completion).to_metadata()
 }
 
-/// Metadata with one entry.
-pub fn metadata_with(key: &str, value: Value) -> Metadata {
-    let mut metadata = Metadata::new();
-    metadata.insert(key.to_owned(), value);
-    metadata
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -1,11 +1,12 @@
 //! A card's "Why?": a button (with `aria-expanded`) that opens, under the card's header, what
 //! let the call run, made it wait or refused it, in plain words (`state::why`): the policy and
 //! its file, the argument rule, the grant and what was left of it, or the agent's
-//! `require_approval` setting.
+//! `require_approval` setting. Opened low on the page, it scrolls into view; the focus stays.
 
 use leptos::prelude::*;
 
 use super::model::CardModel;
+use crate::components::util::reveal_on_open;
 use crate::state::why::explain;
 
 /// `at` (RFC 3339) as the person's clock and calendar say it: "1 Dec 2026, 23:25".
@@ -58,7 +59,7 @@ pub(super) fn WhyLine(model: CardModel) -> impl IntoView {
                         "Why?"
                     </button>
                     <Show when=move || open.get()>
-                        <div class="why-text" id=panel_id data-testid="why-text">
+                        <div class="why-text" id=panel_id data-testid="why-text" node_ref=reveal_on_open()>
                             {lines.iter().map(|line| view! { <p>{line.clone()}</p> }).collect_view()}
                         </div>
                     </Show>

@@ -75,6 +75,32 @@ fn approvals_of(earlier: &[CallVote], call_id: &str, sha: &str) -> (Vec<String>,
     (subjects(approved), subjects(other))
 }
 
+/// What let each of `approved` approve `sha` of the call, in their order: the entries of
+/// their vote among `votes`, so a card tells a named approver or one a hand-over added from
+/// the group's members.
+fn routes_of(
+    votes: &[&CallVote],
+    call_id: &str,
+    sha: Option<&str>,
+    approved: &[String],
+) -> Vec<Vec<String>> {
+    approved
+        .iter()
+        .map(|who| {
+            votes
+                .iter()
+                .find(|vote| {
+                    vote.call_id == call_id
+                        && vote.verdict == StoredVerdict::Approve
+                        && Some(vote.args_sha256.as_str()) == sha
+                        && vote.user_id == *who
+                })
+                .map(|vote| vote.eligible_by.clone())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
 impl Approvers {
     /// Counts `by`'s verdicts on `resolved` (the batch's calls, in order) against the votes
     /// already cast on `batch`: refused when they may not give one of them, else the votes to
@@ -184,12 +210,15 @@ impl Approvers {
                     (outcome, Some(sha), approved, voided)
                 }
             };
+            let votes: Vec<&CallVote> = batch.votes.iter().chain(&tally.votes).collect();
+            let approved_via = routes_of(&votes, id, sha.as_deref(), &approved);
             tally.progress.push(CallQuorum {
                 call_id: id.clone(),
                 approvers: approvers.entries.iter().map(ApproverEntry::label).collect(),
                 requester_may_approve: approvers.requester_may_approve,
                 quorum: approvers.quorum,
                 approved_by: approved,
+                approved_via,
                 voided,
                 args_sha256: sha,
                 requirement: approvers.requirement(),
@@ -469,6 +498,35 @@ mod tests {
         let (approved, voided) = approvals_of(&earlier, "c1", "c");
         assert!(approved.is_empty());
         assert_eq!(voided, ["bob", "alice"]);
+    }
+
+    #[test]
+    fn each_approval_keeps_the_route_that_let_its_voter_approve() {
+        let vote = |user: &str, sha: &str, by: &str| CallVote {
+            call_id: "c1".into(),
+            user_id: user.into(),
+            email: None,
+            verdict: StoredVerdict::Approve,
+            reason: None,
+            run_args: None,
+            args_sha256: sha.into(),
+            eligible_by: vec![by.into()],
+            channel: crate::store::Channel::Rest,
+            voted_at: String::new(),
+        };
+        let earlier = [
+            vote("bob", "a", "group:sre"),
+            vote("dave", "b", "user:dave"),
+            vote("bob", "b", "group:sre"),
+        ];
+        let votes: Vec<&CallVote> = earlier.iter().collect();
+        let (approved, _) = approvals_of(&earlier, "c1", "b");
+        assert_eq!(approved, ["dave", "bob"]);
+        let routes = routes_of(&votes, "c1", Some("b"), &approved);
+        assert_eq!(
+            routes,
+            [vec!["user:dave".to_owned()], vec!["group:sre".to_owned()]]
+        );
     }
 
     fn decide(approvers: &Approvers, who: &str, decision: Decision) -> Result<PlannedDecision> {

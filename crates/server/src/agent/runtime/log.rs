@@ -328,7 +328,11 @@ impl Runtime {
         if !audit.is_empty() {
             let audit = serde_json::to_value(&audit)
                 .map_err(|err| AgentError::Internal(err.to_string()))?;
-            task.metadata = Some(view::metadata_with(hitl::keys::SIGNOFF_AUDIT, audit));
+            // Beside what the fold left there: the current status's token counts wait in the
+            // task's metadata, and a reload counts them as the stream did.
+            task.metadata
+                .get_or_insert_with(Default::default)
+                .insert(hitl::keys::SIGNOFF_AUDIT.to_owned(), audit);
         }
         Ok((task, seq))
     }

@@ -157,6 +157,7 @@ impl Runtime {
                 |vote| vote.args_sha256.clone(),
             );
             let mut approved_by: Vec<String> = Vec::new();
+            let mut approved_via: Vec<Vec<String>> = Vec::new();
             let mut voided: Vec<String> = Vec::new();
             for vote in &mine {
                 let list = match vote.args_sha256 == current {
@@ -165,6 +166,9 @@ impl Runtime {
                 };
                 if !list.contains(&vote.user_id) {
                     list.push(vote.user_id.clone());
+                    if vote.args_sha256 == current {
+                        approved_via.push(vote.eligible_by.clone());
+                    }
                 }
             }
             voided.retain(|user| !approved_by.contains(user));
@@ -174,6 +178,7 @@ impl Runtime {
                 requester_may_approve: approvers.requester_may_approve,
                 quorum: approvers.quorum,
                 approved_by,
+                approved_via,
                 voided,
                 args_sha256: mine.last().map(|_| current),
                 requirement: approvers.requirement(),
