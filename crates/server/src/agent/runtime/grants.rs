@@ -88,32 +88,7 @@ impl Grants<'_> {
                 names.join(", ")
             )));
         };
-        let scope = match (new.scope, &new.context_id) {
-            (WireScope::Chat, Some(context_id)) => {
-                let session = self.runtime.store.session(context_id).await?;
-                if !session
-                    .is_some_and(|session| session.user_id == user && session.agent == new.agent)
-                {
-                    return Err(AgentError::InvalidParams(format!(
-                        "context_id: {context_id} is not one of your chats with {}",
-                        new.agent
-                    )));
-                }
-                GrantScope::Chat
-            }
-            (WireScope::Chat, None) => {
-                return Err(AgentError::InvalidParams(
-                    "context_id: a chat policy names its chat".into(),
-                ))
-            }
-            (WireScope::Agent, None) => GrantScope::Agent,
-            (WireScope::Agent, Some(_)) => {
-                return Err(AgentError::InvalidParams(
-                    "context_id: an agent policy applies to every chat; leave context_id out"
-                        .into(),
-                ))
-            }
-        };
+        let scope = self.scope_of(user, &new).await?;
         let args = match &new.args {
             Some(args) => {
                 if let Some(known) = tool
@@ -213,6 +188,36 @@ impl Grants<'_> {
             .grants
             .remember(CompiledGrant::Ready(Arc::new(policy)));
         Ok(rest)
+    }
+
+    /// Where a new grant applies: a chat of `user`'s with its agent, or every chat with it.
+    async fn scope_of(&self, user: &str, new: &NewPolicy) -> Result<GrantScope> {
+        Ok(match (new.scope, &new.context_id) {
+            (WireScope::Chat, Some(context_id)) => {
+                let session = self.runtime.store.session(context_id).await?;
+                if !session
+                    .is_some_and(|session| session.user_id == user && session.agent == new.agent)
+                {
+                    return Err(AgentError::InvalidParams(format!(
+                        "context_id: {context_id} is not one of your chats with {}",
+                        new.agent
+                    )));
+                }
+                GrantScope::Chat
+            }
+            (WireScope::Chat, None) => {
+                return Err(AgentError::InvalidParams(
+                    "context_id: a chat policy names its chat".into(),
+                ))
+            }
+            (WireScope::Agent, None) => GrantScope::Agent,
+            (WireScope::Agent, Some(_)) => {
+                return Err(AgentError::InvalidParams(
+                    "context_id: an agent policy applies to every chat; leave context_id out"
+                        .into(),
+                ))
+            }
+        })
     }
 
     /// `GET /api/policies`: the user's policies in force (one stored before a limit it now
