@@ -305,13 +305,17 @@ impl Runtime {
             return otherwise;
         };
         if let Some(who) = approver {
-            return match self.could_approve(task_id, &batch, who).await {
-                Ok(true) => AgentError::NotPaused(format!(
-                    "the approval request of task {task_id} was already decided"
-                )),
-                Ok(false) => otherwise,
-                Err(err) => err,
-            };
+            match self.could_approve(task_id, &batch, who).await {
+                Ok(true) if batch.state != BatchState::Expired => {
+                    return AgentError::NotPaused(format!(
+                        "the approval request of task {task_id} was already decided"
+                    ))
+                }
+                // An approver late to an expired batch hears that it expired, as its owner does.
+                Ok(true) => {}
+                Ok(false) => return otherwise,
+                Err(err) => return err,
+            }
         }
         match batch.state {
             BatchState::Expired => AgentError::NotPaused(format!(
