@@ -55,6 +55,8 @@ step "Slack's message types for the Slack test (npm's @slack/types, @slack/webho
 "$ROOT/crates/server/tests/slack/install.sh"
 step "The SMTP server for the email test (PyPI's aiosmtpd)"
 "$ROOT/crates/server/tests/email/install.sh"
+step "Claude Code for the permission-gateway tests (npm's @anthropic-ai/claude-code)"
+"$ROOT/crates/server/tests/gateway/install.sh"
 
 step "The worked examples of docs/policies.md: signoff policy check and test"
 cargo run --locked -q -p signoff-server -- policy check --policies docs/policies \
@@ -66,9 +68,9 @@ step "cargo test (protocol, server, UI reducer, browser tests in headless Chromi
 export SIGNOFF_UI_DIR="$ROOT/dist"
 cargo test --locked --workspace 2>&1 | tee -a "$LOG"
 
-step "The server's tests again on PostgreSQL (store, HITL, restart, MCP, upstream)"
+step "The server's tests again on PostgreSQL (store, HITL, restart, MCP, upstream, gateway)"
 postgres_for_tests
-SIGNOFF_TEST_BACKEND=postgres cargo test --locked -p signoff-server --test api --test mcp --test upstream 2>&1 | tee -a "$LOG"
+SIGNOFF_TEST_BACKEND=postgres cargo test --locked -p signoff-server --test api --test mcp --test upstream --test gateway 2>&1 | tee -a "$LOG"
 
 step "Sign-in against a real OpenID provider (--auth oidc), on SQLite and on PostgreSQL"
 cargo test --locked -p signoff-server --test oidc 2>&1 | tee -a "$LOG"

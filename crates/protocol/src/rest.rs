@@ -15,7 +15,9 @@ use serde_json::Value;
 use crate::hitl::RecordedDecision;
 use crate::model::TaskState;
 
+mod requests;
 mod sharing;
+pub use requests::{ApprovalRequest, ApprovalRequestState, RequestStatus};
 pub use sharing::{
     Feedback, FeedbackList, NewDecisionLinks, NewFeedback, NewShare, Rating, Share, ShareList,
 };

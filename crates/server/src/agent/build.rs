@@ -5,7 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::ask::AskUser;
-use super::config::{AgentsFile, ConfigError, ModelSpec, ToolSourceSpec};
+use super::asked::PermissionPrompts;
+use super::config::{AgentsFile, ConfigError, ModelSpec, ToolSourceSpec, PERMISSIONS_SOURCE};
 use super::conformance::ConformanceModel;
 use super::files::FileTools;
 use super::mcp;
@@ -38,7 +39,7 @@ pub async fn build_agents(
             )?),
         };
         let approvals = AgentApprovals::from_spec(&format!("agents[{index}]"), spec)?;
-        let toolbox = Toolbox::new();
+        let mut toolbox = Toolbox::new();
         for (source_index, source) in spec.tools.iter().enumerate() {
             let at = format!("agents[{index}].tools[{source_index}]");
             match source {
@@ -101,6 +102,10 @@ pub async fn build_agents(
                     let source = Arc::new(mcp::McpSource::new(checked, connection, at));
                     mcp::attach(source, &toolbox).await?;
                 }
+                ToolSourceSpec::PermissionPrompts { name, allow, .. } => {
+                    let name = name.clone().unwrap_or_else(|| PERMISSIONS_SOURCE.into());
+                    toolbox.answer_any_name(Arc::new(PermissionPrompts::new(name)), allow.clone());
+                }
             }
         }
         if spec.ask_user {
@@ -136,6 +141,7 @@ pub async fn build_agents(
             tools: toolbox,
             approvals,
             subagents,
+            serve_mcp: spec.serve_mcp,
         }));
     }
     Ok(agents)

@@ -127,7 +127,9 @@ fn behaviour(messages: &[ChatMessage], can_ask: bool) -> Behaviour {
         return Behaviour::Answer(vec!["Hello! Send me a message.".to_owned()]);
     };
     let (text, message_id) = match &messages[user] {
-        ChatMessage::User { text, message_id } => (text.as_str(), message_id.as_deref()),
+        ChatMessage::User {
+            text, message_id, ..
+        } => (text.as_str(), message_id.as_deref()),
         ChatMessage::Assistant { .. } | ChatMessage::Tool { .. } => ("", None),
     };
     let id = message_id.unwrap_or("");
@@ -239,6 +241,7 @@ mod tests {
         ChatMessage::User {
             text: text.into(),
             message_id: Some(id.into()),
+            asked: None,
         }
     }
 

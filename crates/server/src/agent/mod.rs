@@ -3,6 +3,7 @@
 
 pub mod approvals;
 pub mod ask;
+pub mod asked;
 mod build;
 pub mod cedar;
 pub mod config;

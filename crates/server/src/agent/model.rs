@@ -89,6 +89,10 @@ pub enum ChatMessage {
         /// stored before it was kept). Models other than the conformance agent ignore it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message_id: Option<String>,
+        /// The call this task asks for, when it arrived from outside rather than from a person
+        /// talking to the model (`agent::asked`). Models ignore it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asked: Option<super::asked::AskedCall>,
     },
     Assistant {
         text: String,

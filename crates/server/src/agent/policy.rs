@@ -292,7 +292,8 @@ impl AgentApprovals {
         toolbox: &Toolbox,
     ) -> Result<(), ConfigError> {
         let tools = toolbox.tools();
-        if toolbox.unavailable().is_empty() {
+        // A permission-prompts source answers for any name, so a rule may name any tool.
+        if toolbox.unavailable().is_empty() && !toolbox.answers_any_name() {
             let names: Vec<&str> = tools.iter().map(|tool| tool.spec.name.as_str()).collect();
             check_rules(at, &spec.rules, Some(&names))?;
         }

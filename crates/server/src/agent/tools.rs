@@ -126,6 +126,15 @@ pub struct Toolbox {
     tools: Arc<RwLock<Vec<ExposedTool>>>,
     /// Every source, also those that have no tools yet, for reporting which are unavailable.
     sources: Arc<RwLock<Vec<Arc<dyn ToolSource>>>>,
+    /// The source that answers for any other name (`agent::asked`'s permission prompts), if
+    /// the agent has one. Its tools are never listed to a model.
+    any_name: Option<Arc<AnyName>>,
+}
+
+/// A source that answers for every tool name, and the names whose calls need no approval.
+struct AnyName {
+    source: Arc<crate::agent::asked::PermissionPrompts>,
+    without_approval: Vec<String>,
 }
 
 impl Toolbox {
@@ -191,19 +200,45 @@ impl Toolbox {
         self.read().iter().map(|tool| tool.spec.clone()).collect()
     }
 
+    /// The tool named `name`: one a source lists, else one the any-name source answers for.
     pub fn get(&self, name: &str) -> Option<ExposedTool> {
-        self.read()
+        let listed = self
+            .read()
             .iter()
             .find(|tool| tool.spec.name == name)
-            .cloned()
+            .cloned();
+        listed.or_else(|| {
+            let any = self.any_name.as_ref()?;
+            let held = !any.without_approval.iter().any(|free| free == name);
+            let source: Arc<dyn ToolSource> = any.source.clone();
+            Some(ExposedTool::new(any.source.spec(name), held, source))
+        })
+    }
+
+    /// Lets `source` answer for every tool name no other source lists (permission prompts);
+    /// calls of the names in `without_approval` need no approval.
+    pub fn answer_any_name(
+        &mut self,
+        source: Arc<crate::agent::asked::PermissionPrompts>,
+        without_approval: Vec<String>,
+    ) {
+        let listed: Arc<dyn ToolSource> = source.clone();
+        self.add_source(listed);
+        self.any_name = Some(Arc::new(AnyName {
+            source,
+            without_approval,
+        }));
+    }
+
+    /// Whether some source answers for any tool name (then a rule may name any tool).
+    pub fn answers_any_name(&self) -> bool {
+        self.any_name.is_some()
     }
 
     /// Whether a call of `name` must wait for a decision. Unknown tools never run, so they
     /// need none (their call fails with "no tool named …").
     pub fn requires_approval(&self, name: &str) -> bool {
-        self.read()
-            .iter()
-            .any(|tool| tool.spec.name == name && tool.requires_approval)
+        self.get(name).is_some_and(|tool| tool.requires_approval)
     }
 
     /// The sources that cannot serve calls right now: (source name, why).

@@ -10,6 +10,7 @@ mod host;
 mod json_body;
 mod json_errors;
 mod links;
+mod mcp;
 mod notifications;
 mod ops;
 pub mod relay;
@@ -329,6 +330,14 @@ pub fn router(state: AppState) -> Router {
         .route("/api/feedback", get(feedback::list).post(feedback::give))
         .route("/api/approvals", get(rest::approvals))
         .route("/api/approvals/stream", get(approvals::stream))
+        .route("/api/approvals/requests", post(rest::ask))
+        .route("/api/approvals/requests/{task_id}", get(rest::asked))
+        .route(
+            "/api/mcp/{namespace}/{agent}",
+            post(mcp::post)
+                .get(mcp::not_offered)
+                .delete(mcp::not_offered),
+        )
         .route("/api/approvals/{task_id}", post(relay::decide))
         .route("/api/approvals/{task_id}/handover", post(rest::handover))
         .route("/api/approvals/{task_id}/extend", post(rest::extend))

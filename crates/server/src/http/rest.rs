@@ -11,14 +11,16 @@ use serde_json::Value;
 use signoff_protocol::codec::{self, Method};
 use signoff_protocol::hitl::Decision;
 use signoff_protocol::rest::{
-    AgentEntry, AgentList, DecideResponse, DecidedApprovals, Follow, FollowParams, Me, NewPolicy,
-    PendingApprovals, Policy, PolicyList, SessionDetail, SessionList, ToolEntry, UnavailableSource,
+    AgentEntry, AgentList, ApprovalRequest, ApprovalRequestState, DecideResponse, DecidedApprovals,
+    Follow, FollowParams, Me, NewPolicy, PendingApprovals, Policy, PolicyList, SessionDetail,
+    SessionList, ToolEntry, UnavailableSource,
 };
 use signoff_protocol::{ProtocolVersion, StreamEvent};
 
 use super::a2a::request_version;
 use super::{AppState, HttpError, Person, User};
 use crate::agent::approvals::{Actor, Channel, Command};
+use crate::agent::asked::AskedCall;
 use crate::agent::{Agent, AgentError};
 
 pub(super) fn endpoint(agent: &Agent) -> String {
@@ -322,4 +324,71 @@ fn strict_body<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Resul
         .map_err(|err| HttpError::BadRequest(err.to_string()))?;
     serde_json::from_slice(body)
         .map_err(|err| HttpError::BadRequest(format!("invalid {what}: {err}")))
+}
+
+/// The longest `?wait=` of an approval request, in seconds.
+const MAX_REQUEST_WAIT_SECS: u64 = 60;
+
+/// `POST /api/approvals/requests`: a program asks whether one call may run (docs/rest.md,
+/// Approval requests). `201` with where it stands, after waiting up to `?wait=SECONDS` for it
+/// to be settled.
+pub async fn ask(
+    State(state): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+    who: Person,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, Json<ApprovalRequestState>), HttpError> {
+    let request: ApprovalRequest = strict_body(&body, "approval request")?;
+    let wait = request_wait(&query)?;
+    let agent = served_agent(&state, &request.agent)?;
+    let call = AskedCall::checked(&request.tool, request.arguments, request.call_id)
+        .map_err(HttpError::BadRequest)?;
+    let title = request.title.as_deref().unwrap_or("");
+    let accepted = state.runtime.ask(&who.0, &agent, call, title).await?;
+    let asked = state
+        .runtime
+        .asked_state(&who.0, &accepted.task_id, wait)
+        .await?;
+    Ok((StatusCode::CREATED, Json(asked)))
+}
+
+/// `GET /api/approvals/requests/{taskId}`: where the caller's approval request stands, after
+/// waiting up to `?wait=SECONDS` for it to be settled.
+pub async fn asked(
+    State(state): State<AppState>,
+    Path(task_id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    who: Person,
+) -> Result<Json<ApprovalRequestState>, HttpError> {
+    let wait = request_wait(&query)?;
+    Ok(Json(
+        state.runtime.asked_state(&who.0, &task_id, wait).await?,
+    ))
+}
+
+/// The agent `namespace/name` if it takes calls from programs (`serve_mcp = true`).
+fn served_agent(state: &AppState, key: &str) -> Result<std::sync::Arc<Agent>, HttpError> {
+    let (namespace, name) = key
+        .split_once('/')
+        .ok_or_else(|| HttpError::BadRequest(format!("agent: {key:?} is not namespace/name")))?;
+    match state.runtime.agent(namespace, name) {
+        Some(agent) if agent.serve_mcp => Ok(agent),
+        Some(_) => Err(HttpError::NotFound(format!(
+            "the agent {key} takes no calls from programs (set serve_mcp = true in the agents file)"
+        ))),
+        None => Err(HttpError::NotFound(format!("no agent {key}"))),
+    }
+}
+
+/// `?wait=SECONDS`, at most [`MAX_REQUEST_WAIT_SECS`]; none: do not wait.
+fn request_wait(query: &HashMap<String, String>) -> Result<std::time::Duration, HttpError> {
+    let Some(wait) = query.get("wait") else {
+        return Ok(std::time::Duration::ZERO);
+    };
+    match wait.parse::<u64>() {
+        Ok(secs) if secs <= MAX_REQUEST_WAIT_SECS => Ok(std::time::Duration::from_secs(secs)),
+        Ok(_) | Err(_) => Err(HttpError::BadRequest(format!(
+            "wait: {wait:?} is not a number of seconds from 0 to {MAX_REQUEST_WAIT_SECS}"
+        ))),
+    }
 }

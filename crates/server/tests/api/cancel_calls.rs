@@ -83,6 +83,7 @@ async fn a_call_running_when_its_task_is_canceled_gets_a_result_saying_so() {
         tools,
         approvals: Default::default(),
         subagents: Default::default(),
+        serve_mcp: false,
     });
     let runtime = Runtime::new(store.clone(), vec![agent.clone()], Limits::default());
     let message = Message::new("m-1".to_owned(), Role::User, vec![Part::text("go")]);

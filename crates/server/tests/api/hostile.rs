@@ -84,6 +84,7 @@ fn agent(model: Arc<dyn Model>) -> Arc<Agent> {
         tools: Toolbox::new(),
         approvals: Default::default(),
         subagents: Default::default(),
+        serve_mcp: false,
     })
 }
 

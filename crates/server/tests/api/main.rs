@@ -37,6 +37,7 @@ mod questions;
 mod quorum;
 mod rebinding;
 mod release;
+mod requests;
 mod rest;
 mod restart;
 mod rules;

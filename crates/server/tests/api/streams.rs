@@ -24,6 +24,7 @@ fn scripted() -> Arc<Agent> {
         tools: Toolbox::new(),
         approvals: Default::default(),
         subagents: Default::default(),
+        serve_mcp: false,
     })
 }
 

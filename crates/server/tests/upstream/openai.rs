@@ -67,6 +67,7 @@ fn user(text: &str) -> ChatMessage {
     ChatMessage::User {
         text: text.into(),
         message_id: None,
+        asked: None,
     }
 }
 

@@ -112,6 +112,7 @@ pub fn parse(text: &str, namespace: &str, name: &str) -> Result<AgentsFile, Conf
             escalate_to: None,
             max_extend: None,
             handover_may_widen: None,
+            serve_mcp: false,
         }],
     };
     file.validate()?;

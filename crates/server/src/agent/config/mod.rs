@@ -124,6 +124,10 @@ pub struct AgentSpec {
     /// `true`: a hand-over may make people eligible whom the approvers do not name.
     #[serde(default)]
     pub handover_may_widen: Option<bool>,
+    /// Serve the agent's tools (and its permission prompts) over MCP at
+    /// `/api/mcp/NAMESPACE/NAME`, gated as its own calls are (`http::mcp`).
+    #[serde(default)]
+    pub serve_mcp: bool,
 }
 
 impl AgentSpec {
@@ -197,7 +201,30 @@ pub enum ToolSourceSpec {
     McpStdio(McpStdioSpec),
     /// An MCP server over streamable HTTP or legacy SSE ([`McpHttpSpec`] documents the fields).
     McpHttp(McpHttpSpec),
+    /// The permission prompts of a program that runs its own tools (Claude Code's
+    /// `--permission-prompt-tool`, a REST approval request): any tool name it asks about, each
+    /// call waiting for approval unless `allow` names it or a rule, grant or policy decides it
+    /// (`agent::asked`).
+    PermissionPrompts {
+        /// The source's name, shown as the call's `server` (default `permissions`).
+        #[serde(default)]
+        name: Option<String>,
+        /// Tools whose calls are allowed without asking anyone (such as `Read`).
+        #[serde(default)]
+        allow: Vec<String>,
+        #[serde(default)]
+        approvers: Option<Vec<String>>,
+        #[serde(default)]
+        requester_may_approve: Option<bool>,
+        #[serde(default)]
+        quorum: Option<u32>,
+        #[serde(default)]
+        tool_approvers: BTreeMap<String, ApproversSpec>,
+    },
 }
+
+/// The name of a permission-prompts source that names none.
+pub const PERMISSIONS_SOURCE: &str = "permissions";
 
 /// A remote A2A agent that the server lists and relays to (`http::relay`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -235,6 +262,7 @@ impl ToolSourceSpec {
             ),
             ToolSourceSpec::McpStdio(spec) => spec.tools.clone(),
             ToolSourceSpec::McpHttp(spec) => spec.tools.clone(),
+            ToolSourceSpec::PermissionPrompts { .. } => None,
         }
     }
 
@@ -281,6 +309,20 @@ impl ToolSourceSpec {
                     spec.quorum,
                 ),
                 &spec.tool_approvers,
+            ),
+            ToolSourceSpec::PermissionPrompts {
+                name,
+                approvers,
+                requester_may_approve,
+                quorum,
+                tool_approvers,
+                ..
+            } => (
+                name.clone()
+                    .unwrap_or_else(|| PERMISSIONS_SOURCE.to_owned()),
+                "",
+                ApproversSpec::source_level(approvers, *requester_may_approve, *quorum),
+                tool_approvers,
             ),
         }
     }
@@ -357,6 +399,7 @@ impl AgentsFile {
                     escalate_to: None,
                     max_extend: None,
                     handover_may_widen: None,
+                    serve_mcp: false,
                 },
                 AgentsFile::boss(),
             ],
@@ -390,6 +433,7 @@ impl AgentsFile {
             escalate_to: None,
             max_extend: None,
             handover_may_widen: None,
+            serve_mcp: false,
         }
     }
 
@@ -420,6 +464,7 @@ impl AgentsFile {
             escalate_to: None,
             max_extend: None,
             handover_may_widen: None,
+            serve_mcp: false,
         }
     }
 
@@ -494,6 +539,7 @@ impl AgentsFile {
             // Only built-in sources are known before they are built; MCP tools are checked
             // again once their servers list them (`agent::build`).
             let mut exposed_tools: Option<Vec<&str>> = Some(Vec::new());
+            let mut prompts_seen = false;
             for (source_index, source) in agent.tools.iter().enumerate() {
                 let at = format!("{at}.tools[{source_index}]");
                 match source {
@@ -530,6 +576,17 @@ impl AgentsFile {
                     }
                     ToolSourceSpec::McpHttp(spec) => {
                         spec.check(&at)?;
+                        exposed_tools = None;
+                    }
+                    ToolSourceSpec::PermissionPrompts { .. } => {
+                        if prompts_seen {
+                            return Err(invalid(
+                                at,
+                                "an agent may have one permission_prompts source: it answers for every tool name"
+                                    .to_owned(),
+                            ));
+                        }
+                        prompts_seen = true;
                         exposed_tools = None;
                     }
                 }

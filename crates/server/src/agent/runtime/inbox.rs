@@ -72,6 +72,7 @@ impl Runtime {
             transcript.push(ChatMessage::User {
                 text: message.text(),
                 message_id: Some(message.message_id.clone()),
+                asked: None,
             });
             events.push(view::status_event(
                 task_id,

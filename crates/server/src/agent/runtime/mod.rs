@@ -89,6 +89,8 @@ pub struct Agent {
     pub approvals: AgentApprovals,
     /// The agents it may call as tools (`agent::subagents`).
     pub subagents: Subagents,
+    /// Its tools are served over MCP (`http::mcp`), gated as its own calls are.
+    pub serve_mcp: bool,
 }
 
 impl Agent {

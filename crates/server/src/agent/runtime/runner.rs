@@ -11,8 +11,11 @@ use signoff_protocol::{Part, StreamEvent, TaskState};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::agent::asked::{asked_call, AskedModel};
 use crate::agent::metrics::ModelFailure;
-use crate::agent::model::{ChatMessage, ModelError, ModelEvent, ModelRequest, ModelToolCall};
+use crate::agent::model::{
+    ChatMessage, Model, ModelError, ModelEvent, ModelRequest, ModelToolCall,
+};
 use crate::agent::view::{self};
 use crate::store::{CallRow, Commit, Guard, NewCall, StoreError, TaskRow};
 
@@ -26,6 +29,9 @@ use crate::agent::approvals::args_sha256;
 /// as this runner wrote them (read once when it starts, then kept in step with its commits).
 pub(super) struct TaskRun<'a> {
     pub(super) agent: Arc<Agent>,
+    /// What takes the model turns: the agent's model, or for a call asked from outside
+    /// (`agent::asked`) the stand-in that only proposes that call and ends the task.
+    pub(super) model: Arc<dyn Model>,
     pub(super) task_id: String,
     pub(super) context_id: String,
     /// The task's owner, whose policies may approve its calls.
@@ -278,8 +284,13 @@ impl Runtime {
             earlier.extend(closed(transcript_of(other)?));
         }
         let subagent = self.store.subagent_parent(&task_id).await?.is_some();
+        let model: Arc<dyn Model> = match asked_call(&transcript) {
+            Some(_) => Arc::new(AskedModel),
+            None => agent.model.clone(),
+        };
         let mut run = TaskRun {
             agent: agent.clone(),
+            model,
             task_id: task_id.clone(),
             context_id: context_id.clone(),
             user_id: row.user_id.clone(),
@@ -519,7 +530,7 @@ impl Runtime {
         let (task_id, context_id, cancel) =
             (run.task_id.clone(), run.context_id.clone(), run.cancel);
         let (task_id, context_id) = (task_id.as_str(), context_id.as_str());
-        let mut stream = agent.model.turn(request);
+        let mut stream = run.model.turn(request);
         let artifact_id = view::new_id();
         let mut text = String::new();
         let mut calls = Vec::new();

@@ -122,6 +122,7 @@ mod tests {
             ChatMessage::User {
                 text: "go".into(),
                 message_id: None,
+                asked: None,
             },
             turn(vec![call("a", "read_file", json!({}))]),
             result("a"),
@@ -136,6 +137,7 @@ mod tests {
         assert!(open_calls(&[ChatMessage::User {
             text: "hi".into(),
             message_id: None,
+            asked: None,
         }])
         .is_empty());
         assert!(open_calls(&[]).is_empty());
@@ -147,6 +149,7 @@ mod tests {
             ChatMessage::User {
                 text: "go".into(),
                 message_id: None,
+                asked: None,
             },
             turn(vec![call("a", "write_file", json!({}))]),
         ];
@@ -181,6 +184,7 @@ mod tests {
             ChatMessage::User {
                 text: "go".into(),
                 message_id: None,
+                asked: None,
             },
             turn(vec![call("a", "read_file", json!({"path": "a"}))]),
             result("a"),

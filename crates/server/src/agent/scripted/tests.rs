@@ -44,6 +44,7 @@ fn reports_results_and_quotes_rejections() {
         ChatMessage::User {
             text: "x".into(),
             message_id: None,
+            asked: None,
         },
         ChatMessage::Assistant {
             text: String::new(),

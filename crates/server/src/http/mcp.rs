@@ -1,0 +1,426 @@
+//! An agent's tools served over MCP's streamable HTTP transport at `/api/mcp/NAMESPACE/NAME`
+//! (agents with `serve_mcp = true`; docs/gateway.md). Every `tools/call` is a call asked for
+//! from outside (`agent::asked`): screened by the agent's rules, grants and policies, held for
+//! whoever may approve it, and answered once it is settled. An agent with a
+//! `permission_prompts` source also serves `approve`, the shape Claude Code's
+//! `--permission-prompt-tool` asks with (`{tool_name, input, tool_use_id}`, answered with
+//! `{"behavior": "allow", "updatedInput": …}` or `{"behavior": "deny", "message": …}`).
+//!
+//! The server is stateless (no `Mcp-Session-Id`): each POST carries one JSON-RPC message. A held
+//! call is answered as an event stream, so the client's request stays open while a person
+//! decides (progress notifications, or comments, keep it alive); a client that accepts only
+//! JSON gets its answer when the call settles. A client that goes away cancels its waiting call:
+//! it is audited as canceled and never runs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+use signoff_protocol::rest::{ApprovalRequestState, RequestStatus};
+
+use super::{origin, AppState, Person};
+use crate::agent::approvals::{Actor, Channel, Command};
+use crate::agent::asked::AskedCall;
+use crate::agent::tools::{error_result, text_result};
+use crate::agent::{Agent, AgentError, Decider, Runtime};
+
+/// The revisions this server speaks, newest first; a client asking for another gets the first.
+const REVISIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// The permission tool's name.
+pub const APPROVE_TOOL: &str = "approve";
+
+/// How often a held call's stream says it is still waiting (a client's idle timeout must not
+/// end a request a person is still deciding).
+const STILL_WAITING: Duration = Duration::from_secs(10);
+
+/// JSON-RPC error codes this endpoint answers with.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+const INTERNAL_ERROR: i64 = -32603;
+
+/// `POST /api/mcp/{namespace}/{agent}`: one JSON-RPC message of an MCP client.
+pub async fn post(
+    State(state): State<AppState>,
+    Path((namespace, name)): Path<(String, String)>,
+    who: Person,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let agent = match served_agent(&state, &namespace, &name, &headers) {
+        Ok(agent) => agent,
+        Err((status, why)) => return (status, Json(json!({"error": why}))).into_response(),
+    };
+    let message: Value = match serde_json::from_slice(&body) {
+        Ok(message) => message,
+        Err(err) => {
+            let error = rpc_error(Value::Null, PARSE_ERROR, &format!("not JSON: {err}"));
+            return (StatusCode::BAD_REQUEST, Json(error)).into_response();
+        }
+    };
+    let Some(object) = message.as_object() else {
+        let why = "one JSON-RPC message per request (batches are not part of this revision)";
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(rpc_error(Value::Null, INVALID_REQUEST, why)),
+        )
+            .into_response();
+    };
+    let method = object.get("method").and_then(Value::as_str).unwrap_or("");
+    let Some(id) = object.get("id").cloned() else {
+        // A notification (`notifications/initialized`, `notifications/cancelled`) or a
+        // response: accepted, nothing to answer (a canceled call ends when its request does).
+        return StatusCode::ACCEPTED.into_response();
+    };
+    let params = object.get("params").cloned().unwrap_or(Value::Null);
+    let answer = match method {
+        "initialize" => Ok(initialize(&params)),
+        "ping" => Ok(json!({})),
+        "tools/list" => Ok(json!({"tools": tool_list(&agent)})),
+        "tools/call" => {
+            let wants_stream = accepts_stream(&headers);
+            return call(
+                state.runtime.clone(),
+                who.0,
+                agent,
+                id,
+                params,
+                wants_stream,
+            )
+            .await;
+        }
+        "" => Err((INVALID_REQUEST, "a request needs a method".to_owned())),
+        other => Err((
+            METHOD_NOT_FOUND,
+            format!("no method {other} on this server"),
+        )),
+    };
+    Json(match answer {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err((code, message)) => rpc_error(id, code, &message),
+    })
+    .into_response()
+}
+
+/// `GET` and `DELETE`: this stateless server opens no stream of its own and keeps no sessions.
+pub async fn not_offered() -> Response {
+    let body =
+        json!({"error": "this MCP endpoint is stateless: POST one JSON-RPC message per request"});
+    (StatusCode::METHOD_NOT_ALLOWED, Json(body)).into_response()
+}
+
+/// The agent served at this path, if it is served over MCP and the request may reach it (an
+/// `Origin` must be this server's own: the transport's defence against DNS rebinding); else the
+/// status and error to answer with.
+fn served_agent(
+    state: &AppState,
+    namespace: &str,
+    name: &str,
+    headers: &HeaderMap,
+) -> Result<Arc<Agent>, (StatusCode, String)> {
+    if let Some(from) = headers.get(header::ORIGIN) {
+        let own = origin(headers, state.trust_proxy);
+        let public = state
+            .public_url
+            .as_deref()
+            .map(|url| url.trim_end_matches('/'));
+        let from = String::from_utf8_lossy(from.as_bytes());
+        if from != own && Some(from.as_ref()) != public {
+            let why = format!("requests from the origin {from} are refused");
+            return Err((StatusCode::FORBIDDEN, why));
+        }
+    }
+    match state.runtime.agent(namespace, name) {
+        Some(agent) if agent.serve_mcp => Ok(agent),
+        Some(_) | None => Err((
+            StatusCode::NOT_FOUND,
+            format!(
+                "no agent {namespace}/{name} is served over MCP (set serve_mcp = true in the agents file)"
+            ),
+        )),
+    }
+}
+
+/// The answer to `initialize`: the client's revision if this server speaks it, else the newest.
+fn initialize(params: &Value) -> Value {
+    let asked = params.get("protocolVersion").and_then(Value::as_str);
+    let revision = asked
+        .filter(|asked| REVISIONS.contains(asked))
+        .unwrap_or(REVISIONS[0]);
+    json!({
+        "protocolVersion": revision,
+        "capabilities": {"tools": {"listChanged": false}},
+        "serverInfo": {"name": "signoff", "version": env!("CARGO_PKG_VERSION")},
+        "instructions": "Calls that need a person's sign-off wait until it is given, then answer."
+    })
+}
+
+/// The agent's tools as its model sees them, and `approve` when it answers permission prompts.
+fn tool_list(agent: &Agent) -> Vec<Value> {
+    let mut tools: Vec<Value> = agent
+        .tools
+        .specs()
+        .into_iter()
+        .map(|spec| {
+            json!({"name": spec.name, "description": spec.description, "inputSchema": spec.input_schema})
+        })
+        .collect();
+    if agent.tools.answers_any_name() {
+        tools.push(json!({
+            "name": APPROVE_TOOL,
+            "description": "Asks Signoff whether a tool call may run; a person or a rule decides.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "tool_name": {"type": "string"},
+                    "input": {"type": "object"},
+                    "tool_use_id": {"type": "string"}
+                },
+                "required": ["tool_name", "input"]
+            }
+        }));
+    }
+    tools
+}
+
+/// What a `tools/call` asks for, and how its answer is told.
+enum Asked {
+    /// A permission prompt: the answer is the verdict, in Claude Code's shape.
+    Permission(AskedCall),
+    /// A call of the agent's own tool: the answer is the tool's result.
+    Tool(AskedCall),
+}
+
+impl Asked {
+    fn read(agent: &Agent, params: &Value) -> Result<Asked, String> {
+        let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+        let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+        if name == APPROVE_TOOL && agent.tools.answers_any_name() {
+            let tool = arguments.get("tool_name").and_then(Value::as_str);
+            let input = arguments.get("input").cloned().unwrap_or(json!({}));
+            let asker_id = arguments
+                .get("tool_use_id")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let tool = tool.ok_or("approve: tool_name is missing")?;
+            return AskedCall::checked(tool, input, asker_id)
+                .map(Asked::Permission)
+                .map_err(|why| format!("approve: {why}"));
+        }
+        if agent.tools.specs().iter().all(|spec| spec.name != name) {
+            return Err(format!("no tool named {name:?} on this server"));
+        }
+        AskedCall::checked(name, arguments, None).map(Asked::Tool)
+    }
+
+    fn call(&self) -> &AskedCall {
+        match self {
+            Asked::Permission(call) | Asked::Tool(call) => call,
+        }
+    }
+
+    /// The `CallToolResult` the client gets for a settled call.
+    fn answer(&self, state: &ApprovalRequestState) -> Value {
+        let reason = state.reason.clone().unwrap_or_default();
+        match (self, state.status) {
+            (Asked::Permission(_), RequestStatus::Allowed) => {
+                let input = state.arguments.clone().unwrap_or(json!({}));
+                text_result(json!({"behavior": "allow", "updatedInput": input}).to_string())
+            }
+            (
+                Asked::Permission(_),
+                RequestStatus::Rejected | RequestStatus::Ended | RequestStatus::Waiting,
+            ) => text_result(json!({"behavior": "deny", "message": reason}).to_string()),
+            (Asked::Tool(_), RequestStatus::Allowed) => {
+                state.result.clone().unwrap_or_else(|| text_result(""))
+            }
+            (Asked::Tool(call), RequestStatus::Rejected) => {
+                error_result(format!("{} was rejected: {reason}", call.name))
+            }
+            (Asked::Tool(call), RequestStatus::Ended | RequestStatus::Waiting) => {
+                error_result(format!("{} did not run: {reason}", call.name))
+            }
+        }
+    }
+}
+
+/// `tools/call`: asks for the call, then answers once it is settled, as an event stream when
+/// the client accepts one.
+async fn call(
+    runtime: Arc<Runtime>,
+    who: Decider,
+    agent: Arc<Agent>,
+    id: Value,
+    params: Value,
+    wants_stream: bool,
+) -> Response {
+    let asked = match Asked::read(&agent, &params) {
+        Ok(asked) => asked,
+        Err(why) => return Json(rpc_error(id, INVALID_PARAMS, &why)).into_response(),
+    };
+    let title = match &asked {
+        Asked::Permission(call) => format!("Permission to run {}", call.name),
+        Asked::Tool(call) => format!("MCP client calls {}", call.name),
+    };
+    let task_id = match runtime
+        .ask(&who, &agent, asked.call().clone(), &title)
+        .await
+    {
+        Ok(accepted) => accepted.task_id,
+        Err(err) => return Json(rpc_error(id, code_of(&err), &err.to_string())).into_response(),
+    };
+    let waiting = Waiting {
+        runtime,
+        who,
+        task_id,
+        settled: false,
+    };
+    let progress = params
+        .get("_meta")
+        .and_then(|meta| meta.get("progressToken"))
+        .cloned();
+    if !wants_stream {
+        // The handler's future is dropped if the client goes away: `Waiting` cancels then.
+        let mut waiting = waiting;
+        let answer = waiting.settle(Duration::MAX).await;
+        return Json(answered(id, &asked, answer)).into_response();
+    }
+    let events = futures_util::stream::unfold(
+        Some(Stream {
+            waiting,
+            asked,
+            id,
+            progress,
+            beats: 0,
+        }),
+        |stream| async move {
+            let mut stream = stream?;
+            let answer = stream.waiting.settle(STILL_WAITING).await;
+            if matches!(&answer, Ok(state) if state.status == RequestStatus::Waiting) {
+                stream.beats += 1;
+                let beat = still_waiting(stream.progress.as_ref(), stream.beats);
+                return Some((Ok::<_, std::convert::Infallible>(beat), Some(stream)));
+            }
+            let event = sse_event(&answered(stream.id.clone(), &stream.asked, answer));
+            Some((Ok(event), None))
+        },
+    );
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(events))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// A held call's event stream: its wait, and what its last event answers.
+struct Stream {
+    waiting: Waiting,
+    asked: Asked,
+    id: Value,
+    progress: Option<Value>,
+    beats: u64,
+}
+
+/// An asked call its client waits for: dropped before it settled (the client went away), it
+/// cancels the task, so the call never runs.
+struct Waiting {
+    runtime: Arc<Runtime>,
+    who: Decider,
+    task_id: String,
+    settled: bool,
+}
+
+impl Waiting {
+    /// Where the call stands after waiting up to `wait` for it to settle.
+    async fn settle(&mut self, wait: Duration) -> Result<ApprovalRequestState, AgentError> {
+        let state = self
+            .runtime
+            .asked_state(&self.who, &self.task_id, wait)
+            .await?;
+        self.settled = state.status != RequestStatus::Waiting;
+        Ok(state)
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        let (runtime, who, task_id) =
+            (self.runtime.clone(), self.who.clone(), self.task_id.clone());
+        let actor = Actor {
+            channel: Channel::Cancel,
+            auth: who.auth,
+            decider: who,
+        };
+        tokio::spawn(async move {
+            match runtime.apply(&task_id, &actor, Command::Cancel).await {
+                Ok(_) => {
+                    tracing::info!(task = %task_id, "the MCP client went away; its waiting call was canceled")
+                }
+                // It ended meanwhile (decided, run, or canceled by someone else).
+                Err(AgentError::NotCancelable { .. }) => {}
+                Err(err) => {
+                    tracing::warn!(task = %task_id, error = %err, "could not cancel the call of an MCP client that went away")
+                }
+            }
+        });
+    }
+}
+
+/// The JSON-RPC response to a `tools/call`.
+fn answered(id: Value, asked: &Asked, answer: Result<ApprovalRequestState, AgentError>) -> Value {
+    match answer {
+        Ok(state) => json!({"jsonrpc": "2.0", "id": id, "result": asked.answer(&state)}),
+        Err(err) => rpc_error(id, code_of(&err), &err.to_string()),
+    }
+}
+
+/// The stream's sign of life while a call waits: a progress notification when the client gave a
+/// token, else a comment.
+fn still_waiting(progress: Option<&Value>, beats: u64) -> Bytes {
+    match progress {
+        Some(token) => sse_event(&json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": token, "progress": beats, "message": "waiting for a sign-off"}
+        })),
+        None => Bytes::from_static(b": waiting for a sign-off\n\n"),
+    }
+}
+
+fn sse_event(message: &Value) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {message}\n\n"))
+}
+
+fn accepts_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| value.contains("text/event-stream"))
+}
+
+fn rpc_error(id: Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// The JSON-RPC code of a runtime error: the caller's mistake, or ours.
+fn code_of(err: &AgentError) -> i64 {
+    if matches!(
+        err,
+        AgentError::InvalidParams(_) | AgentError::TaskNotFound(_)
+    ) {
+        INVALID_PARAMS
+    } else {
+        INTERNAL_ERROR
+    }
+}

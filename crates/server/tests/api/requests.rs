@@ -1,0 +1,400 @@
+//! Calls asked for from outside: approval requests over REST and the MCP endpoint of an agent
+//! served to programs (`serve_mcp`), with its permission prompts (`approve`, the shape Claude
+//! Code's `--permission-prompt-tool` asks with) and its own tools, gated as a model's calls are.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+/// An agent served to programs: permission prompts (Read allowed, `rm` in a Bash command
+/// denied by a rule, the rest asked) and the built-in file tools (writes asked).
+const SERVED: &str = r#"
+[[agents]]
+name = "gate"
+serve_mcp = true
+
+[[agents.tools]]
+kind = "permission_prompts"
+name = "claude-code"
+allow = ["Read"]
+
+[[agents.tools]]
+kind = "builtin_files"
+require_approval = ["write_file"]
+
+[[agents.rules]]
+tool = "Bash"
+action = "deny"
+when = { command = { regex = ".*\\brm\\b.*" } }
+
+[[agents]]
+name = "demo"
+"#;
+
+const MCP: &str = "/api/mcp/default/gate";
+
+async fn ask(app: &TestApp, body: Value) -> (u16, Value) {
+    app.post_json_as("/api/approvals/requests?wait=5", None, &body)
+        .await
+}
+
+/// The pending batch of `task`, once it waits (the runner screens the call first).
+async fn pending_batch(app: &TestApp, task: &str) -> Value {
+    for _ in 0..200 {
+        let (_, body) = app.get("/api/approvals").await;
+        let found = body["approvals"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|batch| batch["taskId"] == task)
+            .cloned();
+        if let Some(batch) = found {
+            return batch;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the request of {task} never waited in the inbox");
+}
+
+#[tokio::test]
+async fn a_request_waits_for_a_person_and_its_asker_reads_the_rejection_and_its_reason() {
+    let app = spawn_with_agents(SERVED, |_| {}).await;
+    let (status, body) = app
+        .post_json_as(
+            "/api/approvals/requests",
+            None,
+            &json!({"agent": "default/gate", "tool": "Write",
+                    "arguments": {"file_path": "/srv/app/deploy.sh", "content": "echo hi"}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["status"], "waiting", "{body}");
+    let task = body["taskId"].as_str().unwrap().to_owned();
+    let batch = pending_batch(&app, &task).await;
+    assert_eq!(batch["calls"][0]["name"], "Write", "{batch}");
+    assert_eq!(batch["calls"][0]["server"], "claude-code", "{batch}");
+    let (status, _) = decide_rest(
+        &app,
+        None,
+        &task,
+        json!({"decision_type": "deny", "reason": "not on the prod box"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, body) = app
+        .get(&format!("/api/approvals/requests/{task}?wait=10"))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "rejected", "{body}");
+    assert_eq!(body["reason"], "not on the prod box", "{body}");
+    assert!(body.get("arguments").is_none(), "{body}");
+}
+
+#[tokio::test]
+async fn rules_settle_a_request_without_asking_anyone() {
+    let app = spawn_with_agents(SERVED, |_| {}).await;
+    let (status, body) = ask(
+        &app,
+        json!({"agent": "default/gate", "tool": "Read", "arguments": {"file_path": "README.md"}}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (201, Some("allowed")),
+        "{body}"
+    );
+    assert_eq!(body["arguments"], json!({"file_path": "README.md"}));
+    assert!(
+        body.get("result").is_none(),
+        "a permission prompt runs nothing here: {body}"
+    );
+    let (status, body) = ask(
+        &app,
+        json!({"agent": "default/gate", "tool": "Bash", "arguments": {"command": "rm -rf build"}}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (201, Some("rejected")),
+        "{body}"
+    );
+    assert!(body["reason"].as_str().unwrap().contains("rule"), "{body}");
+    let (_, inbox) = app.get("/api/approvals").await;
+    assert_eq!(inbox["approvals"], json!([]), "{inbox}");
+}
+
+#[tokio::test]
+async fn bad_requests_are_refused_and_name_what_is_wrong() {
+    let app = spawn_with_agents(SERVED, |_| {}).await;
+    let cases = [
+        (
+            json!({"agent": "default/gate", "tool": "Write", "arguments": "x"}),
+            400,
+            "object",
+        ),
+        (
+            json!({"agent": "default/gate", "tool": "", "arguments": {}}),
+            400,
+            "empty",
+        ),
+        (
+            json!({"agent": "gate", "tool": "Write", "arguments": {}}),
+            400,
+            "namespace/name",
+        ),
+        (
+            json!({"agent": "default/nobody", "tool": "Write", "arguments": {}}),
+            404,
+            "no agent",
+        ),
+        (
+            json!({"agent": "default/demo", "tool": "write_file", "arguments": {}}),
+            404,
+            "serve_mcp",
+        ),
+        (
+            json!({"agent": "default/gate", "tool": "W", "arguments": {}, "extra": 1}),
+            400,
+            "extra",
+        ),
+    ];
+    for (body, status, says) in cases {
+        let (got, answer) = app
+            .post_json_as("/api/approvals/requests", None, &body)
+            .await;
+        assert_eq!(got, status, "{body} -> {answer}");
+        assert!(
+            answer["error"].as_str().unwrap().contains(says),
+            "{body} -> {answer}"
+        );
+    }
+    let (status, answer) = app.get("/api/approvals/requests/nonesuch?wait=100").await;
+    assert_eq!(status, 400, "{answer}");
+    let (status, _) = app.get("/api/approvals/requests/nonesuch").await;
+    assert_eq!(status, 404);
+}
+
+/// One JSON-RPC request to the MCP endpoint, answered as JSON.
+async fn mcp(app: &TestApp, id: u64, method: &str, params: Value) -> Value {
+    let response = app
+        .post(MCP)
+        .header("accept", "application/json")
+        .json(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+/// The JSON text a tool result carries.
+fn result_json(answer: &Value) -> Value {
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    serde_json::from_str(text).unwrap()
+}
+
+#[tokio::test]
+async fn an_mcp_client_lists_the_tools_and_its_permission_prompt_gets_the_approvers_edit() {
+    let app = Arc::new(spawn_with_agents(SERVED, |_| {}).await);
+    let init = mcp(
+        &app,
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
+    )
+    .await;
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+    let unknown = mcp(&app, 2, "server/discover", json!({})).await;
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    let list = mcp(&app, 3, "tools/list", json!({})).await;
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"approve") && names.contains(&"write_file"),
+        "{names:?}"
+    );
+
+    let asking = tokio::spawn({
+        let app = app.clone();
+        async move {
+            mcp(
+                &app,
+                4,
+                "tools/call",
+                json!({"name": "approve", "arguments": {
+                "tool_name": "Write", "tool_use_id": "toolu_1",
+                "input": {"file_path": "/tmp/x.txt", "content": "draft"}}}),
+            )
+            .await
+        }
+    });
+    let (_, inbox) = wait_for_pending(&app).await;
+    let task = inbox["taskId"].as_str().unwrap().to_owned();
+    let edited = json!({"file_path": "/tmp/x.txt", "content": "reviewed"});
+    let (status, body) = decide_rest(
+        &app,
+        None,
+        &task,
+        json!({"decision_type": "approve", "modified_args": {"call_1": edited}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let answer = asking.await.unwrap();
+    assert_eq!(
+        result_json(&answer),
+        json!({"behavior": "allow", "updatedInput": edited}),
+        "{answer}"
+    );
+}
+
+/// The first pending batch, once one waits.
+async fn wait_for_pending(app: &TestApp) -> (u16, Value) {
+    for _ in 0..200 {
+        let (status, body) = app.get("/api/approvals").await;
+        if let Some(batch) = body["approvals"].as_array().and_then(|all| all.first()) {
+            return (status, batch.clone());
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("nothing waited in the inbox");
+}
+
+#[tokio::test]
+async fn an_mcp_call_of_an_agents_own_tool_runs_once_after_approval_and_a_rejection_never() {
+    let app = Arc::new(spawn_with_agents(SERVED, |_| {}).await);
+    let writing = tokio::spawn({
+        let app = app.clone();
+        async move {
+            mcp(
+                &app,
+                1,
+                "tools/call",
+                json!({"name": "write_file",
+                "arguments": {"path": "gated.txt", "content": "approved"}}),
+            )
+            .await
+        }
+    });
+    let (_, batch) = wait_for_pending(&app).await;
+    assert!(!app.sandbox().join("gated.txt").exists());
+    let task = batch["taskId"].as_str().unwrap();
+    decide_rest(&app, None, task, json!({"decision_type": "approve"})).await;
+    let answer = writing.await.unwrap();
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert_eq!(
+        std::fs::read_to_string(app.sandbox().join("gated.txt")).unwrap(),
+        "approved"
+    );
+
+    let rejected = tokio::spawn({
+        let app = app.clone();
+        async move {
+            mcp(
+                &app,
+                2,
+                "tools/call",
+                json!({"name": "write_file",
+                "arguments": {"path": "never.txt", "content": "no"}}),
+            )
+            .await
+        }
+    });
+    let (_, batch) = wait_for_pending(&app).await;
+    let task = batch["taskId"].as_str().unwrap();
+    decide_rest(
+        &app,
+        None,
+        task,
+        json!({"decision_type": "deny", "reason": "wrong file"}),
+    )
+    .await;
+    let answer = rejected.await.unwrap();
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("wrong file"), "{text}");
+    assert!(!app.sandbox().join("never.txt").exists());
+}
+
+#[tokio::test]
+async fn a_client_that_goes_away_while_its_call_waits_cancels_it_and_nothing_runs() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = spawn_with_agents(SERVED, |_| {}).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "write_file", "arguments": {"path": "left.txt", "content": "x"}}})
+    .to_string();
+    let address = app.base.trim_start_matches("http://").to_owned();
+    let mut socket = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let request = format!(
+        "POST {MCP} HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    socket.write_all(request.as_bytes()).await.unwrap();
+    let mut head = [0u8; 512];
+    let read = socket.read(&mut head).await.unwrap();
+    let head = String::from_utf8_lossy(&head[..read]).to_lowercase();
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+    let (_, batch) = wait_for_pending(&app).await;
+    let task = batch["taskId"].as_str().unwrap().to_owned();
+    drop(socket);
+    for _ in 0..200 {
+        let (_, state) = app.get(&format!("/api/approvals/requests/{task}")).await;
+        if state["status"] == "ended" {
+            assert!(
+                state["reason"].as_str().unwrap().contains("canceled"),
+                "{state}"
+            );
+            let (status, _) =
+                decide_rest(&app, None, &task, json!({"decision_type": "approve"})).await;
+            assert_ne!(status, 200, "a canceled call cannot be approved");
+            assert!(!app.sandbox().join("left.txt").exists());
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the call of a client that went away was not canceled");
+}
+
+#[tokio::test]
+async fn the_mcp_endpoint_refuses_other_origins_batches_and_agents_not_served() {
+    let app = spawn_with_agents(SERVED, |_| {}).await;
+    let foreign = app
+        .post(MCP)
+        .header("origin", "https://evil.example")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    let batch = app
+        .post(MCP)
+        .json(&json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(batch.status(), 400);
+    let not_served = app
+        .post("/api/mcp/default/demo")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_served.status(), 404);
+    let notification = app
+        .post(MCP)
+        .json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(notification.status(), 202);
+    let (get, _) = app.get(MCP).await;
+    assert_eq!(get, 405);
+}

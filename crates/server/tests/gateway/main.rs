@@ -1,0 +1,286 @@
+//! The real Claude Code CLI (npm `@anthropic-ai/claude-code`, pinned in this folder's
+//! package-lock.json; `install.sh` installs it) asks Signoff for permission before each of its
+//! own tools, with `--permission-prompt-tool mcp__signoff__approve` over MCP's streamable HTTP.
+//! It runs offline against `anthropic.py`, a scripted Anthropic Messages endpoint on loopback:
+//! the script says which tool the "model" calls, and its log shows what Claude Code sent back.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+// Shared by every test crate; each uses part of it.
+#[allow(dead_code, unused_imports)]
+#[path = "../support/mod.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::*;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const INSTALL: &str =
+    "run crates/server/tests/gateway/install.sh (scripts/test.sh does) to install Claude Code";
+
+/// The agent Claude Code asks: its permission prompts, Read allowed, a Bash command with `rm`
+/// denied by a rule, the rest waiting for a person.
+const GATE: &str = r#"
+[[agents]]
+name = "claude-code"
+description = "Signs off Claude Code's tools"
+serve_mcp = true
+
+[[agents.tools]]
+kind = "permission_prompts"
+name = "claude-code"
+allow = ["Read"]
+
+[[agents.rules]]
+tool = "Bash"
+action = "deny"
+when = { command = { regex = ".*\\brm\\b.*" } }
+"#;
+
+fn here() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gateway")
+}
+
+fn claude() -> PathBuf {
+    let path = here().join("node_modules/.bin/claude");
+    assert!(path.exists(), "{} is missing: {INSTALL}", path.display());
+    path
+}
+
+/// `anthropic.py` on a port of its own, answering the main conversation with `script`.
+struct ScriptedModel {
+    /// Held so the endpoint lives as long as this (it is killed on drop).
+    _child: tokio::process::Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl ScriptedModel {
+    async fn start(dir: &Path, script: Value) -> ScriptedModel {
+        let script_path = dir.join("script.json");
+        std::fs::write(&script_path, script.to_string()).unwrap();
+        let log = dir.join("anthropic.jsonl");
+        let mut child = tokio::process::Command::new("python3")
+            .arg(here().join("anthropic.py"))
+            .args(["--port", "0", "--script"])
+            .arg(&script_path)
+            .arg("--log")
+            .arg(&log)
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("python3 runs anthropic.py");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("anthropic.py prints its port")
+            .unwrap()
+            .unwrap();
+        let port = first.trim_start_matches("PORT ").parse().unwrap();
+        ScriptedModel {
+            _child: child,
+            port,
+            log,
+        }
+    }
+
+    /// The tool results Claude Code sent back to the model, in order.
+    fn tool_results(&self) -> Vec<Value> {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let mut results = Vec::new();
+        for line in log.lines() {
+            let entry: Value = serde_json::from_str(line).unwrap();
+            let Some(messages) = entry["body"]["messages"].as_array() else {
+                continue;
+            };
+            if let Some(last) = messages.last() {
+                for block in last["content"].as_array().into_iter().flatten() {
+                    if block["type"] == "tool_result" {
+                        results.push(block.clone());
+                    }
+                }
+            }
+        }
+        results
+    }
+}
+
+/// One `claude -p` run in `cwd`, asking Signoff's MCP endpoint for permission; its JSON
+/// result once it exits.
+async fn run_claude(app: &TestApp, model: &ScriptedModel, cwd: &Path) -> (i32, Value) {
+    let home = tempfile::tempdir().unwrap();
+    let config = cwd.join("mcp.json");
+    let url = app.url("/api/mcp/default/claude-code");
+    let servers = json!({"mcpServers": {"signoff": {"type": "http", "url": url}}});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let run = tokio::process::Command::new(claude())
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", home.path())
+        .env(
+            "ANTHROPIC_BASE_URL",
+            format!("http://127.0.0.1:{}", model.port),
+        )
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .args([
+            "-p",
+            "do the task",
+            "--output-format",
+            "json",
+            "--strict-mcp-config",
+        ])
+        .arg("--mcp-config")
+        .arg(&config)
+        .args(["--permission-prompt-tool", "mcp__signoff__approve"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("claude -p ends")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let result = serde_json::from_str(stdout.trim()).unwrap_or_else(|_| {
+        panic!(
+            "claude printed no JSON result: {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (output.status.code().unwrap_or(-1), result)
+}
+
+/// The batch waiting in the inbox, once Claude Code's prompt arrived.
+async fn waiting_batch(app: &TestApp) -> Value {
+    for _ in 0..600 {
+        let (_, body) = app.get("/api/approvals").await;
+        if let Some(batch) = body["approvals"].as_array().and_then(|all| all.first()) {
+            return batch.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("Claude Code's permission prompt never waited in the inbox");
+}
+
+fn write_turn(path: &Path, content: &str) -> Value {
+    json!([
+        {"tool_use": {"name": "Write", "input": {"file_path": path, "content": content}}},
+        {"text": "finished"}
+    ])
+}
+
+#[tokio::test]
+async fn a_write_waits_in_the_inbox_and_runs_with_the_approvers_edit() {
+    let app = std::sync::Arc::new(spawn_with_agents(GATE, |_| {}).await);
+    let cwd = tempfile::tempdir().unwrap();
+    let target = cwd.path().join("hello.txt");
+    let model = ScriptedModel::start(cwd.path(), write_turn(&target, "draft\n")).await;
+    let run = tokio::spawn({
+        let (app, cwd) = (app.clone(), cwd.path().to_owned());
+        async move { run_claude(&app, &model, &cwd).await }
+    });
+    let batch = waiting_batch(&app).await;
+    let call = &batch["calls"][0];
+    assert_eq!(call["name"], "Write", "{batch}");
+    assert_eq!(call["args"]["content"], "draft\n", "{batch}");
+    assert!(!target.exists(), "nothing is written before the sign-off");
+    let task = batch["taskId"].as_str().unwrap();
+    let id = call["id"].as_str().unwrap();
+    let edited = json!({"file_path": target, "content": "reviewed\n"});
+    let (status, body) = decide_rest(
+        &app,
+        None,
+        task,
+        json!({"decision_type": "approve", "modified_args": {id: edited}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (code, result) = run.await.unwrap();
+    assert_eq!(code, 0, "{result}");
+    assert_eq!(result["permission_denials"], json!([]), "{result}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "reviewed\n");
+}
+
+#[tokio::test]
+async fn a_rejection_with_a_reason_stops_the_write_and_claude_reads_the_reason() {
+    let app = std::sync::Arc::new(spawn_with_agents(GATE, |_| {}).await);
+    let cwd = tempfile::tempdir().unwrap();
+    let target = cwd.path().join("deploy.sh");
+    let model = ScriptedModel::start(cwd.path(), write_turn(&target, "rm -rf /\n")).await;
+    let model_log = model.log.clone();
+    let run = tokio::spawn({
+        let (app, cwd) = (app.clone(), cwd.path().to_owned());
+        async move {
+            let outcome = run_claude(&app, &model, &cwd).await;
+            (outcome, model.tool_results())
+        }
+    });
+    let batch = waiting_batch(&app).await;
+    let task = batch["taskId"].as_str().unwrap();
+    let (status, _) = decide_rest(
+        &app,
+        None,
+        task,
+        json!({"decision_type": "deny", "reason": "not a deploy script, please"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let ((code, result), tool_results) = run.await.unwrap();
+    assert_eq!(code, 0, "{result}");
+    let denials = result["permission_denials"].as_array().unwrap();
+    assert_eq!(denials.len(), 1, "{result}");
+    assert_eq!(denials[0]["tool_name"], "Write");
+    assert!(!target.exists());
+    let told = tool_results.first().unwrap_or_else(|| {
+        panic!(
+            "no tool result in {}",
+            std::fs::read_to_string(&model_log).unwrap()
+        )
+    });
+    assert_eq!(told["is_error"], true, "{told}");
+    assert!(
+        told["content"]
+            .to_string()
+            .contains("not a deploy script, please"),
+        "{told}"
+    );
+}
+
+#[tokio::test]
+async fn the_agents_rules_settle_prompts_without_asking_anyone() {
+    let app = spawn_with_agents(GATE, |_| {}).await;
+    let cwd = tempfile::tempdir().unwrap();
+    // Read outside the working folder is asked about (and allowed); `rm` is denied by a rule.
+    let script = json!([
+        {"text": "reading", "tool_use": {"name": "Read", "input": {"file_path": "/etc/hostname"}}},
+        {"tool_use": {"name": "Bash", "input": {"command": "rm -rf build", "description": "clean"}}},
+        {"text": "finished"}
+    ]);
+    let model = ScriptedModel::start(cwd.path(), script).await;
+    let (code, result) = run_claude(&app, &model, cwd.path()).await;
+    assert_eq!(code, 0, "{result}");
+    let denials = result["permission_denials"].as_array().unwrap();
+    let denied: Vec<&str> = denials
+        .iter()
+        .map(|denial| denial["tool_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(denied, ["Bash"], "{result}");
+    let results = model.tool_results();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_ne!(results[0]["is_error"], true, "Read ran: {:?}", results[0]);
+    assert!(
+        results[1]["content"].to_string().contains("Denied by rule"),
+        "{:?}",
+        results[1]
+    );
+    let (_, inbox) = app.get("/api/approvals").await;
+    assert_eq!(inbox["approvals"], json!([]), "no one was asked: {inbox}");
+}
