@@ -15,6 +15,8 @@ use futures_util::stream;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use signoff_protocol::diff::{unified, PREVIEW_CAPS};
+use signoff_protocol::hitl::Preview;
 
 use super::model::{ChatMessage, Model, ModelEvent, ModelRequest, ModelStream, ModelToolCall};
 use super::tools::{result_text, text_result, ToolError, ToolSource, ToolSpec};
@@ -206,6 +208,35 @@ impl ToolSource for PermissionPrompts {
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move { Ok(allowed(&args)) })
     }
+
+    /// An `Edit` (or each edit of a `MultiEdit`) shown as the diff it makes; other prompts
+    /// show their arguments (the file a `Write` replaces is on the asker's machine, not here).
+    fn preview(&self, tool: &str, args: &Value) -> Option<(Preview, Option<String>)> {
+        let path = args.get("file_path").and_then(Value::as_str)?;
+        let edit_diff = |edit: &Value| {
+            let old = edit.get("old_string").and_then(Value::as_str)?;
+            let new = edit.get("new_string").and_then(Value::as_str)?;
+            // The strings are pieces of a file, not whole files: no "no newline at end".
+            let line = |text: &str| match text.ends_with('\n') {
+                true => text.to_owned(),
+                false => format!("{text}\n"),
+            };
+            let path = path.trim_start_matches('/');
+            Some(unified(path, &line(old), &line(new), PREVIEW_CAPS))
+        };
+        let diff = match tool {
+            "Edit" => edit_diff(args)?,
+            "MultiEdit" => args
+                .get("edits")?
+                .as_array()?
+                .iter()
+                .map(edit_diff)
+                .collect::<Option<Vec<_>>>()?
+                .concat(),
+            _ => return None,
+        };
+        Some((Preview::Diff(diff), None))
+    }
 }
 
 #[cfg(test)]
@@ -294,6 +325,26 @@ mod tests {
         assert_eq!(args, edited);
         let told: Value = serde_json::from_str(&result_text(&result)).unwrap();
         assert_eq!(told, json!({"behavior": "allow", "updatedInput": edited}));
+    }
+
+    #[test]
+    fn an_edit_prompt_is_shown_as_the_diff_it_makes() {
+        let prompts = PermissionPrompts::new("claude-code");
+        let args = json!({"file_path": "/w/notes.txt", "old_string": "line two",
+                          "new_string": "line 2", "replace_all": false});
+        let Some((Preview::Diff(diff), None)) = prompts.preview("Edit", &args) else {
+            panic!()
+        };
+        assert!(
+            diff.contains("-line two") && diff.contains("+line 2"),
+            "{diff}"
+        );
+        assert!(prompts
+            .preview("Write", &json!({"file_path": "/w/a", "content": "x"}))
+            .is_none());
+        assert!(prompts
+            .preview("Edit", &json!({"file_path": "/w/a"}))
+            .is_none());
     }
 
     /// Runs a future to its end on this thread (the asked model's streams are ready at once).

@@ -94,6 +94,27 @@ async fn a_request_waits_for_a_person_and_its_asker_reads_the_rejection_and_its_
 }
 
 #[tokio::test]
+async fn an_edit_prompt_waits_with_the_diff_it_makes() {
+    let app = spawn_with_agents(SERVED, |_| {}).await;
+    let (status, body) = ask(
+        &app,
+        json!({"agent": "default/gate", "tool": "Edit", "arguments": {"file_path": "/w/notes.txt",
+               "old_string": "line two", "new_string": "line 2", "replace_all": false}}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (201, Some("waiting")),
+        "{body}"
+    );
+    let batch = pending_batch(&app, body["taskId"].as_str().unwrap()).await;
+    let preview = batch["calls"][0]["metadata"]["preview"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(preview.ends_with("@@\n-line two\n+line 2\n"), "{batch}");
+}
+
+#[tokio::test]
 async fn rules_settle_a_request_without_asking_anyone() {
     let app = spawn_with_agents(SERVED, |_| {}).await;
     let (status, body) = ask(
