@@ -3,6 +3,8 @@
 //! own tools, with `--permission-prompt-tool mcp__signoff__approve` over MCP's streamable HTTP.
 //! It runs offline against `anthropic.py`, a scripted Anthropic Messages endpoint on loopback:
 //! the script says which tool the "model" calls, and its log shows what Claude Code sent back.
+//! The Python `mcp` SDK's client (`mcp_client.py`, in the venv `tests/mcp/install.sh` makes)
+//! calls an agent's own tool through the same endpoint.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -283,4 +285,90 @@ async fn the_agents_rules_settle_prompts_without_asking_anyone() {
     );
     let (_, inbox) = app.get("/api/approvals").await;
     assert_eq!(inbox["approvals"], json!([]), "no one was asked: {inbox}");
+}
+
+/// The agent's own file tools served over MCP, writes waiting for a person.
+const FILES: &str = r#"
+[[agents]]
+name = "files"
+serve_mcp = true
+
+[[agents.tools]]
+kind = "builtin_files"
+require_approval = ["write_file"]
+"#;
+
+fn python() -> PathBuf {
+    let venv = std::env::var_os("SIGNOFF_MCP_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(&std::env::var("HOME").unwrap()).join(".cache/signoff/mcp-venv")
+        });
+    let python = venv.join("bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run crates/server/tests/mcp/install.sh",
+        python.display()
+    );
+    python
+}
+
+/// `mcp_client.py` calling `tool` through the endpoint of `default/files`: the tools it listed,
+/// and then (once it answers) the call's result.
+async fn python_client_call(
+    app: &TestApp,
+    tool: &str,
+    arguments: Value,
+) -> tokio::io::Lines<BufReader<tokio::process::ChildStdout>> {
+    let mut child = tokio::process::Command::new(python())
+        .arg(here().join("mcp_client.py"))
+        .arg(app.url("/api/mcp/default/files"))
+        .arg(tool)
+        .arg(arguments.to_string())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // The child ends by itself once it printed its result.
+    tokio::spawn(async move { child.wait().await });
+    lines
+}
+
+async fn next_json(lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>) -> Value {
+    let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+        .await
+        .expect("the Python client answers")
+        .unwrap()
+        .expect("the Python client printed a line");
+    serde_json::from_str(&line).unwrap()
+}
+
+#[tokio::test]
+async fn the_python_sdks_client_runs_an_approved_write_once_and_a_rejected_one_never() {
+    let app = spawn_with_agents(FILES, |_| {}).await;
+    let mut lines =
+        python_client_call(&app, "write_file", json!({"path": "a.txt", "content": "one"})).await;
+    let listed = next_json(&mut lines).await;
+    let tools = listed["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("write_file")), "{listed}");
+    assert!(!tools.contains(&json!("approve")), "no permission prompts here: {listed}");
+    let batch = waiting_batch(&app).await;
+    assert!(!app.sandbox().join("a.txt").exists());
+    decide_rest(&app, None, batch["taskId"].as_str().unwrap(), json!({"decision_type": "approve"}))
+        .await;
+    let answer = next_json(&mut lines).await;
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert_eq!(std::fs::read_to_string(app.sandbox().join("a.txt")).unwrap(), "one");
+
+    let mut lines =
+        python_client_call(&app, "write_file", json!({"path": "b.txt", "content": "two"})).await;
+    next_json(&mut lines).await;
+    let batch = waiting_batch(&app).await;
+    let reason = json!({"decision_type": "deny", "reason": "b is frozen"});
+    decide_rest(&app, None, batch["taskId"].as_str().unwrap(), reason).await;
+    let answer = next_json(&mut lines).await;
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(answer["result"]["text"].as_str().unwrap().contains("b is frozen"), "{answer}");
+    assert!(!app.sandbox().join("b.txt").exists());
 }
