@@ -55,7 +55,7 @@ step "Slack's message types for the Slack test (npm's @slack/types, @slack/webho
 "$ROOT/crates/server/tests/slack/install.sh"
 step "The SMTP server for the email test (PyPI's aiosmtpd)"
 "$ROOT/crates/server/tests/email/install.sh"
-step "Claude Code for the permission-gateway tests (npm's @anthropic-ai/claude-code)"
+step "Claude Code and the MCP TypeScript SDK for the gateway tests (npm's @anthropic-ai/claude-code, @modelcontextprotocol/sdk)"
 "$ROOT/crates/server/tests/gateway/install.sh"
 
 step "The worked examples of docs/policies.md: signoff policy check and test"

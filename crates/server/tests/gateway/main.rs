@@ -3,8 +3,9 @@
 //! own tools, with `--permission-prompt-tool mcp__signoff__approve` over MCP's streamable HTTP.
 //! It runs offline against `anthropic.py`, a scripted Anthropic Messages endpoint on loopback:
 //! the script says which tool the "model" calls, and its log shows what Claude Code sent back.
-//! The Python `mcp` SDK's client (`mcp_client.py`, in the venv `tests/mcp/install.sh` makes)
-//! calls an agent's own tool through the same endpoint.
+//! The official SDKs' clients (the Python `mcp` package, in the venv `tests/mcp/install.sh`
+//! makes, and npm's `@modelcontextprotocol/sdk`) call an agent's own tool through the same
+//! endpoint.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,8 +22,8 @@ use serde_json::{json, Value};
 use support::*;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-const INSTALL: &str =
-    "run crates/server/tests/gateway/install.sh (scripts/test.sh does) to install Claude Code";
+const INSTALL: &str = "run crates/server/tests/gateway/install.sh (scripts/test.sh does) to \
+     install Claude Code and the MCP TypeScript SDK";
 
 /// The agent Claude Code asks: its permission prompts, Read allowed, a Bash command with `rm`
 /// denied by a rule, the rest waiting for a person.
@@ -313,15 +314,39 @@ fn python() -> PathBuf {
     python
 }
 
-/// `mcp_client.py` calling `tool` through the endpoint of `default/files`: the tools it listed,
-/// and then (once it answers) the call's result.
-async fn python_client_call(
+/// The official MCP SDKs' clients, each a script of this folder.
+#[derive(Clone, Copy)]
+enum Sdk {
+    /// The Python `mcp` package (`mcp_client.py`).
+    Python,
+    /// npm's `@modelcontextprotocol/sdk` (`mcp_client.mjs`).
+    TypeScript,
+}
+
+/// An SDK's client calling `tool` through the endpoint of `default/files`: its output lines,
+/// the tools it listed, and then (once it is answered) the call's result.
+async fn sdk_client_call(
     app: &TestApp,
+    sdk: Sdk,
     tool: &str,
     arguments: Value,
 ) -> tokio::io::Lines<BufReader<tokio::process::ChildStdout>> {
-    let mut child = tokio::process::Command::new(python())
-        .arg(here().join("mcp_client.py"))
+    let mut command = match sdk {
+        Sdk::Python => {
+            let mut command = tokio::process::Command::new(python());
+            command.arg(here().join("mcp_client.py"));
+            command
+        }
+        Sdk::TypeScript => {
+            let script = here().join("mcp_client.mjs");
+            let sdk = here().join("node_modules/@modelcontextprotocol/sdk");
+            assert!(sdk.exists(), "{} is missing: {INSTALL}", sdk.display());
+            let mut command = tokio::process::Command::new("node");
+            command.arg(script);
+            command
+        }
+    };
+    let mut child = command
         .arg(app.url("/api/mcp/default/files"))
         .arg(tool)
         .arg(arguments.to_string())
@@ -346,29 +371,65 @@ async fn next_json(lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildS
 
 #[tokio::test]
 async fn the_python_sdks_client_runs_an_approved_write_once_and_a_rejected_one_never() {
+    an_sdk_client_runs_an_approved_write_once_and_a_rejected_one_never(Sdk::Python).await;
+}
+
+#[tokio::test]
+async fn the_typescript_sdks_client_runs_an_approved_write_once_and_a_rejected_one_never() {
+    an_sdk_client_runs_an_approved_write_once_and_a_rejected_one_never(Sdk::TypeScript).await;
+}
+
+async fn an_sdk_client_runs_an_approved_write_once_and_a_rejected_one_never(sdk: Sdk) {
     let app = spawn_with_agents(FILES, |_| {}).await;
-    let mut lines =
-        python_client_call(&app, "write_file", json!({"path": "a.txt", "content": "one"})).await;
+    let mut lines = sdk_client_call(
+        &app,
+        sdk,
+        "write_file",
+        json!({"path": "a.txt", "content": "one"}),
+    )
+    .await;
     let listed = next_json(&mut lines).await;
     let tools = listed["tools"].as_array().unwrap();
     assert!(tools.contains(&json!("write_file")), "{listed}");
-    assert!(!tools.contains(&json!("approve")), "no permission prompts here: {listed}");
+    assert!(
+        !tools.contains(&json!("approve")),
+        "no permission prompts here: {listed}"
+    );
     let batch = waiting_batch(&app).await;
     assert!(!app.sandbox().join("a.txt").exists());
-    decide_rest(&app, None, batch["taskId"].as_str().unwrap(), json!({"decision_type": "approve"}))
-        .await;
+    decide_rest(
+        &app,
+        None,
+        batch["taskId"].as_str().unwrap(),
+        json!({"decision_type": "approve"}),
+    )
+    .await;
     let answer = next_json(&mut lines).await;
     assert_eq!(answer["result"]["isError"], false, "{answer}");
-    assert_eq!(std::fs::read_to_string(app.sandbox().join("a.txt")).unwrap(), "one");
+    assert_eq!(
+        std::fs::read_to_string(app.sandbox().join("a.txt")).unwrap(),
+        "one"
+    );
 
-    let mut lines =
-        python_client_call(&app, "write_file", json!({"path": "b.txt", "content": "two"})).await;
+    let mut lines = sdk_client_call(
+        &app,
+        sdk,
+        "write_file",
+        json!({"path": "b.txt", "content": "two"}),
+    )
+    .await;
     next_json(&mut lines).await;
     let batch = waiting_batch(&app).await;
     let reason = json!({"decision_type": "deny", "reason": "b is frozen"});
     decide_rest(&app, None, batch["taskId"].as_str().unwrap(), reason).await;
     let answer = next_json(&mut lines).await;
     assert_eq!(answer["result"]["isError"], true, "{answer}");
-    assert!(answer["result"]["text"].as_str().unwrap().contains("b is frozen"), "{answer}");
+    assert!(
+        answer["result"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("b is frozen"),
+        "{answer}"
+    );
     assert!(!app.sandbox().join("b.txt").exists());
 }
