@@ -50,13 +50,17 @@ const INTERNAL_ERROR: i64 = -32603;
 pub async fn post(
     State(state): State<AppState>,
     Path((namespace, name)): Path<(String, String)>,
-    who: Person,
+    who: Result<Person, Response>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let agent = match served_agent(&state, &namespace, &name, &headers) {
         Ok(agent) => agent,
         Err((status, why)) => return (status, Json(json!({"error": why}))).into_response(),
+    };
+    let who = match who {
+        Ok(who) => who,
+        Err(refused) => return with_resource_metadata(refused, &state, &headers, &agent),
     };
     let message: Value = match serde_json::from_slice(&body) {
         Ok(message) => message,
@@ -107,6 +111,63 @@ pub async fn post(
         Err((code, message)) => rpc_error(id, code, &message),
     })
     .into_response()
+}
+
+/// `GET /.well-known/oauth-protected-resource/api/mcp/{namespace}/{agent}`: the MCP
+/// authorization spec's protected-resource metadata (RFC 9728), naming the OpenID provider whose
+/// JWTs the endpoint takes when `--auth oidc` is on.
+pub async fn resource_metadata(
+    State(state): State<AppState>,
+    Path((namespace, name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let agent = match served_agent(&state, &namespace, &name, &headers) {
+        Ok(agent) => agent,
+        Err((status, why)) => return (status, Json(json!({"error": why}))).into_response(),
+    };
+    let mut metadata = json!({
+        "resource": resource_url(&state, &headers, &agent),
+        "bearer_methods_supported": ["header"],
+        "resource_name": format!("Signoff: {}", agent.key()),
+    });
+    if let crate::http::auth::Auth::Oidc(oidc) = state.auth.as_ref() {
+        metadata["authorization_servers"] = json!([oidc.issuer()]);
+    }
+    Json(metadata).into_response()
+}
+
+/// The endpoint's own URL, as its clients reach it.
+fn resource_url(state: &AppState, headers: &HeaderMap, agent: &Agent) -> String {
+    let base = match &state.public_url {
+        Some(url) => url.trim_end_matches('/').to_owned(),
+        None => origin(headers, state.trust_proxy),
+    };
+    format!("{base}/api/mcp/{}/{}", agent.namespace, agent.name)
+}
+
+/// A refused sign-in, with the `WWW-Authenticate` that points an MCP client at the endpoint's
+/// protected-resource metadata (the MCP authorization spec).
+fn with_resource_metadata(
+    mut refused: Response,
+    state: &AppState,
+    headers: &HeaderMap,
+    agent: &Agent,
+) -> Response {
+    if refused.status() == StatusCode::UNAUTHORIZED {
+        let url = resource_url(state, headers, agent).replacen(
+            "/api/mcp/",
+            "/.well-known/oauth-protected-resource/api/mcp/",
+            1,
+        );
+        if let Ok(value) =
+            header::HeaderValue::from_str(&format!("Bearer resource_metadata=\"{url}\""))
+        {
+            refused
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
+        }
+    }
+    refused
 }
 
 /// `GET` and `DELETE`: this stateless server opens no stream of its own and keeps no sessions.

@@ -338,6 +338,10 @@ pub fn router(state: AppState) -> Router {
                 .get(mcp::not_offered)
                 .delete(mcp::not_offered),
         )
+        .route(
+            "/.well-known/oauth-protected-resource/api/mcp/{namespace}/{agent}",
+            get(mcp::resource_metadata),
+        )
         .route("/api/approvals/{task_id}", post(relay::decide))
         .route("/api/approvals/{task_id}/handover", post(rest::handover))
         .route("/api/approvals/{task_id}/extend", post(rest::extend))

@@ -419,3 +419,52 @@ async fn the_mcp_endpoint_refuses_other_origins_batches_and_agents_not_served() 
     let (get, _) = app.get(MCP).await;
     assert_eq!(get, 405);
 }
+
+#[tokio::test]
+async fn a_client_without_a_token_is_pointed_at_the_endpoints_resource_metadata() {
+    let app = spawn_with_agents(SERVED, |config| {
+        config.auth = signoff_server::AuthMode::Tokens;
+        config.tokens = vec!["secret-token=alice".into()];
+    })
+    .await;
+    let refused = app
+        .post(MCP)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    let challenge = refused.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let metadata_url = app.url("/.well-known/oauth-protected-resource/api/mcp/default/gate");
+    assert_eq!(
+        challenge,
+        format!("Bearer resource_metadata=\"{metadata_url}\"")
+    );
+    let metadata: Value = app
+        .client
+        .get(&metadata_url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(metadata["resource"], app.url(MCP), "{metadata}");
+    assert_eq!(metadata["bearer_methods_supported"], json!(["header"]));
+    // With tokens there is no authorization server to name (oidc names its issuer).
+    assert!(
+        metadata.get("authorization_servers").is_none(),
+        "{metadata}"
+    );
+    let answered = app
+        .post(MCP)
+        .bearer_auth("secret-token")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+}

@@ -330,6 +330,38 @@ async fn a_program_acts_as_its_jwt_subject_with_its_groups() {
 }
 
 #[tokio::test]
+async fn an_mcp_endpoint_names_the_provider_and_takes_its_programs_jwts() {
+    let agents_dir = tempfile::tempdir().unwrap();
+    let agents = write_agents(
+        agents_dir.path(),
+        "[[agents]]\nname = \"gate\"\nserve_mcp = true\n\n[[agents.tools]]\nkind = \"permission_prompts\"\n",
+    );
+    let (provider, apps) = start_with(1, &[], |config| {
+        config.agents_file = Some(agents.clone());
+    })
+    .await;
+    let app = &apps[0];
+    let (status, metadata) = app
+        .get("/.well-known/oauth-protected-resource/api/mcp/default/gate")
+        .await;
+    assert_eq!(status, 200, "{metadata}");
+    assert_eq!(
+        metadata["authorization_servers"],
+        json!([provider.issuer]),
+        "{metadata}"
+    );
+    assert_eq!(metadata["resource"], app.url("/api/mcp/default/gate"));
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let (status, _) = app.post_json_as("/api/mcp/default/gate", None, &ping).await;
+    assert_eq!(status, 401);
+    let token = provider.program_token().await;
+    let (status, answer) = app
+        .post_json_as("/api/mcp/default/gate", Some(&token), &ping)
+        .await;
+    assert_eq!((status, &answer["result"]), (200, &json!({})), "{answer}");
+}
+
+#[tokio::test]
 async fn hostile_jwts_are_refused_with_401_and_nothing_runs() {
     let (provider, apps) = start(1).await;
     let app = &apps[0];

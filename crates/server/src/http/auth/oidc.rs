@@ -183,6 +183,11 @@ const SECURE_ATTEMPT_COOKIE: &str = "__Host-signoff_login";
 const PLAIN_ATTEMPT_COOKIE: &str = "signoff_login";
 
 impl Oidc {
+    /// The provider's issuer, as its JWTs name it (the authorization server of programs).
+    pub fn issuer(&self) -> &str {
+        &self.checks.issuer
+    }
+
     /// Discovers the provider and fetches its keys; the server does not start without them.
     pub async fn discover(settings: Settings) -> Result<Oidc, String> {
         let reqwest = reqwest::Client::builder()
