@@ -331,6 +331,7 @@ async fn call(
         Asked::Tool(call) => format!("MCP client calls {}", call.name),
     };
     let task_id = match runtime
+        .asked()
         .ask(&who, &agent, asked.call().clone(), &title)
         .await
     {
@@ -403,7 +404,8 @@ impl Waiting {
     async fn settle(&mut self, wait: Duration) -> Result<ApprovalRequestState, AgentError> {
         let state = self
             .runtime
-            .asked_state(&self.who, &self.task_id, wait)
+            .asked()
+            .state(&self.who, &self.task_id, wait)
             .await?;
         self.settled = state.status != RequestStatus::Waiting;
         Ok(state)

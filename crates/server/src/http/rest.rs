@@ -344,10 +344,15 @@ pub async fn ask(
     let call = AskedCall::checked(&request.tool, request.arguments, request.call_id)
         .map_err(HttpError::BadRequest)?;
     let title = request.title.as_deref().unwrap_or("");
-    let accepted = state.runtime.ask(&who.0, &agent, call, title).await?;
+    let accepted = state
+        .runtime
+        .asked()
+        .ask(&who.0, &agent, call, title)
+        .await?;
     let asked = state
         .runtime
-        .asked_state(&who.0, &accepted.task_id, wait)
+        .asked()
+        .state(&who.0, &accepted.task_id, wait)
         .await?;
     Ok((StatusCode::CREATED, Json(asked)))
 }
@@ -362,7 +367,7 @@ pub async fn asked(
 ) -> Result<Json<ApprovalRequestState>, HttpError> {
     let wait = request_wait(&query)?;
     Ok(Json(
-        state.runtime.asked_state(&who.0, &task_id, wait).await?,
+        state.runtime.asked().state(&who.0, &task_id, wait).await?,
     ))
 }
 

@@ -46,6 +46,7 @@ pub use apply::Outcome;
 pub use approvals_stream::ApprovalsItem;
 pub use grants::Grants;
 pub use handover::LadderEvent;
+pub use intake::Asked;
 pub use links::{BatchSummary, DecidedBy, IssuedLinks, LinkAction, LinkDecision, LinkState, Links};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
 pub use people::Directory;
