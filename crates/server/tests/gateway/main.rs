@@ -433,3 +433,32 @@ async fn an_sdk_client_runs_an_approved_write_once_and_a_rejected_one_never(sdk:
     );
     assert!(!app.sandbox().join("b.txt").exists());
 }
+
+#[tokio::test]
+async fn the_readmes_python_callback_waits_for_the_sign_off_and_gets_the_edit() {
+    let app = spawn_with_agents(GATE, |_| {}).await;
+    let asking = tokio::process::Command::new("python3")
+        .arg(here().join("ask_over_rest.py"))
+        .arg(&app.base)
+        .arg("default/claude-code")
+        .arg("Bash")
+        .arg(json!({"command": "make deploy"}).to_string())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let asking = tokio::spawn(asking);
+    let batch = waiting_batch(&app).await;
+    assert_eq!(batch["calls"][0]["args"], json!({"command": "make deploy"}));
+    let id = batch["calls"][0]["id"].as_str().unwrap();
+    let edited = json!({"command": "make deploy DRY_RUN=1"});
+    let decision = json!({"decision_type": "approve", "modified_args": {id: edited}});
+    decide_rest(&app, None, batch["taskId"].as_str().unwrap(), decision).await;
+    let output = tokio::time::timeout(Duration::from_secs(60), asking)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(answer["status"], "allowed", "{answer}");
+    assert_eq!(answer["arguments"], edited, "{answer}");
+}
