@@ -14,7 +14,8 @@ pub struct ApprovalRequest {
     pub tool: String,
     /// Its arguments (a JSON object).
     pub arguments: Value,
-    /// What the chat's first message says (default "Asks to run TOOL").
+    /// What the chat's first message says (default "Asks to run TOOL" and its command, path
+    /// or URL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// The program's own id of the call, kept as its label.

@@ -63,6 +63,24 @@ impl AskedCall {
     }
 }
 
+impl AskedCall {
+    /// The call in a few words, for a chat's title: the tool, and the argument that says most
+    /// about it (a command, a path, a URL), cut to one short line.
+    pub fn gist(&self) -> String {
+        let main = ["command", "file_path", "path", "url", "pattern", "query"]
+            .iter()
+            .find_map(|key| self.args.get(*key).and_then(Value::as_str));
+        match main.and_then(|text| text.lines().next()) {
+            Some(line) if line.chars().count() > 80 => {
+                let cut: String = line.chars().take(79).collect();
+                format!("{} {cut}…", self.name)
+            }
+            Some(line) => format!("{} {line}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
 /// The asked call of a task's transcript, if the task is one.
 pub fn asked_call(transcript: &[ChatMessage]) -> Option<&AskedCall> {
     match transcript.first() {
@@ -325,6 +343,22 @@ mod tests {
         assert_eq!(args, edited);
         let told: Value = serde_json::from_str(&result_text(&result)).unwrap();
         assert_eq!(told, json!({"behavior": "allow", "updatedInput": edited}));
+    }
+
+    #[test]
+    fn a_calls_gist_names_its_tool_and_its_telling_argument() {
+        let call = |name: &str, args: Value| AskedCall::checked(name, args, None).unwrap();
+        assert_eq!(
+            call("Bash", json!({"command": "ls\nrm x"})).gist(),
+            "Bash ls"
+        );
+        assert_eq!(
+            call("Write", json!({"file_path": "/a/b", "content": "x"})).gist(),
+            "Write /a/b"
+        );
+        assert_eq!(call("Task", json!({"prompt": "x"})).gist(), "Task");
+        let long = call("Bash", json!({"command": "x".repeat(100)})).gist();
+        assert_eq!(long.chars().count(), 85, "{long}");
     }
 
     #[test]

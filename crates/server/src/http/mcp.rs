@@ -327,8 +327,8 @@ async fn call(
         Err(why) => return Json(rpc_error(id, INVALID_PARAMS, &why)).into_response(),
     };
     let title = match &asked {
-        Asked::Permission(call) => format!("Permission to run {}", call.name),
-        Asked::Tool(call) => format!("MCP client calls {}", call.name),
+        Asked::Permission(call) => format!("Permission to run {}", call.gist()),
+        Asked::Tool(call) => format!("MCP client calls {}", call.gist()),
     };
     let task_id = match runtime
         .asked()

@@ -451,7 +451,7 @@ impl Asked<'_> {
             )));
         }
         let title = match title.trim() {
-            "" => format!("Asks to run {}", call.name),
+            "" => format!("Asks to run {}", call.gist()),
             title => title.chars().take(200).collect(),
         };
         let message = Message::new(view::new_id(), Role::User, vec![Part::text(title)]);
