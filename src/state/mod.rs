@@ -15,6 +15,7 @@ pub mod ladder;
 pub mod nesting;
 pub mod policy;
 pub mod preview;
+pub mod readable;
 mod reduce;
 pub mod route;
 pub mod routing;

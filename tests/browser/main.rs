@@ -10,6 +10,7 @@ mod support;
 
 mod accessibility;
 mod approvals;
+mod asked;
 mod by_accident;
 mod chat;
 mod chunks;

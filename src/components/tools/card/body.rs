@@ -40,7 +40,16 @@ pub(super) fn CardBody(
         .reason
         .clone()
         .filter(|_| card.status != ToolStatus::Denied);
+    let readable = (!question)
+        .then(|| crate::state::readable::readable(&card.args))
+        .flatten();
     view! {
+        {readable.map(|readable| view! {
+            <div class="tool-section" data-testid="tool-readable">
+                <div class="section-title">{readable.title}</div>
+                <pre class="json readable">{readable.text}</pre>
+            </div>
+        })}
         <details class="tool-section" open=args_open data-testid="tool-args">
             <summary>{if edited.is_some() { "Original arguments" } else { "Arguments" }}</summary>
             <pre class="json">{pretty(&card.args)}</pre>
