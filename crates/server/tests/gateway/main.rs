@@ -462,3 +462,47 @@ async fn the_readmes_python_callback_waits_for_the_sign_off_and_gets_the_edit() 
     assert_eq!(answer["status"], "allowed", "{answer}");
     assert_eq!(answer["arguments"], edited, "{answer}");
 }
+
+/// Cedar policies over Claude Code's prompts: Read allowed, a Bash command with `rm` forbidden.
+const CEDAR: &str = r#"
+@id("reads")
+permit (principal, action == Signoff::Action::"call", resource == Signoff::Tool::"Read");
+
+@id("no-rm")
+@reason("nothing is removed from a CI box")
+forbid (principal, action == Signoff::Action::"call", resource == Signoff::Tool::"Bash")
+when { context.args has command && context.args.command like "*rm *" };
+"#;
+
+#[tokio::test]
+async fn cedar_policies_over_tool_name_and_input_settle_prompts_without_asking_anyone() {
+    let agents = "[[agents]]\nname = \"claude-code\"\nserve_mcp = true\n\n\
+                  [[agents.tools]]\nkind = \"permission_prompts\"\n";
+    let policies = tempfile::tempdir().unwrap();
+    std::fs::write(policies.path().join("claude.cedar"), CEDAR).unwrap();
+    let dir = policies.path().to_owned();
+    let app = spawn_with_agents(agents, |config| config.policies_dir = Some(dir)).await;
+    let cwd = tempfile::tempdir().unwrap();
+    let script = json!([
+        {"text": "reading", "tool_use": {"name": "Read", "input": {"file_path": "/etc/hostname"}}},
+        {"tool_use": {"name": "Bash", "input": {"command": "rm -rf build", "description": "clean"}}},
+        {"text": "finished"}
+    ]);
+    let model = ScriptedModel::start(cwd.path(), script).await;
+    let (code, result) = run_claude(&app, &model, cwd.path()).await;
+    assert_eq!(code, 0, "{result}");
+    let denied: Vec<&str> = result["permission_denials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|denial| denial["tool_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(denied, ["Bash"], "{result}");
+    let results = model.tool_results();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_ne!(results[0]["is_error"], true, "Read ran: {:?}", results[0]);
+    let told = results[1]["content"].to_string();
+    assert!(told.contains("nothing is removed from a CI box"), "{told}");
+    let (_, inbox) = app.get("/api/approvals").await;
+    assert_eq!(inbox["approvals"], json!([]), "no one was asked: {inbox}");
+}
