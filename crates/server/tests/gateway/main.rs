@@ -260,18 +260,24 @@ async fn a_rejection_with_a_reason_stops_the_write_and_claude_reads_the_reason()
 #[tokio::test]
 async fn the_agents_rules_settle_prompts_without_asking_anyone() {
     let app = spawn_with_agents(GATE, |_| {}).await;
+    a_read_runs_and_an_rm_is_denied_asking_no_one(&app, "Denied by rule").await;
+}
+
+/// Claude Code reads a file outside its working folder (asked about, and allowed) and runs a
+/// Bash `rm` (denied, the model reading `denial`), and no person is asked about either.
+async fn a_read_runs_and_an_rm_is_denied_asking_no_one(app: &TestApp, denial: &str) {
     let cwd = tempfile::tempdir().unwrap();
-    // Read outside the working folder is asked about (and allowed); `rm` is denied by a rule.
     let script = json!([
         {"text": "reading", "tool_use": {"name": "Read", "input": {"file_path": "/etc/hostname"}}},
         {"tool_use": {"name": "Bash", "input": {"command": "rm -rf build", "description": "clean"}}},
         {"text": "finished"}
     ]);
     let model = ScriptedModel::start(cwd.path(), script).await;
-    let (code, result) = run_claude(&app, &model, cwd.path()).await;
+    let (code, result) = run_claude(app, &model, cwd.path()).await;
     assert_eq!(code, 0, "{result}");
-    let denials = result["permission_denials"].as_array().unwrap();
-    let denied: Vec<&str> = denials
+    let denied: Vec<&str> = result["permission_denials"]
+        .as_array()
+        .unwrap()
         .iter()
         .map(|denial| denial["tool_name"].as_str().unwrap())
         .collect();
@@ -279,11 +285,8 @@ async fn the_agents_rules_settle_prompts_without_asking_anyone() {
     let results = model.tool_results();
     assert_eq!(results.len(), 2, "{results:?}");
     assert_ne!(results[0]["is_error"], true, "Read ran: {:?}", results[0]);
-    assert!(
-        results[1]["content"].to_string().contains("Denied by rule"),
-        "{:?}",
-        results[1]
-    );
+    let told = results[1]["content"].to_string();
+    assert!(told.contains(denial), "{told}");
     let (_, inbox) = app.get("/api/approvals").await;
     assert_eq!(inbox["approvals"], json!([]), "no one was asked: {inbox}");
 }
@@ -298,21 +301,6 @@ serve_mcp = true
 kind = "builtin_files"
 require_approval = ["write_file"]
 "#;
-
-fn python() -> PathBuf {
-    let venv = std::env::var_os("SIGNOFF_MCP_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(&std::env::var("HOME").unwrap()).join(".cache/signoff/mcp-venv")
-        });
-    let python = venv.join("bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run crates/server/tests/mcp/install.sh",
-        python.display()
-    );
-    python
-}
 
 /// The official MCP SDKs' clients, each a script of this folder.
 #[derive(Clone, Copy)]
@@ -333,7 +321,7 @@ async fn sdk_client_call(
 ) -> tokio::io::Lines<BufReader<tokio::process::ChildStdout>> {
     let mut command = match sdk {
         Sdk::Python => {
-            let mut command = tokio::process::Command::new(python());
+            let mut command = tokio::process::Command::new(mcp_python());
             command.arg(here().join("mcp_client.py"));
             command
         }
@@ -482,27 +470,5 @@ async fn cedar_policies_over_tool_name_and_input_settle_prompts_without_asking_a
     std::fs::write(policies.path().join("claude.cedar"), CEDAR).unwrap();
     let dir = policies.path().to_owned();
     let app = spawn_with_agents(agents, |config| config.policies_dir = Some(dir)).await;
-    let cwd = tempfile::tempdir().unwrap();
-    let script = json!([
-        {"text": "reading", "tool_use": {"name": "Read", "input": {"file_path": "/etc/hostname"}}},
-        {"tool_use": {"name": "Bash", "input": {"command": "rm -rf build", "description": "clean"}}},
-        {"text": "finished"}
-    ]);
-    let model = ScriptedModel::start(cwd.path(), script).await;
-    let (code, result) = run_claude(&app, &model, cwd.path()).await;
-    assert_eq!(code, 0, "{result}");
-    let denied: Vec<&str> = result["permission_denials"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|denial| denial["tool_name"].as_str().unwrap())
-        .collect();
-    assert_eq!(denied, ["Bash"], "{result}");
-    let results = model.tool_results();
-    assert_eq!(results.len(), 2, "{results:?}");
-    assert_ne!(results[0]["is_error"], true, "Read ran: {:?}", results[0]);
-    let told = results[1]["content"].to_string();
-    assert!(told.contains("nothing is removed from a CI box"), "{told}");
-    let (_, inbox) = app.get("/api/approvals").await;
-    assert_eq!(inbox["approvals"], json!([]), "no one was asked: {inbox}");
+    a_read_runs_and_an_rm_is_denied_asking_no_one(&app, "nothing is removed from a CI box").await;
 }

@@ -26,21 +26,6 @@ fn filesystem_server() -> PathBuf {
     path
 }
 
-fn python() -> PathBuf {
-    let venv = std::env::var_os("SIGNOFF_MCP_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(&std::env::var("HOME").unwrap()).join(".cache/signoff/mcp-venv")
-        });
-    let python = venv.join("bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: {INSTALL}",
-        python.display()
-    );
-    python
-}
-
 /// A folder for server-filesystem with one file in it.
 fn shared_folder() -> tempfile::TempDir {
     let folder = tempfile::tempdir().unwrap();
@@ -262,7 +247,7 @@ struct PythonServer {
 impl PythonServer {
     async fn start(port: u16, transport: &str) -> PythonServer {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/http_server.py");
-        let child = tokio::process::Command::new(python())
+        let child = tokio::process::Command::new(mcp_python())
             .arg(script)
             .arg(port.to_string())
             .arg(transport)

@@ -2,7 +2,7 @@
 //! `#[path = "../support/mod.rs"] mod support;`: the server under test ([`TestApp`]) and the
 //! requests made of it, the real binary as a child process, the SSE reader, a strict reader of
 //! the Prometheus text, a loopback-only network namespace for tests that name addresses off
-//! the machine, the SMTP server the email tests send to, the A2A messages and what the tests
+//! the machine, the SMTP server the email tests send to, the Python MCP SDK's venv, the A2A messages and what the tests
 //! read of the answers, and bounded waits.
 
 pub mod a2a;
@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod netns;
 pub mod smtp;
 pub mod sse;
+pub mod venv;
 pub mod wait;
 
 pub use a2a::*;
@@ -25,4 +26,5 @@ pub use metrics::*;
 pub use netns::*;
 pub use smtp::*;
 pub use sse::*;
+pub use venv::*;
 pub use wait::*;
