@@ -135,6 +135,8 @@ pub struct Toolbox {
 struct AnyName {
     source: Arc<crate::agent::asked::PermissionPrompts>,
     without_approval: Vec<String>,
+    /// The one schema every such tool has (any arguments object), compiled once.
+    args_schema: Arc<ArgsSchema>,
 }
 
 impl Toolbox {
@@ -210,8 +212,12 @@ impl Toolbox {
         listed.or_else(|| {
             let any = self.any_name.as_ref()?;
             let held = !any.without_approval.iter().any(|free| free == name);
-            let source: Arc<dyn ToolSource> = any.source.clone();
-            Some(ExposedTool::new(any.source.spec(name), held, source))
+            Some(ExposedTool {
+                spec: any.source.spec(name),
+                requires_approval: held,
+                source: any.source.clone(),
+                args_schema: any.args_schema.clone(),
+            })
         })
     }
 
@@ -224,9 +230,14 @@ impl Toolbox {
     ) {
         let listed: Arc<dyn ToolSource> = source.clone();
         self.add_source(listed);
+        let args_schema = Arc::new(ArgsSchema::compile(
+            source.name(),
+            &source.spec(source.name()).input_schema,
+        ));
         self.any_name = Some(Arc::new(AnyName {
             source,
             without_approval,
+            args_schema,
         }));
     }
 
