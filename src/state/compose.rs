@@ -14,10 +14,12 @@ pub enum SendEffect {
     NewTurn,
     /// Queued on the working task: it joins the conversation before the agent's next step.
     Queue { task_id: String },
-    /// A reply to the paused task: it decides the pending batch of `calls` calls.
+    /// A reply to the paused task: it decides the pending batch of `calls` calls; `question`
+    /// when one of them is a question, which is answered or declined, not approved.
     Reply {
         task_id: String,
         calls: usize,
+        question: bool,
         reply: Reply,
     },
     /// Nothing can be sent yet (the turn has no task id so far).
@@ -44,6 +46,10 @@ pub fn send_effect(view: &ChatView, text: &str) -> SendEffect {
         (ChatStatus::AwaitingApproval, Some(batch), _) => SendEffect::Reply {
             task_id: batch.task_id.clone(),
             calls: batch.requests.len(),
+            question: batch
+                .requests
+                .iter()
+                .any(|request| request.questions().is_some()),
             reply: match (Decision::from_text(text), Decision::from_reply(text)) {
                 (Some(decision), _) => Reply::Decision(decision.summary()),
                 (None, Some(decision))
@@ -95,6 +101,22 @@ impl SendEffect {
                  next step."
                     .to_owned(),
             ),
+            SendEffect::Reply {
+                question: true,
+                reply,
+                ..
+            } => Some(match reply {
+                Reply::Decision(summary) => {
+                    format!("Sending this decides the question: {summary}.")
+                }
+                Reply::RejectsWithReason => {
+                    "Sending this will decline the question, with your message as the reason."
+                        .to_owned()
+                }
+                Reply::Unclear => "Not a decision yet: answer the question above, or write what \
+                     the agent should do instead (that declines it with your words as the reason)."
+                    .to_owned(),
+            }),
             SendEffect::Reply { calls, reply, .. } => Some(match reply {
                 Reply::Decision(summary) => {
                     format!("Sending this decides {}: {summary}.", pending_calls(*calls))

@@ -462,6 +462,7 @@ pub(super) mod tests {
                 quorum: 2,
                 approved_by: approved_by.iter().map(|by| (*by).to_owned()).collect(),
                 approved_via: Default::default(),
+                escalated_to: Vec::new(),
                 voided: Vec::new(),
                 args_sha256: None,
                 requirement: String::new(),

@@ -116,7 +116,8 @@ fn usage_from(metadata: Option<&Metadata>) -> Option<Usage> {
 
 /// Counts a turn's tokens once and ties them to the task's latest agent item. kagent repeats a
 /// turn's counts on several of its events, so equal counts in the same task are the same turn;
-/// a repeat moves the tie to the newest answer, which the later event may have added.
+/// a repeat moves the tie to the newest answer, which the later event may have added. (A turn
+/// whose item is not shown counts on its task's latest answer: `ChatView::answer_usage`.)
 fn record_turn(view: &mut ChatView, task: &str, usage: Usage) {
     let item = view
         .items

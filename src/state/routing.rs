@@ -22,9 +22,10 @@ pub fn approvers_label(entries: &[String]) -> String {
 }
 
 /// What let the `at`th of `approved_by` approve, in words, as the server recorded it: "in
-/// sre", "named approver", "the requester", or "asked by hand-over or escalation" for an entry
-/// the agents file does not list for the call; `None` when the server said nothing. So someone
-/// named by another route never reads as a member of the group the call waits for.
+/// sre", "named approver", "the requester", and for an entry the agents file does not list for
+/// the call, "asked by escalation" (the batch escalated to it) or else "asked by hand-over";
+/// `None` when the server said nothing. So someone named by another route never reads as a
+/// member of the group the call waits for.
 fn route(call: &CallQuorum, at: usize) -> Option<String> {
     let mut parts: Vec<String> = Vec::new();
     for entry in call.approved_via.get(at)? {
@@ -32,7 +33,8 @@ fn route(call: &CallQuorum, at: usize) -> Option<String> {
             _ if entry == "requester" => "the requester".to_owned(),
             (Some(("group", name)), true) => format!("in {name}"),
             (_, true) => "named approver".to_owned(),
-            (_, false) => "asked by hand-over or escalation".to_owned(),
+            (_, false) if call.escalated_to.contains(entry) => "asked by escalation".to_owned(),
+            (_, false) => "asked by hand-over".to_owned(),
         };
         if !parts.contains(&part) {
             parts.push(part);
@@ -41,18 +43,19 @@ fn route(call: &CallQuorum, at: usize) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(" and "))
 }
 
-/// Whom a call still waits for: its approvers, less anyone named by user entry who approved.
+/// The entries a call still waits for: its approvers, less anyone named by user entry who
+/// approved it.
+fn entries_left(call: &CallQuorum) -> impl Iterator<Item = &String> {
+    call.approvers.iter().filter(|entry| {
+        entry
+            .strip_prefix("user:")
+            .is_none_or(|name| !call.approved_by.iter().any(|by| by == name))
+    })
+}
+
+/// Whom a call still waits for, in words.
 fn still_waiting_for(call: &CallQuorum) -> String {
-    let left: Vec<String> = call
-        .approvers
-        .iter()
-        .filter(|entry| {
-            entry
-                .strip_prefix("user:")
-                .is_none_or(|name| !call.approved_by.iter().any(|by| by == name))
-        })
-        .cloned()
-        .collect();
+    let left: Vec<String> = entries_left(call).cloned().collect();
     approvers_label(&left)
 }
 
@@ -163,11 +166,12 @@ pub fn cannot_approve_text(routing: &ApprovalRouting, me: Option<&str>) -> Optio
     })
 }
 
-/// Whom a routed batch waits for, every call's approvers in one list: "sre", "sre or dave".
+/// Whom a routed batch still waits for, every call's approvers in one list: "sre", "sre or
+/// dave"; someone named by user entry who approved a call is not waited for on it.
 fn batch_approvers(routing: &ApprovalRouting) -> String {
     let mut entries: Vec<String> = Vec::new();
     for call in &routing.calls {
-        for entry in &call.approvers {
+        for entry in entries_left(call) {
             if !entries.contains(entry) {
                 entries.push(entry.clone());
             }
@@ -265,6 +269,7 @@ mod tests {
             quorum: 2,
             approved_by: approved_by.iter().map(|by| (*by).to_owned()).collect(),
             approved_via: Default::default(),
+            escalated_to: Vec::new(),
             voided: voided.iter().map(|by| (*by).to_owned()).collect(),
             args_sha256: None,
             requirement: String::new(),
@@ -318,7 +323,17 @@ mod tests {
         assert_eq!(
             waiting_for(&both).as_deref(),
             Some(
-                "Approved by bob (in sre), erin (asked by hand-over or escalation): 2 of 3; \
+                "Approved by bob (in sre), erin (asked by hand-over): 2 of 3; \
+                 waiting for 1 more of sre or dave"
+            )
+        );
+        // Erin by group dba alone, which the batch escalated to: asked by escalation.
+        both.approved_via[1] = vec!["group:dba".into()];
+        both.escalated_to = vec!["group:dba".into()];
+        assert_eq!(
+            waiting_for(&both).as_deref(),
+            Some(
+                "Approved by bob (in sre), erin (asked by escalation): 2 of 3; \
                  waiting for 1 more of sre or dave"
             )
         );
@@ -394,6 +409,16 @@ mod tests {
             routed_status(&batch, &voted, Some("bob")),
             "You approved; waiting for 1 more of sre or dave"
         );
+        // Dave, named by user entry, approved: the requester's line no longer names him.
+        let dave_approved = routing(&[], &["dave"]);
+        assert_eq!(
+            routed_status(&batch, &dave_approved, Some("alice")),
+            "write_file waits for approval by sre"
+        );
+        assert_eq!(
+            cannot_approve_text(&dave_approved, Some("alice")).as_deref(),
+            Some("Waits for 1 of sre; you asked for it, so you may reject it or stop it, not approve it.")
+        );
     }
 
     #[test]
@@ -401,6 +426,7 @@ mod tests {
         let effect = |reply: Reply| SendEffect::Reply {
             task_id: "t-1".to_owned(),
             calls: 1,
+            question: false,
             reply,
         };
         let requester = routing(&[], &[]);

@@ -173,6 +173,29 @@ pub struct PendingBatch {
 }
 
 impl PendingBatch {
+    /// Two or more calls, none a question, are decided from a bar above their cards; a batch
+    /// with a question is decided by the question card's one Submit, and a lone call on its card.
+    pub fn has_bar(&self) -> bool {
+        self.keys.len() >= 2
+            && self
+                .requests
+                .iter()
+                .all(|request| request.questions().is_none())
+    }
+
+    /// The call whose card comes into view when the batch arrives, when no bar does: the
+    /// question (whose Submit decides the pause), else the only call.
+    pub fn call_to_reveal(&self) -> Option<&str> {
+        if self.has_bar() {
+            return None;
+        }
+        self.requests
+            .iter()
+            .find(|request| request.questions().is_some())
+            .or(self.requests.first())
+            .map(|request| request.id.as_str())
+    }
+
     /// What the status line (a polite live region) says while the batch waits, so a screen
     /// reader hears which tools wait: "write_file waits for your approval", "2 calls wait for
     /// your approval: write_file, delete_file".
@@ -369,9 +392,30 @@ impl ChatView {
     pub fn answer_usage(&self, items: &[String]) -> Option<Usage> {
         self.turns
             .iter()
-            .filter(|turn| turn.item.as_ref().is_some_and(|item| items.contains(item)))
+            .filter(|turn| {
+                self.answer_of(turn)
+                    .is_some_and(|item| items.contains(item))
+            })
             .map(|turn| turn.usage)
             .reduce(|a, b| a + b)
+    }
+
+    /// The answer a turn's counts show on: its own item while the chat shows it, else its
+    /// task's latest agent answer (a pause's message, which its cards stand for, may be gone
+    /// or not yet there), so every count the total holds shows on some answer, live as after
+    /// a reload.
+    fn answer_of<'a>(&'a self, turn: &'a TurnUsage) -> Option<&'a String> {
+        match &turn.item {
+            Some(key) if self.item(key).is_some() => Some(key),
+            Some(_) | None => self
+                .items
+                .iter()
+                .rev()
+                .find(|item| {
+                    item.kind == ItemKind::Agent && item.task_id.as_deref() == Some(&turn.task_id)
+                })
+                .map(|item| &item.key),
+        }
     }
 
     /// The state of the latest task, if any.

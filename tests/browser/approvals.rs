@@ -153,9 +153,27 @@ async fn a_mixed_batch_goes_out_once_every_card_is_decided() {
         .await;
     assert_eq!(primary, serde_json::json!(["submit-decisions"]));
     assert_eq!(app.read_sandbox("b.txt"), None);
+    // Staged, sent and ran look different: chosen on the card, it says it is not sent yet.
+    let badge = |tool: &str| format!("{} [data-testid=tool-status]", card(tool));
+    app.wait_for_text(&badge("write_file"), "Approve chosen · not sent")
+        .await;
+    app.wait_for_text(&badge("delete_file"), "Reject chosen · not sent")
+        .await;
     app.shots("batch-mixed-in-progress").await;
+    // While the server answers (held back here), "Sending…"; then what ran, with the decision
+    // behind it, and nothing staged.
+    app.js("const send = window.fetch.bind(window); window.fetch = (...args) => new Promise((done) => setTimeout(done, 1500)).then(() => send(...args)); return true")
+        .await;
     click(&app, "[data-testid=submit-decisions]").await;
+    app.wait_for_text(&badge("write_file"), "Sending…").await;
     app.wait_for_status("ready").await;
+    app.wait_for(
+        "the write's card shows it ran",
+        &format!("{}[data-outcome=completed]", card("write_file")),
+    )
+    .await;
+    wait_card(&app, &card("write_file"), "approved").await;
+    assert!(app.find_all("[data-staged=true]").await.is_empty());
     app.wait_for_text(
         "[data-testid=decision-note]",
         "Batch decision: 1 approved, 1 rejected",

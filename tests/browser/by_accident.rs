@@ -183,25 +183,63 @@ async fn the_requester_under_a_two_person_rule_is_offered_no_approval_and_told_w
     assert!(app.read_sandbox("r.txt").is_none());
     // At a phone's width: the whole agent name, and the count on the menu button (zero here:
     // it waits for others).
-    app.driver.set_window_rect(0, 0, 390, 844).await.unwrap();
+    app.phone().await;
     app.wait_for_text("[data-testid=chat-title]", "default/deploy")
         .await;
+    let cut = app
+        .js("const t = document.querySelector('[data-testid=chat-title]'); return t.scrollWidth - t.clientWidth")
+        .await;
+    assert_eq!(cut, 0, "the agent's name is cut");
     assert!(app.find_all("[data-testid=menu-badge]").await.is_empty());
     app.shots("requester-two-person-rule-390").await;
 
     // Bob of sre, on his phone: he may approve, and his badge counts it.
     let bob = Browser::start((390, 844)).await;
     let alice = app.switch(&bob.driver);
+    app.phone().await;
     app.open("/approvals#token=bob-token").await;
     app.wait_for("bob's inbox lists the batch", "[data-testid=inbox-batch]")
         .await;
+    app.assert_phone_width().await;
     app.wait_for_text(
         "[data-testid=inbox-asks]",
         "write_file r.txt · delete_file old.txt",
     )
     .await;
     assert!(app.find("[data-testid=approve-all]").await.is_ok());
+    // A touch screen has no keys to press: no key hints.
+    for hint in app.find_all(".key-hint").await {
+        assert!(
+            !hint.is_displayed().await.unwrap_or(true),
+            "a key hint shows on a phone"
+        );
+    }
     app.shots("approver-two-person-rule-390").await;
+    // In the chat, his menu button counts the batch; once he approved both calls, the bar says
+    // where it stands (no "0 of 2 decided", no Approve all) and nothing counts it for him.
+    click(&app, "[data-testid=inbox-open-chat]").await;
+    app.wait_for_text("[data-testid=read-only]", "alice's chat")
+        .await;
+    app.wait_for_text("[data-testid=menu-badge]", "1").await;
+    click(&app, "[data-testid=approve-all]").await;
+    app.wait_for_text(
+        "[data-testid=batch-why-not]",
+        "You approved; waiting for 1 more of sre",
+    )
+    .await;
+    assert!(app
+        .find_all("[data-testid=batch-progress]")
+        .await
+        .is_empty());
+    assert!(app.find_all("[data-testid=approve-all]").await.is_empty());
+    app.wait_until("nothing counts the batch for bob", || async {
+        let title = app.js("return document.title").await;
+        Ok(app.find_all("[data-testid=menu-badge]").await.is_empty()
+            && !title.as_str().unwrap_or_default().starts_with('('))
+    })
+    .await;
+    assert!(app.read_sandbox("r.txt").is_none());
+    app.shots("approver-approved-390").await;
     let _ = bob.driver.clone().quit().await;
     app.switch(&alice);
     app.finish().await;

@@ -156,6 +156,12 @@ async fn two_tabs_of_one_person_share_the_inbox_live_and_an_inbox_decision_runs_
         .unwrap();
     app.wait_for("the inbox empties", "[data-testid=approvals-empty]")
         .await;
+    // It does not vanish without a word: the page says what became of it.
+    app.wait_for_text(
+        "[data-testid=recent-batch]",
+        "write_file notes.txt: decided by local",
+    )
+    .await;
     wait_title(&app, "Signoff").await;
     assert!(app
         .find_all("[data-testid=approvals-badge]")

@@ -143,7 +143,7 @@ async fn alice_asks_dave_who_finds_it_in_his_inbox_and_each_reads_whom_it_waits_
     click(&app, &format!("{CARD} [data-testid=approve-button]")).await;
     app.wait_for_text(
         &format!("{CARD} [data-testid=quorum]"),
-        "Approved by dave (asked by hand-over or escalation): 1 of 2; waiting for 1 more of sre",
+        "Approved by dave (asked by hand-over): 1 of 2; waiting for 1 more of sre",
     )
     .await;
     // In the chat, his status line says where it stands, not that it waits for him.
@@ -161,7 +161,7 @@ async fn alice_asks_dave_who_finds_it_in_his_inbox_and_each_reads_whom_it_waits_
     app.switch(&alice);
     app.wait_for_text(
         &format!("{CARD} [data-testid=quorum]"),
-        "Approved by dave (asked by hand-over or escalation): 1 of 2; waiting for 1 more of sre",
+        "Approved by dave (asked by hand-over): 1 of 2; waiting for 1 more of sre",
     )
     .await;
     app.wait_for_text(

@@ -46,6 +46,14 @@ async fn descriptions_show_their_code_as_code_without_backticks() {
         .js("return [...document.querySelectorAll('[data-testid=agent-item] code')].map(c => c.textContent).join(',')")
         .await;
     assert_eq!(code, "release");
+    // The agent's details panel too.
+    app.open("/agents/default/shipper/chat").await;
+    let details = "[data-testid=agent-details] .details-description";
+    app.wait_for_text(details, "Ships the release branch").await;
+    let code = app
+        .js(&format!("return [...document.querySelectorAll('{details} code')].map(c => c.textContent).join(',')"))
+        .await;
+    assert_eq!(code, "release");
     app.finish().await;
 }
 
@@ -154,6 +162,20 @@ async fn an_approver_named_by_user_does_not_read_as_one_of_the_group() {
     .await;
     let said = app.text(&quorum).await;
     assert!(!said.contains("or dave"), "dave approved already: {said}");
+    // The status line and the composer's hint no longer name him either.
+    app.wait_for_text(
+        "[data-testid=chat-status]",
+        "write_file waits for approval by sre",
+    )
+    .await;
+    let status = app.text("[data-testid=chat-status]").await;
+    assert!(!status.contains("dave"), "{status}");
+    let input = app.find("[data-testid=composer-input]").await.unwrap();
+    input.send_keys("ok").await.unwrap();
+    app.wait_for_text("[data-testid=composer-hint]", "for approval by sre")
+        .await;
+    let hint = app.text("[data-testid=composer-hint]").await;
+    assert!(!hint.contains("dave"), "{hint}");
     app.shots("quorum-named-approver").await;
     app.finish().await;
 }
@@ -195,6 +217,23 @@ async fn token_counts_after_a_decision_are_the_same_after_a_reload() {
     })
     .await;
     let live = token_counts(&app).await;
+    // Every count the total holds shows on some answer, the paused turn's too.
+    let total = |text: &str| -> u64 {
+        let digits: String = text
+            .rsplit("Total ")
+            .next()
+            .unwrap_or(text)
+            .chars()
+            .filter(char::is_ascii_digit)
+            .collect();
+        digits.parse().unwrap_or_default()
+    };
+    let answers: u64 = live.1.iter().map(|label| total(label)).sum();
+    assert_eq!(
+        answers,
+        total(&live.0),
+        "the answers add up to the total: {live:?}"
+    );
 
     app.driver.refresh().await.unwrap();
     wait_card(&app, &write, "approved").await;

@@ -299,6 +299,16 @@ async fn grants_by_uses_hour_and_until_revoked_and_why_each_call_was_decided() {
     wait_card(&app, &call_card("call_7"), "completed").await;
     app.wait_for_status("ready").await;
     open_why(&app, "call_7", "in this chat, until ").await;
+    // The grant's end as the person's clock and calendar read it ("until Dec 3, 2026, 7:22
+    // AM"), never the stored timestamp ("2026-12-03T07:22:44.743Z").
+    let why = app
+        .text(&format!("{} [data-testid=why-text]", call_card("call_7")))
+        .await;
+    let until = why.split(", until ").nth(1).unwrap_or_default();
+    assert!(
+        !until.is_empty() && !until.contains('T') && !until.contains('Z'),
+        "{why}"
+    );
     // Allowed without asking, its header still says where the tool comes from.
     app.wait_for_text(&format!("{} .tool-server", call_card("call_7")), "files")
         .await;

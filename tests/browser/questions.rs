@@ -39,6 +39,14 @@ async fn answer_every_kind_of_question_and_reject_the_write_beside_them() {
     .await;
     app.wait_for("the question form shows", FORM).await;
     assert_eq!(app.find_all("[data-testid=question]").await.len(), 3);
+    // The composer speaks of answering, not of approving.
+    let placeholder = app
+        .attribute("[data-testid=composer-input]", "placeholder")
+        .await;
+    assert_eq!(
+        placeholder,
+        "Answer the question above, or say what to do instead"
+    );
     // One Submit decides the pause: no batch bar, and the write is decided on its own card.
     assert!(app.find_all("[data-testid=batch-bar]").await.is_empty());
     app.wait_for_text(
@@ -74,6 +82,14 @@ async fn answer_every_kind_of_question_and_reject_the_write_beside_them() {
     )
     .await;
     wait_answers(&app, &["SQLite", "metrics, tracing", "keep it small"]).await;
+    // An answered question reads as answered, with no "Approved" beside it.
+    let question = card("ask_user");
+    app.wait_for_text(&format!("{question} [data-testid=tool-status]"), "Answered")
+        .await;
+    let chips = app
+        .texts(&format!("{question} [data-testid=decision-chip]"))
+        .await;
+    assert!(chips.is_empty(), "{chips:?}");
     assert!(!app.sandbox("notes.txt").exists());
     app.shot("question-answered").await;
     app.assert_no_errors().await;
@@ -249,6 +265,14 @@ async fn kagents_hitl_extension_through_the_relay_approve_reject_and_answer() {
     app.send("Set up a database for the service.").await;
     app.wait_for("the question form shows", FORM).await;
     assert_eq!(app.find_all("[data-testid=question]").await.len(), 3);
+    // The composer speaks of answering, not of approving.
+    let placeholder = app
+        .attribute("[data-testid=composer-input]", "placeholder")
+        .await;
+    assert_eq!(
+        placeholder,
+        "Answer the question above, or say what to do instead"
+    );
     assert!(app
         .find_all("[data-testid=question-reject]:not([hidden])")
         .await

@@ -120,9 +120,21 @@ async fn two_of_sre_approve_alice_s_call_before_it_runs_and_each_sees_where_it_s
     assert!(!shows(&app, "[data-testid=stop-button]").await);
     let _ = carol.driver.clone().quit().await;
 
-    // Alice's chat shows the result.
+    // Alice's chat shows the result, and names both who decided it.
     app.switch(&alice);
     ran(&app).await;
+    app.wait_for_text(
+        "[data-testid=decided-elsewhere]",
+        "Decided elsewhere by bob and carol.",
+    )
+    .await;
+    // The notice is of that batch: her next one takes it down.
+    app.send("write release.txt: v3").await;
+    app.wait_for_text(&waiting, "Waiting for sre: 0 of 2").await;
+    assert!(app
+        .find_all("[data-testid=decided-elsewhere]")
+        .await
+        .is_empty());
     app.finish().await;
 }
 

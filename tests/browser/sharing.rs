@@ -3,7 +3,7 @@
 //! that stops a send when the chat moved on in another tab, and a link holding another
 //! account's sign-in token, which switches only when the person confirms.
 
-use crate::support::harness::{card, click, App, Options};
+use crate::support::harness::{card, click, App, Browser, Options};
 use serde_json::{json, Value};
 use thirtyfour::Key;
 
@@ -404,5 +404,35 @@ async fn switching_to_the_links_account_signs_in_as_its_user_on_a_phone() {
     let chat = chat_here(&app).await;
     assert!(sessions_of(&app, "bob-token").await.contains(&chat));
     assert!(sessions_of(&app, "alice-token").await.is_empty());
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_persons_chat_opened_by_its_address_says_it_is_not_shared_not_deleted() {
+    let mut app = App::start_with("not-shared", alice_and_bob((1280, 900))).await;
+    app.open("/approvals#token=alice-token").await;
+    app.open_new_chat().await;
+    let chat = chat_here(&app).await;
+    let address = app.current_path().await;
+    assert!(address.contains(&chat), "{address}");
+
+    // Bob, in his own browser, opens the address of Alice's chat.
+    let bob = Browser::start((1280, 900)).await;
+    let alice = app.switch(&bob.driver);
+    app.open("/approvals#token=bob-token").await;
+    app.wait_for("Bob's inbox", "[data-testid=approvals-empty]")
+        .await;
+    app.open(&address).await;
+    app.wait_for_text(
+        "[data-testid=session-not-found]",
+        "it is not shared with you: its owner can send you a share link",
+    )
+    .await;
+    // Nothing of hers shows, and the way out is a chat of his own.
+    assert!(app.texts("[data-testid=message-user]").await.is_empty());
+    assert!(app.find("[data-testid=start-new-chat]").await.is_ok());
+    app.shot("not-shared").await;
+    let _ = bob.driver.clone().quit().await;
+    app.switch(&alice);
     app.finish().await;
 }

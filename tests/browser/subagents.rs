@@ -73,6 +73,12 @@ async fn a_subagents_calls_nest_under_the_delegation_and_approve_all_decides_the
             .as_deref(),
         Some("two")
     );
+    // The subagent's task is part of this chat, not a chat of its own: the sidebar lists one.
+    app.wait_for("the sidebar lists the chat", "[data-testid=session-item]")
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let chats = app.texts("[data-testid=session-item]").await;
+    assert_eq!(chats.len(), 1, "{chats:?}");
     app.shots("subagent-finished").await;
     app.finish().await;
 }

@@ -281,6 +281,11 @@ pub struct CallQuorum {
     /// reader can tell someone named by another route from a member of the group.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approved_via: Vec<Vec<String>>,
+    /// The entries the batch's escalation added (the agents file's `escalate_to`). Of the
+    /// entries in `approvedVia` that `approvers` does not list, these were asked by
+    /// escalation and any other by a hand-over.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub escalated_to: Vec<String>,
     /// Whose approvals an edit voided: they approved other arguments than those now proposed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub voided: Vec<String>,

@@ -44,6 +44,11 @@ pub fn Composer() -> impl IntoView {
         {
             "Reject the pending calls above, or say what to do instead"
         }
+        ChatStatus::AwaitingApproval
+            if effect.with(|effect| matches!(effect, SendEffect::Reply { question: true, .. })) =>
+        {
+            "Answer the question above, or say what to do instead"
+        }
         ChatStatus::AwaitingApproval => "Decide the pending calls above, or say what to do instead",
         ChatStatus::Thinking => "The agent is starting… (Stop to interrupt)",
         ChatStatus::Reconnecting => "Reconnecting to the server…",

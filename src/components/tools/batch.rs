@@ -232,14 +232,15 @@ fn BatchSummary(bar: Bar) -> impl IntoView {
                 true => format!("{} tool calls wait for your decision", bar.count()),
                 false => format!("{} tool calls wait for approval", bar.count()),
             }}</strong>
-            <span class="hint" data-testid="batch-progress">
-                {move || format!("{} of {} decided", bar.decided(), bar.count())}
-                // Keyboard hints: hidden on a touch screen, which has no keys to press.
-                <span class="key-hint">{move || match bar.may_approve() {
-                    true => " · A approves the rest, R rejects all",
-                    false => " · R rejects all",
-                }}</span>
-            </span>
+            // How many the reader decided on the cards; one who may approve none (she asked
+            // under a two-person rule, or already approved) decides none there, and reads why.
+            <Show when=move || bar.may_approve()>
+                <span class="hint" data-testid="batch-progress">
+                    {move || format!("{} of {} decided", bar.decided(), bar.count())}
+                    // Keyboard hints: hidden on a touch screen, which has no keys to press.
+                    <span class="key-hint">" · A approves the rest, R rejects all"</span>
+                </span>
+            </Show>
             {move || bar.cannot_approve().map(|why| view! {
                 <p class="batch-why-not" data-testid="batch-why-not">{why}</p>
             })}

@@ -36,7 +36,7 @@ pub fn ToolCard(card_key: String) -> impl IntoView {
     let model = CardModel::new(expect_context::<ChatCtl>(), &card_key);
     let (card, batch) = (model.card, model.batch);
     let node = NodeRef::<Div>::new();
-    model.reveal_when_lone(node);
+    model.reveal_when_it_decides(node);
     model.track_editing();
     let outcome_slug = move || {
         model

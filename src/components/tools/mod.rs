@@ -46,11 +46,7 @@ pub fn ToolList(owners: Memo<Vec<String>>) -> impl IntoView {
     let batch_here = Memo::new(move |_| {
         ctl.view.with(|view| {
             view.pending.as_ref().is_some_and(|batch| {
-                batch.keys.len() >= 2
-                    && batch
-                        .requests
-                        .iter()
-                        .all(|request| request.questions().is_none())
+                batch.has_bar()
                     && batch
                         .keys
                         .first()

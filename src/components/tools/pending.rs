@@ -5,6 +5,7 @@ use leptos::prelude::*;
 
 use super::{batch_bar, tool_card};
 use crate::components::controller::ChatCtl;
+use crate::state::PendingBatch;
 
 /// The pending batch of the [`ChatCtl`] in context; "Loading…" until its chat has loaded.
 #[component]
@@ -19,15 +20,8 @@ pub fn PendingCards() -> impl IntoView {
         })
     });
     let with_bar = Memo::new(move |_| {
-        ctl.view.with(|view| {
-            view.pending.as_ref().is_some_and(|batch| {
-                batch.keys.len() >= 2
-                    && batch
-                        .requests
-                        .iter()
-                        .all(|request| request.questions().is_none())
-            })
-        })
+        ctl.view
+            .with(|view| view.pending.as_ref().is_some_and(PendingBatch::has_bar))
     });
     view! {
         <Show

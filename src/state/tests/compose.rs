@@ -98,3 +98,45 @@ fn a_reply_to_a_paused_batch_says_what_it_will_decide() {
     assert_eq!(send_effect(&done, "hi"), SendEffect::NewTurn);
     assert_eq!(send_effect(&done, "hi").hint(), None);
 }
+
+#[test]
+fn a_reply_to_a_waiting_question_says_it_answers_or_declines_not_approves() {
+    let mut view = run(&our_stream("batch1.sse"));
+    let batch = view.pending.as_mut().unwrap();
+    batch.requests.truncate(1);
+    batch.keys.truncate(1);
+    batch.requests[0].name = signoff_protocol::hitl::ASK_USER.to_owned();
+    batch.requests[0].args =
+        serde_json::json!({"questions": [{"question": "Which database?", "choices": ["SQLite"]}]});
+    let unclear = send_effect(&view, "ok").hint().unwrap();
+    assert!(
+        unclear.starts_with("Not a decision yet: answer the question above"),
+        "{unclear}"
+    );
+    assert!(!unclear.contains("approve"), "{unclear}");
+    assert_eq!(
+        send_effect(&view, "use the other one").hint().unwrap(),
+        "Sending this will decline the question, with your message as the reason."
+    );
+}
+
+#[test]
+fn a_batch_without_a_bar_brings_its_question_or_its_only_call_into_view() {
+    let mut view = run(&our_stream("batch1.sse"));
+    let batch = view.pending.as_mut().unwrap();
+    // Two calls, no question: the bar comes into view, no card does.
+    assert!(batch.has_bar());
+    assert_eq!(batch.call_to_reveal(), None);
+    // A question beside a call: the question, whose Submit decides the pause.
+    batch.requests[1].name = signoff_protocol::hitl::ASK_USER.to_owned();
+    batch.requests[1].args =
+        serde_json::json!({"questions": [{"question": "Which database?", "choices": ["SQLite"]}]});
+    let question = batch.requests[1].id.clone();
+    assert!(!batch.has_bar());
+    assert_eq!(batch.call_to_reveal(), Some(question.as_str()));
+    // A lone call: its card.
+    batch.requests.truncate(1);
+    batch.keys.truncate(1);
+    let only = batch.requests[0].id.clone();
+    assert_eq!(batch.call_to_reveal(), Some(only.as_str()));
+}

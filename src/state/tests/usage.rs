@@ -118,3 +118,43 @@ fn our_stored_chats_count_the_tokens_their_streams_did() {
         assert_eq!(answers(&reloaded), answers(&live), "{names:?}");
     }
 }
+
+/// A turn of ours that paused on its calls before it said anything has no answer of its own:
+/// its tokens show on the answer its task gives once the calls are decided, so the answers
+/// still add up to the session.
+#[test]
+fn a_paused_turn_without_words_counts_on_its_tasks_next_answer() {
+    use signoff_protocol::{StreamEvent, TaskState};
+
+    let counts = |prompt: u64, completion: u64| {
+        serde_json::from_value(serde_json::json!({"kagent_usage_metadata": {
+            "promptTokenCount": prompt, "candidatesTokenCount": completion,
+            "totalTokenCount": prompt + completion}}))
+        .unwrap()
+    };
+    let mut events: Vec<StreamEvent> = ["batch1.sse", "batch2.sse"]
+        .iter()
+        .flat_map(|name| our_stream(name))
+        .collect();
+    for event in &mut events {
+        if let StreamEvent::StatusUpdate(update) = event {
+            if update.status.state == TaskState::InputRequired {
+                update.metadata = Some(counts(30, 9));
+            } else if update.status.state == TaskState::Completed {
+                update.metadata = Some(counts(50, 7));
+            }
+        }
+    }
+    let view = run(&events);
+    assert_eq!(view.session_usage(), Some(usage(80, 16, 96)));
+    let answers: Vec<Usage> = view
+        .items
+        .iter()
+        .filter_map(|item| view.answer_usage(std::slice::from_ref(&item.key)))
+        .collect();
+    assert_eq!(
+        answers,
+        vec![usage(80, 16, 96)],
+        "the answer after the decision"
+    );
+}

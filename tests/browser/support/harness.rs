@@ -508,6 +508,37 @@ impl App {
         self.color_scheme("light").await;
     }
 
+    /// A phone's screen for the page: 390 by 844 CSS pixels, and touch, no mouse. Headless
+    /// Chromium keeps its window at least 500 px wide, so the width is emulated (and checked).
+    pub async fn phone(&self) {
+        let cdp = self.driver.cdp();
+        cdp.send_raw(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": true}),
+        )
+        .await
+        .unwrap();
+        cdp.send_raw(
+            "Emulation.setTouchEmulationEnabled",
+            json!({"enabled": true, "maxTouchPoints": 5}),
+        )
+        .await
+        .unwrap();
+        // A page already open takes the phone's viewport when it loads again.
+        if self.js("return location.protocol").await.as_str() == Some("http:") {
+            self.driver.refresh().await.unwrap();
+            self.assert_phone_width().await;
+        }
+    }
+
+    /// The page is laid out at a phone's width.
+    pub async fn assert_phone_width(&self) {
+        self.wait_until("the page is 390 px wide", || async {
+            Ok(self.js("return window.innerWidth").await == 390)
+        })
+        .await;
+    }
+
     /// Switches the emulated colour scheme (`light` or `dark`).
     pub async fn color_scheme(&self, scheme: &str) {
         self.driver

@@ -23,6 +23,8 @@ use signoff_protocol::hitl::Preview;
 use super::cedar::ToolHints;
 use super::tools::{text_result, ToolError, ToolSource, ToolSpec};
 
+mod preview;
+
 /// Files larger than this are not read whole into a model's context.
 pub(super) const MAX_READ_BYTES: u64 = 1024 * 1024;
 
@@ -374,7 +376,7 @@ impl ToolSource for FileTools {
     }
 
     fn preview(&self, tool: &str, args: &Value) -> Option<(Preview, Option<String>)> {
-        super::file_preview::preview(self, tool, args)
+        preview::preview(self, tool, args)
     }
 }
 

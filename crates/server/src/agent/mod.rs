@@ -10,7 +10,6 @@ pub mod config;
 pub mod conformance;
 pub mod decision;
 mod error;
-mod file_preview;
 pub mod files;
 pub mod mcp;
 pub mod metrics;

@@ -92,7 +92,7 @@ pub enum ChatMessage {
         /// The call this task asks for, when it arrived from outside rather than from a person
         /// talking to the model (`agent::asked`). Models ignore it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        asked: Option<super::asked::AskedCall>,
+        asked: Option<super::asked::call::AskedCall>,
     },
     Assistant {
         text: String,

@@ -131,9 +131,16 @@ pub struct Toolbox {
     any_name: Option<Arc<AnyName>>,
 }
 
+/// A tool source that answers for any tool name (`agent::asked`'s permission prompts: the
+/// asker runs the tool, the source only says it may).
+pub trait AnyNameSource: ToolSource {
+    /// Its tool `name`, whatever the name.
+    fn spec(&self, name: &str) -> ToolSpec;
+}
+
 /// A source that answers for every tool name, and the names whose calls need no approval.
 struct AnyName {
-    source: Arc<crate::agent::asked::PermissionPrompts>,
+    source: Arc<dyn AnyNameSource>,
     without_approval: Vec<String>,
     /// The one schema every such tool has (any arguments object), compiled once.
     args_schema: Arc<ArgsSchema>,
@@ -225,7 +232,7 @@ impl Toolbox {
     /// calls of the names in `without_approval` need no approval.
     pub fn answer_any_name(
         &mut self,
-        source: Arc<crate::agent::asked::PermissionPrompts>,
+        source: Arc<dyn AnyNameSource>,
         without_approval: Vec<String>,
     ) {
         let listed: Arc<dyn ToolSource> = source.clone();

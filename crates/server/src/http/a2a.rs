@@ -318,6 +318,7 @@ async fn unary_call(call: Call) -> RpcResponse {
             };
             if configuration.blocking != Some(false) {
                 if let Err(err) = runtime
+                    .log()
                     .wait_final(&accepted.task_id, accepted.after_seq)
                     .await
                 {

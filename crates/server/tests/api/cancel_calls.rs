@@ -91,7 +91,7 @@ async fn a_call_running_when_its_task_is_canceled_gets_a_result_saying_so() {
         .send(&Decider::subject("local"), &agent, message)
         .await
         .unwrap();
-    runtime.wait_final(&sent.task_id, 0).await.unwrap();
+    runtime.log().wait_final(&sent.task_id, 0).await.unwrap();
 
     let local = Actor {
         channel: Channel::Rest,

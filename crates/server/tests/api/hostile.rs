@@ -117,7 +117,7 @@ async fn a_panicking_runner_fails_its_task_and_is_not_resumed_again() {
         .send(&Decider::subject("local"), &broken, message())
         .await
         .unwrap();
-    runtime.wait_final(&first.task_id, 0).await.unwrap();
+    runtime.log().wait_final(&first.task_id, 0).await.unwrap();
     let (state, text) = state_of(&runtime, &first.task_id).await;
     assert_eq!(state, TaskState::Failed);
     assert!(text.contains("internal error"), "{text}");
@@ -125,7 +125,7 @@ async fn a_panicking_runner_fails_its_task_and_is_not_resumed_again() {
         .send(&Decider::subject("local"), &broken, message())
         .await
         .unwrap();
-    runtime.wait_final(&second.task_id, 0).await.unwrap();
+    runtime.log().wait_final(&second.task_id, 0).await.unwrap();
     runtime.shutdown(Duration::from_secs(5)).await;
     store.close().await;
 
@@ -138,7 +138,7 @@ async fn a_panicking_runner_fails_its_task_and_is_not_resumed_again() {
         .send(&Decider::subject("local"), &silent, message())
         .await
         .unwrap();
-    let mut events = runtime.follow(&left.task_id, 0);
+    let mut events = runtime.log().follow(&left.task_id, 0);
     within("the task to be working", async {
         while let Some(event) = events.next().await {
             if let StreamEvent::StatusUpdate(update) = event.unwrap().event().unwrap() {
@@ -160,7 +160,7 @@ async fn a_panicking_runner_fails_its_task_and_is_not_resumed_again() {
     // On a shared database no task is resumed at start: the replica's sweep takes over those
     // whose lease lapsed (this one's, at the last shutdown).
     assert_eq!(resumed, if on_postgres() { 0 } else { 1 });
-    runtime.wait_final(&left.task_id, 0).await.unwrap();
+    runtime.log().wait_final(&left.task_id, 0).await.unwrap();
     assert_eq!(state_of(&runtime, &left.task_id).await.0, TaskState::Failed);
     runtime.shutdown(Duration::from_secs(5)).await;
     store.close().await;

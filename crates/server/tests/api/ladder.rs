@@ -547,3 +547,41 @@ async fn a_subagents_call_nested_in_its_parents_batch_is_reminded_by_its_own_age
         1
     );
 }
+
+#[tokio::test]
+async fn only_the_servers_own_deadline_ladder_reminds_escalates_or_expires() {
+    use signoff_server::agent::approvals::{Actor, Command};
+    use signoff_server::agent::runtime::{Channel, Outcome};
+    use signoff_server::agent::{AgentError, Decider, Limits, Runtime};
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = signoff_server::store::Store::open(&test_database(dir.path()).await)
+        .await
+        .unwrap();
+    let runtime = Runtime::new(store, Vec::new(), Limits::default());
+    // A person, through any channel, even the expiry's, may not take the ladder's steps.
+    let people = [
+        Actor::of(&Decider::subject("carol"), Channel::Rest),
+        Actor::of(&Decider::subject("carol"), Channel::Expiry),
+    ];
+    for actor in &people {
+        for command in [
+            Command::Remind,
+            Command::Escalate,
+            Command::Expire {
+                expires_at: "2026-12-03T00:00:00Z".to_owned(),
+            },
+        ] {
+            let refused = runtime.apply("some-task", actor, command.clone()).await;
+            assert!(
+                matches!(refused, Err(AgentError::InvalidParams(ref why)) if why.contains("the server's own")),
+                "{actor:?} {command:?}: {refused:?}"
+            );
+        }
+    }
+    // The ladder itself: a step of a batch that no longer waits is left alone.
+    let swept = runtime
+        .apply("some-task", &Actor::deadline(), Command::Remind)
+        .await;
+    assert!(matches!(swept, Ok(Outcome::Swept)), "{swept:?}");
+}

@@ -102,7 +102,7 @@ async fn a_messages_stream_sends_its_committed_events_then_the_live_ones_in_orde
     drop(dropped);
     within(
         "the dropped stream's task to end",
-        runtime.wait_final(&task, 0),
+        runtime.log().wait_final(&task, 0),
     )
     .await
     .unwrap();

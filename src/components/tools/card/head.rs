@@ -25,6 +25,24 @@ fn badge_icon(status: ToolStatus) -> &'static str {
     }
 }
 
+/// The badge's word: a question is answered or declined, never "approved".
+fn status_word(status: ToolStatus, question: bool) -> &'static str {
+    if !question {
+        return status.label();
+    }
+    match status {
+        ToolStatus::PendingApproval => "Waiting for your answer",
+        ToolStatus::Approved | ToolStatus::Completed => "Answered",
+        ToolStatus::Rejected => "Declined",
+        ToolStatus::Requested
+        | ToolStatus::Executing
+        | ToolStatus::Failed
+        | ToolStatus::NotRun
+        | ToolStatus::Denied
+        | ToolStatus::Expired => status.label(),
+    }
+}
+
 /// A choice made on the card and not yet sent says so, and how it goes out: "Approve chosen ·
 /// not sent" until Submit, "Sending…" while the server answers.
 fn staged_label(model: CardModel) -> Option<&'static str> {
@@ -60,15 +78,13 @@ pub(super) fn CardHead(model: CardModel) -> impl IntoView {
                     Some(_) => Some("◐"),
                     None => model.outcome().map(|(status, _)| badge_icon(status)),
                 }}</span>
-                {move || staged_label(model).or_else(|| match model.outcome().map(|(status, _)| status) {
-                    Some(ToolStatus::PendingApproval) if model.is_question() => Some("Waiting for your answer"),
-                    // A question is answered or declined, never "approved".
-                    Some(ToolStatus::Approved | ToolStatus::Completed) if model.is_question() => Some("Answered"),
-                    Some(ToolStatus::Rejected) if model.is_question() => Some("Declined"),
-                    status => status.map(ToolStatus::label),
+                {move || staged_label(model).or_else(|| {
+                    model.outcome().map(|(status, _)| status_word(status, model.is_question()))
                 })}
             </span>
-            {move || model.outcome().and_then(|(_, decision)| decision).map(|decision| view! {
+            // The decision behind a finished call ("Approved" beside "Completed"); a question's
+            // badge already says it was answered or declined.
+            {move || model.outcome().and_then(|(_, decision)| decision).filter(|_| !model.is_question()).map(|decision| view! {
                 <span class="decision-chip" data-testid="decision-chip">{decision.label()}</span>
             })}
         </div>

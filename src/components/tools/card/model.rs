@@ -411,11 +411,16 @@ impl CardModel {
         }
     }
 
-    /// A lone pending card comes into view when it arrives (a batch's bar does otherwise); the
-    /// focus stays where the person is typing.
-    pub fn reveal_when_lone(self, node: NodeRef<Div>) {
+    /// The card a batch without a bar is decided from (a lone call, or the question whose
+    /// Submit decides the pause) comes into view when it arrives; a batch's bar does otherwise.
+    /// The focus stays where the person is typing.
+    pub fn reveal_when_it_decides(self, node: NodeRef<Div>) {
         Effect::new(move |_| {
-            if self.lone() && self.waiting() && !self.ctl.on_approvals_page() {
+            let id = self.call_id();
+            let decides = self.batch.with(|batch| {
+                batch.as_ref().and_then(PendingBatch::call_to_reveal) == Some(id.as_str())
+            });
+            if decides && self.waiting() && !self.ctl.on_approvals_page() {
                 if let Some(element) = node.get() {
                     reveal(&element);
                 }

@@ -42,6 +42,32 @@ pub struct Actor {
     pub auth: Option<DeciderAuth>,
 }
 
+impl Actor {
+    /// The server's own deadline ladder (its reminders, escalations and expiries): no person,
+    /// no sign-in. Only it takes those steps; no request can act as it.
+    pub fn deadline() -> Actor {
+        Actor {
+            channel: Channel::Expiry,
+            decider: Decider::subject(""),
+            auth: None,
+        }
+    }
+
+    /// Whether this is [`Actor::deadline`].
+    pub fn is_deadline(&self) -> bool {
+        self.channel == Channel::Expiry && self.auth.is_none() && self.decider.subject.is_empty()
+    }
+
+    /// `who` acting through `channel`, audited with how they signed in.
+    pub fn of(who: &Decider, channel: Channel) -> Actor {
+        Actor {
+            channel,
+            decider: who.clone(),
+            auth: who.auth,
+        }
+    }
+}
+
 /// What an [`Actor`] does to a task's pending batch: the closed set of the workflow's writes.
 /// Every channel reads its input into one of these (a decision into the protocol's
 /// [`Decision`]) before anything is checked.
@@ -57,8 +83,8 @@ pub enum Command {
     Remind,
     /// The ladder's escalation of a waiting batch.
     Escalate,
-    /// The batch's deadline passed unanswered.
-    Expire,
+    /// The batch's deadline, due at `expires_at`, passed unanswered.
+    Expire { expires_at: String },
     /// The task's owner canceled the task while its batch waited.
     Cancel,
 }

@@ -22,7 +22,8 @@ use crate::store::{
 };
 
 use super::eligibility::{same_person, REQUESTER};
-use super::{args_sha256, batch_requests, Actor, Approvers};
+use super::{args_sha256, batch_requests, Actor, Approvers, Decider};
+use crate::agent::policy::CallApprovers;
 
 /// A person's decision counted against a batch's earlier votes.
 #[derive(Debug, Clone)]
@@ -179,34 +180,15 @@ impl Approvers {
                     Vec::new(),
                 ),
                 Verdict::Approve => {
-                    let run_args = call.run_args().unwrap_or_else(|| call.request.args.clone());
-                    let sha = args_sha256(&run_args);
-                    let (mut approved, voided) = approvals_of(&batch.votes, id, &sha);
-                    let approved_before = batch.votes.iter().any(|vote| {
-                        vote.call_id == *id
-                            && vote.verdict == StoredVerdict::Approve
-                            && vote.args_sha256 == sha
-                            && who.is_voter(vote)
-                    });
-                    if approved_before {
-                        return Err(AgentError::AlreadyApproved(format!(
-                            "you have already approved call {id} ({}) with these arguments; it \
-                             waits for {} more of: {}",
-                            call.request.name,
-                            approvers.quorum.saturating_sub(approved.len() as u32),
-                            approvers.requirement()
-                        )));
-                    }
-                    approved.push(who.subject.clone());
-                    vote.verdict = StoredVerdict::Approve;
-                    vote.args_sha256 = sha.clone();
-                    vote.run_args = Some(run_args.clone());
-                    tally.votes.push(vote);
-                    let outcome = if approved.len() as u32 >= approvers.quorum {
-                        Outcome::Approved(run_args)
-                    } else {
-                        Outcome::Waiting
-                    };
+                    let counted = count_approval(batch, who, call, &approvers, vote)?;
+                    tally.votes.push(counted.vote);
+                    let Approval {
+                        outcome,
+                        sha,
+                        approved,
+                        voided,
+                        ..
+                    } = counted;
                     (outcome, Some(sha), approved, voided)
                 }
             };
@@ -219,6 +201,7 @@ impl Approvers {
                 quorum: approvers.quorum,
                 approved_by: approved,
                 approved_via,
+                escalated_to: batch.handed_to.escalated.clone(),
                 voided,
                 args_sha256: sha,
                 requirement: approvers.requirement(),
@@ -229,6 +212,69 @@ impl Approvers {
         tally.verdicts = final_verdicts(outcomes);
         Ok(tally)
     }
+}
+
+/// A person's approval of a call, as [`count_approval`] counts it.
+struct Approval {
+    /// Approved once the quorum is met, else waiting.
+    outcome: Outcome,
+    /// The digest of the arguments approved.
+    sha: String,
+    /// Who approved those arguments so far, this person last.
+    approved: Vec<String>,
+    /// Whose approvals of other arguments no longer count.
+    voided: Vec<String>,
+    /// The person's vote, to store.
+    vote: CallVote,
+}
+
+/// A person's approval of `call`, counted with the batch's earlier approvals of the same
+/// arguments (the arguments that run: edited ones, if edited): the call's outcome (approved
+/// once the quorum is met), the digest of those arguments, who approved them so far, whose
+/// approvals of other arguments are voided, and the person's vote. Approving the same
+/// arguments twice is refused.
+fn count_approval(
+    batch: &BatchRow,
+    who: &Decider,
+    call: &ResolvedCall,
+    approvers: &CallApprovers,
+    mut vote: CallVote,
+) -> Result<Approval> {
+    let id = &call.request.id;
+    let run_args = call.run_args().unwrap_or_else(|| call.request.args.clone());
+    let sha = args_sha256(&run_args);
+    let (mut approved, voided) = approvals_of(&batch.votes, id, &sha);
+    let approved_before = batch.votes.iter().any(|vote| {
+        vote.call_id == *id
+            && vote.verdict == StoredVerdict::Approve
+            && vote.args_sha256 == sha
+            && who.is_voter(vote)
+    });
+    if approved_before {
+        return Err(AgentError::AlreadyApproved(format!(
+            "you have already approved call {id} ({}) with these arguments; it waits for {} \
+             more of: {}",
+            call.request.name,
+            approvers.quorum.saturating_sub(approved.len() as u32),
+            approvers.requirement()
+        )));
+    }
+    approved.push(who.subject.clone());
+    vote.verdict = StoredVerdict::Approve;
+    vote.args_sha256 = sha.clone();
+    vote.run_args = Some(run_args.clone());
+    let outcome = if approved.len() as u32 >= approvers.quorum {
+        Outcome::Approved(run_args)
+    } else {
+        Outcome::Waiting
+    };
+    Ok(Approval {
+        outcome,
+        sha,
+        approved,
+        voided,
+        vote,
+    })
 }
 
 /// Each call's verdict once every call of the batch is decided; `None` while one still waits

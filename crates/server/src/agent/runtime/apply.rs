@@ -3,7 +3,8 @@
 //! (`approvals::Command`, read from the request first: a decision into the protocol's typed
 //! `Decision`) on a task's pending batch, and goes to the one write of that command. The
 //! HTTP layer calls it for a REST decision, a hand-over, an extension and a cancel; the
-//! reminders, escalations and expiries are the server's own sweep's (`ladder`, `expiry`).
+//! server's deadline ladder for its reminders, escalations and expiries (`ladder`, `expiry`),
+//! as `Actor::deadline`, the one actor those steps take.
 
 use std::sync::Arc;
 
@@ -11,6 +12,7 @@ use signoff_protocol::rest::{CallQuorum, DeadlineExtended};
 use signoff_protocol::Task;
 
 use crate::agent::approvals::{Actor, Command};
+use crate::store::BatchStepKind;
 
 use super::{Accepted, AgentError, LadderEvent, Result, Runtime};
 
@@ -29,6 +31,9 @@ pub enum Outcome {
     Extended(DeadlineExtended),
     /// The task as canceled.
     Canceled(Box<Task>),
+    /// A step of the deadline ladder taken, if it was still due (decided, extended or taken
+    /// on another replica meanwhile, it is left as it is).
+    Swept,
 }
 
 impl Runtime {
@@ -61,12 +66,26 @@ impl Runtime {
             Command::Cancel => Ok(Outcome::Canceled(Box::new(
                 self.cancel(who, task_id).await?,
             ))),
-            // Due steps of the deadline ladder: no request may take them early.
-            Command::Remind | Command::Escalate | Command::Expire => {
+            // Steps of the deadline ladder: the server's own, each taken only once it is due.
+            Command::Remind | Command::Escalate | Command::Expire { .. }
+                if !actor.is_deadline() =>
+            {
                 Err(AgentError::InvalidParams(
                     "reminders, escalations and expiries are the server's own, when they are due"
                         .to_owned(),
                 ))
+            }
+            Command::Remind => {
+                self.take_due_step(task_id, BatchStepKind::Remind).await?;
+                Ok(Outcome::Swept)
+            }
+            Command::Escalate => {
+                self.take_due_step(task_id, BatchStepKind::Escalate).await?;
+                Ok(Outcome::Swept)
+            }
+            Command::Expire { expires_at } => {
+                self.expire(task_id, &expires_at).await?;
+                Ok(Outcome::Swept)
             }
         }
     }
@@ -82,9 +101,10 @@ impl Outcome {
                 batch_id,
                 quorum,
             } => Ok((*accepted, batch_id, quorum)),
-            other @ (Outcome::HandedOver(_) | Outcome::Extended(_) | Outcome::Canceled(_)) => {
-                Err(unexpected(&other))
-            }
+            other @ (Outcome::HandedOver(_)
+            | Outcome::Extended(_)
+            | Outcome::Canceled(_)
+            | Outcome::Swept) => Err(unexpected(&other)),
         }
     }
 
@@ -92,9 +112,10 @@ impl Outcome {
     pub fn into_handed_over(self) -> Result<LadderEvent> {
         match self {
             Outcome::HandedOver(event) => Ok(event),
-            other @ (Outcome::Decided { .. } | Outcome::Extended(_) | Outcome::Canceled(_)) => {
-                Err(unexpected(&other))
-            }
+            other @ (Outcome::Decided { .. }
+            | Outcome::Extended(_)
+            | Outcome::Canceled(_)
+            | Outcome::Swept) => Err(unexpected(&other)),
         }
     }
 
@@ -102,9 +123,10 @@ impl Outcome {
     pub fn into_extended(self) -> Result<DeadlineExtended> {
         match self {
             Outcome::Extended(extended) => Ok(extended),
-            other @ (Outcome::Decided { .. } | Outcome::HandedOver(_) | Outcome::Canceled(_)) => {
-                Err(unexpected(&other))
-            }
+            other @ (Outcome::Decided { .. }
+            | Outcome::HandedOver(_)
+            | Outcome::Canceled(_)
+            | Outcome::Swept) => Err(unexpected(&other)),
         }
     }
 
@@ -112,9 +134,10 @@ impl Outcome {
     pub fn into_canceled(self) -> Result<Task> {
         match self {
             Outcome::Canceled(task) => Ok(*task),
-            other @ (Outcome::Decided { .. } | Outcome::HandedOver(_) | Outcome::Extended(_)) => {
-                Err(unexpected(&other))
-            }
+            other @ (Outcome::Decided { .. }
+            | Outcome::HandedOver(_)
+            | Outcome::Extended(_)
+            | Outcome::Swept) => Err(unexpected(&other)),
         }
     }
 }

@@ -23,8 +23,8 @@ use crate::store::{
 use super::log::Committed;
 use super::routing;
 use super::runner::RunnerStart;
-use super::subagent::batch_requests;
 use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
+use crate::agent::approvals::batch_requests;
 use crate::agent::approvals::{self, Actor, Decider};
 pub(super) use crate::agent::approvals::{person_decision, Count, PlannedDecision};
 
@@ -197,7 +197,7 @@ impl Runtime {
         let runtime = self.clone();
         let approver = who.clone();
         let (who, agent_key, id) = (who.clone(), agent.key(), task_id.to_owned());
-        let driven_by = self.driving_parent(task_id).await?;
+        let driven_by = super::subagent::driving_parent(&self.store, task_id).await?;
         let voted = self.store.voted_on(task_id, &who.subject).await?;
         let applied = self
             .apply_decision(task_id, move |row, batch| {
@@ -309,7 +309,7 @@ impl Runtime {
         task_id: &str,
         decision: &Decision,
     ) -> Result<(Accepted, i64, Option<Vec<CallQuorum>>)> {
-        let driven_by = self.driving_parent(task_id).await?;
+        let driven_by = super::subagent::driving_parent(&self.store, task_id).await?;
         self.decide_data(who, task_id, decision, driven_by, Count::Votes)
             .await
     }
@@ -450,7 +450,7 @@ impl Runtime {
     ) -> Accepted {
         tracing::Span::current().record("channel", applied.by.channel.as_str());
         let after_seq = applied.logged.first().map_or(0, |first| first.seq - 1);
-        let watch = Some(self.watch_early(task_id));
+        let watch = Some(self.log.watch_early(task_id));
         let runner = self.pending_runner(task_id, RunnerStart::Stored { reply_message_id });
         Accepted {
             after_seq,

@@ -19,7 +19,7 @@ use super::decide::PlannedDecision;
 use super::runner::RunnerStart;
 use super::subagent::batch_requests;
 use super::{AgentError, Decider, Result, Runtime};
-use crate::agent::approvals::{self, Actor};
+use crate::agent::approvals::{self, Actor, Command};
 
 impl Runtime {
     /// Watches the stored deadlines of pending batches (at start: a previous process set them).
@@ -49,7 +49,8 @@ impl Runtime {
                 _ = runtime.shutdown.cancelled() => return,
                 _ = tokio::time::sleep(wait) => {}
             }
-            if let Err(err) = runtime.expire(&task_id, &expires_at).await {
+            let expire = Command::Expire { expires_at };
+            if let Err(err) = runtime.apply(&task_id, &Actor::deadline(), expire).await {
                 tracing::warn!(task = %task_id, error = %err, "could not expire a batch");
             }
         });
@@ -59,7 +60,7 @@ impl Runtime {
     /// every held call is answered "expired" (not rejected: nobody refused it), then the task
     /// goes on (`on_timeout = "reject"`) or ends canceled (`"cancel"`).
     #[tracing::instrument(name = "decision", skip_all, fields(task.id = task_id, channel = "expiry"))]
-    async fn expire(self: &Arc<Self>, task_id: &str, expires_at: &str) -> Result<()> {
+    pub(super) async fn expire(self: &Arc<Self>, task_id: &str, expires_at: &str) -> Result<()> {
         let Some(deadline) = self.store.pending_deadline(task_id).await? else {
             return Ok(()); // decided (or canceled) in time
         };
@@ -159,7 +160,7 @@ impl Runtime {
                     // The subagent tasks it started end with it, as with any cancel.
                     OnTimeout::Cancel => {
                         let owner = Decider::subject(row.user_id.clone());
-                        self.cancel_subagents(&owner, task_id).await
+                        self.subagents().cancel_subagents(&owner, task_id).await
                     }
                 }
                 // A subagent's calls wait nested in its parent's batch: it expires with them.
@@ -182,7 +183,7 @@ impl Runtime {
         child_task_id: &str,
         after: &str,
     ) -> Result<()> {
-        let Some(link) = self.driving_parent(child_task_id).await? else {
+        let Some(link) = super::subagent::driving_parent(&self.store, child_task_id).await? else {
             return Ok(());
         };
         let parent_id = link.parent_task_id.as_str();

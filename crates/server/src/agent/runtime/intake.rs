@@ -19,24 +19,14 @@ use crate::store::{
     PushConfigRow, StoreError, TaskRow, Verdict as StoredVerdict,
 };
 
-use super::decide::PlannedDecision;
 use super::runner::RunnerStart;
 use super::transcript::*;
 use super::{Accepted, Agent, AgentError, Decider, LoggedEvent, Result, Runtime, StreamEnd};
 use crate::agent::approvals::Actor;
+use crate::agent::approvals::PlannedDecision;
 
 /// The longest id a client may choose for a message or a session (a UUID has 36 bytes).
 const MAX_ID_BYTES: usize = 256;
-
-/// A new chat's title: the first line of its first message.
-pub(super) fn chat_title(text: &str) -> String {
-    let line = text.lines().next().unwrap_or("").trim();
-    if line.is_empty() {
-        "New chat".to_owned()
-    } else {
-        line.chars().take(80).collect()
-    }
-}
 
 impl Runtime {
     // ---- messages --------------------------------------------------------------------------
@@ -203,7 +193,7 @@ impl Runtime {
         span.record("context.id", row.context_id.as_str());
         self.metrics.task_entered(TaskState::Submitted);
         self.metrics.task_entered(TaskState::Working);
-        let watch = Some(self.watch_early(&task_id));
+        let watch = Some(self.log.watch_early(&task_id));
         // A new task's runner starts at once: the turn it runs is what the stream waits for
         // (deferring it measurably delayed the time to pause).
         self.spawn_runner(&task_id, RunnerStart::New { row, new_session });
@@ -220,7 +210,7 @@ impl Runtime {
     /// cancellation is audited as `who`'s. A subagent's task is canceled through its parent.
     pub(super) async fn cancel(self: &Arc<Self>, who: &Decider, task_id: &str) -> Result<Task> {
         self.owned_live_task(&who.subject, task_id).await?;
-        if let Some(link) = self.driving_parent(task_id).await? {
+        if let Some(link) = super::subagent::driving_parent(&self.store, task_id).await? {
             return Err(AgentError::NotCancelable {
                 id: task_id.to_owned(),
                 state: format!("the subagent task of task {}", link.parent_task_id),
@@ -354,7 +344,7 @@ impl Runtime {
         }
         self.stop_runner(task_id);
         // A cancel goes down to the subagents' tasks the task started.
-        self.cancel_subagents(who, task_id).await;
+        self.subagents().cancel_subagents(who, task_id).await;
         tracing::info!(task = %task_id, user = %who.subject, "task canceled");
         Ok(self.snapshot(task_id, None).await?.0)
     }
@@ -378,7 +368,7 @@ impl Runtime {
         let runtime = self.clone();
         let task = task_id.to_owned();
         let wait = async move {
-            let mut events = runtime.follow(&task, after);
+            let mut events = runtime.log.follow(&task, after);
             loop {
                 let calls = runtime.store.calls(&task).await?;
                 let done = calls
@@ -400,7 +390,7 @@ impl Runtime {
             Ok(result) => result?,
             Err(_elapsed) => return Ok(()),
         }
-        let turn_end = self.wait_final(task_id, after);
+        let turn_end = self.log.wait_final(task_id, after);
         match tokio::time::timeout(Duration::from_secs(2), turn_end).await {
             Ok(result) => result,
             Err(_elapsed) => Ok(()),
@@ -476,6 +466,7 @@ impl Asked<'_> {
         if !row.state.is_terminal() && !wait.is_zero() {
             let mut events =
                 self.runtime
+                    .log
                     .follow_from(task_id, row.last_seq, None, StreamEnd::Terminal);
             let ended = async { while let Some(Ok(_)) = events.next().await {} };
             if tokio::time::timeout(wait, ended).await.is_ok() {

@@ -29,7 +29,7 @@ use crate::store::{
 use super::log::Committed;
 use super::subagent::batch_requests;
 use super::{AgentError, Result, Runtime};
-use crate::agent::approvals::{first_deadline, Decider};
+use crate::agent::approvals::{first_deadline, Actor, Command, Decider};
 
 /// How often the ladder looks for reminders and escalations that are due.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -116,8 +116,12 @@ impl Runtime {
         });
     }
 
-    /// Takes every reminder and escalation that is due and not yet taken.
-    async fn sweep_ladder(&self, taken: &mut HashSet<(i64, BatchStepKind)>) -> Result<()> {
+    /// Takes every reminder and escalation that is due and not yet taken, each through the
+    /// workflow's one write entry as the server's own step (`Runtime::apply`).
+    async fn sweep_ladder(
+        self: &Arc<Self>,
+        taken: &mut HashSet<(i64, BatchStepKind)>,
+    ) -> Result<()> {
         let agents = self.agents();
         if !agents.iter().any(|agent| agent.approvals.has_ladder()) {
             taken.clear();
@@ -129,29 +133,73 @@ impl Runtime {
         let pending = self.store.pending_batches_of_agents(&agents).await?;
         taken.retain(|(id, _)| pending.iter().any(|(row, _)| row.batch.id == *id));
         let now = chrono::Utc::now();
-        for (row, owner) in &pending {
-            let requests = batch_requests(&row.batch);
-            let ladder = self
-                .approvals
-                .approvers()
-                .batch_ladder(&row.agent, &requests);
-            let steps = [
-                (BatchStepKind::Remind, ladder.remind_after, Vec::new()),
-                (
-                    BatchStepKind::Escalate,
-                    ladder.escalate_after,
-                    ladder.escalate_to.clone(),
-                ),
-            ];
-            for (kind, after, to) in steps {
-                let Some(after) = after else { continue };
-                let due = later_by(&row.batch.created_at, after).is_some_and(|at| at <= now);
-                if !due || taken.contains(&(row.batch.id, kind)) {
+        for (row, _) in &pending {
+            for (kind, _, _) in self.due_steps(row, now) {
+                if taken.contains(&(row.batch.id, kind)) {
                     continue;
                 }
-                self.take_ladder_step(row, owner, kind, to, after).await?;
+                let command = match kind {
+                    BatchStepKind::Remind => Command::Remind,
+                    BatchStepKind::Escalate | BatchStepKind::Handover | BatchStepKind::Extend => {
+                        Command::Escalate
+                    }
+                };
+                self.apply(&row.batch.task_id, &Actor::deadline(), command)
+                    .await?;
                 taken.insert((row.batch.id, kind));
             }
+        }
+        Ok(())
+    }
+
+    /// The reminder and escalation of `row`'s batch that are due at `now`: each with the time
+    /// after which it is due and whom it adds (an escalation's `escalate_to`).
+    fn due_steps(
+        &self,
+        row: &PendingBatchRow,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Vec<(BatchStepKind, Duration, Vec<String>)> {
+        let requests = batch_requests(&row.batch);
+        let ladder = self
+            .approvals
+            .approvers()
+            .batch_ladder(&row.agent, &requests);
+        [
+            (BatchStepKind::Remind, ladder.remind_after, Vec::new()),
+            (
+                BatchStepKind::Escalate,
+                ladder.escalate_after,
+                ladder.escalate_to.clone(),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(kind, after, to)| {
+            let after = after?;
+            let due = later_by(&row.batch.created_at, after).is_some_and(|at| at <= now);
+            due.then_some((kind, after, to))
+        })
+        .collect()
+    }
+
+    /// The `kind` step (a reminder or an escalation) of task `task_id`'s waiting batch, when it
+    /// is due and not yet taken: the server's own command, which `Runtime::apply` runs here.
+    pub(super) async fn take_due_step(&self, task_id: &str, kind: BatchStepKind) -> Result<()> {
+        let (Some(batch), Some(task)) = (
+            self.store.pending_batch(task_id).await?,
+            self.store.task(task_id).await?,
+        ) else {
+            return Ok(()); // decided (or gone) meanwhile
+        };
+        let row = PendingBatchRow {
+            batch,
+            context_id: task.context_id,
+            agent: task.agent,
+            title: String::new(),
+        };
+        let due = self.due_steps(&row, chrono::Utc::now());
+        if let Some((kind, after, to)) = due.into_iter().find(|(due, _, _)| *due == kind) {
+            self.take_ladder_step(&row, &task.user_id, kind, to, after)
+                .await?;
         }
         Ok(())
     }

@@ -206,7 +206,7 @@ impl Links<'_> {
                 "task {task_id} is a chat with a remote agent; decide it in its chat"
             )));
         }
-        if let Some(link) = self.runtime.driving_parent(task_id).await? {
+        if let Some(link) = super::subagent::driving_parent(&self.runtime.store, task_id).await? {
             return Err(AgentError::NotPaused(format!(
                 "task {task_id} is the subagent task of task {}: its calls wait in that task's \
                  batch",
@@ -352,7 +352,7 @@ impl Runtime {
             .await?
             .ok_or_else(|| AgentError::TaskNotFound("of this link".to_owned()))?;
         let action = LinkAction::parse(&link.action)?;
-        if let Some(parent) = self.driving_parent(&link.task_id).await? {
+        if let Some(parent) = super::subagent::driving_parent(&self.store, &link.task_id).await? {
             return Err(AgentError::NotPaused(format!(
                 "task {} is the subagent task of task {}: decide it there",
                 link.task_id, parent.parent_task_id

@@ -3,7 +3,8 @@
 //! what it sent, and reads the log otherwise (at the start, after a gap, on a poll), so nothing
 //! is missed or sent twice.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -13,7 +14,8 @@ use tokio::sync::watch;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::agent::view;
-use crate::store::{Commit, NewEvent, EVENT_LOG_VERSION};
+use crate::store::{Commit, NewEvent, Store, EVENT_LOG_VERSION};
+use tokio_util::sync::CancellationToken;
 
 use super::{AgentError, Result, Runtime};
 
@@ -24,7 +26,7 @@ const PAGE: i64 = 500;
 const RECENT: usize = 64;
 
 /// A subscription to a task's announcements taken before its runner started (see
-/// [`Runtime::follow_from`]).
+/// [`TaskLog::follow_from`]).
 #[derive(Debug)]
 pub struct EarlyWatch(watch::Receiver<Arc<Announcement>>);
 
@@ -159,6 +161,213 @@ impl Announcement {
     }
 }
 
+/// The task log as followers read it: the store's events and each followed task's
+/// announcements, shared by the runtime (which commits and announces) and every stream.
+pub struct TaskLog {
+    store: Store,
+    pub(super) hub: Hub,
+    /// The runtime's: streams end at shutdown.
+    shutdown: CancellationToken,
+}
+
+impl TaskLog {
+    pub(super) fn new(store: Store, shutdown: CancellationToken) -> Arc<TaskLog> {
+        Arc::new(TaskLog {
+            store,
+            hub: Hub::default(),
+            shutdown,
+        })
+    }
+
+    /// Subscribes to the task's announcements before its runner starts, so the stream of the
+    /// request that started it need not read the log first (see [`TaskLog::follow_from`]).
+    pub(super) fn watch_early(&self, task_id: &str) -> EarlyWatch {
+        EarlyWatch(self.hub.watch(task_id))
+    }
+
+    /// Streams a task's events after `after` until a final event (or shutdown): the announced
+    /// events when they follow on from the last one sent, else read from the log, so nothing is
+    /// sent twice or missed, whoever wrote the events.
+    pub fn follow(
+        self: &Arc<Self>,
+        task_id: &str,
+        after: i64,
+    ) -> ReceiverStream<Result<LoggedEvent>> {
+        self.follow_from(task_id, after, None, StreamEnd::Final)
+    }
+
+    /// [`TaskLog::follow`] for the request that committed everything up to `after` and
+    /// subscribed with `early` before anything else could commit: an announcement with no
+    /// events then means nothing came since, and the first read of the log is skipped.
+    pub fn follow_from(
+        self: &Arc<Self>,
+        task_id: &str,
+        after: i64,
+        early: Option<EarlyWatch>,
+        end: StreamEnd,
+    ) -> ReceiverStream<Result<LoggedEvent>> {
+        let (sender, receiver) = tokio::sync::mpsc::channel(64);
+        let log = self.clone();
+        let task_id = task_id.to_owned();
+        tokio::spawn(async move {
+            let subscribed_early = early.is_some();
+            let mut wake = match early {
+                Some(EarlyWatch(wake)) => wake,
+                None => log.hub.watch(&task_id),
+            };
+            // The loop returns when the stream ends; then the task's watch is let go.
+            async {
+                let mut seq = after;
+                // The first read is from the log (unless subscribed early); later ones from the
+                // announcement that woke us, when it follows on from what was sent (else from
+                // the log again).
+                let mut woken = subscribed_early;
+                let mut first = true;
+                loop {
+                    let announced = wake.borrow_and_update().clone();
+                    // Subscribed before anything after `after` could commit, and no commit
+                    // announced since: nothing to send yet.
+                    let quiet = first && subscribed_early && announced.events.is_empty();
+                    first = false;
+                    if announced.deleted {
+                        let _ = sender
+                            .send(Err(AgentError::TaskDeleted(task_id.clone())))
+                            .await;
+                        return;
+                    }
+                    let from_announcement = if quiet {
+                        Some(Vec::new())
+                    } else {
+                        woken.then(|| announced.after(seq)).flatten()
+                    };
+                    let (events, more) = match from_announcement {
+                        Some(events) => (events, false),
+                        None => match log.store.events(&task_id, seq, None, PAGE).await {
+                            Ok(rows) => {
+                                let more = rows.len() as i64 == PAGE;
+                                let events = rows
+                                    .into_iter()
+                                    .map(|row| LoggedEvent {
+                                        seq: row.seq,
+                                        stored: Arc::from(row.event),
+                                        is_final: row.is_final,
+                                        decoded: None,
+                                    })
+                                    .collect();
+                                (events, more)
+                            }
+                            Err(err) => {
+                                let _ = sender.send(Err(err.into())).await;
+                                return;
+                            }
+                        },
+                    };
+                    for event in events {
+                        seq = event.seq;
+                        let ends = event.is_final && end.ends_at(&event);
+                        if sender.send(Ok(event)).await.is_err() || ends {
+                            return;
+                        }
+                    }
+                    if more {
+                        woken = false;
+                        continue;
+                    }
+                    woken = tokio::select! {
+                        _ = log.shutdown.cancelled() => return,
+                        _ = sender.closed() => return,
+                        // Polling as well as waking: a write from another process still arrives.
+                        changed = tokio::time::timeout(Duration::from_secs(2), wake.changed()) => {
+                            matches!(changed, Ok(Ok(())))
+                        }
+                    };
+                    // A poll also checks that the task is still there: another process may have
+                    // deleted it, and nothing more would ever come.
+                    if !woken && matches!(log.store.task(&task_id).await, Ok(None)) {
+                        let _ = sender
+                            .send(Err(AgentError::TaskDeleted(task_id.clone())))
+                            .await;
+                        return;
+                    }
+                }
+            }
+            .await;
+            drop(wake);
+            log.hub.release(&task_id);
+        });
+        ReceiverStream::new(receiver)
+    }
+
+    /// Waits until the task's stream after `after` reaches a final event.
+    pub async fn wait_final(self: &Arc<Self>, task_id: &str, after: i64) -> Result<()> {
+        let mut events = self.follow(task_id, after);
+        while let Some(event) = events.next().await {
+            event?;
+        }
+        Ok(())
+    }
+}
+
+/// Each followed task's latest announcement, which wakes its followers after a commit. A task
+/// is here only while someone follows it.
+#[derive(Default)]
+pub(super) struct Hub(Mutex<HashMap<String, watch::Sender<Arc<Announcement>>>>);
+
+impl Hub {
+    /// Wakes the task's followers with the events just committed, so they need not read them
+    /// back from the store.
+    pub(super) fn committed(&self, task_id: &str, events: Vec<LoggedEvent>) {
+        self.announce(task_id, Announcement::committed(events));
+    }
+
+    /// Wakes the task's followers to read the log: another replica committed to it.
+    pub(super) fn changed(&self, task_id: &str) {
+        self.announce(task_id, Announcement::default());
+    }
+
+    /// Tells the task's followers it was deleted.
+    pub(super) fn deleted(&self, task_id: &str) {
+        self.announce(task_id, Announcement::deleted());
+    }
+
+    fn announce(&self, task_id: &str, announcement: Announcement) {
+        if let Ok(mut hub) = self.0.lock() {
+            if let Some(sender) = hub.get(task_id) {
+                let announcement = announcement.after_recent(&sender.borrow());
+                sender.send_replace(Arc::new(announcement));
+                if sender.receiver_count() == 0 {
+                    hub.remove(task_id);
+                }
+            }
+        }
+    }
+
+    /// Forgets the task's watch once no follower holds it, so a paused task keeps nothing in
+    /// memory (its next commit makes a new one if someone follows again).
+    fn release(&self, task_id: &str) {
+        if let Ok(mut hub) = self.0.lock() {
+            if hub
+                .get(task_id)
+                .is_some_and(|sender| sender.receiver_count() == 0)
+            {
+                hub.remove(task_id);
+            }
+        }
+    }
+
+    fn watch(&self, task_id: &str) -> watch::Receiver<Arc<Announcement>> {
+        let quiet = || watch::channel(Arc::new(Announcement::default()));
+        match self.0.lock() {
+            Ok(mut hub) => hub
+                .entry(task_id.to_owned())
+                .or_insert_with(|| quiet().0)
+                .subscribe(),
+            // A poisoned hub only loses wake-ups; followers also poll.
+            Err(_) => quiet().1,
+        }
+    }
+}
+
 fn event_is_final(event: &StreamEvent) -> bool {
     match event {
         StreamEvent::StatusUpdate(update) => update.is_final,
@@ -247,63 +456,10 @@ impl Runtime {
             self.metrics.task_entered(state);
         }
         if let Some(logged) = done.logged {
-            self.notify(done.task_id, logged);
+            self.log.hub.committed(done.task_id, logged);
         }
         if done.outbox {
             self.wake_sender();
-        }
-    }
-
-    /// Wakes the task's followers with the events just committed, so they need not read them
-    /// back from the store.
-    pub(super) fn notify(&self, task_id: &str, events: Vec<LoggedEvent>) {
-        self.announce(task_id, Announcement::committed(events));
-    }
-
-    /// Wakes the task's followers to read the log: another replica committed to it.
-    pub(super) fn notify_changed(&self, task_id: &str) {
-        self.announce(task_id, Announcement::default());
-    }
-
-    /// Tells the task's followers it was deleted.
-    pub(super) fn notify_deleted(&self, task_id: &str) {
-        self.announce(task_id, Announcement::deleted());
-    }
-
-    fn announce(&self, task_id: &str, announcement: Announcement) {
-        if let Ok(mut hub) = self.hub.lock() {
-            if let Some(sender) = hub.get(task_id) {
-                let announcement = announcement.after_recent(&sender.borrow());
-                sender.send_replace(Arc::new(announcement));
-                if sender.receiver_count() == 0 {
-                    hub.remove(task_id);
-                }
-            }
-        }
-    }
-
-    /// Forgets the task's watch once no follower holds it, so a paused task keeps nothing in
-    /// memory (its next commit makes a new one if someone follows again).
-    fn release_watch(&self, task_id: &str) {
-        if let Ok(mut hub) = self.hub.lock() {
-            if hub
-                .get(task_id)
-                .is_some_and(|sender| sender.receiver_count() == 0)
-            {
-                hub.remove(task_id);
-            }
-        }
-    }
-
-    fn watch(&self, task_id: &str) -> watch::Receiver<Arc<Announcement>> {
-        let quiet = || watch::channel(Arc::new(Announcement::default()));
-        match self.hub.lock() {
-            Ok(mut hub) => hub
-                .entry(task_id.to_owned())
-                .or_insert_with(|| quiet().0)
-                .subscribe(),
-            // A poisoned hub only loses wake-ups; followers also poll.
-            Err(_) => quiet().1,
         }
     }
 
@@ -335,134 +491,6 @@ impl Runtime {
                 .insert(hitl::keys::SIGNOFF_AUDIT.to_owned(), audit);
         }
         Ok((task, seq))
-    }
-
-    /// Subscribes to the task's announcements before its runner starts, so the stream of the
-    /// request that started it need not read the log first (see [`Runtime::follow_from`]).
-    pub(super) fn watch_early(&self, task_id: &str) -> EarlyWatch {
-        EarlyWatch(self.watch(task_id))
-    }
-
-    /// Streams a task's events after `after` until a final event (or shutdown): the announced
-    /// events when they follow on from the last one sent, else read from the log, so nothing is
-    /// sent twice or missed, whoever wrote the events.
-    pub fn follow(
-        self: &Arc<Self>,
-        task_id: &str,
-        after: i64,
-    ) -> ReceiverStream<Result<LoggedEvent>> {
-        self.follow_from(task_id, after, None, StreamEnd::Final)
-    }
-
-    /// [`Runtime::follow`] for the request that committed everything up to `after` and
-    /// subscribed with `early` before anything else could commit: an announcement with no
-    /// events then means nothing came since, and the first read of the log is skipped.
-    pub fn follow_from(
-        self: &Arc<Self>,
-        task_id: &str,
-        after: i64,
-        early: Option<EarlyWatch>,
-        end: StreamEnd,
-    ) -> ReceiverStream<Result<LoggedEvent>> {
-        let (sender, receiver) = tokio::sync::mpsc::channel(64);
-        let runtime = self.clone();
-        let task_id = task_id.to_owned();
-        tokio::spawn(async move {
-            let subscribed_early = early.is_some();
-            let mut wake = match early {
-                Some(EarlyWatch(wake)) => wake,
-                None => runtime.watch(&task_id),
-            };
-            // The loop returns when the stream ends; then the task's watch is let go.
-            async {
-                let mut seq = after;
-                // The first read is from the log (unless subscribed early); later ones from the
-                // announcement that woke us, when it follows on from what was sent (else from
-                // the log again).
-                let mut woken = subscribed_early;
-                let mut first = true;
-                loop {
-                    let announced = wake.borrow_and_update().clone();
-                    // Subscribed before anything after `after` could commit, and no commit
-                    // announced since: nothing to send yet.
-                    let quiet = first && subscribed_early && announced.events.is_empty();
-                    first = false;
-                    if announced.deleted {
-                        let _ = sender
-                            .send(Err(AgentError::TaskDeleted(task_id.clone())))
-                            .await;
-                        return;
-                    }
-                    let from_announcement = if quiet {
-                        Some(Vec::new())
-                    } else {
-                        woken.then(|| announced.after(seq)).flatten()
-                    };
-                    let (events, more) = match from_announcement {
-                        Some(events) => (events, false),
-                        None => match runtime.store.events(&task_id, seq, None, PAGE).await {
-                            Ok(rows) => {
-                                let more = rows.len() as i64 == PAGE;
-                                let events = rows
-                                    .into_iter()
-                                    .map(|row| LoggedEvent {
-                                        seq: row.seq,
-                                        stored: Arc::from(row.event),
-                                        is_final: row.is_final,
-                                        decoded: None,
-                                    })
-                                    .collect();
-                                (events, more)
-                            }
-                            Err(err) => {
-                                let _ = sender.send(Err(err.into())).await;
-                                return;
-                            }
-                        },
-                    };
-                    for event in events {
-                        seq = event.seq;
-                        let ends = event.is_final && end.ends_at(&event);
-                        if sender.send(Ok(event)).await.is_err() || ends {
-                            return;
-                        }
-                    }
-                    if more {
-                        woken = false;
-                        continue;
-                    }
-                    woken = tokio::select! {
-                        _ = runtime.shutdown.cancelled() => return,
-                        _ = sender.closed() => return,
-                        // Polling as well as waking: a write from another process still arrives.
-                        changed = tokio::time::timeout(Duration::from_secs(2), wake.changed()) => {
-                            matches!(changed, Ok(Ok(())))
-                        }
-                    };
-                    // A poll also checks that the task is still there: another process may have
-                    // deleted it, and nothing more would ever come.
-                    if !woken && matches!(runtime.store.task(&task_id).await, Ok(None)) {
-                        let _ = sender
-                            .send(Err(AgentError::TaskDeleted(task_id.clone())))
-                            .await;
-                        return;
-                    }
-                }
-            }
-            .await;
-            drop(wake);
-            runtime.release_watch(&task_id);
-        });
-        ReceiverStream::new(receiver)
-    }
-
-    /// Waits until the task's stream after `after` reaches a final event.
-    pub async fn wait_final(self: &Arc<Self>, task_id: &str, after: i64) -> Result<()> {
-        let mut events = self.follow(task_id, after);
-        while let Some(event) = events.next().await {
-            event?;
-        }
-        Ok(())
     }
 }
 

@@ -48,7 +48,7 @@ pub use grants::Grants;
 pub use handover::LadderEvent;
 pub use intake::Asked;
 pub use links::{BatchSummary, DecidedBy, IssuedLinks, LinkAction, LinkDecision, LinkState, Links};
-pub use log::{EarlyWatch, LoggedEvent, StreamEnd};
+pub use log::{EarlyWatch, LoggedEvent, StreamEnd, TaskLog};
 pub use people::Directory;
 pub use people::Seen;
 pub use push::Pushes;
@@ -63,7 +63,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -182,8 +181,8 @@ pub struct Runtime {
     store: Store,
     agents: Vec<Arc<Agent>>,
     limits: Limits,
-    /// Latest event sequence number of each followed task: wakes followers after a commit.
-    hub: Mutex<HashMap<String, watch::Sender<Arc<log::Announcement>>>>,
+    /// The task log's followers and announcements.
+    log: Arc<log::TaskLog>,
     /// The cancel token of each task's current runner (a user's cancel stops it at once).
     running: Mutex<HashMap<String, CancellationToken>>,
     /// One runner per task at a time: a runner spawned while another finishes waits for it.
@@ -251,13 +250,14 @@ impl Runtime {
                 .iter()
                 .map(|agent| (agent.key(), agent.approvals.clone())),
         );
+        let shutdown = CancellationToken::new();
         Arc::new(Runtime {
+            log: log::TaskLog::new(store.clone(), shutdown.clone()),
             store,
             limits,
-            hub: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
             locks: Mutex::new(HashMap::new()),
-            shutdown: CancellationToken::new(),
+            shutdown,
             tracker: TaskTracker::new(),
             metrics: Metrics::new(),
             grants: GrantCache::default(),
@@ -276,6 +276,11 @@ impl Runtime {
     /// same one.
     pub fn remote_agents(&self) -> &RemoteAgents {
         &self.remotes
+    }
+
+    /// The task log, which streams follow.
+    pub fn log(&self) -> &Arc<log::TaskLog> {
+        &self.log
     }
 
     /// The store, for the HTTP layer's sign-in sessions (`http::auth::oidc`), which are no

@@ -204,17 +204,17 @@ impl Runtime {
             .ok_or_else(|| AgentError::SessionNotFound(id.to_owned()))?;
         let tasks = self.store.session_tasks(id).await?;
         for task in &tasks {
-            self.refuse_driven_chat(id, &task.id).await?;
+            super::subagent::refuse_driven_chat(&self.store, id, &task.id).await?;
         }
         for task in &tasks {
             self.stop_runner(&task.id);
         }
         // Stopped first, so no runner of theirs goes on with a subagent's answer meanwhile.
-        self.end_subagents_of(user, &tasks).await;
+        self.subagents().end_subagents_of(user, &tasks).await;
         self.store.delete_session(id).await?;
         // Ends the streams and blocking requests that follow these tasks.
         for task in &tasks {
-            self.notify_deleted(&task.id);
+            self.log.hub.deleted(&task.id);
         }
         Ok(())
     }

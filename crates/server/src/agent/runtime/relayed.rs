@@ -18,11 +18,10 @@ use crate::store::{
     Verdict as StoredVerdict,
 };
 
-use super::decide::PlannedDecision;
-use super::relayed_access::decision_input;
 use super::{AgentError, Decider, Result, Runtime};
 use crate::agent::approvals::args_sha256;
 use crate::agent::approvals::Actor;
+use crate::agent::approvals::PlannedDecision;
 
 /// The `source` of a relayed call's record: the calls run at the remote agent.
 const REMOTE_SOURCE: &str = "remote";
@@ -254,7 +253,7 @@ impl Relay<'_> {
             let echoed = echoes(&event, &request.message_id);
             request.task_id = Some(row.id.clone());
             request.context_id = Some(row.context_id.clone());
-            let by = decision_input(&exchange.who, exchange.channel);
+            let by = Actor::of(&exchange.who, exchange.channel);
             let decided = self.record_decision(by, &row, &request, !echoed).await?;
             if !decided && !echoed {
                 match &mut event {

@@ -14,11 +14,11 @@ use signoff_protocol::{Message, Task};
 use crate::agent::view;
 use crate::store::{BatchRow, Channel, TaskRow};
 
-use super::decide::{Count, PlannedDecision};
 use super::relayed::Relay;
 use super::{AgentError, AuditEntry, Result};
 use crate::agent::approvals::Actor;
 use crate::agent::approvals::Decider;
+use crate::agent::approvals::{Count, PlannedDecision};
 
 /// What a relayed request asks of a task, as the relay reads the request.
 #[derive(Debug, Clone)]
@@ -92,7 +92,7 @@ impl Relay<'_> {
                 let pause = self.interrupt(task_id).await?;
                 let planned = match (&batch, &pause) {
                     (Some(batch), Some(pause)) => {
-                        let by = decision_input(who, Channel::A2a);
+                        let by = Actor::of(who, Channel::A2a);
                         let requests = &pause.action_requests;
                         self.plan(by, &row, batch, requests, message)?
                     }
@@ -183,7 +183,7 @@ impl Relay<'_> {
             decision.to_message(pause.dialect, &pause.action_requests, view::new_id())?;
         message.task_id = Some(row.id.clone());
         message.context_id = Some(row.context_id.clone());
-        let by = decision_input(who, Channel::Rest);
+        let by = Actor::of(who, Channel::Rest);
         let requests = &pause.action_requests;
         if self.plan(by, &row, &batch, requests, &message)?.is_none() {
             return Err(AgentError::Internal(
@@ -208,14 +208,5 @@ impl Relay<'_> {
             task,
             decision,
         }))
-    }
-}
-
-/// `who`'s decision through `channel`, audited with how they signed in.
-pub(super) fn decision_input(who: &Decider, channel: Channel) -> Actor {
-    Actor {
-        channel,
-        decider: who.clone(),
-        auth: who.auth,
     }
 }

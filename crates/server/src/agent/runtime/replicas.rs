@@ -53,25 +53,6 @@ impl Runtime {
         Ok(true)
     }
 
-    /// Whether this replica may drive `task_id` now (always, on SQLite).
-    pub(super) async fn take_lease(&self, task_id: &str) -> bool {
-        match self.store.acquire_lease(task_id, LEASE).await {
-            Ok(taken) => taken,
-            Err(err) => {
-                tracing::warn!(task = %task_id, error = %err, "could not take a task's lease");
-                false
-            }
-        }
-    }
-
-    /// Lets another replica drive `task_id` next (after a pause, an end or a failure).
-    pub(super) async fn give_up_lease(&self, task_id: &str) {
-        if let Err(err) = self.store.release_lease(task_id).await {
-            // It lapses on its own.
-            tracing::warn!(task = %task_id, error = %err, "could not release a task's lease");
-        }
-    }
-
     /// Renews the leases of the tasks this replica drives; a runner whose lease lapsed (another
     /// replica may have taken its task over) stops.
     async fn renew_leases(&self) {
@@ -148,7 +129,7 @@ impl Runtime {
                     None => return,
                 },
             };
-            self.notify_changed(&task_id);
+            self.log.hub.changed(&task_id);
             if self.is_running(&task_id) {
                 if let Ok(Some(row)) = self.store.task(&task_id).await {
                     if row.state.is_terminal() {

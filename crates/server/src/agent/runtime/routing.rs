@@ -179,6 +179,7 @@ impl Runtime {
                 quorum: approvers.quorum,
                 approved_by,
                 approved_via,
+                escalated_to: handed.escalated.clone(),
                 voided,
                 args_sha256: mine.last().map(|_| current),
                 requirement: approvers.requirement(),

@@ -17,7 +17,7 @@ use crate::agent::model::{
     ChatMessage, Model, ModelError, ModelEvent, ModelRequest, ModelToolCall,
 };
 use crate::agent::view::{self};
-use crate::store::{CallRow, Commit, Guard, NewCall, StoreError, TaskRow};
+use crate::store::{CallRow, Commit, Guard, NewCall, Store, StoreError, TaskRow, LEASE};
 
 use super::screening::{Requester, Screened};
 use super::transcript::*;
@@ -133,7 +133,7 @@ impl Runtime {
     /// Starts a runner for the task. Its span is a child of the caller's (the message or the
     /// decision that started it): `run` for a new task, `resume` for one taken up again.
     pub(super) fn spawn_runner(self: &Arc<Self>, task_id: &str, start: RunnerStart) {
-        let span = Self::runner_span(task_id, &start);
+        let span = runner_span(task_id, &start);
         self.spawn_runner_in(span, task_id, start);
     }
 
@@ -144,20 +144,11 @@ impl Runtime {
         task_id: &str,
         start: RunnerStart,
     ) -> PendingRunner {
-        let span = Self::runner_span(task_id, &start);
+        let span = runner_span(task_id, &start);
         PendingRunner {
             runtime: self.clone(),
             task_id: task_id.to_owned(),
             start: Some((start, span)),
-        }
-    }
-
-    fn runner_span(task_id: &str, start: &RunnerStart) -> tracing::Span {
-        match start {
-            RunnerStart::New { row, .. } => {
-                tracing::info_span!("run", task.id = %task_id, context.id = %row.context_id)
-            }
-            RunnerStart::Stored { .. } => tracing::info_span!("resume", task.id = %task_id),
         }
     }
 
@@ -174,7 +165,7 @@ impl Runtime {
             tokio::task::yield_now().await;
             let _turn = lock.lock().await;
             // On a shared database, only the replica holding the task's lease drives it.
-            if runtime.take_lease(&task_id).await {
+            if take_lease(&runtime.store, &task_id).await {
                 runtime.run_leased(&task_id, start).await;
             } else {
                 tracing::debug!(task = %task_id, "another replica drives this task");
@@ -220,7 +211,7 @@ impl Runtime {
             self.fail(task_id, "The agent hit an internal error and stopped.")
                 .await;
         }
-        self.give_up_lease(task_id).await;
+        give_up_lease(&self.store, task_id).await;
     }
 
     /// Ends a task `failed` with a message a person understands.
@@ -682,4 +673,33 @@ fn announce_calls(
 /// The failure text a person reads when the model fails.
 fn model_failure(err: &ModelError) -> String {
     format!("The model failed: {err}. Try again, or check the model's configuration.")
+}
+
+/// The span a runner works in: a new turn's (with its chat), or a stored task resumed.
+fn runner_span(task_id: &str, start: &RunnerStart) -> tracing::Span {
+    match start {
+        RunnerStart::New { row, .. } => {
+            tracing::info_span!("run", task.id = %task_id, context.id = %row.context_id)
+        }
+        RunnerStart::Stored { .. } => tracing::info_span!("resume", task.id = %task_id),
+    }
+}
+
+/// Whether this replica may drive `task_id` now (always, on SQLite).
+async fn take_lease(store: &Store, task_id: &str) -> bool {
+    match store.acquire_lease(task_id, LEASE).await {
+        Ok(taken) => taken,
+        Err(err) => {
+            tracing::warn!(task = %task_id, error = %err, "could not take a task's lease");
+            false
+        }
+    }
+}
+
+/// Lets another replica drive `task_id` next (after a pause, an end or a failure).
+async fn give_up_lease(store: &Store, task_id: &str) {
+    if let Err(err) = store.release_lease(task_id).await {
+        // It lapses on its own.
+        tracing::warn!(task = %task_id, error = %err, "could not release a task's lease");
+    }
 }

@@ -165,7 +165,10 @@ impl Runtime {
         run_args: &Value,
         deferred: &mut Deferred,
     ) -> Result<Settled> {
-        let (step, mirrored) = self.run_subagent(run, call, subagent, run_args).await?;
+        let (step, mirrored) = self
+            .subagents()
+            .run_subagent(run, call, subagent, run_args)
+            .await?;
         if let Some((events, commit)) = mirrored {
             defer(deferred, events, commit);
         }

@@ -121,6 +121,7 @@ impl TaskStream {
         let ended = (self.committed.iter()).any(|event| event.is_final && end.ends_at(event));
         let follower = (!ended).then(|| {
             self.runtime
+                .log
                 .follow_from(&self.task_id, self.after, self.early, self.end)
         });
         drop(self.runner);

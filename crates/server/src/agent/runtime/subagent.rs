@@ -21,15 +21,15 @@ use crate::agent::subagents::{request_text, Subagent};
 use crate::agent::tools::{error_result, text_result};
 use crate::agent::view;
 use crate::store::{
-    task_state_text, CallRow, CallStatus, CallUpdate, ChildChat, Commit, Guard, NewCall,
+    task_state_text, CallRow, CallStatus, CallUpdate, ChildChat, Commit, Guard, NewCall, Store,
     SubagentLink, TaskRow,
 };
 
-use super::decide::Count;
-use super::intake::chat_title;
 use super::runner::TaskRun;
+use super::transcript::chat_title;
 use super::{AgentError, Decider, Result, Runtime};
 use crate::agent::approvals::args_sha256;
+use crate::agent::approvals::Count;
 
 /// Where an agent-tool call stands after a step of its subagent.
 pub(super) enum SubagentStep {
@@ -53,13 +53,26 @@ pub(super) struct NestedCall {
 /// The subagent's results for nested calls that ran, to write into the parent's log.
 pub(super) type Mirrored = Option<(Vec<StreamEvent>, Commit)>;
 
+/// Agent-tool calls that run on subagents, and the tasks they start: what
+/// [`Runtime::subagents`] lends the runner and the cancels.
+pub(super) struct Subagents<'a> {
+    pub(super) runtime: &'a Arc<Runtime>,
+}
+
 impl Runtime {
+    /// The subagent calls of this runtime's tasks.
+    pub(super) fn subagents(self: &Arc<Self>) -> Subagents<'_> {
+        Subagents { runtime: self }
+    }
+}
+
+impl Subagents<'_> {
     /// Runs one step of an agent-tool call: starts the subagent's task if the call has none yet,
     /// forwards the parent's decisions on its nested calls, and waits until the subagent ends
     /// or waits for decisions. Also returns the step that mirrors the results of nested calls
     /// the subagent ran since the last step.
     pub(super) async fn run_subagent(
-        self: &Arc<Self>,
+        &self,
         run: &mut TaskRun<'_>,
         call: &ModelToolCall,
         subagent: &Subagent,
@@ -78,13 +91,19 @@ impl Runtime {
             },
         };
         loop {
-            if run.cancel.is_cancelled() || self.shutdown.is_cancelled() {
+            if run.cancel.is_cancelled() || self.runtime.shutdown.is_cancelled() {
                 return Ok((SubagentStep::Stopped, None));
             }
-            let Some(child) = self.store.task(&link.child_task_id).await? else {
+            let Some(child) = self.runtime.store.task(&link.child_task_id).await? else {
                 // Recorded with its chat, then stopped before the task was created: create it
                 // now. Without its chat, the task was deleted with it: never made again.
-                if self.store.session(&link.child_context_id).await?.is_none() {
+                if self
+                    .runtime
+                    .store
+                    .session(&link.child_context_id)
+                    .await?
+                    .is_none()
+                {
                     let gone = format!(
                         "{} did not finish: its task {} was deleted with its chat",
                         link.agent, link.child_task_id
@@ -102,7 +121,12 @@ impl Runtime {
                 return Ok((SubagentStep::Answer(answer), mirrored));
             }
             if child.state == TaskState::InputRequired {
-                if let Some(batch) = self.store.pending_batch(&link.child_task_id).await? {
+                if let Some(batch) = self
+                    .runtime
+                    .store
+                    .pending_batch(&link.child_task_id)
+                    .await?
+                {
                     let requests = batch_requests(&batch);
                     match nested_state(run, call, &requests) {
                         Nested::New => {
@@ -119,10 +143,13 @@ impl Runtime {
                     }
                 }
             }
-            let wait = self.wait_final(&link.child_task_id, child.last_seq);
+            let wait = self
+                .runtime
+                .log
+                .wait_final(&link.child_task_id, child.last_seq);
             tokio::select! {
                 _ = run.cancel.cancelled() => return Ok((SubagentStep::Stopped, None)),
-                _ = self.shutdown.cancelled() => return Ok((SubagentStep::Stopped, None)),
+                _ = self.runtime.shutdown.cancelled() => return Ok((SubagentStep::Stopped, None)),
                 waited = wait => waited?,
             }
         }
@@ -135,6 +162,7 @@ impl Runtime {
         call_id: &str,
     ) -> Result<Option<SubagentLink>> {
         Ok(self
+            .runtime
             .store
             .subagents_of(task_id)
             .await?
@@ -142,54 +170,18 @@ impl Runtime {
             .find(|link| link.parent_call_id == call_id))
     }
 
-    /// The link to the parent task that drives `task_id`, when `task_id` is a local subagent's
-    /// task whose parent has not ended. Such a task takes decisions and cancels only from its
-    /// parent: its held calls wait in the parent's batch (docs/wire.md, Subagents), and a
-    /// decision of its own would run them behind that batch's back.
-    pub(super) async fn driving_parent(&self, task_id: &str) -> Result<Option<SubagentLink>> {
-        let Some(link) = self.store.subagent_parent(task_id).await? else {
-            return Ok(None);
-        };
-        let parent_going = self
-            .store
-            .task(&link.parent_task_id)
-            .await?
-            .is_some_and(|parent| !parent.state.is_terminal());
-        Ok(parent_going.then_some(link))
-    }
-
-    /// Refuses to delete chat `context_id` while it holds `task_id` as the subagent task of a
-    /// parent that goes on: the parent's batch would decide calls of a task that is gone.
-    pub(super) async fn refuse_driven_chat(&self, context_id: &str, task_id: &str) -> Result<()> {
-        let Some(link) = self.driving_parent(task_id).await? else {
-            return Ok(());
-        };
-        let parent_chat = self
-            .store
-            .task(&link.parent_task_id)
-            .await?
-            .map(|row| row.context_id)
-            .unwrap_or_default();
-        Err(AgentError::ChatInUse(format!(
-            "chat {context_id} holds task {task_id}, the subagent task of task {} (its call {}) \
-             in chat {parent_chat}, which has not ended: its calls wait in that task's batch. \
-             Decide or cancel task {}, or delete chat {parent_chat}, first",
-            link.parent_task_id, link.parent_call_id, link.parent_task_id
-        )))
-    }
-
     /// Ends the subagent tasks of `tasks`, whose chat is being deleted: a subagent's task ends
     /// with its parent (canceled, in its own chat, which is kept), so none of its calls is left
     /// waiting with no batch of the parent's to decide it. An ended task's remote subagents
     /// ended with it; only a local one that still goes on is canceled.
-    pub(super) async fn end_subagents_of(self: &Arc<Self>, user: &str, tasks: &[TaskRow]) {
+    pub(super) async fn end_subagents_of(&self, user: &str, tasks: &[TaskRow]) {
         let owner = Decider::subject(user);
         for task in tasks {
             if !task.state.is_terminal() {
                 self.cancel_subagents(&owner, &task.id).await;
                 continue;
             }
-            let links = match self.store.subagents_of(&task.id).await {
+            let links = match self.runtime.store.subagents_of(&task.id).await {
                 Ok(links) => links,
                 Err(err) => {
                     tracing::warn!(task = %task.id, error = %err, "could not read the subagent tasks to end");
@@ -197,7 +189,7 @@ impl Runtime {
                 }
             };
             for link in links.iter().filter(|link| !link.remote) {
-                match Box::pin(self.cancel_task(&owner, &link.child_task_id)).await {
+                match Box::pin(self.runtime.cancel_task(&owner, &link.child_task_id)).await {
                     Ok(_) | Err(AgentError::NotCancelable { .. } | AgentError::TaskNotFound(_)) => {
                     }
                     Err(err) => {
@@ -211,7 +203,7 @@ impl Runtime {
     /// Records and starts the subagent's task for `call`; `Err` with the call's failure text
     /// when it cannot be (too deep, no request, an unknown agent).
     async fn start_subagent(
-        self: &Arc<Self>,
+        &self,
         run: &TaskRun<'_>,
         call: &ModelToolCall,
         subagent: &Subagent,
@@ -221,7 +213,7 @@ impl Runtime {
             Ok(depth) => depth,
             Err(failure) => return Ok(Err(failure)),
         };
-        if self.agent_by_key(&subagent.agent).is_none() {
+        if self.runtime.agent_by_key(&subagent.agent).is_none() {
             return Ok(Err(format!(
                 "{} is not an agent of this server",
                 subagent.agent
@@ -241,7 +233,10 @@ impl Runtime {
             user_id: run.user_id.clone(),
             title: chat_title(request_text(run_args).unwrap_or_default()),
         };
-        self.store.insert_subagent(link.clone(), Some(chat)).await?;
+        self.runtime
+            .store
+            .insert_subagent(link.clone(), Some(chat))
+            .await?;
         self.create_local_child(run, subagent, &link, run_args)
             .await?;
         tracing::info!(
@@ -263,12 +258,13 @@ impl Runtime {
         run_args: &Value,
     ) -> Result<Result<i64, String>> {
         let depth = self
+            .runtime
             .store
             .subagent_parent(&run.task_id)
             .await?
             .map_or(0, |link| link.depth)
             + 1;
-        let limit = self.limits.max_subagent_depth as i64;
+        let limit = self.runtime.limits.max_subagent_depth as i64;
         if depth > limit {
             return Ok(Err(format!(
                 "{} was not asked: subagents may nest {limit} deep, and this call would be \
@@ -288,13 +284,14 @@ impl Runtime {
     /// Creates the local subagent's task the link names, in a session of its own, for the
     /// parent task's owner.
     async fn create_local_child(
-        self: &Arc<Self>,
+        &self,
         run: &TaskRun<'_>,
         subagent: &Subagent,
         link: &SubagentLink,
         run_args: &Value,
     ) -> Result<()> {
         let agent = self
+            .runtime
             .agent_by_key(&subagent.agent)
             .ok_or_else(|| AgentError::AgentNotFound(subagent.agent.clone()))?;
         let text = request_text(run_args).unwrap_or_default();
@@ -305,21 +302,22 @@ impl Runtime {
             groups: run.groups.clone(),
             ..Decider::subject(run.user_id.clone())
         };
-        self.send_as(
-            &requester,
-            &agent,
-            message,
-            link.child_task_id.clone(),
-            None,
-        )
-        .await?
-        .start_runner();
+        self.runtime
+            .send_as(
+                &requester,
+                &agent,
+                message,
+                link.child_task_id.clone(),
+                None,
+            )
+            .await?
+            .start_runner();
         Ok(())
     }
 
     /// A local subagent's answer once its task ended: its text, or why it did not finish.
     async fn local_answer(&self, link: &SubagentLink, state: TaskState) -> Result<Value> {
-        let (task, _) = self.snapshot(&link.child_task_id, None).await?;
+        let (task, _) = self.runtime.snapshot(&link.child_task_id, None).await?;
         let said = task
             .status
             .message
@@ -340,12 +338,13 @@ impl Runtime {
     /// decided meanwhile (a restart after forwarding) is left as it is: its compare-and-set
     /// let one decision through.
     async fn forward_local(
-        self: &Arc<Self>,
+        &self,
         run: &TaskRun<'_>,
         link: &SubagentLink,
         decision: Decision,
     ) -> Result<()> {
         match self
+            .runtime
             .decide_data(
                 &Decider::subject(run.user_id.clone()),
                 &link.child_task_id,
@@ -361,7 +360,7 @@ impl Runtime {
                 // The subagent refused what the parent accepted: nothing of its batch runs.
                 tracing::warn!(task = %run.task_id, child = %link.child_task_id, error = %err, "a forwarded decision was refused");
                 let owner = Decider::subject(run.user_id.clone());
-                let _ = Box::pin(self.cancel_task(&owner, &link.child_task_id)).await;
+                let _ = Box::pin(self.runtime.cancel_task(&owner, &link.child_task_id)).await;
                 Err(err)
             }
         }
@@ -435,6 +434,7 @@ impl Runtime {
     /// The results of the calls that finished in a local subagent's task, by call id.
     async fn local_results(&self, link: &SubagentLink) -> Result<BTreeMap<String, Value>> {
         Ok(self
+            .runtime
             .store
             .calls(&link.child_task_id)
             .await?
@@ -445,8 +445,8 @@ impl Runtime {
 
     /// Cancels the subagent tasks of a canceled task that are still going (each cancel goes on
     /// down to theirs), each audited as `who`'s, as the parent's was.
-    pub(super) async fn cancel_subagents(self: &Arc<Self>, who: &Decider, task_id: &str) {
-        let links = match self.store.subagents_of(task_id).await {
+    pub(super) async fn cancel_subagents(&self, who: &Decider, task_id: &str) {
+        let links = match self.runtime.store.subagents_of(task_id).await {
             Ok(links) => links,
             Err(err) => {
                 tracing::warn!(task = %task_id, error = %err, "could not read the subagent tasks to cancel");
@@ -458,7 +458,7 @@ impl Runtime {
             let outcome = if link.remote {
                 self.cancel_remote(&who.subject, &link).await
             } else {
-                match Box::pin(self.cancel_task(who, &link.child_task_id)).await {
+                match Box::pin(self.runtime.cancel_task(who, &link.child_task_id)).await {
                     Ok(_) | Err(AgentError::NotCancelable { .. }) => Ok(()),
                     Err(err) => Err(err.to_string()),
                 }
@@ -473,6 +473,44 @@ impl Runtime {
             }
         }
     }
+}
+
+/// The link to the parent task that drives `task_id`, when `task_id` is a local subagent's
+/// task whose parent has not ended. Such a task takes decisions and cancels only from its
+/// parent: its held calls wait in the parent's batch (docs/wire.md, Subagents), and a
+/// decision of its own would run them behind that batch's back.
+pub(super) async fn driving_parent(store: &Store, task_id: &str) -> Result<Option<SubagentLink>> {
+    let Some(link) = store.subagent_parent(task_id).await? else {
+        return Ok(None);
+    };
+    let parent_going = store
+        .task(&link.parent_task_id)
+        .await?
+        .is_some_and(|parent| !parent.state.is_terminal());
+    Ok(parent_going.then_some(link))
+}
+
+/// Refuses to delete chat `context_id` while it holds `task_id` as the subagent task of a
+/// parent that goes on: the parent's batch would decide calls of a task that is gone.
+pub(super) async fn refuse_driven_chat(
+    store: &Store,
+    context_id: &str,
+    task_id: &str,
+) -> Result<()> {
+    let Some(link) = driving_parent(store, task_id).await? else {
+        return Ok(());
+    };
+    let parent_chat = store
+        .task(&link.parent_task_id)
+        .await?
+        .map(|row| row.context_id)
+        .unwrap_or_default();
+    Err(AgentError::ChatInUse(format!(
+        "chat {context_id} holds task {task_id}, the subagent task of task {} (its call {}) \
+         in chat {parent_chat}, which has not ended: its calls wait in that task's batch. \
+         Decide or cancel task {}, or delete chat {parent_chat}, first",
+        link.parent_task_id, link.parent_call_id, link.parent_task_id
+    )))
 }
 
 pub(super) use crate::agent::approvals::batch_requests;

@@ -23,9 +23,9 @@ use crate::store::SubagentLink;
 
 use super::runner::TaskRun;
 use super::subagent::{
-    finished_answer, nested_calls, nested_state, Mirrored, Nested, SubagentStep,
+    finished_answer, nested_calls, nested_state, Mirrored, Nested, SubagentStep, Subagents,
 };
-use super::{Result, Runtime};
+use super::Result;
 
 /// How often a working remote task is looked at again (a remote agent may not offer
 /// `tasks/resubscribe`, kagent's among them).
@@ -54,10 +54,10 @@ enum NextLook {
     Now,
 }
 
-impl Runtime {
+impl Subagents<'_> {
     /// [`Runtime::run_subagent`] for a remote agent.
     pub(super) async fn run_remote_subagent(
-        self: &Arc<Self>,
+        &self,
         run: &mut TaskRun<'_>,
         call: &ModelToolCall,
         subagent: &Subagent,
@@ -69,7 +69,7 @@ impl Runtime {
                 "it is not a remote agent".to_owned(),
             ));
         };
-        let client = match self.remotes.client(&subagent.agent, spec) {
+        let client = match self.runtime.remotes.client(&subagent.agent, spec) {
             Ok(client) => client,
             Err(why) => return Ok(could_not_ask(subagent, why.to_string())),
         };
@@ -87,7 +87,7 @@ impl Runtime {
             forwarded: HashSet::new(),
         };
         loop {
-            if run.cancel.is_cancelled() || self.shutdown.is_cancelled() {
+            if run.cancel.is_cancelled() || self.runtime.shutdown.is_cancelled() {
                 return Ok((SubagentStep::Stopped, None));
             }
             let task = tokio::select! {
@@ -173,7 +173,10 @@ impl Runtime {
             depth,
             created_at: crate::store::now(),
         };
-        self.store.insert_subagent(link.clone(), None).await?;
+        self.runtime
+            .store
+            .insert_subagent(link.clone(), None)
+            .await?;
         tracing::info!(task = %run.task_id, call = %call.id, subagent = %subagent.agent, remote_task = %task_id, depth, "agent-tool call started a remote subagent task");
         Ok(ControlFlow::Continue((link, events)))
     }
@@ -259,7 +262,7 @@ impl Runtime {
     async fn pause_between_looks(&self, run: &TaskRun<'_>) {
         tokio::select! {
             _ = run.cancel.cancelled() => {}
-            _ = self.shutdown.cancelled() => {}
+            _ = self.runtime.shutdown.cancelled() => {}
             _ = tokio::time::sleep(REMOTE_POLL) => {}
         }
     }
@@ -273,7 +276,8 @@ impl Runtime {
         let spec = self
             .agent_subagent_spec(&link.agent)
             .ok_or_else(|| format!("{} is no longer a remote agent of this server", link.agent))?;
-        self.remotes
+        self.runtime
+            .remotes
             .client(&link.agent, &spec)
             .map_err(|err| err.to_string())?
             .cancel(user, &link.child_task_id)
@@ -282,7 +286,7 @@ impl Runtime {
 
     /// The remote spec of `agent`, as any agent of this server lists it.
     fn agent_subagent_spec(&self, agent: &str) -> Option<crate::agent::config::RemoteSpec> {
-        self.agents.iter().find_map(|parent| {
+        self.runtime.agents.iter().find_map(|parent| {
             parent
                 .subagents
                 .by_agent(agent)

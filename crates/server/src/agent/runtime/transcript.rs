@@ -84,6 +84,16 @@ pub(super) fn set_call_args(transcript: &mut [ChatMessage], call_id: &str, args:
     }
 }
 
+/// A new chat's title: the first line of its first message.
+pub(super) fn chat_title(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("").trim();
+    if line.is_empty() {
+        "New chat".to_owned()
+    } else {
+        line.chars().take(80).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

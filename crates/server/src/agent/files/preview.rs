@@ -11,7 +11,7 @@ use signoff_protocol::diff::Caps;
 use signoff_protocol::hitl::preview::first_lines;
 use signoff_protocol::hitl::Preview;
 
-use super::files::{open_no_links, FileTools, MAX_READ_BYTES};
+use super::{open_no_links, FileTools, MAX_READ_BYTES};
 
 /// How much of a file to be deleted its preview shows.
 const DELETE_CAPS: Caps = Caps {
