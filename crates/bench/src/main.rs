@@ -41,6 +41,8 @@ enum Phase {
     Footprint,
     /// The load's approve cycles decided by the requester, a second person, and a quorum of 2.
     Approvers,
+    /// How long a held call takes to reach its approver's approvals stream.
+    Reach,
     /// RSS at rest with an OpenAI-compatible model and an MCP server over HTTP.
     Idle,
     Endpoints,
@@ -163,6 +165,9 @@ async fn server_figures(
     if phases.contains(&Phase::Approvers) {
         figures.extend(server_bench::approvers(&args.server, &args.work_dir, counts).await);
     }
+    if phases.contains(&Phase::Reach) {
+        figures.extend(server_bench::reach(&args.server, &args.work_dir, counts).await);
+    }
     if phases.contains(&Phase::Idle) {
         figures.extend(
             server_bench::idle_deployed(
@@ -190,6 +195,7 @@ async fn run(args: Args) -> Result<()> {
             Phase::Throughput,
             Phase::Footprint,
             Phase::Approvers,
+            Phase::Reach,
             Phase::Idle,
             Phase::Endpoints,
             Phase::UiRender,

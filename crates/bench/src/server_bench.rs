@@ -509,6 +509,8 @@ pub async fn footprint(binary: &Path, work_dir: &Path, counts: &Counts) -> Resul
 mod approvers;
 mod endpoints;
 mod idle;
+mod reach;
 pub use approvers::approvers;
 pub use endpoints::endpoints;
 pub use idle::idle_deployed;
+pub use reach::reach;

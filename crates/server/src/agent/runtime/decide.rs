@@ -78,10 +78,10 @@ impl Runtime {
             false => Vec::new(),
         };
         let notifies = notifications.is_some();
-        // The members of the waiting batch's approver groups, read before the write (which
-        // cannot wait on another read): its decision's email reaches them as its pause's did.
-        let members = match notifies {
-            true => self.directory().waiting_members(task_id).await,
+        // Who heard of the waiting batch, read before the write (which cannot wait on another
+        // read): its decision reaches them as its pause did.
+        let waiting = match notifies {
+            true => self.directory().waiting_audience(task_id).await,
             false => None,
         };
         let pushes = self.pushes().on();
@@ -100,12 +100,16 @@ impl Runtime {
                         let requests = batch
                             .and_then(|batch| batch.requests.as_array())
                             .map_or(&[][..], Vec::as_slice);
-                        let mut audience = routing::audience(&agents, &row.agent, requests);
-                        if let Some((batch_id, members)) = &members {
-                            if batch.is_some_and(|batch| batch.id == *batch_id) {
-                                audience.members = members.clone();
+                        let audience = match &waiting {
+                            Some((batch_id, audience))
+                                if batch.is_some_and(|batch| batch.id == *batch_id) =>
+                            {
+                                audience.clone()
                             }
-                        }
+                            // Another batch than the one read before (a race): its approvers,
+                            // without the directory's members.
+                            Some(_) | None => routing::audience(&agents, &row.agent, requests),
+                        };
                         decision_notifications(notifications, row, &audience, &planned)
                     }
                     _ => Vec::new(),

@@ -155,7 +155,7 @@ impl Runtime {
         let about = About::task(row);
         let requests: &[Value] = batch.requests.as_array().map_or(&[], Vec::as_slice);
         let to = [to.to_owned()];
-        let audience = self.ladder_audience(&row.agent, requests, &to).await;
+        let audience = self.audience_of(&row.agent, requests, &to).await;
         let (expires_at, since) = (batch.expires_at.as_deref(), batch.created_at.as_str());
         self.notifications.for_event(
             NotificationKind::Escalated,

@@ -18,9 +18,7 @@ use std::time::Duration;
 use serde_json::Value;
 use signoff_protocol::rest::{DeadlineExtended, PendingApproval};
 
-use crate::agent::config::ApproverEntry;
 use crate::agent::notify::payload::{self, About};
-use crate::agent::notify::Audience;
 use crate::store::{
     handed_to, BatchStep, BatchStepKind, NewNotification, NotificationKind, PendingBatchRow,
     TaskRow,
@@ -204,28 +202,6 @@ impl Runtime {
         Ok(())
     }
 
-    /// Who a ladder step's notification is for, as the notification channels routed by
-    /// approver group read it: the calls' approvers, and the entries an escalation adds.
-    pub(super) async fn ladder_audience(
-        &self,
-        agent: &str,
-        requests: &[Value],
-        to: &[String],
-    ) -> Audience {
-        if !self.notifications.needs_audience() {
-            return Audience::default();
-        }
-        let mut audience = super::routing::audience(self.agents(), agent, requests);
-        for entry in to
-            .iter()
-            .filter_map(|entry| ApproverEntry::parse(entry).ok())
-        {
-            super::routing::add_to_audience(&mut audience, entry);
-        }
-        self.directory().add_members(&mut audience).await;
-        audience
-    }
-
     /// Writes the `kind` step of `row`'s batch with its notifications, unless it was taken
     /// already (here or on another replica) or the batch no longer waits.
     async fn take_ladder_step(
@@ -246,7 +222,7 @@ impl Runtime {
         let requests: &[Value] = batch.requests.as_array().map_or(&[], Vec::as_slice);
         let expires_at = batch.expires_at.as_deref();
         let since = batch.created_at.as_str();
-        let audience = self.ladder_audience(&row.agent, requests, &to).await;
+        let audience = self.audience_of(&row.agent, requests, &to).await;
         let notifications: Vec<NewNotification> = match kind {
             BatchStepKind::Remind => self.notifications.for_event(
                 NotificationKind::Reminded,
@@ -440,11 +416,7 @@ impl Runtime {
             return Vec::new();
         }
         let about = About::task(row);
-        let mut audience = match self.notifications.needs_audience() {
-            true => super::routing::audience(self.agents(), &row.agent, requests),
-            false => Audience::default(),
-        };
-        self.directory().add_members(&mut audience).await;
+        let audience = self.audience_of(&row.agent, requests, &[]).await;
         self.notifications.for_event(
             NotificationKind::Extended,
             &row.agent,

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::task::JoinSet;
 
+use crate::agent::config::ApproverEntry;
 use crate::agent::notify::payload::{self, About};
 use crate::agent::notify::Audience;
 use crate::store::{now_ms, AttemptFailed, NewNotification, NotificationKind, NotificationRow};
@@ -54,6 +55,30 @@ impl Runtime {
         self.notifications.is_active()
     }
 
+    /// Who hears of a batch of `agent`'s with `requests`: the calls' approvers (as
+    /// `routing::audience` reads them), the approver entries `adds` (an escalation's or a
+    /// hand-over's), and the directory's members of them, for the email channels that write to
+    /// approvers. The one place it is worked out; nothing when no channel routes by approvers.
+    pub(super) async fn audience_of(
+        &self,
+        agent: &str,
+        requests: &[Value],
+        adds: &[String],
+    ) -> Audience {
+        if !self.notifications.needs_audience() {
+            return Audience::default();
+        }
+        let mut audience = super::routing::audience(self.agents(), agent, requests);
+        for entry in adds
+            .iter()
+            .filter_map(|entry| ApproverEntry::parse(entry).ok())
+        {
+            super::routing::add_to_audience(&mut audience, entry);
+        }
+        self.directory().add_members(&mut audience).await;
+        audience
+    }
+
     /// The rows of a pause of `about`'s task with the batch `requests` (the commit's
     /// `new_batch`), expiring at `expires_at`.
     pub(super) async fn pause_notifications(
@@ -65,11 +90,7 @@ impl Runtime {
         let requests: &[Value] = requests
             .and_then(Value::as_array)
             .map_or(&[], Vec::as_slice);
-        let mut audience = match self.notifications.needs_audience() {
-            true => super::routing::audience(self.agents(), about.agent, requests),
-            false => Audience::default(),
-        };
-        self.directory().add_members(&mut audience).await;
+        let audience = self.audience_of(about.agent, requests, &[]).await;
         self.notifications.for_event(
             NotificationKind::Pending,
             about.agent,

@@ -130,11 +130,11 @@ impl Directory<'_> {
         }
     }
 
-    /// The id of `task_id`'s waiting batch and the directory's members of its approver groups,
-    /// when an email channel writes to approvers and the batch names groups; `None` otherwise
-    /// (a failed read is logged: the others are still told).
-    pub(super) async fn waiting_members(&self, task_id: &str) -> Option<(i64, Vec<Member>)> {
-        if !self.runtime.notifications.mails_approvers() {
+    /// The id of `task_id`'s waiting batch and who hears of it (`Runtime::audience_of`), when
+    /// some channel routes by approvers; `None` otherwise (a failed read is logged: the others
+    /// are still told).
+    pub(super) async fn waiting_audience(&self, task_id: &str) -> Option<(i64, Audience)> {
+        if !self.runtime.notifications.needs_audience() {
             return None;
         }
         let (row, batch) = match self.waiting_batch(task_id).await {
@@ -145,9 +145,8 @@ impl Directory<'_> {
             }
         };
         let requests = batch.requests.as_array().map_or(&[][..], Vec::as_slice);
-        let mut audience = super::routing::audience(self.runtime.agents(), &row.agent, requests);
-        self.add_members(&mut audience).await;
-        Some((batch.id, audience.members))
+        let audience = self.runtime.audience_of(&row.agent, requests, &[]).await;
+        Some((batch.id, audience))
     }
 
     /// `task_id`'s row and waiting batch, if it has both.
