@@ -11,10 +11,9 @@ use std::time::Duration;
 use lettre::message::{Mailbox, MultiPart};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
-use serde_json::Value;
 
+use super::payload::{Notice, NoticeEvent};
 use super::{Audience, Member, Recipient};
-use crate::store::NotificationKind;
 
 /// How the SMTP connection is protected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,16 +215,14 @@ impl EmailChannel {
             .map_err(|err| format!("SMTP: {err}"))
     }
 
-    /// The message of a notification (`data`: its payload with the batch id) to `to`, with
-    /// `links` when it is theirs to decide.
+    /// The message of a notification to `to`, with `links` when it is theirs to decide.
     pub fn message(
         &self,
-        kind: NotificationKind,
-        data: &Value,
+        notice: &Notice,
         to: Mailbox,
         links: Option<&DecisionLinks>,
     ) -> Result<Message, String> {
-        let mail = render(kind, data, links);
+        let mail = render(notice, links);
         Message::builder()
             .from(self.from.clone())
             .to(to)
@@ -253,10 +250,6 @@ pub struct Rendered {
     pub html: String,
 }
 
-fn text_of(data: &Value, key: &str) -> String {
-    data[key].as_str().unwrap_or_default().to_owned()
-}
-
 /// HTML-safe text.
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
@@ -266,65 +259,49 @@ fn escape(text: &str) -> String {
         .replace('\'', "&#39;")
 }
 
-/// Subject, text and HTML of a notification: the same content in both parts.
-pub fn render(kind: NotificationKind, data: &Value, links: Option<&DecisionLinks>) -> Rendered {
-    let (agent, requester, url) = (
-        text_of(data, "agent"),
-        text_of(data, "requester"),
-        text_of(data, "url"),
-    );
-    let calls: Vec<(String, String)> = data["calls"]
-        .as_array()
-        .map(|calls| {
-            calls
-                .iter()
-                .map(|call| {
-                    let name = call["name"].as_str().unwrap_or("?").to_owned();
-                    (name, call["args"].to_string())
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let (subject, headline) = match kind {
-        NotificationKind::Pending => (
-            format!("{agent} waits for your sign-off ({} calls)", calls.len()),
+/// A message's subject and first line, by what happened.
+fn headline(notice: &Notice) -> (String, String) {
+    let (agent, requester) = (&notice.agent, &notice.requester);
+    let calls = notice.calls().len();
+    match &notice.event {
+        NoticeEvent::Pending { .. } => (
+            format!("{agent} waits for your sign-off ({calls} calls)"),
             format!("The agent {agent} asks, for {requester}, to run:"),
         ),
-        NotificationKind::Reminded => (
-            format!(
-                "Reminder: {agent} still waits for your sign-off ({} calls)",
-                calls.len()
-            ),
-            format!(
-                "The agent {agent} still asks, for {requester} since {}, to run:",
-                text_of(data, "since")
-            ),
+        NoticeEvent::Reminded { since, .. } => (
+            format!("Reminder: {agent} still waits for your sign-off ({calls} calls)"),
+            format!("The agent {agent} still asks, for {requester} since {since}, to run:"),
         ),
-        NotificationKind::Escalated => {
-            let to: Vec<&str> = data["escalated_to"]
-                .as_array()
-                .map(|entries| entries.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let (to, by) = (to.join(", "), text_of(data, "handed_over_by"));
-            match by.is_empty() {
-                true => (
-                    format!("{agent}'s sign-off escalated to {to}"),
-                    format!(
-                        "Nobody decided in time: {to} may now decide what the agent {agent} \
-                         asks, for {requester}, to run:"
-                    ),
+        NoticeEvent::Escalated { escalated_to, .. } => {
+            let to = escalated_to.join(", ");
+            (
+                format!("{agent}'s sign-off escalated to {to}"),
+                format!(
+                    "Nobody decided in time: {to} may now decide what the agent {agent} asks, \
+                     for {requester}, to run:"
                 ),
-                false => (
-                    format!("{agent}'s sign-off handed to {to} by {by}"),
-                    format!(
-                        "{by} asks {to} to decide what the agent {agent} asks, for {requester}, \
-                         to run:"
-                    ),
-                ),
-            }
+            )
         }
-        NotificationKind::Extended => {
-            let (by, until) = (text_of(data, "extended_by"), text_of(data, "expires_at"));
+        NoticeEvent::HandedOver {
+            escalated_to,
+            handed_over_by: by,
+            ..
+        } => {
+            let to = escalated_to.join(", ");
+            (
+                format!("{agent}'s sign-off handed to {to} by {by}"),
+                format!(
+                    "{by} asks {to} to decide what the agent {agent} asks, for {requester}, to \
+                     run:"
+                ),
+            )
+        }
+        NoticeEvent::Extended {
+            extended_by: by,
+            expires_at,
+            ..
+        } => {
+            let until = expires_at.as_deref().unwrap_or_default();
             (
                 format!("{agent}'s sign-off deadline extended to {until} by {by}"),
                 format!(
@@ -333,24 +310,27 @@ pub fn render(kind: NotificationKind, data: &Value, links: Option<&DecisionLinks
                 ),
             )
         }
-        NotificationKind::Decided | NotificationKind::Canceled | NotificationKind::Expired => {
-            let summary = text_of(data, "summary");
-            let by = text_of(data, "decided_by");
-            let how = text_of(data, "channel");
-            (
-                format!("{agent}: {summary}"),
-                format!(
-                    "{summary}: the calls {agent} asked for, for {requester}, by {by} ({how})."
-                ),
-            )
-        }
-        // A2A push rows go to their client's URL, never to an email channel; named for the
-        // match to stay exhaustive.
-        NotificationKind::Push => (
-            format!("{agent}: the task changed"),
-            format!("The task {agent} runs for {requester} changed state."),
+        NoticeEvent::Decided {
+            decided_by: by,
+            channel: how,
+            summary,
+            ..
+        } => (
+            format!("{agent}: {summary}"),
+            format!("{summary}: the calls {agent} asked for, for {requester}, by {by} ({how})."),
         ),
-    };
+    }
+}
+
+/// Subject, text and HTML of a notification: the same content in both parts.
+pub fn render(notice: &Notice, links: Option<&DecisionLinks>) -> Rendered {
+    let url = &notice.url;
+    let calls: Vec<(&str, String)> = notice
+        .calls()
+        .iter()
+        .map(|call| (call.name.as_str(), call.args.to_string()))
+        .collect();
+    let (subject, headline) = headline(notice);
     let mut text = format!("{headline}\n\n");
     let mut html = format!("<p style=\"{PARAGRAPH}\">{}</p>", escape(&headline));
     if !calls.is_empty() {
@@ -397,7 +377,7 @@ pub fn render(kind: NotificationKind, data: &Value, links: Option<&DecisionLinks
     text.push_str(&format!("Open in Signoff: {url}\n"));
     html.push_str(&format!(
         "<p style=\"{PARAGRAPH}\"><a href=\"{}\" style=\"color:#1d4ed8\">Open in Signoff</a></p>",
-        escape(&url)
+        escape(url)
     ));
     Rendered {
         subject: subject.clone(),
@@ -443,9 +423,13 @@ fn readable_time(at: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     use super::*;
+
+    fn notice(data: Value) -> Notice {
+        serde_json::from_value(data).unwrap()
+    }
 
     fn pending() -> Value {
         json!({
@@ -464,7 +448,7 @@ mod tests {
             reject: "https://s.example/decide/R".into(),
             expires_at: "2026-11-27T10:00:00.000Z".into(),
         };
-        let mail = render(NotificationKind::Pending, &pending(), Some(&links));
+        let mail = render(&notice(pending()), Some(&links));
         assert_eq!(
             mail.subject,
             "default/demo waits for your sign-off (1 calls)"
@@ -497,7 +481,7 @@ mod tests {
             reject: "https://s.example/decide/R".into(),
             expires_at: "2026-11-27T10:00:00.000Z".into(),
         };
-        let mail = render(NotificationKind::Pending, &pending(), Some(&links));
+        let mail = render(&notice(pending()), Some(&links));
         for part in [&mail.text, &mail.html] {
             assert!(part.contains("https://s.example/decide/R"), "{part}");
             assert!(!part.contains("Approve"), "{part}");
@@ -506,12 +490,13 @@ mod tests {
 
     #[test]
     fn without_links_a_message_only_informs() {
-        let mail = render(NotificationKind::Pending, &pending(), None);
+        let mail = render(&notice(pending()), None);
         assert!(!mail.text.contains("/decide/"));
         assert!(mail.text.contains("Open in Signoff"));
-        let decided = json!({"agent": "default/demo", "requester": "alice", "url": "u",
-                             "decided_by": "bob", "channel": "link", "summary": "Approved"});
-        let mail = render(NotificationKind::Decided, &decided, None);
+        let decided = json!({"task_id": "t1", "context_id": "c1", "agent": "default/demo",
+                             "requester": "alice", "url": "u", "decided_by": "bob",
+                             "channel": "link", "summary": "Approved", "verdicts": []});
+        let mail = render(&notice(decided), None);
         assert_eq!(mail.subject, "default/demo: Approved");
         assert!(mail.text.contains("by bob (link)"));
     }
@@ -521,7 +506,7 @@ mod tests {
         let mut data = pending();
         data["since"] = json!("2026-11-27T09:00:00.000Z");
         data["escalated_to"] = json!(["group:sre"]);
-        let escalated = render(NotificationKind::Escalated, &data, None);
+        let escalated = render(&notice(data.clone()), None);
         assert_eq!(
             escalated.subject,
             "default/demo's sign-off escalated to group:sre"
@@ -530,7 +515,7 @@ mod tests {
             .text
             .starts_with("Nobody decided in time: group:sre"));
         data["handed_over_by"] = json!("bob");
-        let handed = render(NotificationKind::Escalated, &data, None);
+        let handed = render(&notice(data.clone()), None);
         assert_eq!(
             handed.subject,
             "default/demo's sign-off handed to group:sre by bob"

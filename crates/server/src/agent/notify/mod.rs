@@ -31,7 +31,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::{HeaderName, HeaderValue};
-use serde_json::Value;
 
 pub use config::NotifyConfigError;
 pub use outbound::{AllowList, Outbound, OutboundError};
@@ -388,13 +387,14 @@ impl Notifications {
 
     /// The rows to write with a `kind` event of `agent`'s batch that `audience` may decide:
     /// one per channel that takes it (an email channel's: one per recipient), each with a
-    /// fresh delivery id, all with `payload`. None when no channel takes it.
+    /// fresh delivery id, all with `notice` (an email row with its one recipient). None when no
+    /// channel takes it.
     pub fn for_event(
         &self,
         kind: NotificationKind,
         agent: &str,
         audience: &Audience,
-        payload: impl FnOnce(&str) -> Value,
+        notice: impl FnOnce(&str) -> payload::Notice,
     ) -> Vec<NewNotification> {
         let mut takers = self
             .channels
@@ -404,28 +404,23 @@ impl Notifications {
         if takers.peek().is_none() {
             return Vec::new();
         }
-        let payload = payload(&self.public_url);
-        let row = |channel: &Channel, payload: Value| NewNotification {
+        let notice = notice(&self.public_url);
+        let row = |channel: &Channel, notice: &payload::Notice| NewNotification {
             id: format!("msg_{}", uuid::Uuid::new_v4().simple()),
             channel: channel.name.clone(),
             kind,
-            payload,
+            payload: notice.to_value(),
         };
         let mut rows = Vec::new();
         for channel in takers {
             let ChannelKind::Email(email) = &channel.kind else {
-                rows.push(row(channel, payload.clone()));
+                rows.push(row(channel, &notice));
                 continue;
             };
-            let requester = payload["requester"].as_str().unwrap_or_default();
-            for recipient in email.recipients(requester, audience) {
-                let mut payload = payload.clone();
-                if let (Value::Object(map), Ok(recipient)) =
-                    (&mut payload, serde_json::to_value(&recipient))
-                {
-                    map.insert(RECIPIENT.into(), recipient);
-                }
-                rows.push(row(channel, payload));
+            for recipient in email.recipients(&notice.requester, audience) {
+                let mut theirs = notice.clone();
+                theirs.recipient = Some(recipient);
+                rows.push(row(channel, &theirs));
             }
         }
         rows
@@ -461,7 +456,7 @@ impl Notifications {
                 send::post(&self.client, &channel.url, headers, body).await
             }
             ChannelKind::Slack => {
-                let body = slack::message(row).to_string().into_bytes();
+                let body = slack::message(row)?.to_string().into_bytes();
                 send::post(&self.client, &channel.url, Vec::new(), body).await
             }
             ChannelKind::Email(_) => {
@@ -593,6 +588,18 @@ fn email_channel(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
+
+    /// A batch of alice's that waits, as the runtime tells it.
+    fn alices_notice(public_url: &str) -> payload::Notice {
+        let about = payload::About {
+            task_id: "t1",
+            context_id: "c1",
+            agent: "default/demo",
+            requester: "alice",
+        };
+        payload::pending(&about, public_url, &[], None)
+    }
 
     /// Loads a notifications file of `channels` (TOML after `[[channels]]`).
     fn load(dir: &Path, channels: &str) -> Result<Notifications, NotifyConfigError> {
@@ -666,7 +673,7 @@ mod tests {
                 NotificationKind::Pending,
                 "default/demo",
                 audience,
-                |_| serde_json::json!({"requester": "alice"}),
+                alices_notice,
             )
         };
         assert_eq!(rows(&audience(&["dev", "sre"])).len(), 1);
@@ -704,7 +711,7 @@ mod tests {
             NotificationKind::Pending,
             "default/demo",
             &audience,
-            |_| serde_json::json!({"requester": "alice", "agent": "default/demo"}),
+            alices_notice,
         );
         let recipients: Vec<Value> = rows
             .iter()
@@ -757,7 +764,7 @@ mod tests {
             NotificationKind::Pending,
             "default/demo",
             &audience,
-            |_| serde_json::json!({"requester": "alice"}),
+            alices_notice,
         );
         let recipients: Vec<Value> = rows
             .iter()

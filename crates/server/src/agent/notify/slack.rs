@@ -10,7 +10,7 @@
 
 use serde_json::{json, Value};
 
-use super::payload::data_of;
+use super::payload::{Notice, NoticeCall, NoticeEvent};
 use crate::store::{NotificationKind, NotificationRow};
 
 /// The most calls one message lists; the rest are counted.
@@ -75,61 +75,32 @@ fn mrkdwn(text: String) -> Value {
     json!({"type": "mrkdwn", "text": text, "verbatim": true})
 }
 
-fn text_of(data: &Value, key: &str, max: usize) -> String {
-    escape(data[key].as_str().unwrap_or(""), max)
-}
-
-/// The message for `row`.
-pub fn message(row: &NotificationRow) -> Value {
-    let data = data_of(row);
-    let name = |key: &str| text_of(&data, key, NAME_UNITS);
-    let (agent, requester) = (name("agent"), name("requester"));
-    let url = data["url"].as_str().unwrap_or("");
-    let headline = match row.kind {
-        NotificationKind::Pending => format!("*{agent}* waits for a sign-off ({requester} asked)"),
-        NotificationKind::Decided => format!(
-            "*{agent}*: {} by {} ({})",
-            text_of(&data, "summary", REMARK_UNITS),
-            name("decided_by"),
-            name("channel")
-        ),
-        NotificationKind::Canceled => format!("*{agent}*: the batch was canceled"),
-        NotificationKind::Expired => format!("*{agent}*: the batch expired unanswered"),
-        NotificationKind::Reminded => format!(
-            "Reminder: *{agent}* still waits for a sign-off ({requester} asked, since {})",
-            name("since")
-        ),
-        NotificationKind::Escalated => format!(
-            "*{agent}* waits for a sign-off: escalated to {} ({requester} asked)",
-            escalated_to(&data)
-        ),
-        NotificationKind::Extended => format!(
-            "*{agent}* waits for a sign-off: {} extended its deadline to {} ({requester} asked)",
-            name("extended_by"),
-            name("expires_at")
-        ),
-        // Pushes go to their task's own receivers, never to a channel.
-        NotificationKind::Push => format!("*{agent}*: the task changed"),
-    };
+/// The message for `row`, or why its stored notice cannot be read.
+pub fn message(row: &NotificationRow) -> Result<Value, String> {
+    let notice = Notice::of(row)?;
+    let name = |text: &str| escape(text, NAME_UNITS);
+    let (agent, requester) = (name(&notice.agent), name(&notice.requester));
+    let headline = headline(row.kind, &notice, &agent, &requester);
     let mut blocks = vec![json!({"type": "section", "text": mrkdwn(headline.clone())})];
     let mut fields = vec![
         mrkdwn(format!("*Agent*\n{agent}")),
         mrkdwn(format!("*Requester*\n{requester}")),
     ];
-    if data["expires_at"].is_string() {
-        fields.push(mrkdwn(format!("*Expires*\n{}", name("expires_at"))));
+    if let Some(expires_at) = notice.expires_at() {
+        fields.push(mrkdwn(format!("*Expires*\n{}", name(expires_at))));
     }
     blocks.push(json!({"type": "section", "fields": fields}));
-    if let Some(note) = data["note"].as_str().filter(|note| !note.trim().is_empty()) {
+    if let Some(note) = notice.note().filter(|note| !note.trim().is_empty()) {
         let note = escape(note, REMARK_UNITS);
         blocks.push(json!({"type": "section", "text": mrkdwn(format!("*Note*\n{note}"))}));
     }
-    let calls = data["calls"].as_array().cloned().unwrap_or_default();
+    let calls = notice.calls();
     blocks.extend(calls.iter().take(MAX_CALLS).map(call_section));
     if calls.len() > MAX_CALLS {
         let more = format!("and {} more", calls.len() - MAX_CALLS);
         blocks.push(json!({"type": "context", "elements": [mrkdwn(more)]}));
     }
+    let url = notice.url.as_str();
     if url.encode_utf16().count() > URL_UNITS {
         blocks.push(json!({"type": "context", "elements": [mrkdwn(NO_LINK.to_owned())]}));
     } else if !url.is_empty() {
@@ -146,28 +117,70 @@ pub fn message(row: &NotificationRow) -> Value {
         };
         blocks.push(json!({"type": "actions", "elements": [button]}));
     }
-    json!({"text": headline.replace('*', ""), "blocks": blocks})
+    Ok(json!({"text": headline.replace('*', ""), "blocks": blocks}))
+}
+
+/// The message's first line, by what happened (`kind` tells a decision from a cancel and an
+/// expiry, which a notice tells alike).
+fn headline(kind: NotificationKind, notice: &Notice, agent: &str, requester: &str) -> String {
+    let name = |text: &str| escape(text, NAME_UNITS);
+    match &notice.event {
+        NoticeEvent::Decided {
+            decided_by,
+            channel,
+            summary,
+            ..
+        } => match kind {
+            NotificationKind::Canceled => format!("*{agent}*: the batch was canceled"),
+            NotificationKind::Expired => format!("*{agent}*: the batch expired unanswered"),
+            NotificationKind::Decided
+            | NotificationKind::Pending
+            | NotificationKind::Reminded
+            | NotificationKind::Escalated
+            | NotificationKind::Extended
+            | NotificationKind::Push => format!(
+                "*{agent}*: {} by {} ({})",
+                escape(summary, REMARK_UNITS),
+                name(decided_by),
+                name(channel)
+            ),
+        },
+        NoticeEvent::Pending { .. } => {
+            format!("*{agent}* waits for a sign-off ({requester} asked)")
+        }
+        NoticeEvent::Reminded { since, .. } => format!(
+            "Reminder: *{agent}* still waits for a sign-off ({requester} asked, since {})",
+            name(since)
+        ),
+        NoticeEvent::Escalated { escalated_to, .. }
+        | NoticeEvent::HandedOver { escalated_to, .. } => {
+            format!(
+                "*{agent}* waits for a sign-off: escalated to {} ({requester} asked)",
+                escape(&escalated_to.join(", "), REMARK_UNITS)
+            )
+        }
+        NoticeEvent::Extended {
+            extended_by,
+            expires_at,
+            ..
+        } => format!(
+            "*{agent}* waits for a sign-off: {} extended its deadline to {} ({requester} asked)",
+            name(extended_by),
+            name(expires_at.as_deref().unwrap_or_default())
+        ),
+    }
 }
 
 /// One call's section: its tool's name and its arguments as JSON in a code block, cut to fit
 /// a section's text.
-fn call_section(call: &Value) -> Value {
-    let name = escape(call["name"].as_str().unwrap_or(""), NAME_UNITS);
+fn call_section(call: &NoticeCall) -> Value {
+    let name = escape(&call.name, NAME_UNITS);
     let head = format!("*{name}*\n");
     // The code block's two fences take six units.
     let room = SECTION_UNITS - head.encode_utf16().count() - 6;
-    let args = serde_json::to_string_pretty(&call["args"]).unwrap_or_default();
+    let args = serde_json::to_string_pretty(&call.args).unwrap_or_default();
     let text = format!("{head}```{}```", escape(&args, room));
     json!({"type": "section", "text": mrkdwn(text)})
-}
-
-/// Whom an escalation went to, as one line.
-fn escalated_to(data: &Value) -> String {
-    let entries: Vec<&str> = data["escalated_to"]
-        .as_array()
-        .map(|entries| entries.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    escape(&entries.join(", "), REMARK_UNITS)
 }
 
 #[cfg(test)]
@@ -212,13 +225,14 @@ mod tests {
         let row = row(
             NotificationKind::Pending,
             json!({
+                "task_id": "t1", "context_id": "c1",
                 "agent": "default/demo", "requester": "alice<script>",
                 "url": "https://s.example/agents/default/demo/chat/c1",
                 "calls": [{"id": "c", "name": "write_file", "args": {"path": "a.txt", "token": "[masked]"}}],
                 "expires_at": null,
             }),
         );
-        let message = message(&row);
+        let message = message(&row).unwrap();
         let text = message.to_string();
         assert!(text.contains("alice&lt;script&gt;"), "{text}");
         assert!(text.contains("write_file"));
@@ -261,14 +275,41 @@ mod tests {
                 json!({"id": format!("c{index}"), "name": hostile, "args": args})
             })
             .collect();
-        let payload = json!({
-            "agent": hostile, "requester": hostile, "url": format!("https://s.example/{}", "a".repeat(4000)),
-            "calls": calls, "expires_at": hostile, "since": hostile, "escalated_to": [hostile, hostile],
-            "extended_by": hostile, "note": hostile, "decided_by": hostile, "channel": hostile,
-            "summary": format!("Rejected: {hostile}"),
-        });
+        // Every field a notice of `kind` has, each hostile.
+        let payload = |kind: NotificationKind| {
+            let mut payload = json!({
+                "task_id": "t1", "context_id": "c1", "agent": hostile, "requester": hostile,
+                "url": format!("https://s.example/{}", "a".repeat(4000)),
+            });
+            let event = match kind {
+                NotificationKind::Decided
+                | NotificationKind::Canceled
+                | NotificationKind::Expired => json!({
+                    "decided_by": hostile, "channel": hostile,
+                    "summary": format!("Rejected: {hostile}"), "verdicts": [],
+                }),
+                NotificationKind::Extended => json!({
+                    "calls": calls, "expires_at": hostile, "extended_by": hostile,
+                    "previous_expires_at": hostile, "note": hostile,
+                }),
+                NotificationKind::Escalated => json!({
+                    "calls": calls, "expires_at": hostile, "since": hostile,
+                    "escalated_to": [hostile, hostile], "handed_over_by": hostile, "note": hostile,
+                }),
+                NotificationKind::Reminded => {
+                    json!({"calls": calls, "expires_at": hostile, "since": hostile})
+                }
+                NotificationKind::Pending | NotificationKind::Push => {
+                    json!({"calls": calls, "expires_at": hostile})
+                }
+            };
+            for (key, value) in event.as_object().unwrap() {
+                payload[key] = value.clone();
+            }
+            payload
+        };
         for kind in NotificationKind::ALL {
-            let message = message(&row(kind, payload.clone()));
+            let message = message(&row(kind, payload(kind))).unwrap();
             let blocks = message["blocks"].as_array().unwrap();
             assert!(blocks.len() <= 50, "{kind:?}");
             for block in blocks {
@@ -300,10 +341,20 @@ mod tests {
                 assert!(shown.chars().count() >= 1);
             }
         }
-        let extended = message(&row(NotificationKind::Extended, payload.clone())).to_string();
+        let extended = message(&row(
+            NotificationKind::Extended,
+            payload(NotificationKind::Extended),
+        ))
+        .unwrap()
+        .to_string();
         assert!(extended.contains("*Note*"), "{extended}");
         assert!(extended.contains("&amp;amp;"), "{extended}");
-        let pending = message(&row(NotificationKind::Pending, payload)).to_string();
+        let pending = message(&row(
+            NotificationKind::Pending,
+            payload(NotificationKind::Pending),
+        ))
+        .unwrap()
+        .to_string();
         assert!(pending.contains("and 3 more"), "{pending}");
     }
 }

@@ -6,10 +6,10 @@
 //! server accepted it but the outcome was not recorded).
 
 use lettre::message::Mailbox;
-use serde_json::Value;
 
 use crate::agent::notify::email::{self, DecisionLinks, EmailChannel};
-use crate::agent::notify::{payload, Recipient, RECIPIENT};
+use crate::agent::notify::payload::Notice;
+use crate::agent::notify::Recipient;
 use crate::store::{NotificationKind, NotificationRow};
 
 use super::notify::Sender;
@@ -23,15 +23,13 @@ impl Sender {
         channel: &EmailChannel,
         row: &NotificationRow,
     ) -> Result<(), String> {
-        let data = payload::data_of(row);
-        let Some(recipient) = row.payload.get(RECIPIENT) else {
-            return self.deliver_email_to_all(channel, row, &data).await;
+        let notice = Notice::of(row)?;
+        let Some(recipient) = &notice.recipient else {
+            return self.deliver_email_to_all(channel, row, &notice).await;
         };
-        let recipient: Recipient = serde_json::from_value(recipient.clone())
-            .map_err(|err| format!("the row's recipient: {err}"))?;
-        let (address, links) = match &recipient {
+        let (address, links) = match recipient {
             Recipient::Requester(person) => match self.address_of(channel, person).await? {
-                Some(address) => (address, self.links_for(row, &data, person).await?),
+                Some(address) => (address, self.links_for(row, person).await?),
                 None => {
                     tracing::info!(notification = %row.id, user = %person, "no email address is known for the requester");
                     return Ok(());
@@ -40,7 +38,7 @@ impl Sender {
             Recipient::Address(address) => (email::mailbox(address)?, None),
             Recipient::Member(member) => (
                 email::mailbox(&member.email)?,
-                self.member_links(row, &data, &member.id).await?,
+                self.member_links(row, &member.id).await?,
             ),
             Recipient::Approver(user) => match self.address_of(channel, user).await? {
                 Some(address) => (address, None),
@@ -51,7 +49,7 @@ impl Sender {
             },
         };
         channel
-            .send(channel.message(row.kind, &data, address, links.as_ref())?)
+            .send(channel.message(&notice, address, links.as_ref())?)
             .await
     }
 
@@ -60,14 +58,14 @@ impl Sender {
         &self,
         channel: &EmailChannel,
         row: &NotificationRow,
-        data: &Value,
+        notice: &Notice,
     ) -> Result<(), String> {
-        let requester = data["requester"].as_str().unwrap_or_default().to_owned();
+        let requester = notice.requester.clone();
         if channel.to_requester {
             match self.address_of(channel, &requester).await? {
                 Some(address) => {
-                    let links = self.links_for(row, data, &requester).await?;
-                    let message = channel.message(row.kind, data, address, links.as_ref())?;
+                    let links = self.links_for(row, &requester).await?;
+                    let message = channel.message(notice, address, links.as_ref())?;
                     channel.send(message).await?;
                 }
                 None => {
@@ -77,7 +75,7 @@ impl Sender {
         }
         for to in &channel.to {
             channel
-                .send(channel.message(row.kind, data, to.clone(), None)?)
+                .send(channel.message(notice, to.clone(), None)?)
                 .await?;
         }
         Ok(())
@@ -119,7 +117,6 @@ impl Sender {
     async fn links_for(
         &self,
         row: &NotificationRow,
-        data: &Value,
         person: &str,
     ) -> Result<Option<DecisionLinks>, String> {
         if row.kind != NotificationKind::Pending {
@@ -131,7 +128,7 @@ impl Sender {
             .links()
             .create(person, &row.task_id, row.batch_id, ttl)
             .await;
-        self.as_links(row, data, issued)
+        self.as_links(row, issued)
     }
 
     /// A group member's links of the row's batch, in every message about it while it waits
@@ -141,7 +138,6 @@ impl Sender {
     async fn member_links(
         &self,
         row: &NotificationRow,
-        data: &Value,
         id: &str,
     ) -> Result<Option<DecisionLinks>, String> {
         if !about_a_waiting_batch(row.kind) {
@@ -159,7 +155,7 @@ impl Sender {
             .links()
             .for_approver(&who, &row.task_id, row.batch_id, ttl)
             .await;
-        self.as_links(row, data, issued)
+        self.as_links(row, issued)
     }
 
     /// Issued links as the message's URLs; none when the batch no longer waits or the person
@@ -167,7 +163,6 @@ impl Sender {
     fn as_links(
         &self,
         row: &NotificationRow,
-        data: &Value,
         issued: Result<IssuedLinks, AgentError>,
     ) -> Result<Option<DecisionLinks>, String> {
         match issued {
@@ -183,7 +178,7 @@ impl Sender {
             Err(
                 AgentError::NotPaused(_) | AgentError::Forbidden(_) | AgentError::TaskNotFound(_),
             ) => {
-                tracing::info!(notification = %row.id, task = %data["task_id"], "the batch no longer waits; its message goes without links");
+                tracing::info!(notification = %row.id, task = %row.task_id, "the batch no longer waits; its message goes without links");
                 Ok(None)
             }
             Err(err) => Err(format!("making decision links: {err}")),
