@@ -43,6 +43,8 @@ enum Phase {
     Approvers,
     /// How long a held call takes to reach its approver's approvals stream.
     Reach,
+    /// An MCP call through the gateway against the same call straight to its upstream.
+    Gateway,
     /// RSS at rest with an OpenAI-compatible model and an MCP server over HTTP.
     Idle,
     Endpoints,
@@ -168,6 +170,9 @@ async fn server_figures(
     if phases.contains(&Phase::Reach) {
         figures.extend(server_bench::reach(&args.server, &args.work_dir, counts).await);
     }
+    if phases.contains(&Phase::Gateway) {
+        figures.extend(server_bench::gateway(&args.server, &args.work_dir, mcp_dir, counts).await);
+    }
     if phases.contains(&Phase::Idle) {
         figures.extend(
             server_bench::idle_deployed(
@@ -196,6 +201,7 @@ async fn run(args: Args) -> Result<()> {
             Phase::Footprint,
             Phase::Approvers,
             Phase::Reach,
+            Phase::Gateway,
             Phase::Idle,
             Phase::Endpoints,
             Phase::UiRender,

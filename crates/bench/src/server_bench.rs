@@ -508,9 +508,11 @@ pub async fn footprint(binary: &Path, work_dir: &Path, counts: &Counts) -> Resul
 
 mod approvers;
 mod endpoints;
+mod gateway;
 mod idle;
 mod reach;
 pub use approvers::approvers;
 pub use endpoints::endpoints;
+pub use gateway::gateway;
 pub use idle::idle_deployed;
 pub use reach::reach;

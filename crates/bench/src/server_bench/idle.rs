@@ -23,13 +23,13 @@ use super::{client_for, rss_readings};
 const CHATS: usize = 20;
 
 /// The Python MCP test server over streamable HTTP; killed on drop.
-struct PythonMcp {
+pub(super) struct PythonMcp {
     _child: Child,
-    port: u16,
+    pub(super) port: u16,
 }
 
 impl PythonMcp {
-    async fn start(python: &Path, script: &Path) -> Result<PythonMcp> {
+    pub(super) async fn start(python: &Path, script: &Path) -> Result<PythonMcp> {
         let port = free_port()?;
         let child = Command::new(python)
             .arg(script)
@@ -61,7 +61,7 @@ impl PythonMcp {
 }
 
 /// The venv crates/server/tests/mcp/install.sh makes (where the server's tests look for it).
-fn mcp_python() -> Option<PathBuf> {
+pub(super) fn mcp_python() -> Option<PathBuf> {
     let venv = std::env::var_os("SIGNOFF_MCP_VENV")
         .map(PathBuf::from)
         .or_else(|| {

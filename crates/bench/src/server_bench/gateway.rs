@@ -1,0 +1,257 @@
+//! What the MCP gateway costs: a call that needs no approval through Signoff's MCP endpoint
+//! (`/api/mcp/default/gate`, an agent with `serve_mcp = true` whose `read_file` comes from an
+//! upstream MCP server over streamable HTTP: the Python test server of crates/server/tests/mcp)
+//! against the same call straight to that upstream. One call at a time over loopback, each
+//! client on its own initialized session.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use super::idle::{mcp_python, PythonMcp};
+use super::{pooled_http, Counts};
+use crate::error::{BenchError, Result};
+use crate::progress;
+use crate::scenario::ms;
+use crate::server::ServerProcess;
+use crate::stats::{Figure, Summary};
+
+const GROUP: &str = "gateway (an MCP call that needs no approval)";
+
+/// The revision both ends speak.
+const REVISION: &str = "2025-06-18";
+
+fn agents(upstream_port: u16) -> String {
+    format!(
+        "[[agents]]\nname = \"gate\"\ndescription = \"Gates an upstream MCP server\"\n\
+         serve_mcp = true\n\n[[agents.tools]]\nkind = \"mcp_http\"\nname = \"upstream\"\n\
+         url = \"http://127.0.0.1:{upstream_port}/mcp\"\ntransport = \"streamable_http\"\n\
+         tools = [\"read_file\"]\n"
+    )
+}
+
+/// A minimal MCP client over streamable HTTP: one POST per JSON-RPC message, the answer read
+/// from a JSON body or from the event stream the server answers with.
+struct McpClient {
+    http: reqwest::Client,
+    url: String,
+    session: Option<String>,
+    next_id: u64,
+}
+
+impl McpClient {
+    /// Connects and initializes, as an SDK's client does.
+    async fn connect(url: String) -> Result<McpClient> {
+        let mut client = McpClient {
+            http: pooled_http(),
+            url,
+            session: None,
+            next_id: 1,
+        };
+        client
+            .request(
+                "initialize",
+                json!({"protocolVersion": REVISION, "capabilities": {},
+                       "clientInfo": {"name": "signoff-bench", "version": "1"}}),
+            )
+            .await?;
+        client.notify("notifications/initialized").await?;
+        Ok(client)
+    }
+
+    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+        let request = self
+            .http
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", REVISION)
+            .body(body.to_string());
+        match &self.session {
+            Some(session) => request.header("mcp-session-id", session),
+            None => request,
+        }
+    }
+
+    async fn notify(&self, method: &str) -> Result<()> {
+        let body = json!({"jsonrpc": "2.0", "method": method});
+        let response = self
+            .post(&body)
+            .send()
+            .await
+            .map_err(|err| self.failed(err))?;
+        if !response.status().is_success() {
+            return Err(BenchError::Unexpected(format!(
+                "{}: {method} answered {}",
+                self.url,
+                response.status()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Sends one request and returns its result.
+    async fn request(&mut self, method: &str, params: Value) -> Result<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let response = self
+            .post(&body)
+            .send()
+            .await
+            .map_err(|err| self.failed(err))?;
+        if let Some(session) = response.headers().get("mcp-session-id") {
+            self.session = session.to_str().ok().map(str::to_owned);
+        }
+        let status = response.status();
+        let text = response.text().await.map_err(|err| self.failed(err))?;
+        if !status.is_success() {
+            return Err(BenchError::Unexpected(format!(
+                "{}: {method} answered {status}: {text}",
+                self.url
+            )));
+        }
+        let answer = answer_of(&text, id).ok_or_else(|| {
+            BenchError::Unexpected(format!("{}: no answer to {method} in {text:?}", self.url))
+        })?;
+        match answer.get("result") {
+            Some(result) => Ok(result.clone()),
+            None => Err(BenchError::Unexpected(format!(
+                "{}: {method} failed: {answer}",
+                self.url
+            ))),
+        }
+    }
+
+    fn failed(&self, err: reqwest::Error) -> BenchError {
+        BenchError::Unexpected(format!("{}: {err}", self.url))
+    }
+}
+
+/// The JSON-RPC answer with `id` in a body: JSON, or an event stream's `data:` lines.
+fn answer_of(body: &str, id: u64) -> Option<Value> {
+    let is_ours = |value: &Value| value.get("id") == Some(&json!(id));
+    if let Ok(value) = serde_json::from_str::<Value>(body) {
+        return is_ours(&value).then_some(value);
+    }
+    body.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(is_ours)
+}
+
+/// `calls` sequential `read_file` calls on `client`; each one's milliseconds.
+async fn time_calls(client: &mut McpClient, tool: &str, calls: usize) -> Result<Vec<f64>> {
+    let mut times = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let start = Instant::now();
+        let result = client
+            .request(
+                "tools/call",
+                json!({"name": tool, "arguments": {"path": "remote.txt"}}),
+            )
+            .await?;
+        times.push(ms(start, Instant::now()));
+        if result["isError"] == json!(true) {
+            return Err(BenchError::Unexpected(format!("{tool} failed: {result}")));
+        }
+    }
+    Ok(times)
+}
+
+pub async fn gateway(
+    binary: &Path,
+    work_dir: &Path,
+    mcp_dir: Option<&Path>,
+    counts: &Counts,
+) -> Vec<Figure> {
+    match measure(binary, &work_dir.join("gateway"), mcp_dir, counts).await {
+        Ok(figures) => figures,
+        Err(err) => vec![Figure::missing(GROUP, "gateway", "ms", err.to_string())],
+    }
+}
+
+async fn measure(
+    binary: &Path,
+    data_dir: &Path,
+    mcp_dir: Option<&Path>,
+    counts: &Counts,
+) -> Result<Vec<Figure>> {
+    let script = mcp_dir
+        .map(|dir| dir.join("http_server.py"))
+        .filter(|script| script.exists())
+        .ok_or_else(|| BenchError::Server("n/a (no --mcp-dir with http_server.py)".into()))?;
+    let python = mcp_python().ok_or_else(|| {
+        BenchError::Server("n/a (no MCP venv: run crates/server/tests/mcp/install.sh)".into())
+    })?;
+    let upstream = PythonMcp::start(&python, &script).await?;
+    let server =
+        ServerProcess::start_with_args(binary, data_dir, Some(&agents(upstream.port)), &[]).await?;
+    let calls = counts.endpoint_chats;
+    progress(format_args!(
+        "gateway: {calls} read_file calls straight to the upstream, then through Signoff"
+    ));
+    let mut direct = McpClient::connect(format!("http://127.0.0.1:{}/mcp", upstream.port)).await?;
+    let mut gated = McpClient::connect(format!("{}/api/mcp/default/gate", server.base)).await?;
+    let tool = gated_name(&mut gated).await?;
+    // A few of each first: connections opened, the upstream's session warm.
+    time_calls(&mut direct, "read_file", 5).await?;
+    time_calls(&mut gated, &tool, 5).await?;
+    let straight = time_calls(&mut direct, "read_file", calls).await?;
+    let through = time_calls(&mut gated, &tool, calls).await?;
+    server.stop().await?;
+    let cost = match (Summary::of(&straight), Summary::of(&through)) {
+        (Some(straight), Some(through)) => vec![Figure::value(
+            GROUP,
+            "cost (median)",
+            "ms",
+            through.median - straight.median,
+        )
+        .with_note("through Signoff's MCP endpoint - straight to the upstream, medians")],
+        _ => Vec::new(),
+    };
+    let mut figures = vec![
+        Figure::samples(GROUP, "straight to the upstream", "ms", &straight).with_note(
+            "tools/call read_file on the Python MCP server over streamable HTTP, one at a time",
+        ),
+        Figure::samples(GROUP, "through Signoff", "ms", &through).with_note(format!(
+            "the same call as {tool} on /api/mcp/default/gate: screened (no approval needed), \
+             recorded and forwarded"
+        )),
+    ];
+    figures.extend(cost);
+    Ok(figures)
+}
+
+/// The name the gateway lists the upstream's `read_file` under (its source may prefix it).
+async fn gated_name(client: &mut McpClient) -> Result<String> {
+    let listed = client.request("tools/list", json!({})).await?;
+    listed["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["name"].as_str())
+        .find(|name| name.ends_with("read_file"))
+        .map(str::to_owned)
+        .ok_or_else(|| BenchError::Unexpected(format!("the gateway lists no read_file: {listed}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::answer_of;
+    use serde_json::json;
+
+    #[test]
+    fn an_answer_is_read_from_json_or_from_an_event_stream() {
+        let json_body = r#"{"jsonrpc":"2.0","id":3,"result":{"ok":true}}"#;
+        assert_eq!(
+            answer_of(json_body, 3).unwrap()["result"],
+            json!({"ok": true})
+        );
+        assert!(answer_of(json_body, 4).is_none());
+        let stream = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n\
+                      event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"ok\":true}}\n\n";
+        assert_eq!(answer_of(stream, 3).unwrap()["result"], json!({"ok": true}));
+    }
+}
