@@ -43,10 +43,15 @@ fn route(call: &CallQuorum, at: usize) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(" and "))
 }
 
-/// The entries a call still waits for: its approvers, less anyone named by user entry who
-/// approved it.
+/// The entries a call still waits for: its approvers and those its batch escalated to (each
+/// once), less anyone named by user entry who approved it. A group stays: another of its
+/// members may still approve.
 fn entries_left(call: &CallQuorum) -> impl Iterator<Item = &String> {
-    call.approvers.iter().filter(|entry| {
+    let escalated = call
+        .escalated_to
+        .iter()
+        .filter(|entry| !call.approvers.contains(entry));
+    call.approvers.iter().chain(escalated).filter(|entry| {
         entry
             .strip_prefix("user:")
             .is_none_or(|name| !call.approved_by.iter().any(|by| by == name))
@@ -327,14 +332,15 @@ mod tests {
                  waiting for 1 more of sre or dave"
             )
         );
-        // Erin by group dba alone, which the batch escalated to: asked by escalation.
+        // Erin by group dba alone, which the batch escalated to: asked by escalation; another
+        // of dba may give the last approval too.
         both.approved_via[1] = vec!["group:dba".into()];
         both.escalated_to = vec!["group:dba".into()];
         assert_eq!(
             waiting_for(&both).as_deref(),
             Some(
                 "Approved by bob (in sre), erin (asked by escalation): 2 of 3; \
-                 waiting for 1 more of sre or dave"
+                 waiting for 1 more of sre or dave or dba"
             )
         );
         let mut done = call(&["bob", "carol"], &[]);

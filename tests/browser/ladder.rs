@@ -303,3 +303,81 @@ async fn the_inbox_marks_a_reminded_and_an_escalated_batch_live_and_on_load() {
     app.switch(&alice);
     app.finish().await;
 }
+
+const ESCALATES_TO_SRE: &str =
+    "[[agents]]\nname = \"release\"\ndescription = \"Ships, after dba\"\n\
+    approvers = [\"group:dba\"]\nrequester_may_approve = false\nquorum = 2\n\
+    escalate_after = \"3s\"\nescalate_to = [\"group:sre\"]\n\
+    [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn someone_the_batch_escalated_to_approves_it_and_reads_as_asked_by_escalation() {
+    let mut app = App::start_with(
+        "ladder-escalated-approves",
+        Options {
+            agents_toml: Some(ESCALATES_TO_SRE.to_owned()),
+            tokens: Some(vec![
+                "alice-token=alice".into(),
+                "bob-token=bob:sre".into(),
+                "dave-token=dave:dba".into(),
+            ]),
+            ..Options::default()
+        },
+    )
+    .await;
+    app.open("/approvals#token=alice-token").await;
+    app.open_new_chat_of("/agents/default/release/chat").await;
+    app.send("write release.txt: v3").await;
+    wait_card(&app, CARD, "pending").await;
+    let session = app.session_id().await;
+
+    // Bob, of sre, may decide only once the batch escalated to sre; he approves in his inbox.
+    let bob = Browser::start((1280, 900)).await;
+    let alice = app.switch(&bob.driver);
+    app.open("/approvals#token=bob-token").await;
+    let marks = "[data-testid=inbox-batch] [data-testid=ladder-mark]";
+    app.wait_for_text(marks, "Escalated to sre").await;
+    click(&app, &format!("{CARD} [data-testid=approve-button]")).await;
+    let quorum = format!("{CARD} [data-testid=quorum]");
+    app.wait_for_text(
+        &quorum,
+        "Approved by bob (asked by escalation): 1 of 2; waiting for 1 more of dba or sre",
+    )
+    .await;
+    assert!(app.read_sandbox("release.txt").is_none());
+    app.shots("ladder-escalated-approved").await;
+    let _ = bob.driver.clone().quit().await;
+
+    // Dave of dba gives the second approval over REST: now it runs, and Alice's chat says so.
+    let tasks = app
+        .http
+        .get(format!("{}/api/sessions/{session}", app.base))
+        .bearer_auth("alice-token")
+        .send()
+        .await
+        .unwrap()
+        .json::<serde_json::Value>()
+        .await
+        .unwrap();
+    let task = tasks["tasks"][0]["id"].as_str().unwrap().to_owned();
+    let approved = app
+        .http
+        .post(format!("{}/api/approvals/{task}", app.base))
+        .bearer_auth("dave-token")
+        .json(&serde_json::json!({"decision_type": "approve"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(approved.status(), 200);
+    app.switch(&alice);
+    app.wait_until("the release is written", || async {
+        Ok(app.read_sandbox("release.txt").as_deref() == Some("v3"))
+    })
+    .await;
+    app.wait_for_text(
+        "[data-testid=decided-elsewhere]",
+        "Decided elsewhere by bob and dave.",
+    )
+    .await;
+    app.finish().await;
+}
