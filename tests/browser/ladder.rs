@@ -349,26 +349,10 @@ async fn someone_the_batch_escalated_to_approves_it_and_reads_as_asked_by_escala
     let _ = bob.driver.clone().quit().await;
 
     // Dave of dba gives the second approval over REST: now it runs, and Alice's chat says so.
-    let tasks = app
-        .http
-        .get(format!("{}/api/sessions/{session}", app.base))
-        .bearer_auth("alice-token")
-        .send()
-        .await
-        .unwrap()
-        .json::<serde_json::Value>()
-        .await
-        .unwrap();
-    let task = tasks["tasks"][0]["id"].as_str().unwrap().to_owned();
     let approved = app
-        .http
-        .post(format!("{}/api/approvals/{task}", app.base))
-        .bearer_auth("dave-token")
-        .json(&serde_json::json!({"decision_type": "approve"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(approved.status(), 200);
+        .approve_over_rest(&session, "alice-token", "dave-token")
+        .await;
+    assert_eq!(approved, 200);
     app.switch(&alice);
     app.wait_until("the release is written", || async {
         Ok(app.read_sandbox("release.txt").as_deref() == Some("v3"))

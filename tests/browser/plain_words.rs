@@ -4,8 +4,6 @@
 //! that outlives a reload, an approver named by another route than the group a call waits
 //! for who never reads as one of it, and token counts that a reload after a decision keeps.
 
-use serde_json::json;
-
 use crate::support::harness::{card, click, wait_card, App, Options};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,26 +133,10 @@ async fn an_approver_named_by_user_does_not_read_as_one_of_the_group() {
         .await;
     // Dave, named in the approvers and in no group, approves over REST.
     let session = app.session_id().await;
-    let tasks: serde_json::Value = app
-        .http
-        .get(format!("{}/api/sessions/{session}", app.base))
-        .bearer_auth("alice-token")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let task = tasks["tasks"][0]["id"].as_str().unwrap().to_owned();
     let approved = app
-        .http
-        .post(format!("{}/api/approvals/{task}", app.base))
-        .bearer_auth("dave-token")
-        .json(&json!({"decision_type": "approve"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(approved.status(), 200);
+        .approve_over_rest(&session, "alice-token", "dave-token")
+        .await;
+    assert_eq!(approved, 200);
     app.wait_for_text(
         &quorum,
         "Approved by dave (named approver): 1 of 2; waiting for 1 more of sre",

@@ -508,6 +508,36 @@ impl App {
         self.color_scheme("light").await;
     }
 
+    /// Approves every call of the first task of chat `session` (which `owner_token`'s holder
+    /// owns) over REST as `approver_token`'s holder, as another person's client would; the
+    /// answer's status.
+    pub async fn approve_over_rest(
+        &self,
+        session: &str,
+        owner_token: &str,
+        approver_token: &str,
+    ) -> reqwest::StatusCode {
+        let chat: Value = self
+            .http
+            .get(format!("{}/api/sessions/{session}", self.base))
+            .bearer_auth(owner_token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let task = chat["tasks"][0]["id"].as_str().unwrap().to_owned();
+        self.http
+            .post(format!("{}/api/approvals/{task}", self.base))
+            .bearer_auth(approver_token)
+            .json(&json!({"decision_type": "approve"}))
+            .send()
+            .await
+            .unwrap()
+            .status()
+    }
+
     /// A phone's screen for the page: 390 by 844 CSS pixels, and touch, no mouse. Headless
     /// Chromium keeps its window at least 500 px wide, so the width is emulated (and checked).
     pub async fn phone(&self) {

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::idle::{mcp_python, PythonMcp};
+use super::idle::{python_mcp_server, PythonMcp};
 use super::{pooled_http, Counts};
 use crate::error::{BenchError, Result};
 use crate::progress;
@@ -178,13 +178,7 @@ async fn measure(
     mcp_dir: Option<&Path>,
     counts: &Counts,
 ) -> Result<Vec<Figure>> {
-    let script = mcp_dir
-        .map(|dir| dir.join("http_server.py"))
-        .filter(|script| script.exists())
-        .ok_or_else(|| BenchError::Server("n/a (no --mcp-dir with http_server.py)".into()))?;
-    let python = mcp_python().ok_or_else(|| {
-        BenchError::Server("n/a (no MCP venv: run crates/server/tests/mcp/install.sh)".into())
-    })?;
+    let (python, script) = python_mcp_server(mcp_dir)?;
     let upstream = PythonMcp::start(&python, &script).await?;
     let server =
         ServerProcess::start_with_args(binary, data_dir, Some(&agents(upstream.port)), &[]).await?;

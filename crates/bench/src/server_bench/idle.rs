@@ -60,8 +60,20 @@ impl PythonMcp {
     }
 }
 
+/// The venv's python and the MCP test server's script, or why the figure cannot be made.
+pub(super) fn python_mcp_server(mcp_dir: Option<&Path>) -> Result<(PathBuf, PathBuf)> {
+    let script = mcp_dir
+        .map(|dir| dir.join("http_server.py"))
+        .filter(|script| script.exists())
+        .ok_or_else(|| BenchError::Server("n/a (no --mcp-dir with http_server.py)".into()))?;
+    let python = mcp_python().ok_or_else(|| {
+        BenchError::Server("n/a (no MCP venv: run crates/server/tests/mcp/install.sh)".into())
+    })?;
+    Ok((python, script))
+}
+
 /// The venv crates/server/tests/mcp/install.sh makes (where the server's tests look for it).
-pub(super) fn mcp_python() -> Option<PathBuf> {
+fn mcp_python() -> Option<PathBuf> {
     let venv = std::env::var_os("SIGNOFF_MCP_VENV")
         .map(PathBuf::from)
         .or_else(|| {
@@ -124,13 +136,7 @@ async fn measure(
     work_dir: &Path,
     mcp_dir: Option<&Path>,
 ) -> Result<(Vec<f64>, Vec<f64>, String)> {
-    let script = mcp_dir
-        .map(|dir| dir.join("http_server.py"))
-        .filter(|script| script.exists())
-        .ok_or_else(|| BenchError::Server("n/a (no --mcp-dir with http_server.py)".into()))?;
-    let python = mcp_python().ok_or_else(|| {
-        BenchError::Server("n/a (no MCP venv: run crates/server/tests/mcp/install.sh)".into())
-    })?;
+    let (python, script) = python_mcp_server(mcp_dir)?;
     progress(format_args!(
         "footprint: at rest with an OpenAI-compatible model and MCP over HTTP"
     ));

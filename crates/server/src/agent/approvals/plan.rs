@@ -194,23 +194,36 @@ impl Approvers {
             };
             let votes: Vec<&CallVote> = batch.votes.iter().chain(&tally.votes).collect();
             let approved_via = routes_of(&votes, id, sha.as_deref(), &approved);
-            tally.progress.push(CallQuorum {
-                call_id: id.clone(),
-                approvers: approvers.entries.iter().map(ApproverEntry::label).collect(),
-                requester_may_approve: approvers.requester_may_approve,
-                quorum: approvers.quorum,
+            let progress = CallQuorum {
                 approved_by: approved,
                 approved_via,
-                escalated_to: batch.handed_to.escalated.clone(),
                 voided,
                 args_sha256: sha,
-                requirement: approvers.requirement(),
-                may_approve: None,
-            });
+                ..call_quorum(id, &approvers, batch)
+            };
+            tally.progress.push(progress);
             outcomes.push((id.clone(), outcome));
         }
         tally.verdicts = final_verdicts(outcomes);
         Ok(tally)
+    }
+}
+
+/// Where call `id` stands before anyone approved it: whom it waits for, how many, and the
+/// entries its batch escalated to.
+fn call_quorum(id: &str, approvers: &CallApprovers, batch: &BatchRow) -> CallQuorum {
+    CallQuorum {
+        call_id: id.to_owned(),
+        approvers: approvers.entries.iter().map(ApproverEntry::label).collect(),
+        requester_may_approve: approvers.requester_may_approve,
+        quorum: approvers.quorum,
+        approved_by: Vec::new(),
+        approved_via: Vec::new(),
+        escalated_to: batch.handed_to.escalated.clone(),
+        voided: Vec::new(),
+        args_sha256: None,
+        requirement: approvers.requirement(),
+        may_approve: None,
     }
 }
 
