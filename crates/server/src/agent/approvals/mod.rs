@@ -16,8 +16,9 @@ use sha2::{Digest, Sha256};
 use signoff_protocol::hitl::{ActionRequest, Decision};
 use signoff_protocol::rest::DeciderAuth;
 
+use crate::agent::error::Result;
 use crate::agent::policy::AgentApprovals;
-use crate::store::{BatchRow, Store};
+use crate::store::{handed_to, BatchRow, Store, TaskRow};
 
 pub use crate::store::Channel;
 pub use audit::{AuditCall, AuditEntry, AuditParent, PendingApproval};
@@ -97,6 +98,25 @@ pub struct Approvals {
 }
 
 impl Approvals {
+    /// Whether `who` may approve a call of the task's waiting batch (as the agents file says,
+    /// or as an escalation or a hand-over the approvers allow does), a hand-over of it named
+    /// them, or they voted on one of its batches.
+    pub async fn approves_in(&self, row: &TaskRow, who: &Decider) -> Result<bool> {
+        if let Some(batch) = self.store.pending_batch(&row.id).await? {
+            let steps = self.store.batch_steps(&row.id).await?;
+            let handed = handed_to(&steps, batch.id);
+            // A hand-over lets the people it names read the batch, approvers or not.
+            if handed_over_to(&handed, who)
+                || self
+                    .approvers
+                    .eligible_for_batch(row, &batch_requests(&batch), &handed, who)
+            {
+                return Ok(true);
+            }
+        }
+        Ok(self.store.voted_on(&row.id, &who.subject).await?)
+    }
+
     /// The workflow of these agents (`namespace/name` and its approval settings) on `store`.
     pub fn new(
         store: Store,

@@ -221,7 +221,7 @@ impl Runtime {
 
     /// The caller's task `task_id` (another user's does not exist for them), if it has not ended.
     async fn owned_live_task(&self, user: &str, task_id: &str) -> Result<TaskRow> {
-        let row = match self.owned_task(user, task_id).await {
+        let row = match super::reads::owned_task(&self.store, user, task_id).await {
             Ok(row) => row,
             Err(AgentError::Forbidden(id)) => return Err(AgentError::TaskNotFound(id)),
             Err(err) => return Err(err),
@@ -505,7 +505,7 @@ impl Asked<'_> {
 
     /// The caller's task `task_id`, if it is one call asked for from outside.
     async fn task(&self, who: &Decider, task_id: &str) -> Result<TaskRow> {
-        let row = match self.runtime.owned_task(&who.subject, task_id).await {
+        let row = match super::reads::owned_task(&self.runtime.store, &who.subject, task_id).await {
             Ok(row) => row,
             Err(AgentError::Forbidden(id)) => return Err(AgentError::TaskNotFound(id)),
             Err(err) => return Err(err),

@@ -27,7 +27,7 @@ use crate::store::{
 use super::log::Committed;
 use super::subagent::batch_requests;
 use super::{AgentError, Result, Runtime};
-use crate::agent::approvals::{first_deadline, Actor, Command, Decider};
+use crate::agent::approvals::{first_deadline, Actor, Approvers, Command, Decider};
 
 /// How often the ladder looks for reminders and escalations that are due.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -67,6 +67,32 @@ fn later_by(at: &str, after: Duration) -> Option<chrono::DateTime<chrono::Utc>> 
     let at = chrono::DateTime::parse_from_rfc3339(at).ok()?;
     at.with_timezone(&chrono::Utc)
         .checked_add_signed(chrono::Duration::from_std(after).ok()?)
+}
+
+/// The reminder and escalation of `row`'s batch that are due at `now`: each with the time
+/// after which it is due and whom it adds (an escalation's `escalate_to`).
+fn due_steps(
+    approvers: &Approvers,
+    row: &PendingBatchRow,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Vec<(BatchStepKind, Duration, Vec<String>)> {
+    let requests = batch_requests(&row.batch);
+    let ladder = approvers.batch_ladder(&row.agent, &requests);
+    [
+        (BatchStepKind::Remind, ladder.remind_after, Vec::new()),
+        (
+            BatchStepKind::Escalate,
+            ladder.escalate_after,
+            ladder.escalate_to.clone(),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(kind, after, to)| {
+        let after = after?;
+        let due = later_by(&row.batch.created_at, after).is_some_and(|at| at <= now);
+        due.then_some((kind, after, to))
+    })
+    .collect()
 }
 
 fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
@@ -132,7 +158,7 @@ impl Runtime {
         taken.retain(|(id, _)| pending.iter().any(|(row, _)| row.batch.id == *id));
         let now = chrono::Utc::now();
         for (row, _) in &pending {
-            for (kind, _, _) in self.due_steps(row, now) {
+            for (kind, _, _) in due_steps(self.approvals.approvers(), row, now) {
                 if taken.contains(&(row.batch.id, kind)) {
                     continue;
                 }
@@ -150,35 +176,6 @@ impl Runtime {
         Ok(())
     }
 
-    /// The reminder and escalation of `row`'s batch that are due at `now`: each with the time
-    /// after which it is due and whom it adds (an escalation's `escalate_to`).
-    fn due_steps(
-        &self,
-        row: &PendingBatchRow,
-        now: chrono::DateTime<chrono::Utc>,
-    ) -> Vec<(BatchStepKind, Duration, Vec<String>)> {
-        let requests = batch_requests(&row.batch);
-        let ladder = self
-            .approvals
-            .approvers()
-            .batch_ladder(&row.agent, &requests);
-        [
-            (BatchStepKind::Remind, ladder.remind_after, Vec::new()),
-            (
-                BatchStepKind::Escalate,
-                ladder.escalate_after,
-                ladder.escalate_to.clone(),
-            ),
-        ]
-        .into_iter()
-        .filter_map(|(kind, after, to)| {
-            let after = after?;
-            let due = later_by(&row.batch.created_at, after).is_some_and(|at| at <= now);
-            due.then_some((kind, after, to))
-        })
-        .collect()
-    }
-
     /// The `kind` step (a reminder or an escalation) of task `task_id`'s waiting batch, when it
     /// is due and not yet taken: the server's own command, which `Runtime::apply` runs here.
     pub(super) async fn take_due_step(&self, task_id: &str, kind: BatchStepKind) -> Result<()> {
@@ -194,7 +191,7 @@ impl Runtime {
             agent: task.agent,
             title: String::new(),
         };
-        let due = self.due_steps(&row, chrono::Utc::now());
+        let due = due_steps(self.approvals.approvers(), &row, chrono::Utc::now());
         if let Some((kind, after, to)) = due.into_iter().find(|(due, _, _)| *due == kind) {
             self.take_ladder_step(&row, &task.user_id, kind, to, after)
                 .await?;

@@ -5,30 +5,16 @@ use std::sync::Arc;
 use signoff_protocol::{ListTasksParams, ListTasksResult, Task};
 
 use crate::agent::view::{self};
-use crate::store::{handed_to, TaskRow};
+use crate::store::{Store, TaskRow};
 
-use super::subagent::batch_requests;
 use super::{AgentError, Result, Runtime};
-use crate::agent::approvals::{handed_over_to, Decider};
+use crate::agent::approvals::Decider;
 
 /// A session as the API lists it: the REST contract's type (docs/rest.md, Sessions).
 pub use signoff_protocol::rest::Session;
 
 impl Runtime {
     // ---- access ----------------------------------------------------------------------------
-
-    /// The task row, if `user` owns it.
-    pub(super) async fn owned_task(&self, user: &str, task_id: &str) -> Result<TaskRow> {
-        let row = self
-            .store
-            .task(task_id)
-            .await?
-            .ok_or_else(|| AgentError::TaskNotFound(task_id.to_owned()))?;
-        if row.user_id != user {
-            return Err(AgentError::Forbidden(task_id.to_owned()));
-        }
-        Ok(row)
-    }
 
     /// The task row, if `who` may read it: its owner, or an approver of its batch (one that
     /// waits for them, or one they voted on), who may read it but not write to it.
@@ -38,32 +24,10 @@ impl Runtime {
             .task(task_id)
             .await?
             .ok_or_else(|| AgentError::TaskNotFound(task_id.to_owned()))?;
-        if row.user_id == who.subject || self.approves_in(&row, who).await? {
+        if row.user_id == who.subject || self.approvals.approves_in(&row, who).await? {
             return Ok(row);
         }
         Err(AgentError::Forbidden(task_id.to_owned()))
-    }
-
-    /// Whether `who` may approve a call of the task's waiting batch (as the agents file says,
-    /// or as an escalation or a hand-over the approvers allow does), a hand-over of it named
-    /// them, or they voted on one of its batches.
-    async fn approves_in(&self, row: &TaskRow, who: &Decider) -> Result<bool> {
-        if let Some(batch) = self.store.pending_batch(&row.id).await? {
-            let steps = self.store.batch_steps(&row.id).await?;
-            let handed = handed_to(&steps, batch.id);
-            // A hand-over lets the people it names read the batch, approvers or not.
-            if handed_over_to(&handed, who)
-                || self.approvals.approvers().eligible_for_batch(
-                    row,
-                    &batch_requests(&batch),
-                    &handed,
-                    who,
-                )
-            {
-                return Ok(true);
-            }
-        }
-        Ok(self.store.voted_on(&row.id, &who.subject).await?)
     }
 
     /// A task `who` may read (theirs, or one they approve) with at most `history_length`
@@ -93,7 +57,7 @@ impl Runtime {
 
     /// A user's task and its last event's number, after checking ownership.
     pub async fn owned_snapshot(&self, user: &str, task_id: &str) -> Result<(Task, i64)> {
-        self.owned_task(user, task_id).await?;
+        owned_task(&self.store, user, task_id).await?;
         self.snapshot(task_id, None).await
     }
 
@@ -174,7 +138,7 @@ impl Runtime {
         let owner = row.user_id == who.subject;
         let mut tasks = Vec::new();
         for task in self.store.session_tasks(id).await? {
-            if owner || self.approves_in(&task, who).await? {
+            if owner || self.approvals.approves_in(&task, who).await? {
                 tasks.push(self.snapshot(&task.id, None).await?.0);
             }
         }
@@ -218,4 +182,16 @@ impl Runtime {
         }
         Ok(())
     }
+}
+
+/// The task row, if `user` owns it.
+pub(super) async fn owned_task(store: &Store, user: &str, task_id: &str) -> Result<TaskRow> {
+    let row = store
+        .task(task_id)
+        .await?
+        .ok_or_else(|| AgentError::TaskNotFound(task_id.to_owned()))?;
+    if row.user_id != user {
+        return Err(AgentError::Forbidden(task_id.to_owned()));
+    }
+    Ok(row)
 }

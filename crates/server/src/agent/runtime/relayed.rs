@@ -167,7 +167,9 @@ impl Relay<'_> {
         if !self.runtime.store.is_relayed(task_id).await? {
             return Ok(None);
         }
-        Ok(Some(self.runtime.owned_task(user, task_id).await?))
+        Ok(Some(
+            super::reads::owned_task(&self.runtime.store, user, task_id).await?,
+        ))
     }
 
     /// The relayed tasks of a user's session that have not ended: those whose state the remote
