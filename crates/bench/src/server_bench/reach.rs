@@ -63,7 +63,7 @@ impl Seen {
     }
 }
 
-/// The task ids of the `pending` events in one SSE frame.
+/// The task of a `pending` event in one SSE frame (`None` for any other frame).
 fn pending_task(frame: &str) -> Option<String> {
     let mut pending = false;
     let mut data = None;
