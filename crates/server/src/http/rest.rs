@@ -185,7 +185,7 @@ pub async fn decide(
     let runtime = state.runtime.clone();
     // The channel reads its input into the protocol's typed decision first.
     let decision = Decision::from_data(&data).map_err(AgentError::from)?;
-    let command = Command::Decide(decision);
+    let command = Command::decide(decision);
     let (accepted, batch_id, quorum) = runtime
         .apply(&task_id, &rest_actor(&who), command)
         .await?

@@ -98,7 +98,7 @@ async fn a_call_running_when_its_task_is_canceled_gets_a_result_saying_so() {
         decider: Decider::subject("local"),
         auth: None,
     };
-    let approve = Command::Decide(Decision::approve_all());
+    let approve = Command::decide(Decision::approve_all());
     let (_, batch, _) = runtime
         .apply(&sent.task_id, &local, approve)
         .await

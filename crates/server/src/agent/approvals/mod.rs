@@ -15,6 +15,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use signoff_protocol::hitl::{ActionRequest, Decision};
 use signoff_protocol::rest::DeciderAuth;
+use signoff_protocol::Message;
 
 use crate::agent::error::Result;
 use crate::agent::policy::AgentApprovals;
@@ -75,7 +76,7 @@ impl Actor {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     /// A person's decision on the batch's calls.
-    Decide(Decision),
+    Decide(Box<Decide>),
     /// The batch handed over to `to` (an approver entry), with a note for them.
     HandOver { to: String, note: Option<String> },
     /// The batch's deadline pushed back `by` (a duration such as `15m`).
@@ -88,6 +89,40 @@ pub enum Command {
     Expire { expires_at: String },
     /// The task's owner canceled the task while its batch waited.
     Cancel,
+}
+
+/// A decision as its channel read it, with what only some channels know.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decide {
+    pub decision: Decision,
+    /// The one batch it decides (a decision link's, or the batch a message was read against):
+    /// when another batch waits by the time of the write, this one was decided meanwhile and
+    /// the decision is refused rather than applied to calls its sender never saw.
+    pub batch_id: Option<i64>,
+    /// The message it came in (over A2A), logged as the decision on the task; other channels'
+    /// decisions are logged as a message made of the decision.
+    pub message: Option<Message>,
+    /// The hash of the decision link it came by: the link is used in the decision's write.
+    pub link: Option<String>,
+}
+
+impl Command {
+    /// A decision on whatever batch waits ([`Decide::of`]).
+    pub fn decide(decision: Decision) -> Command {
+        Command::Decide(Box::new(Decide::of(decision)))
+    }
+}
+
+impl Decide {
+    /// `decision` on whatever batch waits, logged as a message made of it.
+    pub fn of(decision: Decision) -> Decide {
+        Decide {
+            decision,
+            batch_id: None,
+            message: None,
+            link: None,
+        }
+    }
 }
 
 /// The approval workflow, held by the runtime: who may approve each agent's calls

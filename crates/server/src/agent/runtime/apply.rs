@@ -1,8 +1,9 @@
 //! The approval workflow's one write entry for requests: [`Runtime::apply`] takes who acts
 //! (`approvals::Actor`: the person, how they signed in, the channel) and what they do
 //! (`approvals::Command`, read from the request first: a decision into the protocol's typed
-//! `Decision`) on a task's pending batch, and goes to the one write of that command. The
-//! HTTP layer calls it for a REST decision, a hand-over, an extension and a cancel; the
+//! `Decision`) on a task's pending batch, and goes to the one write of that command. Every
+//! decision comes here (REST, A2A: a DataPart, kagent's extension or text, and decision
+//! links), and so do hand-overs, extensions and cancels; the
 //! server's deadline ladder for its reminders, escalations and expiries (`ladder`, `expiry`),
 //! as `Actor::deadline`, the one actor those steps take.
 
@@ -11,7 +12,7 @@ use std::sync::Arc;
 use signoff_protocol::rest::{CallQuorum, DeadlineExtended};
 use signoff_protocol::Task;
 
-use crate::agent::approvals::{Actor, Command};
+use crate::agent::approvals::{Actor, Channel, Command, Count};
 use crate::store::BatchStepKind;
 
 use super::{Accepted, AgentError, LadderEvent, Result, Runtime};
@@ -48,9 +49,14 @@ impl Runtime {
     ) -> Result<Outcome> {
         let who = &actor.decider;
         match command {
-            Command::Decide(decision) => {
-                let (accepted, batch_id, quorum) =
-                    self.decide_rest(who, task_id, &decision).await?;
+            Command::Decide(decide) => {
+                let (mut accepted, batch_id, quorum) =
+                    self.decide(actor, task_id, *decide, Count::Votes).await?;
+                // An A2A sender follows the task before its runner starts (its stream misses
+                // nothing); every other channel's decision runs now.
+                if !matches!(actor.channel, Channel::A2a | Channel::Text) {
+                    accepted.start_runner();
+                }
                 Ok(Outcome::Decided {
                     accepted: Box::new(accepted),
                     batch_id,

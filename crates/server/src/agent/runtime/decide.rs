@@ -1,10 +1,11 @@
-//! The decision core: every decision on a paused batch (an A2A decision DataPart, kagent's HITL
-//! extension, text, REST, a cancel, an expiry, a relayed chat's) is read into the protocol's
-//! typed decision and written through ONE function, [`Runtime::apply_decision`], which commits
-//! it (one store write that reads the task and its pending batch on the writer's connection, so
-//! the checks and the compare-and-set see the same moment), counts it and announces it, in that
-//! order. Only the winner of the compare-and-set runs the calls. The one read before the write
-//! asks whether a live parent drives the task (a subagent's task takes no decision of its own).
+//! The decision core. A person's decision from any channel (REST, an A2A DataPart, kagent's
+//! extension, text, a decision link) is read into an `approvals::Decide` and comes, by way of
+//! [`Runtime::apply`], to ONE function, [`Runtime::decide`]: its checks and plan run inside the
+//! store's write, which reads the task and its pending batch on the writer's connection, so the
+//! checks and the compare-and-set see the same moment. Under it, [`Runtime::commit_decision`]
+//! commits every planned batch write (a decision, a cancel, an expiry, a relayed chat's record
+//! of the remote's), counts it and announces it, in that order. Only the winner of the
+//! compare-and-set runs the calls.
 
 use std::sync::Arc;
 
@@ -25,7 +26,7 @@ use super::routing;
 use super::runner::RunnerStart;
 use super::{Accepted, Agent, AgentError, LoggedEvent, Result, Runtime};
 use crate::agent::approvals::batch_requests;
-use crate::agent::approvals::{self, Actor, Decider};
+use crate::agent::approvals::{self, Actor, Command, Decide, Decider};
 pub(super) use crate::agent::approvals::{person_decision, Count, PlannedDecision};
 
 /// A decision written: by whom, and its events as logged.
@@ -38,9 +39,11 @@ pub(super) struct Applied {
 
 /// What a message to an existing task turns into.
 enum Continuation {
-    /// A decision; a text reply's message id goes with the calls it rejected (its text is
-    /// their reason).
-    Decided { reply_message_id: Option<String> },
+    /// A decision, read through `channel` (a2a, or text).
+    Decide {
+        channel: Channel,
+        decide: Box<Decide>,
+    },
     /// Text for a working task, taken before its next model turn; its log ended at `last_seq`.
     Queued {
         message: Box<Message>,
@@ -53,13 +56,13 @@ const NO_DECISION_IN_TEXT: &str = "the task waits for a decision on its tool cal
                                    or reject (or send a decision DataPart)";
 
 impl Runtime {
-    /// THE way a decision is written. `plan` sees the task and its pending batch inside the
+    /// THE commit of a planned batch write (a decision, a cancel, an expiry, a relayed record). `plan` sees the task and its pending batch inside the
     /// store's write (it may run twice: it must only compute) and returns the decision to
     /// write, if any, and what its caller needs back. Once the write has committed, the
     /// decision is counted (metrics), then announced (the task's followers; the store wakes the
     /// approvals streams), in that order, so whoever sees it sees it counted. `None` when the
     /// plan wrote nothing. A store conflict comes back with its reason.
-    pub(super) async fn apply_decision<X, P>(
+    pub(super) async fn commit_decision<X, P>(
         &self,
         task_id: &str,
         mut plan: P,
@@ -184,13 +187,11 @@ impl Runtime {
         Ok((Some(Applied { by, quorum, logged }), back))
     }
 
-    /// A message to task `task_id` of `agent`: a decision on its pending batch, or text for it
-    /// while it works. Its span (under the message's) is the parent of the resumed runner's;
-    /// its `channel` (a2a or text) is recorded once the message turns out to be a decision.
-    #[tracing::instrument(name = "decision", skip_all, fields(
-        task.id = task_id,
-        channel = tracing::field::Empty,
-    ))]
+    /// A message to task `task_id` of `agent`: text for it while it works, or the A2A channel's
+    /// decision on its pending batch, read from the message (a DataPart, kagent's extension
+    /// response, or text) against the batch it was read with and written by way of
+    /// [`Runtime::apply`]. Its span (under the message's) is the parent of the resumed runner's.
+    #[tracing::instrument(name = "message", skip_all, fields(task.id = task_id))]
     pub(super) async fn continue_task(
         self: &Arc<Self>,
         who: &Decider,
@@ -198,184 +199,199 @@ impl Runtime {
         task_id: &str,
         message: Message,
     ) -> Result<Accepted> {
-        let runtime = self.clone();
-        let approver = who.clone();
-        let (who, agent_key, id) = (who.clone(), agent.key(), task_id.to_owned());
-        let driven_by = super::subagent::driving_parent(&self.store, task_id).await?;
-        let voted = self.store.voted_on(task_id, &who.subject).await?;
-        let applied = self
-            .apply_decision(task_id, move |row, batch| {
-                // Over A2A, another agent's task does not exist, nor a task its sender may not
-                // see: an approver of its batch may decide it, and only that.
-                let row = row
-                    .filter(|row| row.agent == agent_key)
-                    .filter(|row| runtime.sees_for_decision(row, batch, &who, voted))
-                    .ok_or_else(|| AgentError::TaskNotFound(id.clone()))?;
-                let owner = row.user_id == who.subject;
-                if let Some(context_id) = &message.context_id {
-                    if *context_id != row.context_id {
-                        return Err(AgentError::InvalidParams(format!(
-                            "params.message.contextId: task {id} belongs to context {}, not {context_id}",
-                            row.context_id
-                        )));
-                    }
-                }
-                if let Some(link) = &driven_by {
-                    return Err(driven_by_parent(&id, link));
-                }
-                let state = row.state;
-                if state.is_terminal() {
-                    return Err(AgentError::Terminal(format!(
-                        "task {id} is {} and takes no more messages; send a message without taskId to start a new task",
-                        task_state_text(state)
-                    )));
-                }
-                let mut message = message.clone();
-                message.context_id = Some(row.context_id.clone());
-                let requests = batch.map(batch_requests).unwrap_or_default();
-                // A working task takes text before its next model turn; a decision (a DataPart,
-                // an extension response) is late (another decision won a moment ago) and
-                // refused, so a batch is decided once.
-                if owner
-                    && matches!(state, TaskState::Submitted | TaskState::Working)
-                    && Decision::from_message_parts(&message, &requests)?.is_none()
-                {
-                    let last_seq = row.last_seq;
-                    let message = Box::new(message);
-                    return Ok((None, Continuation::Queued { message, last_seq }));
-                }
-                if state != TaskState::InputRequired {
-                    return Err(AgentError::NotPaused(format!(
-                        "task {id} is {} and is not waiting for a decision",
-                        task_state_text(state)
-                    )));
-                }
-                // A paused task reads a decision from a DataPart or an extension response, else
-                // from the text; any other text rejects the pending calls with the text as the
-                // reason, which the model reads.
-                // Someone else's words are a decision only when they say approve or reject: any
-                // other text is a message to the model, which only the requester sends.
-                let read = match owner {
-                    true => Decision::from_message_on(&message, &requests),
-                    false => Decision::from_message_parts(&message, &requests)
-                        .transpose()
-                        .or_else(|| {
-                            Decision::from_text(&message.text())
-                                .map(|decision| Ok((decision, DecisionSource::Text)))
-                        })
-                        .unwrap_or(Err(DecisionError::NoDecision)),
-                };
-                if matches!(read, Err(DecisionError::NoDecision)) {
-                    return Err(AgentError::InvalidParams(NO_DECISION_IN_TEXT.into()));
-                }
-                let (decision, source) = read?;
-                let batch = batch.ok_or_else(|| {
-                    AgentError::NotPaused(format!(
-                        "task {id} has no pending batch: it was already decided"
-                    ))
-                })?;
-                let channel = match source {
-                    DecisionSource::DataPart | DecisionSource::Extension => Channel::A2a,
-                    DecisionSource::Text => Channel::Text,
-                };
-                let reply_message_id =
-                    (source == DecisionSource::Text).then(|| message.message_id.clone());
-                let by = Actor {
-                    channel,
-                    decider: who.clone(),
-                    auth: who.auth,
-                };
-                let planned =
-                    runtime.plan_decision(by, row, batch, &decision, message, Count::Votes)?;
-                Ok((Some(planned), Continuation::Decided { reply_message_id }))
-            })
-            .await;
-        match self.or_expired(task_id, Some(&approver), applied).await? {
-            (Some(applied), _) if applied.quorum.is_some() => Ok(recorded(task_id, applied)),
-            (Some(applied), Continuation::Decided { reply_message_id }) => {
-                Ok(self.decided(task_id, applied, reply_message_id))
-            }
-            (_, Continuation::Queued { message, last_seq }) => {
+        let read = self.read_message(who, agent, task_id, message).await;
+        match self.or_expired(task_id, Some(who), read).await? {
+            Continuation::Queued { message, last_seq } => {
                 self.queue_message(task_id, last_seq, *message).await
             }
-            (None, Continuation::Decided { .. }) => Err(AgentError::Internal(
-                "a planned decision was not written".into(),
-            )),
+            Continuation::Decide { channel, decide } => {
+                let actor = Actor::of(who, channel);
+                let outcome = self.apply(task_id, &actor, Command::Decide(decide)).await?;
+                Ok(outcome.into_decided()?.0)
+            }
         }
     }
 
-    /// Decides a paused task's batch through the REST API (`POST /api/approvals/{task}`, by way
-    /// of [`Runtime::apply`]); returns the batch decided too. A subagent's task is decided
-    /// through its parent's batch.
-    pub(super) async fn decide_rest(
-        self: &Arc<Self>,
+    /// What a message to an existing task is, as the task and its pending batch stand now
+    /// (the decision's write checks again that the batch it was read against still waits).
+    async fn read_message(
+        &self,
         who: &Decider,
+        agent: &Arc<Agent>,
         task_id: &str,
-        decision: &Decision,
-    ) -> Result<(Accepted, i64, Option<Vec<CallQuorum>>)> {
-        let driven_by = super::subagent::driving_parent(&self.store, task_id).await?;
-        self.decide_data(who, task_id, decision, driven_by, Count::Votes)
-            .await
+        mut message: Message,
+    ) -> Result<Continuation> {
+        let id = task_id;
+        let row = self.store.task(task_id).await?;
+        let batch = self.store.pending_batch(task_id).await?;
+        let voted = self.store.voted_on(task_id, &who.subject).await?;
+        // Over A2A, another agent's task does not exist, nor a task its sender may not see: an
+        // approver of its batch may decide it, and only that.
+        let row = row
+            .filter(|row| row.agent == agent.key())
+            .filter(|row| self.sees_for_decision(row, batch.as_ref(), who, voted))
+            .ok_or_else(|| AgentError::TaskNotFound(id.to_owned()))?;
+        let owner = row.user_id == who.subject;
+        if let Some(context_id) = &message.context_id {
+            if *context_id != row.context_id {
+                return Err(AgentError::InvalidParams(format!(
+                    "params.message.contextId: task {id} belongs to context {}, not {context_id}",
+                    row.context_id
+                )));
+            }
+        }
+        if let Some(link) = super::subagent::driving_parent(&self.store, task_id).await? {
+            return Err(driven_by_parent(id, &link));
+        }
+        let state = row.state;
+        if state.is_terminal() {
+            return Err(AgentError::Terminal(format!(
+                "task {id} is {} and takes no more messages; send a message without taskId to start a new task",
+                task_state_text(state)
+            )));
+        }
+        message.context_id = Some(row.context_id.clone());
+        let requests = batch.as_ref().map(batch_requests).unwrap_or_default();
+        // A working task takes text before its next model turn; a decision (a DataPart, an
+        // extension response) is late (another decision won a moment ago) and refused, so a
+        // batch is decided once.
+        if owner
+            && matches!(state, TaskState::Submitted | TaskState::Working)
+            && Decision::from_message_parts(&message, &requests)?.is_none()
+        {
+            let last_seq = row.last_seq;
+            let message = Box::new(message);
+            return Ok(Continuation::Queued { message, last_seq });
+        }
+        let batch = match (state, batch) {
+            (TaskState::InputRequired, Some(batch)) => batch,
+            _ => {
+                return Err(AgentError::NotPaused(format!(
+                    "task {id} is {} and is not waiting for a decision",
+                    task_state_text(state)
+                )))
+            }
+        };
+        // A paused task reads a decision from a DataPart or an extension response, else from
+        // the text; any other text rejects the pending calls with the text as the reason, which
+        // the model reads. Someone else's words are a decision only when they say approve or
+        // reject: any other text is a message to the model, which only the requester sends.
+        let read = match owner {
+            true => Decision::from_message_on(&message, &requests),
+            false => Decision::from_message_parts(&message, &requests)
+                .transpose()
+                .or_else(|| {
+                    Decision::from_text(&message.text())
+                        .map(|decision| Ok((decision, DecisionSource::Text)))
+                })
+                .unwrap_or(Err(DecisionError::NoDecision)),
+        };
+        if matches!(read, Err(DecisionError::NoDecision)) {
+            return Err(AgentError::InvalidParams(NO_DECISION_IN_TEXT.into()));
+        }
+        let (decision, source) = read?;
+        let channel = match source {
+            DecisionSource::DataPart | DecisionSource::Extension => Channel::A2a,
+            DecisionSource::Text => Channel::Text,
+        };
+        let decide = Decide {
+            decision,
+            batch_id: Some(batch.id),
+            message: Some(message),
+            link: None,
+        };
+        Ok(Continuation::Decide {
+            channel,
+            decide: Box::new(decide),
+        })
     }
 
-    /// Decides a paused task's batch with `decision` (channel `rest`): a
-    /// person's over REST, or a parent's forwarded to its subagent's task (`driven_by` none).
-    /// A task `driven_by` a parent is refused once its owner is known.
-    #[tracing::instrument(name = "decision", skip_all, fields(task.id = task_id, channel = "rest"))]
-    pub(super) async fn decide_data(
+    /// THE decision of every channel (by way of [`Runtime::apply`]; a parent's decision
+    /// forwarded to its subagent's task, `Count::Counted`, comes here directly): `decide` on task
+    /// `task_id`'s pending batch by `actor`, checked and planned inside the write. Returns the
+    /// accepted message (its runner not yet started), the batch decided, and where each call
+    /// stands when approvals left it short of its quorum. A task driven by a live parent takes
+    /// no decision of its own.
+    #[tracing::instrument(name = "decision", skip_all, fields(
+        task.id = task_id,
+        channel = actor.channel.as_str(),
+    ))]
+    pub(super) async fn decide(
         self: &Arc<Self>,
-        who: &Decider,
+        actor: &Actor,
         task_id: &str,
-        decision: &Decision,
-        driven_by: Option<SubagentLink>,
+        decide: Decide,
         count: Count,
     ) -> Result<(Accepted, i64, Option<Vec<CallQuorum>>)> {
-        let runtime = self.clone();
-        let approver = who.clone();
-        let (who, id, decision) = (who.clone(), task_id.to_owned(), decision.clone());
-        let voted = self.store.voted_on(task_id, &who.subject).await?;
+        let forwarded = count == Count::Counted;
+        let driven_by = match forwarded {
+            true => None,
+            false => super::subagent::driving_parent(&self.store, task_id).await?,
+        };
+        let voted = self.store.voted_on(task_id, &actor.decider.subject).await?;
+        let Decide {
+            decision,
+            batch_id,
+            message,
+            link,
+        } = decide;
+        // A text reply's message id goes with the calls it rejected (its text is their reason).
+        let reply_message_id = message
+            .as_ref()
+            .filter(|_| actor.channel == Channel::Text)
+            .map(|message| message.message_id.clone());
+        let (runtime, by, id) = (self.clone(), actor.clone(), task_id.to_owned());
         let applied = self
-            .apply_decision(task_id, move |row, batch| {
-                // A task its sender may not see is not found, as an unknown one, before
-                // anything about its batch or who may approve it is said.
+            .commit_decision(task_id, move |row, batch| {
+                // A task its sender may not see is not found, as an unknown one, before anything
+                // about its batch or who may approve it is said. A link's person was handed the
+                // batch by the notice the link came in.
                 let row = row
-                    .filter(|row| runtime.sees_for_decision(row, batch, &who, voted))
+                    .filter(|row| {
+                        by.channel == Channel::Link
+                            || runtime.sees_for_decision(row, batch, &by.decider, voted)
+                    })
                     .ok_or_else(|| AgentError::TaskNotFound(id.clone()))?;
                 if let Some(link) = &driven_by {
                     return Err(driven_by_parent(&id, link));
                 }
-                let mut message = Message::new(
-                    view::new_id(),
-                    Role::User,
-                    decision.to_parts(Dialect::Native),
-                );
-                message.task_id = Some(row.id.clone());
-                message.context_id = Some(row.context_id.clone());
                 let batch = batch.ok_or_else(|| {
                     AgentError::NotPaused(format!(
                         "task {id} is {} and waits for no decision",
                         task_state_text(row.state)
                     ))
                 })?;
-                let by = Actor {
-                    channel: Channel::Rest,
-                    decider: who.clone(),
-                    auth: who.auth,
-                };
-                let planned = runtime.plan_decision(by, row, batch, &decision, message, count)?;
+                if batch_id.is_some_and(|decides| decides != batch.id) {
+                    return Err(AgentError::NotPaused(format!(
+                        "the batch of task {id} this decision was for was already decided"
+                    )));
+                }
+                let mut echo = message.clone().unwrap_or_else(|| {
+                    Message::new(
+                        view::new_id(),
+                        Role::User,
+                        decision.to_parts(Dialect::Native),
+                    )
+                });
+                echo.task_id = Some(row.id.clone());
+                echo.context_id = Some(row.context_id.clone());
+                let mut planned =
+                    runtime.plan_decision(by.clone(), row, batch, &decision, echo, count)?;
+                planned.uses_link = link.clone();
                 Ok((Some(planned), batch.id))
             })
             .await;
-        match self.or_expired(task_id, Some(&approver), applied).await? {
+        let who = (actor.channel != Channel::Link).then_some(&actor.decider);
+        match self.or_expired(task_id, who, applied).await? {
             (Some(applied), batch_id) if applied.quorum.is_some() => {
                 let quorum = applied.quorum.clone();
                 Ok((recorded(task_id, applied), batch_id, quorum))
             }
-            (Some(applied), batch_id) => {
-                let mut accepted = self.decided(task_id, applied, None);
-                accepted.start_runner();
-                Ok((accepted, batch_id, None))
-            }
+            (Some(applied), batch_id) => Ok((
+                self.decided(task_id, applied, reply_message_id),
+                batch_id,
+                None,
+            )),
             (None, _) => Err(AgentError::Internal(
                 "a planned decision was not written".into(),
             )),

@@ -147,7 +147,7 @@ impl Runtime {
             quorum: None,
             uses_link: None,
         };
-        match self.apply_decision(task_id, planned.if_pending()).await {
+        match self.commit_decision(task_id, planned.if_pending()).await {
             Ok((Some(_), ())) => {
                 tracing::info!(task = %task_id, after, "approval expired unanswered");
                 match on_timeout {
@@ -246,7 +246,7 @@ impl Runtime {
             quorum: None,
             uses_link: None,
         };
-        match self.apply_decision(parent_id, planned.if_pending()).await {
+        match self.commit_decision(parent_id, planned.if_pending()).await {
             Ok((Some(_), ())) => {
                 tracing::info!(task = %parent_id, child = %child_task_id, after, "a subagent's approval expired: so did its parent's");
                 self.spawn_runner(

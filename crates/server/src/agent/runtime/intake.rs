@@ -289,7 +289,7 @@ impl Runtime {
                 quorum: None,
                 uses_link: None,
             };
-            match self.apply_decision(task_id, planned.if_pending()).await {
+            match self.commit_decision(task_id, planned.if_pending()).await {
                 Ok((applied, ())) => done = applied.is_some(),
                 // Decided a moment ago: the task is running now; cancel it as such.
                 Err(AgentError::Conflict(_)) => {}

@@ -3,25 +3,22 @@
 //! is stored, bound to that person, that batch and that action; it decides once, until it
 //! expires, and only while its batch still waits. Opening a link decides nothing: the HTTP layer
 //! shows what it would decide, and only [`Runtime::decide_by_link`], called for the confirm
-//! page's POST, decides, through [`Runtime::apply_decision`] with channel `link`, as the link's
+//! page's POST, decides, through [`Runtime::commit_decision`] with channel `link`, as the link's
 //! person; the link is marked used in the decision's own write.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use signoff_protocol::hitl::{ActionRequest, Decision, Dialect};
+use signoff_protocol::hitl::{ActionRequest, Decision};
 use signoff_protocol::rest::DeciderAuth;
 
 use super::sharing::{new_token, token_hash};
-use signoff_protocol::{Message, Role};
 
-use crate::agent::view;
 use crate::store::{self, handed_to, task_state_text, Channel, DecisionLinkRow};
 
-use super::decide::Count;
 use super::subagent::batch_requests;
 use super::{AgentError, Decider, Result, Runtime};
-use crate::agent::approvals::Actor;
+use crate::agent::approvals::{Actor, Command, Decide};
 
 /// What a link does to every call of its batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -339,7 +336,7 @@ impl Runtime {
     /// link that cannot decide any more is refused ([`AgentError::NotPaused`] or
     /// [`AgentError::Conflict`]: [`Links::state`] then says which state it is in);
     /// an unknown one is [`AgentError::TaskNotFound`].
-    #[tracing::instrument(name = "decision", skip_all, fields(channel = "link"))]
+    #[tracing::instrument(name = "decision_link", skip_all)]
     pub async fn decide_by_link(
         self: &Arc<Self>,
         token: &str,
@@ -352,62 +349,25 @@ impl Runtime {
             .await?
             .ok_or_else(|| AgentError::TaskNotFound("of this link".to_owned()))?;
         let action = LinkAction::parse(&link.action)?;
-        if let Some(parent) = super::subagent::driving_parent(&self.store, &link.task_id).await? {
-            return Err(AgentError::NotPaused(format!(
-                "task {} is the subagent task of task {}: decide it there",
-                link.task_id, parent.parent_task_id
-            )));
-        }
-        let decision = link_decision(action, reason);
-        let runtime = self.clone();
-        let (task_id, person, batch_id) = (
-            link.task_id.clone(),
-            self.links().decider(&link).await?,
-            link.batch_id,
-        );
-        let applied = self
-            .apply_decision(&link.task_id, move |row, batch| {
-                let row = row.ok_or_else(|| AgentError::TaskNotFound(task_id.clone()))?;
-                let batch = batch.filter(|batch| batch.id == batch_id).ok_or_else(|| {
-                    AgentError::NotPaused(format!(
-                        "the batch of task {task_id} this link decides was already decided"
-                    ))
-                })?;
-                let mut message = Message::new(
-                    view::new_id(),
-                    Role::User,
-                    decision.to_parts(Dialect::Native),
-                );
-                message.task_id = Some(row.id.clone());
-                message.context_id = Some(row.context_id.clone());
-                let by = Actor {
-                    channel: Channel::Link,
-                    decider: person.clone(),
-                    auth: Some(DeciderAuth::DecisionLink),
-                };
-                let mut planned =
-                    runtime.plan_decision(by, row, batch, &decision, message, Count::Votes)?;
-                planned.uses_link = Some(hash.clone());
-                Ok((Some(planned), ()))
-            })
-            .await;
-        match self.or_expired(&link.task_id, None, applied).await? {
-            (Some(applied), ()) => {
-                // An approval short of the batch's quorum leaves it waiting: nothing runs yet.
-                if applied.quorum.is_none() {
-                    let mut accepted = self.decided(&link.task_id, applied, None);
-                    accepted.start_runner();
-                }
-                Ok(LinkDecision {
-                    task_id: link.task_id,
-                    action,
-                    person: link.user_id,
-                })
-            }
-            (None, ()) => Err(AgentError::Internal(
-                "a planned decision was not written".into(),
-            )),
-        }
+        let actor = Actor {
+            channel: Channel::Link,
+            decider: self.links().decider(&link).await?,
+            auth: Some(DeciderAuth::DecisionLink),
+        };
+        let decide = Decide {
+            decision: link_decision(action, reason),
+            batch_id: Some(link.batch_id),
+            message: None,
+            link: Some(hash),
+        };
+        self.apply(&link.task_id, &actor, Command::Decide(Box::new(decide)))
+            .await?
+            .into_decided()?;
+        Ok(LinkDecision {
+            task_id: link.task_id,
+            action,
+            person: link.user_id,
+        })
     }
 }
 

@@ -327,7 +327,7 @@ impl Relay<'_> {
         }
         let (applied, ()) = self
             .runtime
-            .apply_decision(&row.id, planned.if_pending())
+            .commit_decision(&row.id, planned.if_pending())
             .await?;
         Ok(applied.is_some())
     }
@@ -426,7 +426,7 @@ impl Relay<'_> {
                 };
                 let (applied, ()) = self
                     .runtime
-                    .apply_decision(task_id, planned.if_pending())
+                    .commit_decision(task_id, planned.if_pending())
                     .await?;
                 if applied.is_none() {
                     return Err(AgentError::Conflict("the batch was already decided"));

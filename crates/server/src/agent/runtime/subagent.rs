@@ -29,7 +29,7 @@ use super::runner::TaskRun;
 use super::transcript::chat_title;
 use super::{AgentError, Decider, Result, Runtime};
 use crate::agent::approvals::args_sha256;
-use crate::agent::approvals::Count;
+use crate::agent::approvals::{Actor, Channel, Count, Decide};
 
 /// Where an agent-tool call stands after a step of its subagent.
 pub(super) enum SubagentStep {
@@ -345,11 +345,10 @@ impl Subagents<'_> {
     ) -> Result<()> {
         match self
             .runtime
-            .decide_data(
-                &Decider::subject(run.user_id.clone()),
+            .decide(
+                &Actor::of(&Decider::subject(run.user_id.clone()), Channel::Rest),
                 &link.child_task_id,
-                &decision,
-                None,
+                Decide::of(decision),
                 Count::Counted,
             )
             .await
