@@ -17,10 +17,12 @@ use crate::model::TaskState;
 
 mod requests;
 mod sharing;
+mod tools;
 pub use requests::{ApprovalRequest, ApprovalRequestState, RequestStatus};
 pub use sharing::{
     Feedback, FeedbackList, NewDecisionLinks, NewFeedback, NewShare, Rating, Share, ShareList,
 };
+pub use tools::{ApproveToolChange, DefinitionChange, ToolChange, ToolChanges, ToolDefinition};
 
 /// `GET /api/agents`: the local agents, then the remote ones.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

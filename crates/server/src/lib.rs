@@ -490,6 +490,9 @@ pub async fn run(
     let runtime =
         agent::Runtime::with_notifications(store.clone(), agents, limits, notifications, gate);
     runtime.set_notifier(Arc::new(notifier));
+    // Before anything is served: a tool whose server changed its definition is held back.
+    runtime.tool_pins().check().await?;
+    runtime.tool_pins().keep_checking();
     let resumed = runtime.resume_unfinished().await?;
     if resumed > 0 {
         tracing::info!(resumed, "resumed tasks left running");

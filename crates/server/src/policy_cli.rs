@@ -219,7 +219,7 @@ fn cedar_type(property: &Value) -> Option<Value> {
 pub fn schema_json(agents: &[Arc<Agent>]) -> Value {
     let mut args: BTreeMap<String, Option<Value>> = BTreeMap::new();
     for agent in agents {
-        for tool in agent.tools.tools() {
+        for tool in agent.tools.every_tool() {
             let Some(properties) = tool
                 .spec
                 .input_schema
@@ -317,7 +317,7 @@ pub fn check(
         .collect();
     let tools: BTreeSet<String> = agents
         .iter()
-        .flat_map(|agent| agent.tools.tools())
+        .flat_map(|agent| agent.tools.every_tool())
         .map(|tool| tool.spec.name)
         .collect();
     let tool_type = format!("{NAMESPACE}::Tool");
@@ -424,12 +424,12 @@ pub fn run_case(
         .iter()
         .find(|agent| match &case.agent {
             Some(key) => agent.key() == *key,
-            None => agent.tools.get(&case.tool).is_some(),
+            None => agent.tools.defined(&case.tool).is_some(),
         })
         .ok_or_else(|| format!("no agent {:?} with a tool {:?}", case.agent, case.tool))?;
     let tool = agent
         .tools
-        .get(&case.tool)
+        .defined(&case.tool)
         .ok_or_else(|| format!("{} has no tool {:?}", agent.key(), case.tool))?;
     let now = match &case.time {
         Some(text) => DateTime::parse_from_rfc3339(text)

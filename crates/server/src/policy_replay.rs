@@ -146,7 +146,7 @@ fn decide_again(
         return None;
     };
     let call = &recorded.call;
-    let Some(tool) = agent.tools.get(&call.name) else {
+    let Some(tool) = agent.tools.defined(&call.name) else {
         *out.skipped.entry(NO_TOOL).or_default() += 1;
         return None;
     };

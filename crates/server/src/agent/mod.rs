@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod model;
 pub mod notify;
 pub mod openai;
+pub mod pins;
 pub mod policy;
 pub mod remote;
 pub mod runtime;

@@ -56,6 +56,11 @@ pub trait ToolSource: Send + Sync + 'static {
     fn unavailable(&self) -> Option<String> {
         None
     }
+    /// Whether its tools' definitions come from elsewhere (an MCP server), so each is pinned
+    /// (`agent::pins`) and held back when it changes; Signoff's own sources need no pin.
+    fn pins_definitions(&self) -> bool {
+        false
+    }
     /// What a held call of `tool` would change, read without side effects at pause time
     /// (docs/wire.md, Previews), with the current text an edit may be diffed against; `None`
     /// when the source has nothing to show (only the built-in file tools do).
@@ -86,11 +91,34 @@ pub fn result_text(response: &Value) -> String {
     }
 }
 
+/// Where a tool's definition stands against its pin (`agent::pins`): only a tool of
+/// Signoff's own or one as pinned is listed and called.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PinState {
+    /// One of Signoff's own tools (the built-in files, `ask_user`, agents as tools).
+    Trusted,
+    /// Served by an MCP server and not yet checked against its pin.
+    Unchecked,
+    /// As pinned (first seen, or approved since).
+    Pinned,
+    /// Other than pinned: held back until an operator approves the change.
+    Changed(Box<crate::store::ToolPinRow>),
+}
+
+impl PinState {
+    /// Whether a tool in this state may be listed and called.
+    pub fn usable(&self) -> bool {
+        matches!(self, PinState::Trusted | PinState::Pinned)
+    }
+}
+
 /// One exposed tool of an agent.
 #[derive(Clone)]
 pub struct ExposedTool {
     pub spec: ToolSpec,
     pub requires_approval: bool,
+    /// Whether its definition may be used now.
+    pub pin: PinState,
     source: Arc<dyn ToolSource>,
     /// `spec.input_schema`, compiled when the tool is added.
     args_schema: Arc<ArgsSchema>,
@@ -99,11 +127,32 @@ pub struct ExposedTool {
 impl ExposedTool {
     fn new(spec: ToolSpec, requires_approval: bool, source: Arc<dyn ToolSource>) -> Self {
         let args_schema = Arc::new(ArgsSchema::compile(&spec.name, &spec.input_schema));
+        let pin = match source.pins_definitions() {
+            true => PinState::Unchecked,
+            false => PinState::Trusted,
+        };
         ExposedTool {
             spec,
             requires_approval,
+            pin,
             source,
             args_schema,
+        }
+    }
+
+    /// Why a call of it is refused while it is held back, or `None` when it may run.
+    pub fn held_back(&self) -> Option<String> {
+        let name = &self.spec.name;
+        match &self.pin {
+            PinState::Trusted | PinState::Pinned => None,
+            PinState::Unchecked => Some(format!(
+                "the tool {name} is held back: its definition is not yet checked against the one \
+                 approved for it"
+            )),
+            PinState::Changed(_) => Some(format!(
+                "the tool {name} is held back: its server now describes it otherwise than when \
+                 it was approved; an operator must approve the change before it runs"
+            )),
         }
     }
 
@@ -124,6 +173,8 @@ impl ExposedTool {
 #[derive(Clone, Default)]
 pub struct Toolbox {
     tools: Arc<RwLock<Vec<ExposedTool>>>,
+    /// Told when tools are added, so their pins are checked (`agent::pins`).
+    added: Arc<tokio::sync::Notify>,
     /// Every source, also those that have no tools yet, for reporting which are unavailable.
     sources: Arc<RwLock<Vec<Arc<dyn ToolSource>>>>,
     /// The source that answers for any other name (`agent::asked`'s permission prompts), if
@@ -171,6 +222,7 @@ impl Toolbox {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .push(tool);
+        self.added.notify_one();
     }
 
     /// Adds a source's tools, all or none: a name that another source already exposes is
@@ -198,30 +250,83 @@ impl Toolbox {
             }
         }
         list.extend(tools);
+        drop(list);
+        self.added.notify_one();
         Ok(())
     }
 
+    /// The tools that may be listed and called (none held back by its pin).
     pub fn tools(&self) -> Vec<ExposedTool> {
-        self.read().clone()
+        self.read()
+            .iter()
+            .filter(|tool| tool.pin.usable())
+            .cloned()
+            .collect()
     }
 
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.read().iter().map(|tool| tool.spec.clone()).collect()
+        self.read()
+            .iter()
+            .filter(|tool| tool.pin.usable())
+            .map(|tool| tool.spec.clone())
+            .collect()
     }
 
-    /// The tool named `name`: one a source lists, else one the any-name source answers for.
+    /// Every tool, the held-back ones too, with where each stands against its pin.
+    pub fn every_tool(&self) -> Vec<ExposedTool> {
+        self.read().clone()
+    }
+
+    /// Tool `name` as its source defines it, held back by its pin or not: for checking rules
+    /// and policies, which run nothing.
+    pub fn defined(&self, name: &str) -> Option<ExposedTool> {
+        let listed = self
+            .read()
+            .iter()
+            .find(|tool| tool.spec.name == name)
+            .cloned();
+        listed.or_else(|| self.get(name))
+    }
+
+    /// Sets where tool `name`'s definition stands against its pin.
+    pub fn set_pin(&self, name: &str, pin: PinState) {
+        let mut list = self.tools.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(tool) = list.iter_mut().find(|tool| tool.spec.name == name) {
+            tool.pin = pin;
+        }
+    }
+
+    /// Waits until tools are added (at once if some were since the last wait).
+    pub async fn tools_added(&self) {
+        self.added.notified().await;
+    }
+
+    /// Why tool `name` is held back by its pin, if it is.
+    pub fn held_back(&self, name: &str) -> Option<String> {
+        self.read()
+            .iter()
+            .find(|tool| tool.spec.name == name)
+            .and_then(ExposedTool::held_back)
+    }
+
+    /// The tool named `name`: one a source lists (and its pin lets run), else one the any-name
+    /// source answers for.
     pub fn get(&self, name: &str) -> Option<ExposedTool> {
         let listed = self
             .read()
             .iter()
             .find(|tool| tool.spec.name == name)
             .cloned();
+        if listed.as_ref().is_some_and(|tool| !tool.pin.usable()) {
+            return None;
+        }
         listed.or_else(|| {
             let any = self.any_name.as_ref()?;
             let held = !any.without_approval.iter().any(|free| free == name);
             Some(ExposedTool {
                 spec: any.source.spec(name),
                 requires_approval: held,
+                pin: PinState::Trusted,
                 source: any.source.clone(),
                 args_schema: any.args_schema.clone(),
             })
@@ -275,6 +380,9 @@ impl Toolbox {
     /// wakes cannot hold the caller past `timeout`. The call's task is aborted then, or when
     /// the caller stops waiting (a cancel).
     pub async fn call(&self, name: &str, args: Value, timeout: Duration) -> Value {
+        if let Some(why) = self.held_back(name) {
+            return error_result(why);
+        }
         let Some(tool) = self.get(name) else {
             return error_result(ToolError::Unknown(name.to_owned()).to_string());
         };

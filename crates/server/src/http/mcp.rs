@@ -275,6 +275,9 @@ impl Asked {
                 .map(Asked::Permission)
                 .map_err(|why| format!("approve: {why}"));
         }
+        if let Some(why) = agent.tools.held_back(name) {
+            return Err(why);
+        }
         if agent.tools.specs().iter().all(|spec| spec.name != name) {
             return Err(format!("no tool named {name:?} on this server"));
         }

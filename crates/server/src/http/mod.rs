@@ -18,6 +18,7 @@ mod rest;
 pub mod serve;
 mod shares;
 mod sse;
+mod tools;
 mod ui;
 
 pub use ui::source as ui_source;
@@ -80,8 +81,21 @@ pub struct AppState {
     /// `host`).
     pub loopback_only: bool,
     /// The groups whose members are operators (`--operator-groups`): they read the failed
-    /// notifications.
+    /// notifications and approve changed tool definitions.
     pub operator_groups: Arc<Vec<String>>,
+}
+
+impl AppState {
+    /// Whether `caller` is an operator: with `--auth none` the one local user is; otherwise a
+    /// member of one of the `--operator-groups`.
+    pub fn is_operator(&self, caller: &Caller) -> bool {
+        matches!(*self.auth, Auth::None)
+            || caller
+                .identity
+                .groups
+                .iter()
+                .any(|group| self.operator_groups.contains(group))
+    }
 }
 
 /// `scheme://host` as the caller reached us, for absolute URLs in agent cards. The forwarded
@@ -353,6 +367,8 @@ pub fn router(state: AppState) -> Router {
             axum::routing::delete(rest::revoke_grant),
         )
         .route("/api/notifications/failed", get(notifications::failed))
+        .route("/api/tools/changes", get(tools::changes))
+        .route("/api/tools/changes/approve", post(tools::approve))
         .route("/api/{*rest}", axum::routing::any(api_not_found))
         .route("/auth/login", get(auth::oidc::login))
         .route("/auth/callback", get(auth::oidc::callback))

@@ -24,13 +24,7 @@ pub async fn failed(
     caller: Caller,
     Query(params): Query<FailedParams>,
 ) -> Result<Json<Value>, HttpError> {
-    let operator = matches!(*state.auth, super::Auth::None)
-        || caller
-            .identity
-            .groups
-            .iter()
-            .any(|group| state.operator_groups.contains(group));
-    if !operator {
+    if !state.is_operator(&caller) {
         return Err(HttpError::Forbidden(
             "only operators (a member of one of --operator-groups) read the failed notifications"
                 .into(),

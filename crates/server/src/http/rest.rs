@@ -319,7 +319,10 @@ fn rest_actor(who: &Person) -> Actor {
 
 /// A JSON body of type `T`, refused with a `400` naming `what` when it has a duplicate key, an
 /// unknown field or a value that does not fit.
-fn strict_body<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Result<T, HttpError> {
+pub(super) fn strict_body<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    what: &str,
+) -> Result<T, HttpError> {
     signoff_protocol::json_keys::reject_duplicate_keys(body)
         .map_err(|err| HttpError::BadRequest(err.to_string()))?;
     serde_json::from_slice(body)

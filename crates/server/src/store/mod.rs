@@ -34,6 +34,7 @@ mod links;
 mod logins;
 mod outbox;
 mod people;
+mod pins;
 mod postgres;
 mod push;
 mod rows;
@@ -58,6 +59,7 @@ pub use outbox::{
     PUSH_CHANNEL,
 };
 pub use people::PersonRow;
+pub use pins::{ToolPinRow, FIRST_USE};
 pub use push::{PushConfigRow, PushPut};
 pub use rows::*;
 pub use sharing::{FeedbackRow, ShareRow};
@@ -624,6 +626,22 @@ forward! {
     /// Every call decided from `since` (RFC 3339) on, oldest first, with what the gate knew of
     /// it: for replaying a candidate policy set over the audit.
     pub async fn replay_calls(&self, since: &str) -> Result<Vec<ReplayCall>>;
+}
+
+// Pinned tool definitions.
+forward! {
+    /// The pins of `agent`'s tools, by tool name.
+    pub async fn tool_pins(&self, agent: &str) -> Result<Vec<ToolPinRow>>;
+
+    /// Pins `pin` unless its tool has a pin already; the tool's pin either way (on every
+    /// replica the first definition stored wins).
+    pub async fn pin_first_seen(&self, pin: ToolPinRow) -> Result<ToolPinRow>;
+
+    /// Replaces the pin of `pin`'s tool if it is still `was_digest` (an approval of what the
+    /// operator saw, not of what changed since), and revokes every grant in force for that tool
+    /// of that agent in the same write: a grant made for the old definition does not carry over.
+    /// Whether it was replaced.
+    pub async fn repin_tool(&self, pin: ToolPinRow, was_digest: &str) -> Result<bool>;
 }
 
 // Share links and feedback.

@@ -8,9 +8,13 @@ source is this server works with the offline model:
   `slow.txt` answers only after 30 s (for timeouts).
 
 Usage: python http_server.py PORT [streamable-http|sse]
+
+READ_FILE_DESCRIPTION in the environment, when set, is read_file's description instead: a server
+that describes a tool otherwise on its next start (for the pinning of tool definitions).
 """
 
 import asyncio
+import os
 import sys
 
 from mcp.server.mcpserver import MCPServer
@@ -26,7 +30,7 @@ def list_directory(path: str, depth: int) -> str:
     return "\n".join(f"[FILE] {name}" for name in sorted(FILES))
 
 
-@server.tool()
+@server.tool(description=os.environ.get("READ_FILE_DESCRIPTION"))
 async def read_file(path: str) -> str:
     """Reads one file of the (in-memory) folder."""
     if path == "slow.txt":

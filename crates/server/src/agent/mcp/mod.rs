@@ -261,6 +261,10 @@ impl ToolSource for McpSource {
     fn unavailable(&self) -> Option<String> {
         McpSource::unavailable(self)
     }
+
+    fn pins_definitions(&self) -> bool {
+        true
+    }
 }
 
 /// Adds an MCP source to an agent's tools. If its server answers within the connect timeout,

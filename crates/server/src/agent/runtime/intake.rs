@@ -426,6 +426,9 @@ impl Asked<'_> {
         if self.runtime.shutdown.is_cancelled() {
             return Err(AgentError::ShuttingDown);
         }
+        if let Some(why) = agent.tools.held_back(&call.name) {
+            return Err(AgentError::InvalidParams(format!("tool: {why}")));
+        }
         if agent.tools.get(&call.name).is_none() {
             return Err(AgentError::InvalidParams(format!(
                 "tool: {} has no tool named {:?}",

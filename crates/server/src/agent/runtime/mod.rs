@@ -179,6 +179,8 @@ impl Accepted {
 
 pub struct Runtime {
     store: Store,
+    /// The pinned definitions of the agents' MCP tools.
+    pins: Arc<crate::agent::pins::ToolPins>,
     agents: Vec<Arc<Agent>>,
     limits: Limits,
     /// The task log's followers and announcements.
@@ -251,7 +253,15 @@ impl Runtime {
                 .map(|agent| (agent.key(), agent.approvals.clone())),
         );
         let shutdown = CancellationToken::new();
+        let pins = crate::agent::pins::ToolPins::new(
+            store.clone(),
+            agents
+                .iter()
+                .map(|agent| (agent.key(), agent.tools.clone())),
+            shutdown.clone(),
+        );
         Arc::new(Runtime {
+            pins: Arc::new(pins),
             log: log::TaskLog::new(store.clone(), shutdown.clone()),
             store,
             limits,
@@ -270,6 +280,11 @@ impl Runtime {
             approvals,
             agents,
         })
+    }
+
+    /// The pinned definitions of the agents' MCP tools: checked at start, approved by operators.
+    pub fn tool_pins(&self) -> &Arc<crate::agent::pins::ToolPins> {
+        &self.pins
     }
 
     /// The remote agents' clients: remote subagents and the relay reach a remote through the

@@ -14,6 +14,7 @@ mod links;
 mod logins;
 mod outbox;
 mod people;
+mod pins;
 mod push;
 mod records;
 mod relayed;

@@ -13,6 +13,7 @@ mod links;
 mod logins;
 mod outbox;
 mod people;
+mod pins;
 mod push;
 mod relayed;
 mod schema;
