@@ -12,7 +12,6 @@ mod ladder;
 mod plan;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use signoff_protocol::hitl::{ActionRequest, Decision};
 use signoff_protocol::rest::DeciderAuth;
 use signoff_protocol::Message;
@@ -169,11 +168,12 @@ impl Approvals {
     }
 }
 
-/// The sha256 of a JSON value (keys sorted, so equal arguments hash equally): what a vote
-/// approved, so an edit voids the approvals of other arguments.
+/// The sha256 of a JSON value's RFC 8785 text (keys sorted, so equal arguments in another key
+/// order hash equally): what a vote approved, so an edit voids the approvals of other
+/// arguments. serde_json keeps keys in insertion order in this build, so its own text would
+/// not do.
 pub fn args_sha256(args: &Value) -> String {
-    let digest = Sha256::digest(args.to_string().as_bytes());
-    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+    crate::agent::pins::digest(args)
 }
 
 /// The action requests of a stored batch.
@@ -183,4 +183,23 @@ pub fn batch_requests(batch: &BatchRow) -> Vec<ActionRequest> {
         .as_array()
         .map(|items| items.iter().filter_map(ActionRequest::from_value).collect())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_arguments_in_another_key_order_hash_equally() {
+        let one: Value = serde_json::from_str(r#"{"path": "a.txt", "content": "x"}"#).unwrap();
+        let two: Value = serde_json::from_str(r#"{"content": "x", "path": "a.txt"}"#).unwrap();
+        assert_ne!(
+            one.to_string(),
+            two.to_string(),
+            "serde_json keeps key order"
+        );
+        assert_eq!(args_sha256(&one), args_sha256(&two));
+        let other: Value = serde_json::from_str(r#"{"content": "y", "path": "a.txt"}"#).unwrap();
+        assert_ne!(args_sha256(&one), args_sha256(&other));
+    }
 }
