@@ -9,10 +9,13 @@
 //! The server is stateless (no `Mcp-Session-Id`): each POST carries one JSON-RPC message. A held
 //! call is answered as an event stream, so the client's request stays open while a person
 //! decides (progress notifications, or comments, keep it alive); a client that accepts only
-//! JSON gets its answer when the call settles. A client that goes away cancels its waiting call:
-//! it is audited as canceled and never runs.
+//! JSON gets its answer when the call settles. A client that goes away, or sends
+//! `notifications/cancelled` for its request, cancels its waiting call: it is audited as
+//! canceled and never runs. A call repeated while its twin waits joins it (`mcp_calls`).
 
 use std::sync::Arc;
+
+use super::mcp_calls::{Left, McpCalls, Request, Twin};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -80,7 +83,19 @@ pub async fn post(
     let method = object.get("method").and_then(Value::as_str).unwrap_or("");
     let Some(id) = object.get("id").cloned() else {
         // A notification (`notifications/initialized`, `notifications/cancelled`) or a
-        // response: accepted, nothing to answer (a canceled call ends when its request does).
+        // response: accepted, nothing to answer.
+        if method == "notifications/cancelled" {
+            let request_id = object
+                .get("params")
+                .and_then(|params| params.get("requestId"));
+            if let Some(request_id) = request_id {
+                let request = Request::new(&who.0.subject, &agent.key(), request_id);
+                let (task_id, left) = state.mcp_calls.leave(&request);
+                if let (Some(task_id), Left::Last) = (task_id, left) {
+                    cancel_waiting(state.runtime.clone(), who.0.clone(), task_id, "canceled it");
+                }
+            }
+        }
         return StatusCode::ACCEPTED.into_response();
     };
     let params = object.get("params").cloned().unwrap_or(Value::Null);
@@ -90,15 +105,7 @@ pub async fn post(
         "tools/list" => Ok(json!({"tools": tool_list(&agent)})),
         "tools/call" => {
             let wants_stream = accepts_stream(&headers);
-            return call(
-                state.runtime.clone(),
-                who.0,
-                agent,
-                id,
-                params,
-                wants_stream,
-            )
-            .await;
+            return call(&state, who.0, agent, id, params, wants_stream).await;
         }
         "" => Err((INVALID_REQUEST, "a request needs a method".to_owned())),
         other => Err((
@@ -318,13 +325,14 @@ impl Asked {
 /// `tools/call`: asks for the call, then answers once it is settled, as an event stream when
 /// the client accepts one.
 async fn call(
-    runtime: Arc<Runtime>,
+    state: &AppState,
     who: Decider,
     agent: Arc<Agent>,
     id: Value,
     params: Value,
     wants_stream: bool,
 ) -> Response {
+    let runtime = state.runtime.clone();
     let asked = match Asked::read(&agent, &params) {
         Ok(asked) => asked,
         Err(why) => return Json(rpc_error(id, INVALID_PARAMS, &why)).into_response(),
@@ -333,16 +341,28 @@ async fn call(
         Asked::Permission(call) => format!("Permission to run {}", call.gist()),
         Asked::Tool(call) => format!("MCP client calls {}", call.gist()),
     };
-    let task_id = match runtime
-        .asked()
-        .ask(&who, &agent, asked.call().clone(), &title)
-        .await
-    {
-        Ok(accepted) => accepted.task_id,
-        Err(err) => return Json(rpc_error(id, code_of(&err), &err.to_string())).into_response(),
+    let (call, agent_key) = (asked.call(), agent.key());
+    let twin = Twin::new(&who.subject, &agent_key, &call.name, &call.args);
+    // A call repeated while its twin waits joins it: one batch, one run, both answered.
+    let task_id = match state.mcp_calls.twin_of(&twin) {
+        Some(task_id) => task_id,
+        None => match runtime
+            .asked()
+            .ask(&who, &agent, call.clone(), &title)
+            .await
+        {
+            Ok(accepted) => accepted.task_id,
+            Err(err) => {
+                return Json(rpc_error(id, code_of(&err), &err.to_string())).into_response()
+            }
+        },
     };
+    let request = Request::new(&who.subject, &agent_key, &id);
+    state.mcp_calls.enter(request.clone(), twin, &task_id);
     let waiting = Waiting {
         runtime,
+        calls: state.mcp_calls.clone(),
+        request,
         who,
         task_id,
         settled: false,
@@ -394,9 +414,11 @@ struct Stream {
 }
 
 /// An asked call its client waits for: dropped before it settled (the client went away), it
-/// cancels the task, so the call never runs.
+/// cancels the task, so the call never runs, unless a twin's request still waits on it.
 struct Waiting {
     runtime: Arc<Runtime>,
+    calls: Arc<McpCalls>,
+    request: Request,
     who: Decider,
     task_id: String,
     settled: bool,
@@ -417,29 +439,35 @@ impl Waiting {
 
 impl Drop for Waiting {
     fn drop(&mut self) {
-        if self.settled {
+        let (_, left) = self.calls.leave(&self.request);
+        if self.settled || left != Left::Last {
             return;
         }
-        let (runtime, who, task_id) =
-            (self.runtime.clone(), self.who.clone(), self.task_id.clone());
-        let actor = Actor {
-            channel: Channel::Cancel,
-            auth: who.auth,
-            decider: who,
-        };
-        tokio::spawn(async move {
-            match runtime.apply(&task_id, &actor, Command::Cancel).await {
-                Ok(_) => {
-                    tracing::info!(task = %task_id, "the MCP client went away; its waiting call was canceled")
-                }
-                // It ended meanwhile (decided, run, or canceled by someone else).
-                Err(AgentError::NotCancelable { .. }) => {}
-                Err(err) => {
-                    tracing::warn!(task = %task_id, error = %err, "could not cancel the call of an MCP client that went away")
-                }
-            }
-        });
+        let (runtime, who) = (self.runtime.clone(), self.who.clone());
+        cancel_waiting(runtime, who, self.task_id.clone(), "went away");
     }
+}
+
+/// Cancels the waiting call `task_id` whose last client `why` (went away, canceled it): it is
+/// audited as canceled and never runs; one that ended meanwhile is left as it is.
+fn cancel_waiting(runtime: Arc<Runtime>, who: Decider, task_id: String, why: &'static str) {
+    let actor = Actor {
+        channel: Channel::Cancel,
+        auth: who.auth,
+        decider: who,
+    };
+    tokio::spawn(async move {
+        match runtime.apply(&task_id, &actor, Command::Cancel).await {
+            Ok(_) => {
+                tracing::info!(task = %task_id, "the MCP client {why}; its waiting call was canceled")
+            }
+            // It ended meanwhile (decided, run, or canceled by someone else).
+            Err(AgentError::NotCancelable { .. }) => {}
+            Err(err) => {
+                tracing::warn!(task = %task_id, error = %err, "could not cancel the call of an MCP client that {why}")
+            }
+        }
+    });
 }
 
 /// The JSON-RPC response to a `tools/call`.

@@ -11,6 +11,7 @@ mod json_body;
 mod json_errors;
 mod links;
 mod mcp;
+mod mcp_calls;
 mod notifications;
 mod ops;
 pub mod relay;
@@ -83,6 +84,8 @@ pub struct AppState {
     /// The groups whose members are operators (`--operator-groups`): they read the failed
     /// notifications and approve changed tool definitions.
     pub operator_groups: Arc<Vec<String>>,
+    /// The MCP endpoint's waiting calls on this replica (their cancels and twins).
+    pub mcp_calls: Arc<mcp_calls::McpCalls>,
 }
 
 impl AppState {

@@ -472,3 +472,98 @@ async fn cedar_policies_over_tool_name_and_input_settle_prompts_without_asking_a
     let app = spawn_with_agents(agents, |config| config.policies_dir = Some(dir)).await;
     a_read_runs_and_an_rm_is_denied_asking_no_one(&app, "nothing is removed from a CI box").await;
 }
+
+/// A raw `tools/call` of `tool` on `default/files` with JSON-RPC id `id`, answered as an event
+/// stream: the response once its headers came, which is once the call waits.
+async fn raw_call(app: &TestApp, id: u64, tool: &str, arguments: Value) -> reqwest::Response {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                      "params": {"name": tool, "arguments": arguments}});
+    app.post("/api/mcp/default/files")
+        .header("accept", "application/json, text/event-stream")
+        .json(&call)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_call_repeated_while_its_twin_waits_joins_it_and_both_get_its_one_result() {
+    let app = spawn_with_agents(FILES, |_| {}).await;
+    let first = raw_call(
+        &app,
+        1,
+        "write_file",
+        json!({"path": "t.txt", "content": "one"}),
+    )
+    .await;
+    let batch = waiting_batch(&app).await;
+    // The same call again, its keys in another order: it joins the waiting one.
+    let second = raw_call(
+        &app,
+        2,
+        "write_file",
+        json!({"content": "one", "path": "t.txt"}),
+    )
+    .await;
+    let (_, inbox) = app.get("/api/approvals").await;
+    assert_eq!(inbox["approvals"].as_array().unwrap().len(), 1, "{inbox}");
+    let task = batch["taskId"].as_str().unwrap();
+    let (status, decided) =
+        decide_rest(&app, None, task, json!({"decision_type": "approve"})).await;
+    assert_eq!(status, 200, "{decided}");
+    for (id, response) in [(1, first), (2, second)] {
+        let body = response.text().await.unwrap();
+        let answer: Value = serde_json::from_str(
+            body.lines()
+                .filter_map(|line| line.strip_prefix("data: "))
+                .next_back()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(app.sandbox().join("t.txt")).unwrap(),
+        "one"
+    );
+    let (_, decided) = app.get("/api/approvals?state=decided&limit=10").await;
+    assert_eq!(
+        decided["decisions"].as_array().unwrap().len(),
+        1,
+        "one batch: {decided}"
+    );
+}
+
+#[tokio::test]
+async fn a_clients_cancel_notification_cancels_its_waiting_call_which_never_runs() {
+    let app = spawn_with_agents(FILES, |_| {}).await;
+    let response = raw_call(
+        &app,
+        7,
+        "write_file",
+        json!({"path": "c.txt", "content": "x"}),
+    )
+    .await;
+    let batch = waiting_batch(&app).await;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": 7, "reason": "the user pressed Escape"}});
+    let sent = app
+        .post("/api/mcp/default/files")
+        .header("accept", "application/json, text/event-stream")
+        .json(&cancel)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 202);
+    let body = within("the canceled call's answer", response.text())
+        .await
+        .unwrap();
+    assert!(body.contains("did not run"), "{body}");
+    let (_, inbox) = app.get("/api/approvals").await;
+    assert_eq!(inbox["approvals"], json!([]), "{inbox}");
+    let task = batch["taskId"].as_str().unwrap();
+    let (status, late) = decide_rest(&app, None, task, json!({"decision_type": "approve"})).await;
+    assert_eq!(status, 409, "{late}");
+    assert!(!app.sandbox().join("c.txt").exists());
+}
