@@ -13,7 +13,7 @@ use signoff_server::store::{
     now_ms, AttemptFailed, AutoDecision, BatchState, CallStatus, CallUpdate, CallVerdict, Channel,
     Commit, Database, DecisionLinkRow, DecisionWrite, GrantInsert, GrantRow, GrantScope, Guard,
     NewCall, NewEvent, NewNotification, NotificationKind, OutboxDepth, PersonRow, PushConfigRow,
-    Store, StoreError, SubagentLink, TaskRow, Verdict, LEASE, PUSH_CHANNEL,
+    Store, StoreError, SubagentLink, TaskRow, ToolPinRow, Verdict, LEASE, PUSH_CHANNEL,
 };
 
 use crate::support::create_database;
@@ -1119,5 +1119,68 @@ async fn the_directory_keeps_each_persons_latest_sign_in_and_finds_the_members_o
         let sre = store.people_in_groups(&groups(&["sre"])).await.unwrap();
         assert_eq!(ids(sre), ["alice", "bob"], "{name}");
         store.close().await;
+    }
+}
+
+fn pin(digest: &str, pinned_by: &str) -> ToolPinRow {
+    ToolPinRow {
+        agent: "default/demo".into(),
+        tool: "write_file".into(),
+        source: "remote".into(),
+        digest: digest.into(),
+        definition: format!("{{\"name\":\"{digest}\"}}"),
+        pinned_at: signoff_server::store::now(),
+        pinned_by: pinned_by.into(),
+    }
+}
+
+/// A tool's first pin wins on every backend; a repin takes only from the digest it names, and
+/// revokes the grants of that tool (and no other) in the same write.
+#[tokio::test]
+async fn a_tools_first_pin_stays_and_a_repin_from_its_digest_revokes_its_grants() {
+    for Backend { name, store, .. } in backends().await {
+        let first = store.pin_first_seen(pin("aaa", "first use")).await.unwrap();
+        assert_eq!(first.digest, "aaa", "{name}");
+        let again = store.pin_first_seen(pin("bbb", "first use")).await.unwrap();
+        assert_eq!(again, first, "{name}: the first pin stays");
+        let mut other_tool = grant("other", None, None);
+        other_tool.tool = "read_file".into();
+        for grant in [grant("old", None, None), other_tool] {
+            store.insert_grant(grant, 100).await.unwrap();
+        }
+
+        let stale = store.repin_tool(pin("ccc", "op"), "bbb").await.unwrap();
+        assert!(
+            !stale,
+            "{name}: a repin from a digest that is not the pin's"
+        );
+        assert_eq!(store.grants("u").await.unwrap().len(), 2, "{name}");
+        assert!(
+            store.repin_tool(pin("ccc", "op"), "aaa").await.unwrap(),
+            "{name}"
+        );
+        let pins = store.tool_pins("default/demo").await.unwrap();
+        assert_eq!(pins.len(), 1, "{name}");
+        assert_eq!(
+            (pins[0].digest.as_str(), pins[0].pinned_by.as_str()),
+            ("ccc", "op"),
+            "{name}"
+        );
+        let left: Vec<String> = store
+            .grants("u")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|grant| grant.tool)
+            .collect();
+        assert_eq!(
+            left,
+            ["read_file"],
+            "{name}: only the repinned tool's grants go"
+        );
+        assert!(
+            store.tool_pins("default/other").await.unwrap().is_empty(),
+            "{name}"
+        );
     }
 }

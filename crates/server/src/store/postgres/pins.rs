@@ -18,6 +18,21 @@ fn pin_from_row(row: &PgRow) -> Result<ToolPinRow> {
     })
 }
 
+/// Binds a pin's columns as $1 to $7, in the table's order.
+fn bind_pin<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    pin: &'q ToolPinRow,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    query
+        .bind(&pin.agent)
+        .bind(&pin.tool)
+        .bind(&pin.source)
+        .bind(&pin.digest)
+        .bind(&pin.definition)
+        .bind(&pin.pinned_at)
+        .bind(&pin.pinned_by)
+}
+
 impl Postgres {
     /// The pins of `agent`'s tools.
     pub async fn tool_pins(&self, agent: &str) -> Result<Vec<ToolPinRow>> {
@@ -31,18 +46,15 @@ impl Postgres {
     /// Pins `pin` unless its tool has a pin already (another replica may have pinned it a
     /// moment ago); the tool's pin either way.
     pub async fn pin_first_seen(&self, pin: ToolPinRow) -> Result<ToolPinRow> {
-        sqlx::query(
-            "INSERT INTO tool_pins (agent, tool, source, digest, definition, pinned_at, pinned_by)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)
-             ON CONFLICT (agent, tool) DO NOTHING",
+        bind_pin(
+            sqlx::query(
+                "INSERT INTO tool_pins (agent, tool, source, digest, definition, pinned_at,
+                     pinned_by)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (agent, tool) DO NOTHING",
+            ),
+            &pin,
         )
-        .bind(&pin.agent)
-        .bind(&pin.tool)
-        .bind(&pin.source)
-        .bind(&pin.digest)
-        .bind(&pin.definition)
-        .bind(&pin.pinned_at)
-        .bind(&pin.pinned_by)
         .execute(&self.pool)
         .await?;
         let row = sqlx::query(&format!("{PIN_SELECT} WHERE agent = $1 AND tool = $2"))
@@ -57,18 +69,14 @@ impl Postgres {
     /// transaction every grant in force for that tool of that agent; whether it was replaced.
     pub async fn repin_tool(&self, pin: ToolPinRow, was_digest: &str) -> Result<bool> {
         let mut transaction = self.pool.begin().await?;
-        let replaced = sqlx::query(
-            "UPDATE tool_pins SET source = $3, digest = $4, definition = $5, pinned_at = $6,
-                 pinned_by = $7
-             WHERE agent = $1 AND tool = $2 AND digest = $8",
+        let replaced = bind_pin(
+            sqlx::query(
+                "UPDATE tool_pins SET source = $3, digest = $4, definition = $5, pinned_at = $6,
+                     pinned_by = $7
+                 WHERE agent = $1 AND tool = $2 AND digest = $8",
+            ),
+            &pin,
         )
-        .bind(&pin.agent)
-        .bind(&pin.tool)
-        .bind(&pin.source)
-        .bind(&pin.digest)
-        .bind(&pin.definition)
-        .bind(&pin.pinned_at)
-        .bind(&pin.pinned_by)
         .bind(was_digest)
         .execute(&mut *transaction)
         .await?

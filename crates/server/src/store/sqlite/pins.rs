@@ -1,6 +1,6 @@
 //! Pinned tool definitions in SQLite.
 
-use rusqlite::{params, Row};
+use rusqlite::{params, Row, ToSql};
 
 use super::{Result, Sqlite};
 use crate::store::pins::*;
@@ -15,6 +15,21 @@ fn pin_from_row(row: &Row<'_>) -> rusqlite::Result<ToolPinRow> {
         pinned_at: row.get(5)?,
         pinned_by: row.get(6)?,
     })
+}
+
+/// A pin's columns as ?1 to ?7, in the table's order, then `more` as ?8.
+fn pin_params<'a>(pin: &'a ToolPinRow, more: Option<&'a String>) -> Vec<&'a dyn ToSql> {
+    let mut values: Vec<&dyn ToSql> = vec![
+        &pin.agent,
+        &pin.tool,
+        &pin.source,
+        &pin.digest,
+        &pin.definition,
+        &pin.pinned_at,
+        &pin.pinned_by,
+    ];
+    values.extend(more.map(|value| value as &dyn ToSql));
+    values
 }
 
 impl Sqlite {
@@ -38,15 +53,7 @@ impl Sqlite {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
                      ON CONFLICT (agent, tool) DO NOTHING",
                 )?
-                .execute(params![
-                    pin.agent,
-                    pin.tool,
-                    pin.source,
-                    pin.digest,
-                    pin.definition,
-                    pin.pinned_at,
-                    pin.pinned_by
-                ])?;
+                .execute(pin_params(&pin, None).as_slice())?;
             let stored = connection
                 .prepare_cached(&format!("{PIN_SELECT} WHERE agent = ?1 AND tool = ?2"))?
                 .query_row([&pin.agent, &pin.tool], pin_from_row)?;
@@ -69,16 +76,7 @@ impl Sqlite {
                          pinned_at = ?6, pinned_by = ?7
                      WHERE agent = ?1 AND tool = ?2 AND digest = ?8",
                 )?
-                .execute(params![
-                    pin.agent,
-                    pin.tool,
-                    pin.source,
-                    pin.digest,
-                    pin.definition,
-                    pin.pinned_at,
-                    pin.pinned_by,
-                    was_digest
-                ])?;
+                .execute(pin_params(&pin, Some(&was_digest)).as_slice())?;
             if replaced == 1 {
                 connection
                     .prepare_cached(
