@@ -30,7 +30,7 @@ as_root() {
 }
 
 # A cold run of the test command fills about this much of the target directory's disk.
-NEEDED_DISK_GB=16
+NEEDED_DISK_GB=12
 # Stops early, with a clear message, when the disk holding the target directory $1 cannot take what
 # a run still has to build ($2 GB cold, less what the directory already holds): running out halfway
 # fails tests with errors that say nothing of the disk.
