@@ -126,9 +126,25 @@ async fn with_handover_may_widen_a_handed_over_batch_may_be_decided_by_whom_it_w
         inbox["approvals"][0]["routing"]["eligibleBy"],
         json!(["user:erin"])
     );
-    let (status, body) = decide_rest(&app, Some("erin-token"), &task, approve).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["decision"]["calls"][0]["verdict"], "approve", "{body}");
+    // Over A2A too (a decision DataPart, as the chat sends it): the batch is read with its
+    // hand-overs, so the person it was handed to finds the task and decides it.
+    let context = context_id(&results);
+    let decided = app
+        .stream_as(
+            None,
+            Some("erin-token"),
+            message_request("message/stream", decision(&task, &context, approve)),
+        )
+        .await;
+    assert!(
+        states(&crate::support::results(&decided)).contains(&"completed".to_owned()),
+        "{decided:?}"
+    );
+    let (_, audit) = app
+        .get_as("/api/approvals?state=decided", Some("erin-token"))
+        .await;
+    assert_eq!(audit["decisions"][0]["channel"], "a2a", "{audit}");
+    assert_eq!(audit["decisions"][0]["decidedBy"], "erin", "{audit}");
 
     // Decided: no more hand-overs.
     let (status, body) = app

@@ -223,7 +223,13 @@ impl Runtime {
     ) -> Result<Continuation> {
         let id = task_id;
         let row = self.store.task(task_id).await?;
-        let batch = self.store.pending_batch(task_id).await?;
+        let mut batch = self.store.pending_batch(task_id).await?;
+        // Someone a hand-over names may read the batch (and decide it, if the approvers let
+        // them): the plain read leaves its hand-overs out.
+        if let Some(batch) = batch.as_mut() {
+            let steps = self.store.batch_steps(task_id).await?;
+            batch.handed_to = crate::store::handed_to(&steps, batch.id);
+        }
         let voted = self.store.voted_on(task_id, &who.subject).await?;
         // Over A2A, another agent's task does not exist, nor a task its sender may not see: an
         // approver of its batch may decide it, and only that.
