@@ -9,6 +9,7 @@ pub mod policies;
 pub mod rpc;
 pub mod sessions;
 pub mod shares;
+pub mod tools;
 
 pub use http::{caller_key, Abort};
 

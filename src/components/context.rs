@@ -1,6 +1,6 @@
 //! The app's shared state, provided as context to every view: the route, the chat on screen,
-//! the agents, chats and policies loaded, the toasts; the marker of a read-only shared view;
-//! and the tab's live approvals.
+//! the agents, chats and policies loaded, the tools held back for an operator's review, the
+//! toasts; the marker of a read-only shared view; and the tab's live approvals.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -44,6 +44,10 @@ pub struct AppCtx {
     pub sessions: RwSignal<Vec<SessionInfo>>,
     /// The person's "always allow" policies (docs/rest.md, Policies).
     pub policies: RwSignal<Vec<Policy>>,
+    /// How many tools are held back because their server changed their definition
+    /// (docs/rest.md, Tool definitions); always 0 for someone who is not an operator. A `u32`
+    /// like `counter`: a signal of a type the app already has costs the download no new code.
+    pub held_back: RwSignal<u32>,
     pub toasts: RwSignal<Vec<Toast>>,
     /// The server refused this browser's sign-in (none, or an unknown token): the page asks
     /// for one instead of showing every refusal.
@@ -65,6 +69,7 @@ impl AppCtx {
             agents: RwSignal::new(None),
             sessions: RwSignal::new(Vec::new()),
             policies: RwSignal::new(Vec::new()),
+            held_back: RwSignal::new(0),
             toasts: RwSignal::new(Vec::new()),
             signed_out: RwSignal::new(false),
             details_open: RwSignal::new(
@@ -181,6 +186,19 @@ impl AppCtx {
             match api::policies::list().await {
                 Ok(list) => self.policies.set(list),
                 Err(err) => self.failed("Could not load your policies", &err),
+            }
+        });
+    }
+
+    /// Asks how many tools are held back. Only operators may read them: anyone else is
+    /// refused, and sees no notice rather than an error about a page that is not theirs. A
+    /// server out of reach leaves the count as it was (the next reload after it is back tells).
+    pub fn reload_held_back(self) {
+        spawn_local(async move {
+            match api::tools::held_back().await {
+                Ok(count) => self.held_back.set(count),
+                Err(api::ApiError::Network(_) | api::ApiError::Aborted) => {}
+                Err(_) => self.held_back.set(0),
             }
         });
     }

@@ -1,6 +1,7 @@
 //! Thin views: they render the state and emit intents. Every request goes through `crate::api`:
 //! a chat's through its controller (`controller`), the rest (lists, policies, shares, feedback,
-//! the account, the approvals stream) from the component that owns the action.
+//! the account, the approvals stream, the tools held back) from the component that owns the
+//! action.
 
 mod account;
 mod agent_panel;
@@ -10,6 +11,7 @@ mod clamp;
 pub mod context;
 pub mod controller;
 mod feedback;
+mod held_back;
 pub mod inbox;
 mod lazy;
 mod nav;

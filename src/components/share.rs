@@ -8,15 +8,9 @@ use leptos::task::spawn_local;
 use signoff_protocol::rest::Share;
 
 use super::lazy::{loaded, Loaded, Slot};
-use super::util::copy_to_clipboard;
+use super::util::{copy_to_clipboard, local_time};
 use crate::api;
 use crate::components::controller::ChatCtl;
-
-/// When a link was made, in the person's locale.
-fn made_at(created_at: &str) -> String {
-    let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(created_at));
-    String::from(date.to_locale_string("default", &js_sys::Object::new()))
-}
 
 /// The header's Share button and its panel; only for a chat that exists on the server.
 #[component]
@@ -120,7 +114,7 @@ pub fn ShareMenu() -> impl IntoView {
                                 let id = share.id.clone();
                                 view! {
                                     <li class="policy" data-testid="share-link">
-                                        <span>{format!("Link made {}", made_at(&share.created_at))}</span>
+                                        <span>{format!("Link made {}", local_time(&share.created_at))}</span>
                                         <button type="button" class="button small danger-outline" data-testid="share-revoke" on:click=move |_| revoke(id.clone())>
                                             "Revoke"
                                         </button>

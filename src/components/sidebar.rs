@@ -1,5 +1,6 @@
-//! The left sidebar: agent picker, New chat, and the chats grouped Today / Yesterday / Older,
-//! each deletable after a confirmation.
+//! The left sidebar: agent picker, New chat, the Approvals link and, for an operator, the tools
+//! held back, and the chats grouped Today / Yesterday / Older, each deletable after a
+//! confirmation.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -38,6 +39,7 @@ pub fn Sidebar() -> impl IntoView {
                 "+ New chat"
             </button>
             <super::inbox::ApprovalsLink />
+            <super::held_back::HeldBackNotice />
             <SessionList />
         </nav>
         <div class="scrim" aria-hidden="true" on:click=move |_| ctx.sidebar_open.set(false)></div>

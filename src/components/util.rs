@@ -23,6 +23,12 @@ pub fn utc_offset_minutes() -> i64 {
     -(js_sys::Date::new_0().get_timezone_offset() as i64)
 }
 
+/// An RFC 3339 time from the server (`createdAt`, `pinnedAt`) in the person's locale.
+pub fn local_time(rfc3339: &str) -> String {
+    let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(rfc3339));
+    String::from(date.to_locale_string("default", &js_sys::Object::new()))
+}
+
 pub fn copy_to_clipboard(text: &str) {
     if let Some(window) = web_sys::window() {
         let _ = window.navigator().clipboard().write_text(text);

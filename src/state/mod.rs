@@ -8,6 +8,7 @@ pub mod draft;
 pub mod feedback;
 pub mod group;
 pub mod guard;
+pub mod held_back;
 pub mod hidden;
 pub mod inbox;
 pub mod keyed;

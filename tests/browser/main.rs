@@ -15,6 +15,7 @@ mod by_accident;
 mod chat;
 mod chunks;
 mod email_links;
+mod held_back;
 mod honest_cards;
 mod inbox;
 mod ladder;

@@ -24,8 +24,12 @@ use crate::state::tabs::{Follower, TabMessage};
 const RECONNECT_MS: i32 = 1000;
 
 /// Follows the approvals stream into `live`, sharing it with the browser's other tabs; batches
-/// that start waiting after `opened_ms` (when the page opened) are news.
+/// that start waiting after `opened_ms` (when the page opened) are news. Also asks how many
+/// tools are held back (an operator's other inbox), here and whenever the stream is followed
+/// again (`follow_stream`): from this chunk, at idle, so that a fresh chat's first download
+/// carries none of it.
 pub(crate) fn follow(app: AppCtx, live: LiveApprovals, opened_ms: f64) {
+    app.reload_held_back();
     let name = format!("signoff.approvals.{}", api::caller_key());
     let share = Rc::new(Share {
         app,
@@ -198,7 +202,14 @@ fn on_page_lifecycle(share: Rc<Share>) {
 
 /// Follows the approvals stream while this tab leads, passing each event on to the other tabs.
 async fn follow_stream(share: Rc<Share>, term: u32) {
+    let mut again = false;
     while share.leading.get() && share.term.get() == term {
+        // A stream that ended is most often a server that restarted, and a start is when it
+        // finds the tools whose server now describes them otherwise: they are asked again
+        // beside each attempt to follow again, so that the attempt that reaches it asks too.
+        if std::mem::replace(&mut again, true) {
+            share.app.reload_held_back();
+        }
         // A broken request aborts its own controller: each attempt needs a fresh one.
         let abort = Abort::new();
         *share.current.borrow_mut() = abort.controller();

@@ -77,7 +77,7 @@ pub fn artifacts_dir() -> PathBuf {
     dir
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     StdListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -85,7 +85,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-async fn wait_for_port(port: u16) {
+pub async fn wait_for_port(port: u16) {
     let start = Instant::now();
     while tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await

@@ -1,5 +1,6 @@
-//! What the browser tests share: the harness (server, browser, page helpers) and the loopback
-//! stand-in for a kagent agent.
+//! What the browser tests share: the harness (server, browser, page helpers), the loopback
+//! stand-in for a kagent agent, and the server tests' Python MCP server.
 
 pub mod harness;
 pub mod kagent;
+pub mod mcp;

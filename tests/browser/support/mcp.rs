@@ -1,0 +1,69 @@
+//! The server tests' Python MCP server (`crates/server/tests/mcp/http_server.py`, on the `mcp`
+//! SDK in the venv `crates/server/tests/mcp/install.sh` makes), for browser tests that need a
+//! tool served over MCP, or one whose definition changes between two starts of the server.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use tokio::process::Child;
+
+use super::harness::wait_for_port;
+
+/// The venv's python, found as the server's tests find it (`SIGNOFF_MCP_VENV` overrides where).
+fn mcp_python() -> PathBuf {
+    let venv = std::env::var_os("SIGNOFF_MCP_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(&std::env::var("HOME").unwrap()).join(".cache/signoff/mcp-venv")
+        });
+    let python = venv.join("bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run crates/server/tests/mcp/install.sh (scripts/test.sh does) to \
+         install the Python MCP SDK",
+        python.display()
+    );
+    python
+}
+
+/// The Python MCP server, serving streamable HTTP at `/mcp`; stopped when dropped.
+pub struct McpServer {
+    child: Child,
+}
+
+impl McpServer {
+    /// Starts it on `port`, its `read_file` described as `description` (none: as its
+    /// docstring says), and waits until it listens.
+    pub async fn start(port: u16, read_file_description: Option<&str>) -> McpServer {
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/server/tests/mcp/http_server.py");
+        let mut command = tokio::process::Command::new(mcp_python());
+        if let Some(description) = read_file_description {
+            command.env("READ_FILE_DESCRIPTION", description);
+        }
+        let child = command
+            .arg(script)
+            .arg(port.to_string())
+            .arg("streamable-http")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        wait_for_port(port).await;
+        McpServer { child }
+    }
+
+    /// Stops it and waits until it has exited, so that its port is free for the next start.
+    pub async fn stop(mut self) {
+        self.child.kill().await.unwrap();
+    }
+}
+
+/// The agents-file entry of a tool source `name` served by the MCP server on `port`.
+pub fn mcp_source_toml(name: &str, port: u16) -> String {
+    format!(
+        "[[agents.tools]]\nkind = \"mcp_http\"\nname = \"{name}\"\n\
+         url = \"http://127.0.0.1:{port}/mcp\"\ntransport = \"streamable_http\"\ntimeout_secs = 5\n"
+    )
+}
