@@ -2,29 +2,17 @@
 //! SDK in the venv `crates/server/tests/mcp/install.sh` makes), for browser tests that need a
 //! tool served over MCP, or one whose definition changes between two starts of the server.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 
 use tokio::process::Child;
 
 use super::harness::wait_for_port;
 
-/// The venv's python, found as the server's tests find it (`SIGNOFF_MCP_VENV` overrides where).
-fn mcp_python() -> PathBuf {
-    let venv = std::env::var_os("SIGNOFF_MCP_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(&std::env::var("HOME").unwrap()).join(".cache/signoff/mcp-venv")
-        });
-    let python = venv.join("bin/python");
-    assert!(
-        python.is_file(),
-        "{} is missing: run crates/server/tests/mcp/install.sh (scripts/test.sh does) to \
-         install the Python MCP SDK",
-        python.display()
-    );
-    python
-}
+// The venv's python, found as the server's tests find it: one home for both test crates.
+#[path = "../../../crates/server/tests/support/venv.rs"]
+mod venv;
+use venv::mcp_python;
 
 /// The Python MCP server, serving streamable HTTP at `/mcp`; stopped when dropped.
 pub struct McpServer {
