@@ -219,6 +219,12 @@ async fn a_tool_whose_server_changed_its_definition_is_reviewed_and_approved_in_
         app.get_json("/api/tools/changes").await,
         json!({"changes": []})
     );
+    // The details panel lists the tool again, as it is served now.
+    app.wait_for_text(
+        "[data-testid=catalog-tool][data-tool=read_file]",
+        "Before you answer",
+    )
+    .await;
     click(&app, "[data-testid=held-back-close]").await;
     app.wait_until("the review closes", || async {
         Ok(app

@@ -162,12 +162,19 @@ fn HeldBackTool(change: ToolChange, review: Review) -> impl IntoView {
 }
 
 /// One tool fewer is held back: the notice counts it. The policies made for its old definition
-/// were revoked with the approval, so the details panel loads them again. The focus was on the
-/// button that hid with the tool: it goes to Close, inside the dialog.
+/// were revoked with the approval, and the agent now lists the tool as approved: the details
+/// panel loads both again. The focus was on the button that hid with the tool: it goes to
+/// Close, inside the dialog.
 fn on_approved(app: AppCtx, review: Review) {
     review.left.update(|left| *left = left.saturating_sub(1));
     app.held_back.set(review.left.get_untracked());
     app.reload_policies();
+    leptos::task::spawn_local(async move {
+        // A list that cannot be read now leaves the one shown; the next load tells.
+        if let Ok(agents) = crate::api::list_agents().await {
+            app.agents.set(Some(Ok(agents)));
+        }
+    });
     if let Some(button) = review.close.get_untracked() {
         let _ = button.focus();
     }
