@@ -478,9 +478,14 @@ async fn cedar_policies_over_tool_name_and_input_settle_prompts_without_asking_a
 async fn raw_call(app: &TestApp, id: u64, tool: &str, arguments: Value) -> reqwest::Response {
     let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                       "params": {"name": tool, "arguments": arguments}});
+    post_files_mcp(app, &call).await
+}
+
+/// One JSON-RPC message to `default/files`'s MCP endpoint, as a streamable HTTP client posts it.
+async fn post_files_mcp(app: &TestApp, message: &Value) -> reqwest::Response {
     app.post("/api/mcp/default/files")
         .header("accept", "application/json, text/event-stream")
-        .json(&call)
+        .json(message)
         .send()
         .await
         .unwrap()
@@ -548,13 +553,7 @@ async fn a_clients_cancel_notification_cancels_its_waiting_call_which_never_runs
     let batch = waiting_batch(&app).await;
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                         "params": {"requestId": 7, "reason": "the user pressed Escape"}});
-    let sent = app
-        .post("/api/mcp/default/files")
-        .header("accept", "application/json, text/event-stream")
-        .json(&cancel)
-        .send()
-        .await
-        .unwrap();
+    let sent = post_files_mcp(&app, &cancel).await;
     assert_eq!(sent.status(), 202);
     let body = within("the canceled call's answer", response.text())
         .await
