@@ -76,6 +76,16 @@ pub fn AgentPanel() -> impl IntoView {
                             {tool.approval.clone().map(|who| view! { <p class="hint" data-testid="tool-approval">{format!("Approval: {who}")}</p> })}
                         </li>
                     }).collect_view()}
+                    {agent.tools.is_empty().then(|| view! {
+                        <li class="hint" data-testid="no-tools">
+                            {if agent.answers_prompts {
+                                "It runs no tools of its own: programs ask it whether theirs may \
+                                 run, and each call that needs a sign-off waits as a card."
+                            } else {
+                                "It has no tools."
+                            }}
+                        </li>
+                    })}
                 </ul>
                 })}
                 <h3 class="side-heading">"Your policies"</h3>

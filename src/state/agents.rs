@@ -38,6 +38,8 @@ pub struct AgentInfo {
     pub skills: Vec<SkillInfo>,
     /// Whether Stop can cancel its task (kagent 0.10 cannot: "Cancellation is not supported").
     pub cancelable: bool,
+    /// It answers permission prompts: programs ask it about tools it does not run itself.
+    pub answers_prompts: bool,
 }
 
 impl AgentInfo {
@@ -58,6 +60,7 @@ impl From<AgentEntry> for AgentInfo {
             remote,
             skills,
             cancelable,
+            answers_prompts,
             ..
         } = entry;
         let tools = tools
@@ -88,6 +91,7 @@ impl From<AgentEntry> for AgentInfo {
                 })
                 .collect(),
             cancelable: cancelable != Some(false),
+            answers_prompts: answers_prompts == Some(true),
         }
     }
 }

@@ -380,12 +380,14 @@ impl ChatView {
         self.tools.get(self.tool_log.position(key)?)
     }
 
-    /// The tokens of every turn of the chat, if the agent reported any.
+    /// The tokens of every turn of the chat, if the agent reported any (a chat that took no
+    /// model, such as a call a program asked about, counts none and shows none).
     pub fn session_usage(&self) -> Option<Usage> {
         self.turns
             .iter()
             .map(|turn| turn.usage)
             .reduce(|a, b| a + b)
+            .filter(|usage| usage.total > 0)
     }
 
     /// The tokens of the turns whose answer is one of `items`, if any.
@@ -398,6 +400,7 @@ impl ChatView {
             })
             .map(|turn| turn.usage)
             .reduce(|a, b| a + b)
+            .filter(|usage| usage.total > 0)
     }
 
     /// The answer a turn's counts show on: its own item while the chat shows it, else its

@@ -75,6 +75,21 @@ async fn a_prompted_command_and_write_read_as_what_they_would_do_and_approving_a
         "{shown}"
     );
     app.shots("asked-bash").await;
+    // The agent runs no tools of its own and takes no model: its details say so in words (no
+    // empty "Tools" list), and the chat shows no token count.
+    app.wait_for_text(
+        "[data-testid=agent-details] [data-testid=no-tools]",
+        "programs ask it whether theirs may run",
+    )
+    .await;
+    let counts = app
+        .js("return document.querySelectorAll('[data-testid=session-usage], [data-testid=answer-usage]').length")
+        .await;
+    assert_eq!(
+        counts,
+        json!(0),
+        "a chat that took no model shows no tokens"
+    );
     click(
         &app,
         &format!("{} [data-testid=approve-button]", card("Bash")),

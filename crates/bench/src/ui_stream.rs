@@ -139,6 +139,7 @@ async fn agents() -> axum::Json<AgentList> {
             reachable: None,
             skills: None,
             cancelable: None,
+            answers_prompts: None,
         }],
     })
 }

@@ -59,6 +59,10 @@ pub struct AgentEntry {
     /// "Cancellation is not supported"; absent: it can.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancelable: Option<bool>,
+    /// Local agents only: `true` when the agent answers permission prompts (a
+    /// `permission_prompts` tool source): programs ask it whether their own tools may run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers_prompts: Option<bool>,
 }
 
 /// One skill of a remote agent's card.

@@ -158,3 +158,27 @@ fn a_paused_turn_without_words_counts_on_its_tasks_next_answer() {
         "the answer after the decision"
     );
 }
+
+/// A chat whose agent took no model turn (a call a program asked about) reports counts of
+/// zero: it shows no "0 tokens".
+#[test]
+fn counts_of_zero_show_nothing() {
+    let sse = super::read(super::ours("count.sse"));
+    let mut zeroed = String::new();
+    let mut rest = sse.as_str();
+    while let Some(at) = rest.find("TokenCount\":") {
+        let (head, tail) = rest.split_at(at + "TokenCount\":".len());
+        zeroed.push_str(head);
+        zeroed.push('0');
+        rest = tail.trim_start_matches(|c: char| c.is_ascii_digit());
+    }
+    zeroed.push_str(rest);
+    assert_ne!(zeroed, sse, "the recorded stream reports counts");
+    let view = run(&super::events_from_sse(
+        &zeroed,
+        super::ProtocolVersion::V0_3,
+    ));
+    assert_eq!(view.session_usage(), None);
+    let keys: Vec<String> = view.items.iter().map(|item| item.key.clone()).collect();
+    assert_eq!(view.answer_usage(&keys), None);
+}

@@ -6,6 +6,10 @@
 //! `--permission-prompt-tool` asks with (`{tool_name, input, tool_use_id}`, answered with
 //! `{"behavior": "allow", "updatedInput": …}` or `{"behavior": "deny", "message": …}`).
 //!
+//! It speaks the handshake revisions and the stateless 2026-07-28 one (`mcp_revision`: its
+//! `server/discover`, the envelope in each request's `_meta`, the routing headers checked
+//! against the body, `resultType` on results).
+//!
 //! The server is stateless (no `Mcp-Session-Id`): each POST carries one JSON-RPC message. A held
 //! call is answered as an event stream, so the client's request stays open while a person
 //! decides (progress notifications, or comments, keep it alive); a client that accepts only
@@ -15,7 +19,6 @@
 
 use std::sync::Arc;
 
-use super::mcp_calls::{Left, McpCalls, Request, Twin};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -26,14 +29,17 @@ use axum::Json;
 use serde_json::{json, Value};
 use signoff_protocol::rest::{ApprovalRequestState, RequestStatus};
 
+use super::mcp_calls::{Left, McpCalls, Request, Twin};
+use super::mcp_revision::{self, Era};
 use super::{origin, AppState, Person};
 use crate::agent::approvals::{Actor, Channel, Command};
 use crate::agent::asked::AskedCall;
 use crate::agent::tools::{error_result, text_result};
 use crate::agent::{Agent, AgentError, Decider, Runtime};
 
-/// The revisions this server speaks, newest first; a client asking for another gets the first.
-const REVISIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+/// What the server tells a client it is for (`initialize`, `server/discover`).
+const INSTRUCTIONS: &str =
+    "Calls that need a person's sign-off wait until it is given, then answer.";
 
 /// The permission tool's name.
 pub const APPROVE_TOOL: &str = "approve";
@@ -82,6 +88,7 @@ pub async fn post(
     };
     let method = object.get("method").and_then(Value::as_str).unwrap_or("");
     let Some(id) = object.get("id").cloned() else {
+        // Notifications carry no envelope in either revision.
         // A notification (`notifications/initialized`, `notifications/cancelled`) or a
         // response: accepted, nothing to answer.
         if method == "notifications/cancelled" {
@@ -98,26 +105,52 @@ pub async fn post(
         }
         return StatusCode::ACCEPTED.into_response();
     };
-    let params = object.get("params").cloned().unwrap_or(Value::Null);
-    let answer = match method {
-        "initialize" => Ok(initialize(&params)),
-        "ping" => Ok(json!({})),
-        "tools/list" => Ok(json!({"tools": tool_list(&agent)})),
-        "tools/call" => {
-            let wants_stream = accepts_stream(&headers);
-            return call(&state, who.0, agent, id, params, wants_stream).await;
+    let era = match mcp_revision::classify(&headers, object) {
+        Ok(era) => era,
+        Err(refused) => {
+            let mut error = rpc_error(id, refused.code, &refused.message);
+            if let Some(data) = refused.data {
+                error["error"]["data"] = data;
+            }
+            let status = Era::Stateless.error_status(refused.code);
+            return (status, Json(error)).into_response();
         }
-        "" => Err((INVALID_REQUEST, "a request needs a method".to_owned())),
-        other => Err((
+    };
+    let params = object.get("params").cloned().unwrap_or(Value::Null);
+    let answer = match (era, method) {
+        (Era::Handshake, "initialize") => Ok(initialize(&params)),
+        (Era::Handshake, "ping") => Ok(json!({})),
+        (Era::Stateless, "server/discover") => Ok(mcp_revision::discover(INSTRUCTIONS)),
+        (Era::Handshake, "server/discover") => Err((
+            INVALID_PARAMS,
+            "server/discover is of the 2026-07-28 revision: its params._meta must carry the \
+             protocol version and the client's capabilities"
+                .to_owned(),
+        )),
+        (_, "tools/list") => Ok(era.listing(json!({"tools": tool_list(&agent)}))),
+        (_, "tools/call") => {
+            let wants_stream = accepts_stream(&headers);
+            let asked = Ask {
+                who: who.0,
+                agent,
+                id,
+                params,
+                era,
+            };
+            return call(&state, asked, wants_stream).await;
+        }
+        (_, "") => Err((INVALID_REQUEST, "a request needs a method".to_owned())),
+        (_, other) => Err((
             METHOD_NOT_FOUND,
             format!("no method {other} on this server"),
         )),
     };
-    Json(match answer {
-        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Err((code, message)) => rpc_error(id, code, &message),
-    })
-    .into_response()
+    match answer {
+        Ok(result) => Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response(),
+        Err((code, message)) => {
+            (era.error_status(code), Json(rpc_error(id, code, &message))).into_response()
+        }
+    }
 }
 
 /// `GET /.well-known/oauth-protected-resource/api/mcp/{namespace}/{agent}`: the MCP
@@ -181,7 +214,12 @@ fn with_resource_metadata(
 pub async fn not_offered() -> Response {
     let body =
         json!({"error": "this MCP endpoint is stateless: POST one JSON-RPC message per request"});
-    (StatusCode::METHOD_NOT_ALLOWED, Json(body)).into_response()
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        [(header::ALLOW, "POST")],
+        Json(body),
+    )
+        .into_response()
 }
 
 /// The agent served at this path, if it is served over MCP and the request may reach it (an
@@ -216,17 +254,18 @@ fn served_agent(
     }
 }
 
-/// The answer to `initialize`: the client's revision if this server speaks it, else the newest.
+/// The answer to `initialize`: the client's revision if this server speaks it, else the newest
+/// handshake revision.
 fn initialize(params: &Value) -> Value {
     let asked = params.get("protocolVersion").and_then(Value::as_str);
     let revision = asked
-        .filter(|asked| REVISIONS.contains(asked))
-        .unwrap_or(REVISIONS[0]);
+        .filter(|asked| mcp_revision::HANDSHAKE.contains(asked))
+        .unwrap_or(mcp_revision::HANDSHAKE[0]);
     json!({
         "protocolVersion": revision,
         "capabilities": {"tools": {"listChanged": false}},
         "serverInfo": {"name": "signoff", "version": env!("CARGO_PKG_VERSION")},
-        "instructions": "Calls that need a person's sign-off wait until it is given, then answer."
+        "instructions": INSTRUCTIONS,
     })
 }
 
@@ -324,18 +363,21 @@ impl Asked {
 
 /// `tools/call`: asks for the call, then answers once it is settled, as an event stream when
 /// the client accepts one.
-async fn call(
-    state: &AppState,
-    who: Decider,
-    agent: Arc<Agent>,
-    id: Value,
-    params: Value,
-    wants_stream: bool,
-) -> Response {
+async fn call(state: &AppState, ask: Ask, wants_stream: bool) -> Response {
+    let Ask {
+        who,
+        agent,
+        id,
+        params,
+        era,
+    } = ask;
     let runtime = state.runtime.clone();
+    let refuse = |id: Value, code: i64, why: &str| {
+        (era.error_status(code), Json(rpc_error(id, code, why))).into_response()
+    };
     let asked = match Asked::read(&agent, &params) {
         Ok(asked) => asked,
-        Err(why) => return Json(rpc_error(id, INVALID_PARAMS, &why)).into_response(),
+        Err(why) => return refuse(id, INVALID_PARAMS, &why),
     };
     let title = match &asked {
         Asked::Permission(call) => format!("Permission to run {}", call.gist()),
@@ -352,9 +394,7 @@ async fn call(
             .await
         {
             Ok(accepted) => accepted.task_id,
-            Err(err) => {
-                return Json(rpc_error(id, code_of(&err), &err.to_string())).into_response()
-            }
+            Err(err) => return refuse(id, code_of(&err), &err.to_string()),
         },
     };
     let request = Request::new(&who.subject, &agent_key, &id);
@@ -375,13 +415,14 @@ async fn call(
         // The handler's future is dropped if the client goes away: `Waiting` cancels then.
         let mut waiting = waiting;
         let answer = waiting.settle(Duration::MAX).await;
-        return Json(answered(id, &asked, answer)).into_response();
+        return Json(answered(id, era, &asked, answer)).into_response();
     }
     let events = futures_util::stream::unfold(
         Some(Stream {
             waiting,
             asked,
             id,
+            era,
             progress,
             beats: 0,
         }),
@@ -393,7 +434,8 @@ async fn call(
                 let beat = still_waiting(stream.progress.as_ref(), stream.beats);
                 return Some((Ok::<_, std::convert::Infallible>(beat), Some(stream)));
             }
-            let event = sse_event(&answered(stream.id.clone(), &stream.asked, answer));
+            let answer = answered(stream.id.clone(), stream.era, &stream.asked, answer);
+            let event = sse_event(&answer);
             Some((Ok(event), None))
         },
     );
@@ -404,11 +446,21 @@ async fn call(
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
+/// A `tools/call` request: who calls which agent, and in which revision.
+struct Ask {
+    who: Decider,
+    agent: Arc<Agent>,
+    id: Value,
+    params: Value,
+    era: Era,
+}
+
 /// A held call's event stream: its wait, and what its last event answers.
 struct Stream {
     waiting: Waiting,
     asked: Asked,
     id: Value,
+    era: Era,
     progress: Option<Value>,
     beats: u64,
 }
@@ -471,9 +523,16 @@ fn cancel_waiting(runtime: Arc<Runtime>, who: Decider, task_id: String, why: &'s
 }
 
 /// The JSON-RPC response to a `tools/call`.
-fn answered(id: Value, asked: &Asked, answer: Result<ApprovalRequestState, AgentError>) -> Value {
+fn answered(
+    id: Value,
+    era: Era,
+    asked: &Asked,
+    answer: Result<ApprovalRequestState, AgentError>,
+) -> Value {
     match answer {
-        Ok(state) => json!({"jsonrpc": "2.0", "id": id, "result": asked.answer(&state)}),
+        Ok(state) => {
+            json!({"jsonrpc": "2.0", "id": id, "result": era.result(asked.answer(&state))})
+        }
         Err(err) => rpc_error(id, code_of(&err), &err.to_string()),
     }
 }

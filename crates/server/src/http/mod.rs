@@ -12,6 +12,7 @@ mod json_errors;
 mod links;
 mod mcp;
 mod mcp_calls;
+mod mcp_revision;
 mod notifications;
 mod ops;
 pub mod relay;

@@ -76,6 +76,7 @@ pub async fn agents(State(state): State<AppState>, _user: User) -> Json<AgentLis
                 reachable: None,
                 skills: None,
                 cancelable: None,
+                answers_prompts: agent.tools.answers_any_name().then_some(true),
             }
         })
         .collect();

@@ -229,8 +229,9 @@ async fn an_mcp_client_lists_the_tools_and_its_permission_prompt_gets_the_approv
     )
     .await;
     assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
-    let unknown = mcp(&app, 2, "server/discover", json!({})).await;
-    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    // The stateless revision's discover needs its envelope.
+    let bare = mcp(&app, 2, "server/discover", json!({})).await;
+    assert_eq!(bare["error"]["code"], -32602, "{bare}");
     let list = mcp(&app, 3, "tools/list", json!({})).await;
     let names: Vec<&str> = list["result"]["tools"]
         .as_array()
@@ -274,6 +275,95 @@ async fn an_mcp_client_lists_the_tools_and_its_permission_prompt_gets_the_approv
         json!({"behavior": "allow", "updatedInput": edited}),
         "{answer}"
     );
+}
+
+/// One request of the stateless revision (2026-07-28, or `version`): its envelope in `_meta`,
+/// and routing headers (`None`: those that say what the body says); the status and the answer.
+async fn stateless_at(
+    app: &TestApp,
+    version: &str,
+    method: &str,
+    mut params: Value,
+    headers: Option<&[(&str, &str)]>,
+) -> (u16, Value) {
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": version,
+                             "io.modelcontextprotocol/clientCapabilities": {}});
+    let name = params["name"].as_str().map(str::to_owned);
+    let mut routed = vec![("mcp-protocol-version", version), ("mcp-method", method)];
+    if let Some(name) = &name {
+        routed.push(("mcp-name", name));
+    }
+    let mut request = app.post(MCP).header("accept", "application/json");
+    for (header, value) in headers.unwrap_or(&routed) {
+        request = request.header(*header, *value);
+    }
+    let response = request
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+async fn stateless(
+    app: &TestApp,
+    method: &str,
+    params: Value,
+    headers: Option<&[(&str, &str)]>,
+) -> (u16, Value) {
+    stateless_at(app, "2026-07-28", method, params, headers).await
+}
+
+#[tokio::test]
+async fn a_stateless_client_discovers_lists_and_calls_and_headers_that_disagree_are_refused() {
+    let app = spawn_with_agents(SERVED, |_| {}).await;
+    let (status, discover) = stateless(&app, "server/discover", json!({}), None).await;
+    assert_eq!(status, 200, "{discover}");
+    assert_eq!(
+        discover["result"]["supportedVersions"][0], "2026-07-28",
+        "{discover}"
+    );
+    assert_eq!(discover["result"]["resultType"], "complete");
+    let (_, list) = stateless(&app, "tools/list", json!({}), None).await;
+    assert_eq!(list["result"]["resultType"], "complete", "{list}");
+    assert_eq!(list["result"]["cacheScope"], "private", "{list}");
+
+    // Routed as a read while the body writes: refused, and nothing waits or runs.
+    let write = json!({"name": "write_file", "arguments": {"path": "w.txt", "content": "x"}});
+    let lying = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "read_file"),
+    ];
+    let (status, refused) = stateless(&app, "tools/call", write.clone(), Some(&lying)).await;
+    assert_eq!(
+        (status, &refused["error"]["code"]),
+        (400, &json!(-32020)),
+        "{refused}"
+    );
+    let (_, inbox) = app.get("/api/approvals").await;
+    assert_eq!(inbox["approvals"], json!([]), "{inbox}");
+    assert!(!app.sandbox().join("w.txt").exists());
+
+    let (status, refused) = stateless_at(&app, "2027-01-01", "tools/list", json!({}), None).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["code"], -32022, "{refused}");
+    assert_eq!(refused["error"]["data"]["supported"], json!(["2026-07-28"]));
+    let (status, refused) = stateless(&app, "ping", json!({}), None).await;
+    assert_eq!(
+        (status, &refused["error"]["code"]),
+        (404, &json!(-32601)),
+        "{refused}"
+    );
+
+    // A call that needs no sign-off answers at once, marked complete.
+    std::fs::write(app.sandbox().join("r.txt"), "hello").unwrap();
+    let read = json!({"name": "read_file", "arguments": {"path": "r.txt"}});
+    let (status, answer) = stateless(&app, "tools/call", read, None).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "hello", "{answer}");
 }
 
 /// The first pending batch, once one waits.

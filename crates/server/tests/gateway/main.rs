@@ -379,6 +379,13 @@ async fn an_sdk_client_runs_an_approved_write_once_and_a_rejected_one_never(sdk:
     let listed = next_json(&mut lines).await;
     let tools = listed["tools"].as_array().unwrap();
     assert!(tools.contains(&json!("write_file")), "{listed}");
+    // The Python SDK speaks the stateless revision (its `server/discover` probe is answered);
+    // the TypeScript SDK of this pin speaks only the handshake revisions.
+    let revision = match sdk {
+        Sdk::Python => "2026-07-28",
+        Sdk::TypeScript => "2025-11-25",
+    };
+    assert_eq!(listed["revision"], revision, "{listed}");
     assert!(
         !tools.contains(&json!("approve")),
         "no permission prompts here: {listed}"

@@ -1,6 +1,6 @@
 // An MCP client on the official TypeScript SDK (npm @modelcontextprotocol/sdk, pinned in this
 // folder's package-lock.json), for the gateway tests: connects to URL over streamable HTTP,
-// lists the tools, prints {"tools": [names]}, calls TOOL with the JSON ARGUMENTS and prints
+// lists the tools, prints {"tools": [names], "revision": "…"} (the revision it negotiated), calls TOOL with the JSON ARGUMENTS and prints
 // {"result": {"isError": bool, "text": "..."}}, one JSON line each.
 //
 //     node mcp_client.mjs URL TOOL ARGUMENTS
@@ -9,9 +9,11 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 
 const [url, tool, args] = process.argv.slice(2);
 const client = new Client({ name: "signoff-gateway-test", version: "1.0.0" });
-await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+const transport = new StreamableHTTPClientTransport(new URL(url));
+await client.connect(transport);
 const listed = await client.listTools();
-console.log(JSON.stringify({ tools: listed.tools.map((t) => t.name) }));
+const revision = transport.protocolVersion;
+console.log(JSON.stringify({ tools: listed.tools.map((t) => t.name), revision }));
 // A held call waits for a person: no client-side timeout while it does.
 const result = await client.callTool({ name: tool, arguments: JSON.parse(args) }, undefined, {
   timeout: 600000,

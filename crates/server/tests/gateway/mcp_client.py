@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """An MCP client on the Python `mcp` SDK (PyPI), for the gateway tests: connects to URL over
 streamable HTTP (the SDK's default "auto" mode: `server/discover`, then `initialize`), lists the
-tools, calls TOOL with the JSON ARGUMENTS and prints one JSON line:
-{"tools": [names], "result": {"isError": bool, "text": "..."}}.
+tools and prints {"tools": [names], "revision": "..."} (the revision it negotiated), then calls
+TOOL with the JSON ARGUMENTS and prints {"result": {"isError": bool, "text": "..."}}.
 
     python mcp_client.py URL TOOL ARGUMENTS
 """
@@ -18,7 +18,7 @@ async def main(url, tool, arguments):
     async with Client(url) as client:
         listed = await client.list_tools()
         # Printed before the call, so the test knows the client is waiting on it.
-        print(json.dumps({"tools": [t.name for t in listed.tools]}), flush=True)
+        print(json.dumps({"tools": [t.name for t in listed.tools], "revision": client.protocol_version}), flush=True)
         result = await client.call_tool(tool, arguments)
         text = "\n".join(item.text for item in result.content if getattr(item, "text", None))
         print(json.dumps({"result": {"isError": bool(result.is_error), "text": text}}), flush=True)

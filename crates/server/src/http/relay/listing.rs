@@ -49,6 +49,7 @@ impl RemoteAgent {
                     .unwrap_or_default(),
             ),
             cancelable: self.cancelable(),
+            answers_prompts: None,
         }
     }
 }
