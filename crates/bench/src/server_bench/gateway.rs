@@ -2,15 +2,19 @@
 //! (`/api/mcp/default/gate`, an agent with `serve_mcp = true` whose `read_file` comes from an
 //! upstream MCP server over streamable HTTP: the Python test server of crates/server/tests/mcp)
 //! against the same call straight to that upstream. One call at a time over loopback, each
-//! client on its own initialized session.
+//! client on its own initialized session. Then how fast a held call reaches the approver: many
+//! `write_file` calls of `/api/mcp/default/held` sent at once, each timed from its request to
+//! its batch on the approvals stream.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::idle::{python_mcp_server, PythonMcp};
-use super::{pooled_http, Counts};
+use super::reach::{follow_stream, Seen};
+use super::{errors_figure, pooled_http, Counts, PHASE_LIMIT};
 use crate::error::{BenchError, Result};
 use crate::progress;
 use crate::scenario::ms;
@@ -27,7 +31,9 @@ fn agents(upstream_port: u16) -> String {
         "[[agents]]\nname = \"gate\"\ndescription = \"Gates an upstream MCP server\"\n\
          serve_mcp = true\n\n[[agents.tools]]\nkind = \"mcp_http\"\nname = \"upstream\"\n\
          url = \"http://127.0.0.1:{upstream_port}/mcp\"\ntransport = \"streamable_http\"\n\
-         tools = [\"read_file\"]\n"
+         tools = [\"read_file\"]\n\n\
+         [[agents]]\nname = \"held\"\ndescription = \"Holds every write\"\nserve_mcp = true\n\n\
+         [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n"
     )
 }
 
@@ -194,7 +200,6 @@ async fn measure(
     time_calls(&mut gated, &tool, 5).await?;
     let straight = time_calls(&mut direct, "read_file", calls).await?;
     let through = time_calls(&mut gated, &tool, calls).await?;
-    server.stop().await?;
     let cost = match (Summary::of(&straight), Summary::of(&through)) {
         (Some(straight), Some(through)) => vec![Figure::value(
             GROUP,
@@ -215,7 +220,89 @@ async fn measure(
         )),
     ];
     figures.extend(cost);
+    let held = counts.load_large;
+    progress(format_args!(
+        "gateway: {held} write_file calls held at once, the approvals stream open"
+    ));
+    let (reach, errors) = held_reach(&server, held).await?;
+    server.stop().await?;
+    figures.push(
+        Figure::samples(
+            GROUP,
+            &format!("{held} held calls to the inbox"),
+            "ms",
+            &reach,
+        )
+        .with_note(
+            "tools/call write_file on /api/mcp/default/held, sent together -> its batch as a \
+                 `pending` event on the approver's approvals stream",
+        ),
+    );
+    figures.push(errors_figure(GROUP, "errors", &errors));
     Ok(figures)
+}
+
+/// The path the `index`th held call writes (its batch's `pending` event shows it).
+fn held_path(index: usize) -> String {
+    format!("held-{index}.txt")
+}
+
+/// The path the call of a pending batch writes.
+fn written_path(pending: &Value) -> Option<String> {
+    pending["calls"].get(0)?["args"]["path"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// `calls` held calls sent together, each on its own request; the milliseconds from each
+/// request to its batch on the approvals stream, and the errors. The requests are dropped at
+/// the end: each client goes away, so its call is canceled.
+async fn held_reach(server: &ServerProcess, calls: usize) -> Result<(Vec<f64>, Vec<String>)> {
+    let seen = Arc::new(Seen::default());
+    follow_stream(server, None, written_path, seen.clone()).await?;
+    let url = format!("{}/api/mcp/default/held", server.base);
+    let http = pooled_http();
+    let barrier = Arc::new(tokio::sync::Barrier::new(calls));
+    let mut handles = Vec::with_capacity(calls);
+    for index in 0..calls {
+        let (http, url, barrier) = (http.clone(), url.clone(), barrier.clone());
+        handles.push(tokio::spawn(async move {
+            let body = json!({"jsonrpc": "2.0", "id": index, "method": "tools/call", "params":
+                {"name": "write_file", "arguments": {"path": held_path(index), "content": "x"}}});
+            barrier.wait().await;
+            let sent = Instant::now();
+            let response = http
+                .post(&url)
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json")
+                .header("mcp-protocol-version", REVISION)
+                .body(body.to_string())
+                .send()
+                .await
+                .map_err(|err| format!("held call {index}: {err}"))?;
+            Ok::<_, String>((held_path(index), sent, response))
+        }));
+    }
+    let (mut held, mut errors) = (Vec::new(), Vec::new());
+    for handle in handles {
+        match handle.await {
+            Ok(Ok(one)) => held.push(one),
+            Ok(Err(err)) => errors.push(err),
+            Err(err) => errors.push(err.to_string()),
+        }
+    }
+    let keys: Vec<String> = held.iter().map(|(path, _, _)| path.clone()).collect();
+    seen.all(&keys, PHASE_LIMIT).await;
+    let mut times = Vec::with_capacity(held.len());
+    for (path, sent, _) in &held {
+        match seen.of(path) {
+            Some(at) => times.push(ms(*sent, at)),
+            None => errors.push(format!(
+                "the held call writing {path} never showed on the stream"
+            )),
+        }
+    }
+    Ok((times, errors))
 }
 
 /// The name the gateway lists the upstream's `read_file` under (its source may prefix it).
@@ -233,8 +320,16 @@ async fn gated_name(client: &mut McpClient) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::answer_of;
+    use super::{answer_of, held_path, written_path};
     use serde_json::json;
+
+    #[test]
+    fn a_pending_batch_names_the_path_its_held_call_writes() {
+        let pending = json!({"taskId": "t", "calls": [{"id": "c", "name": "write_file",
+            "args": {"path": held_path(7), "content": "x"}}]});
+        assert_eq!(written_path(&pending), Some("held-7.txt".to_owned()));
+        assert_eq!(written_path(&json!({"taskId": "t", "calls": []})), None);
+    }
 
     #[test]
     fn an_answer_is_read_from_json_or_from_an_event_stream() {

@@ -29,9 +29,10 @@ const AGENTS: &str = "[[agents]]\nname = \"demo\"\napprovers = [\"group:sre\"]\n
     requester_may_approve = false\n\n[[agents.tools]]\nkind = \"builtin_files\"\n\
     require_approval = [\"write_file\", \"delete_file\"]\n";
 
-/// When each task's batch first arrived on the approver's stream, and a wake-up per arrival.
+/// When each batch first arrived on the approver's stream (by a key its `pending` event names:
+/// its task, or what its call asks), and a wake-up per arrival.
 #[derive(Default)]
-struct Seen {
+pub(super) struct Seen {
     at: Mutex<HashMap<String, Instant>>,
     arrived: Notify,
 }
@@ -44,12 +45,12 @@ impl Seen {
         self.arrived.notify_waiters();
     }
 
-    fn of(&self, task_id: &str) -> Option<Instant> {
+    pub(super) fn of(&self, task_id: &str) -> Option<Instant> {
         self.at.lock().ok()?.get(task_id).copied()
     }
 
-    /// Waits until every task of `tasks` arrived, or `limit` passed.
-    async fn all(&self, tasks: &[String], limit: Duration) {
+    /// Waits until every key of `tasks` arrived, or `limit` passed.
+    pub(super) async fn all(&self, tasks: &[String], limit: Duration) {
         let until = Instant::now() + limit;
         loop {
             let arrived = self.arrived.notified();
@@ -63,8 +64,8 @@ impl Seen {
     }
 }
 
-/// The task of a `pending` event in one SSE frame (`None` for any other frame).
-fn pending_task(frame: &str) -> Option<String> {
+/// The data of a `pending` event in one SSE frame (`None` for any other frame).
+fn pending_data(frame: &str) -> Option<Value> {
     let mut pending = false;
     let mut data = None;
     for line in frame.lines() {
@@ -74,17 +75,30 @@ fn pending_task(frame: &str) -> Option<String> {
             data = Some(rest);
         }
     }
-    let data: Value = serde_json::from_str(data.filter(|_| pending)?).ok()?;
-    data["taskId"].as_str().map(str::to_owned)
+    serde_json::from_str(data.filter(|_| pending)?).ok()
 }
 
-/// Opens `token`'s approvals stream and records each batch that arrives on it, until the
-/// stream ends (the server stops).
-async fn follow_stream(server: &ServerProcess, token: &str, seen: Arc<Seen>) -> Result<()> {
+/// A pending batch's task.
+fn task_of(pending: &Value) -> Option<String> {
+    pending["taskId"].as_str().map(str::to_owned)
+}
+
+/// Opens `token`'s approvals stream (without one: the stream of `--auth none`'s person) and
+/// records each batch that arrives on it under `key` of its `pending` event, until the stream
+/// ends (the server stops).
+pub(super) async fn follow_stream(
+    server: &ServerProcess,
+    token: Option<&str>,
+    key: fn(&Value) -> Option<String>,
+    seen: Arc<Seen>,
+) -> Result<()> {
     let url = format!("{}/api/approvals/stream", server.base);
-    let mut response = pooled_http()
-        .get(&url)
-        .bearer_auth(token)
+    let request = pooled_http().get(&url);
+    let request = match token {
+        Some(token) => request.bearer_auth(token),
+        None => request,
+    };
+    let mut response = request
         .send()
         .await
         .map_err(|err| BenchError::Unexpected(format!("{url}: {err}")))?;
@@ -100,8 +114,8 @@ async fn follow_stream(server: &ServerProcess, token: &str, seen: Arc<Seen>) -> 
             buffer.push_str(&String::from_utf8_lossy(&chunk));
             while let Some(end) = buffer.find("\n\n") {
                 let frame: String = buffer.drain(..end + 2).collect();
-                if let Some(task) = pending_task(&frame) {
-                    seen.record(task);
+                if let Some(key) = pending_data(&frame).as_ref().and_then(key) {
+                    seen.record(key);
                 }
             }
         }
@@ -191,7 +205,7 @@ async fn measure(binary: &Path, data_dir: &Path, counts: &Counts) -> Result<Vec<
     ];
     let server = ServerProcess::start_with_args(binary, data_dir, Some(AGENTS), &args).await?;
     let seen = Arc::new(Seen::default());
-    follow_stream(&server, "bob-token", seen.clone()).await?;
+    follow_stream(&server, Some("bob-token"), task_of, seen.clone()).await?;
     let alice = Arc::new(
         A2aClient::new(pooled_http(), server.endpoint("default", "demo")).with_token("alice-token"),
     );
@@ -218,7 +232,11 @@ async fn measure(binary: &Path, data_dir: &Path, counts: &Counts) -> Result<Vec<
 
 #[cfg(test)]
 mod tests {
-    use super::pending_task;
+    use super::{pending_data, task_of};
+
+    fn pending_task(frame: &str) -> Option<String> {
+        task_of(&pending_data(frame)?)
+    }
 
     #[test]
     fn a_pending_frame_names_its_task_and_a_decided_one_none() {
