@@ -18,7 +18,9 @@ use crate::model::TaskState;
 mod requests;
 mod sharing;
 mod tools;
-pub use requests::{ApprovalRequest, ApprovalRequestState, RequestStatus};
+pub use requests::{
+    ApprovalRequest, ApprovalRequestState, RequestStatus, SettledCall, SettledCalls,
+};
 pub use sharing::{
     Feedback, FeedbackList, NewDecisionLinks, NewFeedback, NewShare, Rating, Share, ShareList,
 };

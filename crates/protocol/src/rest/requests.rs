@@ -41,8 +41,12 @@ pub enum RequestStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApprovalRequestState {
+    /// The task that holds the call; for a call the rules settled at once (it opened no chat),
+    /// the id of its record in the audit of settled calls.
     pub task_id: String,
-    pub context_id: String,
+    /// The chat of the task; absent for a call settled at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<String>,
     pub status: RequestStatus,
     /// The arguments that may run (set when allowed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -53,4 +57,32 @@ pub struct ApprovalRequestState {
     /// Why it was rejected, or how it ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+/// `GET /api/approvals?state=settled`: the caller's calls the rules settled at once (newest
+/// first). A call from outside that the gate allows or denies without asking anyone opens no
+/// chat; these records are its audit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SettledCalls {
+    pub calls: Vec<SettledCall>,
+}
+
+/// One call settled at once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SettledCall {
+    /// The record's id (the `taskId` its approval request was answered with).
+    pub id: String,
+    pub agent: String,
+    pub tool: String,
+    pub arguments: Value,
+    /// The sha256 of the arguments' RFC 8785 text.
+    pub args_sha256: String,
+    /// `approve` (it ran, or was allowed) or `deny`.
+    pub verdict: super::AuditVerdict,
+    /// The rule, policy or tool setting that settled it.
+    pub why: crate::hitl::Why,
+    /// When (RFC 3339), before it ran.
+    pub settled_at: String,
 }

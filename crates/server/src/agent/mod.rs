@@ -29,6 +29,6 @@ pub mod view;
 pub use build::build_agents;
 pub use config::{AgentsFile, ConfigError};
 pub use runtime::{
-    Agent, AgentError, BatchSummary, DecidedBy, Decider, LadderEvent, Limits, LinkAction,
+    Agent, AgentError, Asking, BatchSummary, DecidedBy, Decider, LadderEvent, Limits, LinkAction,
     LinkDecision, LinkState, NotReady, Runtime, Seen, ShareGrant,
 };

@@ -35,7 +35,7 @@ use super::{origin, AppState, Person};
 use crate::agent::approvals::{Actor, Channel, Command};
 use crate::agent::asked::AskedCall;
 use crate::agent::tools::{error_result, text_result};
-use crate::agent::{Agent, AgentError, Decider, Runtime};
+use crate::agent::{Agent, AgentError, Asking, Decider, Runtime};
 
 /// What the server tells a client it is for (`initialize`, `server/discover`).
 const INSTRUCTIONS: &str =
@@ -393,7 +393,11 @@ async fn call(state: &AppState, ask: Ask, wants_stream: bool) -> Response {
             .ask(&who, &agent, call.clone(), &title)
             .await
         {
-            Ok(accepted) => accepted.task_id,
+            Ok(Asking::Opened(accepted)) => accepted.task_id,
+            // The gate needed nobody: answered at once, with no task to wait on.
+            Ok(Asking::Settled(settled)) => {
+                return Json(answered(id, era, &asked, Ok(settled))).into_response()
+            }
             Err(err) => return refuse(id, code_of(&err), &err.to_string()),
         },
     };

@@ -13,7 +13,7 @@ use signoff_protocol::hitl::Decision;
 use signoff_protocol::rest::{
     AgentEntry, AgentList, ApprovalRequest, ApprovalRequestState, DecideResponse, DecidedApprovals,
     Follow, FollowParams, Me, NewPolicy, PendingApprovals, Policy, PolicyList, SessionDetail,
-    SessionList, ToolEntry, UnavailableSource,
+    SessionList, SettledCalls, ToolEntry, UnavailableSource,
 };
 use signoff_protocol::{ProtocolVersion, StreamEvent};
 
@@ -21,7 +21,7 @@ use super::a2a::request_version;
 use super::{AppState, HttpError, Person, User};
 use crate::agent::approvals::{Actor, Channel, Command};
 use crate::agent::asked::AskedCall;
-use crate::agent::{Agent, AgentError};
+use crate::agent::{Agent, AgentError, Asking};
 
 pub(super) fn endpoint(agent: &Agent) -> String {
     format!("/api/a2a/{}/{}", agent.namespace, agent.name)
@@ -134,7 +134,8 @@ pub async fn delete_session(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Pending batches of the caller, or with `?state=decided` their recent decisions.
+/// Pending batches of the caller, or with `?state=decided` their recent decisions, or with
+/// `?state=settled` their calls the rules settled at once.
 pub async fn approvals(
     State(state): State<AppState>,
     Query(query): Query<HashMap<String, String>>,
@@ -147,17 +148,7 @@ pub async fn approvals(
             Ok(Json(PendingApprovals { approvals }).into_response())
         }
         Some("decided") => {
-            let limit = match query.get("limit") {
-                None => 50,
-                Some(text) => match text.parse::<i64>() {
-                    Ok(limit) if (1..=500).contains(&limit) => limit,
-                    _ => {
-                        return Err(HttpError::BadRequest(format!(
-                            "limit must be a whole number from 1 to 500, not {text:?}"
-                        )))
-                    }
-                },
-            };
+            let limit = list_limit(&query)?;
             let decisions = state
                 .runtime
                 .approvals()
@@ -165,9 +156,27 @@ pub async fn approvals(
                 .await?;
             Ok(Json(DecidedApprovals { decisions }).into_response())
         }
+        Some("settled") => {
+            let limit = list_limit(&query)?;
+            let calls = state.runtime.asked().settled(&who.0, limit).await?;
+            Ok(Json(SettledCalls { calls }).into_response())
+        }
         Some(other) => Err(HttpError::BadRequest(format!(
-            "state must be pending or decided, not {other:?}"
+            "state must be pending, decided or settled, not {other:?}"
         ))),
+    }
+}
+
+/// `?limit=` of an audit listing: 1 to 500, 50 when absent.
+fn list_limit(query: &HashMap<String, String>) -> Result<i64, HttpError> {
+    match query.get("limit") {
+        None => Ok(50),
+        Some(text) => match text.parse::<i64>() {
+            Ok(limit) if (1..=500).contains(&limit) => Ok(limit),
+            _ => Err(HttpError::BadRequest(format!(
+                "limit must be a whole number from 1 to 500, not {text:?}"
+            ))),
+        },
     }
 }
 
@@ -348,16 +357,11 @@ pub async fn ask(
     let call = AskedCall::checked(&request.tool, request.arguments, request.call_id)
         .map_err(HttpError::BadRequest)?;
     let title = request.title.as_deref().unwrap_or("");
-    let accepted = state
-        .runtime
-        .asked()
-        .ask(&who.0, &agent, call, title)
-        .await?;
-    let asked = state
-        .runtime
-        .asked()
-        .state(&who.0, &accepted.task_id, wait)
-        .await?;
+    let asking = state.runtime.asked();
+    let asked = match asking.ask(&who.0, &agent, call, title).await? {
+        Asking::Settled(settled) => settled,
+        Asking::Opened(accepted) => asking.state(&who.0, &accepted.task_id, wait).await?,
+    };
     Ok((StatusCode::CREATED, Json(asked)))
 }
 

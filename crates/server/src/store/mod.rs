@@ -38,6 +38,7 @@ mod pins;
 mod postgres;
 mod push;
 mod rows;
+mod settled;
 mod sharing;
 mod sqlite;
 mod steps;
@@ -62,6 +63,7 @@ pub use people::PersonRow;
 pub use pins::{ToolPinRow, FIRST_USE};
 pub use push::{PushConfigRow, PushPut};
 pub use rows::*;
+pub use settled::SettledCallRow;
 pub use sharing::{FeedbackRow, ShareRow};
 pub use steps::{handed_to, BatchStep, BatchStepKind, BatchStepRow, Handed};
 
@@ -622,10 +624,35 @@ forward! {
     /// whether it was. One atomic step: a grant with N uses left lets exactly N racing calls
     /// through, on every replica.
     pub async fn use_grant(&self, id: &str, now: &str) -> Result<bool>;
+}
 
+impl Store {
     /// Every call decided from `since` (RFC 3339) on, oldest first, with what the gate knew of
-    /// it: for replaying a candidate policy set over the audit.
-    pub async fn replay_calls(&self, since: &str) -> Result<Vec<ReplayCall>>;
+    /// it: for replaying a candidate policy set over the audit. Calls of chats and calls
+    /// settled at once alike.
+    pub async fn replay_calls(&self, since: &str) -> Result<Vec<ReplayCall>> {
+        let mut calls = on_backend!(self, backend => backend.replay_calls(since).await)?;
+        let settled = self.settled_since(since).await?;
+        calls.extend(settled.iter().map(SettledCallRow::replay));
+        // Stable: each source's own order stands among calls of the same instant.
+        calls.sort_by(|a, b| a.at.cmp(&b.at));
+        Ok(calls)
+    }
+}
+
+// Calls settled at once (no chat, no batch: the gate allowed or denied them).
+forward! {
+    /// Records a call the gate settled without asking anyone, before it runs.
+    pub async fn insert_settled_call(&self, row: SettledCallRow) -> Result<()>;
+
+    /// `user_id`'s settled call `id`, if it is theirs.
+    pub async fn settled_call(&self, user_id: &str, id: &str) -> Result<Option<SettledCallRow>>;
+
+    /// `user_id`'s most recent settled calls, newest first.
+    pub async fn settled_calls(&self, user_id: &str, limit: i64) -> Result<Vec<SettledCallRow>>;
+
+    /// Every settled call from `since` (RFC 3339) on, oldest first: for policy replays.
+    pub async fn settled_since(&self, since: &str) -> Result<Vec<SettledCallRow>>;
 }
 
 // Pinned tool definitions.

@@ -7,7 +7,7 @@ use clap::Parser;
 use serde_json::{json, Value};
 use signoff_protocol::TaskState;
 use signoff_server::policy_cli::{run, PolicyCli};
-use signoff_server::store::{Database, NewCall, Store, TaskRow};
+use signoff_server::store::{Database, NewCall, SettledCallRow, Store, TaskRow, Verdict};
 
 use crate::support::create_database;
 
@@ -262,4 +262,57 @@ async fn a_replay_counts_the_changed_outcomes_by_tool_and_direction() {
         .unwrap_err();
     assert!(err.0.contains("no database"), "{err}");
     assert!(!empty.join("signoff.db").exists());
+}
+
+/// Calls the rules settled at once (no chat) are replayed too, as the calls of chats are.
+#[tokio::test]
+async fn calls_settled_at_once_are_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agents, policies) = (dir.path().join("agents.toml"), dir.path().join("candidate"));
+    std::fs::write(&agents, AGENTS).unwrap();
+    std::fs::create_dir_all(&policies).unwrap();
+    std::fs::write(policies.join("candidate.cedar"), CANDIDATE).unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    for (name, database, store_args) in databases(&data).await {
+        let store = Store::open(&database).await.unwrap();
+        for (index, days_ago) in [(0, 1), (1, 2), (2, 9)] {
+            let args = json!({"path": format!("notes/{index}.txt")});
+            let at = (chrono::Utc::now() - chrono::Duration::days(days_ago))
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            store
+                .insert_settled_call(SettledCallRow {
+                    id: format!("settled-{name}-{index}"),
+                    user_id: "alice".into(),
+                    requester_groups: Vec::new(),
+                    agent: "default/demo".into(),
+                    tool: "read_file".into(),
+                    source: "files".into(),
+                    args_sha256: signoff_server::agent::approvals::args_sha256(&args),
+                    args,
+                    verdict: Verdict::Deny,
+                    why: why("rule", "no-reads", "deny"),
+                    settled_at: at,
+                })
+                .await
+                .unwrap();
+        }
+        store.close().await;
+        let mut args: Vec<String> = ["policy", "replay", "--since", "7d", "--agents"]
+            .map(str::to_owned)
+            .to_vec();
+        args.push(agents.display().to_string());
+        args.push("--policies".into());
+        args.push(policies.display().to_string());
+        args.extend(store_args);
+        let mut out = Vec::new();
+        assert!(run(PolicyCli::parse_from(&args), &mut out).await.unwrap());
+        let report = String::from_utf8(out).unwrap();
+        // The one of 9 days ago is outside the window; the candidate's "reads" allows the rest.
+        assert!(report.starts_with("Replayed 2 calls"), "{name}: {report}");
+        assert!(
+            report.contains("read_file: deny → allow: 2 calls"),
+            "{name}: {report}"
+        );
+    }
 }

@@ -145,6 +145,42 @@ async fn rules_settle_a_request_without_asking_anyone() {
     assert!(body["reason"].as_str().unwrap().contains("rule"), "{body}");
     let (_, inbox) = app.get("/api/approvals").await;
     assert_eq!(inbox["approvals"], json!([]), "{inbox}");
+
+    // Settled at once: no chat was opened, and the audit of settled calls has both, newest
+    // first, each with what settled it; an answer's id reads it back.
+    assert!(body.get("contextId").is_none(), "{body}");
+    let (_, sessions) = app.get("/api/sessions").await;
+    assert_eq!(sessions["sessions"], json!([]), "{sessions}");
+    let (status, settled) = app.get("/api/approvals?state=settled").await;
+    assert_eq!(status, 200, "{settled}");
+    let calls = settled["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2, "{settled}");
+    assert_eq!(
+        (
+            &calls[0]["tool"],
+            &calls[0]["verdict"],
+            &calls[0]["why"]["by"]
+        ),
+        (&json!("Bash"), &json!("deny"), &json!("rule")),
+        "{settled}"
+    );
+    assert_eq!(calls[0]["id"], body["taskId"], "{settled}");
+    assert_eq!(
+        (&calls[1]["tool"], &calls[1]["verdict"]),
+        (&json!("Read"), &json!("approve")),
+        "{settled}"
+    );
+    assert_eq!(calls[1]["arguments"], json!({"file_path": "README.md"}));
+    let task = body["taskId"].as_str().unwrap();
+    let (status, again) = app.get(&format!("/api/approvals/requests/{task}")).await;
+    assert_eq!(
+        (status, &again["status"]),
+        (200, &json!("rejected")),
+        "{again}"
+    );
+    assert_eq!(again["reason"], body["reason"], "{again}");
+    let (status, _) = app.get("/api/approvals?state=settled&limit=0").await;
+    assert_eq!(status, 400);
 }
 
 #[tokio::test]

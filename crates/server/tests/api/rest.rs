@@ -229,7 +229,7 @@ async fn the_audit_trails_query_values_are_checked() {
     assert_eq!(status, 400, "{body}");
     assert_eq!(
         body["error"],
-        "state must be pending or decided, not \"bogus\""
+        "state must be pending, decided or settled, not \"bogus\""
     );
     for limit in ["abc", "0", "501", "-1", "1.5", ""] {
         let (status, body) = app

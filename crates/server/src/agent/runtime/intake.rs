@@ -7,10 +7,9 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use signoff_protocol::hitl::RecordedDecision;
-use signoff_protocol::rest::{ApprovalRequestState, RequestStatus};
 use signoff_protocol::{Message, Part, ProtocolVersion, PushConfig, Role, Task, TaskState};
 
-use crate::agent::asked::{self, AskedCall};
+use crate::agent::asked::AskedCall;
 use crate::agent::model::ChatMessage;
 use crate::agent::tools::error_result;
 use crate::agent::view::{self};
@@ -21,7 +20,7 @@ use crate::store::{
 
 use super::runner::RunnerStart;
 use super::transcript::*;
-use super::{Accepted, Agent, AgentError, Decider, LoggedEvent, Result, Runtime, StreamEnd};
+use super::{Accepted, Agent, AgentError, Decider, LoggedEvent, Result, Runtime};
 use crate::agent::approvals::Actor;
 use crate::agent::approvals::PlannedDecision;
 
@@ -118,7 +117,7 @@ impl Runtime {
 
     /// Creates a new task (and, with a new `contextId`, its session) for `message`, and starts
     /// its runner; `asked` is the call it asks for when it came from outside.
-    async fn open_task(
+    pub(super) async fn open_task(
         self: &Arc<Self>,
         who: &Decider,
         agent: &Arc<Agent>,
@@ -394,128 +393,6 @@ impl Runtime {
         match tokio::time::timeout(Duration::from_secs(2), turn_end).await {
             Ok(result) => result,
             Err(_elapsed) => Ok(()),
-        }
-    }
-}
-
-/// Calls asked for from outside (`agent::asked`), lent by [`Runtime::asked`]: opening one, and
-/// reading where it stands.
-pub struct Asked<'a> {
-    runtime: &'a Arc<Runtime>,
-}
-
-impl Runtime {
-    /// The calls asked for from outside: an MCP client's, a permission prompt, a REST request.
-    pub fn asked(self: &Arc<Self>) -> Asked<'_> {
-        Asked { runtime: self }
-    }
-}
-
-impl Asked<'_> {
-    /// Opens a task for one call asked for from outside (`agent::asked`): an MCP client's call,
-    /// a permission prompt, a REST approval request. It is screened, held, decided and run as a
-    /// model's call is; `title` is the chat's first message (what the asker says it is doing).
-    #[tracing::instrument(name = "asked", skip_all, fields(agent = %agent.key(), tool = %call.name))]
-    pub async fn ask(
-        &self,
-        who: &Decider,
-        agent: &Arc<Agent>,
-        call: AskedCall,
-        title: &str,
-    ) -> Result<Accepted> {
-        if self.runtime.shutdown.is_cancelled() {
-            return Err(AgentError::ShuttingDown);
-        }
-        if let Some(why) = agent.tools.held_back(&call.name) {
-            return Err(AgentError::InvalidParams(format!("tool: {why}")));
-        }
-        if agent.tools.get(&call.name).is_none() {
-            return Err(AgentError::InvalidParams(format!(
-                "tool: {} has no tool named {:?}",
-                agent.key(),
-                call.name
-            )));
-        }
-        let args_bytes = call.args.to_string().len();
-        if args_bytes > self.runtime.limits.max_message_bytes {
-            return Err(AgentError::InvalidParams(format!(
-                "arguments: {args_bytes} bytes; the limit is {} bytes",
-                self.runtime.limits.max_message_bytes
-            )));
-        }
-        let title = match title.trim() {
-            "" => format!("Asks to run {}", call.gist()),
-            title => title.chars().take(200).collect(),
-        };
-        let message = Message::new(view::new_id(), Role::User, vec![Part::text(title)]);
-        let mut accepted = self
-            .runtime
-            .open_task(who, agent, message, view::new_id(), None, Some(call))
-            .await?;
-        accepted.start_runner();
-        Ok(accepted)
-    }
-
-    /// Where the asked call of task `task_id` stands, as its asker sees it, after waiting up to
-    /// `wait` for the task to end. Another person's task, or one that asked for no call, does
-    /// not exist for the caller.
-    pub async fn state(
-        &self,
-        who: &Decider,
-        task_id: &str,
-        wait: Duration,
-    ) -> Result<ApprovalRequestState> {
-        let mut row = self.task(who, task_id).await?;
-        if !row.state.is_terminal() && !wait.is_zero() {
-            let mut events =
-                self.runtime
-                    .log
-                    .follow_from(task_id, row.last_seq, None, StreamEnd::Terminal);
-            let ended = async { while let Some(Ok(_)) = events.next().await {} };
-            if tokio::time::timeout(wait, ended).await.is_ok() {
-                row = self.task(who, task_id).await?;
-            }
-        }
-        let transcript = transcript_of(&row)?;
-        let (status, arguments, result, reason) = match asked::outcome(&transcript) {
-            Some(asked::Outcome::Ran { args, result }) => {
-                // A permission prompt's result only repeats the arguments it allows.
-                let result = (result != asked::allowed(&args)).then_some(result);
-                (RequestStatus::Allowed, Some(args), result, None)
-            }
-            Some(asked::Outcome::Rejected { reason }) => {
-                (RequestStatus::Rejected, None, None, Some(reason))
-            }
-            Some(asked::Outcome::NotRun { reason }) => {
-                (RequestStatus::Ended, None, None, Some(reason))
-            }
-            None if row.state.is_terminal() => {
-                let how = task_state_text(row.state);
-                let reason = format!("the request ended {how} before it was decided");
-                (RequestStatus::Ended, None, None, Some(reason))
-            }
-            None => (RequestStatus::Waiting, None, None, None),
-        };
-        Ok(ApprovalRequestState {
-            task_id: row.id,
-            context_id: row.context_id,
-            status,
-            arguments,
-            result,
-            reason,
-        })
-    }
-
-    /// The caller's task `task_id`, if it is one call asked for from outside.
-    async fn task(&self, who: &Decider, task_id: &str) -> Result<TaskRow> {
-        let row = match super::reads::owned_task(&self.runtime.store, &who.subject, task_id).await {
-            Ok(row) => row,
-            Err(AgentError::Forbidden(id)) => return Err(AgentError::TaskNotFound(id)),
-            Err(err) => return Err(err),
-        };
-        match asked::asked_call(&transcript_of(&row)?) {
-            Some(_) => Ok(row),
-            None => Err(AgentError::TaskNotFound(task_id.to_owned())),
         }
     }
 }

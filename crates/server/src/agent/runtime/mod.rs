@@ -9,6 +9,7 @@
 
 mod apply;
 mod approvals_stream;
+mod asked;
 mod decide;
 mod edits;
 mod email;
@@ -44,9 +45,9 @@ pub use crate::agent::approvals::{args_sha256, AuditCall, AuditEntry, PendingApp
 pub use crate::store::Channel;
 pub use apply::Outcome;
 pub use approvals_stream::ApprovalsItem;
+pub use asked::{Asked, Asking};
 pub use grants::Grants;
 pub use handover::LadderEvent;
-pub use intake::Asked;
 pub use links::{BatchSummary, DecidedBy, IssuedLinks, LinkAction, LinkDecision, LinkState, Links};
 pub use log::{EarlyWatch, LoggedEvent, StreamEnd, TaskLog};
 pub use people::Directory;

@@ -191,6 +191,16 @@ fn same_outcome(live: &CedarOutcome, shadow: &CedarOutcome) -> bool {
     ) || matches!((live, shadow), (Ask(a), Ask(b)) if a.approvers == b.approvers && a.quorum == b.quorum)
 }
 
+/// What the asker of a denied call reads of who denied it: the rule, or the policy and its
+/// reason.
+pub(super) fn denial_label(why: &Why) -> String {
+    match (&why.by, &why.reason) {
+        (WhyKind::Rule, _) => why.id.clone(),
+        (_, Some(reason)) => format!("policy {}: {reason}", why.id),
+        (_, None) => format!("policy {}", why.id),
+    }
+}
+
 /// How a decided call is recorded: held for an ask; for an allow or a deny that a policy, a
 /// grant or a rule made, an audit row (a deny reaches the model as a rule's denial does).
 fn screened(user: &str, why: Why) -> Screened {
@@ -198,12 +208,7 @@ fn screened(user: &str, why: Why) -> Screened {
     let (auto, decided_by) = match (why.outcome, why.by) {
         (GateOutcome::Ask, _) => (None, None),
         (GateOutcome::Deny, _) => {
-            // The model reads the label: the rule, or the policy and its reason.
-            let label = match (&why.by, &why.reason) {
-                (WhyKind::Rule, _) => why.id.clone(),
-                (_, Some(reason)) => format!("policy {}: {reason}", why.id),
-                (_, None) => format!("policy {}", why.id),
-            };
+            let label = denial_label(&why);
             (
                 Some(AutoDecision {
                     user_id: user.to_owned(),

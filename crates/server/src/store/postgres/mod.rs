@@ -19,6 +19,7 @@ mod push;
 mod records;
 mod relayed;
 mod schema;
+mod settled;
 mod sharing;
 mod steps;
 mod subagents;

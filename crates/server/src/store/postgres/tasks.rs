@@ -73,7 +73,7 @@ pub(super) struct PgTransaction<'c> {
 }
 
 /// `sql` with `params` bound in order.
-fn bound<'q>(
+pub(super) fn bound<'q>(
     sql: &'q str,
     params: &[Param<'q>],
 ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {

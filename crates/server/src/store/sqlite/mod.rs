@@ -18,6 +18,7 @@ mod push;
 mod relayed;
 mod schema;
 mod sessions;
+mod settled;
 mod sharing;
 mod steps;
 mod subagents;

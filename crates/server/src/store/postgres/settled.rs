@@ -1,0 +1,45 @@
+//! Calls settled at once, in PostgreSQL.
+
+use super::tasks::{bound, map_rows};
+use super::{Postgres, Result};
+use crate::store::settled::*;
+
+impl Postgres {
+    pub async fn insert_settled_call(&self, row: SettledCallRow) -> Result<()> {
+        let texts = SettledTexts::of(&row)?;
+        bound(SETTLED_INSERT, &texts.params(&row))
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn settled_call(&self, user_id: &str, id: &str) -> Result<Option<SettledCallRow>> {
+        let rows = sqlx::query(&format!("{SETTLED_SELECT} WHERE id = $1 AND user_id = $2"))
+            .bind(id)
+            .bind(user_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(map_rows(rows, settled_from_row)?.pop())
+    }
+
+    pub async fn settled_calls(&self, user_id: &str, limit: i64) -> Result<Vec<SettledCallRow>> {
+        let rows = sqlx::query(&format!(
+            "{SETTLED_SELECT} WHERE user_id = $1 ORDER BY settled_at DESC, id LIMIT $2"
+        ))
+        .bind(user_id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        map_rows(rows, settled_from_row)
+    }
+
+    pub async fn settled_since(&self, since: &str) -> Result<Vec<SettledCallRow>> {
+        let rows = sqlx::query(&format!(
+            "{SETTLED_SELECT} WHERE settled_at >= $1 ORDER BY settled_at, id"
+        ))
+        .bind(since)
+        .fetch_all(&self.pool)
+        .await?;
+        map_rows(rows, settled_from_row)
+    }
+}
