@@ -213,15 +213,22 @@ async fn an_old_sqlite_database_keeps_every_row_and_index_when_its_tables_lose_a
             index.partial = Some("state = 'pending' AND expires_at IS NOT NULL".to_owned());
         }
     }
-    // Later migrations may index the old tables too: the list of chats leaves a subagent's own
-    // session out by its context.
-    expected.push(Index {
-        name: "subagent_tasks_by_child_context".to_owned(),
-        table: "subagent_tasks".to_owned(),
-        unique: false,
-        columns: vec!["child_context_id".to_owned()],
-        partial: None,
-    });
+    // Later migrations may index the old tables too.
+    // The list of chats leaves a subagent's own session out by its context; a task's
+    // batches and audit rows are read by their task.
+    for (name, table, columns) in [
+        ("subagent_tasks_by_child_context", "subagent_tasks", &["child_context_id"][..]),
+        ("batches_by_task", "batches", &["task_id", "id"][..]),
+        ("decisions_by_task", "decisions", &["task_id", "id"][..]),
+    ] {
+        expected.push(Index {
+            name: name.to_owned(),
+            table: table.to_owned(),
+            unique: false,
+            columns: columns.iter().map(|column| (*column).to_owned()).collect(),
+            partial: None,
+        });
+    }
     expected.sort_by(|a, b| a.name.cmp(&b.name));
     let indexes_after: Vec<Index> = all_indexes(&db)
         .into_iter()

@@ -13,7 +13,8 @@ use signoff_server::store::{
     now_ms, AttemptFailed, AutoDecision, BatchState, CallStatus, CallUpdate, CallVerdict, Channel,
     Commit, Database, DecisionLinkRow, DecisionWrite, GrantInsert, GrantRow, GrantScope, Guard,
     NewCall, NewEvent, NewNotification, NotificationKind, OutboxDepth, PersonRow, PushConfigRow,
-    Store, StoreError, SubagentLink, TaskRow, ToolPinRow, Verdict, LEASE, PUSH_CHANNEL,
+    SettledCallRow, Store, StoreError, SubagentLink, TaskRow, ToolPinRow, Verdict, LEASE,
+    PUSH_CHANNEL,
 };
 
 use crate::support::create_database;
@@ -1180,6 +1181,74 @@ async fn a_tools_first_pin_stays_and_a_repin_from_its_digest_revokes_its_grants(
         );
         assert!(
             store.tool_pins("default/other").await.unwrap().is_empty(),
+            "{name}"
+        );
+    }
+}
+
+/// A call settled at once is its owner's alone, listed newest first, and replayed with the
+/// calls of chats, on every backend.
+#[tokio::test]
+async fn a_settled_call_is_its_owners_listed_newest_first_and_replayed() {
+    for Backend { name, store, .. } in backends().await {
+        let settled = |id: &str, user: &str, at: &str| SettledCallRow {
+            id: id.into(),
+            user_id: user.into(),
+            requester_groups: vec!["sre".into()],
+            agent: "default/demo".into(),
+            tool: "read_file".into(),
+            source: "files".into(),
+            args: json!({"path": id}),
+            args_sha256: format!("sha-{id}"),
+            verdict: Verdict::Approve,
+            why: json!({"by": "default", "id": "require_approval", "outcome": "allow",
+                        "summary": "needs no approval"}),
+            settled_at: at.into(),
+        };
+        for row in [
+            settled("c1", "alice", "2026-12-01T10:00:00.000Z"),
+            settled("c2", "alice", "2026-12-02T10:00:00.000Z"),
+            settled("c3", "bob", "2026-12-02T11:00:00.000Z"),
+        ] {
+            store.insert_settled_call(row).await.unwrap();
+        }
+        let mine = store.settled_calls("alice", 10).await.unwrap();
+        let ids: Vec<&str> = mine.iter().map(|row| row.id.as_str()).collect();
+        assert_eq!(ids, ["c2", "c1"], "{name}");
+        assert_eq!(
+            mine[1],
+            settled("c1", "alice", "2026-12-01T10:00:00.000Z"),
+            "{name}"
+        );
+        assert_eq!(store.settled_calls("alice", 1).await.unwrap().len(), 1);
+        assert!(
+            store.settled_call("alice", "c3").await.unwrap().is_none(),
+            "{name}"
+        );
+        assert!(
+            store.settled_call("bob", "c3").await.unwrap().is_some(),
+            "{name}"
+        );
+        // A second row with the same id is refused, not merged.
+        assert!(store
+            .insert_settled_call(settled("c1", "alice", "2026-12-03T10:00:00.000Z"))
+            .await
+            .is_err());
+        let replayed = store
+            .replay_calls("2026-12-02T00:00:00.000Z")
+            .await
+            .unwrap();
+        let replayed: Vec<(&str, &str, &[String])> = replayed
+            .iter()
+            .map(|call| {
+                let groups = call.requester_groups.as_slice();
+                (call.call.call_id.as_str(), call.user_id.as_str(), groups)
+            })
+            .collect();
+        let sre = ["sre".to_owned()];
+        assert_eq!(
+            replayed,
+            [("c2", "alice", &sre[..]), ("c3", "bob", &sre[..])],
             "{name}"
         );
     }
