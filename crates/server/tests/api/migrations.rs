@@ -217,7 +217,11 @@ async fn an_old_sqlite_database_keeps_every_row_and_index_when_its_tables_lose_a
     // The list of chats leaves a subagent's own session out by its context; a task's
     // batches and audit rows are read by their task.
     for (name, table, columns) in [
-        ("subagent_tasks_by_child_context", "subagent_tasks", &["child_context_id"][..]),
+        (
+            "subagent_tasks_by_child_context",
+            "subagent_tasks",
+            &["child_context_id"][..],
+        ),
         ("batches_by_task", "batches", &["task_id", "id"][..]),
         ("decisions_by_task", "decisions", &["task_id", "id"][..]),
     ] {
