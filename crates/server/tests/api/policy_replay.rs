@@ -181,39 +181,58 @@ async fn databases(dir: &std::path::Path) -> Vec<(&'static str, Database, Vec<St
     out
 }
 
+/// A folder with the agents file, the candidate policies and a data folder.
+struct Folder {
+    dir: tempfile::TempDir,
+    agents: std::path::PathBuf,
+    policies: std::path::PathBuf,
+    data: std::path::PathBuf,
+}
+
+impl Folder {
+    fn new() -> Folder {
+        let dir = tempfile::tempdir().unwrap();
+        let (agents, policies) = (dir.path().join("agents.toml"), dir.path().join("candidate"));
+        std::fs::write(&agents, AGENTS).unwrap();
+        std::fs::create_dir_all(&policies).unwrap();
+        std::fs::write(policies.join("candidate.cedar"), CANDIDATE).unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        Folder {
+            dir,
+            agents,
+            policies,
+            data,
+        }
+    }
+
+    /// The report of a replay of the last 7 days with `more` arguments, over the store that
+    /// `store_args` name; the replay must pass.
+    async fn replay(&self, more: &[&str], store_args: Vec<String>) -> String {
+        let mut args: Vec<String> = ["policy", "replay", "--since", "7d"]
+            .iter()
+            .chain(more)
+            .map(|arg| (*arg).to_owned())
+            .collect();
+        args.push("--agents".into());
+        args.push(self.agents.display().to_string());
+        args.push("--policies".into());
+        args.push(self.policies.display().to_string());
+        args.extend(store_args);
+        let mut out = Vec::new();
+        assert!(run(PolicyCli::parse_from(&args), &mut out).await.unwrap());
+        String::from_utf8(out).unwrap()
+    }
+}
+
 #[tokio::test]
 async fn a_replay_counts_the_changed_outcomes_by_tool_and_direction() {
-    let dir = tempfile::tempdir().unwrap();
-    let (agents, policies) = (dir.path().join("agents.toml"), dir.path().join("candidate"));
-    std::fs::write(&agents, AGENTS).unwrap();
-    std::fs::create_dir_all(&policies).unwrap();
-    std::fs::write(policies.join("candidate.cedar"), CANDIDATE).unwrap();
-    let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    for (name, database, store_args) in databases(&data).await {
+    let folder = Folder::new();
+    for (name, database, store_args) in databases(&folder.data).await {
         let store = Store::open(&database).await.unwrap();
         seed(&store).await;
         store.close().await;
-
-        let mut args: Vec<String> = [
-            "policy",
-            "replay",
-            "--since",
-            "7d",
-            "--examples",
-            "2",
-            "--agents",
-        ]
-        .map(str::to_owned)
-        .to_vec();
-        args.push(agents.display().to_string());
-        args.push("--policies".into());
-        args.push(policies.display().to_string());
-        args.extend(store_args);
-        let mut out = Vec::new();
-        let passed = run(PolicyCli::parse_from(&args), &mut out).await.unwrap();
-        assert!(passed, "{name}");
-        let report = String::from_utf8(out).unwrap();
+        let report = folder.replay(&["--examples", "2"], store_args).await;
         // By hand, from `kinds`: 295 calls in the window, 15 of them skipped (10 without an
         // outcome, 5 of a gone agent); unchanged A 60 + D 30 + E 20 + F 40 = 150; changed
         // B 40 + C 50 + G 25 + H 15 = 130.
@@ -246,14 +265,14 @@ async fn a_replay_counts_the_changed_outcomes_by_tool_and_direction() {
         assert!(report.contains(r#""path":"etc/hosts""#), "{name}");
     }
     // A data folder without a database is a mistake, not an empty audit.
-    let empty = dir.path().join("nothing");
+    let empty = folder.dir.path().join("nothing");
     let args = [
         "policy",
         "replay",
         "--since",
         "7d",
         "--policies",
-        &policies.display().to_string(),
+        &folder.policies.display().to_string(),
         "--data-dir",
         &empty.display().to_string(),
     ];
@@ -267,14 +286,8 @@ async fn a_replay_counts_the_changed_outcomes_by_tool_and_direction() {
 /// Calls the rules settled at once (no chat) are replayed too, as the calls of chats are.
 #[tokio::test]
 async fn calls_settled_at_once_are_replayed() {
-    let dir = tempfile::tempdir().unwrap();
-    let (agents, policies) = (dir.path().join("agents.toml"), dir.path().join("candidate"));
-    std::fs::write(&agents, AGENTS).unwrap();
-    std::fs::create_dir_all(&policies).unwrap();
-    std::fs::write(policies.join("candidate.cedar"), CANDIDATE).unwrap();
-    let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    for (name, database, store_args) in databases(&data).await {
+    let folder = Folder::new();
+    for (name, database, store_args) in databases(&folder.data).await {
         let store = Store::open(&database).await.unwrap();
         for (index, days_ago) in [(0, 1), (1, 2), (2, 9)] {
             let args = json!({"path": format!("notes/{index}.txt")});
@@ -298,16 +311,7 @@ async fn calls_settled_at_once_are_replayed() {
                 .unwrap();
         }
         store.close().await;
-        let mut args: Vec<String> = ["policy", "replay", "--since", "7d", "--agents"]
-            .map(str::to_owned)
-            .to_vec();
-        args.push(agents.display().to_string());
-        args.push("--policies".into());
-        args.push(policies.display().to_string());
-        args.extend(store_args);
-        let mut out = Vec::new();
-        assert!(run(PolicyCli::parse_from(&args), &mut out).await.unwrap());
-        let report = String::from_utf8(out).unwrap();
+        let report = folder.replay(&[], store_args).await;
         // The one of 9 days ago is outside the window; the candidate's "reads" allows the rest.
         assert!(report.starts_with("Replayed 2 calls"), "{name}: {report}");
         assert!(
