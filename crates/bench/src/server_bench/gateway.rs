@@ -23,8 +23,10 @@ use crate::stats::{Figure, Summary};
 
 const GROUP: &str = "gateway (an MCP call that needs no approval)";
 
-/// The revision both ends speak.
-const REVISION: &str = "2025-06-18";
+/// The revisions measured, each spoken by both ends: a handshake one, and the stateless one
+/// (which Signoff's own MCP client speaks to an upstream that offers it, as this one does).
+const HANDSHAKE: &str = "2025-06-18";
+const STATELESS: &str = "2026-07-28";
 
 fn agents(upstream_port: u16) -> String {
     format!(
@@ -42,38 +44,52 @@ fn agents(upstream_port: u16) -> String {
 struct McpClient {
     http: reqwest::Client,
     url: String,
+    revision: &'static str,
     session: Option<String>,
     next_id: u64,
 }
 
 impl McpClient {
-    /// Connects and initializes, as an SDK's client does.
-    async fn connect(url: String) -> Result<McpClient> {
+    /// Connects as an SDK's client does: a handshake revision initializes first; the stateless
+    /// one sends its envelope with every request instead.
+    async fn connect(url: String, revision: &'static str) -> Result<McpClient> {
         let mut client = McpClient {
             http: pooled_http(),
             url,
+            revision,
             session: None,
             next_id: 1,
         };
-        client
-            .request(
-                "initialize",
-                json!({"protocolVersion": REVISION, "capabilities": {},
-                       "clientInfo": {"name": "signoff-bench", "version": "1"}}),
-            )
-            .await?;
-        client.notify("notifications/initialized").await?;
+        if revision != STATELESS {
+            client
+                .request(
+                    "initialize",
+                    json!({"protocolVersion": revision, "capabilities": {},
+                           "clientInfo": {"name": "signoff-bench", "version": "1"}}),
+                )
+                .await?;
+            client.notify("notifications/initialized").await?;
+        }
         Ok(client)
     }
 
     fn post(&self, body: &Value) -> reqwest::RequestBuilder {
-        let request = self
+        let mut request = self
             .http
             .post(&self.url)
             .header("accept", "application/json, text/event-stream")
             .header("content-type", "application/json")
-            .header("mcp-protocol-version", REVISION)
-            .body(body.to_string());
+            .header("mcp-protocol-version", self.revision);
+        if self.revision == STATELESS {
+            // The routing headers say what the body says.
+            if let Some(method) = body["method"].as_str() {
+                request = request.header("mcp-method", method);
+            }
+            if let Some(name) = body["params"]["name"].as_str() {
+                request = request.header("mcp-name", name);
+            }
+        }
+        let request = request.body(body.to_string());
         match &self.session {
             Some(session) => request.header("mcp-session-id", session),
             None => request,
@@ -101,6 +117,11 @@ impl McpClient {
     async fn request(&mut self, method: &str, params: Value) -> Result<Value> {
         let id = self.next_id;
         self.next_id += 1;
+        let mut params = params;
+        if self.revision == STATELESS {
+            params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": STATELESS,
+                                     "io.modelcontextprotocol/clientCapabilities": {}});
+        }
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let response = self
             .post(&body)
@@ -189,37 +210,16 @@ async fn measure(
     let server =
         ServerProcess::start_with_args(binary, data_dir, Some(&agents(upstream.port)), &[]).await?;
     let calls = counts.endpoint_chats;
-    progress(format_args!(
-        "gateway: {calls} read_file calls straight to the upstream, then through Signoff"
-    ));
-    let mut direct = McpClient::connect(format!("http://127.0.0.1:{}/mcp", upstream.port)).await?;
-    let mut gated = McpClient::connect(format!("{}/api/mcp/default/gate", server.base)).await?;
-    let tool = gated_name(&mut gated).await?;
-    // A few of each first: connections opened, the upstream's session warm.
-    time_calls(&mut direct, "read_file", 5).await?;
-    time_calls(&mut gated, &tool, 5).await?;
-    let straight = time_calls(&mut direct, "read_file", calls).await?;
-    let through = time_calls(&mut gated, &tool, calls).await?;
-    let cost = match (Summary::of(&straight), Summary::of(&through)) {
-        (Some(straight), Some(through)) => vec![Figure::value(
-            GROUP,
-            "cost (median)",
-            "ms",
-            through.median - straight.median,
-        )
-        .with_note("through Signoff's MCP endpoint - straight to the upstream, medians")],
-        _ => Vec::new(),
-    };
-    let mut figures = vec![
-        Figure::samples(GROUP, "straight to the upstream", "ms", &straight).with_note(
-            "tools/call read_file on the Python MCP server over streamable HTTP, one at a time",
-        ),
-        Figure::samples(GROUP, "through Signoff", "ms", &through).with_note(format!(
-            "the same call as {tool} on /api/mcp/default/gate: screened (no approval needed), \
-             recorded and forwarded"
-        )),
-    ];
-    figures.extend(cost);
+    let upstream_url = format!("http://127.0.0.1:{}/mcp", upstream.port);
+    let gate_url = format!("{}/api/mcp/default/gate", server.base);
+    let mut figures = Vec::new();
+    for revision in [HANDSHAKE, STATELESS] {
+        progress(format_args!(
+            "gateway: {calls} read_file calls at {revision} straight to the upstream, then \
+             through Signoff"
+        ));
+        figures.extend(cost_at(revision, &upstream_url, &gate_url, calls).await?);
+    }
     let held = counts.load_large;
     progress(format_args!(
         "gateway: {held} write_file calls held at once, the approvals stream open"
@@ -275,7 +275,7 @@ async fn held_reach(server: &ServerProcess, calls: usize) -> Result<(Vec<f64>, V
                 .post(&url)
                 .header("accept", "application/json, text/event-stream")
                 .header("content-type", "application/json")
-                .header("mcp-protocol-version", REVISION)
+                .header("mcp-protocol-version", HANDSHAKE)
                 .body(body.to_string())
                 .send()
                 .await
@@ -303,6 +303,51 @@ async fn held_reach(server: &ServerProcess, calls: usize) -> Result<(Vec<f64>, V
         }
     }
     Ok((times, errors))
+}
+
+/// The same `calls` read_file calls at `revision`, straight to the upstream and through
+/// Signoff, and what Signoff adds.
+async fn cost_at(
+    revision: &'static str,
+    upstream_url: &str,
+    gate_url: &str,
+    calls: usize,
+) -> Result<Vec<Figure>> {
+    let mut direct = McpClient::connect(upstream_url.to_owned(), revision).await?;
+    let mut gated = McpClient::connect(gate_url.to_owned(), revision).await?;
+    let tool = gated_name(&mut gated).await?;
+    // A few of each first: connections opened, the upstream's session warm.
+    time_calls(&mut direct, "read_file", 5).await?;
+    time_calls(&mut gated, &tool, 5).await?;
+    let straight = time_calls(&mut direct, "read_file", calls).await?;
+    let through = time_calls(&mut gated, &tool, calls).await?;
+    let mut figures = vec![
+        Figure::samples(GROUP, &format!("{revision}: straight"), "ms", &straight).with_note(
+            "tools/call read_file on the Python MCP server over streamable HTTP, one at a time",
+        ),
+        Figure::samples(
+            GROUP,
+            &format!("{revision}: through Signoff"),
+            "ms",
+            &through,
+        )
+        .with_note(format!(
+            "the same call as {tool} on /api/mcp/default/gate: screened (no approval \
+                 needed), recorded and forwarded"
+        )),
+    ];
+    if let (Some(straight), Some(through)) = (Summary::of(&straight), Summary::of(&through)) {
+        figures.push(
+            Figure::value(
+                GROUP,
+                &format!("{revision}: cost (median)"),
+                "ms",
+                through.median - straight.median,
+            )
+            .with_note("through Signoff's MCP endpoint - straight to the upstream, medians"),
+        );
+    }
+    Ok(figures)
 }
 
 /// The name the gateway lists the upstream's `read_file` under (its source may prefix it).
