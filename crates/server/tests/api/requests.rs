@@ -594,3 +594,39 @@ async fn a_client_without_a_token_is_pointed_at_the_endpoints_resource_metadata(
         .unwrap();
     assert_eq!(answered.status(), 200);
 }
+
+/// A call of an agent-tool asked for from outside runs as a task on its subagent, whose own
+/// gated calls then wait: it is never settled at once by calling its source.
+#[tokio::test]
+async fn an_agent_tool_asked_for_from_outside_runs_on_its_subagent() {
+    const BOSS: &str = r#"
+[[agents]]
+name = "demo"
+
+[[agents.tools]]
+kind = "builtin_files"
+require_approval = ["write_file"]
+
+[[agents]]
+name = "boss"
+serve_mcp = true
+agents = ["default/demo"]
+"#;
+    let app = spawn_with_agents(BOSS, |_| {}).await;
+    let (status, body) = app
+        .post_json_as(
+            "/api/approvals/requests?wait=2",
+            None,
+            &json!({"agent": "default/boss", "tool": "default__demo",
+                    "arguments": {"request": "write a.txt: one"}}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (201, Some("waiting")),
+        "{body}"
+    );
+    assert!(body["contextId"].is_string(), "a task holds it: {body}");
+    let (_, settled) = app.get("/api/approvals?state=settled").await;
+    assert_eq!(settled["calls"], json!([]), "{settled}");
+}

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use signoff_protocol::hitl::{GateOutcome, ToolResult, Why, WhyKind};
+use signoff_protocol::hitl::{GateOutcome, ToolResult, Why, WhyKind, ASK_USER};
 use signoff_protocol::rest::{ApprovalRequestState, AuditVerdict, RequestStatus, SettledCall};
 use signoff_protocol::{Message, Part, Role};
 
@@ -109,6 +109,11 @@ impl Asked<'_> {
         let Some(tool) = agent.tools.get(&call.name) else {
             return Ok(None);
         };
+        // A question and an agent-tool call are not run by their source: the runner asks the
+        // person, or starts the subagent's task.
+        if call.name == ASK_USER || agent.subagents.get(&call.name).is_some() {
+            return Ok(None);
+        }
         let requester = Requester {
             user: &who.subject,
             groups: &who.groups,
