@@ -88,9 +88,9 @@ pub async fn post(
     };
     let method = object.get("method").and_then(Value::as_str).unwrap_or("");
     let Some(id) = object.get("id").cloned() else {
-        // Notifications carry no envelope in either revision.
         // A notification (`notifications/initialized`, `notifications/cancelled`) or a
-        // response: accepted, nothing to answer.
+        // response, in either revision (neither gives them an envelope): accepted, nothing to
+        // answer.
         if method == "notifications/cancelled" {
             let request_id = object
                 .get("params")

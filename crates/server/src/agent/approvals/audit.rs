@@ -32,7 +32,7 @@ fn wire_channel(channel: Channel) -> DecisionChannel {
 }
 
 /// A stored verdict as the REST contract names it.
-fn wire_verdict(verdict: Verdict) -> AuditVerdict {
+pub fn wire_verdict(verdict: Verdict) -> AuditVerdict {
     match verdict {
         Verdict::Approve => AuditVerdict::Approve,
         Verdict::Deny => AuditVerdict::Deny,

@@ -21,7 +21,7 @@ use crate::agent::policy::AgentApprovals;
 use crate::store::{handed_to, BatchRow, Store, TaskRow};
 
 pub use crate::store::Channel;
-pub use audit::{AuditCall, AuditEntry, AuditParent, PendingApproval};
+pub use audit::{wire_verdict, AuditCall, AuditEntry, AuditParent, PendingApproval};
 pub use deadline::{deadline_for, expired_after, SOME_TIMEOUT};
 pub use eligibility::{approvers_by, handed_over_to, no_stricter, Approvers, Decider, REQUESTER};
 pub use ladder::{first_deadline, BatchLadder};

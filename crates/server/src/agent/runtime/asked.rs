@@ -16,10 +16,12 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use signoff_protocol::hitl::{GateOutcome, ToolResult, Why, WhyKind, ASK_USER};
-use signoff_protocol::rest::{ApprovalRequestState, AuditVerdict, RequestStatus, SettledCall};
+use signoff_protocol::rest::{ApprovalRequestState, RequestStatus, SettledCall};
 use signoff_protocol::{Message, Part, Role};
 
+use crate::agent::approvals::wire_verdict;
 use crate::agent::asked::{self, AskedCall};
+use crate::agent::tools::ExposedTool;
 use crate::agent::view;
 use crate::store::{task_state_text, SettledCallRow, TaskRow, Verdict};
 
@@ -66,13 +68,13 @@ impl Asked<'_> {
         if let Some(why) = agent.tools.held_back(&call.name) {
             return Err(AgentError::InvalidParams(format!("tool: {why}")));
         }
-        if agent.tools.get(&call.name).is_none() {
+        let Some(tool) = agent.tools.get(&call.name) else {
             return Err(AgentError::InvalidParams(format!(
                 "tool: {} has no tool named {:?}",
                 agent.key(),
                 call.name
             )));
-        }
+        };
         let args_bytes = call.args.to_string().len();
         if args_bytes > self.runtime.limits.max_message_bytes {
             return Err(AgentError::InvalidParams(format!(
@@ -80,7 +82,7 @@ impl Asked<'_> {
                 self.runtime.limits.max_message_bytes
             )));
         }
-        if let Some(settled) = self.settle_at_once(who, agent, &call).await? {
+        if let Some(settled) = self.settle_at_once(who, agent, &tool, &call).await? {
             return Ok(Asking::Settled(settled));
         }
         let title = match title.trim() {
@@ -103,12 +105,10 @@ impl Asked<'_> {
         &self,
         who: &Decider,
         agent: &Arc<Agent>,
+        tool: &ExposedTool,
         call: &AskedCall,
     ) -> Result<Option<ApprovalRequestState>> {
         let runtime = self.runtime;
-        let Some(tool) = agent.tools.get(&call.name) else {
-            return Ok(None);
-        };
         // A question and an agent-tool call are not run by their source: the runner asks the
         // person, or starts the subagent's task.
         if call.name == ASK_USER || agent.subagents.get(&call.name).is_some() {
@@ -121,7 +121,7 @@ impl Asked<'_> {
             subagent: false,
         };
         let (_, mut decided) =
-            runtime.gate(agent, &requester, &tool, &call.args, chrono::Utc::now());
+            runtime.gate(agent, &requester, tool, &call.args, chrono::Utc::now());
         let verdict = match decided.outcome() {
             GateOutcome::Ask => return Ok(None),
             GateOutcome::Allow => Verdict::Approve,
@@ -252,12 +252,7 @@ impl Asked<'_> {
                     tool: row.tool,
                     arguments: row.args,
                     args_sha256: row.args_sha256,
-                    verdict: match row.verdict {
-                        Verdict::Deny => AuditVerdict::Deny,
-                        Verdict::Approve | Verdict::Cancel | Verdict::Expire => {
-                            AuditVerdict::Approve
-                        }
-                    },
+                    verdict: wire_verdict(row.verdict),
                     why,
                     settled_at: row.settled_at,
                 })
