@@ -61,6 +61,8 @@ step "The SMTP server for the email test (PyPI's aiosmtpd)"
 "$ROOT/crates/server/tests/email/install.sh"
 step "Claude Code and the MCP TypeScript SDK for the gateway tests (npm's @anthropic-ai/claude-code, @modelcontextprotocol/sdk)"
 "$ROOT/crates/server/tests/gateway/install.sh"
+step "Claude Code over ACP for the coding-agent tests (npm's @zed-industries/claude-code-acp)"
+"$ROOT/crates/server/tests/acp/install.sh"
 
 step "The worked examples of docs/policies.md: signoff policy check and test"
 cargo run --locked -q -p signoff-server -- policy check --policies docs/policies \

@@ -58,7 +58,7 @@ pub fn outcome(transcript: &[ChatMessage]) -> Option<Outcome> {
 
 /// A call's stored result read as what its asker is told: a rejection (`{"status":"rejected",
 /// "reason":…}`), or the result of the call that ran.
-fn settled(args: &Value, response: &Value) -> Outcome {
+pub fn settled(args: &Value, response: &Value) -> Outcome {
     let text = |key: &str| {
         response
             .get(key)
@@ -233,6 +233,7 @@ mod tests {
         let mut transcript = asked_transcript();
         assert!(asked_call(&transcript).is_some());
         let request = |messages: Vec<ChatMessage>| ModelRequest {
+            context_id: "c".into(),
             instruction: String::new(),
             messages,
             tools: Vec::new(),

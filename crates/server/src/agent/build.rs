@@ -4,9 +4,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use super::acp::{calls::AcpCalls, AcpModel};
 use super::ask::AskUser;
 use super::asked::PermissionPrompts;
-use super::config::{AgentsFile, ConfigError, ModelSpec, ToolSourceSpec, PERMISSIONS_SOURCE};
+use super::config::{
+    AcpSpec, AgentSpec, AgentsFile, ConfigError, ModelSpec, ToolSourceSpec, PERMISSIONS_SOURCE,
+};
 use super::conformance::ConformanceModel;
 use super::files::FileTools;
 use super::mcp;
@@ -29,6 +32,10 @@ pub async fn build_agents(
     for (index, spec) in file.agents.iter().enumerate() {
         if spec.remote.is_some() {
             continue; // served by the HTTP layer's relay
+        }
+        if let Some(acp) = &spec.acp {
+            agents.push(acp_agent(spec, acp, index, data_dir)?);
+            continue;
         }
         let model: Arc<dyn Model> = match &spec.model {
             ModelSpec::Scripted => Arc::new(ScriptedModel::default()),
@@ -145,4 +152,35 @@ pub async fn build_agents(
         }));
     }
     Ok(agents)
+}
+
+/// An ACP agent: its model is the agent itself, and its one tool source answers for its
+/// permission requests, named by tool kind.
+fn acp_agent(
+    spec: &AgentSpec,
+    acp: &AcpSpec,
+    index: usize,
+    data_dir: &Path,
+) -> Result<Arc<Agent>, ConfigError> {
+    let at = format!("agents[{index}]");
+    let launch = acp.check(&format!("{at}.acp"), data_dir)?;
+    let approvals = AgentApprovals::from_spec(&at, spec)?;
+    let mut toolbox = Toolbox::new();
+    toolbox.answer_any_name(
+        Arc::new(AcpCalls::new(spec.name.clone())),
+        launch.allow.clone(),
+    );
+    approvals.check_tools(&at, spec, &toolbox)?;
+    let label = format!("{}/{}", spec.namespace, spec.name);
+    Ok(Arc::new(Agent {
+        namespace: spec.namespace.clone(),
+        name: spec.name.clone(),
+        description: spec.description.clone(),
+        instruction: String::new(),
+        model: Arc::new(AcpModel::new(label, launch)),
+        tools: toolbox,
+        approvals,
+        subagents: Subagents::default(),
+        serve_mcp: spec.serve_mcp,
+    }))
 }

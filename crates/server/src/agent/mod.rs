@@ -1,6 +1,7 @@
 //! The agent runtime: the turn loop, the approval gate, decisions, models and tools.
 //! It never imports axum; it talks to the store and nothing else below it.
 
+pub mod acp;
 pub mod approvals;
 pub mod ask;
 pub mod asked;

@@ -118,6 +118,9 @@ pub enum ChatMessage {
 /// What a model turn gets: the agent's instruction, the conversation, the tools it may call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelRequest {
+    /// The chat (A2A context) the turn is of: a model that keeps a session per chat (an ACP
+    /// agent) finds it by this.
+    pub context_id: String,
     pub instruction: String,
     pub messages: Vec<ChatMessage>,
     pub tools: Vec<ToolSpec>,
@@ -179,6 +182,9 @@ pub type ModelStream = BoxStream<'static, Result<ModelEvent, ModelError>>;
 /// out.
 pub trait Model: Send + Sync + 'static {
     fn turn(&self, request: ModelRequest) -> ModelStream;
+    /// The chat's task was canceled while no turn ran (it waited on a decision). Only a model
+    /// that keeps a session per chat has anything to stop.
+    fn cancelled(&self, _context_id: &str) {}
 }
 
 #[cfg(test)]

@@ -67,6 +67,11 @@ pub trait ToolSource: Send + Sync + 'static {
     fn preview(&self, _tool: &str, _args: &Value) -> Option<(Preview, Option<String>)> {
         None
     }
+    /// Whether an approver may edit a call's arguments before it runs; `false` for a program
+    /// whose permission answer can carry no arguments (an ACP agent picks one of its options).
+    fn takes_edits(&self) -> bool {
+        true
+    }
 }
 
 /// A successful tool result in the MCP `CallToolResult` shape that kagent shows.
@@ -162,6 +167,11 @@ impl ExposedTool {
     }
 
     /// The source's preview of a call of this tool with `args` ([`ToolSource::preview`]).
+    /// Whether an approver may edit its calls' arguments ([`ToolSource::takes_edits`]).
+    pub fn takes_edits(&self) -> bool {
+        self.source.takes_edits()
+    }
+
     pub fn preview(&self, args: &Value) -> Option<(Preview, Option<String>)> {
         self.source.preview(&self.spec.name, args)
     }

@@ -54,64 +54,6 @@ fn claude() -> PathBuf {
     path
 }
 
-/// `anthropic.py` on a port of its own, answering the main conversation with `script`.
-struct ScriptedModel {
-    /// Held so the endpoint lives as long as this (it is killed on drop).
-    _child: tokio::process::Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl ScriptedModel {
-    async fn start(dir: &Path, script: Value) -> ScriptedModel {
-        let script_path = dir.join("script.json");
-        std::fs::write(&script_path, script.to_string()).unwrap();
-        let log = dir.join("anthropic.jsonl");
-        let mut child = tokio::process::Command::new("python3")
-            .arg(here().join("anthropic.py"))
-            .args(["--port", "0", "--script"])
-            .arg(&script_path)
-            .arg("--log")
-            .arg(&log)
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("python3 runs anthropic.py");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
-            .await
-            .expect("anthropic.py prints its port")
-            .unwrap()
-            .unwrap();
-        let port = first.trim_start_matches("PORT ").parse().unwrap();
-        ScriptedModel {
-            _child: child,
-            port,
-            log,
-        }
-    }
-
-    /// The tool results Claude Code sent back to the model, in order.
-    fn tool_results(&self) -> Vec<Value> {
-        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let mut results = Vec::new();
-        for line in log.lines() {
-            let entry: Value = serde_json::from_str(line).unwrap();
-            let Some(messages) = entry["body"]["messages"].as_array() else {
-                continue;
-            };
-            if let Some(last) = messages.last() {
-                for block in last["content"].as_array().into_iter().flatten() {
-                    if block["type"] == "tool_result" {
-                        results.push(block.clone());
-                    }
-                }
-            }
-        }
-        results
-    }
-}
-
 /// One `claude -p` run in `cwd`, asking Signoff's MCP endpoint for permission; its JSON
 /// result once it exits.
 async fn run_claude(app: &TestApp, model: &ScriptedModel, cwd: &Path) -> (i32, Value) {

@@ -57,6 +57,7 @@ fn tools() -> Vec<ToolSpec> {
 
 fn request(messages: Vec<ChatMessage>) -> ModelRequest {
     ModelRequest {
+        context_id: "c".into(),
         instruction: "You help with files.".into(),
         messages,
         tools: tools(),

@@ -99,6 +99,7 @@ pub fn parse(text: &str, namespace: &str, name: &str) -> Result<AgentsFile, Conf
             model: model(config)?,
             tools,
             remote: None,
+            acp: None,
             agents: Vec::new(),
             ask_user: false,
             rules: Vec::new(),

@@ -21,6 +21,7 @@
 //! (`kagent`). This module is a leaf of the agent layer: it owns every spec, and the models,
 //! tools and MCP sources built from them (`agent::build`) import it, never the other way round.
 
+mod acp;
 mod approvers;
 mod kagent;
 mod mcp;
@@ -33,6 +34,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use acp::{AcpLaunch, AcpSpec, TOOL_KINDS};
 pub use approvers::{is_clean, ApproverEntry, ApproversSpec, MAX_QUORUM};
 pub use mcp::{check_approval, Endpoint, HttpTransport, McpHttpSpec, McpSourceSpec, McpStdioSpec};
 pub use openai::OpenAiSpec;
@@ -89,6 +91,10 @@ pub struct AgentSpec {
     /// A remote A2A agent to relay to instead of running one here (`http::relay`).
     #[serde(default)]
     pub remote: Option<RemoteSpec>,
+    /// A coding agent spoken to over the Agent Client Protocol, run here in place of a model
+    /// and tools (`agent::acp`; [`AcpSpec`] documents the fields).
+    #[serde(default)]
+    pub acp: Option<AcpSpec>,
     /// Other agents of this file (`namespace/name`, local or remote) this agent may use as
     /// tools (`subagents`): each is one tool with a `request` text argument.
     #[serde(default)]
@@ -385,6 +391,7 @@ impl AgentsFile {
                         tool_approvers: BTreeMap::new(),
                     }],
                     remote: None,
+                    acp: None,
                     agents: Vec::new(),
                     // The scripted model's `ask` shows questions offline.
                     ask_user: true,
@@ -420,6 +427,7 @@ impl AgentsFile {
             model: ModelSpec::Scripted,
             tools: Vec::new(),
             remote: None,
+            acp: None,
             agents: vec!["default/demo".to_owned()],
             ask_user: false,
             rules: Vec::new(),
@@ -451,6 +459,7 @@ impl AgentsFile {
             model: ModelSpec::Conformance,
             tools: Vec::new(),
             remote: None,
+            acp: None,
             agents: Vec::new(),
             ask_user: true,
             rules: Vec::new(),
@@ -533,6 +542,9 @@ impl AgentsFile {
                     }
                 }
             }
+            if agent.acp.is_some() {
+                check_acp_alone(&at, agent)?;
+            }
             if let Some(timeout) = &agent.approval_timeout {
                 parse_timeout(&format!("{at}.approval_timeout"), timeout)?;
             }
@@ -596,10 +608,34 @@ impl AgentsFile {
                     known.push(signoff_protocol::hitl::ASK_USER);
                 }
             }
+            if agent.acp.is_some() {
+                // Its calls are named by their ACP tool kind.
+                exposed_tools = Some(TOOL_KINDS.to_vec());
+            }
             check_rules(&at, &agent.rules, exposed_tools.as_deref())?;
             approvers::check_agent(&at, agent)?;
         }
         subagents::check(self)
+    }
+}
+
+/// An ACP agent brings its own model and tools: nothing of the agents file may stand in for
+/// them beside `acp`.
+fn check_acp_alone(at: &str, agent: &AgentSpec) -> Result<(), ConfigError> {
+    let clashes = [
+        ("remote", agent.remote.is_some()),
+        ("model", agent.model != ModelSpec::Scripted),
+        ("tools", !agent.tools.is_empty()),
+        ("agents", !agent.agents.is_empty()),
+        ("ask_user", agent.ask_user),
+        ("instruction", !agent.instruction.is_empty()),
+    ];
+    match clashes.iter().find(|(_, clash)| *clash) {
+        Some((field, _)) => Err(ConfigError::invalid(
+            format!("{at}.{field}"),
+            format!("an ACP agent brings its own model and tools; remove `{field}`"),
+        )),
+        None => Ok(()),
     }
 }
 

@@ -33,6 +33,13 @@ impl Runtime {
         let Some(tool) = agent.tools.get(&call.request.name) else {
             return Ok(());
         };
+        if !tool.takes_edits() && *args != call.request.args {
+            return Err(AgentError::InvalidParams(format!(
+                "{} runs its own tools and can only be told yes or no: approve or reject the \
+                 call as it was asked",
+                agent.key()
+            )));
+        }
         let requester = Requester {
             user: &row.user_id,
             groups: &row.requester_groups,

@@ -342,6 +342,10 @@ impl Runtime {
             }
         }
         self.stop_runner(task_id);
+        if let Some(agent) = self.agent_by_key(&row.agent) {
+            // A model that keeps the chat's session (an ACP agent) stops what it waits on.
+            agent.model.cancelled(&row.context_id);
+        }
         // A cancel goes down to the subagents' tasks the task started.
         self.subagents().cancel_subagents(who, task_id).await;
         tracing::info!(task = %task_id, user = %who.subject, "task canceled");

@@ -312,6 +312,7 @@ impl Runtime {
             self.deliver_queued(&task_id, &context_id, &mut transcript)
                 .await?;
             let request = ModelRequest {
+                context_id: context_id.clone(),
                 instruction: agent.instruction.clone(),
                 messages: earlier.iter().chain(transcript.iter()).cloned().collect(),
                 tools: agent.tools.specs(),

@@ -1,0 +1,384 @@
+//! One chat with an ACP agent: its process, its ACP session, and the prompt and permission
+//! request in flight. A model turn of the chat ([`Session::turn`]) either sends the person's
+//! message as a prompt or answers the pending permission with the decision the transcript
+//! holds, and then passes on what the agent says until it asks for the next permission (the
+//! turn ends with that call, which the runtime holds as a batch) or its prompt ends.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::calls::proposed;
+use super::process::{AgentProcess, Read};
+use super::wire::{self, FromAgent, PermissionRequest, ToolCall, Update};
+use crate::agent::asked::{settled, Outcome};
+use crate::agent::config::AcpLaunch;
+use crate::agent::model::{ModelError, ModelEvent};
+
+/// How long the agent may take to start and open its session.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a prompt cut by a cancel may take to end before the next one is sent.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+/// What the chat says of a decision whose agent session has gone.
+pub const UNDELIVERED: &str = "The decision could not reach the coding agent: its session ended \
+                               while the call waited, so the call did not run.";
+
+/// What a turn starts with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnStart {
+    /// The person's message.
+    Prompt(String),
+    /// The decision on the pending permission, as the transcript records its result.
+    Decided(Value),
+}
+
+/// Where a turn's events go.
+pub type Events = mpsc::Sender<Result<ModelEvent, ModelError>>;
+
+/// A live ACP session and its process.
+pub struct Session {
+    process: AgentProcess,
+    from: mpsc::Receiver<Read>,
+    id: String,
+    next_request: u64,
+    /// The id of the `session/prompt` in flight.
+    prompt: Option<u64>,
+    /// The permission request waiting for its batch's decision: the agent's request id and
+    /// what it asked.
+    permission: Option<(Value, PermissionRequest)>,
+    calls: HashMap<String, ToolCall>,
+    /// Said to the agent with the next prompt: why its calls were rejected (ACP's permission
+    /// answer has no room for a reason).
+    notes: Vec<String>,
+    /// Why the agent's output ended, once it has.
+    pub ended: Option<String>,
+    pub last_used: Instant,
+}
+
+impl Session {
+    /// Starts the agent and opens a session in its working folder.
+    pub async fn start(launch: &AcpLaunch, label: &str) -> Result<Session, String> {
+        let (process, from) = AgentProcess::start(launch, label)?;
+        let mut session = Session {
+            process,
+            from,
+            id: String::new(),
+            next_request: 0,
+            prompt: None,
+            permission: None,
+            calls: HashMap::new(),
+            notes: Vec::new(),
+            ended: None,
+            last_used: Instant::now(),
+        };
+        let opened = tokio::time::timeout(START_TIMEOUT, async {
+            session.call("initialize", wire::initialize()).await?;
+            let cwd = launch.cwd.to_string_lossy().into_owned();
+            session.call("session/new", wire::new_session(&cwd)).await
+        })
+        .await
+        .map_err(|_| format!("the agent did not open a session within {START_TIMEOUT:?}"))??;
+        session.id = opened
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .ok_or("the agent's session/new answer has no sessionId")?
+            .to_owned();
+        Ok(session)
+    }
+
+    /// Whether nothing is in flight, so the session may be ended to make room.
+    pub fn idle(&self) -> bool {
+        self.prompt.is_none() && self.permission.is_none()
+    }
+
+    /// Sends a request and waits for its answer (used before any prompt runs).
+    async fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
+        let id = self.send_request(method, params).await?;
+        loop {
+            match self.next().await? {
+                FromAgent::Response {
+                    id: answered,
+                    result,
+                } if answered == id => {
+                    return result
+                        .map_err(|message| format!("the agent refused {method}: {message}"));
+                }
+                other @ (FromAgent::Response { .. }
+                | FromAgent::Update { .. }
+                | FromAgent::Permission { .. }
+                | FromAgent::OtherRequest { .. }
+                | FromAgent::OtherNotification { .. }) => self.aside(other).await?,
+            }
+        }
+    }
+
+    async fn send_request(&mut self, method: &str, params: Value) -> Result<u64, String> {
+        self.next_request += 1;
+        let id = self.next_request;
+        self.process.send(wire::request(id, method, params)).await?;
+        Ok(id)
+    }
+
+    /// The agent's next message, or why there is none.
+    async fn next(&mut self) -> Result<FromAgent, String> {
+        match self.from.recv().await {
+            Some(Read::Message(message)) => Ok(*message),
+            Some(Read::Ended(why)) => Err(self.end(why)),
+            None => Err(self.end("the agent's process ended".into())),
+        }
+    }
+
+    fn end(&mut self, why: String) -> String {
+        self.ended = Some(why.clone());
+        self.prompt = None;
+        self.permission = None;
+        why
+    }
+
+    /// Handles a message that is not the one awaited: a request this client does not serve
+    /// is refused; a stale answer, an update or a notification is noted or dropped.
+    async fn aside(&mut self, message: FromAgent) -> Result<(), String> {
+        match message {
+            FromAgent::OtherRequest { id, method } => {
+                let refusal = format!("{method} is not offered by this client");
+                self.process
+                    .send(wire::error_response(&id, wire::METHOD_NOT_FOUND, &refusal))
+                    .await
+            }
+            FromAgent::Permission { id, .. } => {
+                // Asked while no turn passes on what the agent says (the session opening, a
+                // cancelled prompt ending): nobody could decide it, so it is cancelled.
+                self.process
+                    .send(wire::response(&id, wire::permission_answer(None)))
+                    .await
+            }
+            FromAgent::Update {
+                update: Update::ToolCall(call),
+                ..
+            } => {
+                self.note_call(call);
+                Ok(())
+            }
+            FromAgent::Response { .. }
+            | FromAgent::Update { .. }
+            | FromAgent::OtherNotification { .. } => Ok(()),
+        }
+    }
+
+    fn note_call(&mut self, call: Box<ToolCall>) -> &ToolCall {
+        let id = call.id.clone();
+        let known = self.calls.entry(id).or_insert_with(|| ToolCall {
+            id: call.id.clone(),
+            ..ToolCall::default()
+        });
+        known.merge(*call);
+        known
+    }
+
+    /// One model turn of the chat; its events go to `events`. A cancel (the runtime dropped the
+    /// turn) cancels the agent's prompt, and a permission it is waiting on.
+    pub async fn turn(&mut self, start: TurnStart, events: &Events, cancel: &CancellationToken) {
+        self.last_used = Instant::now();
+        let begun = match start {
+            TurnStart::Prompt(text) => self.prompt(&text).await,
+            TurnStart::Decided(response) => match self.permission.take() {
+                Some((id, request)) => self.answer(id, &request, &response).await,
+                None => {
+                    let _ = events.send(Ok(ModelEvent::Text(UNDELIVERED.into()))).await;
+                    return;
+                }
+            },
+        };
+        if let Err(why) = begun {
+            let _ = events.send(Err(ModelError::Failed(stopped(&why)))).await;
+            return;
+        }
+        if let Err(why) = self.pump(events, cancel).await {
+            let _ = events.send(Err(ModelError::Failed(stopped(&why)))).await;
+        }
+    }
+
+    /// Sends the person's message (after whatever Signoff must tell the agent first).
+    async fn prompt(&mut self, text: &str) -> Result<(), String> {
+        if !self.idle() {
+            self.cancel_in_flight().await?;
+        }
+        let mut told: Vec<String> = std::mem::take(&mut self.notes);
+        told.push(text.to_owned());
+        let id = self
+            .send_request("session/prompt", wire::prompt(&self.id, &told.join("\n\n")))
+            .await?;
+        self.prompt = Some(id);
+        Ok(())
+    }
+
+    /// Ends what is in flight (a chat canceled while the agent waited on a permission): the
+    /// permission answers "cancelled", the prompt is cancelled and its end awaited.
+    async fn cancel_in_flight(&mut self) -> Result<(), String> {
+        self.cancel_now().await?;
+        let waited = tokio::time::timeout(CANCEL_WAIT, async {
+            while let Some(prompt) = self.prompt {
+                match self.next().await? {
+                    FromAgent::Response { id, .. } if id == prompt => self.prompt = None,
+                    other @ (FromAgent::Response { .. }
+                    | FromAgent::Update { .. }
+                    | FromAgent::Permission { .. }
+                    | FromAgent::OtherRequest { .. }
+                    | FromAgent::OtherNotification { .. }) => self.aside(other).await?,
+                }
+            }
+            Ok::<(), String>(())
+        })
+        .await;
+        match waited {
+            Ok(result) => result,
+            Err(_) => {
+                self.prompt = None;
+                Ok(())
+            }
+        }
+    }
+
+    /// Answers the pending permission "cancelled" and cancels the prompt in flight.
+    pub async fn cancel_now(&mut self) -> Result<(), String> {
+        if let Some((id, _)) = self.permission.take() {
+            self.process
+                .send(wire::response(&id, wire::permission_answer(None)))
+                .await?;
+        }
+        if self.prompt.is_some() {
+            self.process
+                .send(wire::notification("session/cancel", wire::cancel(&self.id)))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Answers the permission with one of the options the agent offered: allow once for a call
+    /// that was allowed, its reject option otherwise (the reason goes with the next prompt).
+    /// "Allow always" is never chosen, so every call of the agent's is asked about again.
+    async fn answer(
+        &mut self,
+        id: Value,
+        request: &PermissionRequest,
+        response: &Value,
+    ) -> Result<(), String> {
+        let title = request.tool_call.title.as_deref().unwrap_or("tool");
+        let reject = request.option(&["reject_once", "reject_always"]);
+        let choice = match settled(&Value::Null, response) {
+            Outcome::Ran { .. } => match request.option(&["allow_once"]) {
+                Some(allow) => Some(allow),
+                None => {
+                    self.notes.push(format!(
+                        "Signoff: {title} was approved, but you offered no one-time allow option, \
+                         so it was declined."
+                    ));
+                    reject
+                }
+            },
+            Outcome::Rejected { reason } => {
+                self.notes
+                    .push(format!("Signoff: {title} was rejected: {reason}"));
+                reject
+            }
+            Outcome::NotRun { reason } => {
+                self.notes
+                    .push(format!("Signoff: {title} did not run: {reason}"));
+                reject
+            }
+        };
+        self.process
+            .send(wire::response(&id, wire::permission_answer(choice)))
+            .await
+    }
+
+    /// Passes on what the agent says until it asks for a permission or its prompt ends.
+    async fn pump(&mut self, events: &Events, cancel: &CancellationToken) -> Result<(), String> {
+        loop {
+            let message = tokio::select! {
+                () = cancel.cancelled() => return self.cancel_now().await,
+                message = self.next() => message?,
+            };
+            let event = match message {
+                FromAgent::Response { id, result } if Some(id) == self.prompt => {
+                    self.prompt = None;
+                    let done = result.map_err(|message| format!("the agent failed: {message}"))?;
+                    if let Some(line) = stop_line(&done) {
+                        let _ = events.send(Ok(ModelEvent::Text(line))).await;
+                    }
+                    return Ok(());
+                }
+                FromAgent::Update {
+                    update: Update::Message(text),
+                    ..
+                } => ModelEvent::Text(text),
+                FromAgent::Update {
+                    update: Update::ToolCall(call),
+                    ..
+                } => match finished_line(self.note_call(call)) {
+                    Some(line) => ModelEvent::Text(line),
+                    None => continue,
+                },
+                FromAgent::Permission { id, request } => {
+                    let mut call = request.tool_call.clone();
+                    if let Some(known) = self.calls.get(&call.id) {
+                        let mut merged = known.clone();
+                        merged.merge(call);
+                        call = merged;
+                    }
+                    let proposal = proposed(&call);
+                    self.permission = Some((
+                        id,
+                        PermissionRequest {
+                            tool_call: call,
+                            ..*request
+                        },
+                    ));
+                    let _ = events.send(Ok(ModelEvent::ToolCall(proposal))).await;
+                    return Ok(());
+                }
+                other @ (FromAgent::Response { .. }
+                | FromAgent::Update { .. }
+                | FromAgent::OtherRequest { .. }
+                | FromAgent::OtherNotification { .. }) => {
+                    self.aside(other).await?;
+                    continue;
+                }
+            };
+            if events.send(Ok(event)).await.is_err() {
+                return self.cancel_now().await;
+            }
+        }
+    }
+}
+
+/// The line a finished tool call adds to the answer.
+fn finished_line(call: &ToolCall) -> Option<String> {
+    let status = call.status.as_deref()?;
+    if !matches!(status, "completed" | "failed") {
+        return None;
+    }
+    let title = call.title.as_deref().unwrap_or("A tool call");
+    Some(format!("\n\n> {title}: {status}\n\n"))
+}
+
+/// What the answer says of a prompt that ended other than by the agent finishing its turn.
+fn stop_line(done: &Value) -> Option<String> {
+    match done.get("stopReason").and_then(Value::as_str) {
+        Some("end_turn") | None => None,
+        Some("cancelled") => Some("\n\n(The agent's turn was cancelled.)".into()),
+        Some("max_tokens") => Some("\n\n(The agent ran out of tokens.)".into()),
+        Some("max_turn_requests") => Some("\n\n(The agent reached its limit of requests.)".into()),
+        Some("refusal") => Some("\n\n(The agent refused to go on.)".into()),
+        Some(other) => Some(format!("\n\n(The agent stopped: {other}.)")),
+    }
+}
+
+/// A session that stopped, as the chat's failure says it.
+fn stopped(why: &str) -> String {
+    format!("The coding agent stopped: {why}")
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the ACP agent that the server's ACP client tests drive, at the pinned version, from
+# the npm registry only: Zed's @zed-industries/claude-code-acp (package-lock.json), whose entry
+# point dist/index.js speaks ACP (newline-delimited JSON-RPC) over stdio and runs Claude Code
+# through @anthropic-ai/claude-agent-sdk, which spawns its bundled cli.js with this same node
+# (no native binary, no download at install or run time). Idempotent: when the installed
+# version matches the lock and the entry point is there it only checks.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+
+entry=node_modules/@zed-industries/claude-code-acp/dist/index.js
+
+installed() {
+  # The version npm recorded for one installed package, or nothing.
+  node -e 'try { process.stdout.write(require(process.argv[1]).version) } catch (e) {}' \
+    "./node_modules/$1/package.json"
+}
+locked() {
+  node -e 'const l = require("./package-lock.json");
+           process.stdout.write(l.packages["node_modules/" + process.argv[1]].version)' "$1"
+}
+
+if [ "$(installed @zed-industries/claude-code-acp)" != "$(locked @zed-industries/claude-code-acp)" ] \
+   || [ "$(installed @anthropic-ai/claude-agent-sdk)" != "$(locked @anthropic-ai/claude-agent-sdk)" ] \
+   || [ ! -f "$entry" ] \
+   || [ ! -f node_modules/@anthropic-ai/claude-agent-sdk/cli.js ]; then
+  echo "==> Installing the ACP agent claude-code-acp from npm (crates/server/tests/acp)"
+  npm ci --no-audit --no-fund --silent
+fi
+
+[ -f "$entry" ] || { echo "error: $entry is missing after npm ci" >&2; exit 1; }
+claude_code="$(node -e 'process.stdout.write(require("./node_modules/@anthropic-ai/claude-agent-sdk/package.json").claudeCodeVersion || "?")')"
+echo "The ACP agent @zed-industries/claude-code-acp $(installed @zed-industries/claude-code-acp) is installed ($entry)"
+echo "with @anthropic-ai/claude-agent-sdk $(installed @anthropic-ai/claude-agent-sdk) (Claude Code $claude_code)"

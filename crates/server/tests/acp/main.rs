@@ -1,0 +1,345 @@
+//! Claude Code as a Signoff agent over the Agent Client Protocol: Zed's
+//! `@zed-industries/claude-code-acp` (npm, pinned in this folder's package-lock.json;
+//! `install.sh` installs it) is started by the server for each chat, and runs offline against
+//! the scripted Anthropic endpoint (`tests/gateway/anthropic.py`). Its permission requests wait
+//! as batches in the inbox, and the decision reaches the agent as one of the options it offered.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+// Shared by every test crate; each uses part of it.
+#[allow(dead_code, unused_imports)]
+#[path = "../support/mod.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::*;
+
+const AGENT: &str = "/api/a2a/default/coder";
+
+fn entry_point() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/acp/node_modules/@zed-industries/claude-code-acp/dist/index.js");
+    assert!(
+        path.exists(),
+        "{} is missing: run crates/server/tests/acp/install.sh (scripts/test.sh does)",
+        path.display()
+    );
+    path
+}
+
+/// A chat's working folder, its agent's home, and the scripted model it talks to.
+struct Workplace {
+    cwd: tempfile::TempDir,
+    home: tempfile::TempDir,
+    model: ScriptedModel,
+}
+
+impl Workplace {
+    /// A workplace whose model answers with the script `script` makes of the working folder.
+    async fn new(script: impl FnOnce(&Path) -> Value) -> Workplace {
+        let cwd = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let model = ScriptedModel::start(home.path(), script(cwd.path())).await;
+        Workplace { cwd, home, model }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.cwd.path().join(name)
+    }
+
+    /// The agents file: the ACP agent `default/coder` in this workplace, with `extra` lines.
+    fn agents(&self, extra: &str) -> String {
+        format!(
+            r#"
+[[agents]]
+name = "coder"
+description = "Claude Code over ACP"
+{extra}
+
+[agents.acp]
+command = ["node", {entry:?}]
+cwd = {cwd:?}
+
+[agents.acp.env]
+ANTHROPIC_BASE_URL = "http://127.0.0.1:{port}"
+ANTHROPIC_API_KEY = "test"
+CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1"
+DISABLE_TELEMETRY = "1"
+DISABLE_AUTOUPDATER = "1"
+IS_SANDBOX = "1"
+HOME = {home:?}
+"#,
+            entry = entry_point().display().to_string(),
+            cwd = self.cwd.path().display().to_string(),
+            home = self.home.path().display().to_string(),
+            port = self.model.port,
+        )
+    }
+}
+
+/// Sends `text` to the coding agent (in `context`, if given) and returns its stream's results.
+async fn say(app: &TestApp, text: &str, context: Option<&str>) -> Vec<Value> {
+    let results = within(
+        "the coding agent's turn",
+        send_stream(app, AGENT, message_v03(text, None, context)),
+    )
+    .await;
+    assert!(!results.is_empty());
+    results
+}
+
+/// The batch waiting in the inbox.
+async fn waiting_batch(app: &TestApp) -> Value {
+    eventually("a batch waits in the inbox", || async {
+        let (_, body) = app.get("/api/approvals").await;
+        body["approvals"]
+            .as_array()
+            .and_then(|all| all.first())
+            .cloned()
+    })
+    .await
+}
+
+async fn completed(app: &TestApp, task: &str) {
+    eventually("the task completes", || async {
+        let got = app
+            .rpc_at(AGENT, None, request("tasks/get", json!({"id": task})))
+            .await;
+        let state = got["result"]["status"]["state"].clone();
+        assert_ne!(state, "failed", "the coding agent's task failed");
+        (state == "completed").then_some(())
+    })
+    .await;
+}
+
+/// All answer text of a task, as `tasks/get` shows it.
+async fn answer_of(app: &TestApp, task: &str) -> String {
+    let got = app
+        .rpc_at(AGENT, None, request("tasks/get", json!({"id": task})))
+        .await;
+    got["result"]["artifacts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|artifact| artifact["parts"].as_array().cloned().unwrap_or_default())
+        .filter_map(|part| part["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+fn write_script(path: &Path, content: &str, then: &str) -> Value {
+    json!([
+        {"tool_use": {"name": "Write", "input": {"file_path": path, "content": content}}},
+        {"text": then},
+    ])
+}
+
+#[tokio::test]
+async fn a_write_waits_as_a_card_and_runs_once_when_approved() {
+    let work =
+        Workplace::new(|cwd| write_script(&cwd.join("hello.txt"), "hello\n", "I wrote hello.txt."))
+            .await;
+    let target = work.path("hello.txt");
+    let app = spawn_with_agents(&work.agents(""), |_| {}).await;
+    let results = say(&app, "Please write hello.txt", None).await;
+    assert_eq!(
+        states(&results).last().unwrap(),
+        "input-required",
+        "{results:?}"
+    );
+    let batch = waiting_batch(&app).await;
+    let call = &batch["calls"][0];
+    assert_eq!(call["name"], "edit", "{batch}");
+    assert_eq!(call["args"]["input"]["content"], "hello\n", "{batch}");
+    assert!(
+        call["args"]["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("Write "),
+        "{batch}"
+    );
+    assert!(!target.exists(), "nothing is written before the sign-off");
+    let task = batch["taskId"].as_str().unwrap();
+    let (status, body) = decide_rest(&app, None, task, json!({"decision_type": "approve"})).await;
+    assert_eq!(status, 200, "{body}");
+    completed(&app, task).await;
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "hello\n");
+    let answer = answer_of(&app, task).await;
+    assert!(answer.contains("I wrote hello.txt."), "{answer}");
+    let results = work.model.tool_results();
+    assert_eq!(results.len(), 1, "the write ran once: {results:?}");
+    assert_ne!(results[0]["is_error"], true, "{results:?}");
+}
+
+#[tokio::test]
+async fn an_edit_of_the_arguments_is_refused_for_an_agent_that_runs_its_own_tools() {
+    let work = Workplace::new(|cwd| write_script(&cwd.join("notes.txt"), "a\n", "done")).await;
+    let target = work.path("notes.txt");
+    let app = spawn_with_agents(&work.agents(""), |_| {}).await;
+    say(&app, "write notes", None).await;
+    let batch = waiting_batch(&app).await;
+    let (task, id) = (
+        batch["taskId"].as_str().unwrap(),
+        batch["calls"][0]["id"].as_str().unwrap(),
+    );
+    let edited = json!({"title": "Write", "input": {"file_path": target, "content": "b\n"}});
+    let (status, body) = decide_rest(
+        &app,
+        None,
+        task,
+        json!({"decision_type": "approve", "modified_args": {id: edited}}),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.to_string()
+            .contains("approve or reject the call as it was asked"),
+        "{body}"
+    );
+    assert!(!target.exists());
+    let (_, inbox) = app.get("/api/approvals").await;
+    assert_eq!(
+        inbox["approvals"].as_array().unwrap().len(),
+        1,
+        "it still waits"
+    );
+}
+
+#[tokio::test]
+async fn a_rejection_leaves_no_file_and_the_agents_next_turn_reads_the_reason() {
+    let work = Workplace::new(|cwd| {
+        let mut script = write_script(&cwd.join("deploy.sh"), "rm -rf /\n", "I will not write it.");
+        script
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"text": "Understood."}));
+        script
+    })
+    .await;
+    let target = work.path("deploy.sh");
+    let app = spawn_with_agents(&work.agents(""), |_| {}).await;
+    let first = say(&app, "write the deploy script", None).await;
+    let context = context_id(&first);
+    let batch = waiting_batch(&app).await;
+    let task = batch["taskId"].as_str().unwrap();
+    let reason = "not a deploy script, please";
+    let (status, _) = decide_rest(
+        &app,
+        None,
+        task,
+        json!({"decision_type": "deny", "reason": reason}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    completed(&app, task).await;
+    assert!(!target.exists(), "a rejected write never runs");
+    // ACP's answer has no room for the reason: it comes with the next prompt, beside the
+    // refusal Claude Code reports to its model then.
+    let next = say(&app, "What happened?", Some(&context)).await;
+    completed(&app, &task_id(&next)).await;
+    let refused = work.model.tool_results();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["is_error"], true, "{refused:?}");
+    let log = std::fs::read_to_string(&work.model.log).unwrap();
+    let last_prompt = log
+        .lines()
+        .rev()
+        .find(|line| line.contains("What happened?"))
+        .unwrap();
+    assert!(last_prompt.contains(reason), "{last_prompt}");
+}
+
+#[tokio::test]
+async fn rules_over_the_kind_and_title_allow_and_deny_without_asking_anyone() {
+    let work = Workplace::new(|_| {
+        json!([
+            {"tool_use": {"name": "Bash", "input": {"command": "echo hi > said.txt", "description": "say hi"}}},
+            {"tool_use": {"name": "Bash", "input": {"command": "rm -rf build", "description": "clean"}}},
+            {"text": "done"},
+        ])
+    })
+    .await;
+    let rules = r#"
+[[agents.rules]]
+tool = "execute"
+action = "deny"
+when = { title = { regex = ".*\\brm\\b.*" } }
+
+[[agents.rules]]
+tool = "execute"
+action = "allow"
+when = { title = { regex = "`echo .*" } }
+"#;
+    std::fs::create_dir(work.path("build")).unwrap();
+    let app = spawn_with_agents(&work.agents(rules), |_| {}).await;
+    let results = say(&app, "say hi, then clean", None).await;
+    completed(&app, &task_id(&results)).await;
+    let (_, inbox) = app.get("/api/approvals").await;
+    assert_eq!(inbox["approvals"], json!([]), "nobody was asked");
+    assert_eq!(
+        std::fs::read_to_string(work.path("said.txt"))
+            .unwrap()
+            .trim(),
+        "hi"
+    );
+    // The refusal ends Claude Code's turn: its model hears of it with the next prompt.
+    let told = work.model.tool_results();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_ne!(told[0]["is_error"], true, "{told:?}");
+    assert!(work.path("build").is_dir(), "the rm never ran");
+}
+
+#[tokio::test]
+async fn a_decision_after_a_restart_is_recorded_and_the_chat_says_it_never_reached_the_agent() {
+    let work = Workplace::new(|cwd| write_script(&cwd.join("late.txt"), "x\n", "wrote")).await;
+    let target = work.path("late.txt");
+    let app = spawn_with_agents(&work.agents(""), |_| {}).await;
+    let agents_file = app.data_dir.path().join("agents.toml");
+    say(&app, "write late.txt", None).await;
+    let batch = waiting_batch(&app).await;
+    let task = batch["taskId"].as_str().unwrap().to_owned();
+    let data_dir = app.stop().await;
+    // The agent's process ended with the server that started it.
+    let app = spawn_in(data_dir, |config| config.agents_file = Some(agents_file)).await;
+    let batch = waiting_batch(&app).await;
+    assert_eq!(batch["taskId"], task.as_str(), "the card is still there");
+    let (status, body) = decide_rest(&app, None, &task, json!({"decision_type": "approve"})).await;
+    assert_eq!(status, 200, "{body}");
+    completed(&app, &task).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!target.exists(), "the decision never reached a live agent");
+    let answer = answer_of(&app, &task).await;
+    assert!(
+        answer.contains("could not reach the coding agent"),
+        "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn a_cancel_while_a_permission_waits_answers_it_cancelled_and_the_chat_goes_on() {
+    let work = Workplace::new(|cwd| write_script(&cwd.join("c.txt"), "x\n", "Still here.")).await;
+    let target = work.path("c.txt");
+    let app = spawn_with_agents(&work.agents(""), |_| {}).await;
+    let first = say(&app, "write c.txt", None).await;
+    let (task, context) = (task_id(&first), context_id(&first));
+    waiting_batch(&app).await;
+    let canceled = app
+        .rpc_at(AGENT, None, request("tasks/cancel", json!({"id": task})))
+        .await;
+    assert_eq!(
+        canceled["result"]["status"]["state"], "canceled",
+        "{canceled}"
+    );
+    let next = say(&app, "Are you there?", Some(&context)).await;
+    let next_task = task_id(&next);
+    completed(&app, &next_task).await;
+    assert!(!target.exists(), "a canceled write never runs");
+    let answer = answer_of(&app, &next_task).await;
+    assert!(answer.contains("Still here."), "{answer}");
+    // The agent was told: its model hears the permission request failed.
+    let told = work.model.tool_results();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0]["is_error"], true, "{told:?}");
+}
