@@ -172,12 +172,15 @@ fn acp_agent(
     );
     approvals.check_tools(&at, spec, &toolbox)?;
     let label = format!("{}/{}", spec.namespace, spec.name);
+    let sessions = data_dir
+        .join("acp")
+        .join(format!("{}.{}.json", spec.namespace, spec.name));
     Ok(Arc::new(Agent {
         namespace: spec.namespace.clone(),
         name: spec.name.clone(),
         description: spec.description.clone(),
         instruction: String::new(),
-        model: Arc::new(AcpModel::new(label, launch)),
+        model: Arc::new(AcpModel::new(label, launch, sessions)),
         tools: toolbox,
         approvals,
         subagents: Subagents::default(),

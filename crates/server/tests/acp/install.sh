@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs the ACP agent that the server's ACP client tests drive, at the pinned version, from
-# the npm registry only: Zed's @zed-industries/claude-code-acp (package-lock.json), whose entry
+# Installs the ACP agents that the server's ACP client tests drive, at the pinned versions, from
+# the npm registry only (package-lock.json): Zed's @zed-industries/claude-code-acp, whose entry
 # point dist/index.js speaks ACP (newline-delimited JSON-RPC) over stdio and runs Claude Code
-# through @anthropic-ai/claude-agent-sdk, which spawns its bundled cli.js with this same node
-# (no native binary, no download at install or run time). Idempotent: when the installed
-# version matches the lock and the entry point is there it only checks.
+# through @anthropic-ai/claude-agent-sdk, which spawns its bundled cli.js with this same node (no
+# native binary, no download at install or run time); and the example agent of the protocol's
+# own SDK, @agentclientprotocol/sdk's dist/examples/agent.js. Idempotent: when the installed
+# versions match the lock and the entry points are there it only checks.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
@@ -22,6 +23,8 @@ locked() {
 
 if [ "$(installed @zed-industries/claude-code-acp)" != "$(locked @zed-industries/claude-code-acp)" ] \
    || [ "$(installed @anthropic-ai/claude-agent-sdk)" != "$(locked @anthropic-ai/claude-agent-sdk)" ] \
+   || [ "$(installed @agentclientprotocol/sdk)" != "$(locked @agentclientprotocol/sdk)" ] \
+   || [ ! -f node_modules/@agentclientprotocol/sdk/dist/examples/agent.js ] \
    || [ ! -f "$entry" ] \
    || [ ! -f node_modules/@anthropic-ai/claude-agent-sdk/cli.js ]; then
   echo "==> Installing the ACP agent claude-code-acp from npm (crates/server/tests/acp)"
@@ -32,3 +35,4 @@ fi
 claude_code="$(node -e 'process.stdout.write(require("./node_modules/@anthropic-ai/claude-agent-sdk/package.json").claudeCodeVersion || "?")')"
 echo "The ACP agent @zed-industries/claude-code-acp $(installed @zed-industries/claude-code-acp) is installed ($entry)"
 echo "with @anthropic-ai/claude-agent-sdk $(installed @anthropic-ai/claude-agent-sdk) (Claude Code $claude_code)"
+echo "The ACP SDK's example agent @agentclientprotocol/sdk $(installed @agentclientprotocol/sdk) is installed"

@@ -82,9 +82,13 @@ HOME = {home:?}
 
 /// Sends `text` to the coding agent (in `context`, if given) and returns its stream's results.
 async fn say(app: &TestApp, text: &str, context: Option<&str>) -> Vec<Value> {
+    say_to(app, AGENT, text, context).await
+}
+
+async fn say_to(app: &TestApp, agent: &str, text: &str, context: Option<&str>) -> Vec<Value> {
     let results = within(
         "the coding agent's turn",
-        send_stream(app, AGENT, message_v03(text, None, context)),
+        send_stream(app, agent, message_v03(text, None, context)),
     )
     .await;
     assert!(!results.is_empty());
@@ -104,9 +108,13 @@ async fn waiting_batch(app: &TestApp) -> Value {
 }
 
 async fn completed(app: &TestApp, task: &str) {
+    completed_at(app, AGENT, task).await
+}
+
+async fn completed_at(app: &TestApp, agent: &str, task: &str) {
     eventually("the task completes", || async {
         let got = app
-            .rpc_at(AGENT, None, request("tasks/get", json!({"id": task})))
+            .rpc_at(agent, None, request("tasks/get", json!({"id": task})))
             .await;
         let state = got["result"]["status"]["state"].clone();
         assert_ne!(state, "failed", "the coding agent's task failed");
@@ -117,8 +125,12 @@ async fn completed(app: &TestApp, task: &str) {
 
 /// All answer text of a task, as `tasks/get` shows it.
 async fn answer_of(app: &TestApp, task: &str) -> String {
+    answer_at(app, AGENT, task).await
+}
+
+async fn answer_at(app: &TestApp, agent: &str, task: &str) -> String {
     let got = app
-        .rpc_at(AGENT, None, request("tasks/get", json!({"id": task})))
+        .rpc_at(agent, None, request("tasks/get", json!({"id": task})))
         .await;
     got["result"]["artifacts"]
         .as_array()
@@ -292,12 +304,14 @@ when = { title = { regex = "`echo .*" } }
 }
 
 #[tokio::test]
-async fn a_decision_after_a_restart_is_recorded_and_the_chat_says_it_never_reached_the_agent() {
+async fn after_a_restart_a_decision_is_recorded_as_undelivered_and_the_chat_goes_on_in_its_session()
+{
     let work = Workplace::new(|cwd| write_script(&cwd.join("late.txt"), "x\n", "wrote")).await;
     let target = work.path("late.txt");
     let app = spawn_with_agents(&work.agents(""), |_| {}).await;
     let agents_file = app.data_dir.path().join("agents.toml");
-    say(&app, "write late.txt", None).await;
+    let first = say(&app, "write late.txt", None).await;
+    let context = context_id(&first);
     let batch = waiting_batch(&app).await;
     let task = batch["taskId"].as_str().unwrap().to_owned();
     let data_dir = app.stop().await;
@@ -315,6 +329,18 @@ async fn a_decision_after_a_restart_is_recorded_and_the_chat_says_it_never_reach
         answer.contains("could not reach the coding agent"),
         "{answer}"
     );
+    // The chat goes on in its earlier session, loaded again: the agent remembers it.
+    let next = say(&app, "And now?", Some(&context)).await;
+    completed(&app, &task_id(&next)).await;
+    let answer = answer_of(&app, &task_id(&next)).await;
+    assert!(!answer.contains("earlier session"), "{answer}");
+    let log = std::fs::read_to_string(&work.model.log).unwrap();
+    let last_prompt = log
+        .lines()
+        .rev()
+        .find(|line| line.contains("And now?"))
+        .unwrap();
+    assert!(last_prompt.contains("write late.txt"), "{last_prompt}");
 }
 
 #[tokio::test]
@@ -342,4 +368,66 @@ async fn a_cancel_while_a_permission_waits_answers_it_cancelled_and_the_chat_goe
     let told = work.model.tool_results();
     assert_eq!(told.len(), 1, "{told:?}");
     assert_eq!(told[0]["is_error"], true, "{told:?}");
+}
+
+/// The example agent of the ACP SDK (`@agentclientprotocol/sdk`), an agent Claude has no part
+/// in: it reads a file on its own, then asks to edit a configuration file, offering only "allow
+/// once" and "reject once".
+const EXAMPLE: &str = "/api/a2a/default/example";
+
+fn example_agents(cwd: &Path) -> String {
+    let entry = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/acp/node_modules/@agentclientprotocol/sdk/dist/examples/agent.js");
+    assert!(
+        entry.exists(),
+        "{} is missing: run crates/server/tests/acp/install.sh",
+        entry.display()
+    );
+    format!(
+        "[[agents]]\nname = \"example\"\n\n[agents.acp]\ncommand = [\"node\", {:?}]\ncwd = {:?}\n",
+        entry.display().to_string(),
+        cwd.display().to_string()
+    )
+}
+
+#[tokio::test]
+async fn the_acp_sdks_example_agent_is_asked_about_its_edit_and_hears_each_answer() {
+    let cwd = tempfile::tempdir().unwrap();
+    let app = spawn_with_agents(&example_agents(cwd.path()), |_| {}).await;
+    for (decision, heard) in [
+        (
+            json!({"decision_type": "approve"}),
+            "successfully updated the configuration",
+        ),
+        (
+            json!({"decision_type": "deny", "reason": "not today"}),
+            "skip the configuration update",
+        ),
+    ] {
+        let first = say_to(&app, EXAMPLE, "improve the project", None).await;
+        let task = task_id(&first);
+        let so_far = answer_text(&first);
+        assert!(so_far.contains("I'll help you with that."), "{so_far}");
+        assert!(
+            so_far.contains("Reading project files: completed"),
+            "{so_far}"
+        );
+        let batch = waiting_batch(&app).await;
+        let call = &batch["calls"][0];
+        assert_eq!(call["name"], "edit", "{batch}");
+        assert_eq!(
+            call["args"]["title"], "Modifying critical configuration file",
+            "{batch}"
+        );
+        assert_eq!(
+            call["args"]["locations"],
+            json!(["/home/user/project/config.json"]),
+            "{batch}"
+        );
+        let (status, body) = decide_rest(&app, None, &task, decision).await;
+        assert_eq!(status, 200, "{body}");
+        completed_at(&app, EXAMPLE, &task).await;
+        let answer = answer_at(&app, EXAMPLE, &task).await;
+        assert!(answer.contains(heard), "{answer}");
+    }
 }

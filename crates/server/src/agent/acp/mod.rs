@@ -8,8 +8,10 @@
 //! matching option it offered, and goes on passing on what it says.
 //!
 //! A session lives as long as the server's process and its agent's. A chat whose session has
-//! gone (a restart, a crash of the agent) gets a new one and is told so; a decision that comes
-//! after its session went is recorded, and the chat says it never reached the agent.
+//! gone (a restart, a crash of the agent) has it loaded again where the agent offers
+//! `session/load` ([`ids`] keeps each chat's session id), and otherwise gets a new one and is
+//! told so. A decision that comes after its session went is recorded, and the chat says it never
+//! reached the agent (the permission it answered went with the process).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -19,12 +21,14 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 
 pub mod calls;
+mod ids;
 mod process;
 mod session;
 pub mod wire;
 
 use super::config::AcpLaunch;
 use super::model::{ChatMessage, Model, ModelError, ModelEvent, ModelRequest, ModelStream};
+use ids::SessionIds;
 use session::{Session, TurnStart};
 
 /// Events of a turn buffered ahead of the runtime.
@@ -40,18 +44,23 @@ struct Sessions {
     label: String,
     launch: AcpLaunch,
     live: Mutex<Live>,
+    /// Each chat's session id, to load it again after a restart.
+    ids: SessionIds,
 }
 
 /// The live sessions, by chat.
 type Live = HashMap<String, Arc<tokio::sync::Mutex<Session>>>;
 
 impl AcpModel {
-    pub fn new(label: String, launch: AcpLaunch) -> AcpModel {
+    /// The model of the agent `label` (`namespace/name`); the chats' session ids are kept in
+    /// the file `sessions`.
+    pub fn new(label: String, launch: AcpLaunch, sessions: std::path::PathBuf) -> AcpModel {
         AcpModel {
             inner: Arc::new(Sessions {
                 label,
                 launch,
                 live: Mutex::new(HashMap::new()),
+                ids: SessionIds::open(sessions),
             }),
         }
     }
@@ -146,15 +155,18 @@ fn turn_start(messages: &[ChatMessage]) -> Option<TurnStart> {
 }
 
 impl Sessions {
-    /// A new session for the chat (`true`: it is new), once there is room for it.
+    /// A session for the chat once there is room for it: its earlier one loaded again, or a new
+    /// one (`true`).
     async fn start(&self, chat: &str) -> Result<(Arc<tokio::sync::Mutex<Session>>, bool), String> {
         self.make_room()?;
-        let started = Session::start(&self.launch, &self.label)
+        let earlier = self.ids.get(chat);
+        let (started, loaded) = Session::start(&self.launch, &self.label, earlier.as_deref())
             .await
             .map_err(|why| format!("The coding agent could not be started: {why}"))?;
+        self.ids.set(chat, started.id());
         let session = Arc::new(tokio::sync::Mutex::new(started));
         self.lock()?.insert(chat.to_owned(), session.clone());
-        Ok((session, true))
+        Ok((session, !loaded))
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Live>, String> {

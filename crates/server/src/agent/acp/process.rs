@@ -30,7 +30,8 @@ pub enum Read {
 
 /// A running agent process.
 pub struct AgentProcess {
-    child: Mutex<Box<dyn ChildWrapper>>,
+    /// `None` once it is being ended.
+    child: Mutex<Option<Box<dyn ChildWrapper>>>,
     stdin: tokio::sync::Mutex<ChildStdin>,
 }
 
@@ -66,7 +67,7 @@ impl AgentProcess {
         tokio::spawn(read_stdout(stdout, sender));
         tokio::spawn(log_stderr(stderr, label.to_owned(), launch.secrets.clone()));
         let process = AgentProcess {
-            child: Mutex::new(child),
+            child: Mutex::new(Some(child)),
             stdin: tokio::sync::Mutex::new(stdin),
         };
         Ok((process, receiver))
@@ -90,19 +91,29 @@ impl AgentProcess {
     /// The process id.
     #[cfg(test)]
     pub fn id(&self) -> Option<u32> {
-        self.child.lock().ok().and_then(|child| child.id())
+        self.child.lock().ok()?.as_ref()?.id()
     }
 }
 
 impl Drop for AgentProcess {
+    /// Ends the whole group (`node` started by a wrapper script, and what the agent started):
+    /// asked first, so the agent can write its session's history down (Claude Code killed at
+    /// once may leave a session it cannot load again), then killed after [`GRACE`].
     fn drop(&mut self) {
-        // The whole group: `node` started by a wrapper script, and what the agent started.
-        if let Ok(mut child) = self.child.lock() {
+        let Some(mut child) = self.child.lock().ok().and_then(|mut child| child.take()) else {
+            return;
+        };
+        let _ = child.signal(libc::SIGTERM);
+        std::thread::spawn(move || {
+            std::thread::sleep(GRACE);
             let _ = child.start_kill();
             let _ = child.try_wait();
-        }
+        });
     }
 }
+
+/// How long an ended agent may take to exit before it is killed.
+const GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Reads the agent's stdout into `sender` until it ends, a line is too long or unreadable, or
 /// nobody listens any more.

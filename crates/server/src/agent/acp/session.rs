@@ -60,8 +60,14 @@ pub struct Session {
 }
 
 impl Session {
-    /// Starts the agent and opens a session in its working folder.
-    pub async fn start(launch: &AcpLaunch, label: &str) -> Result<Session, String> {
+    /// Starts the agent and opens a session in its working folder: the chat's earlier session
+    /// `resume`, loaded again where the agent offers `session/load` and still has it, else a new
+    /// one. `true`: the earlier session was loaded.
+    pub async fn start(
+        launch: &AcpLaunch,
+        label: &str,
+        resume: Option<&str>,
+    ) -> Result<(Session, bool), String> {
         let (process, from) = AgentProcess::start(launch, label)?;
         let mut session = Session {
             process,
@@ -75,19 +81,43 @@ impl Session {
             ended: None,
             last_used: Instant::now(),
         };
-        let opened = tokio::time::timeout(START_TIMEOUT, async {
-            session.call("initialize", wire::initialize()).await?;
-            let cwd = launch.cwd.to_string_lossy().into_owned();
-            session.call("session/new", wire::new_session(&cwd)).await
-        })
-        .await
-        .map_err(|_| format!("the agent did not open a session within {START_TIMEOUT:?}"))??;
-        session.id = opened
+        let cwd = launch.cwd.to_string_lossy().into_owned();
+        let loaded = tokio::time::timeout(START_TIMEOUT, session.open(&cwd, resume))
+            .await
+            .map_err(|_| format!("the agent did not open a session within {START_TIMEOUT:?}"))??;
+        Ok((session, loaded))
+    }
+
+    async fn open(&mut self, cwd: &str, resume: Option<&str>) -> Result<bool, String> {
+        let offered = self.call("initialize", wire::initialize()).await?;
+        let loads = offered.pointer("/agentCapabilities/loadSession") == Some(&Value::Bool(true));
+        if let (Some(earlier), true) = (resume, loads) {
+            // The history it replays first is not shown again: the chat holds it already.
+            match self
+                .call("session/load", wire::load_session(earlier, cwd))
+                .await
+            {
+                Ok(_) => {
+                    self.id = earlier.to_owned();
+                    return Ok(true);
+                }
+                Err(why) => {
+                    tracing::info!(session = %earlier, "the agent could not load the chat's session: {why}")
+                }
+            }
+        }
+        let opened = self.call("session/new", wire::new_session(cwd)).await?;
+        self.id = opened
             .get("sessionId")
             .and_then(Value::as_str)
             .ok_or("the agent's session/new answer has no sessionId")?
             .to_owned();
-        Ok(session)
+        Ok(false)
+    }
+
+    /// The ACP session's id.
+    pub fn id(&self) -> &str {
+        &self.id
     }
 
     /// Whether nothing is in flight, so the session may be ended to make room.

@@ -193,11 +193,7 @@ pub fn read_line(line: &str) -> Result<FromAgent, WireError> {
                 .as_u64()
                 .ok_or_else(|| WireError::NotJsonRpc(clip(line)))?;
             let result = match (value.get("result"), value.get("error")) {
-                (_, Some(error)) => Err(error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("an error without a message")
-                    .to_owned()),
+                (_, Some(error)) => Err(error_text(error)),
                 (Some(result), None) => Ok(result.clone()),
                 (None, None) => return Err(WireError::NotJsonRpc(clip(line))),
             };
@@ -205,6 +201,19 @@ pub fn read_line(line: &str) -> Result<FromAgent, WireError> {
         }
         (Some(method), id) => read_call(method, id, value.get("params").unwrap_or(&Value::Null)),
         (None, None) => Err(WireError::NotJsonRpc(clip(line))),
+    }
+}
+
+/// An error answer's message, with the details agents put in its data (claude-code-acp's
+/// "Internal error" says what went wrong only there).
+fn error_text(error: &Value) -> String {
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("an error without a message");
+    match error.pointer("/data/details").and_then(Value::as_str) {
+        Some(details) => format!("{message}: {details}"),
+        None => message.to_owned(),
     }
 }
 
@@ -344,6 +353,11 @@ pub fn initialize() -> Value {
 /// `session/new`'s params.
 pub fn new_session(cwd: &str) -> Value {
     json!({"cwd": cwd, "mcpServers": []})
+}
+
+/// `session/load`'s params: the session to load again, in the same folder.
+pub fn load_session(session_id: &str, cwd: &str) -> Value {
+    json!({"sessionId": session_id, "cwd": cwd, "mcpServers": []})
 }
 
 /// `session/prompt`'s params: one text block.
