@@ -45,6 +45,9 @@ pub const SUBAGENT: &str = "subagent";
 /// Action request metadata key: what the held call will change (docs/wire.md, Previews), as
 /// [`super::Preview`]. Only the server's built-in file tools write it; readers may ignore it.
 pub const PREVIEW: &str = "preview";
+/// Action request metadata key: `false` when the call cannot run with edited arguments (a
+/// coding agent over ACP runs its tools itself, and can only be told yes or no); absent: it can.
+pub const EDITABLE: &str = "editable";
 /// Action request metadata key: the file's current text (at most
 /// [`super::preview::MAX_BASE_BYTES`]), so a client can diff an edited write against it.
 pub const PREVIEW_BASE: &str = "preview_base";

@@ -145,6 +145,11 @@ impl ActionRequest {
         Preview::from_value(self.metadata.get(PREVIEW)?)
     }
 
+    /// Whether an approver may edit the call's arguments (`metadata.editable`, absent: yes).
+    pub fn editable(&self) -> bool {
+        self.metadata.get(super::keys::EDITABLE) != Some(&serde_json::Value::Bool(false))
+    }
+
     /// The file's current text, for diffing an edited write (absent for a new, large or binary
     /// file).
     pub fn preview_base(&self) -> Option<&str> {

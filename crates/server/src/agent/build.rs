@@ -166,10 +166,8 @@ fn acp_agent(
     let launch = acp.check(&format!("{at}.acp"), data_dir)?;
     let approvals = AgentApprovals::from_spec(&at, spec)?;
     let mut toolbox = Toolbox::new();
-    toolbox.answer_any_name(
-        Arc::new(AcpCalls::new(spec.name.clone())),
-        launch.allow.clone(),
-    );
+    let calls = AcpCalls::new(spec.name.clone(), launch.cwd.clone());
+    toolbox.answer_any_name(Arc::new(calls), launch.allow.clone());
     approvals.check_tools(&at, spec, &toolbox)?;
     let label = format!("{}/{}", spec.namespace, spec.name);
     let sessions = data_dir

@@ -431,3 +431,24 @@ async fn the_acp_sdks_example_agent_is_asked_about_its_edit_and_hears_each_answe
         assert!(answer.contains(heard), "{answer}");
     }
 }
+
+#[tokio::test]
+async fn an_agent_that_writes_garbage_fails_its_chat_with_a_clear_error_and_nothing_else() {
+    let cwd = tempfile::tempdir().unwrap();
+    let agents = format!(
+        "[[agents]]\nname = \"broken\"\n\n[agents.acp]\n\
+         command = [\"sh\", \"-c\", \"read line; echo 'Debugger listening on ws://x'; sleep 30\"]\n\
+         cwd = {:?}\n",
+        cwd.path().display().to_string()
+    );
+    let app = spawn_with_agents(&agents, |_| {}).await;
+    let results = say_to(&app, "/api/a2a/default/broken", "hello", None).await;
+    let last = results.last().unwrap();
+    assert_eq!(last["status"]["state"], "failed", "{results:?}");
+    let said = last["status"]["message"].to_string();
+    assert!(said.contains("could not be started"), "{said}");
+    assert!(said.contains("not JSON"), "{said}");
+    // The server is unharmed.
+    let (status, _) = app.get("/api/agents").await;
+    assert_eq!(status, 200);
+}

@@ -9,10 +9,11 @@ use serde_json::{json, Map, Value};
 use signoff_protocol::diff::{unified, PREVIEW_CAPS};
 use signoff_protocol::hitl::Preview;
 
+use std::path::{Path, PathBuf};
+
 use super::wire::ToolCall;
-use crate::agent::asked::allowed;
 use crate::agent::model::ModelToolCall;
-use crate::agent::tools::{AnyNameSource, ToolError, ToolSource, ToolSpec};
+use crate::agent::tools::{text_result, AnyNameSource, ToolError, ToolSource, ToolSpec};
 
 /// The call Signoff decides for one permission request.
 pub fn proposed(call: &ToolCall) -> ModelToolCall {
@@ -44,11 +45,28 @@ pub fn proposed(call: &ToolCall) -> ModelToolCall {
 #[derive(Debug)]
 pub struct AcpCalls {
     name: String,
+    /// The agent's working folder: a change's path is shown relative to it.
+    cwd: PathBuf,
 }
 
+/// What an allowed call's result says: the agent runs the tool itself once told yes, and
+/// reports how it went in the chat.
+pub const ALLOWED: &str = "Allowed: the coding agent runs it now.";
+
 impl AcpCalls {
-    pub fn new(name: impl Into<String>) -> AcpCalls {
-        AcpCalls { name: name.into() }
+    pub fn new(name: impl Into<String>, cwd: PathBuf) -> AcpCalls {
+        AcpCalls {
+            name: name.into(),
+            cwd,
+        }
+    }
+
+    /// `path` relative to the working folder when it is inside it.
+    fn shown(&self, path: &str) -> String {
+        Path::new(path)
+            .strip_prefix(&self.cwd)
+            .map(|inside| inside.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| path.trim_start_matches('/').to_owned())
     }
 }
 
@@ -76,22 +94,34 @@ impl ToolSource for AcpCalls {
     fn call<'a>(
         &'a self,
         _tool: &'a str,
-        args: Value,
+        _args: Value,
         _timeout: std::time::Duration,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        Box::pin(async move { Ok(allowed(&args)) })
+        Box::pin(async move { Ok(text_result(ALLOWED)) })
     }
 
-    /// The changes the call makes, as one diff; a command shows as its arguments.
+    /// The changes the call makes: one new file as such, else one diff of them all (a new file
+    /// among them diffed against nothing); a command shows as its arguments.
     fn preview(&self, _tool: &str, args: &Value) -> Option<(Preview, Option<String>)> {
         let changes = args.get("changes")?.as_array()?;
+        if let [only] = changes.as_slice() {
+            if only.get("oldText").is_none_or(Value::is_null) {
+                let new = only.get("newText")?.as_str()?;
+                return Some((
+                    Preview::NewFile {
+                        size: new.len() as u64,
+                    },
+                    None,
+                ));
+            }
+        }
         let diff = changes
             .iter()
             .map(|change| {
-                let path = change.get("path")?.as_str()?.trim_start_matches('/');
+                let path = self.shown(change.get("path")?.as_str()?);
                 let old = change.get("oldText").and_then(Value::as_str).unwrap_or("");
                 let new = change.get("newText")?.as_str()?;
-                Some(unified(path, old, new, PREVIEW_CAPS))
+                Some(unified(&path, old, new, PREVIEW_CAPS))
             })
             .collect::<Option<Vec<_>>>()?
             .concat();
@@ -119,17 +149,29 @@ mod tests {
             diffs: vec![("/w/a.txt".into(), None, "hello\n".into())],
             ..ToolCall::default()
         };
-        let proposed = proposed(&call);
-        assert_eq!(proposed.name, "edit");
-        assert_eq!(proposed.args["input"]["content"], "hello\n");
-        let Some((Preview::Diff(diff), None)) = AcpCalls::new("c").preview("edit", &proposed.args)
+        let calls = AcpCalls::new("c", PathBuf::from("/w"));
+        let asked = proposed(&call);
+        assert_eq!(asked.name, "edit");
+        assert_eq!(asked.args["input"]["content"], "hello\n");
+        assert_eq!(
+            calls
+                .preview("edit", &asked.args)
+                .map(|(preview, _)| preview),
+            Some(Preview::NewFile { size: 6 })
+        );
+        let changed = ToolCall {
+            diffs: vec![("/w/a.txt".into(), Some("hi\n".into()), "hello\n".into())],
+            ..call
+        };
+        let Some((Preview::Diff(diff), None)) = calls.preview("edit", &proposed(&changed).args)
         else {
             panic!()
         };
-        assert!(diff.contains("+hello"), "{diff}");
+        assert!(diff.contains("+hello") && diff.contains("-hi"), "{diff}");
+        assert!(diff.contains("a/a.txt"), "shown inside its folder: {diff}");
         let bash = proposed_of("execute", json!({"command": "ls"}));
-        assert!(AcpCalls::new("c").preview("execute", &bash.args).is_none());
-        assert!(!AcpCalls::new("c").takes_edits());
+        assert!(calls.preview("execute", &bash.args).is_none());
+        assert!(!calls.takes_edits());
     }
 
     fn proposed_of(kind: &str, input: Value) -> ModelToolCall {

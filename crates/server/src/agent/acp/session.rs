@@ -4,7 +4,7 @@
 //! holds, and then passes on what the agent says until it asks for the next permission (the
 //! turn ends with that call, which the runtime holds as a batch) or its prompt ends.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -51,6 +51,8 @@ pub struct Session {
     /// what it asked.
     permission: Option<(Value, PermissionRequest)>,
     calls: HashMap<String, ToolCall>,
+    /// The calls it asked permission for: each has its card, so its end adds no line.
+    asked: HashSet<String>,
     /// Said to the agent with the next prompt: why its calls were rejected (ACP's permission
     /// answer has no room for a reason).
     notes: Vec<String>,
@@ -77,6 +79,7 @@ impl Session {
             prompt: None,
             permission: None,
             calls: HashMap::new(),
+            asked: HashSet::new(),
             notes: Vec::new(),
             ended: None,
             last_used: Instant::now(),
@@ -349,10 +352,14 @@ impl Session {
                 FromAgent::Update {
                     update: Update::ToolCall(call),
                     ..
-                } => match finished_line(self.note_call(call)) {
-                    Some(line) => ModelEvent::Text(line),
-                    None => continue,
-                },
+                } => {
+                    let id = call.id.clone();
+                    let line = finished_line(self.note_call(call));
+                    match line.filter(|_| !self.asked.contains(&id)) {
+                        Some(line) => ModelEvent::Text(line),
+                        None => continue,
+                    }
+                }
                 FromAgent::Permission { id, request } => {
                     let mut call = request.tool_call.clone();
                     if let Some(known) = self.calls.get(&call.id) {
@@ -361,6 +368,7 @@ impl Session {
                         call = merged;
                     }
                     let proposal = proposed(&call);
+                    self.asked.insert(call.id.clone());
                     self.permission = Some((
                         id,
                         PermissionRequest {

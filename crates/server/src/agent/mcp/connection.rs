@@ -11,9 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, Tool,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+    ProtocolVersion, Tool,
 };
-use rmcp::service::{QuitReason, RunningService};
+use rmcp::service::{
+    serve_client_with_lifecycle_and_ct, ClientLifecycleMode, QuitReason, RunningService,
+};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{Peer, RoleClient, ServiceError, ServiceExt};
@@ -350,10 +353,20 @@ impl Supervisor {
                 let headers: HashMap<_, _> = headers.iter().cloned().collect();
                 let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
                     .custom_headers(headers);
-                client_info()
-                    .serve_with_ct(StreamableHttpClientTransport::from_config(config), reset)
-                    .await
-                    .map_err(|error| format!("the MCP handshake with {url} failed: {error}"))?
+                // The stateless revision where the server offers it (`server/discover`, no
+                // session, each request self-contained), the handshake otherwise.
+                let lifecycle = ClientLifecycleMode::Auto {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    legacy_version: None,
+                };
+                serve_client_with_lifecycle_and_ct(
+                    client_info(),
+                    StreamableHttpClientTransport::from_config(config),
+                    lifecycle,
+                    reset,
+                )
+                .await
+                .map_err(|error| format!("the MCP handshake with {url} failed: {error}"))?
             }
             Endpoint::Http {
                 url,

@@ -39,6 +39,9 @@ impl Runtime {
                 if let Some(why) = &record.why {
                     metadata.insert(hitl::SIGNOFF_WHY.to_owned(), why.clone());
                 }
+                if tool.as_ref().is_some_and(|tool| !tool.takes_edits()) {
+                    metadata.insert(hitl::keys::EDITABLE.to_owned(), Value::Bool(false));
+                }
                 ActionRequest {
                     id: record.call_id.clone(),
                     name: record.name.clone(),
