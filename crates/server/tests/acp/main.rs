@@ -263,8 +263,8 @@ async fn a_rejection_leaves_no_file_and_the_agents_next_turn_reads_the_reason() 
     assert!(last_prompt.contains(reason), "{last_prompt}");
 }
 
-#[tokio::test]
-async fn rules_over_the_kind_and_title_allow_and_deny_without_asking_anyone() {
+/// A workplace whose model runs an `echo` and then an `rm`.
+async fn echo_then_rm() -> Workplace {
     let work = Workplace::new(|_| {
         json!([
             {"tool_use": {"name": "Bash", "input": {"command": "echo hi > said.txt", "description": "say hi"}}},
@@ -273,21 +273,14 @@ async fn rules_over_the_kind_and_title_allow_and_deny_without_asking_anyone() {
         ])
     })
     .await;
-    let rules = r#"
-[[agents.rules]]
-tool = "execute"
-action = "deny"
-when = { title = { regex = ".*\\brm\\b.*" } }
-
-[[agents.rules]]
-tool = "execute"
-action = "allow"
-when = { title = { regex = "`echo .*" } }
-"#;
     std::fs::create_dir(work.path("build")).unwrap();
-    let app = spawn_with_agents(&work.agents(rules), |_| {}).await;
-    let results = say(&app, "say hi, then clean", None).await;
-    completed(&app, &task_id(&results)).await;
+    work
+}
+
+/// The echo ran and the rm was refused, and nobody was asked about either.
+async fn echo_ran_and_rm_was_refused_asking_no_one(app: &TestApp, work: &Workplace) {
+    let results = say(app, "say hi, then clean", None).await;
+    completed(app, &task_id(&results)).await;
     let (_, inbox) = app.get("/api/approvals").await;
     assert_eq!(inbox["approvals"], json!([]), "nobody was asked");
     assert_eq!(
@@ -301,6 +294,47 @@ when = { title = { regex = "`echo .*" } }
     assert_eq!(told.len(), 1, "{told:?}");
     assert_ne!(told[0]["is_error"], true, "{told:?}");
     assert!(work.path("build").is_dir(), "the rm never ran");
+}
+
+#[tokio::test]
+async fn rules_over_the_kind_and_title_allow_and_deny_without_asking_anyone() {
+    let work = echo_then_rm().await;
+    let rules = r#"
+[[agents.rules]]
+tool = "execute"
+action = "deny"
+when = { title = { regex = ".*\\brm\\b.*" } }
+
+[[agents.rules]]
+tool = "execute"
+action = "allow"
+when = { title = { regex = "`echo .*" } }
+"#;
+    let app = spawn_with_agents(&work.agents(rules), |_| {}).await;
+    echo_ran_and_rm_was_refused_asking_no_one(&app, &work).await;
+}
+
+/// Cedar policies over an ACP call's kind and its input: an `echo` permitted, an `rm` forbidden.
+const CEDAR: &str = r#"
+@id("echo")
+permit (principal, action == Signoff::Action::"call", resource == Signoff::Tool::"execute")
+when { context.args has input && context.args.input has command
+       && context.args.input.command like "echo *" };
+
+@id("no-rm")
+@reason("nothing is removed here")
+forbid (principal, action == Signoff::Action::"call", resource == Signoff::Tool::"execute")
+when { context.args has title && context.args.title like "*rm *" };
+"#;
+
+#[tokio::test]
+async fn cedar_policies_over_the_kind_and_input_allow_and_deny_without_asking_anyone() {
+    let work = echo_then_rm().await;
+    let policies = tempfile::tempdir().unwrap();
+    std::fs::write(policies.path().join("coder.cedar"), CEDAR).unwrap();
+    let dir = policies.path().to_owned();
+    let app = spawn_with_agents(&work.agents(""), |config| config.policies_dir = Some(dir)).await;
+    echo_ran_and_rm_was_refused_asking_no_one(&app, &work).await;
 }
 
 #[tokio::test]
