@@ -486,3 +486,25 @@ async fn an_agent_that_writes_garbage_fails_its_chat_with_a_clear_error_and_noth
     let (status, _) = app.get("/api/agents").await;
     assert_eq!(status, 200);
 }
+
+#[tokio::test]
+async fn the_agents_plan_shows_in_its_answer() {
+    let todos = json!({"todos": [
+        {"content": "List the files", "status": "in_progress", "activeForm": "Listing the files"},
+        {"content": "Write the notes", "status": "pending", "activeForm": "Writing the notes"},
+    ]});
+    let work = Workplace::new(
+        |_| json!([{"tool_use": {"name": "TodoWrite", "input": todos}}, {"text": "Planned."}]),
+    )
+    .await;
+    let app = spawn_with_agents(&work.agents(""), |_| {}).await;
+    let results = say(&app, "plan the work", None).await;
+    let task = task_id(&results);
+    completed(&app, &task).await;
+    let answer = answer_of(&app, &task).await;
+    assert!(
+        answer.contains("Plan:\n- [~] List the files\n- [ ] Write the notes"),
+        "{answer}"
+    );
+    assert!(answer.contains("Planned."), "{answer}");
+}

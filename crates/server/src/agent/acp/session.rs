@@ -51,6 +51,8 @@ pub struct Session {
     /// what it asked.
     permission: Option<(Value, PermissionRequest)>,
     calls: HashMap<String, ToolCall>,
+    /// The plan last shown, so an update that changes nothing adds nothing.
+    plan: Option<Vec<(String, String)>>,
     /// The calls it asked permission for: each has its card, so its end adds no line.
     asked: HashSet<String>,
     /// Said to the agent with the next prompt: why its calls were rejected (ACP's permission
@@ -80,6 +82,7 @@ impl Session {
             permission: None,
             calls: HashMap::new(),
             asked: HashSet::new(),
+            plan: None,
             notes: Vec::new(),
             ended: None,
             last_used: Instant::now(),
@@ -360,6 +363,16 @@ impl Session {
                         None => continue,
                     }
                 }
+                FromAgent::Update {
+                    update: Update::Plan(entries),
+                    ..
+                } => match plan_text(&entries) {
+                    Some(text) if self.plan.as_ref() != Some(&entries) => {
+                        self.plan = Some(entries);
+                        ModelEvent::Text(text)
+                    }
+                    Some(_) | None => continue,
+                },
                 FromAgent::Permission { id, request } => {
                     let mut call = request.tool_call.clone();
                     if let Some(known) = self.calls.get(&call.id) {
@@ -392,6 +405,26 @@ impl Session {
             }
         }
     }
+}
+
+/// The agent's plan as the answer shows it: each entry with its status; an empty plan shows
+/// nothing.
+fn plan_text(entries: &[(String, String)]) -> Option<String> {
+    if entries.is_empty() {
+        return None;
+    }
+    let lines: Vec<String> = entries
+        .iter()
+        .map(|(step, status)| {
+            let mark = match status.as_str() {
+                "completed" => "[x]",
+                "in_progress" => "[~]",
+                _ => "[ ]",
+            };
+            format!("- {mark} {step}")
+        })
+        .collect();
+    Some(format!("\n\nPlan:\n{}\n\n", lines.join("\n")))
 }
 
 /// The line a finished tool call adds to the answer.
