@@ -1,6 +1,7 @@
 //! A call's arguments as a person reads them, beside the JSON: a shell command as a command
 //! line, and a file's new content as text with its real line breaks (the JSON shows `\n`).
-//! Edits are diffs already (`preview`).
+//! Edits are diffs already (`preview`). A coding agent's call over ACP holds its tool's own
+//! input under `input` (`{"title": …, "input": {"command": …}, …}`), read the same way.
 
 use serde_json::Value;
 
@@ -13,8 +14,10 @@ pub struct Readable {
 
 /// The readable form of a call's arguments, when they have one: a `command` string (Claude
 /// Code's `Bash`, a shell tool), or a `content` string with line breaks (a `Write`), titled
-/// with its `file_path` or `path`. Invisible characters are written as escapes, as in the JSON.
+/// with its `file_path` or `path`; for a coding agent's call over ACP, those of its tool's
+/// `input`. Invisible characters are written as escapes, as in the JSON.
 pub fn readable(args: &Value) -> Option<Readable> {
+    let args = acp_input(args).unwrap_or(args);
     let text = |key: &str| args.get(key).and_then(Value::as_str);
     if let Some(command) = text("command") {
         return Some(Readable {
@@ -31,6 +34,15 @@ pub fn readable(args: &Value) -> Option<Readable> {
         title: super::hidden::reveal(&title),
         text: super::hidden::reveal(content),
     })
+}
+
+/// The tool's own input of a coding agent's permission request over ACP: arguments with a
+/// `title` string and an `input` object (the server's `execute`, `edit`, … calls).
+fn acp_input(args: &Value) -> Option<&Value> {
+    let input = args.get("input").filter(|input| input.is_object())?;
+    args.get("title")
+        .is_some_and(Value::is_string)
+        .then_some(input)
 }
 
 #[cfg(test)]
@@ -64,6 +76,60 @@ mod tests {
     fn one_line_content_and_other_arguments_are_left_to_the_json() {
         assert_eq!(readable(&json!({"path": "a.txt", "content": "hi"})), None);
         assert_eq!(readable(&json!({"url": "https://example.com"})), None);
+    }
+
+    #[test]
+    fn a_coding_agents_command_reads_from_its_tools_input() {
+        let shown = readable(&json!({
+            "title": "`ls -la > listing.txt`",
+            "input": {"command": "ls -la > listing.txt", "description": "List files"},
+            "locations": [],
+        }));
+        assert_eq!(
+            shown,
+            Some(Readable {
+                title: "Command".into(),
+                text: "$ ls -la > listing.txt".into()
+            })
+        );
+    }
+
+    #[test]
+    fn a_coding_agents_write_reads_from_its_tools_input() {
+        let shown = readable(&json!({
+            "title": "Write /abs/notes.md",
+            "input": {"file_path": "/abs/notes.md", "content": "# Notes\n\n- one\n"},
+            "locations": [{"path": "/abs/notes.md"}],
+            "changes": [{"path": "/abs/notes.md", "oldText": null, "newText": "# Notes\n\n- one\n"}],
+        }))
+        .unwrap();
+        assert_eq!(shown.title, "New content of /abs/notes.md");
+        assert_eq!(shown.text, "# Notes\n\n- one\n");
+        let hidden = readable(&json!({"title": "x", "input": {"command": "rm\u{202e}txt"}}));
+        assert!(!hidden.unwrap().text.contains('\u{202e}'));
+    }
+
+    #[test]
+    fn an_input_is_read_only_in_the_acp_shape() {
+        // No title beside it, or a title that is not a string: some tool's own `input`.
+        assert_eq!(readable(&json!({"input": {"command": "ls"}})), None);
+        assert_eq!(
+            readable(&json!({"title": 1, "input": {"command": "ls"}})),
+            None
+        );
+        // A string `input` is not a tool's input.
+        assert_eq!(
+            readable(&json!({"title": "t", "input": "ls", "command": "pwd"})),
+            Some(Readable {
+                title: "Command".into(),
+                text: "$ pwd".into()
+            })
+        );
+        // An ACP call whose tool has no command or content: left to the JSON.
+        assert_eq!(
+            readable(&json!({"title": "Fetch", "input": {"url": "https://example.com"}})),
+            None
+        );
     }
 
     #[test]

@@ -183,6 +183,19 @@ impl PendingBatch {
                 .all(|request| request.questions().is_none())
     }
 
+    /// Whether the approver may edit call `id`'s arguments: kagent's peers run the original
+    /// arguments (`Dialect::supports_modified_args`), and a request the server marks not
+    /// editable (`metadata.editable: false`: a coding agent over ACP runs its own tools) only
+    /// takes yes or no.
+    pub fn can_edit(&self, id: &str) -> bool {
+        self.dialect.supports_modified_args()
+            && self
+                .requests
+                .iter()
+                .find(|request| request.id == id)
+                .is_some_and(ActionRequest::editable)
+    }
+
     /// The call whose card comes into view when the batch arrives, when no bar does: the
     /// question (whose Submit decides the pause), else the only call.
     pub fn call_to_reveal(&self) -> Option<&str> {

@@ -14,6 +14,7 @@ mod asked;
 mod by_accident;
 mod chat;
 mod chunks;
+mod coding_agent;
 mod email_links;
 mod held_back;
 mod honest_cards;

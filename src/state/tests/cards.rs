@@ -304,3 +304,30 @@ fn cards_keep_why_their_call_was_decided() {
     assert_eq!(view.tool("t-9:c2").unwrap().why, Some(held_why));
     assert_consistent(&view);
 }
+
+#[test]
+fn a_call_its_request_marks_not_editable_offers_no_edit() {
+    use serde_json::json;
+    use signoff_protocol::hitl::{keys, Dialect};
+    // A coding agent's `execute` over ACP runs its own tool: yes or no, not other arguments.
+    let execute = json!({"id": "c1", "name": "execute",
+        "args": {"title": "`ls`", "input": {"command": "ls", "description": "List"}},
+        "metadata": {keys::EDITABLE: false}});
+    let write = json!({"id": "c2", "name": "write_file", "args": {"path": "a.txt"}});
+    let marked_editable = json!({"id": "c3", "name": "write_file", "args": {"path": "b.txt"},
+        "metadata": {keys::EDITABLE: true}});
+    let interrupt = json!([{"kind": "text", "text": "**Approval Required**"},
+        {"kind": "data", "metadata": {"kagent_type": "interrupt_data"},
+         "data": {"interrupt_type": "tool_approval",
+                  "action_requests": [execute, write, marked_editable]}}]);
+    let view = run(&[status_with("input-required", interrupt, true)]);
+    let mut pending = view.pending.clone().unwrap();
+    assert_eq!(pending.dialect, Dialect::Native);
+    assert!(!pending.can_edit("c1"), "{pending:?}");
+    assert!(pending.can_edit("c2"));
+    assert!(pending.can_edit("c3"));
+    // A call not in the batch, and any call at a kagent peer, which runs the original ones.
+    assert!(!pending.can_edit("c9"));
+    pending.dialect = Dialect::Kagent;
+    assert!(!pending.can_edit("c2"));
+}

@@ -23,7 +23,7 @@ impl ScriptedModel {
         std::fs::write(&script_path, script.to_string()).unwrap();
         let log = dir.join("anthropic.jsonl");
         let mut child = tokio::process::Command::new("python3")
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gateway/anthropic.py"))
+            .arg(endpoint_script())
             .args(["--port", "0", "--script"])
             .arg(&script_path)
             .arg("--log")
@@ -64,5 +64,16 @@ impl ScriptedModel {
             }
         }
         results
+    }
+}
+
+/// `anthropic.py`, from the server's test crates or from the UI's browser tests (which include
+/// this module from the workspace root).
+fn endpoint_script() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let own = here.join("tests/gateway/anthropic.py");
+    match own.exists() {
+        true => own,
+        false => here.join("crates/server/tests/gateway/anthropic.py"),
     }
 }

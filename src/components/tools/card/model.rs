@@ -224,13 +224,12 @@ impl CardModel {
         self.quorum().is_none_or(|(_, may)| may)
     }
 
-    /// kagent's peers cannot take edited arguments (docs/wire.md, kagent dialect).
+    /// The call may run with edited arguments: not at a kagent peer (docs/wire.md, kagent
+    /// dialect), nor when its request says it is not editable (`PendingBatch::can_edit`).
     pub fn can_edit(self) -> bool {
-        self.batch.with(|batch| {
-            batch
-                .as_ref()
-                .is_some_and(|batch| batch.dialect.supports_modified_args())
-        })
+        let id = self.call_id();
+        self.batch
+            .with(|batch| batch.as_ref().is_some_and(|batch| batch.can_edit(&id)))
     }
 
     /// Where the call's tool comes from (`files`, an MCP server): as its request said, else as
