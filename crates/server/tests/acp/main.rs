@@ -508,3 +508,34 @@ async fn the_agents_plan_shows_in_its_answer() {
     );
     assert!(answer.contains("Planned."), "{answer}");
 }
+
+#[tokio::test]
+async fn chats_that_start_together_never_run_more_agents_than_max_sessions() {
+    let cwd = tempfile::tempdir().unwrap();
+    let agents =
+        example_agents(cwd.path()).replace("[agents.acp]\n", "[agents.acp]\nmax_sessions = 2\n");
+    let app = std::sync::Arc::new(spawn_with_agents(&agents, |_| {}).await);
+    let chats: Vec<_> = (0..3)
+        .map(|_| {
+            let app = app.clone();
+            tokio::spawn(async move { say_to(&app, EXAMPLE, "improve the project", None).await })
+        })
+        .collect();
+    let mut ends = Vec::new();
+    for chat in chats {
+        let results = chat.await.unwrap();
+        ends.push(results.last().unwrap()["status"].clone());
+    }
+    let waiting = ends
+        .iter()
+        .filter(|end| end["state"] == "input-required")
+        .count();
+    let refused: Vec<_> = ends.iter().filter(|end| end["state"] == "failed").collect();
+    assert_eq!((waiting, refused.len()), (2, 1), "{ends:?}");
+    assert!(
+        refused[0]["message"]
+            .to_string()
+            .contains("already runs 2 chats"),
+        "{refused:?}"
+    );
+}

@@ -14,6 +14,7 @@
 //! reached the agent (the permission it answered went with the process).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
@@ -46,6 +47,17 @@ struct Sessions {
     live: Mutex<Live>,
     /// Each chat's session id, to load it again after a restart.
     ids: SessionIds,
+    /// Sessions being started (not yet in `live`).
+    starting: AtomicUsize,
+}
+
+/// A slot taken by a session being started, given back once it is in `live` or failed.
+struct Starting<'a>(&'a AtomicUsize);
+
+impl Drop for Starting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// The live sessions, by chat.
@@ -61,6 +73,7 @@ impl AcpModel {
                 launch,
                 live: Mutex::new(HashMap::new()),
                 ids: SessionIds::open(sessions),
+                starting: AtomicUsize::new(0),
             }),
         }
     }
@@ -158,7 +171,7 @@ impl Sessions {
     /// A session for the chat once there is room for it: its earlier one loaded again, or a new
     /// one (`true`).
     async fn start(&self, chat: &str) -> Result<(Arc<tokio::sync::Mutex<Session>>, bool), String> {
-        self.make_room()?;
+        let _slot = self.make_room()?;
         let earlier = self.ids.get(chat);
         let (started, loaded) = Session::start(&self.launch, &self.label, earlier.as_deref())
             .await
@@ -193,8 +206,10 @@ impl Sessions {
         Ok(Some(session))
     }
 
-    /// Ends the longest-unused idle session when the agent runs as many as it may.
-    fn make_room(&self) -> Result<(), String> {
+    /// Takes a slot for a session about to start, ending the longest-unused idle session when
+    /// the agent runs (or is starting) as many as it may. Sessions still starting count, so
+    /// chats that start together cannot overshoot the cap.
+    fn make_room(&self) -> Result<Starting<'_>, String> {
         let mut live = self.lock()?;
         live.retain(|_, session| {
             session
@@ -202,8 +217,12 @@ impl Sessions {
                 .map(|session| session.ended.is_none())
                 .unwrap_or(true)
         });
-        if live.len() < self.launch.max_sessions {
-            return Ok(());
+        let slot = || {
+            self.starting.fetch_add(1, Ordering::SeqCst);
+            Starting(&self.starting)
+        };
+        if live.len() + self.starting.load(Ordering::SeqCst) < self.launch.max_sessions {
+            return Ok(slot());
         }
         let oldest_idle = live
             .iter()
@@ -216,7 +235,7 @@ impl Sessions {
         match oldest_idle {
             Some(chat) => {
                 live.remove(&chat);
-                Ok(())
+                Ok(slot())
             }
             None => Err(format!(
                 "{} already runs {} chats, each waiting on the agent; try again once one ends.",
