@@ -88,32 +88,17 @@ impl A2aClient {
 
     /// `message/stream`, read to its end.
     pub async fn stream(&self, message: Message) -> Result<Vec<Received>> {
-        let mut response = self.post("message/stream", message).await?;
-        let mut parser = SseParser::new(MAX_EVENT_BYTES);
-        let mut out = Vec::new();
-        loop {
-            let chunk = tokio::time::timeout(IDLE_TIMEOUT, response.chunk())
-                .await
-                .map_err(|_| BenchError::Timeout("the stream stayed silent for 120 s".into()))??;
-            let at = Instant::now();
-            let frames = match &chunk {
-                Some(bytes) => parser.feed(bytes),
-                None => parser.finish(),
-            }
-            .map_err(|err| BenchError::Protocol(err.to_string()))?;
-            for frame in frames {
-                match frame {
-                    SseFrame::Event(event) => out.push(Received {
-                        at,
-                        event: decode(&event.data)?,
-                    }),
-                    SseFrame::Done => {}
-                }
-            }
-            if chunk.is_none() {
-                return Ok(out);
-            }
-        }
+        let response = self.post("message/stream", message).await?;
+        read_stream(response).await
+    }
+
+    /// `tasks/resubscribe` (what a decision's `follow` names), read to its end: a task that is
+    /// still running streams on to its end; one that has stopped answers its snapshot.
+    pub async fn resubscribe(&self, task_id: &str) -> Result<Vec<Received>> {
+        let response = self
+            .post_request("tasks/resubscribe", json!({"id": task_id}))
+            .await?;
+        read_stream(response).await
     }
 
     /// `message/send` (blocking): the task as it ended its turn.
@@ -131,6 +116,35 @@ impl A2aClient {
             .post_request("tasks/get", json!({"id": task_id}))
             .await?;
         rpc_result(response).await
+    }
+}
+
+/// An SSE answer read to its end, each event stamped with when its bytes arrived.
+async fn read_stream(mut response: reqwest::Response) -> Result<Vec<Received>> {
+    let mut parser = SseParser::new(MAX_EVENT_BYTES);
+    let mut out = Vec::new();
+    loop {
+        let chunk = tokio::time::timeout(IDLE_TIMEOUT, response.chunk())
+            .await
+            .map_err(|_| BenchError::Timeout("the stream stayed silent for 120 s".into()))??;
+        let at = Instant::now();
+        let frames = match &chunk {
+            Some(bytes) => parser.feed(bytes),
+            None => parser.finish(),
+        }
+        .map_err(|err| BenchError::Protocol(err.to_string()))?;
+        for frame in frames {
+            match frame {
+                SseFrame::Event(event) => out.push(Received {
+                    at,
+                    event: decode(&event.data)?,
+                }),
+                SseFrame::Done => {}
+            }
+        }
+        if chunk.is_none() {
+            return Ok(out);
+        }
     }
 }
 

@@ -48,6 +48,9 @@ enum Phase {
     /// RSS at rest with an OpenAI-compatible model and an MCP server over HTTP.
     Idle,
     Endpoints,
+    /// A coding agent over ACP (the bench's own, no model): its permission request to the
+    /// inbox, the decision to its answer, and the server's memory per live session.
+    Acp,
     UiSize,
     UiRender,
     UiReady,
@@ -188,6 +191,9 @@ async fn server_figures(
         figures
             .extend(server_bench::endpoints(&args.server, &args.work_dir, mcp_dir, counts).await);
     }
+    if phases.contains(&Phase::Acp) {
+        figures.extend(server_bench::acp(&args.server, &args.work_dir, counts).await);
+    }
     Ok(figures)
 }
 
@@ -204,6 +210,7 @@ async fn run(args: Args) -> Result<()> {
             Phase::Gateway,
             Phase::Idle,
             Phase::Endpoints,
+            Phase::Acp,
             Phase::UiRender,
             Phase::UiReady,
             Phase::Replicas,

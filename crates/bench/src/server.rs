@@ -187,6 +187,19 @@ impl ServerProcess {
 
     /// User plus system CPU time the server has used so far.
     pub fn cpu_seconds(&self) -> Result<f64> {
+        // utime and stime: fields 14 and 15 of the line.
+        self.stat_seconds(11, 12)
+    }
+
+    /// User plus system CPU time of the server's children that have ended and been waited for
+    /// (the agents it ran), so far.
+    pub fn children_cpu_seconds(&self) -> Result<f64> {
+        // cutime and cstime: fields 16 and 17.
+        self.stat_seconds(13, 14)
+    }
+
+    /// Two clock-tick fields of /proc/PID/stat added up, in seconds; `0` is field 3.
+    fn stat_seconds(&self, user: usize, system: usize) -> Result<f64> {
         let path = format!("/proc/{}/stat", self.pid);
         let text = std::fs::read_to_string(&path).map_err(|err| BenchError::io(&path, err))?;
         // The command name (field 2) may hold spaces; fields after it are plain numbers.
@@ -195,7 +208,6 @@ impl ServerProcess {
             .map(|(_, rest)| rest)
             .ok_or_else(|| BenchError::Server(format!("unreadable {path}")))?;
         let fields: Vec<&str> = after_name.split_whitespace().collect();
-        // utime and stime are fields 14 and 15 of the line; `fields[0]` is field 3.
         let ticks = |index: usize| -> Result<f64> {
             fields
                 .get(index)
@@ -203,7 +215,7 @@ impl ServerProcess {
                 .map(|value| value as f64)
                 .ok_or_else(|| BenchError::Server(format!("unreadable {path}")))
         };
-        Ok((ticks(11)? + ticks(12)?) / clock_ticks_per_second())
+        Ok((ticks(user)? + ticks(system)?) / clock_ticks_per_second())
     }
 
     /// Bytes of the database on disk (the file, its WAL and shared memory).

@@ -1,7 +1,8 @@
 //! The server figures: time to pause and to resume, `message/send`
 //! throughput, footprint with 10,000 paused tasks, 1,000 concurrent approve cycles (also with
 //! a two-person rule and a quorum of two: `approvers`), and the time to pause behind real
-//! network hops (an OpenAI-compatible stub, an MCP server on stdio).
+//! network hops (an OpenAI-compatible stub, an MCP server on stdio), and what a coding agent
+//! over ACP costs (`acp`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -34,6 +35,11 @@ pub struct Counts {
     pub load_large: usize,
     /// Sequential chats for each real-endpoint figure.
     pub endpoint_chats: usize,
+    /// Chats of the bench's ACP agent, how many at a time, and the idle live sessions whose
+    /// memory is measured.
+    pub acp_chats: usize,
+    pub acp_at_once: usize,
+    pub acp_sessions: usize,
 }
 
 impl Counts {
@@ -50,6 +56,9 @@ impl Counts {
             load_small: n(100, 10),
             load_large: n(1_000, 20),
             endpoint_chats: n(200, 10),
+            acp_chats: n(200, 20),
+            acp_at_once: 20,
+            acp_sessions: n(50, 10),
         }
     }
 }
@@ -506,11 +515,13 @@ pub async fn footprint(binary: &Path, work_dir: &Path, counts: &Counts) -> Resul
     Ok(figures)
 }
 
+mod acp;
 mod approvers;
 mod endpoints;
 mod gateway;
 mod idle;
 mod reach;
+pub use acp::acp;
 pub use approvers::approvers;
 pub use endpoints::endpoints;
 pub use gateway::gateway;
