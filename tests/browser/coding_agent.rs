@@ -8,7 +8,6 @@
 //! the chat then shows the task's end, and the next message reads the agent's answer. At a
 //! phone's width, in light and dark.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::json;
@@ -25,48 +24,6 @@ const NOTES_CONTENT: &str =
     "# Notes\n\n- listed the files into listing.txt\n- next: tidy the build folder\n";
 const REASON: &str = "No notes in this folder, please";
 const ANSWER: &str = "Understood: I left notes.md unwritten.";
-
-fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
-}
-
-fn entry_point() -> PathBuf {
-    let path =
-        repo("crates/server/tests/acp/node_modules/@zed-industries/claude-code-acp/dist/index.js");
-    assert!(
-        path.exists(),
-        "{} is missing: run crates/server/tests/acp/install.sh",
-        path.display()
-    );
-    path
-}
-
-/// The agents file: the ACP agent `default/coder` working in `cwd` with its own `home`.
-fn agents(cwd: &Path, home: &Path, port: u16) -> String {
-    format!(
-        r#"
-[[agents]]
-name = "coder"
-description = "Claude Code over ACP"
-
-[agents.acp]
-command = ["node", {entry:?}]
-cwd = {cwd:?}
-
-[agents.acp.env]
-ANTHROPIC_BASE_URL = "http://127.0.0.1:{port}"
-ANTHROPIC_API_KEY = "test"
-CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1"
-DISABLE_TELEMETRY = "1"
-DISABLE_AUTOUPDATER = "1"
-IS_SANDBOX = "1"
-HOME = {home:?}
-"#,
-        entry = entry_point().display().to_string(),
-        cwd = cwd.display().to_string(),
-        home = home.display().to_string(),
-    )
-}
 
 /// Scrolls the card `css` to the top of the view, as a person reading it would.
 async fn scroll_to(app: &App, css: &str) {
@@ -150,7 +107,7 @@ async fn a_coding_agents_bash_is_approved_and_its_write_rejected_on_a_phone() {
     let model = ScriptedModel::start(home.path(), script).await;
     let app = App::start_with(
         "coding-agent",
-        Options::with_agents(agents(cwd.path(), home.path(), model.port)),
+        Options::with_agents(model.claude_code_over_acp(cwd.path(), home.path(), "")),
     )
     .await;
     app.phone().await;

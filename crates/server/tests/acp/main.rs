@@ -19,17 +19,6 @@ use support::*;
 
 const AGENT: &str = "/api/a2a/default/coder";
 
-fn entry_point() -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/acp/node_modules/@zed-industries/claude-code-acp/dist/index.js");
-    assert!(
-        path.exists(),
-        "{} is missing: run crates/server/tests/acp/install.sh (scripts/test.sh does)",
-        path.display()
-    );
-    path
-}
-
 /// A chat's working folder, its agent's home, and the scripted model it talks to.
 struct Workplace {
     cwd: tempfile::TempDir,
@@ -52,31 +41,8 @@ impl Workplace {
 
     /// The agents file: the ACP agent `default/coder` in this workplace, with `extra` lines.
     fn agents(&self, extra: &str) -> String {
-        format!(
-            r#"
-[[agents]]
-name = "coder"
-description = "Claude Code over ACP"
-{extra}
-
-[agents.acp]
-command = ["node", {entry:?}]
-cwd = {cwd:?}
-
-[agents.acp.env]
-ANTHROPIC_BASE_URL = "http://127.0.0.1:{port}"
-ANTHROPIC_API_KEY = "test"
-CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1"
-DISABLE_TELEMETRY = "1"
-DISABLE_AUTOUPDATER = "1"
-IS_SANDBOX = "1"
-HOME = {home:?}
-"#,
-            entry = entry_point().display().to_string(),
-            cwd = self.cwd.path().display().to_string(),
-            home = self.home.path().display().to_string(),
-            port = self.model.port,
-        )
+        self.model
+            .claude_code_over_acp(self.cwd.path(), self.home.path(), extra)
     }
 }
 

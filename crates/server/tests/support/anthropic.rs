@@ -67,13 +67,56 @@ impl ScriptedModel {
     }
 }
 
-/// `anthropic.py`, from the server's test crates or from the UI's browser tests (which include
-/// this module from the workspace root).
-fn endpoint_script() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let own = here.join("tests/gateway/anthropic.py");
-    match own.exists() {
-        true => own,
-        false => here.join("crates/server/tests/gateway/anthropic.py"),
+impl ScriptedModel {
+    /// The agents file with Claude Code over ACP (`claude-code-acp`, which
+    /// `tests/acp/install.sh` installs) as `default/coder`, working in `cwd` with its own
+    /// `home`, against this endpoint; `extra` lines go under its `[[agents]]`.
+    pub fn claude_code_over_acp(&self, cwd: &Path, home: &Path, extra: &str) -> String {
+        let entry =
+            tests_dir().join("acp/node_modules/@zed-industries/claude-code-acp/dist/index.js");
+        assert!(
+            entry.exists(),
+            "{} is missing: run crates/server/tests/acp/install.sh (scripts/test.sh does)",
+            entry.display()
+        );
+        format!(
+            r#"
+[[agents]]
+name = "coder"
+description = "Claude Code over ACP"
+{extra}
+
+[agents.acp]
+command = ["node", {entry:?}]
+cwd = {cwd:?}
+
+[agents.acp.env]
+ANTHROPIC_BASE_URL = "http://127.0.0.1:{port}"
+ANTHROPIC_API_KEY = "test"
+CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1"
+DISABLE_TELEMETRY = "1"
+DISABLE_AUTOUPDATER = "1"
+IS_SANDBOX = "1"
+HOME = {home:?}
+"#,
+            entry = entry.display().to_string(),
+            cwd = cwd.display().to_string(),
+            home = home.display().to_string(),
+            port = self.port,
+        )
     }
+}
+
+/// The server's `tests/` folder, from its own test crates or from the UI's browser tests
+/// (which include this module from the workspace root).
+fn tests_dir() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    match here.join("tests/gateway/anthropic.py").exists() {
+        true => here.join("tests"),
+        false => here.join("crates/server/tests"),
+    }
+}
+
+fn endpoint_script() -> PathBuf {
+    tests_dir().join("gateway/anthropic.py")
 }
