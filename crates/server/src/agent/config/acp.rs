@@ -183,6 +183,24 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// The README's "Coding agents" example is a file that loads, with the rule it describes.
+    #[test]
+    fn the_readme_example_loads() {
+        let readme = include_str!("../../../../../README.md");
+        let (_, section) = readme.split_once("\n## Coding agents\n").unwrap();
+        let (_, rest) = section.split_once("```toml\n").unwrap();
+        let (toml, _) = rest.split_once("```").unwrap();
+        let file = super::super::AgentsFile::parse(toml).unwrap();
+        let coder = &file.agents[0];
+        let acp = coder.acp.as_ref().unwrap();
+        assert_eq!(acp.command[0], "node");
+        assert_eq!(
+            acp.env_from_env["ANTHROPIC_API_KEY"],
+            "SIGNOFF_ANTHROPIC_KEY"
+        );
+        assert_eq!(coder.rules[0].tool, "execute");
+    }
+
     #[test]
     fn a_bad_entry_says_which_field_and_why() {
         let here = Path::new("/");
