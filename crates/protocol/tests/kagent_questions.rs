@@ -65,6 +65,7 @@ fn the_pause_holds_the_questions_as_the_model_asked_them() {
             question: "Which environment should I deploy to?".to_owned(),
             choices: strings(&["dev", "staging", "prod"]),
             multiple: false,
+            ..Question::default()
         }])
     );
 

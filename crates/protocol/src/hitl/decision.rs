@@ -89,6 +89,8 @@ pub enum DecisionError {
     AnswerToQuestionNotAsked { answers: usize, questions: usize },
     #[error("no answer to the question \"{0}\"")]
     MissingAnswer(String),
+    #[error("the answer to \"{question}\" {reason}")]
+    BadAnswer { question: String, reason: String },
     #[error("the question \"{0}\" takes one answer")]
     OneAnswerOnly(String),
     #[error("\"{option}\" is not an option of the question \"{question}\"")]

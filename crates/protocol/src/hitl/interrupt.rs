@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::keys::SUBAGENT;
 use super::keys::{EXPIRES_AT, INTERRUPT_DATA, INTERRUPT_TYPE, KAGENT_TYPE, TOOL_APPROVAL};
-use super::question::{Question, ASK_USER};
+use super::question::Question;
 use super::subagent::Via;
 use super::{extension, kagent};
 use crate::model::{Message, Metadata, Part, TaskState, TaskStatus};
@@ -100,10 +100,10 @@ const IDENTIFYING_ARGS: [&str; 9] = [
 pub const QUESTION_KIND: &str = "question";
 
 impl ActionRequest {
-    /// The questions this request asks, when it is an `ask_user` call (either dialect):
-    /// answered rather than approved.
+    /// The questions this request asks, when it is an `ask_user` call (either dialect) or an
+    /// MCP server's form (`elicitation`): answered rather than approved.
     pub fn questions(&self) -> Option<Vec<Question>> {
-        if self.name != ASK_USER {
+        if !super::question::asks_questions(&self.name) {
             return None;
         }
         Question::list_from_args(&self.args)

@@ -12,7 +12,9 @@
 
 mod call;
 mod decision;
+pub mod elicitation;
 pub mod extension;
+mod field;
 mod interrupt;
 pub mod kagent;
 pub mod keys;

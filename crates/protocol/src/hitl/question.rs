@@ -5,6 +5,7 @@
 
 use serde_json::{json, Map, Value};
 
+pub use super::field::{AnswerKind, NO, YES};
 use super::DecisionError;
 
 /// The name of the question tool (kagent adds it to every agent; Signoff's is built in).
@@ -15,14 +16,31 @@ pub const ANSWERS: &str = "ask_user_answers";
 /// server keeps the answers with the call, so the tool can return them).
 pub const RUN_ANSWERS: &str = "answers";
 
-/// One question as the model asked it: `{"question", "choices"?, "multiple"?}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Whether a call of this name asks questions (given in its arguments): the model's
+/// `ask_user`, or an MCP server's form ([`super::elicitation::ELICITATION`]).
+pub fn asks_questions(name: &str) -> bool {
+    name == ASK_USER || name == super::elicitation::ELICITATION
+}
+
+/// One question as the model asked it: `{"question", "choices"?, "multiple"?}`; a form field of
+/// an MCP server's question (`elicitation`) adds what its answer must be (`kind` and the rest).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Question {
     pub question: String,
     /// The options; none means the answer is free text.
     pub choices: Vec<String>,
     /// Whether several choices may be picked.
     pub multiple: bool,
+    /// What a free-text answer must be (a form field's type and format).
+    pub kind: AnswerKind,
+    /// It may be left unanswered (a form field the server does not require).
+    pub optional: bool,
+    /// The form field's key, which the answer is sent back under.
+    pub field: Option<String>,
+    /// More words on what is asked (a field's description).
+    pub hint: Option<String>,
+    /// The value sent for each choice, where it differs from the choice's label.
+    pub values: Vec<String>,
 }
 
 /// One question's answer: always a list (one entry for a single choice or free text).
@@ -51,10 +69,20 @@ impl Question {
             Some(_) => return None,
         };
         let multiple = value.get("multiple").and_then(Value::as_bool) == Some(true);
+        let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+        let values = match value.get("values") {
+            Some(Value::Array(items)) => strings(items)?,
+            _ => Vec::new(),
+        };
         Some(Question {
             question,
             choices,
             multiple,
+            kind: AnswerKind::from_value(value),
+            optional: value.get("optional").and_then(Value::as_bool) == Some(true),
+            field: text("field"),
+            hint: text("hint"),
+            values,
         })
     }
 
@@ -67,7 +95,28 @@ impl Question {
         if self.multiple {
             object.insert("multiple".to_owned(), json!(true));
         }
+        self.kind.write(&mut object);
+        if self.optional {
+            object.insert("optional".to_owned(), json!(true));
+        }
+        if let Some(field) = &self.field {
+            object.insert("field".to_owned(), json!(field));
+        }
+        if let Some(hint) = &self.hint {
+            object.insert("hint".to_owned(), json!(hint));
+        }
+        if !self.values.is_empty() {
+            object.insert("values".to_owned(), json!(self.values));
+        }
         Value::Object(object)
+    }
+
+    /// The value sent for an answer entry: the choice's own value where it has one.
+    pub fn value_of<'a>(&'a self, entry: &'a str) -> &'a str {
+        match self.choices.iter().position(|choice| choice == entry) {
+            Some(at) => self.values.get(at).map(String::as_str).unwrap_or(entry),
+            None => entry,
+        }
     }
 
     /// A question without choices takes free text.
@@ -78,15 +127,28 @@ impl Question {
     /// Whether `answer` fits: at least one entry, one unless `multiple`, each a choice (or
     /// non-blank text for a free-text question).
     fn check(&self, answer: &[String]) -> Result<(), DecisionError> {
-        let values: Vec<&str> = answer.iter().map(|value| value.trim()).collect();
-        if values.is_empty() || values.iter().all(|value| value.is_empty()) {
-            return Err(DecisionError::MissingAnswer(self.question.clone()));
+        let values: Vec<&str> = answer
+            .iter()
+            .map(|value| value.trim())
+            .filter(|value| !value.is_empty())
+            .collect();
+        if values.is_empty() {
+            return match self.optional {
+                true => Ok(()),
+                false => Err(DecisionError::MissingAnswer(self.question.clone())),
+            };
         }
         if values.len() > 1 && !self.multiple {
             return Err(DecisionError::OneAnswerOnly(self.question.clone()));
         }
         if self.is_free_text() {
-            return Ok(());
+            return match self.kind.check(values[0]) {
+                Ok(()) => Ok(()),
+                Err(reason) => Err(DecisionError::BadAnswer {
+                    question: self.question.clone(),
+                    reason,
+                }),
+            };
         }
         match values
             .iter()

@@ -156,6 +156,7 @@ fn parse_question(text: &str) -> Option<Question> {
         question,
         choices,
         multiple,
+        ..Question::default()
     })
 }
 

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
+use signoff_protocol::hitl::elicitation::{Elicitation, Reply};
 use signoff_protocol::hitl::Preview;
+use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::schema::ArgsSchema;
@@ -39,6 +41,42 @@ pub enum ToolError {
     Unavailable(String),
 }
 
+/// Whom a tool's server can ask while one call runs (an MCP server's elicitation): the
+/// runtime, which shows the question as a card to the person the call is for.
+pub trait Asker: Send + Sync {
+    /// Puts the question to the person and waits for the reply.
+    fn ask(&self, question: Elicitation) -> BoxFuture<'static, Reply>;
+    /// How long the call has waited for people so far, a question still open included: the
+    /// tool's timeout does not count it.
+    fn waited(&self) -> Duration;
+}
+
+/// An [`Asker`] shared by the layers a call passes through.
+pub type SharedAsker = Arc<dyn Asker>;
+
+/// Waits for `call` until `timeout` after `started`, not counting the time its asker waited
+/// for people; `None` when the time ran out.
+pub async fn within<T>(
+    call: impl std::future::Future<Output = T>,
+    started: Instant,
+    timeout: Duration,
+    asker: Option<&SharedAsker>,
+) -> Option<T> {
+    let waited = || asker.map_or(Duration::ZERO, |asker| asker.waited());
+    tokio::pin!(call);
+    loop {
+        let before = waited();
+        tokio::select! {
+            out = &mut call => return Some(out),
+            () = tokio::time::sleep_until(started + timeout + before) => {
+                if waited() == before {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
 /// A place tools come from.
 pub trait ToolSource: Send + Sync + 'static {
     /// The source's name, shown as an action request's `server`.
@@ -52,6 +90,18 @@ pub trait ToolSource: Send + Sync + 'static {
         args: Value,
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Value, ToolError>>;
+    /// [`ToolSource::call`] for a call whose server may ask the person questions while it
+    /// runs (`asker`); a source whose tools never ask ignores it.
+    fn call_asking<'a>(
+        &'a self,
+        tool: &'a str,
+        args: Value,
+        timeout: Duration,
+        asker: SharedAsker,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        let _ = asker;
+        self.call(tool, args, timeout)
+    }
     /// Why the source cannot serve calls right now (an MCP server that is down), or `None`.
     fn unavailable(&self) -> Option<String> {
         None
@@ -390,6 +440,18 @@ impl Toolbox {
     /// wakes cannot hold the caller past `timeout`. The call's task is aborted then, or when
     /// the caller stops waiting (a cancel).
     pub async fn call(&self, name: &str, args: Value, timeout: Duration) -> Value {
+        self.call_asking(name, args, timeout, None).await
+    }
+
+    /// [`Toolbox::call`] for a call whose server may ask questions of `asker` while it runs:
+    /// the time spent waiting for the person's answers does not count against `timeout`.
+    pub async fn call_asking(
+        &self,
+        name: &str,
+        args: Value,
+        timeout: Duration,
+        asker: Option<SharedAsker>,
+    ) -> Value {
         if let Some(why) = self.held_back(name) {
             return error_result(why);
         }
@@ -398,16 +460,22 @@ impl Toolbox {
         };
         let source = tool.source.clone();
         let tool_name = name.to_owned();
-        let call = async move { source.call(&tool_name, args, timeout).await };
+        let for_call = asker.clone();
+        let call = async move {
+            match for_call {
+                Some(asker) => source.call_asking(&tool_name, args, timeout, asker).await,
+                None => source.call(&tool_name, args, timeout).await,
+            }
+        };
         let mut running = AbortOnDrop(tokio::spawn(call.in_current_span()));
-        match tokio::time::timeout(timeout, &mut running.0).await {
-            Ok(Ok(Ok(response))) => response,
-            Ok(Ok(Err(err))) => error_result(err.to_string()),
-            Ok(Err(join)) => {
+        match within(&mut running.0, Instant::now(), timeout, asker.as_ref()).await {
+            Some(Ok(Ok(response))) => response,
+            Some(Ok(Err(err))) => error_result(err.to_string()),
+            Some(Err(join)) => {
                 tracing::error!(tool = name, error = %join, "a tool call panicked");
                 error_result(format!("the tool {name} failed unexpectedly"))
             }
-            Err(_elapsed) => error_result(ToolError::Timeout(timeout.as_secs()).to_string()),
+            None => error_result(ToolError::Timeout(timeout.as_secs()).to_string()),
         }
     }
 }

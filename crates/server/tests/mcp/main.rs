@@ -11,6 +11,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod asking;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};

@@ -10,10 +10,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-    ProtocolVersion, Tool,
-};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ProtocolVersion, Tool};
 use rmcp::service::{
     serve_client_with_lifecycle_and_ct, ClientLifecycleMode, QuitReason, RunningService,
 };
@@ -25,15 +22,20 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::asking::{answer_input_requests, AskBack, InFlight};
 use super::sse::SseClientTransport;
 use crate::agent::config::Endpoint;
 use crate::agent::schema::ArgsSchema;
+use crate::agent::tools::SharedAsker;
 
 /// Delays between reconnect attempts: doubling from `FIRST_RETRY` up to `MAX_RETRY`.
 const FIRST_RETRY: Duration = Duration::from_millis(250);
 const MAX_RETRY: Duration = Duration::from_secs(30);
 /// A connection that stayed up this long resets the backoff (so a crash loop keeps backing off).
 const STABLE_AFTER: Duration = Duration::from_secs(10);
+/// The most times one call may answer `input_required` before it is given up: a server that
+/// keeps asking never ends the call otherwise.
+pub const MAX_INPUT_ROUNDS: usize = 10;
 
 /// A live connection as callers see it.
 #[derive(Clone)]
@@ -85,6 +87,8 @@ pub enum CallError {
 pub struct Connection {
     name: String,
     state: watch::Receiver<State>,
+    /// The calls running on it, whom its server's questions go to.
+    in_flight: Arc<InFlight>,
     /// Stops the supervisor when the last handle goes away.
     _stop: DropGuard,
 }
@@ -94,17 +98,20 @@ impl Connection {
     pub fn open(name: String, endpoint: Endpoint, connect_timeout: Duration) -> Arc<Connection> {
         let (sender, receiver) = watch::channel(State::Connecting { last_error: None });
         let stop = CancellationToken::new();
+        let in_flight = Arc::new(InFlight::default());
         let supervisor = Supervisor {
             name: name.clone(),
             endpoint,
             connect_timeout,
             state: sender,
             stop: stop.clone(),
+            in_flight: in_flight.clone(),
         };
         tokio::spawn(supervisor.run());
         Arc::new(Connection {
             name,
             state: receiver,
+            in_flight,
             _stop: stop.drop_guard(),
         })
     }
@@ -163,25 +170,65 @@ impl Connection {
     }
 
     /// Calls a tool over `live`. A dead connection is reported as [`CallError::Lost`] and reset,
-    /// so the supervisor reconnects.
+    /// so the supervisor reconnects. The server's questions while it runs go to `asker`, both
+    /// `elicitation/create` requests and (2026-07-28) `input_required` results, after which the
+    /// call is sent again with the answers and the server's `requestState` as it gave it, at
+    /// most [`MAX_INPUT_ROUNDS`] times.
     pub async fn call(
         &self,
         live: &Live,
         tool: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
+        asker: Option<SharedAsker>,
     ) -> Result<CallToolResult, CallError> {
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        let result = tokio::select! {
-            result = live.peer.call_tool(params) => result,
-            () = live.ended.cancelled() => {
-                return Err(CallError::Lost(format!(
-                    "the MCP server {} stopped while the call was running",
-                    self.name
-                )))
+        let _in_flight = self.in_flight.register(asker.clone());
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        for _round in 0..MAX_INPUT_ROUNDS {
+            let result = tokio::select! {
+                result = live.peer.call_tool_once(params.clone()) => result,
+                () = live.ended.cancelled() => {
+                    return Err(CallError::Lost(format!(
+                        "the MCP server {} stopped while the call was running",
+                        self.name
+                    )))
+                }
+            };
+            let asked = match self.call_result(live, result)? {
+                CallToolResponse::Complete(result) => return Ok(result),
+                CallToolResponse::InputRequired(asked) => asked,
+                CallToolResponse::Task(_) => {
+                    return Err(CallError::Rejected(
+                        "the server made the call a task, which Signoff does not follow".to_owned(),
+                    ))
+                }
+                // CallToolResponse is non-exhaustive.
+                _ => return Err(CallError::Rejected("an unknown kind of result".to_owned())),
+            };
+            let requests = asked.input_requests.unwrap_or_default();
+            if requests.is_empty() && asked.request_state.is_none() {
+                return Err(CallError::Rejected(
+                    "it answered input_required with nothing to answer".to_owned(),
+                ));
             }
-        };
+            let answers = answer_input_requests(asker.as_ref(), &self.name, requests)
+                .await
+                .map_err(CallError::Rejected)?;
+            params.input_responses = (!answers.is_empty()).then_some(answers);
+            params.request_state = asked.request_state;
+        }
+        Err(CallError::Rejected(format!(
+            "it asked for input {MAX_INPUT_ROUNDS} times without finishing the call"
+        )))
+    }
+
+    /// One round's answer, or how it failed (a dead connection is reset).
+    fn call_result(
+        &self,
+        live: &Live,
+        result: Result<CallToolResponse, ServiceError>,
+    ) -> Result<CallToolResponse, CallError> {
         match result {
-            Ok(result) => Ok(result),
+            Ok(response) => Ok(response),
             Err(ServiceError::McpError(error)) => {
                 Err(CallError::Rejected(error.message.to_string()))
             }
@@ -218,9 +265,10 @@ struct Supervisor {
     connect_timeout: Duration,
     state: watch::Sender<State>,
     stop: CancellationToken,
+    in_flight: Arc<InFlight>,
 }
 
-type Service = RunningService<RoleClient, ClientConfig>;
+type Service = RunningService<RoleClient, AskBack>;
 
 impl Supervisor {
     async fn run(self) {
@@ -340,7 +388,7 @@ impl Supervisor {
                 if let Some(stderr) = stderr {
                     tokio::spawn(keep_stderr(self.name.clone(), stderr, stderr_tail));
                 }
-                client_info()
+                self.ask_back()
                     .serve_with_ct(transport, reset)
                     .await
                     .map_err(|error| format!("the MCP handshake failed: {error}"))?
@@ -360,7 +408,7 @@ impl Supervisor {
                     legacy_version: None,
                 };
                 serve_client_with_lifecycle_and_ct(
-                    client_info(),
+                    self.ask_back(),
                     StreamableHttpClientTransport::from_config(config),
                     lifecycle,
                     reset,
@@ -376,7 +424,7 @@ impl Supervisor {
                 let transport = SseClientTransport::connect(url, headers)
                     .await
                     .map_err(|error| format!("cannot open the SSE stream at {url}: {error}"))?;
-                client_info()
+                self.ask_back()
                     .serve_with_ct(transport, reset)
                     .await
                     .map_err(|error| format!("the MCP handshake with {url} failed: {error}"))?
@@ -391,12 +439,12 @@ impl Supervisor {
     }
 }
 
-/// How Signoff introduces itself to MCP servers.
-fn client_info() -> ClientConfig {
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("signoff", env!("CARGO_PKG_VERSION")),
-    )
+impl Supervisor {
+    /// The client end of one connection: it answers the server's questions through the call
+    /// in flight.
+    fn ask_back(&self) -> AskBack {
+        AskBack::new(self.name.clone(), self.in_flight.clone())
+    }
 }
 
 /// Logs a stdio server's stderr and keeps its last line for error messages.

@@ -3,6 +3,7 @@
 //! held for approval) over a shared, self-healing [`Connection`]. The entries (`mcp_stdio`,
 //! `mcp_http`) and their checks are in `agent::config`.
 
+pub mod asking;
 pub mod connection;
 pub mod sse;
 
@@ -14,7 +15,7 @@ use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
 use super::config::{check_approval, ConfigError, Endpoint, McpSourceSpec};
-use super::tools::{ToolError, ToolSource, ToolSpec, Toolbox};
+use super::tools::{within, SharedAsker, ToolError, ToolSource, ToolSpec, Toolbox};
 use connection::{CallError, Live};
 pub use connection::{Connection, State};
 
@@ -149,6 +150,7 @@ impl McpSource {
         tool: &str,
         args: Value,
         timeout: Duration,
+        asker: Option<SharedAsker>,
     ) -> Result<Value, ToolError> {
         if let Some(refused) = self.refused.get() {
             return Err(ToolError::Unavailable(refused.clone()));
@@ -157,7 +159,8 @@ impl McpSource {
             .spec
             .call_timeout
             .map_or(timeout, |own| own.min(timeout));
-        let deadline = Instant::now() + timeout;
+        let started = Instant::now();
+        let deadline = started + timeout;
         let Some(server_tool) = tool.strip_prefix(self.spec.prefix.as_str()) else {
             return Err(ToolError::Unknown(tool.to_owned()));
         };
@@ -201,10 +204,12 @@ impl McpSource {
                     ))
                 })?;
         }
-        let call = self.connection.call(&live, server_tool, arguments);
-        match tokio::time::timeout_at(deadline, call).await {
-            Err(_elapsed) => Err(ToolError::Timeout(timeout.as_secs())),
-            Ok(Ok(result)) => {
+        let call = self
+            .connection
+            .call(&live, server_tool, arguments, asker.clone());
+        match within(call, started, timeout, asker.as_ref()).await {
+            None => Err(ToolError::Timeout(timeout.as_secs())),
+            Some(Ok(result)) => {
                 let mut response = serde_json::to_value(&result)
                     .map_err(|error| ToolError::Failed(format!("unreadable result: {error}")))?;
                 // `isError` is optional in MCP; the UI and models read it, so always set it.
@@ -213,11 +218,11 @@ impl McpSource {
                 }
                 Ok(response)
             }
-            Ok(Err(CallError::Unavailable(error))) => Err(ToolError::Unavailable(error)),
-            Ok(Err(CallError::Lost(error))) => Err(ToolError::Failed(format!(
+            Some(Err(CallError::Unavailable(error))) => Err(ToolError::Unavailable(error)),
+            Some(Err(CallError::Lost(error))) => Err(ToolError::Failed(format!(
                 "{error}; it is being restarted, so trying again may work"
             ))),
-            Ok(Err(CallError::Rejected(error))) => Err(ToolError::Failed(format!(
+            Some(Err(CallError::Rejected(error))) => Err(ToolError::Failed(format!(
                 "the MCP server {} refused the call: {error}",
                 self.spec.name
             ))),
@@ -255,7 +260,17 @@ impl ToolSource for McpSource {
         args: Value,
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        Box::pin(self.call_tool(tool, args, timeout))
+        Box::pin(self.call_tool(tool, args, timeout, None))
+    }
+
+    fn call_asking<'a>(
+        &'a self,
+        tool: &'a str,
+        args: Value,
+        timeout: Duration,
+        asker: SharedAsker,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(self.call_tool(tool, args, timeout, Some(asker)))
     }
 
     fn unavailable(&self) -> Option<String> {

@@ -8,6 +8,7 @@
 //! waited under a weaker routing than its own arguments call for. Every channel's decision
 //! passes here (`Runtime::check_decided_calls`, inside `plan_decision`).
 
+use signoff_protocol::hitl::elicitation::ELICITATION;
 use signoff_protocol::hitl::{GateOutcome, ResolvedCall, Verdict, Why, WhyKind};
 
 use crate::agent::approvals::{approvers_by, no_stricter};
@@ -30,6 +31,13 @@ impl Runtime {
         let (Some(args), Verdict::Approve) = (&call.modified_args, call.verdict) else {
             return Ok(());
         };
+        if call.request.name == ELICITATION && *args != call.request.args {
+            return Err(AgentError::InvalidParams(
+                "a tool server's question is answered (or its link opened), not edited: \
+                 approve or reject it as it was asked"
+                    .to_owned(),
+            ));
+        }
         let Some(tool) = agent.tools.get(&call.request.name) else {
             return Ok(());
         };

@@ -344,7 +344,7 @@ impl Hub {
 
     /// Forgets the task's watch once no follower holds it, so a paused task keeps nothing in
     /// memory (its next commit makes a new one if someone follows again).
-    fn release(&self, task_id: &str) {
+    pub(super) fn release(&self, task_id: &str) {
         if let Ok(mut hub) = self.0.lock() {
             if hub
                 .get(task_id)
@@ -355,7 +355,7 @@ impl Hub {
         }
     }
 
-    fn watch(&self, task_id: &str) -> watch::Receiver<Arc<Announcement>> {
+    pub(super) fn watch(&self, task_id: &str) -> watch::Receiver<Arc<Announcement>> {
         let quiet = || watch::channel(Arc::new(Announcement::default()));
         match self.0.lock() {
             Ok(mut hub) => hub

@@ -12,6 +12,7 @@ mod approvals_stream;
 mod asked;
 mod decide;
 mod edits;
+mod elicit;
 mod email;
 mod expiry;
 mod grants;

@@ -56,7 +56,22 @@ impl Runtime {
             .chain(nested.iter().cloned())
             .collect();
         let deadline = crate::agent::approvals::deadline_for(&agent.approvals);
-        let interrupt = ApprovalInterrupt::new(requests.clone()).expiring_at(deadline.clone());
+        let (event, pause) =
+            Self::pause_step_until(task_id, context_id, requests, deadline.clone(), usage);
+        (event, pause, deadline)
+    }
+
+    /// The pause for `requests` as one batch that expires at `deadline`: its `input-required`
+    /// event and its commit.
+    pub(super) fn pause_step_until(
+        task_id: &str,
+        context_id: &str,
+        requests: Vec<ActionRequest>,
+        deadline: Option<String>,
+        usage: (u64, u64),
+    ) -> (StreamEvent, Commit) {
+        let new_batch = Value::Array(requests.iter().map(ActionRequest::to_value).collect());
+        let interrupt = ApprovalInterrupt::new(requests).expiring_at(deadline.clone());
         let message = view::agent_message(task_id, context_id, interrupt.to_parts());
         let mut metadata = hitl::interrupt_event_metadata();
         metadata.extend(view::usage_metadata(usage.0, usage.1));
@@ -69,13 +84,11 @@ impl Runtime {
         );
         let pause = Commit {
             state: Some(TaskState::InputRequired),
-            new_batch: Some(Value::Array(
-                requests.iter().map(ActionRequest::to_value).collect(),
-            )),
-            batch_deadline: deadline.clone(),
+            new_batch: Some(new_batch),
+            batch_deadline: deadline,
             guard: Some(Guard::NotTerminal),
             ..Commit::default()
         };
-        (event, pause, deadline)
+        (event, pause)
     }
 }

@@ -19,11 +19,13 @@ use tracing::Instrument;
 
 use crate::agent::notify::payload::About;
 
+use super::elicit::CallAsker;
 use super::runner::TaskRun;
 use super::subagent::{NestedCall, SubagentStep};
 use super::transcript::*;
 use super::{AgentError, Result, Runtime};
 use crate::agent::approvals::args_sha256;
+use signoff_protocol::hitl::elicitation::AskedBy;
 
 /// A step written with the next one (a call's result with the next call's start, or with the
 /// pause), so a batch of calls costs fewer commits. It is never held across a wait for anyone
@@ -182,7 +184,7 @@ impl Runtime {
     /// Settles a call that is not delegated to a subagent, by its record's status: held ones
     /// wait, auto and approved ones run, and the others are answered from their record.
     async fn settle_plain(
-        &self,
+        self: &Arc<Self>,
         run: &mut TaskRun<'_>,
         call: &ModelToolCall,
         record: &CallRow,
@@ -221,7 +223,7 @@ impl Runtime {
     /// Runs an auto or approved call's tool once its start is committed, under a `tool_call`
     /// span, and counts it in the tool metrics.
     async fn run_tool(
-        &self,
+        self: &Arc<Self>,
         run: &mut TaskRun<'_>,
         call: &ModelToolCall,
         record: &CallRow,
@@ -242,9 +244,28 @@ impl Runtime {
             call.id = %call.id,
         );
         let started = Instant::now();
+        // The call's server may ask the person questions while it runs.
+        let asker = CallAsker::new(
+            self.clone(),
+            agent.clone(),
+            &run.task_id,
+            &run.context_id,
+            &run.user_id,
+            AskedBy {
+                server: record.source.clone(),
+                tool: call.name.clone(),
+                call_id: call.id.clone(),
+            },
+            run.usage,
+        );
         let running = agent
             .tools
-            .call(&call.name, run_args.clone(), self.limits.tool_timeout)
+            .call_asking(
+                &call.name,
+                run_args.clone(),
+                self.limits.tool_timeout,
+                Some(Arc::new(asker)),
+            )
             .instrument(span);
         // A tool call is not abandoned at shutdown (it would be reported as
         // interrupted); only the user's cancel stops waiting for it.

@@ -1,0 +1,333 @@
+//! A tool's server asking the person something while the call runs (MCP elicitation, either
+//! way MCP has it; `agent::mcp::asking`). The question is a call of its own, named
+//! `elicitation` and nested under the running call (`CALL.qN`), paused for in a batch of its
+//! own like any held call: stored before it is announced, notified, in the inbox, decided
+//! through `apply` by whoever may answer the task's questions. Its decision is the reply: an
+//! answered form or an approved URL is `accept`, a rejection `decline`, an expiry or a cancel
+//! `cancel`. The running call waits in memory meanwhile (a call cannot outlive its process; one
+//! a restart interrupted is reported as such), and the wait is not counted against its tool
+//! timeout.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::{BoxFuture, FutureExt};
+use serde_json::Value;
+use signoff_protocol::hitl::elicitation::{AskedBy, Elicitation, Mode, Reply, ELICITATION};
+use signoff_protocol::hitl::question::{answered_result, answers_from_args};
+use signoff_protocol::hitl::{self, ActionRequest, ToolCall, ToolResult};
+use signoff_protocol::TaskState;
+use tokio::time::Instant;
+
+use crate::agent::approvals::args_sha256;
+use crate::agent::notify::payload::About;
+use crate::agent::tools::{text_result, Asker};
+use crate::agent::view;
+use crate::store::{CallStatus, CallUpdate, Commit, Guard, NewCall};
+
+use super::{Agent, Result, Runtime};
+
+/// The longest a server's question waits for an answer when the agent sets no sooner deadline:
+/// the server holds its call open meanwhile.
+pub const QUESTION_WAIT: Duration = Duration::from_secs(15 * 60);
+
+/// How often a waiting question looks at the store even when nothing woke it (a decision
+/// written by another replica).
+const RECHECK: Duration = Duration::from_secs(2);
+
+/// Whom a running call's server asks: the task's person, through a card.
+pub(super) struct CallAsker {
+    state: Arc<AskerState>,
+}
+
+struct AskerState {
+    runtime: Arc<Runtime>,
+    agent: Arc<Agent>,
+    task_id: String,
+    context_id: String,
+    user_id: String,
+    asked_by: AskedBy,
+    usage: (u64, u64),
+    /// The questions asked so far, for their ids.
+    asked: AtomicU32,
+    /// Time spent waiting for answers: the finished waits, and since when one is open.
+    waited: Mutex<(Duration, Option<Instant>)>,
+}
+
+impl CallAsker {
+    /// The asker of the call `asked_by` names, which runs in `task_id`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        runtime: Arc<Runtime>,
+        agent: Arc<Agent>,
+        task_id: &str,
+        context_id: &str,
+        user_id: &str,
+        asked_by: AskedBy,
+        usage: (u64, u64),
+    ) -> CallAsker {
+        CallAsker {
+            state: Arc::new(AskerState {
+                runtime,
+                agent,
+                task_id: task_id.to_owned(),
+                context_id: context_id.to_owned(),
+                user_id: user_id.to_owned(),
+                asked_by,
+                usage,
+                asked: AtomicU32::new(0),
+                waited: Mutex::new((Duration::ZERO, None)),
+            }),
+        }
+    }
+}
+
+impl Asker for CallAsker {
+    fn ask(&self, question: Elicitation) -> BoxFuture<'static, Reply> {
+        let state = self.state.clone();
+        async move {
+            let _waiting = Waiting::start(&state);
+            let number = state.asked.fetch_add(1, Ordering::Relaxed) + 1;
+            let id = format!("{}.q{number}", state.asked_by.call_id);
+            match state.put(&id, &question).await {
+                Ok(reply) => reply,
+                Err(error) => {
+                    tracing::warn!(task = %state.task_id, call = %id, error = %error,
+                        "a server's question could not be asked: it is cancelled");
+                    Reply::Cancel
+                }
+            }
+        }
+        .boxed()
+    }
+
+    fn waited(&self) -> Duration {
+        let waited = self
+            .state
+            .waited
+            .lock()
+            .map(|waited| *waited)
+            .unwrap_or_default();
+        waited.0 + waited.1.map_or(Duration::ZERO, |since| since.elapsed())
+    }
+}
+
+/// An open wait for an answer, added to the asker's total when it ends.
+struct Waiting<'a>(&'a AskerState);
+
+impl<'a> Waiting<'a> {
+    fn start(state: &'a AskerState) -> Waiting<'a> {
+        if let Ok(mut waited) = state.waited.lock() {
+            waited.1 = Some(Instant::now());
+        }
+        Waiting(state)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut waited) = self.0.waited.lock() {
+            if let Some(since) = waited.1.take() {
+                waited.0 += since.elapsed();
+            }
+        }
+    }
+}
+
+/// A watch on a task's commits, let go when dropped.
+struct Watch<'a> {
+    runtime: &'a Runtime,
+    task_id: &'a str,
+    wake: tokio::sync::watch::Receiver<Arc<super::log::Announcement>>,
+}
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        self.runtime.log.hub.release(self.task_id);
+    }
+}
+
+impl AskerState {
+    /// Pauses the task for the question, waits for its decision, and records an answered
+    /// question's result.
+    async fn put(&self, id: &str, question: &Elicitation) -> Result<Reply> {
+        let runtime = &self.runtime;
+        let mut watch = Watch {
+            runtime,
+            task_id: &self.task_id,
+            wake: runtime.log.hub.watch(&self.task_id),
+        };
+        self.pause(id, question).await?;
+        loop {
+            if let Some(reply) = self.decided(id, question).await? {
+                return Ok(reply);
+            }
+            tokio::select! {
+                () = runtime.shutdown.cancelled() => return Ok(Reply::Cancel),
+                _ = tokio::time::timeout(RECHECK, watch.wake.changed()) => {}
+            }
+        }
+    }
+
+    /// Writes the question's call and its batch (with the pause's notifications), and watches
+    /// its deadline: the agent's, or [`QUESTION_WAIT`] if sooner.
+    async fn pause(&self, id: &str, question: &Elicitation) -> Result<()> {
+        let runtime = &self.runtime;
+        let args = question.to_args(&self.asked_by);
+        let AskedBy { server, tool, .. } = &self.asked_by;
+        let part = ToolCall {
+            id: id.to_owned(),
+            name: ELICITATION.to_owned(),
+            args: args.clone(),
+        }
+        .to_part();
+        let message = view::agent_message(&self.task_id, &self.context_id, vec![part]);
+        let announced = view::status_event(
+            &self.task_id,
+            &self.context_id,
+            TaskState::Working,
+            Some(message),
+            None,
+        );
+        let mut metadata = signoff_protocol::Metadata::default();
+        metadata.insert(hitl::keys::EDITABLE.to_owned(), Value::Bool(false));
+        let request = ActionRequest {
+            id: id.to_owned(),
+            name: ELICITATION.to_owned(),
+            args: args.clone(),
+            description: Some(format!(
+                "The MCP server {server} asks this while {tool} runs."
+            )),
+            server: Some(server.clone()),
+            approval_id: None,
+            via: None,
+            metadata,
+        };
+        let deadline =
+            question_deadline(crate::agent::approvals::deadline_for(&self.agent.approvals));
+        let (event, mut pause) = Runtime::pause_step_until(
+            &self.task_id,
+            &self.context_id,
+            vec![request],
+            Some(deadline.clone()),
+            self.usage,
+        );
+        pause.new_calls.push(NewCall {
+            call_id: id.to_owned(),
+            name: ELICITATION.to_owned(),
+            source: server.clone(),
+            args_sha256: args_sha256(&args),
+            args,
+            held: true,
+            auto: None,
+            why: None,
+        });
+        if runtime.notifies() {
+            let agent = self.agent.key();
+            let about = About {
+                task_id: &self.task_id,
+                context_id: &self.context_id,
+                agent: &agent,
+                requester: &self.user_id,
+            };
+            pause.notifications = runtime
+                .pause_notifications(&about, pause.new_batch.as_ref(), Some(&deadline))
+                .await;
+        }
+        runtime
+            .commit(&self.task_id, vec![announced, event], pause)
+            .await?;
+        runtime.watch_deadline(&self.task_id, &deadline);
+        tracing::info!(task = %self.task_id, call = %id, server = %server, "a server's question waits");
+        Ok(())
+    }
+
+    /// The reply, once the question's call is decided; an answered one's result is recorded.
+    async fn decided(&self, id: &str, question: &Elicitation) -> Result<Option<Reply>> {
+        let calls = self.runtime.store.calls(&self.task_id).await?;
+        let Some(call) = calls.into_iter().find(|call| call.call_id == id) else {
+            return Ok(Some(Reply::Cancel));
+        };
+        let reply = match call.status {
+            CallStatus::Held => return Ok(None),
+            CallStatus::Rejected | CallStatus::Denied => Reply::Decline,
+            CallStatus::Expired | CallStatus::Canceled => Reply::Cancel,
+            CallStatus::Approved
+            | CallStatus::Auto
+            | CallStatus::Started
+            | CallStatus::Finished => {
+                let run_args = call.run_args.as_ref().unwrap_or(&call.args);
+                let (reply, result) = accepted(question, run_args, &self.asked_by.server);
+                if call.status == CallStatus::Approved {
+                    self.record_sent(id, result).await?;
+                }
+                reply
+            }
+        };
+        Ok(Some(reply))
+    }
+
+    /// The answered question's result, so its card shows what was sent.
+    async fn record_sent(&self, id: &str, response: Value) -> Result<()> {
+        let part = ToolResult {
+            id: id.to_owned(),
+            name: ELICITATION.to_owned(),
+            response: response.clone(),
+        }
+        .to_part();
+        let message = view::agent_message(&self.task_id, &self.context_id, vec![part]);
+        let event = view::status_event(
+            &self.task_id,
+            &self.context_id,
+            TaskState::Working,
+            Some(message),
+            None,
+        );
+        let commit = Commit {
+            call_updates: vec![CallUpdate::Finished {
+                call_id: id.to_owned(),
+                result: response,
+            }],
+            guard: Some(Guard::NotTerminal),
+            ..Commit::default()
+        };
+        self.runtime
+            .commit(&self.task_id, vec![event], commit)
+            .await?;
+        Ok(())
+    }
+}
+
+/// An accepted question's reply, and the result its card shows: a form's answers beside
+/// their questions (as `ask_user`'s result gives them), or that the link was opened.
+fn accepted(question: &Elicitation, run_args: &Value, server: &str) -> (Reply, Value) {
+    match &question.mode {
+        Mode::Form { questions, .. } => {
+            let answers = answers_from_args(run_args).unwrap_or_default();
+            let reply = Reply::from_answers(questions, &answers);
+            (reply, answered_result(questions, &answers))
+        }
+        Mode::Url { .. } => (
+            Reply::Accept(None),
+            text_result(format!(
+                "Accepted: the person chose to open the link, and the MCP server {server} was told."
+            )),
+        ),
+    }
+}
+
+/// The agent's deadline for approvals, or [`QUESTION_WAIT`] from now if that is sooner or
+/// there is none.
+fn question_deadline(agents: Option<String>) -> String {
+    let longest = chrono::Utc::now()
+        + chrono::Duration::from_std(QUESTION_WAIT).unwrap_or(chrono::Duration::minutes(15));
+    let sooner = agents
+        .as_deref()
+        .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
+        .map(|at| at.with_timezone(&chrono::Utc))
+        .filter(|at| *at < longest);
+    sooner
+        .unwrap_or(longest)
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
