@@ -27,6 +27,7 @@ mod previews;
 mod questions;
 mod quorum;
 mod relayed;
+mod server_questions;
 mod sharing;
 mod signin;
 mod subagents;

@@ -3,7 +3,7 @@
 //! for the whole pause; once answered, the answers as the result gives them.
 
 use leptos::prelude::*;
-use signoff_protocol::hitl::question::{answers_from_result, Question};
+use signoff_protocol::hitl::question::{answers_from_result, AnswerKind, Question};
 
 use crate::components::controller::ChatCtl;
 use crate::components::lazy::{loaded, Loaded, Slot};
@@ -168,20 +168,37 @@ fn QuestionField(
                     .with(|draft| draft.answer(&id, at).first().cloned().unwrap_or_default())
             }
         };
-        view! {
-            <textarea
-                id=group.clone()
-                class="question-text"
-                data-testid="question-text"
-                rows="2"
-                prop:value=current
-                on:input=move |event| {
-                    let text = event_target_value(&event);
-                    form.update(|draft| draft.write(&id, at, count, &text));
-                }
-            ></textarea>
+        let on_input = move |event: leptos::ev::Event| {
+            let text = event_target_value(&event);
+            form.update(|draft| draft.write(&id, at, count, &text));
+        };
+        match typed_input(&question.kind) {
+            // A form field's typed value: one line, the browser's own input for its type.
+            Some(typed) => view! {
+                <input
+                    id=group.clone()
+                    class="question-text"
+                    data-testid="question-text"
+                    type=typed.kind
+                    inputmode=typed.mode
+                    placeholder=typed.example
+                    prop:value=current
+                    on:input=on_input
+                />
+            }
+            .into_any(),
+            None => view! {
+                <textarea
+                    id=group.clone()
+                    class="question-text"
+                    data-testid="question-text"
+                    rows="2"
+                    prop:value=current
+                    on:input=on_input
+                ></textarea>
+            }
+            .into_any(),
         }
-        .into_any()
     } else {
         let multiple = question.multiple;
         let kind = if multiple { "checkbox" } else { "radio" };
@@ -214,13 +231,46 @@ fn QuestionField(
             .collect_view()
             .into_any()
     };
-    let hint = if question.multiple { " (pick any)" } else { "" };
+    let pick = if question.multiple { " (pick any)" } else { "" };
+    let optional = question
+        .optional
+        .then_some(view! { <span class="hint">" (optional)"</span> });
+    let about = question
+        .hint
+        .map(|hint| view! { <p class="hint question-hint">{hint}</p> });
     view! {
         <fieldset class="question" data-testid="question">
-            <legend class="field-label">{question.question}{hint}</legend>
+            <legend class="field-label">{question.question}{pick}{optional}</legend>
+            {about}
             {input}
         </fieldset>
     }
+}
+
+/// How a typed form field is typed in: the input's type, its keyboard, an example. Numbers
+/// are text with a numeric keyboard, so a wrong one gets the form's own words, not a blank.
+struct TypedInput {
+    kind: &'static str,
+    mode: Option<&'static str>,
+    example: Option<&'static str>,
+}
+
+/// The input for a typed answer; `None` for free text, which gets a text box.
+fn typed_input(kind: &AnswerKind) -> Option<TypedInput> {
+    let typed = |kind, mode, example| TypedInput {
+        kind,
+        mode,
+        example,
+    };
+    Some(match kind {
+        AnswerKind::Text | AnswerKind::Bounded { .. } | AnswerKind::Boolean => return None,
+        AnswerKind::Email => typed("email", None, Some("name@example.com")),
+        AnswerKind::Uri => typed("url", None, Some("https://example.com/page")),
+        AnswerKind::Date => typed("date", None, None),
+        AnswerKind::DateTime => typed("text", None, Some("2026-12-31T09:30:00Z")),
+        AnswerKind::Number { integer: true, .. } => typed("text", Some("numeric"), None),
+        AnswerKind::Number { integer: false, .. } => typed("text", Some("decimal"), None),
+    })
 }
 
 /// The answers a question call's result gives, each under its question.

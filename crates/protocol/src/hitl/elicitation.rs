@@ -235,7 +235,7 @@ fn field_question(key: &str, property: &Value) -> Result<Question, ElicitationEr
         ..Question::default()
     };
     let count = |name: &str| property.get(name).and_then(Value::as_u64);
-    let number = |name: &str| property.get(name).and_then(Value::as_f64);
+    let number = |name: &str| property.get(name).and_then(Value::as_number).cloned();
     match text("type") {
         Some("string") => match options(property) {
             Some((choices, values)) => (question.choices, question.values) = (choices, values),
@@ -339,7 +339,7 @@ fn looks_secret(key: &str, property: &Value) -> bool {
     if text("format") == "password" || property.get("writeOnly") == Some(&Value::Bool(true)) {
         return true;
     }
-    let words = format!("{key} {} {}", text("title"), text("description")).to_lowercase();
+    let words = format!("{key} {} {}", text("title"), text("description")).to_ascii_lowercase();
     SECRET_WORDS.iter().any(|word| words.contains(word))
 }
 
@@ -384,7 +384,7 @@ pub fn url_parts(url: &str) -> Result<UrlParts, String> {
     if scheme_lower == "http" {
         warnings.push("It is plain HTTP: what you enter there can be read on the way.".to_owned());
     }
-    let lower = host.to_lowercase();
+    let lower = host.to_ascii_lowercase();
     if lower.split('.').any(|label| label.starts_with("xn--")) || !host.is_ascii() {
         warnings.push(
             "Its domain uses international (punycode) letters, which can imitate a familiar \

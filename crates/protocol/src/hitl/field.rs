@@ -3,7 +3,7 @@
 //! URI, a date, a date-time, a number, yes or no. The same check runs in the browser before an
 //! answer is sent and on the server before it is stored, so both refuse the same answers.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map, Number, Value};
 
 /// What a free-text answer must be: any text (`ask_user`'s), or a form field's typed value.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -22,10 +22,13 @@ pub enum AnswerKind {
     Date,
     /// RFC 3339: `YYYY-MM-DDTHH:MM:SS` with a zone (`Z` or `+01:00`).
     DateTime,
+    /// A number (`integer`: a whole one) within its bounds. The bounds are JSON numbers, and
+    /// answers are read as JSON reads them, so the browser's download needs no float code of
+    /// its own.
     Number {
         integer: bool,
-        min: Option<f64>,
-        max: Option<f64>,
+        min: Option<Number>,
+        max: Option<Number>,
     },
     /// Yes or no (the choices are [`YES`] and [`NO`]).
     Boolean,
@@ -38,7 +41,7 @@ pub const NO: &str = "No";
 impl AnswerKind {
     /// Reads the kind a question object carries (`"kind"` and its bounds); plain text if none.
     pub(super) fn from_value(value: &Value) -> AnswerKind {
-        let number = |key: &str| value.get(key).and_then(Value::as_f64);
+        let number = |key: &str| value.get(key).and_then(Value::as_number).cloned();
         let count = |key: &str| value.get(key).and_then(Value::as_u64);
         match value.get("kind").and_then(Value::as_str) {
             Some("text") => AnswerKind::Bounded {
@@ -121,7 +124,9 @@ impl AnswerKind {
             AnswerKind::DateTime => is_date_time(answer).then_some(()).ok_or_else(|| {
                 "must be a date and time with its zone, like 2026-12-31T09:30:00Z".to_owned()
             }),
-            AnswerKind::Number { integer, min, max } => check_number(answer, *integer, *min, *max),
+            AnswerKind::Number { integer, min, max } => {
+                check_number(answer, *integer, min.as_ref(), max.as_ref())
+            }
         }
     }
 
@@ -129,14 +134,7 @@ impl AnswerKind {
     /// `false` for yes or no, the text otherwise.
     pub fn to_json(&self, answer: &str) -> Value {
         match self {
-            AnswerKind::Number { integer: true, .. } => answer
-                .parse::<i64>()
-                .map(Value::from)
-                .unwrap_or_else(|_| json!(answer)),
-            AnswerKind::Number { integer: false, .. } => answer
-                .parse::<f64>()
-                .ok()
-                .and_then(serde_json::Number::from_f64)
+            AnswerKind::Number { integer, .. } => read_number(answer, *integer)
                 .map(Value::Number)
                 .unwrap_or_else(|| json!(answer)),
             AnswerKind::Boolean => Value::Bool(answer == YES),
@@ -150,25 +148,38 @@ impl AnswerKind {
     }
 }
 
+/// A number answer as JSON reads it (`12`, `-0.5`, `1e3`; no `NaN` or `inf`): a whole one
+/// for an integer field.
+fn read_number(answer: &str, integer: bool) -> Option<Number> {
+    let number: Number = serde_json::from_str(answer).ok()?;
+    match integer {
+        true => number.as_i64().map(Number::from),
+        false => Some(number),
+    }
+}
+
 fn check_number(
     answer: &str,
     integer: bool,
-    min: Option<f64>,
-    max: Option<f64>,
+    min: Option<&Number>,
+    max: Option<&Number>,
 ) -> Result<(), String> {
-    let value = match integer {
-        true => answer.parse::<i64>().ok().map(|value| value as f64),
-        false => answer.parse::<f64>().ok().filter(|value| value.is_finite()),
-    };
-    let Some(value) = value else {
+    let Some(value) = read_number(answer, integer).and_then(|number| number.as_f64()) else {
         return Err(match integer {
             true => "must be a whole number".to_owned(),
             false => "must be a number".to_owned(),
         });
     };
+    let past = |bound: Option<&Number>, beyond: fn(f64, f64) -> bool| {
+        bound.is_some_and(|bound| bound.as_f64().is_some_and(|bound| beyond(value, bound)))
+    };
     match (min, max) {
-        (Some(min), _) if value < min => Err(format!("must be at least {min}")),
-        (_, Some(max)) if value > max => Err(format!("must be at most {max}")),
+        (Some(min), _) if past(Some(min), |value, min| value < min) => {
+            Err(format!("must be at least {min}"))
+        }
+        (_, Some(max)) if past(Some(max), |value, max| value > max) => {
+            Err(format!("must be at most {max}"))
+        }
         _ => Ok(()),
     }
 }
@@ -288,8 +299,8 @@ mod tests {
         assert!(at.check("2026-12-31T09:30").is_err() && at.check("2026-12-31T25:00:00Z").is_err());
         let count = AnswerKind::Number {
             integer: true,
-            min: Some(1.0),
-            max: Some(5.0),
+            min: Some(1.into()),
+            max: Some(5.into()),
         };
         assert!(count.check("3").is_ok());
         assert_eq!(count.check("2.5"), Err("must be a whole number".to_owned()));
@@ -327,8 +338,8 @@ mod tests {
             AnswerKind::DateTime,
             AnswerKind::Number {
                 integer: true,
-                min: Some(0.0),
-                max: Some(10.0),
+                min: Some(0.into()),
+                max: Some(10.into()),
             },
             AnswerKind::Boolean,
         ] {

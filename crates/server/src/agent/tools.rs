@@ -499,6 +499,33 @@ mod tests {
 
     use super::*;
 
+    /// An asker whose question has been open since it was made.
+    struct AlwaysAsking(Instant);
+
+    impl Asker for AlwaysAsking {
+        fn ask(&self, _question: Elicitation) -> BoxFuture<'static, Reply> {
+            async { Reply::Cancel }.boxed()
+        }
+        fn waited(&self) -> Duration {
+            self.0.elapsed()
+        }
+    }
+
+    #[tokio::test]
+    async fn the_wait_for_a_persons_answer_does_not_count_against_the_timeout() {
+        let slow = || tokio::time::sleep(Duration::from_millis(600)).map(|()| 7);
+        let timeout = Duration::from_millis(150);
+        let asker: SharedAsker = Arc::new(AlwaysAsking(Instant::now()));
+        let asked = within(slow(), Instant::now(), timeout, Some(&asker)).await;
+        assert_eq!(
+            asked,
+            Some(7),
+            "the call was cut off while a person was asked"
+        );
+        let alone = within(slow(), Instant::now(), timeout, None).await;
+        assert_eq!(alone, None, "a call nobody waits on keeps its timeout");
+    }
+
     /// A source whose call blocks its thread until it is released, as a system call that never
     /// returns would.
     struct Stuck {

@@ -25,11 +25,17 @@ pub(super) fn DecisionButtons(model: CardModel) -> impl IntoView {
                     class="button primary"
                     data-testid="approve-button"
                     hidden=move || !model.may_approve()
-                    aria-label=move || format!("Approve {} (A)", name())
+                    aria-label=move || match model.url_to_open() {
+                        Some(url) => format!("Open {url} in a new tab"),
+                        None => format!("Approve {} (A)", name()),
+                    }
                     disabled=disabled
-                    on:click=move |_| model.approve()
+                    on:click=move |_| match model.url_to_open() {
+                        Some(_) => model.open_url(),
+                        None => model.approve(),
+                    }
                 >
-                    "Approve"
+                    {move || if model.url_to_open().is_some() { "Open" } else { "Approve" }}
                 </button>
                 <button
                     type="button"
@@ -37,9 +43,12 @@ pub(super) fn DecisionButtons(model: CardModel) -> impl IntoView {
                     data-testid="reject-button"
                     aria-label=move || format!("Reject {} (R)", name())
                     disabled=disabled
-                    on:click=move |_| model.open_reject()
+                    on:click=move |_| match model.url_to_open() {
+                        Some(_) => model.decline_url(),
+                        None => model.open_reject(),
+                    }
                 >
-                    "Reject"
+                    {move || if model.url_to_open().is_some() { "Decline" } else { "Reject" }}
                 </button>
                 <Show when=move || model.can_allow() && model.quorum().is_none()>
                     <button

@@ -3,6 +3,7 @@
 //! call, its answers.
 
 use leptos::prelude::*;
+use signoff_protocol::hitl::elicitation::{url_parts, UrlParts, ELICITATION};
 use signoff_protocol::hitl::{ActionRequest, DecidedBy};
 
 use crate::components::clamp::{is_long, ShowMore};
@@ -43,7 +44,11 @@ pub(super) fn CardBody(
     let readable = (!question)
         .then(|| crate::state::readable::readable(&card.args))
         .flatten();
+    let url = asked_url(&card);
+    let asked = server_message(&card);
     view! {
+        {asked.map(|message| view! { <p class="asked-message" data-testid="asked-message">{message}</p> })}
+        {url.map(|parts| view! { <UrlToOpen parts=parts /> })}
         {readable.map(|readable| view! {
             <div class="tool-section" data-testid="tool-readable">
                 <div class="section-title">{readable.title}</div>
@@ -83,6 +88,50 @@ pub(super) fn CardBody(
             <blockquote class="tool-reason" data-testid="tool-reason">{format!("Reason: {reason}")}</blockquote>
         })}
         {result.map(|result| view! { <ResultSection result=result is_error=card.is_error /> })}
+    }
+}
+
+/// What a tool's server asks (an `elicitation` call's message), said as its server's.
+fn server_message(card: &ToolCallView) -> Option<String> {
+    if card.name != ELICITATION {
+        return None;
+    }
+    let text = |key: &str| card.args.get(key).and_then(|value| value.as_str());
+    Some(format!(
+        "{} asks, while {} runs: {}",
+        text("server")?,
+        text("tool")?,
+        text("message")?
+    ))
+}
+
+/// A tool server's URL question: the link split so its host stands out.
+fn asked_url(card: &ToolCallView) -> Option<UrlParts> {
+    if card.name != ELICITATION || card.args.get("mode")?.as_str()? != "url" {
+        return None;
+    }
+    url_parts(card.args.get("url")?.as_str()?).ok()
+}
+
+/// The link a tool's server asks the person to open, never opened or fetched until they
+/// choose Open: the full URL with its host highlighted, and what to check before opening it.
+#[component]
+fn UrlToOpen(parts: UrlParts) -> impl IntoView {
+    let UrlParts {
+        before_host,
+        host,
+        after_host,
+        warnings,
+    } = parts;
+    view! {
+        <div class="tool-section" data-testid="tool-url">
+            <p class="url-shown" data-testid="url-shown">
+                {before_host}<strong class="url-host" data-testid="url-host">{host}</strong>{after_host}
+            </p>
+            {warnings.into_iter().map(|warning| view! {
+                <p class="field-error" role="note" data-testid="url-warning">{warning}</p>
+            }).collect_view()}
+        </div>
     }
 }
 

@@ -5,7 +5,9 @@
 use leptos::html::Div;
 use leptos::prelude::*;
 use serde_json::Value;
-use signoff_protocol::hitl::{Dialect, Question, Verdict, ASK_USER};
+use signoff_protocol::hitl::elicitation::ELICITATION;
+use signoff_protocol::hitl::question::asks_questions;
+use signoff_protocol::hitl::{Dialect, Question, Verdict};
 use signoff_protocol::rest::CallQuorum;
 
 use crate::components::controller::ChatCtl;
@@ -96,7 +98,7 @@ impl CardModel {
         let questions = Memo::new(move |_| {
             card.with(|card| {
                 card.as_ref()
-                    .filter(|card| card.name == ASK_USER)
+                    .filter(|card| asks_questions(&card.name))
                     .and_then(|card| Question::list_from_args(&card.args))
             })
         });
@@ -129,6 +131,26 @@ impl CardModel {
                 .map(|card| card.name.clone())
                 .unwrap_or_default()
         })
+    }
+
+    /// The link of a tool server's URL question (`elicitation` in URL mode): approved by
+    /// opening it, declined otherwise.
+    pub fn url_to_open(self) -> Option<String> {
+        self.card.with(|card| {
+            let card = card.as_ref().filter(|card| card.name == ELICITATION)?;
+            let url = card.args.get("url")?.as_str()?;
+            (card.args.get("mode")?.as_str()? == "url").then(|| url.to_owned())
+        })
+    }
+
+    /// Approves a URL question and opens its link in a new tab, inside the person's click
+    /// (never by itself), without telling the page where the person came from.
+    pub fn open_url(self) {
+        if let (Some(url), Some(window)) = (self.url_to_open(), web_sys::window()) {
+            let _ =
+                window.open_with_url_and_target_and_features(&url, "_blank", "noopener,noreferrer");
+        }
+        self.approve();
     }
 
     /// A question call, answered rather than approved.
@@ -335,6 +357,24 @@ impl CardModel {
                 Ok((_, decision)) => self.ctl.decide(batch, decision),
                 Err(err) => self.ctl.app().toast(err.to_string()),
             }
+        }
+    }
+
+    /// Declines a URL question: its server reads no reason, so none is asked for.
+    pub fn decline_url(self) {
+        let Some(batch) = self.batch.get_untracked() else {
+            return;
+        };
+        if self.ctl.deciding.get_untracked() {
+            return;
+        }
+        self.ensure_draft(&batch);
+        let id = self.call_id();
+        self.ctl
+            .draft
+            .update(|draft| draft.choose(&id, Verdict::Deny, None));
+        if batch.requests.len() == 1 {
+            self.ctl.decide(batch, reject_all(None));
         }
     }
 
