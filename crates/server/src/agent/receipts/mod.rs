@@ -61,14 +61,22 @@ fn kid_of(public: &[u8]) -> String {
 
 impl ReceiptSigner {
     /// The key in `path`, made and written there (readable by its owner only) when the file
-    /// does not exist yet.
+    /// does not exist yet. Replicas that share a data folder and start together agree on one
+    /// key: the file appears whole or not at all, and the first to make it wins.
     pub fn load_or_create(path: &Path) -> Result<ReceiptSigner> {
         match std::fs::read_to_string(path) {
             Ok(text) => ReceiptSigner::from_text(path, &text),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 let text = new_key_text(path)?;
-                write_key_file(path, &text)?;
-                ReceiptSigner::from_text(path, &text)
+                match write_key_file(path, &text) {
+                    Ok(()) => ReceiptSigner::from_text(path, &text),
+                    Err(Placed::Taken) => {
+                        let text =
+                            std::fs::read_to_string(path).map_err(|err| key_error(path, err))?;
+                        ReceiptSigner::from_text(path, &text)
+                    }
+                    Err(Placed::Failed(err)) => Err(err),
+                }
             }
             Err(err) => Err(key_error(path, err)),
         }
@@ -115,8 +123,20 @@ fn new_key_text(path: &Path) -> Result<String> {
     Ok(STANDARD.encode(pkcs8.as_ref()))
 }
 
-/// Writes a key file that did not exist, readable by its owner only.
-fn write_key_file(path: &Path, text: &str) -> Result<()> {
+/// Why a key file was not put in place.
+enum Placed {
+    /// Another process put one there first.
+    Taken,
+    Failed(AgentError),
+}
+
+/// Writes a key file that does not exist yet, readable by its owner only: to a file of its
+/// own first, then linked into place, which fails rather than replace a file there.
+fn write_key_file(path: &Path, text: &str) -> std::result::Result<(), Placed> {
+    let failed = |err: std::io::Error| Placed::Failed(key_error(path, err));
+    let mut staged = path.as_os_str().to_owned();
+    staged.push(format!(".{}.new", uuid::Uuid::new_v4().simple()));
+    let staged = PathBuf::from(staged);
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -124,10 +144,18 @@ fn write_key_file(path: &Path, text: &str) -> Result<()> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let mut file = options.open(path).map_err(|err| key_error(path, err))?;
-    file.write_all(format!("{text}\n").as_bytes())
-        .and_then(|()| file.sync_all())
-        .map_err(|err| key_error(path, err))
+    let written = options.open(&staged).and_then(|mut file| {
+        file.write_all(format!("{text}\n").as_bytes())?;
+        file.sync_all()
+    });
+    let linked = written.and_then(|()| std::fs::hard_link(&staged, path));
+    // The staged name goes whatever happened; the key stays under `path` when it was linked.
+    let _ = std::fs::remove_file(&staged);
+    match linked {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Err(Placed::Taken),
+        Err(err) => Err(failed(err)),
+    }
 }
 
 /// The key file `--audit-key` names, or the data folder's.
@@ -151,7 +179,10 @@ pub fn rotate_key(path: &Path) -> Result<(Option<String>, String)> {
         retired.push(format!(".{}.retired", old.kid));
         std::fs::rename(path, PathBuf::from(retired)).map_err(|err| key_error(path, err))?;
     }
-    write_key_file(path, &text)?;
+    write_key_file(path, &text).map_err(|placed| match placed {
+        Placed::Taken => key_error(path, "another key was written there meanwhile"),
+        Placed::Failed(err) => err,
+    })?;
     Ok((old.map(|old| old.kid), new.kid))
 }
 
@@ -247,4 +278,64 @@ fn receipt_line(body: &str, sig: &str) -> String {
 
 fn internal(err: serde_json::Error) -> AgentError {
     AgentError::Internal(err.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Seal;
+
+    #[test]
+    fn a_key_is_made_once_and_read_back_and_starters_at_once_agree_on_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(KEY_FILE);
+        let kids: Vec<String> = std::thread::scope(|scope| {
+            let starters: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| ReceiptSigner::load_or_create(&path).unwrap().kid))
+                .collect();
+            starters.into_iter().map(|s| s.join().unwrap()).collect()
+        });
+        assert!(kids.iter().all(|kid| *kid == kids[0]), "{kids:?}");
+        assert_eq!(ReceiptSigner::load_or_create(&path).unwrap().kid, kids[0]);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        // Nothing staged is left beside it.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_rotation_keeps_the_old_key_beside_the_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(KEY_FILE);
+        let old = ReceiptSigner::load_or_create(&path).unwrap();
+        let (retired, new) = rotate_key(&path).unwrap();
+        assert_eq!(retired.as_deref(), Some(old.kid()));
+        assert_ne!(new, old.kid);
+        assert_eq!(ReceiptSigner::load_or_create(&path).unwrap().kid, new);
+        let kept = dir.path().join(format!("{KEY_FILE}.{}.retired", old.kid));
+        assert_eq!(ReceiptSigner::load_or_create(&kept).unwrap().kid, old.kid);
+        // A signature verifies with the public key recorded for it, and only with it.
+        let message = b"{\"seq\":1}";
+        let sig = URL_SAFE_NO_PAD.decode(old.sign(message)).unwrap();
+        let public = URL_SAFE_NO_PAD.decode(old.public_row().public_key).unwrap();
+        let key =
+            aws_lc_rs::signature::UnparsedPublicKey::new(&aws_lc_rs::signature::ED25519, public);
+        assert!(key.verify(message, &sig).is_ok());
+        assert!(key.verify(b"{\"seq\":2}", &sig).is_err());
+    }
+
+    #[test]
+    fn a_key_file_that_is_no_key_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(KEY_FILE);
+        std::fs::write(&path, "not a key").unwrap();
+        let err = ReceiptSigner::load_or_create(&path)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(KEY_FILE) && err.contains("base64"), "{err}");
+    }
 }
