@@ -304,3 +304,37 @@ async fn receipts_of_every_kind_of_decision_verify_and_show_tampering() {
     );
     app.stop().await;
 }
+
+#[tokio::test]
+async fn only_operators_export_the_receipts_and_anyone_reads_the_keys() {
+    let app = spawn_with(|config| {
+        config.auth = signoff_server::AuthMode::Tokens;
+        config.tokens = vec!["tA=alice:ops".into(), "tB=bob".into()];
+        config.operator_groups = vec!["ops".into()];
+    })
+    .await;
+    let (code, body) = app.get_as("/api/audit/receipts", Some("tB")).await;
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("operators"),
+        "{body}"
+    );
+    let response = app
+        .client
+        .get(app.url("/api/audit/receipts"))
+        .bearer_auth("tA")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let export = response.text().await.unwrap();
+    assert_eq!(
+        export.lines().count(),
+        1,
+        "a header, no receipt yet: {export}"
+    );
+    let (code, keys) = app.get_as("/api/audit/keys", Some("tB")).await;
+    assert_eq!(code, 200, "{keys}");
+    assert_eq!(keys["keys"][0]["crv"], "Ed25519", "{keys}");
+    app.stop().await;
+}
