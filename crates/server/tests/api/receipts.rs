@@ -157,6 +157,28 @@ async fn decide_every_way(app: &TestApp) -> usize {
     2 + 2 + 1 + 1 + 2 + 2
 }
 
+/// Each event is valid against OCSF 1.3.0's API Activity class (its JSON Schema, made by a
+/// pinned package: `tests/fixtures/ocsf/README.md`).
+fn assert_valid_ocsf(events: &[Value]) {
+    let schema: Value = serde_json::from_str(include_str!(
+        "../fixtures/ocsf/api_activity-1.3.0.schema.json"
+    ))
+    .unwrap();
+    let validator = jsonschema::options().offline().build(&schema).unwrap();
+    for event in events {
+        let errors: Vec<String> = validator
+            .iter_errors(event)
+            .map(|error| format!("{} at {}", error, error.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{errors:?} in {event}");
+        assert_eq!(event["class_uid"], 6003, "{event}");
+    }
+    // The schema does check: an event without its API is not one.
+    let mut broken = events[0].clone();
+    broken.as_object_mut().unwrap().remove("api");
+    assert!(!validator.is_valid(&broken));
+}
+
 #[tokio::test]
 async fn receipts_of_every_kind_of_decision_verify_and_show_tampering() {
     let app = start(tempfile::tempdir().unwrap()).await;
@@ -267,7 +289,7 @@ async fn receipts_of_every_kind_of_decision_verify_and_show_tampering() {
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
     assert_eq!(events.len(), made);
-    assert!(events.iter().all(|event| event["class_uid"] == 6003));
+    assert_valid_ocsf(&events);
     let (code, _) = app.get("/api/audit/receipts?format=xml").await;
     assert_eq!(code, 400);
 

@@ -39,7 +39,7 @@ pub fn ocsf_event(line: &str) -> Result<Value, String> {
         .and_then(|gate| gate.get("id"))
         .and_then(Value::as_str)
         .unwrap_or(text("channel"));
-    Ok(json!({
+    let mut event = json!({
         "class_uid": CLASS_UID,
         "class_name": "API Activity",
         "category_uid": CATEGORY_UID,
@@ -77,12 +77,26 @@ pub fn ocsf_event(line: &str) -> Result<Value, String> {
         },
         "src_endpoint": {"svc_name": text("channel")},
         "resources": [{"type": "tool_arguments", "uid": text("args_sha256")}],
-        "unmapped": {
-            "auth": receipt.get("auth"),
-            "receipt": receipt,
-            "sig": value.get("sig"),
-        },
-    }))
+    });
+    // OCSF leaves out what is not known (a settled call has no task): no nulls.
+    prune_nulls(&mut event);
+    event["unmapped"] = json!({
+        "auth": receipt.get("auth"),
+        "receipt": receipt,
+        "sig": value.get("sig"),
+    });
+    Ok(event)
+}
+
+fn prune_nulls(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|_, item| !item.is_null());
+            map.values_mut().for_each(prune_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(prune_nulls),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+    }
 }
 
 #[cfg(test)]
@@ -105,5 +119,13 @@ mod tests {
         assert_eq!(event["message"], "Rejected by alice");
         assert_eq!(event["unmapped"]["receipt"]["seq"], 7);
         assert!(ocsf_event("{}").is_err());
+        // A call settled at once has no task: no correlation id rather than a null.
+        let settled = line.replace("\"task_id\":\"t-1\"", "\"task_id\":null");
+        let event = ocsf_event(&settled).unwrap();
+        assert!(
+            event["metadata"].get("correlation_uid").is_none(),
+            "{event}"
+        );
+        assert!(event["unmapped"]["receipt"]["task_id"].is_null());
     }
 }
