@@ -45,7 +45,7 @@ pub struct Receipt {
     /// What decided it: the audit's summary, the recorded decision, the reason given, and the
     /// gate's `Why` when a rule, a grant or a policy decided.
     pub why: Value,
-    /// The id of the key that signed it (`""`: unsigned).
+    /// The id of the key that signed it.
     pub kid: String,
 }
 

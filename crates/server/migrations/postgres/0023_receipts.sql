@@ -7,8 +7,8 @@ CREATE TABLE receipts (
     call_id      TEXT NOT NULL,
     body         TEXT NOT NULL,        -- the receipt's RFC 8785 text, as signed
     digest       TEXT NOT NULL,        -- hex sha256 of body: the next receipt's "prev"
-    kid          TEXT NOT NULL,        -- the signing key's id; '' when unsigned
-    sig          TEXT NOT NULL         -- base64url Ed25519 signature of body; '' when unsigned
+    kid          TEXT NOT NULL,        -- the signing key's id
+    sig          TEXT NOT NULL         -- base64url Ed25519 signature of body
 );
 CREATE INDEX receipts_by_task ON receipts (task_id);
 

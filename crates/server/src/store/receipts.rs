@@ -10,8 +10,10 @@
 //! stream's lock, which is taken last everywhere, so no two writers wait on each other.
 //!
 //! The store builds and links the receipts; the signature comes from a [`Seal`] the agent layer
-//! installs (`Store::seal_receipts`), which holds the key. A store without one (a test's)
-//! writes unsigned receipts, which a verifier refuses.
+//! installs (`Store::seal_receipts`), which holds the key. The server installs its key before
+//! it serves anything, so every decision it writes has its receipt; a store opened without
+//! one (a store-level test's, a tool's, the bench's "without") writes none, rather than
+//! receipts no one could check.
 
 use std::sync::{Arc, RwLock};
 
@@ -94,7 +96,7 @@ pub fn sha256_hex(text: &str) -> String {
 }
 
 /// Appends one receipt per fact to the chain, inside the caller's transaction, signed by
-/// `seal` when there is one.
+/// `seal`; nothing without a seal.
 pub(super) async fn append(
     tx: &mut impl Transaction,
     seal: Option<&dyn Seal>,
@@ -102,9 +104,9 @@ pub(super) async fn append(
     now: &str,
 ) -> Result<()> {
     use Param::*;
-    if facts.is_empty() {
+    let Some(seal) = seal.filter(|_| !facts.is_empty()) else {
         return Ok(());
-    }
+    };
     let count = facts.len() as i64;
     // The head moves first: its new number and the digest it had, under its lock.
     let (last, mut prev) = tx
@@ -118,7 +120,7 @@ pub(super) async fn append(
     let last: i64 = last
         .parse()
         .map_err(|err| StoreError::Corrupt(format!("receipt_head.seq: {err}")))?;
-    let kid = seal.map(|seal| seal.kid().to_owned()).unwrap_or_default();
+    let kid = seal.kid().to_owned();
     for (index, fact) in facts.into_iter().enumerate() {
         let seq = last - count + 1 + index as i64;
         let receipt = Receipt {
@@ -138,9 +140,7 @@ pub(super) async fn append(
         };
         let body = canonical(&serde_json::to_value(&receipt)?);
         let digest = sha256_hex(&body);
-        let sig = seal
-            .map(|seal| seal.sign(body.as_bytes()))
-            .unwrap_or_default();
+        let sig = seal.sign(body.as_bytes());
         tx.execute(
             "INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, sig)
              VALUES ($1, $2, $3, $4, $5, $6, $7)",
