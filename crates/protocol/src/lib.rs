@@ -3,12 +3,14 @@
 //!
 //! Serde only: no tokio, no HTTP client, so the browser UI (wasm32) and the server share it.
 
+pub mod canonical;
 pub mod codec;
 pub mod diff;
 pub mod hitl;
 pub mod json_keys;
 pub mod jsonrpc;
 pub mod model;
+pub mod receipt;
 pub mod redact;
 pub mod rest;
 pub mod sse;

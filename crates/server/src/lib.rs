@@ -5,6 +5,7 @@
 //! [`run`] with a shutdown future.
 
 pub mod agent;
+pub mod audit_cli;
 pub mod http;
 pub mod policy_cli;
 pub mod policy_replay;
@@ -131,6 +132,10 @@ pub struct Config {
     /// needs --public-url for the links.
     #[arg(long, env = "SIGNOFF_NOTIFICATIONS")]
     pub notifications: Option<PathBuf>,
+    /// The Ed25519 key that signs decision receipts (README, Audit); made on first start.
+    /// Without it, audit-key in the data folder. Kept out of the database on purpose.
+    #[arg(long = "audit-key", env = "SIGNOFF_AUDIT_KEY")]
+    pub audit_key: Option<PathBuf>,
     /// Groups whose members are operators (they read `GET /api/notifications/failed`),
     /// comma-separated. With --auth none the local user is one.
     #[arg(long, env = "SIGNOFF_OPERATOR_GROUPS", value_delimiter = ',')]
@@ -261,6 +266,7 @@ impl Config {
             public_url: None,
             login_sweep_every: http::auth::oidc::SWEEP_EVERY,
             notifications: None,
+            audit_key: None,
             operator_groups: Vec::new(),
             model_timeout_secs: 120,
             tool_timeout_secs: 60,
@@ -464,6 +470,9 @@ pub async fn run(
         .then(|| format!("default/{}", agent::config::CONFORMANCE_AGENT));
     let database = store::Database::from_url(config.database_url.as_deref(), &config.data_dir)?;
     let store = store::Store::open(&database).await?;
+    // Before any decision can be made: every receipt is signed.
+    let audit_key = agent::receipts::key_path(config.audit_key.as_deref(), &config.data_dir);
+    agent::receipts::install(&store, &audit_key).await?;
     let agents = agent::build_agents(&agents_file, &config.data_dir).await?;
     let limits = agent::Limits {
         model_timeout: Duration::from_secs(config.model_timeout_secs.max(1)),

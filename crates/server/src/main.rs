@@ -55,6 +55,23 @@ fn main() -> anyhow::Result<()> {
             .block_on(signoff_server::policy_cli::run(cli, &mut std::io::stdout()))?;
         std::process::exit(if passed { 0 } else { 1 });
     }
+    // `signoff audit export|verify|rotate-key`: the signed decision receipts, no server.
+    if std::env::args().nth(1).as_deref() == Some("audit") {
+        let cli = signoff_server::audit_cli::AuditCli::parse_from(std::env::args().skip(1));
+        let code = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(signoff_server::audit_cli::run(cli, &mut std::io::stdout()));
+        std::process::exit(match code {
+            Ok(code) => code,
+            Err(err) => {
+                // Exit 2 (cannot read what it was given), not anyhow's 1 (a broken chain).
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stderr(), "error: {err}");
+                2
+            }
+        });
+    }
     let config = Config::parse();
     // Before the async runtime: the trace exporter (when on) runs on a thread of its own.
     let telemetry = signoff_server::telemetry::init(config.log_format)?;

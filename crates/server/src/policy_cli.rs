@@ -159,7 +159,7 @@ pub async fn run(cli: PolicyCli, out: &mut impl Write) -> Result<bool, CliError>
 }
 
 /// The server's store, which must exist already: a replay reads an audit, it never starts one.
-async fn open_store(args: &StoreArgs) -> Result<crate::store::Store, CliError> {
+pub(crate) async fn open_store(args: &StoreArgs) -> Result<crate::store::Store, CliError> {
     let database = crate::store::Database::from_url(args.database_url.as_deref(), &args.data_dir)
         .map_err(|err| CliError(format!("--database: {err}")))?;
     if let crate::store::Database::Sqlite(dir) = &database {

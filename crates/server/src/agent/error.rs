@@ -56,6 +56,9 @@ pub enum AgentError {
     /// in the agents file).
     #[error("{0}")]
     Remote(String),
+    /// The receipt signing key could not be read, made or written.
+    #[error("{0}")]
+    Receipts(String),
     #[error("server is shutting down")]
     ShuttingDown,
     #[error("store: {0}")]

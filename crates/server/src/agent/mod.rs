@@ -19,6 +19,7 @@ pub mod notify;
 pub mod openai;
 pub mod pins;
 pub mod policy;
+pub mod receipts;
 pub mod remote;
 pub mod runtime;
 pub mod schema;

@@ -77,7 +77,7 @@ pub(super) fn rpc_error(version: ProtocolVersion, err: &AgentError) -> (ErrorCod
         AgentError::ShuttingDown | AgentError::Remote(_) => {
             (ErrorCode::InternalError, err.to_string())
         }
-        AgentError::Store(_) | AgentError::Internal(_) => {
+        AgentError::Store(_) | AgentError::Internal(_) | AgentError::Receipts(_) => {
             tracing::error!(error = %err, "internal error");
             (ErrorCode::InternalError, "internal error".to_owned())
         }

@@ -3,6 +3,7 @@
 
 mod a2a;
 mod approvals;
+mod audit;
 pub mod auth;
 mod card;
 mod feedback;
@@ -263,7 +264,10 @@ impl From<AgentError> for HttpError {
                 HttpError::BadRequest(err.to_string())
             }
             AgentError::Remote(message) => HttpError::BadGateway(message),
-            AgentError::ShuttingDown | AgentError::Store(_) | AgentError::Internal(_) => {
+            AgentError::ShuttingDown
+            | AgentError::Store(_)
+            | AgentError::Internal(_)
+            | AgentError::Receipts(_) => {
                 tracing::error!(error = %err, "request failed");
                 HttpError::Internal
             }
@@ -372,6 +376,8 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/notifications/failed", get(notifications::failed))
         .route("/api/tools/changes", get(tools::changes))
+        .route("/api/audit/keys", get(audit::keys))
+        .route("/api/audit/receipts", get(audit::export))
         .route("/api/tools/changes/approve", post(tools::approve))
         .route("/api/{*rest}", axum::routing::any(api_not_found))
         .route("/auth/login", get(auth::oidc::login))

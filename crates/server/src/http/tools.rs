@@ -37,7 +37,11 @@ pub async fn approve(
 
 /// Refuses a caller who is not an operator (`AppState::is_operator`) `403`, saying what only
 /// operators may do.
-fn operator_only(state: &AppState, caller: &Caller, what: &str) -> Result<(), HttpError> {
+pub(super) fn operator_only(
+    state: &AppState,
+    caller: &Caller,
+    what: &str,
+) -> Result<(), HttpError> {
     match state.is_operator(caller) {
         true => Ok(()),
         false => Err(HttpError::Forbidden(format!(

@@ -1,21 +1,24 @@
 //! A decision's write on a pending batch, once for both backends over [`Transaction`]: the
 //! compare-and-set that moves the batch on only while it still waits, the decision link it used,
-//! the votes, each call's verdict, the audit row, the task's state and events, the approvals
-//! stream's event and the outbox. The loser of a race gets [`StoreError::Conflict`] and, its
+//! the votes, each call's verdict, the audit row and each decided call's signed receipt, the
+//! task's state and events, the approvals stream's event and the outbox. The loser of a race gets [`StoreError::Conflict`] and, its
 //! transaction rolled back by the caller, changes nothing.
 
 use super::columns::VOTE_INSERT;
 use super::outbox::{insert_notifications, insert_pushes};
+use super::receipts::{self, ReceiptFacts, Seal};
 use super::rows::json_text;
 use super::write::{ApprovalEvent, Param, Transaction};
 use super::{now, task_state_text, BatchState, CallStatus, DecisionWrite, Result, StoreError};
 use super::{Written, LEASE};
 
-/// Applies `decision` to its batch of `task_id` inside the caller's transaction.
+/// Applies `decision` to its batch of `task_id` inside the caller's transaction; its receipts
+/// are signed by `seal`.
 pub(super) async fn apply_decision(
     tx: &mut impl Transaction,
     task_id: &str,
     decision: &DecisionWrite,
+    seal: Option<&dyn Seal>,
 ) -> Result<Written> {
     let now = now();
     // Approvals short of a quorum leave the batch pending: the same statement checks that it
@@ -26,14 +29,17 @@ pub(super) async fn apply_decision(
         use_link(tx, link, decision.batch_id, &now).await?;
     }
     insert_votes(tx, task_id, decision, &now).await?;
+    let mut facts = Vec::new();
     if !partial {
-        settle_calls(tx, task_id, decision).await?;
+        facts = settle_calls(tx, task_id, decision).await?;
         insert_audit_row(tx, task_id, decision, &now).await?;
     }
     let last = move_task(tx, task_id, decision, partial, &now).await?;
     let first_seq = last - decision.events.len() as i64 + 1;
     tx.append_events(task_id, first_seq, &decision.events, &now)
         .await?;
+    // The chain's head late, before only the approvals stream's lock (see `receipts`).
+    receipts::append(tx, seal, facts, &now).await?;
     // The batch's approvers' streams hear how far it has come, or that it was decided.
     let event = match partial {
         true => ApprovalEvent::Progress {
@@ -157,20 +163,24 @@ async fn insert_votes(
     Ok(())
 }
 
-/// Sets each held call of the batch to its verdict; a call no longer held is a conflict.
+/// Sets each held call of the batch to its verdict; a call no longer held is a conflict. What
+/// each call's receipt says: the tool and the digest of the arguments that run (an edit's) or
+/// were refused, read back from the same statement.
 async fn settle_calls(
     tx: &mut impl Transaction,
     task_id: &str,
     decision: &DecisionWrite,
-) -> Result<()> {
+) -> Result<Vec<ReceiptFacts>> {
     use Param::*;
+    let mut facts = Vec::with_capacity(decision.verdicts.len());
     for verdict in &decision.verdicts {
         let run_args = verdict.run_args.as_ref().map(json_text).transpose()?;
         let done = tx
-            .execute(
+            .optional_texts(
                 "UPDATE calls SET status = $1, verdict = $2, reason = $3, run_args = $4,
                                   run_args_sha256 = $5
-                 WHERE task_id = $6 AND call_id = $7 AND batch_id = $8 AND status = $9",
+                 WHERE task_id = $6 AND call_id = $7 AND batch_id = $8 AND status = $9
+                 RETURNING name, COALESCE(run_args_sha256, args_sha256)",
                 &[
                     Text(verdict.status.as_str()),
                     Text(verdict.verdict.as_str()),
@@ -184,11 +194,27 @@ async fn settle_calls(
                 ],
             )
             .await?;
-        if done != 1 {
+        let Some((tool, args_sha256)) = done else {
             return Err(StoreError::Conflict("a call of the batch is not held"));
-        }
+        };
+        facts.push(ReceiptFacts {
+            task_id: Some(task_id.to_owned()),
+            call_id: verdict.call_id.clone(),
+            tool,
+            args_sha256,
+            verdict: verdict.verdict,
+            decided_by: decision.user_id.clone(),
+            auth: decision.decider_auth.clone(),
+            channel: decision.channel,
+            why: receipts::why(
+                &decision.summary,
+                &decision.decision,
+                verdict.reason.as_deref(),
+                None,
+            ),
+        });
     }
-    Ok(())
+    Ok(facts)
 }
 
 /// The audit row of a decision that settled the batch.

@@ -37,6 +37,7 @@ mod people;
 mod pins;
 mod postgres;
 mod push;
+mod receipts;
 mod rows;
 mod settled;
 mod sharing;
@@ -62,6 +63,7 @@ pub use outbox::{
 pub use people::PersonRow;
 pub use pins::{ToolPinRow, FIRST_USE};
 pub use push::{PushConfigRow, PushPut};
+pub use receipts::{sha256_hex, ReceiptKeyRow, ReceiptRow, Seal};
 pub use rows::*;
 pub use settled::SettledCallRow;
 pub use sharing::{FeedbackRow, ShareRow};
@@ -163,6 +165,8 @@ pub struct Store {
     /// The open approvals streams' wake signals, one per user: each signals after a write of
     /// an approval event of its user, here or (heard through `listen`) on another replica.
     approval_wakes: Arc<ApprovalWakes>,
+    /// What signs the receipts of decisions (see `receipts`), once the server has its key.
+    seal: receipts::SealSlot,
 }
 
 /// What a backend's write that may add an approval event hands back: the task's last event
@@ -230,7 +234,19 @@ impl Store {
         Ok(Store {
             backend: Arc::new(backend),
             approval_wakes: Arc::new(ApprovalWakes::default()),
+            seal: receipts::SealSlot::default(),
         })
+    }
+
+    /// Signs every receipt written from now on with `seal` (the server's receipt key).
+    pub fn seal_receipts(&self, seal: Arc<dyn Seal>) {
+        self.seal.set(seal);
+    }
+
+    /// Writes a call settled at once, with its receipt.
+    pub async fn insert_settled_call(&self, row: SettledCallRow) -> Result<()> {
+        let seal = self.seal.get();
+        on_backend!(self, backend => backend.insert_settled_call(row, seal).await)
     }
 
     // Replicas: PostgreSQL only. One process owns an SQLite file and drives all its tasks, so
@@ -344,7 +360,8 @@ impl Store {
 
     /// Applies one [`Commit`] atomically; returns the task's last event sequence number.
     pub async fn commit(&self, task_id: &str, commit: Commit) -> Result<i64> {
-        let written = on_backend!(self, backend => backend.commit(task_id, commit).await)?;
+        let seal = self.seal.get();
+        let written = on_backend!(self, backend => backend.commit(task_id, commit, seal).await)?;
         self.approvals_written(written.approvals_of.as_deref());
         Ok(written.last_seq)
     }
@@ -393,7 +410,9 @@ impl Store {
             + Send
             + 'static,
     {
-        let outcome = on_backend!(self, backend => backend.decide_planned(task_id, plan).await)?;
+        let seal = self.seal.get();
+        let outcome =
+            on_backend!(self, backend => backend.decide_planned(task_id, plan, seal).await)?;
         Ok(outcome.map(|(written, back)| {
             let written = written.map(|written| {
                 self.approvals_written(written.approvals_of.as_deref());
@@ -408,7 +427,8 @@ impl Store {
     /// row, sets the task's state and appends the events. The loser of a race gets
     /// [`StoreError::Conflict`] and nothing changes.
     pub async fn decide(&self, task_id: &str, decision: DecisionWrite) -> Result<i64> {
-        let written = on_backend!(self, backend => backend.decide(task_id, decision).await)?;
+        let seal = self.seal.get();
+        let written = on_backend!(self, backend => backend.decide(task_id, decision, seal).await)?;
         self.approvals_written(written.approvals_of.as_deref());
         Ok(written.last_seq)
     }
@@ -642,9 +662,6 @@ impl Store {
 
 // Calls settled at once (no chat, no batch: the gate allowed or denied them).
 forward! {
-    /// Records a call the gate settled without asking anyone, before it runs.
-    pub async fn insert_settled_call(&self, row: SettledCallRow) -> Result<()>;
-
     /// `user_id`'s settled call `id`, if it is theirs.
     pub async fn settled_call(&self, user_id: &str, id: &str) -> Result<Option<SettledCallRow>>;
 
@@ -788,6 +805,17 @@ forward! {
     pub async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool>;
     /// The signing key named `name`, or `candidate` stored as it when there is none yet.
     pub async fn server_key(&self, name: &str, candidate: String) -> Result<String>;
+}
+
+// Signed decision receipts (`receipts`): the chain, written with each decision, and the public
+// keys it was signed with.
+forward! {
+    /// Up to `limit` receipts after number `after`, in chain order.
+    pub async fn receipts_after(&self, after: i64, limit: i64) -> Result<Vec<ReceiptRow>>;
+    /// Every public key receipts were signed with, oldest first.
+    pub async fn receipt_keys(&self) -> Result<Vec<ReceiptKeyRow>>;
+    /// Records a public key the server signs receipts with (kept if it is already there).
+    pub async fn record_receipt_key(&self, key: ReceiptKeyRow) -> Result<()>;
 }
 
 #[cfg(test)]

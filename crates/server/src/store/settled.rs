@@ -1,14 +1,16 @@
 //! The rows of calls settled at once: calls asked for from outside that the gate allowed or
 //! denied without asking anyone (`agent::runtime::intake`). They open no chat; each is one row,
-//! written before the call runs. Each backend's `settled` reads and writes them, over the
-//! SELECT and the mapping written once here.
+//! written before the call runs, with its signed receipt ([`insert_settled`], once for both
+//! backends). Each backend's `settled` reads them, over the SELECT and the mapping written once
+//! here.
 
 use serde_json::Value;
 
 use super::columns::Columns;
+use super::receipts::{self, ReceiptFacts, Seal};
 use super::rows::{json_text, json_value};
-use super::write::Param;
-use super::{CallRow, CallStatus, ReplayCall, Result, StoreError, Verdict};
+use super::write::{Param, Transaction};
+use super::{CallRow, CallStatus, Channel, ReplayCall, Result, StoreError, Verdict};
 
 /// One call the gate settled without asking anyone.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,4 +127,37 @@ pub(super) fn settled_from_row(row: &impl Columns) -> Result<SettledCallRow> {
         why: json_value(&row.text(9)?)?,
         settled_at: row.text(10)?,
     })
+}
+
+/// Writes `row` and its receipt (signed by `seal`) inside the caller's transaction. A rule
+/// that allowed or denied it is the `rule` channel; a policy, a grant or the tool's own
+/// setting is `policy`.
+pub(super) async fn insert_settled(
+    tx: &mut impl Transaction,
+    row: &SettledCallRow,
+    seal: Option<&dyn Seal>,
+) -> Result<()> {
+    let texts = SettledTexts::of(row)?;
+    tx.execute(SETTLED_INSERT, &texts.params(row)).await?;
+    let channel = match row.why.get("by").and_then(Value::as_str) {
+        Some("rule") => Channel::Rule,
+        _ => Channel::Policy,
+    };
+    let summary = row
+        .why
+        .get("summary")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let fact = ReceiptFacts {
+        task_id: None,
+        call_id: row.id.clone(),
+        tool: row.tool.clone(),
+        args_sha256: row.args_sha256.clone(),
+        verdict: row.verdict,
+        decided_by: row.user_id.clone(),
+        auth: None,
+        channel,
+        why: receipts::why(summary, &Value::Null, None, Some(&row.why)),
+    };
+    receipts::append(tx, seal, vec![fact], &row.settled_at).await
 }

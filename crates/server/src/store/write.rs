@@ -9,6 +9,7 @@ use signoff_protocol::TaskState;
 
 use super::columns::{task_params, TASK_INSERT};
 use super::outbox::{insert_notifications, insert_pushes};
+use super::receipts::{self, ReceiptFacts, Seal};
 use super::rows::json_text;
 use super::{
     now, task_state_text, BatchState, CallStatus, CallUpdate, Commit, Guard, NewCall, NewEvent,
@@ -184,11 +185,12 @@ async fn insert_push_config(tx: &mut impl Transaction, config: &PushConfigRow) -
 
 /// Applies one [`Commit`] inside the caller's transaction: the compare-and-set on the task's row
 /// first (nothing else is written if it refuses), then the queue, the events, the call records
-/// and the new batch.
+/// (with the receipts, signed by `seal`, of those decided without asking) and the new batch.
 pub(super) async fn apply_commit(
     tx: &mut impl Transaction,
     task_id: &str,
     commit: &Commit,
+    seal: Option<&dyn Seal>,
 ) -> Result<Written> {
     let now = now();
     let last = move_task(tx, task_id, commit, &now).await?;
@@ -224,12 +226,15 @@ pub(super) async fn apply_commit(
     let first_seq = last - commit.events.len() as i64 + 1;
     tx.append_events(task_id, first_seq, &commit.events, &now)
         .await?;
+    let mut facts = Vec::new();
     if !commit.new_calls.is_empty() {
-        record_calls(tx, task_id, &commit.new_calls, &now).await?;
+        facts = record_calls(tx, task_id, &commit.new_calls, &now).await?;
     }
     for update in &commit.call_updates {
         update_call(tx, task_id, update, &now).await?;
     }
+    // The chain's head late, before only the approvals stream's lock (see `receipts`).
+    receipts::append(tx, seal, facts, &now).await?;
     let mut approvals_of = None;
     let mut opened = None;
     if let Some(requests) = &commit.new_batch {
@@ -322,13 +327,13 @@ pub(super) async fn refused(tx: &mut impl Transaction, task_id: &str) -> StoreEr
 }
 
 /// Records the calls a step asked for, after the task's earlier ones, with the decided batch and
-/// audit row of each that was decided without asking.
+/// audit row of each that was decided without asking; what the receipt of each of those says.
 async fn record_calls(
     tx: &mut impl Transaction,
     task_id: &str,
     calls: &[NewCall],
     now: &str,
-) -> Result<()> {
+) -> Result<Vec<ReceiptFacts>> {
     use Param::*;
     let position = tx
         .optional_int(
@@ -356,6 +361,7 @@ async fn record_calls(
         )
         .await?;
     }
+    let mut facts = Vec::new();
     for call in calls {
         let Some(auto) = &call.auto else { continue };
         let request =
@@ -400,8 +406,24 @@ async fn record_calls(
             ],
         )
         .await?;
+        facts.push(ReceiptFacts {
+            task_id: Some(task_id.to_owned()),
+            call_id: call.call_id.clone(),
+            tool: call.name.clone(),
+            args_sha256: call.args_sha256.clone(),
+            verdict: auto.verdict,
+            decided_by: auto.user_id.clone(),
+            auth: None,
+            channel: auto.channel,
+            why: receipts::why(
+                &auto.summary,
+                &auto.decision,
+                auto.reason.as_deref(),
+                call.why.as_ref(),
+            ),
+        });
     }
-    Ok(())
+    Ok(facts)
 }
 
 /// A call starts or finishes.

@@ -36,6 +36,7 @@ mod push;
 mod questions;
 mod quorum;
 mod rebinding;
+mod receipts;
 mod release;
 mod requests;
 mod rest;

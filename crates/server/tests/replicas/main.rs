@@ -205,6 +205,7 @@ async fn three_replicas_share_one_database_through_a_kill_and_a_restart() {
         "every call has exactly one recorded end"
     );
     assert_eq!(double_runs, 0, "no call ran twice");
+    let receipts = receipts_hold(&mut db, &database).await;
     let report = cluster.report();
     assert!(
         report.unexpected.is_empty(),
@@ -223,11 +224,34 @@ async fn three_replicas_share_one_database_through_a_kill_and_a_restart() {
          {events_checked} streamed events checked against the log ({followers} cross-replica \
          followers), {canceled} canceled and {queued} given a queued message through random replicas, \
          decisions over A2A, REST and text, {} requests cut by the kill, 0 double runs, 0 other \
-         errors",
+         errors, {receipts} signed receipts in one chain",
             2 * CHATS,
             report.expected
         );
     }
+}
+
+/// The receipts the replicas wrote form one chain, without a gap or a fork, that verifies with
+/// the served keys: one receipt per decided call. How many there are.
+async fn receipts_hold(db: &mut sqlx::PgConnection, database: &str) -> i64 {
+    use signoff_server::agent::receipts::{self, ExportFormat, Verified};
+    let decided: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM calls WHERE verdict IS NOT NULL")
+        .fetch_one(&mut *db)
+        .await
+        .unwrap();
+    let store = signoff_server::store::Store::open(&signoff_server::store::Database::Postgres(
+        database.to_owned(),
+    ))
+    .await
+    .unwrap();
+    let exported = receipts::export(&store, ExportFormat::Jsonl).await.unwrap();
+    store.close().await;
+    assert_eq!(
+        receipts::verify(&exported, None),
+        Verified::Holds { count: decided },
+        "the receipts of {decided} decided calls"
+    );
+    decided
 }
 
 /// One chat: a streamed answer followed from a second replica, then a write decided on a

@@ -6,7 +6,6 @@
 //! change, which revokes every grant made for the old definition. Signoff's own tools (the
 //! built-in files, `ask_user`, agents as tools) need no pin.
 
-mod canonical;
 mod diff;
 
 use std::sync::Arc;
@@ -20,7 +19,14 @@ use crate::agent::error::{AgentError, Result};
 use crate::agent::tools::{ExposedTool, PinState, ToolSpec, Toolbox};
 use crate::store::{self, Store, ToolPinRow, FIRST_USE};
 
-pub use canonical::{canonical, digest};
+pub use signoff_protocol::canonical::canonical;
+
+/// The sha256 (hex) of the RFC 8785 text of `value`.
+pub fn digest(value: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(canonical(value).as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
 
 /// The pins of every agent's tools.
 pub struct ToolPins {

@@ -1,6 +1,8 @@
 //! Batches of held calls in PostgreSQL: their reads, the audit trail of decisions, each call's
 //! execution record, and the row lock a decision takes (`store::batch_write` writes it).
 
+use std::sync::Arc;
+
 use sqlx::{PgConnection, Row};
 
 use super::tasks::{map_rows, task_row};
@@ -9,6 +11,7 @@ use super::{
     Result, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
+use crate::store::receipts::Seal;
 
 /// The calls of a task, in the order the model asked for them.
 pub(super) async fn task_calls(
@@ -30,12 +33,13 @@ async fn apply_decision(
     replica: &str,
     task_id: &str,
     decision: &DecisionWrite,
+    seal: Option<&dyn Seal>,
 ) -> Result<Written> {
     let mut tx = super::tasks::PgTransaction {
         connection,
         replica,
     };
-    crate::store::batch_write::apply_decision(&mut tx, task_id, decision).await
+    crate::store::batch_write::apply_decision(&mut tx, task_id, decision, seal).await
 }
 
 /// The votes cast on batch `batch_id`, oldest first.
@@ -70,6 +74,7 @@ impl Postgres {
         &self,
         task_id: &str,
         mut plan: P,
+        seal: Option<Arc<dyn Seal>>,
     ) -> Result<std::result::Result<(Option<Written>, X), E>>
     where
         P: FnMut(
@@ -94,8 +99,14 @@ impl Postgres {
             Err(refused) => Err(refused),
             Ok((None, back)) => Ok((None, back)),
             Ok((Some(write), back)) => {
-                let written =
-                    apply_decision(&mut transaction, &self.replica, task_id, &write).await?;
+                let written = apply_decision(
+                    &mut transaction,
+                    &self.replica,
+                    task_id,
+                    &write,
+                    seal.as_deref(),
+                )
+                .await?;
                 super::leases::announce(&mut transaction, &self.replica, task_id).await?;
                 Ok((Some(written), back))
             }
@@ -142,6 +153,7 @@ impl Postgres {
         &self,
         task_id: &str,
         decision: DecisionWrite,
+        seal: Option<Arc<dyn Seal>>,
     ) -> Result<Written> {
         let mut transaction = self.pool.begin().await?;
         // The task's row first, as `decide_planned` takes it: the same lock order, so a cancel
@@ -149,7 +161,14 @@ impl Postgres {
         task_row(&mut transaction, task_id, true)
             .await?
             .ok_or(StoreError::NotFound)?;
-        let written = apply_decision(&mut transaction, &self.replica, task_id, &decision).await?;
+        let written = apply_decision(
+            &mut transaction,
+            &self.replica,
+            task_id,
+            &decision,
+            seal.as_deref(),
+        )
+        .await?;
         super::leases::announce(&mut transaction, &self.replica, task_id).await?;
         transaction.commit().await?;
         Ok(written)

@@ -16,6 +16,7 @@ mod outbox;
 mod people;
 mod pins;
 mod push;
+mod receipts;
 mod records;
 mod relayed;
 mod schema;

@@ -1,15 +1,25 @@
 //! Calls settled at once, in PostgreSQL.
 
-use super::tasks::{bound, map_rows};
+use std::sync::Arc;
+
+use super::tasks::{map_rows, PgTransaction};
 use super::{Postgres, Result};
+use crate::store::receipts::Seal;
 use crate::store::settled::*;
 
 impl Postgres {
-    pub async fn insert_settled_call(&self, row: SettledCallRow) -> Result<()> {
-        let texts = SettledTexts::of(&row)?;
-        bound(SETTLED_INSERT, &texts.params(&row))
-            .execute(&self.pool)
-            .await?;
+    pub async fn insert_settled_call(
+        &self,
+        row: SettledCallRow,
+        seal: Option<Arc<dyn Seal>>,
+    ) -> Result<()> {
+        let mut transaction = self.pool.begin().await?;
+        let mut shared = PgTransaction {
+            connection: &mut transaction,
+            replica: &self.replica,
+        };
+        insert_settled(&mut shared, &row, seal.as_deref()).await?;
+        transaction.commit().await?;
         Ok(())
     }
 

@@ -1,6 +1,8 @@
 //! Batches of held calls in SQLite: their reads, the audit trail of decisions, each call's
 //! execution record, and the writer's side of a decision (`store::batch_write` writes it).
 
+use std::sync::Arc;
+
 use rusqlite::{params, Connection};
 
 use super::tasks::collect;
@@ -9,6 +11,7 @@ use super::{
     TaskRow, Written,
 };
 use crate::store::columns::*;
+use crate::store::receipts::Seal;
 
 /// The condition of the partial indexes on pending batches (`one_pending_batch_per_task`,
 /// `batches_by_deadline`), spelt as a literal in every statement that looks for pending batches.
@@ -30,11 +33,13 @@ fn apply_decision(
     connection: &Connection,
     task_id: &str,
     decision: &DecisionWrite,
+    seal: Option<&dyn Seal>,
 ) -> Result<Written> {
     super::tasks::run_now(crate::store::batch_write::apply_decision(
         &mut super::tasks::SqliteTransaction(connection),
         task_id,
         decision,
+        seal,
     ))
 }
 
@@ -76,6 +81,7 @@ impl Sqlite {
         &self,
         task_id: &str,
         mut plan: P,
+        seal: Option<Arc<dyn Seal>>,
     ) -> Result<std::result::Result<(Option<Written>, X), E>>
     where
         X: Send + 'static,
@@ -103,7 +109,7 @@ impl Sqlite {
                 Err(refused) => Ok(Err(refused)),
                 Ok((None, back)) => Ok(Ok((None, back))),
                 Ok((Some(write), back)) => {
-                    let written = apply_decision(connection, &task_id, &write)?;
+                    let written = apply_decision(connection, &task_id, &write, seal.as_deref())?;
                     Ok(Ok((Some(written), back)))
                 }
             }
@@ -156,10 +162,13 @@ impl Sqlite {
         &self,
         task_id: &str,
         decision: DecisionWrite,
+        seal: Option<Arc<dyn Seal>>,
     ) -> Result<Written> {
         let task_id = task_id.to_owned();
-        self.write(move |connection| apply_decision(connection, &task_id, &decision))
-            .await
+        self.write(move |connection| {
+            apply_decision(connection, &task_id, &decision, seal.as_deref())
+        })
+        .await
     }
 
     /// The calls of a task, in the order the model asked for them.

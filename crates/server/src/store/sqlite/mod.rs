@@ -15,6 +15,7 @@ mod outbox;
 mod people;
 mod pins;
 mod push;
+mod receipts;
 mod relayed;
 mod schema;
 mod sessions;

@@ -2,19 +2,25 @@
 
 use rusqlite::params;
 
-use super::tasks::collect;
+use std::sync::Arc;
+
+use super::tasks::{collect, run_now, SqliteTransaction};
 use super::{Result, Sqlite};
+use crate::store::receipts::Seal;
 use crate::store::settled::*;
-use crate::store::write::sqlite_dialect;
 
 impl Sqlite {
-    pub async fn insert_settled_call(&self, row: SettledCallRow) -> Result<()> {
+    pub async fn insert_settled_call(
+        &self,
+        row: SettledCallRow,
+        seal: Option<Arc<dyn Seal>>,
+    ) -> Result<()> {
         self.write(move |connection| {
-            let texts = SettledTexts::of(&row)?;
-            connection
-                .prepare_cached(&sqlite_dialect(SETTLED_INSERT))?
-                .execute(rusqlite::params_from_iter(texts.params(&row)))?;
-            Ok(())
+            run_now(insert_settled(
+                &mut SqliteTransaction(connection),
+                &row,
+                seal.as_deref(),
+            ))
         })
         .await
     }

@@ -1,6 +1,8 @@
 //! Tasks and their event logs in SQLite, and its side of the shared task writes
 //! (`store::write`: a task's creation and [`Store::commit`], driven on the write connection).
 
+use std::sync::Arc;
+
 use futures_util::FutureExt;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use signoff_protocol::TaskState;
@@ -10,6 +12,7 @@ use super::{
     QueuedMessage, Result, RunnerView, Sqlite, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
+use crate::store::receipts::Seal;
 use crate::store::write::{self, sqlite_dialect, ApprovalEvent, Param, Transaction};
 
 /// Every row of a statement, mapped with a mapping that may find a corrupt row.
@@ -337,13 +340,19 @@ impl Sqlite {
     }
 
     /// Applies one [`Commit`] atomically; returns the task's last event sequence number.
-    pub(in crate::store) async fn commit(&self, task_id: &str, commit: Commit) -> Result<Written> {
+    pub(in crate::store) async fn commit(
+        &self,
+        task_id: &str,
+        commit: Commit,
+        seal: Option<Arc<dyn Seal>>,
+    ) -> Result<Written> {
         let task_id = task_id.to_owned();
         self.write(move |connection| {
             run_now(write::apply_commit(
                 &mut SqliteTransaction(connection),
                 &task_id,
                 &commit,
+                seal.as_deref(),
             ))
         })
         .await

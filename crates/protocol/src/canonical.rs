@@ -1,22 +1,16 @@
 //! RFC 8785 (JSON Canonicalization Scheme) text of a JSON value, so a digest of a tool's
-//! definition is the same whatever order its server wrote the keys in and however it spaced
-//! them. serde_json keeps keys in insertion order here (`preserve_order` is on in the build),
+//! definition or a call's arguments is the same whatever order the keys came in and however
+//! they were spaced, and a signed decision receipt is checked over the same bytes it was
+//! signed over. serde_json keeps keys in insertion order here (`preserve_order` is on in the build),
 //! so objects are sorted by hand: by UTF-16 code units, as the RFC says.
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 /// The canonical text of `value`.
 pub fn canonical(value: &Value) -> String {
     let mut out = String::new();
     write_value(value, &mut out);
     out
-}
-
-/// The sha256 (hex) of the canonical text of `value`.
-pub fn digest(value: &Value) -> String {
-    let digest = Sha256::digest(canonical(value).as_bytes());
-    digest.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 fn write_value(value: &Value, out: &mut String) {
@@ -112,7 +106,7 @@ mod tests {
     }
 
     #[test]
-    fn the_same_definition_in_another_key_order_has_the_same_digest() {
+    fn the_same_definition_in_another_key_order_has_the_same_text() {
         let one: Value = serde_json::from_str(
             r#"{"name":"w","inputSchema":{"type":"object","required":["p"]}}"#,
         )
@@ -121,8 +115,8 @@ mod tests {
             r#"{"inputSchema":{"required":["p"],"type":"object"},"name":"w"}"#,
         )
         .unwrap();
-        assert_eq!(digest(&one), digest(&two));
-        assert_ne!(digest(&one), digest(&json!({"name": "w2"})));
+        assert_eq!(canonical(&one), canonical(&two));
+        assert_ne!(canonical(&one), canonical(&json!({"name": "w2"})));
     }
 
     #[test]
