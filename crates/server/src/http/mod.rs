@@ -19,6 +19,7 @@ pub mod relay;
 mod rest;
 pub mod serve;
 mod shares;
+mod slack;
 mod sse;
 mod tools;
 mod ui;
@@ -371,6 +372,7 @@ pub fn router(state: AppState) -> Router {
             axum::routing::delete(rest::revoke_grant),
         )
         .route("/api/notifications/failed", get(notifications::failed))
+        .route("/api/slack/interactions", post(slack::interactions))
         .route("/api/tools/changes", get(tools::changes))
         .route("/api/tools/changes/approve", post(tools::approve))
         .route("/api/{*rest}", axum::routing::any(api_not_found))

@@ -23,7 +23,8 @@ pub mod payload;
 pub mod push;
 mod send;
 pub mod signer;
-mod slack;
+pub mod slack;
+pub mod slack_app;
 mod webhook;
 
 use std::path::Path;
@@ -36,6 +37,7 @@ pub use config::NotifyConfigError;
 pub use outbound::{AllowList, Outbound, OutboundError};
 pub use push::{Notifier, Refused};
 pub use signer::{Signer, SignerError};
+pub use slack_app::{SlackApp, Unsigned};
 pub use webhook::SigningKey;
 
 use crate::store::{
@@ -51,6 +53,8 @@ pub enum ChannelKind {
     Slack,
     /// Sent by the runtime (`runtime::notify`), which makes each person's decision links.
     Email(Arc<email::EmailChannel>),
+    /// A Slack app: sent by the runtime (`runtime::slack`), which records each posted copy.
+    SlackApp(Arc<SlackApp>),
 }
 
 /// One configured channel.
@@ -253,6 +257,8 @@ impl Notifications {
             connect_timeout: duration("connect_timeout", &spec.connect_timeout)?,
             timeout: duration("timeout", &spec.timeout)?,
         };
+        let client = send::client(delivery.connect_timeout, delivery.timeout)
+            .map_err(|message| fail("delivery".into(), message))?;
         let mut channels: Vec<Channel> = Vec::new();
         for (index, spec) in file.channels.iter().enumerate() {
             let at = |field: &str| format!("channels[{index}].{field}");
@@ -281,6 +287,25 @@ impl Notifications {
                     groups: groups(spec).map_err(|message| fail(at("route.groups"), message))?,
                 });
                 continue;
+            }
+            if spec.kind == config::ChannelKindSpec::SlackApp {
+                let app = slack_app(spec, &client)
+                    .map_err(|(field, message)| fail(at(&field), message))?;
+                channels.push(Channel {
+                    name: spec.name.clone(),
+                    kind: ChannelKind::SlackApp(Arc::new(app)),
+                    url: String::new(),
+                    events: events(spec).map_err(|(field, message)| fail(at(&field), message))?,
+                    agents: spec.route.agents.clone(),
+                    groups: groups(spec).map_err(|message| fail(at("route.groups"), message))?,
+                });
+                continue;
+            }
+            if spec.slack.is_some() {
+                return Err(fail(
+                    at("slack"),
+                    "only a channel of kind \"slack_app\" takes [slack]".into(),
+                ));
             }
             if spec.email.is_some() {
                 return Err(fail(
@@ -319,8 +344,8 @@ impl Notifications {
                 (config::ChannelKindSpec::Slack, Some(_)) => {
                     return Err(fail(at("secret_file"), "a Slack webhook takes no signing secret (its URL is the secret: url_env or url_file)".into()))
                 }
-                (config::ChannelKindSpec::Email, _) => {
-                    return Err(fail(at("kind"), "an email channel is read above".into()))
+                (config::ChannelKindSpec::Email | config::ChannelKindSpec::SlackApp, _) => {
+                    return Err(fail(at("kind"), "an email or Slack app channel is read above".into()))
                 }
             };
             let events = events(spec).map_err(|(field, message)| fail(at(&field), message))?;
@@ -333,8 +358,6 @@ impl Notifications {
                 groups: groups(spec).map_err(|message| fail(at("route.groups"), message))?,
             });
         }
-        let client = send::client(delivery.connect_timeout, delivery.timeout)
-            .map_err(|message| fail("delivery".into(), message))?;
         Ok(Notifications {
             channels,
             public_url,
@@ -355,7 +378,22 @@ impl Notifications {
             .find(|channel| channel.name == name)
             .and_then(|channel| match &channel.kind {
                 ChannelKind::Email(email) => Some(email.clone()),
-                ChannelKind::Webhook { .. } | ChannelKind::Slack => None,
+                ChannelKind::Webhook { .. } | ChannelKind::Slack | ChannelKind::SlackApp(_) => None,
+            })
+    }
+
+    /// The Slack app channel named `name`, if it is one: the runtime sends its messages.
+    pub fn slack_app(&self, name: &str) -> Option<Arc<SlackApp>> {
+        self.slack_apps().find(|app| app.name == name)
+    }
+
+    /// The Slack app channels, which Slack's interaction requests are verified against.
+    pub fn slack_apps(&self) -> impl Iterator<Item = Arc<SlackApp>> + '_ {
+        self.channels
+            .iter()
+            .filter_map(|channel| match &channel.kind {
+                ChannelKind::SlackApp(app) => Some(app.clone()),
+                ChannelKind::Webhook { .. } | ChannelKind::Slack | ChannelKind::Email(_) => None,
             })
     }
 
@@ -462,6 +500,9 @@ impl Notifications {
             ChannelKind::Email(_) => {
                 Err("an email channel's messages are sent by the runtime, with their links".into())
             }
+            ChannelKind::SlackApp(_) => Err(
+                "a Slack app channel's messages are sent by the runtime, which records them".into(),
+            ),
         }
     }
 }
@@ -497,6 +538,35 @@ fn groups(spec: &config::ChannelSpec) -> Result<Option<Vec<String>>, String> {
         ));
     }
     Ok(Some(groups.clone()))
+}
+
+/// A Slack app channel from its `[slack]` table: its secrets read. A bad value is
+/// `(field, why)`, never naming a secret.
+fn slack_app(
+    spec: &config::ChannelSpec,
+    client: &reqwest::Client,
+) -> Result<SlackApp, (String, String)> {
+    if spec.url.is_some() || spec.url_env.is_some() || spec.url_file.is_some() {
+        return Err((
+            "url".into(),
+            "a Slack app channel takes no url: [slack] says where (api_url, channel)".into(),
+        ));
+    }
+    if spec.secret_env.is_some() || spec.secret_file.is_some() || spec.email.is_some() {
+        return Err((
+            "secret_file".into(),
+            "a Slack app channel takes its secrets in [slack]: bot_token_file, \
+             signing_secret_file"
+                .into(),
+        ));
+    }
+    let slack = spec.slack.as_ref().ok_or_else(|| {
+        (
+            "slack".to_owned(),
+            "a Slack app channel needs its [slack] table".to_owned(),
+        )
+    })?;
+    SlackApp::load(&spec.name, slack, client.clone())
 }
 
 /// An email channel from its `[email]` table: every address parsed, the password read. A bad

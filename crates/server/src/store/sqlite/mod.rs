@@ -20,6 +20,7 @@ mod schema;
 mod sessions;
 mod settled;
 mod sharing;
+mod slack;
 mod steps;
 mod subagents;
 mod tasks;
