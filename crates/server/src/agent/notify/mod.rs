@@ -588,6 +588,12 @@ fn email_channel(
             "an email channel takes no signing secret".into(),
         ));
     }
+    if spec.slack.is_some() {
+        return Err((
+            "slack".into(),
+            "only a channel of kind \"slack_app\" takes [slack]".into(),
+        ));
+    }
     let email = spec.email.as_ref().ok_or_else(|| {
         (
             "email".to_owned(),
@@ -889,6 +895,75 @@ mod tests {
         assert_eq!(names, ["audit", "sre-slack", "mail"]);
         assert!(loaded.email("mail").is_some());
         assert!(loaded.needs_audience());
+    }
+
+    // The root README's Slack app example, with its secrets' files made here: it loads as it
+    // stands; and each wrong value of it is named, never showing a secret.
+    #[test]
+    fn the_readmes_slack_app_example_loads_and_each_wrong_value_is_named() {
+        let readme = include_str!("../../../../../README.md");
+        let section = &readme[readme.find("### Slack buttons that decide").unwrap()..];
+        let start = section.find("```toml\n").unwrap() + "```toml\n".len();
+        let block = &section[start..start + section[start..].find("```").unwrap()];
+        let dir = tempfile::tempdir().unwrap();
+        for (name, secret) in [
+            ("slack-bot-token", "xoxb-1-2-sekrit"),
+            ("slack-signing-secret", "8f742231b10e8888abcd99yyyzzz85a5"),
+        ] {
+            std::fs::write(dir.path().join(name), secret).unwrap();
+        }
+        let path = dir.path().join("notifications.toml");
+        let good = block.replace("/run/secrets/", &format!("{}/", dir.path().display()));
+        std::fs::write(&path, &good).unwrap();
+        let loaded = Notifications::load(&path, Some("https://signoff.example.com")).unwrap();
+        let app = loaded.slack_app("sre-slack-app").unwrap();
+        assert_eq!(app.slack_channel, "C0123ABCD");
+        assert_eq!(app.mapped("U024BE7LH"), Some("alice"));
+        assert!(loaded.email("sre-slack-app").is_none());
+        let shown = format!("{loaded:?}");
+        assert!(
+            !shown.contains("sekrit") && !shown.contains("8f742231"),
+            "{shown}"
+        );
+        for (broken, field, says) in [
+            (
+                good.replace("channel = \"C0123ABCD\"", "channel = \"#sre\""),
+                "slack.channel",
+                "not a Slack channel id",
+            ),
+            (
+                good.replace(
+                    "signing_secret_file",
+                    "signing_secret_env = \"NO_SUCH_VAR_X\"\n#",
+                ),
+                "slack.signing_secret_file",
+                "NO_SUCH_VAR_X is not set",
+            ),
+            (
+                good.replace("bot_token_file", "#"),
+                "slack.bot_token_file",
+                "needs its bot token",
+            ),
+            (
+                good.replace(
+                    "[channels.slack]",
+                    "url = \"https://x.example\"\n[channels.slack]",
+                ),
+                "url",
+                "takes no url",
+            ),
+            (
+                good.replace("kind = \"slack_app\"", "kind = \"slack\""),
+                "slack",
+                "only a channel of kind",
+            ),
+        ] {
+            std::fs::write(&path, &broken).unwrap();
+            let err = Notifications::load(&path, Some("https://signoff.example.com")).unwrap_err();
+            assert_eq!(err.path, format!("channels[0].{field}"), "{err}");
+            assert!(err.message.contains(says), "{err}");
+            assert!(!err.to_string().contains("sekrit"), "{err}");
+        }
     }
 
     #[test]
