@@ -28,6 +28,8 @@ const TOKEN: &str = "xoxb-signoff-test";
 const AGENTS: &str = "\
 [[agents]]\nname = \"demo\"\napprovers = [\"group:sre\"]\nrequester_may_approve = false\n\
 [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n\
+[[agents]]\nname = \"brief\"\napprovers = [\"group:sre\"]\napproval_timeout = \"1s\"\n\
+[[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n\
 [[agents]]\nname = \"ladder\"\napprovers = [\"group:sre\"]\nremind_after = \"1s\"\n\
 [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n";
 
@@ -529,5 +531,65 @@ async fn rejecting_takes_a_reason_in_a_modal_and_a_decision_in_signoff_closes_ev
         !control.is_empty(),
         "tsc let a modal without a plain-text title through"
     );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_hand_over_and_an_expiry_close_the_copies_and_a_click_on_a_closed_one_decides_nothing() {
+    let slack = stand_in().await;
+    let app = spawn_app(&slack).await;
+
+    // Handed over: the copy says to whom and by whom, without buttons; a new copy asks.
+    let demo = pause(&app, "demo", "write d.txt: hi").await;
+    calls(&slack, "chat.postMessage", 1).await;
+    let handover = as_person(
+        app.post(&format!("/api/approvals/{demo}/handover"))
+            .json(&json!({"to": "group:dba", "note": "yours"})),
+        "dana",
+        "sre",
+    );
+    assert_eq!(handover.send().await.unwrap().status(), 200);
+    let updated = calls(&slack, "chat.update", 1).await;
+    let closed = updated[0].to_string();
+    assert!(
+        closed.contains("handed over to group:dba by dana"),
+        "{closed}"
+    );
+    assert!(!has_buttons(&updated[0]));
+    let posted = calls(&slack, "chat.postMessage", 2).await;
+    assert!(has_buttons(&posted[1]), "{}", posted[1]);
+    // The new copy's button decides; every copy, the handed-over one too, then says so.
+    let (status, _) = interact(&app, &click(&slack, &posted[1], "UDANA", "signoff_approve")).await;
+    assert_eq!(status, 200);
+    let updated = calls(&slack, "chat.update", 3).await;
+    let ts: Vec<&str> = updated[1..]
+        .iter()
+        .map(|m| m["ts"].as_str().unwrap())
+        .collect();
+    assert_eq!(ts, ["1.000001", "1.000002"]);
+    assert!(updated[1..]
+        .iter()
+        .all(|m| m.to_string().contains("Approved by dana (slack)") && !has_buttons(m)));
+
+    // Expired: its copy says so; a click on it afterwards is told, and decides nothing.
+    let brief = pause(&app, "brief", "write e.txt: soon").await;
+    let posted = calls(&slack, "chat.postMessage", 3).await;
+    let updated = calls(&slack, "chat.update", 4).await;
+    assert_eq!(updated[3]["ts"], "1.000003");
+    assert!(
+        updated[3].to_string().contains("expired unanswered"),
+        "{}",
+        updated[3]
+    );
+    assert!(!has_buttons(&updated[3]));
+    let (status, _) = interact(&app, &click(&slack, &posted[2], "UDANA", "signoff_approve")).await;
+    assert_eq!(status, 200);
+    let answers = told(&slack, 2).await;
+    assert!(answers[1].starts_with("Already decided by"), "{answers:#?}");
+    assert!(answers[1].contains("(expiry)"), "{answers:#?}");
+    assert!(decisions(&app, &brief)
+        .await
+        .iter()
+        .all(|d| d["channel"] != "slack"));
     app.stop().await;
 }
