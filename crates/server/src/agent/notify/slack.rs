@@ -404,6 +404,65 @@ mod tests {
     }
 
     #[test]
+    fn a_slack_apps_messages_and_modal_stay_within_block_kits_limits() {
+        let hostile = format!("<!channel> & <@U1> {}", "é😀".repeat(3000));
+        let calls: Vec<Value> = (0..MAX_CALLS + 5)
+            .map(
+                |index| json!({"id": format!("c{index}"), "name": hostile, "args": {"k": hostile}}),
+            )
+            .collect();
+        let notice: Notice = serde_json::from_value(json!({
+            "task_id": "t1", "context_id": "c1", "agent": hostile, "requester": hostile,
+            "url": "https://s.example/agents/default/demo/chat/c1",
+            "calls": calls, "expires_at": null,
+        }))
+        .unwrap();
+        let previews: Vec<(String, String)> = (0..MAX_CALLS + 5)
+            .map(|index| (format!("c{index}"), hostile.clone()))
+            .collect();
+        let posted = app_message(NotificationKind::Pending, &notice, 42, &previews);
+        let decided = Notice {
+            event: NoticeEvent::Decided {
+                decided_by: hostile.clone(),
+                channel: "slack".into(),
+                summary: format!("Rejected: {hostile}"),
+                verdicts: Vec::new(),
+            },
+            ..notice.clone()
+        };
+        let closed = closed_message(NotificationKind::Decided, &decided);
+        for message in [&posted, &closed, &handed_over_message(&notice)] {
+            let blocks = message["blocks"].as_array().unwrap();
+            assert!(blocks.len() <= 50);
+            let mut texts = Vec::new();
+            mrkdwn_texts(message, &mut texts);
+            for text in texts {
+                assert!((1..=3000).contains(&units(&text["text"])));
+                assert!(!text["text"].as_str().unwrap().contains(['<', '>']));
+            }
+            assert!(units(&message["text"]) <= 3000);
+        }
+        let shown = posted.to_string();
+        assert!(
+            shown.contains("and 5 more") && shown.contains("_Preview_"),
+            "{shown}"
+        );
+        assert!(shown.contains("\"value\":\"42:t1\""), "{shown}");
+        let actions = &posted["blocks"].as_array().unwrap().last().unwrap()["elements"];
+        let ids: Vec<&str> = actions
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|button| button["action_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, [APPROVE, REJECT, OPEN]);
+        assert!(!closed.to_string().contains("button"), "{closed}");
+        let modal = reject_modal("42:t1", "");
+        assert!(modal["title"]["text"].as_str().unwrap().chars().count() <= 24);
+        assert_eq!(modal["private_metadata"], "42:t1|");
+    }
+
+    #[test]
     fn hostile_text_of_every_event_stays_within_slacks_limits_and_pings_nobody() {
         let hostile = format!(
             "<!channel> <@U024BE7LH> <https://evil.example|click> &amp; {}",
