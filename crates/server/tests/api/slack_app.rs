@@ -325,6 +325,10 @@ async fn a_signed_click_approves_once_as_the_mapped_person_and_nothing_else_deci
         "{text}"
     );
     assert!(!text.contains("hunter2"), "a secret reached Slack: {text}");
+    assert!(
+        text.contains("_Preview_") && text.contains("a new file of"),
+        "{text}"
+    );
     for action in ["signoff_approve", "signoff_reject", "signoff_open"] {
         assert!(text.contains(action), "{action}: {text}");
     }
