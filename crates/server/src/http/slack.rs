@@ -17,15 +17,13 @@ use percent_encoding::percent_decode_str;
 use serde_json::{json, Value};
 
 use super::AppState;
+use crate::agent::notify::slack::{REASON, REJECT_MODAL};
 use crate::agent::notify::slack_app::Unsigned;
 use crate::agent::{SlackAnswer, SlackClick, SlackRejection};
 
 /// How long a modal's submission waits for its decision before it is answered anyway: within
 /// Slack's three seconds.
 const SUBMISSION_WAIT: Duration = Duration::from_millis(2500);
-
-/// The Reject modal's `callback_id` and reason field, as `agent::notify::slack` makes them.
-use crate::agent::notify::slack::{REASON, REJECT_MODAL};
 
 fn refused(status: StatusCode, message: String) -> Response {
     (status, Json(json!({"error": message}))).into_response()
@@ -103,8 +101,7 @@ pub async fn interactions(
             StatusCode::OK.into_response()
         }
         Some("view_submission") if text("/view/callback_id") == REJECT_MODAL => {
-            let metadata = text("/view/private_metadata");
-            let value = metadata.split('|').next().unwrap_or_default().to_owned();
+            let value = text("/view/private_metadata");
             let reason = payload
                 .pointer(&format!("/view/state/values/{REASON}/{REASON}/value"))
                 .and_then(Value::as_str)

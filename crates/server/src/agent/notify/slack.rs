@@ -222,14 +222,14 @@ pub fn handed_over_message(notice: &Notice) -> Value {
     json!({"text": headline.replace('*', ""), "blocks": blocks})
 }
 
-/// The Reject modal of batch `value` (`{batch_id}:{task_id}`, as the button carried): a reason,
-/// optional. `context` (Slack's channel and message, and the response URL) comes back in the
-/// submission, so the person hears how it went.
-pub fn reject_modal(value: &str, context: &str) -> Value {
+/// The Reject modal of batch `value` (`{batch_id}:{task_id}`, as the button carried, back in
+/// the submission's `private_metadata`): a reason, optional. A refused submission is answered
+/// inside the modal, so it needs nothing more.
+pub fn reject_modal(value: &str) -> Value {
     json!({
         "type": "modal",
         "callback_id": REJECT_MODAL,
-        "private_metadata": format!("{value}|{context}"),
+        "private_metadata": value,
         "title": {"type": "plain_text", "text": "Reject the batch"},
         "submit": {"type": "plain_text", "text": "Reject"},
         "close": {"type": "plain_text", "text": "Cancel"},
@@ -457,9 +457,9 @@ mod tests {
             .collect();
         assert_eq!(ids, [APPROVE, REJECT, OPEN]);
         assert!(!closed.to_string().contains("button"), "{closed}");
-        let modal = reject_modal("42:t1", "");
+        let modal = reject_modal("42:t1");
         assert!(modal["title"]["text"].as_str().unwrap().chars().count() <= 24);
-        assert_eq!(modal["private_metadata"], "42:t1|");
+        assert_eq!(modal["private_metadata"], "42:t1");
     }
 
     #[test]

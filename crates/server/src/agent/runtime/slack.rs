@@ -119,7 +119,7 @@ impl Runtime {
         if let Err(why) = self.slack_person(app, &click.user).await {
             return Some(SlackAnswer::Refused(why));
         }
-        let view = slack::reject_modal(&click.value, "");
+        let view = slack::reject_modal(&click.value);
         match app.open_view(&click.trigger_id, &view).await {
             Ok(()) => None,
             Err(err) => {
