@@ -51,6 +51,9 @@ enum Phase {
     /// A coding agent over ACP (the bench's own, no model): its permission request to the
     /// inbox, the decision to its answer, and the server's memory per live session.
     Acp,
+    /// A paused batch's message to Slack's Web API (a stand-in) through the Slack app channel,
+    /// with 1,000 batches pending.
+    Slack,
     UiSize,
     UiRender,
     UiReady,
@@ -194,6 +197,9 @@ async fn server_figures(
     if phases.contains(&Phase::Acp) {
         figures.extend(server_bench::acp(&args.server, &args.work_dir, counts).await);
     }
+    if phases.contains(&Phase::Slack) {
+        figures.extend(server_bench::slack(&args.server, &args.work_dir, counts).await);
+    }
     Ok(figures)
 }
 
@@ -211,6 +217,7 @@ async fn run(args: Args) -> Result<()> {
             Phase::Idle,
             Phase::Endpoints,
             Phase::Acp,
+            Phase::Slack,
             Phase::UiRender,
             Phase::UiReady,
             Phase::Replicas,

@@ -491,6 +491,9 @@ pub enum DeciderAuth {
     OidcJwt,
     /// A decision link sent to one person (its token is the credential).
     DecisionLink,
+    /// A Slack interaction signed with the Slack app's signing secret, its Slack user mapped
+    /// to the person.
+    Slack,
 }
 
 impl DeciderAuth {
@@ -503,6 +506,7 @@ impl DeciderAuth {
             DeciderAuth::OidcSession => "oidc_session",
             DeciderAuth::OidcJwt => "oidc_jwt",
             DeciderAuth::DecisionLink => "decision_link",
+            DeciderAuth::Slack => "slack",
         }
     }
 
@@ -515,6 +519,7 @@ impl DeciderAuth {
             DeciderAuth::OidcSession,
             DeciderAuth::OidcJwt,
             DeciderAuth::DecisionLink,
+            DeciderAuth::Slack,
         ]
         .into_iter()
         .find(|auth| auth.as_str() == text)
@@ -541,6 +546,8 @@ pub enum DecisionChannel {
     Expiry,
     /// A decision link in a message to the person (an email's Approve or Reject).
     Link,
+    /// A button of a Slack message posted by the Slack app channel.
+    Slack,
 }
 
 /// What was decided about one call of an [`AuditEntry`].

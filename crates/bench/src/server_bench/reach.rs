@@ -38,7 +38,7 @@ pub(super) struct Seen {
 }
 
 impl Seen {
-    fn record(&self, task_id: String) {
+    pub(super) fn record(&self, task_id: String) {
         if let Ok(mut at) = self.at.lock() {
             at.entry(task_id).or_insert_with(Instant::now);
         }

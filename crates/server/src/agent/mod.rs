@@ -32,5 +32,6 @@ pub use build::build_agents;
 pub use config::{AgentsFile, ConfigError};
 pub use runtime::{
     Agent, AgentError, Asking, BatchSummary, DecidedBy, Decider, LadderEvent, Limits, LinkAction,
-    LinkDecision, LinkState, NotReady, Runtime, Seen, ShareGrant,
+    LinkDecision, LinkState, NotReady, Runtime, Seen, ShareGrant, SlackAnswer, SlackClick,
+    SlackRejection,
 };

@@ -5,7 +5,8 @@
 //! browser ask first (a preflight `OPTIONS`), which this server does not allow across origins.
 //!
 //! The one exception is the confirm page of a decision link (`/decide/…`, `links`): a plain
-//! HTML form, whose POST is held to the same origin and a form token instead.
+//! HTML form, whose POST is held to the same origin and a form token instead; and Slack's
+//! interaction requests, forms that Slack signs.
 
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -13,10 +14,16 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
+/// Slack's interaction requests: forms, each signed by Slack over its raw body (`slack`), which
+/// no web page can forge.
+const SLACK_INTERACTIONS: &str = "/api/slack/interactions";
+
 /// Answers `415` to a request whose body is not empty and not declared JSON (a decision link's
 /// confirm form aside).
 pub async fn refuse_non_json_body(request: Request, next: axum::middleware::Next) -> Response {
-    if has_body(request.headers()) && !request.uri().path().starts_with("/decide/") {
+    let path = request.uri().path();
+    let exempt = path.starts_with("/decide/") || path == SLACK_INTERACTIONS;
+    if has_body(request.headers()) && !exempt {
         let content_type = request
             .headers()
             .get(header::CONTENT_TYPE)

@@ -20,6 +20,7 @@ pub mod relay;
 mod rest;
 pub mod serve;
 mod shares;
+mod slack;
 mod sse;
 mod tools;
 mod ui;
@@ -375,6 +376,7 @@ pub fn router(state: AppState) -> Router {
             axum::routing::delete(rest::revoke_grant),
         )
         .route("/api/notifications/failed", get(notifications::failed))
+        .route("/api/slack/interactions", post(slack::interactions))
         .route("/api/tools/changes", get(tools::changes))
         .route("/api/audit/keys", get(audit::keys))
         .route("/api/audit/receipts", get(audit::export))

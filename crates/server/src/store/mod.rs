@@ -41,6 +41,7 @@ mod receipts;
 mod rows;
 mod settled;
 mod sharing;
+mod slack;
 mod sqlite;
 mod steps;
 mod write;
@@ -67,6 +68,7 @@ pub use receipts::{sha256_hex, ReceiptKeyRow, ReceiptRow, Seal};
 pub use rows::*;
 pub use settled::SettledCallRow;
 pub use sharing::{FeedbackRow, ShareRow};
+pub use slack::SlackMessageRow;
 pub use steps::{handed_to, BatchStep, BatchStepKind, BatchStepRow, Handed};
 
 use postgres::Postgres;
@@ -793,6 +795,20 @@ forward! {
 
     /// The people in any of `groups`, by id.
     pub async fn people_in_groups(&self, groups: &[String]) -> Result<Vec<PersonRow>>;
+}
+
+// The Slack app channel (`slack`): the copies of a batch it posted, so each can be updated, and
+// the person a Slack user's email names.
+forward! {
+    /// Records a posted copy (again: nothing changes).
+    pub async fn put_slack_message(&self, message: SlackMessageRow) -> Result<()>;
+
+    /// The posted copies of batch `batch_id`, oldest first.
+    pub async fn slack_messages(&self, batch_id: i64) -> Result<Vec<SlackMessageRow>>;
+
+    /// The person whose recorded email is `email` (without regard to ASCII case), the most
+    /// recently seen if several are.
+    pub async fn person_by_email(&self, email: &str) -> Result<Option<PersonRow>>;
 }
 
 forward! {

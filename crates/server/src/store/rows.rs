@@ -115,6 +115,8 @@ column!(
         Expiry => "expiry",
         /// A person's decision link (an Approve or Reject link in a message to them).
         Link => "link",
+        /// A Slack message's Approve button, or its Reject modal (the Slack app channel).
+        Slack => "slack",
     }
 );
 
@@ -656,6 +658,7 @@ mod tests {
             Channel::Rule,
             Channel::Expiry,
             Channel::Link,
+            Channel::Slack,
         ] {
             assert_eq!(Channel::parse(channel.as_str()).unwrap(), channel);
         }

@@ -44,6 +44,7 @@ mod restart;
 mod rules;
 mod shares;
 mod slack;
+mod slack_app;
 mod slow_clients;
 mod store;
 mod store_contract;

@@ -110,7 +110,7 @@ async fn pause(app: &TestApp, agent: &str, text: &str, context: Option<&str>) ->
 }
 
 /// Where `tests/slack/install.sh` put Slack's types and the compiler.
-fn node_modules() -> PathBuf {
+pub(crate) fn node_modules() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/slack/node_modules");
     assert!(
         dir.join("@slack/webhook/package.json").exists() && dir.join("typescript/bin/tsc").exists(),
@@ -130,10 +130,20 @@ type Message = Omit<IncomingWebhookSendArguments, \"blocks\" | \"text\"> &\n\
 /// as `const m{i}: Message = …;`, beside `control`'s messages in `control.ts`: each error
 /// line, by file.
 fn type_errors(messages: &[Value], control: &[Value]) -> (Vec<String>, Vec<String>) {
+    type_errors_with(TS_HEAD, messages, control)
+}
+
+/// [`type_errors`] with `head` (imports and the `Message` type) in place of the incoming
+/// webhook's.
+pub(crate) fn type_errors_with(
+    head: &str,
+    messages: &[Value],
+    control: &[Value],
+) -> (Vec<String>, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(node_modules(), dir.path().join("node_modules")).unwrap();
     let write = |name: &str, messages: &[Value]| {
-        let mut text = TS_HEAD.to_owned();
+        let mut text = head.to_owned();
         for (index, message) in messages.iter().enumerate() {
             text.push_str(&format!("export const m{index}: Message = {message};\n"));
         }
@@ -200,7 +210,7 @@ fn units(text: &Value) -> usize {
 ///   (docs.slack.dev/messaging, payloads).
 ///
 /// The same figures are in the comments of @slack/types' block-kit/*.d.ts.
-fn limit_violations(message: &Value) -> Vec<String> {
+pub(crate) fn limit_violations(message: &Value) -> Vec<String> {
     let mut broken = Vec::new();
     let mut check = |ok: bool, what: String| {
         if !ok {
@@ -277,7 +287,7 @@ fn mrkdwn_objects(value: &Value, into: &mut Vec<Value>) {
 /// How `message` could ping or link: Slack's `<…>` syntax, a bare `&` (`&lt;` would then be
 /// made of user text), or a mrkdwn text Slack parses for mentions (not `verbatim`). The
 /// fallback `text` is mrkdwn too.
-fn ping_risks(message: &Value) -> Vec<String> {
+pub(crate) fn ping_risks(message: &Value) -> Vec<String> {
     let mut texts = Vec::new();
     mrkdwn_objects(message, &mut texts);
     texts.push(json!({"text": message["text"], "verbatim": true}));

@@ -1119,6 +1119,26 @@ async fn the_directory_keeps_each_persons_latest_sign_in_and_finds_the_members_o
         assert!(dev.is_empty(), "{name}");
         let sre = store.people_in_groups(&groups(&["sre"])).await.unwrap();
         assert_eq!(ids(sre), ["alice", "bob"], "{name}");
+        // By email (whom a Slack user's email names): without regard to ASCII case, and the
+        // most recently seen of two with one address.
+        let found = store.person_by_email("ALICE@example.com").await.unwrap();
+        assert_eq!(found.map(|p| p.user_id).as_deref(), Some("alice"), "{name}");
+        assert_eq!(
+            store.person_by_email("x@example.com").await.unwrap(),
+            None,
+            "{name}"
+        );
+        let t2 = "2026-01-03T00:00:00.000Z";
+        store
+            .put_person(person("alice2", Some("alice@example.com"), &[], t2))
+            .await
+            .unwrap();
+        let found = store.person_by_email("alice@example.com").await.unwrap();
+        assert_eq!(
+            found.map(|p| p.user_id).as_deref(),
+            Some("alice2"),
+            "{name}"
+        );
         store.close().await;
     }
 }

@@ -28,6 +28,7 @@ fn wire_channel(channel: Channel) -> DecisionChannel {
         Channel::Rule => DecisionChannel::Rule,
         Channel::Expiry => DecisionChannel::Expiry,
         Channel::Link => DecisionChannel::Link,
+        Channel::Slack => DecisionChannel::Slack,
     }
 }
 

@@ -59,6 +59,9 @@ pub enum ChannelKindSpec {
     Slack,
     /// Email over SMTP (`[channels.email]`), with decision links for the person who may decide.
     Email,
+    /// A Slack app (`[channels.slack]`): messages posted with its bot token, whose Approve and
+    /// Reject buttons decide (`POST /api/slack/interactions`, signed with its signing secret).
+    SlackApp,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -83,6 +86,35 @@ pub struct ChannelSpec {
     pub route: RouteSpec,
     /// An email channel's server, sender and recipients.
     pub email: Option<EmailSpec>,
+    /// A Slack app channel's bot token, signing secret and Slack channel.
+    pub slack: Option<SlackAppSpec>,
+}
+
+/// `[channels.slack]`: where a Slack app channel posts, as which bot, and who its users are.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlackAppSpec {
+    /// The bot token (`xoxb-…`, scopes `chat:write`, `users:read`, `users:read.email`): the
+    /// variable or file holding it.
+    pub bot_token_env: Option<String>,
+    pub bot_token_file: Option<PathBuf>,
+    /// The app's signing secret, which Slack signs its interaction requests with: the variable
+    /// or file holding it.
+    pub signing_secret_env: Option<String>,
+    pub signing_secret_file: Option<PathBuf>,
+    /// The Slack channel's id (`C…`) the messages are posted in; the bot must be a member.
+    pub channel: String,
+    /// Slack's Web API (default `https://slack.com/api`).
+    #[serde(default = "slack_api")]
+    pub api_url: String,
+    /// Slack user ids (`U…`) to Signoff user ids, read before the email Slack gives for a user
+    /// (`users.info`), which is looked up in the directory of people.
+    #[serde(default)]
+    pub users: std::collections::BTreeMap<String, String>,
+}
+
+fn slack_api() -> String {
+    "https://slack.com/api".into()
 }
 
 /// `[channels.email]`: where an email channel sends and to whom.

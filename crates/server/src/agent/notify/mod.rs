@@ -23,7 +23,8 @@ pub mod payload;
 pub mod push;
 mod send;
 pub mod signer;
-mod slack;
+pub mod slack;
+pub mod slack_app;
 mod webhook;
 
 use std::path::Path;
@@ -36,6 +37,7 @@ pub use config::NotifyConfigError;
 pub use outbound::{AllowList, Outbound, OutboundError};
 pub use push::{Notifier, Refused};
 pub use signer::{Signer, SignerError};
+pub use slack_app::{SlackApp, Unsigned};
 pub use webhook::SigningKey;
 
 use crate::store::{
@@ -51,6 +53,8 @@ pub enum ChannelKind {
     Slack,
     /// Sent by the runtime (`runtime::notify`), which makes each person's decision links.
     Email(Arc<email::EmailChannel>),
+    /// A Slack app: sent by the runtime (`runtime::slack`), which records each posted copy.
+    SlackApp(Arc<SlackApp>),
 }
 
 /// One configured channel.
@@ -253,6 +257,8 @@ impl Notifications {
             connect_timeout: duration("connect_timeout", &spec.connect_timeout)?,
             timeout: duration("timeout", &spec.timeout)?,
         };
+        let client = send::client(delivery.connect_timeout, delivery.timeout)
+            .map_err(|message| fail("delivery".into(), message))?;
         let mut channels: Vec<Channel> = Vec::new();
         for (index, spec) in file.channels.iter().enumerate() {
             let at = |field: &str| format!("channels[{index}].{field}");
@@ -281,6 +287,25 @@ impl Notifications {
                     groups: groups(spec).map_err(|message| fail(at("route.groups"), message))?,
                 });
                 continue;
+            }
+            if spec.kind == config::ChannelKindSpec::SlackApp {
+                let app = slack_app(spec, &client)
+                    .map_err(|(field, message)| fail(at(&field), message))?;
+                channels.push(Channel {
+                    name: spec.name.clone(),
+                    kind: ChannelKind::SlackApp(Arc::new(app)),
+                    url: String::new(),
+                    events: events(spec).map_err(|(field, message)| fail(at(&field), message))?,
+                    agents: spec.route.agents.clone(),
+                    groups: groups(spec).map_err(|message| fail(at("route.groups"), message))?,
+                });
+                continue;
+            }
+            if spec.slack.is_some() {
+                return Err(fail(
+                    at("slack"),
+                    "only a channel of kind \"slack_app\" takes [slack]".into(),
+                ));
             }
             if spec.email.is_some() {
                 return Err(fail(
@@ -319,8 +344,8 @@ impl Notifications {
                 (config::ChannelKindSpec::Slack, Some(_)) => {
                     return Err(fail(at("secret_file"), "a Slack webhook takes no signing secret (its URL is the secret: url_env or url_file)".into()))
                 }
-                (config::ChannelKindSpec::Email, _) => {
-                    return Err(fail(at("kind"), "an email channel is read above".into()))
+                (config::ChannelKindSpec::Email | config::ChannelKindSpec::SlackApp, _) => {
+                    return Err(fail(at("kind"), "an email or Slack app channel is read above".into()))
                 }
             };
             let events = events(spec).map_err(|(field, message)| fail(at(&field), message))?;
@@ -333,8 +358,6 @@ impl Notifications {
                 groups: groups(spec).map_err(|message| fail(at("route.groups"), message))?,
             });
         }
-        let client = send::client(delivery.connect_timeout, delivery.timeout)
-            .map_err(|message| fail("delivery".into(), message))?;
         Ok(Notifications {
             channels,
             public_url,
@@ -355,7 +378,22 @@ impl Notifications {
             .find(|channel| channel.name == name)
             .and_then(|channel| match &channel.kind {
                 ChannelKind::Email(email) => Some(email.clone()),
-                ChannelKind::Webhook { .. } | ChannelKind::Slack => None,
+                ChannelKind::Webhook { .. } | ChannelKind::Slack | ChannelKind::SlackApp(_) => None,
+            })
+    }
+
+    /// The Slack app channel named `name`, if it is one: the runtime sends its messages.
+    pub fn slack_app(&self, name: &str) -> Option<Arc<SlackApp>> {
+        self.slack_apps().find(|app| app.name == name)
+    }
+
+    /// The Slack app channels, which Slack's interaction requests are verified against.
+    pub fn slack_apps(&self) -> impl Iterator<Item = Arc<SlackApp>> + '_ {
+        self.channels
+            .iter()
+            .filter_map(|channel| match &channel.kind {
+                ChannelKind::SlackApp(app) => Some(app.clone()),
+                ChannelKind::Webhook { .. } | ChannelKind::Slack | ChannelKind::Email(_) => None,
             })
     }
 
@@ -462,6 +500,9 @@ impl Notifications {
             ChannelKind::Email(_) => {
                 Err("an email channel's messages are sent by the runtime, with their links".into())
             }
+            ChannelKind::SlackApp(_) => Err(
+                "a Slack app channel's messages are sent by the runtime, which records them".into(),
+            ),
         }
     }
 }
@@ -499,6 +540,35 @@ fn groups(spec: &config::ChannelSpec) -> Result<Option<Vec<String>>, String> {
     Ok(Some(groups.clone()))
 }
 
+/// A Slack app channel from its `[slack]` table: its secrets read. A bad value is
+/// `(field, why)`, never naming a secret.
+fn slack_app(
+    spec: &config::ChannelSpec,
+    client: &reqwest::Client,
+) -> Result<SlackApp, (String, String)> {
+    if spec.url.is_some() || spec.url_env.is_some() || spec.url_file.is_some() {
+        return Err((
+            "url".into(),
+            "a Slack app channel takes no url: [slack] says where (api_url, channel)".into(),
+        ));
+    }
+    if spec.secret_env.is_some() || spec.secret_file.is_some() || spec.email.is_some() {
+        return Err((
+            "secret_file".into(),
+            "a Slack app channel takes its secrets in [slack]: bot_token_file, \
+             signing_secret_file"
+                .into(),
+        ));
+    }
+    let slack = spec.slack.as_ref().ok_or_else(|| {
+        (
+            "slack".to_owned(),
+            "a Slack app channel needs its [slack] table".to_owned(),
+        )
+    })?;
+    SlackApp::load(&spec.name, slack, client.clone())
+}
+
 /// An email channel from its `[email]` table: every address parsed, the password read. A bad
 /// value is `(field, why)`, never naming the password.
 fn email_channel(
@@ -516,6 +586,12 @@ fn email_channel(
         return Err((
             "secret_file".into(),
             "an email channel takes no signing secret".into(),
+        ));
+    }
+    if spec.slack.is_some() {
+        return Err((
+            "slack".into(),
+            "only a channel of kind \"slack_app\" takes [slack]".into(),
         ));
     }
     let email = spec.email.as_ref().ok_or_else(|| {
@@ -819,6 +895,75 @@ mod tests {
         assert_eq!(names, ["audit", "sre-slack", "mail"]);
         assert!(loaded.email("mail").is_some());
         assert!(loaded.needs_audience());
+    }
+
+    // The root README's Slack app example, with its secrets' files made here: it loads as it
+    // stands; and each wrong value of it is named, never showing a secret.
+    #[test]
+    fn the_readmes_slack_app_example_loads_and_each_wrong_value_is_named() {
+        let readme = include_str!("../../../../../README.md");
+        let section = &readme[readme.find("### Slack buttons that decide").unwrap()..];
+        let start = section.find("```toml\n").unwrap() + "```toml\n".len();
+        let block = &section[start..start + section[start..].find("```").unwrap()];
+        let dir = tempfile::tempdir().unwrap();
+        for (name, secret) in [
+            ("slack-bot-token", "xoxb-1-2-sekrit"),
+            ("slack-signing-secret", "8f742231b10e8888abcd99yyyzzz85a5"),
+        ] {
+            std::fs::write(dir.path().join(name), secret).unwrap();
+        }
+        let path = dir.path().join("notifications.toml");
+        let good = block.replace("/run/secrets/", &format!("{}/", dir.path().display()));
+        std::fs::write(&path, &good).unwrap();
+        let loaded = Notifications::load(&path, Some("https://signoff.example.com")).unwrap();
+        let app = loaded.slack_app("sre-slack-app").unwrap();
+        assert_eq!(app.slack_channel, "C0123ABCD");
+        assert_eq!(app.mapped("U024BE7LH"), Some("alice"));
+        assert!(loaded.email("sre-slack-app").is_none());
+        let shown = format!("{loaded:?}");
+        assert!(
+            !shown.contains("sekrit") && !shown.contains("8f742231"),
+            "{shown}"
+        );
+        for (broken, field, says) in [
+            (
+                good.replace("channel = \"C0123ABCD\"", "channel = \"#sre\""),
+                "slack.channel",
+                "not a Slack channel id",
+            ),
+            (
+                good.replace(
+                    "signing_secret_file",
+                    "signing_secret_env = \"NO_SUCH_VAR_X\"\n#",
+                ),
+                "slack.signing_secret_file",
+                "NO_SUCH_VAR_X is not set",
+            ),
+            (
+                good.replace("bot_token_file", "#"),
+                "slack.bot_token_file",
+                "needs its bot token",
+            ),
+            (
+                good.replace(
+                    "[channels.slack]",
+                    "url = \"https://x.example\"\n[channels.slack]",
+                ),
+                "url",
+                "takes no url",
+            ),
+            (
+                good.replace("kind = \"slack_app\"", "kind = \"slack\""),
+                "slack",
+                "only a channel of kind",
+            ),
+        ] {
+            std::fs::write(&path, &broken).unwrap();
+            let err = Notifications::load(&path, Some("https://signoff.example.com")).unwrap_err();
+            assert_eq!(err.path, format!("channels[0].{field}"), "{err}");
+            assert!(err.message.contains(says), "{err}");
+            assert!(!err.to_string().contains("sekrit"), "{err}");
+        }
     }
 
     #[test]

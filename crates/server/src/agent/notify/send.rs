@@ -68,7 +68,7 @@ pub async fn post(
 }
 
 /// A transport error in words, without the URL.
-fn describe(err: &reqwest::Error) -> String {
+pub(super) fn describe(err: &reqwest::Error) -> String {
     let kind = if err.is_timeout() {
         "timed out"
     } else if err.is_connect() {

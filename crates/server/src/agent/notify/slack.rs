@@ -78,28 +78,7 @@ fn mrkdwn(text: String) -> Value {
 /// The message for `row`, or why its stored notice cannot be read.
 pub fn message(row: &NotificationRow) -> Result<Value, String> {
     let notice = Notice::of(row)?;
-    let name = |text: &str| escape(text, NAME_UNITS);
-    let (agent, requester) = (name(&notice.agent), name(&notice.requester));
-    let headline = headline(row.kind, &notice, &agent, &requester);
-    let mut blocks = vec![json!({"type": "section", "text": mrkdwn(headline.clone())})];
-    let mut fields = vec![
-        mrkdwn(format!("*Agent*\n{agent}")),
-        mrkdwn(format!("*Requester*\n{requester}")),
-    ];
-    if let Some(expires_at) = notice.expires_at() {
-        fields.push(mrkdwn(format!("*Expires*\n{}", name(expires_at))));
-    }
-    blocks.push(json!({"type": "section", "fields": fields}));
-    if let Some(note) = notice.note().filter(|note| !note.trim().is_empty()) {
-        let note = escape(note, REMARK_UNITS);
-        blocks.push(json!({"type": "section", "text": mrkdwn(format!("*Note*\n{note}"))}));
-    }
-    let calls = notice.calls();
-    blocks.extend(calls.iter().take(MAX_CALLS).map(call_section));
-    if calls.len() > MAX_CALLS {
-        let more = format!("and {} more", calls.len() - MAX_CALLS);
-        blocks.push(json!({"type": "context", "elements": [mrkdwn(more)]}));
-    }
+    let (headline, mut blocks) = body(row.kind, &notice);
     let url = notice.url.as_str();
     if url.encode_utf16().count() > URL_UNITS {
         blocks.push(json!({"type": "context", "elements": [mrkdwn(NO_LINK.to_owned())]}));
@@ -118,6 +97,174 @@ pub fn message(row: &NotificationRow) -> Result<Value, String> {
         blocks.push(json!({"type": "actions", "elements": [button]}));
     }
     Ok(json!({"text": headline.replace('*', ""), "blocks": blocks}))
+}
+
+/// A message's headline and blocks without buttons: what happened, the agent and requester,
+/// the deadline, a note, and the calls that wait (with `previews`, by call id: the Slack app's).
+fn body_with(
+    kind: NotificationKind,
+    notice: &Notice,
+    previews: &[(String, String)],
+) -> (String, Vec<Value>) {
+    let name = |text: &str| escape(text, NAME_UNITS);
+    let (agent, requester) = (name(&notice.agent), name(&notice.requester));
+    let headline = headline(kind, notice, &agent, &requester);
+    let mut blocks = vec![json!({"type": "section", "text": mrkdwn(headline.clone())})];
+    let mut fields = vec![
+        mrkdwn(format!("*Agent*\n{agent}")),
+        mrkdwn(format!("*Requester*\n{requester}")),
+    ];
+    if let Some(expires_at) = notice.expires_at() {
+        fields.push(mrkdwn(format!("*Expires*\n{}", name(expires_at))));
+    }
+    blocks.push(json!({"type": "section", "fields": fields}));
+    if let Some(note) = notice.note().filter(|note| !note.trim().is_empty()) {
+        let note = escape(note, REMARK_UNITS);
+        blocks.push(json!({"type": "section", "text": mrkdwn(format!("*Note*\n{note}"))}));
+    }
+    let calls = notice.calls();
+    for call in calls.iter().take(MAX_CALLS) {
+        blocks.push(call_section(call));
+        if let Some((_, preview)) = previews.iter().find(|(id, _)| *id == call.id) {
+            blocks.push(preview_section(preview));
+        }
+    }
+    if calls.len() > MAX_CALLS {
+        let more = format!("and {} more", calls.len() - MAX_CALLS);
+        blocks.push(json!({"type": "context", "elements": [mrkdwn(more)]}));
+    }
+    (headline, blocks)
+}
+
+fn body(kind: NotificationKind, notice: &Notice) -> (String, Vec<Value>) {
+    body_with(kind, notice, &[])
+}
+
+/// A Slack app's message of a waiting batch (`notice` of a `kind` event whose batch is
+/// `batch_id`): as [`message`], with each call's preview, and Approve, Reject and Open buttons;
+/// the first two carry the batch (`{batch_id}:{task_id}`), which a click decides if it still
+/// waits and the person who clicked may.
+pub fn app_message(
+    kind: NotificationKind,
+    notice: &Notice,
+    batch_id: i64,
+    previews: &[(String, String)],
+) -> Value {
+    let (headline, mut blocks) = body_with(kind, notice, previews);
+    let value = format!("{batch_id}:{}", notice.task_id);
+    let button = |action: &str, text: &str, style: Option<&str>| {
+        let mut button = json!({
+            "type": "button", "action_id": action, "value": value,
+            "text": {"type": "plain_text", "text": text},
+        });
+        if let Some(style) = style {
+            button["style"] = json!(style);
+        }
+        button
+    };
+    let mut elements = vec![
+        button(APPROVE, "Approve", Some("primary")),
+        button(REJECT, "Reject…", Some("danger")),
+    ];
+    let url = notice.url.as_str();
+    if url.encode_utf16().count() > URL_UNITS {
+        blocks.push(json!({"type": "context", "elements": [mrkdwn(NO_LINK.to_owned())]}));
+    } else if !url.is_empty() {
+        elements.push(json!({
+            "type": "button", "action_id": OPEN,
+            "text": {"type": "plain_text", "text": "Open in Signoff"}, "url": url,
+        }));
+    }
+    blocks.push(json!({"type": "actions", "elements": elements}));
+    json!({"text": headline.replace('*', ""), "blocks": blocks})
+}
+
+/// A copy of a batch that no longer waits (`notice`: what happened to it, a `kind` event): what
+/// happened, by whom and how, and the agent and requester; no buttons.
+pub fn closed_message(kind: NotificationKind, notice: &Notice) -> Value {
+    let (headline, mut blocks) = body(kind, notice);
+    // The calls it listed are no longer anyone's to decide: only what happened stays.
+    blocks.truncate(2);
+    blocks.push(json!({"type": "context", "elements": [mrkdwn(
+        "No longer waits: nothing here decides it.".to_owned()
+    )]}));
+    json!({"text": headline.replace('*', ""), "blocks": blocks})
+}
+
+/// A copy of a batch that was handed over or escalated (`notice`): closed, saying to whom and
+/// by whom; a new message with buttons follows it.
+pub fn handed_over_message(notice: &Notice) -> Value {
+    let name = |text: &str| escape(text, NAME_UNITS);
+    let agent = name(&notice.agent);
+    let (to, by) = match &notice.event {
+        NoticeEvent::HandedOver {
+            escalated_to,
+            handed_over_by,
+            ..
+        } => (escalated_to.join(", "), Some(handed_over_by.as_str())),
+        NoticeEvent::Escalated { escalated_to, .. } => (escalated_to.join(", "), None),
+        NoticeEvent::Decided { .. }
+        | NoticeEvent::Extended { .. }
+        | NoticeEvent::Reminded { .. }
+        | NoticeEvent::Pending { .. } => (String::new(), None),
+    };
+    let to = escape(&to, REMARK_UNITS);
+    let headline = match by {
+        Some(by) => format!("*{agent}*: handed over to {to} by {}", name(by)),
+        None => format!("*{agent}*: escalated to {to}"),
+    };
+    let blocks = vec![
+        json!({"type": "section", "text": mrkdwn(headline.clone())}),
+        json!({"type": "context", "elements": [mrkdwn(
+            "A new message below asks for the decision.".to_owned()
+        )]}),
+    ];
+    json!({"text": headline.replace('*', ""), "blocks": blocks})
+}
+
+/// The Reject modal of batch `value` (`{batch_id}:{task_id}`, as the button carried, back in
+/// the submission's `private_metadata`): a reason, optional. A refused submission is answered
+/// inside the modal, so it needs nothing more.
+pub fn reject_modal(value: &str) -> Value {
+    json!({
+        "type": "modal",
+        "callback_id": REJECT_MODAL,
+        "private_metadata": value,
+        "title": {"type": "plain_text", "text": "Reject the batch"},
+        "submit": {"type": "plain_text", "text": "Reject"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": [{
+            "type": "input",
+            "block_id": REASON,
+            "optional": true,
+            "label": {"type": "plain_text", "text": "Why (the agent is told)"},
+            "element": {
+                "type": "plain_text_input", "action_id": REASON,
+                "multiline": true, "max_length": MAX_REASON_CHARS,
+            },
+        }],
+    })
+}
+
+/// The Approve button's `action_id`.
+pub const APPROVE: &str = "signoff_approve";
+/// The Reject button's `action_id`: it opens [`reject_modal`].
+pub const REJECT: &str = "signoff_reject";
+/// The Open button's `action_id` (a link: a click on it decides nothing).
+pub const OPEN: &str = "signoff_open";
+/// The Reject modal's `callback_id`.
+pub const REJECT_MODAL: &str = "signoff_reject_modal";
+/// The reason's block and input `action_id` in the modal.
+pub const REASON: &str = "reason";
+/// The longest reason the modal takes (the server takes 4 KiB).
+const MAX_REASON_CHARS: usize = 2000;
+
+/// A call's preview (a diff, or what a write or delete would do) in a code block, cut to fit.
+fn preview_section(preview: &str) -> Value {
+    let head = "_Preview_\n";
+    let room = SECTION_UNITS - head.encode_utf16().count() - 6;
+    let text = format!("{head}```{}```", escape(preview, room));
+    json!({"type": "section", "text": mrkdwn(text)})
 }
 
 /// The message's first line, by what happened (`kind` tells a decision from a cancel and an
@@ -254,6 +401,65 @@ mod tests {
         assert_eq!(escape("ab&cd", 6), "ab…");
         // An emoji is two UTF-16 units.
         assert_eq!(escape("😀😀😀", 5), "😀😀…");
+    }
+
+    #[test]
+    fn a_slack_apps_messages_and_modal_stay_within_block_kits_limits() {
+        let hostile = format!("<!channel> & <@U1> {}", "é😀".repeat(3000));
+        let calls: Vec<Value> = (0..MAX_CALLS + 5)
+            .map(
+                |index| json!({"id": format!("c{index}"), "name": hostile, "args": {"k": hostile}}),
+            )
+            .collect();
+        let notice: Notice = serde_json::from_value(json!({
+            "task_id": "t1", "context_id": "c1", "agent": hostile, "requester": hostile,
+            "url": "https://s.example/agents/default/demo/chat/c1",
+            "calls": calls, "expires_at": null,
+        }))
+        .unwrap();
+        let previews: Vec<(String, String)> = (0..MAX_CALLS + 5)
+            .map(|index| (format!("c{index}"), hostile.clone()))
+            .collect();
+        let posted = app_message(NotificationKind::Pending, &notice, 42, &previews);
+        let decided = Notice {
+            event: NoticeEvent::Decided {
+                decided_by: hostile.clone(),
+                channel: "slack".into(),
+                summary: format!("Rejected: {hostile}"),
+                verdicts: Vec::new(),
+            },
+            ..notice.clone()
+        };
+        let closed = closed_message(NotificationKind::Decided, &decided);
+        for message in [&posted, &closed, &handed_over_message(&notice)] {
+            let blocks = message["blocks"].as_array().unwrap();
+            assert!(blocks.len() <= 50);
+            let mut texts = Vec::new();
+            mrkdwn_texts(message, &mut texts);
+            for text in texts {
+                assert!((1..=3000).contains(&units(&text["text"])));
+                assert!(!text["text"].as_str().unwrap().contains(['<', '>']));
+            }
+            assert!(units(&message["text"]) <= 3000);
+        }
+        let shown = posted.to_string();
+        assert!(
+            shown.contains("and 5 more") && shown.contains("_Preview_"),
+            "{shown}"
+        );
+        assert!(shown.contains("\"value\":\"42:t1\""), "{shown}");
+        let actions = &posted["blocks"].as_array().unwrap().last().unwrap()["elements"];
+        let ids: Vec<&str> = actions
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|button| button["action_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, [APPROVE, REJECT, OPEN]);
+        assert!(!closed.to_string().contains("button"), "{closed}");
+        let modal = reject_modal("42:t1");
+        assert!(modal["title"]["text"].as_str().unwrap().chars().count() <= 24);
+        assert_eq!(modal["private_metadata"], "42:t1");
     }
 
     #[test]

@@ -35,6 +35,7 @@ mod runner;
 mod screening;
 mod settle;
 mod sharing;
+mod slack;
 mod streams;
 mod subagent;
 mod subagent_remote;
@@ -59,6 +60,7 @@ pub use relayed::{as_recorded, RelayedExchange};
 pub use relayed_access::{RelayedAsk, RelayedDecided};
 pub use runner::PendingRunner;
 pub use sharing::{CreatedShare, ShareGrant, Sharing};
+pub use slack::{SlackAnswer, SlackClick, SlackRejection};
 pub use streams::{Opening, TaskStream};
 
 use std::collections::HashMap;

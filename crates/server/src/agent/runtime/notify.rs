@@ -192,9 +192,14 @@ impl Sender {
             | NotificationKind::Reminded
             | NotificationKind::Escalated
             | NotificationKind::Extended => {
-                let sent = match self.runtime.notifications.email(&row.channel) {
-                    Some(email) => self.deliver_email(&email, &row).await,
-                    None => self.runtime.notifications.deliver(&row).await,
+                let notifications = &self.runtime.notifications;
+                let sent = match (
+                    notifications.email(&row.channel),
+                    notifications.slack_app(&row.channel),
+                ) {
+                    (Some(email), _) => self.deliver_email(&email, &row).await,
+                    (None, Some(app)) => self.deliver_slack(&app, &row).await,
+                    (None, None) => notifications.deliver(&row).await,
                 };
                 match sent {
                     Ok(()) => Attempt::Delivered,

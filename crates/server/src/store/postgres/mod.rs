@@ -22,6 +22,7 @@ mod relayed;
 mod schema;
 mod settled;
 mod sharing;
+mod slack;
 mod steps;
 mod subagents;
 mod tasks;

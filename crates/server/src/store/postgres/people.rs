@@ -7,7 +7,7 @@ use super::{Postgres, Result};
 use crate::store::logins::{groups_from_json, groups_json};
 use crate::store::people::*;
 
-fn person_from_row(row: &PgRow) -> Result<PersonRow> {
+pub(super) fn person_from_row(row: &PgRow) -> Result<PersonRow> {
     Ok(PersonRow {
         user_id: row.try_get(0)?,
         name: row.try_get(1)?,

@@ -21,6 +21,7 @@ mod schema;
 mod sessions;
 mod settled;
 mod sharing;
+mod slack;
 mod steps;
 mod subagents;
 mod tasks;

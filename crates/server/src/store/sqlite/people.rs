@@ -6,7 +6,7 @@ use super::{Result, Sqlite};
 use crate::store::logins::{groups_from_json, groups_json};
 use crate::store::people::*;
 
-fn person_from_row(row: &Row<'_>) -> Result<PersonRow> {
+pub(super) fn person_from_row(row: &Row<'_>) -> Result<PersonRow> {
     Ok(PersonRow {
         user_id: row.get(0)?,
         name: row.get(1)?,
