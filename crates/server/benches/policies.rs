@@ -1,7 +1,9 @@
 //! Bench: what the Cedar policies cost a tool call. One call evaluated (entities built, the
 //! policies of its tool and the general ones run) against a set of 10 policies and one of 1,000
 //! (spread over 100 tools, as a deployment's would be, plus 10 that apply to every tool), many
-//! times in a row; prints the median and the 99th percentile per call. Run with
+//! times in a row, and the 1,000 again with a quarter of them reading `context.counts` (the
+//! call carrying its counts, as a turn reads them before the evaluation; the store read is
+//! not in the figure); prints the median and the 99th percentile per call. Run with
 //! `cargo bench -p signoff-server --bench policies`.
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
@@ -9,14 +11,14 @@
 use std::time::Instant;
 
 use serde_json::json;
-use signoff_server::agent::cedar::{CallFacts, CedarPolicies, ToolFacts, ToolHints};
+use signoff_server::agent::cedar::{CallCounts, CallFacts, CedarPolicies, ToolFacts, ToolHints};
 
 const CALLS: usize = 20_000;
 
 /// `count` policies: one in a hundred for every tool, the rest on tools `tool0`…`tool99`, in
 /// the shapes the worked examples use (forbid on an argument, ask with approvers, permit by
 /// group, time windows).
-fn policy_set(count: usize) -> CedarPolicies {
+fn policy_set(count: usize, counting: bool) -> CedarPolicies {
     let mut text = String::new();
     for index in 0..count {
         let tool = index % 100;
@@ -39,6 +41,12 @@ fn policy_set(count: usize) -> CedarPolicies {
                 "@id(\"p{index}\") permit (principal in Signoff::Group::\"g{index}\", action, \
                  resource == Signoff::Tool::\"tool{tool}\");"
             ),
+            (false, _) if counting => format!(
+                "@id(\"p{index}\") @ask(\"busy\") permit (principal, action, \
+                 resource == Signoff::Tool::\"tool{tool}\") \
+                 when {{ context.counts.tool_allowed_by_user_last_hour >= {index} \
+                 || !context.counts.approved_in_task.contains(\"run{index}\") }};"
+            ),
             (false, _) => format!(
                 "@id(\"p{index}\") @ask(\"late\") permit (principal, action, \
                  resource == Signoff::Tool::\"tool{tool}\") \
@@ -51,8 +59,13 @@ fn policy_set(count: usize) -> CedarPolicies {
     CedarPolicies::parse(&[("bench.cedar".into(), text)], "prod").unwrap()
 }
 
-fn bench(count: usize) {
-    let policies = policy_set(count);
+fn bench(count: usize, counting: bool) {
+    let policies = policy_set(count, counting);
+    let counts = CallCounts {
+        tool_allowed_in_task: 3,
+        tool_allowed_by_user_last_hour: 7,
+        approved_in_task: vec!["write_file".into(), "run_tests".into()],
+    };
     let tool = ToolFacts {
         name: "tool7".into(),
         source: "files".into(),
@@ -69,6 +82,7 @@ fn bench(count: usize) {
         agent: "default/demo",
         subagent: false,
         now,
+        counts: counting.then_some(&counts),
     };
     for _ in 0..CALLS / 10 {
         std::hint::black_box(policies.evaluate(&call));
@@ -83,12 +97,14 @@ fn bench(count: usize) {
     took.sort_unstable();
     let median = took[took.len() / 2] as f64 / 1000.0;
     let p99 = took[took.len() * 99 / 100] as f64 / 1000.0;
+    let label = if counting { " with counts" } else { "" };
     println!(
-        "{count:>5} policies: {median:>7.1} µs median, {p99:>7.1} µs p99 per call ({CALLS} calls)"
+        "{count:>5} policies{label}: {median:>7.1} µs median, {p99:>7.1} µs p99 per call ({CALLS} calls)"
     );
 }
 
 fn main() {
-    bench(10);
-    bench(1000);
+    bench(10, false);
+    bench(1000, false);
+    bench(1000, true);
 }

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use signoff_protocol::hitl::GateOutcome;
 
-use crate::agent::cedar::{CallFacts, CedarPolicies, ToolFacts, NAMESPACE};
+use crate::agent::cedar::{CallCounts, CallFacts, CedarPolicies, ToolFacts, NAMESPACE};
 use crate::agent::decision::decide;
 use crate::agent::{self, Agent};
 
@@ -276,6 +276,13 @@ pub fn schema_json(agents: &[Arc<Agent>]) -> Value {
                         "time": {"type": "Record", "attributes": {
                             "unix": long, "hour": long, "minute": long, "weekday": long,
                         }},
+                        // Present for every call of a task when a policy reads it: required,
+                        // so a policy reads it without `has`.
+                        "counts": {"type": "Record", "attributes": {
+                            "tool_allowed_in_task": long,
+                            "tool_allowed_by_user_last_hour": long,
+                            "approved_in_task": {"type": "Set", "element": {"type": "String"}},
+                        }},
                     }},
                 }}
             }
@@ -379,6 +386,9 @@ pub struct Case {
     pub time: Option<String>,
     #[serde(default)]
     pub subagent: bool,
+    /// What the task and the person have done before (`context.counts`); without it, nothing.
+    #[serde(default)]
+    pub counts: Option<CallCounts>,
     /// `allow`, `ask` or `deny`.
     pub expect: GateOutcome,
     /// For an ask: the approvers it must name, all of them.
@@ -443,6 +453,8 @@ pub fn run_case(
         hints: tool.spec.hints,
     };
     let key = agent.key();
+    // A case without counts is a call made before anything else in its task.
+    let counts = case.counts.clone().unwrap_or_default();
     let cedar = policies.evaluate(&CallFacts {
         user: &case.user,
         groups: &case.groups,
@@ -450,6 +462,7 @@ pub fn run_case(
         args: &case.args,
         agent: &key,
         subagent: case.subagent,
+        counts: policies.reads_counts().then_some(&counts),
         now,
     });
     let rule = agent.approvals.rule_for(&case.tool, &case.args);

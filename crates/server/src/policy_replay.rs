@@ -169,6 +169,8 @@ fn decide_again(
             args: &call.args,
             agent: &recorded.agent,
             subagent: recorded.subagent,
+            // A recorded call keeps no counts: a policy that reads them asks in a replay.
+            counts: None,
             now,
         })
     };

@@ -14,6 +14,7 @@ use chrono::{DateTime, Datelike, Timelike, Utc};
 use serde_json::Value;
 
 use super::config::MAX_QUORUM;
+pub use crate::store::CallCounts;
 
 mod nesting;
 
@@ -147,6 +148,10 @@ pub struct CallFacts<'a> {
     /// Whether a subagent's task made the call.
     pub subagent: bool,
     pub now: DateTime<Utc>,
+    /// What the task and the person have done (`context.counts`), read from the store for
+    /// this call; `None` when no loaded policy reads them, or outside a task: a policy that
+    /// reads them then meets a missing attribute, and the call asks.
+    pub counts: Option<&'a CallCounts>,
 }
 
 /// A set of Cedar policies, indexed by the tool a policy names (`resource == Signoff::Tool::"x"`)
@@ -163,6 +168,9 @@ pub struct CedarPolicies {
     environment: String,
     /// Every policy, for validation against a schema.
     all: PolicySet,
+    /// Some policy's text names `counts`: only then does a call pay the store read of
+    /// `context.counts` (a word in a comment costs that read, never a wrong answer).
+    reads_counts: bool,
 }
 
 fn entity_type(name: &str) -> Result<EntityTypeName, CedarError> {
@@ -352,6 +360,7 @@ impl CedarPolicies {
         let mut general = Vec::new();
         let tool_type = entity_type("Tool")?;
         for (name, text) in files {
+            out.reads_counts |= text.contains("counts");
             nesting::check(text).map_err(|err| CedarError(format!("{name}: {}", err.0)))?;
             let set =
                 PolicySet::from_str(text).map_err(|err| CedarError(format!("{name}: {err}")))?;
@@ -421,6 +430,11 @@ impl CedarPolicies {
 
     pub fn is_empty(&self) -> bool {
         self.count == 0
+    }
+
+    /// Whether some policy reads `context.counts`, so a call must read them from the store.
+    pub fn reads_counts(&self) -> bool {
+        self.reads_counts
     }
 
     /// Whether some asking policy names approvers: then a call of any agent may be routed to
@@ -588,7 +602,7 @@ impl CedarPolicies {
             ),
         ])
         .map_err(|e| err("time", e.to_string()))?;
-        let context = Context::from_pairs([
+        let mut pairs = vec![
             ("args".to_owned(), restricted(call.args)?),
             (
                 "agent".to_owned(),
@@ -603,12 +617,39 @@ impl CedarPolicies {
                 "subagent".to_owned(),
                 RestrictedExpression::new_bool(call.subagent),
             ),
-        ])
-        .map_err(|e| err("context", e.to_string()))?;
+        ];
+        if let Some(counts) = call.counts {
+            pairs.push(("counts".to_owned(), counts_record(counts)?));
+        }
+        let context = Context::from_pairs(pairs).map_err(|e| err("context", e.to_string()))?;
         let request = Request::new(user, uid("Action", "call")?, tool, context, None)
             .map_err(|e| err("request", e.to_string()))?;
         Ok((request, entities))
     }
+}
+
+/// `context.counts`: the two counts and the set of approved tools.
+fn counts_record(counts: &CallCounts) -> Result<RestrictedExpression, CedarError> {
+    RestrictedExpression::new_record([
+        (
+            "tool_allowed_in_task".to_owned(),
+            RestrictedExpression::new_long(counts.tool_allowed_in_task),
+        ),
+        (
+            "tool_allowed_by_user_last_hour".to_owned(),
+            RestrictedExpression::new_long(counts.tool_allowed_by_user_last_hour),
+        ),
+        (
+            "approved_in_task".to_owned(),
+            RestrictedExpression::new_set(
+                counts
+                    .approved_in_task
+                    .iter()
+                    .map(|tool| RestrictedExpression::new_string(tool.clone())),
+            ),
+        ),
+    ])
+    .map_err(|e| CedarError(format!("counts: {e}")))
 }
 
 /// A JSON value as a Cedar value, built directly (never through Cedar's JSON reader, whose
@@ -677,10 +718,80 @@ mod tests {
             args: &args,
             agent: "default/demo",
             subagent: false,
+            counts: None,
             now: DateTime::parse_from_rfc3339("2026-11-26T22:30:00Z")
                 .unwrap()
                 .with_timezone(&Utc),
         })
+    }
+
+    fn eval_counted(
+        set: &CedarPolicies,
+        tool: &ToolFacts,
+        counts: Option<&CallCounts>,
+    ) -> CedarOutcome {
+        set.evaluate(&CallFacts {
+            user: "alice",
+            groups: &[],
+            tool,
+            args: &json!({}),
+            agent: "default/demo",
+            subagent: false,
+            counts,
+            now: Utc::now(),
+        })
+    }
+
+    const COUNTING: &str = r#"
+        @id("reads")
+        permit (principal, action, resource == Signoff::Tool::"read_file")
+        when { context.counts.tool_allowed_by_user_last_hour < 2
+               && context.counts.tool_allowed_in_task < 5 };
+        @id("deploy-after-tests")
+        forbid (principal, action, resource == Signoff::Tool::"deploy")
+        unless { context.counts.approved_in_task.contains("run_tests") };
+        "#;
+
+    #[test]
+    fn counts_reach_the_policies() {
+        let set = policies(COUNTING);
+        assert!(set.reads_counts());
+        assert!(!policies("permit (principal, action, resource);").reads_counts());
+        let read = tool("read_file");
+        let mut counts = CallCounts {
+            tool_allowed_by_user_last_hour: 1,
+            ..CallCounts::default()
+        };
+        assert_eq!(
+            eval_counted(&set, &read, Some(&counts)),
+            CedarOutcome::Allow {
+                policy: "reads".into()
+            }
+        );
+        counts.tool_allowed_by_user_last_hour = 2;
+        assert_eq!(
+            eval_counted(&set, &read, Some(&counts)),
+            CedarOutcome::NoOpinion
+        );
+        let deploy = tool("deploy");
+        assert!(matches!(
+            eval_counted(&set, &deploy, Some(&counts)),
+            CedarOutcome::Deny { policy, .. } if policy == "deploy-after-tests"
+        ));
+        counts.approved_in_task = vec!["run_tests".into()];
+        assert_eq!(
+            eval_counted(&set, &deploy, Some(&counts)),
+            CedarOutcome::NoOpinion
+        );
+    }
+
+    #[test]
+    fn a_policy_reading_counts_without_them_asks_never_allows() {
+        let set = policies(COUNTING);
+        assert!(matches!(
+            eval_counted(&set, &tool("read_file"), None),
+            CedarOutcome::Error { .. }
+        ));
     }
 
     #[test]

@@ -565,6 +565,17 @@ forward! {
     /// The calls of a task, in the order the model asked for them.
     pub async fn calls(&self, task_id: &str) -> Result<Vec<CallRow>>;
 
+    /// What a task and its person have done with `tool` (Cedar's `context.counts`), in one
+    /// read: its calls allowed in the task, those allowed in the person's tasks that ran at
+    /// or after `since` (RFC 3339) or have yet to run, and the tools approved in the task.
+    pub async fn call_counts(
+        &self,
+        task_id: &str,
+        user_id: &str,
+        tool: &str,
+        since: &str,
+    ) -> Result<CallCounts>;
+
     /// Whether `user_id` voted on a call of the task (`call_votes`).
     pub async fn voted_on(&self, task_id: &str, user_id: &str) -> Result<bool>;
 

@@ -219,6 +219,20 @@ pub struct PendingBatchRow {
     pub title: String,
 }
 
+/// What the task and the person have done before this call, as `context.counts` shows it
+/// (also a `signoff policy test` case's `counts`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CallCounts {
+    /// Calls of this tool allowed to run in this task (by a person, a grant, a policy, a rule
+    /// or the tool's setting).
+    pub tool_allowed_in_task: i64,
+    /// Calls of this tool allowed to run in any of this person's tasks in the last hour.
+    pub tool_allowed_by_user_last_hour: i64,
+    /// The tools of which a call was approved in this task (by a person, a grant or a policy).
+    pub approved_in_task: Vec<String>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallRow {
     pub task_id: String,

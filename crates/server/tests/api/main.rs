@@ -13,6 +13,7 @@ mod approvals_stream;
 mod auth;
 mod cancel_calls;
 mod cedar;
+mod cedar_counts;
 mod conformance;
 mod conformance_agent;
 mod edits;

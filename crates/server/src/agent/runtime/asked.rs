@@ -118,10 +118,17 @@ impl Asked<'_> {
             user: &who.subject,
             groups: &who.groups,
             context_id: "",
+            task_id: "",
             subagent: false,
         };
-        let (_, mut decided) =
-            runtime.gate(agent, &requester, tool, &call.args, chrono::Utc::now());
+        let (_, mut decided) = runtime.gate(
+            agent,
+            &requester,
+            tool,
+            &call.args,
+            chrono::Utc::now(),
+            None,
+        );
         let verdict = match decided.outcome() {
             GateOutcome::Ask => return Ok(None),
             GateOutcome::Allow => Verdict::Approve,

@@ -52,9 +52,11 @@ impl Runtime {
             user: &row.user_id,
             groups: &row.requester_groups,
             context_id: &row.context_id,
+            // An edit is checked without counts: a policy that reads them asks again.
+            task_id: "",
             subagent: call.request.via.is_some(),
         };
-        let (_, decided) = self.gate(agent, &requester, &tool, args, chrono::Utc::now());
+        let (_, decided) = self.gate(agent, &requester, &tool, args, chrono::Utc::now(), None);
         let (id, name) = (&call.request.id, &call.request.name);
         let why = decided.why;
         let edited = match why.outcome {

@@ -451,6 +451,7 @@ impl Runtime {
             user: &run.user_id,
             groups: &run.groups,
             context_id: &context_id,
+            task_id: &task_id,
             subagent: run.subagent,
         };
         let screened = self.screen_calls(&agent, &requester, &tool_calls).await?;

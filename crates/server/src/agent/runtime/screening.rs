@@ -8,11 +8,12 @@
 //!
 //! A person's edit of a waiting call goes through the same checks (`edits`).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use signoff_protocol::hitl::{DecidedBy, GateOutcome, RecordedDecision, Why, WhyKind, ASK_USER};
 
-use crate::agent::cedar::{CallFacts, CedarOutcome, ToolFacts};
+use crate::agent::cedar::{CallCounts, CallFacts, CedarOutcome, ToolFacts};
 use crate::agent::decision::{decide, Decided};
 use crate::agent::model::ModelToolCall;
 use crate::agent::policy::Grant;
@@ -39,6 +40,8 @@ pub(super) struct Requester<'a> {
     pub user: &'a str,
     pub groups: &'a [String],
     pub context_id: &'a str,
+    /// The task whose turn made the calls; `""` for a call outside a task (no counts then).
+    pub task_id: &'a str,
     /// The turn is a subagent's task's.
     pub subagent: bool,
 }
@@ -59,9 +62,12 @@ impl Runtime {
         let user = requester.user;
         let mut grants: Option<Vec<Arc<Grant>>> = None;
         // Uses this turn took of each counted grant: what is left, for the call's why.
-        let mut spent: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+        let mut spent: HashMap<String, i64> = HashMap::new();
         let mut out = Vec::with_capacity(calls.len());
         let now = chrono::Utc::now();
+        // Each tool's counts, read once per turn and raised by the calls this turn allows
+        // (they are not in the store until the turn commits).
+        let mut counts: HashMap<String, CallCounts> = HashMap::new();
         for call in calls {
             let Some(tool) = agent.tools.get(&call.name) else {
                 // An unknown tool never runs: its call fails with "no tool named …".
@@ -73,7 +79,19 @@ impl Runtime {
                 });
                 continue;
             };
-            let (cedar, mut decided) = self.gate(agent, requester, &tool, &call.args, now);
+            if !counts.contains_key(&call.name) {
+                if let Some(read) = self.read_counts(requester, &call.name, now).await? {
+                    counts.insert(call.name.clone(), read);
+                }
+            }
+            let (cedar, mut decided) = self.gate(
+                agent,
+                requester,
+                &tool,
+                &call.args,
+                now,
+                counts.get(&call.name),
+            );
             let rule = agent.approvals.rule_for(&call.name, &call.args);
             if decided.grantable {
                 if grants.is_none() {
@@ -110,9 +128,42 @@ impl Runtime {
             if decided.why.by == WhyKind::Policy {
                 decided.why.file = self.gate.live.file_of(&decided.why.id);
             }
+            if let Some(count) = counts.get_mut(&call.name) {
+                if decided.why.outcome == GateOutcome::Allow {
+                    count.tool_allowed_in_task += 1;
+                    count.tool_allowed_by_user_last_hour += 1;
+                }
+            }
             out.push(screened(user, decided.why));
         }
         Ok(out)
+    }
+
+    /// What the task and its person have done with `tool` (`context.counts`), in one store
+    /// read; `None`, without a read, when no policy (live or shadow) reads the counts or the
+    /// call is outside a task.
+    async fn read_counts(
+        &self,
+        requester: &Requester<'_>,
+        tool: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<CallCounts>> {
+        let reads = self.gate.live.reads_counts()
+            || self
+                .gate
+                .shadow
+                .as_ref()
+                .is_some_and(|set| set.reads_counts());
+        if !reads || requester.task_id.is_empty() || tool == ASK_USER {
+            return Ok(None);
+        }
+        let since =
+            (now - chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        Ok(Some(
+            self.store
+                .call_counts(requester.task_id, requester.user, tool, &since)
+                .await?,
+        ))
     }
 
     /// The gate's answer for one call before any grant ([`decide`] of the deployment's
@@ -126,8 +177,9 @@ impl Runtime {
         tool: &ExposedTool,
         args: &serde_json::Value,
         now: chrono::DateTime<chrono::Utc>,
+        counts: Option<&CallCounts>,
     ) -> (CedarOutcome, Decided) {
-        let cedar = self.evaluate_policies(agent, requester, &tool.spec, args, now);
+        let cedar = self.evaluate_policies(agent, requester, &tool.spec, args, now, counts);
         let rule = agent.approvals.rule_for(&tool.spec.name, args);
         let decided = decide(&cedar, rule, tool.requires_approval, None);
         (cedar, decided)
@@ -142,6 +194,7 @@ impl Runtime {
         spec: &crate::agent::tools::ToolSpec,
         args: &serde_json::Value,
         now: chrono::DateTime<chrono::Utc>,
+        counts: Option<&CallCounts>,
     ) -> CedarOutcome {
         if spec.name == ASK_USER {
             return CedarOutcome::NoOpinion;
@@ -160,6 +213,7 @@ impl Runtime {
             agent: &key,
             subagent: requester.subagent,
             now,
+            counts,
         };
         let live = self.gate.live.evaluate(&facts);
         if let CedarOutcome::Error { message } = &live {

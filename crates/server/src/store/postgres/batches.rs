@@ -7,11 +7,16 @@ use sqlx::{PgConnection, Row};
 
 use super::tasks::{map_rows, task_row};
 use super::{
-    BatchRow, BatchState, CallRow, CallVote, DecisionRow, DecisionWrite, PendingBatchRow, Postgres,
-    Result, StoreError, TaskRow, Written,
+    BatchRow, BatchState, CallCounts, CallRow, CallVote, DecisionRow, DecisionWrite,
+    PendingBatchRow, Postgres, Result, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
 use crate::store::receipts::Seal;
+
+/// A call of the tool was allowed to run: the gate or a person let it, whether or not it has
+/// run yet (`calls` of any status a denial, a rejection, a cancel or an expiry never reaches).
+const ALLOWED: &str = "calls.status IN ('auto', 'approved', 'started', 'finished') \
+     AND (calls.verdict IS NULL OR calls.verdict = 'approve')";
 
 /// The calls of a task, in the order the model asked for them.
 pub(super) async fn task_calls(
@@ -177,6 +182,36 @@ impl Postgres {
     pub async fn calls(&self, task_id: &str) -> Result<Vec<CallRow>> {
         let mut connection = self.pool.acquire().await?;
         task_calls(&mut connection, task_id).await
+    }
+
+    pub async fn call_counts(
+        &self,
+        task_id: &str,
+        user_id: &str,
+        tool: &str,
+        since: &str,
+    ) -> Result<CallCounts> {
+        // One statement, so the three answers come from one snapshot of the store.
+        let row = sqlx::query(&format!(
+            "SELECT \
+             (SELECT COUNT(*) FROM calls WHERE task_id = $1 AND name = $3 AND {ALLOWED}), \
+             (SELECT COUNT(*) FROM calls JOIN tasks ON tasks.id = calls.task_id \
+               WHERE tasks.user_id = $2 AND calls.name = $3 AND {ALLOWED} \
+               AND (calls.started_at IS NULL OR calls.started_at >= $4)), \
+             ARRAY(SELECT DISTINCT name FROM calls WHERE task_id = $1 AND verdict = 'approve' \
+               ORDER BY name)"
+        ))
+        .bind(task_id)
+        .bind(user_id)
+        .bind(tool)
+        .bind(since)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(CallCounts {
+            tool_allowed_in_task: row.try_get(0)?,
+            tool_allowed_by_user_last_hour: row.try_get(1)?,
+            approved_in_task: row.try_get(2)?,
+        })
     }
 
     pub async fn voted_on(&self, task_id: &str, user_id: &str) -> Result<bool> {

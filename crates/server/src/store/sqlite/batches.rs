@@ -7,8 +7,8 @@ use rusqlite::{params, Connection};
 
 use super::tasks::collect;
 use super::{
-    BatchRow, CallRow, CallVote, DecisionRow, DecisionWrite, PendingBatchRow, Result, Sqlite,
-    TaskRow, Written,
+    BatchRow, CallCounts, CallRow, CallVote, DecisionRow, DecisionWrite, PendingBatchRow, Result,
+    Sqlite, TaskRow, Written,
 };
 use crate::store::columns::*;
 use crate::store::receipts::Seal;
@@ -18,6 +18,11 @@ use crate::store::receipts::Seal;
 /// With `state = ?` SQLite can only tell whether such an index fits once the value is bound, so
 /// it prepares the statement again at every run: most of a decision's time in the store.
 pub(super) const PENDING: &str = "state = 'pending'";
+
+/// A call of the tool was allowed to run: the gate or a person let it, whether or not it has
+/// run yet (`calls` of any status a denial, a rejection, a cancel or an expiry never reaches).
+const ALLOWED: &str = "calls.status IN ('auto', 'approved', 'started', 'finished') \
+     AND (calls.verdict IS NULL OR calls.verdict = 'approve')";
 
 /// The calls of a task, in the order the model asked for them.
 pub(super) fn task_calls(connection: &Connection, task_id: &str) -> Result<Vec<CallRow>> {
@@ -174,6 +179,37 @@ impl Sqlite {
     /// The calls of a task, in the order the model asked for them.
     pub async fn calls(&self, task_id: &str) -> Result<Vec<CallRow>> {
         self.read(|connection| task_calls(connection, task_id))
+    }
+
+    pub async fn call_counts(
+        &self,
+        task_id: &str,
+        user_id: &str,
+        tool: &str,
+        since: &str,
+    ) -> Result<CallCounts> {
+        self.read(|connection| {
+            // One statement, so the three answers come from one snapshot of the store.
+            let mut statement = connection.prepare_cached(&format!(
+                "SELECT \
+                 (SELECT COUNT(*) FROM calls WHERE task_id = ?1 AND name = ?3 AND {ALLOWED}), \
+                 (SELECT COUNT(*) FROM calls JOIN tasks ON tasks.id = calls.task_id \
+                   WHERE tasks.user_id = ?2 AND calls.name = ?3 AND {ALLOWED} \
+                   AND (calls.started_at IS NULL OR calls.started_at >= ?4)), \
+                 (SELECT json_group_array(name) FROM (SELECT DISTINCT name FROM calls \
+                   WHERE task_id = ?1 AND verdict = 'approve'))"
+            ))?;
+            let (in_task, last_hour, approved): (i64, i64, String) = statement
+                .query_row(params![task_id, user_id, tool, since], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                })?;
+            let approved_in_task: Vec<String> = serde_json::from_str(&approved)?;
+            Ok(CallCounts {
+                tool_allowed_in_task: in_task,
+                tool_allowed_by_user_last_hour: last_hour,
+                approved_in_task,
+            })
+        })
     }
 
     pub async fn voted_on(&self, task_id: &str, user_id: &str) -> Result<bool> {

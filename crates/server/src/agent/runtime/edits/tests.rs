@@ -180,6 +180,7 @@ async fn held(runtime: &Runtime, tool: &str, args: Value) -> Option<ActionReques
         user: "carol",
         groups: &groups,
         context_id: "ctx",
+        task_id: "",
         subagent: false,
     };
     let call = ModelToolCall::new("call_1", tool, args.clone());
@@ -309,9 +310,11 @@ fn run_case(
                 user: "carol",
                 groups: &groups,
                 context_id: "ctx",
+                task_id: "",
                 subagent: false,
             };
-            let (_, decided) = runtime.gate(&agent, &requester, &tool, &ran, chrono::Utc::now());
+            let (_, decided) =
+                runtime.gate(&agent, &requester, &tool, &ran, chrono::Utc::now(), None);
             prop_assert_ne!(decided.outcome(), GateOutcome::Deny, "denied {} ran", ran);
             return Ok(());
         };
