@@ -41,3 +41,21 @@ fn a_stream_that_ends_at_rest_or_before_its_task_is_known_is_not_followed() {
     assert_eq!(sent.stream_lost(), None);
     assert_eq!(sent.status, ChatStatus::Thinking);
 }
+
+#[test]
+fn a_turn_the_restarted_server_finished_while_the_chat_was_away_shows_its_whole_answer() {
+    // Recorded: "count to 200" streamed until the server stopped at "21", and the resubscribe
+    // after the restart, when the resumed turn had already finished: the task as it ended,
+    // with the interrupted answer and the resumed turn's whole one.
+    let mut view = run(&our_stream("restart-before.sse"));
+    assert!(view.stream_lost().is_some());
+    for event in &our_stream("restart-after.sse") {
+        view.apply(event);
+    }
+    assert_eq!(view.status, ChatStatus::Ready);
+    let texts: Vec<&str> = view.items.iter().map(|item| item.text.as_str()).collect();
+    assert!(
+        texts.iter().any(|text| text.ends_with("199, 200")),
+        "{texts:?}"
+    );
+}
