@@ -59,6 +59,8 @@ step "The OpenID provider for the sign-in tests (npm's oidc-provider)"
 
 step "The webhook verifier for the notification tests (PyPI's standardwebhooks)"
 "$ROOT/crates/server/tests/notify/install.sh"
+step "The Web Push checks (PyPI's PyJWT and http_ece)"
+"$ROOT/crates/server/tests/web_push/install.sh"
 step "Slack's message types for the Slack test (npm's @slack/types, @slack/webhook, typescript)"
 "$ROOT/crates/server/tests/slack/install.sh"
 step "The SMTP server for the email test (PyPI's aiosmtpd)"

@@ -6,6 +6,7 @@ pub mod approvals;
 pub mod batches;
 pub mod http;
 pub mod policies;
+pub mod push;
 pub mod rpc;
 pub mod sessions;
 pub mod shares;

@@ -4,7 +4,8 @@
 //! the switch in a modal dialog naming both accounts (the rules are `state::account`'s). Until
 //! then the saved token stays and every request uses it. The menu and the dialog come from the
 //! chunk of the split point `account`, fetched only when there is an account to show (never with
-//! `--auth none`) or a switch to ask about.
+//! `--auth none`) or a switch to ask about. The menu offers this device's notifications
+//! (`devices`: Web Push).
 
 use leptos::html::Dialog;
 use leptos::prelude::*;
@@ -115,6 +116,7 @@ fn SignedIn(me: signoff_protocol::rest::Me) -> impl IntoView {
                         "Groups: " {groups}
                     </p>
                 })}
+                <super::devices::Devices />
                 {signs_out.then(|| view! {
                     <button type="button" class="button" data-testid="sign-out" on:click=sign_out>
                         "Sign out"

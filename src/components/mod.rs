@@ -10,6 +10,7 @@ pub mod chat;
 mod clamp;
 pub mod context;
 pub mod controller;
+mod devices;
 mod feedback;
 mod held_back;
 pub mod inbox;

@@ -31,3 +31,4 @@ mod server_questions;
 mod sharing;
 mod signin;
 mod subagents;
+mod web_push;

@@ -54,6 +54,9 @@ enum Phase {
     /// A paused batch's message to Slack's Web API (a stand-in) through the Slack app channel,
     /// with 1,000 batches pending.
     Slack,
+    /// A paused batch's Web Push to an enrolled device's push service (a stand-in), with
+    /// 1,000 batches pending.
+    WebPush,
     UiSize,
     UiRender,
     UiReady,
@@ -200,6 +203,9 @@ async fn server_figures(
     if phases.contains(&Phase::Slack) {
         figures.extend(server_bench::slack(&args.server, &args.work_dir, counts).await);
     }
+    if phases.contains(&Phase::WebPush) {
+        figures.extend(server_bench::web_push(&args.server, &args.work_dir, counts).await);
+    }
     Ok(figures)
 }
 
@@ -218,6 +224,7 @@ async fn run(args: Args) -> Result<()> {
             Phase::Endpoints,
             Phase::Acp,
             Phase::Slack,
+            Phase::WebPush,
             Phase::UiRender,
             Phase::UiReady,
             Phase::Replicas,

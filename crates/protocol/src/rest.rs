@@ -18,6 +18,7 @@ use crate::model::TaskState;
 mod requests;
 mod sharing;
 mod tools;
+mod web_push;
 pub use requests::{
     ApprovalRequest, ApprovalRequestState, RequestStatus, SettledCall, SettledCalls,
 };
@@ -25,6 +26,9 @@ pub use sharing::{
     Feedback, FeedbackList, NewDecisionLinks, NewFeedback, NewShare, Rating, Share, ShareList,
 };
 pub use tools::{ApproveToolChange, DefinitionChange, ToolChange, ToolChanges, ToolDefinition};
+pub use web_push::{
+    BrowserSubscription, Device, DeviceList, NewDevice, SubscriptionKeys, VapidKey,
+};
 
 /// `GET /api/agents`: the local agents, then the remote ones.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -383,6 +383,29 @@ impl Config {
         Ok(notify::Notifier::new(outbound, signer))
     }
 
+    /// The Web Push sender: Signoff's VAPID key in the store (made by the first server that
+    /// needs one), posting through `--push-allow`'s checks, its JWTs' subject `public_url`.
+    async fn web_pusher(
+        &self,
+        store: &store::Store,
+        public_url: &str,
+        delivery: &agent::notify::Delivery,
+    ) -> Result<agent::notify::web_push::WebPusher, ServerError> {
+        use agent::notify;
+        let allow = notify::AllowList::parse(self.push_allow.iter().map(String::as_str))
+            .map_err(ServerError::Config)?;
+        let outbound = notify::Outbound::new(allow, delivery.connect_timeout, delivery.timeout)
+            .map_err(|err| ServerError::Config(err.to_string()))?;
+        let vapid = notify::web_push::Vapid::load(store)
+            .await
+            .map_err(|err| ServerError::Config(err.to_string()))?;
+        Ok(notify::web_push::WebPusher::new(
+            vapid,
+            outbound,
+            public_url.to_owned(),
+        ))
+    }
+
     fn oidc_settings(&self) -> Result<http::auth::oidc::Settings, ServerError> {
         let needed = |value: &Option<String>, flag: &str| {
             value
@@ -496,9 +519,20 @@ pub async fn run(
         tracing::info!(channels = %channels.join(", "), "notifications on");
     }
     let notifier = config.notifier(&store, &notifications.delivery).await?;
+    let web_pusher = match notifications.pushes_to_devices() {
+        true => Some(
+            config
+                .web_pusher(&store, notifications.public_url(), &notifications.delivery)
+                .await?,
+        ),
+        false => None,
+    };
     let runtime =
         agent::Runtime::with_notifications(store.clone(), agents, limits, notifications, gate);
     runtime.set_notifier(Arc::new(notifier));
+    if let Some(pusher) = web_pusher {
+        runtime.web_push().set_pusher(Arc::new(pusher));
+    }
     // Before anything is served: a tool whose server changed its definition is held back.
     runtime.tool_pins().check().await?;
     runtime.tool_pins().keep_checking();

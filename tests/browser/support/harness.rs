@@ -188,6 +188,9 @@ pub struct Options {
     pub tokens: Option<Vec<String>>,
     /// Cedar policies, written as `policies/main.cedar` and loaded with `--policies`.
     pub cedar: Option<String>,
+    /// A notifications file, loaded with `--notifications` (`--public-url` the server's own,
+    /// loopback allowed for push URLs).
+    pub notifications: Option<String>,
 }
 
 impl Options {
@@ -208,6 +211,7 @@ impl Default for Options {
             stream_idle_timeout_secs: None,
             tokens: None,
             cedar: None,
+            notifications: None,
         }
     }
 }
@@ -243,6 +247,13 @@ impl App {
         }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
+        if let Some(toml) = &options.notifications {
+            let path = data.path().join("notifications.toml");
+            std::fs::write(&path, toml).unwrap();
+            config.notifications = Some(path);
+            config.public_url = Some(base.clone());
+            config.push_allow = vec!["127.0.0.1/32".into()];
+        }
         let (shutdown, server) = serve(listener, config.clone());
 
         let browser = Browser::start(options.size).await;

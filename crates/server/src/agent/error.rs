@@ -23,6 +23,9 @@ pub enum AgentError {
     /// No live share link of that chat has that id (or that token).
     #[error("share link {0} not found")]
     ShareNotFound(String),
+    /// No device of the caller's has that id, or Web Push is not on: why.
+    #[error("{0}")]
+    PushNotFound(String),
     #[error("{0}")]
     InvalidParams(String),
     /// A decision by someone the agents file's approvers do not let give it: what it needs.

@@ -65,7 +65,8 @@ pub(super) fn rpc_error(version: ProtocolVersion, err: &AgentError) -> (ErrorCod
         AgentError::AgentNotFound(_)
         | AgentError::SessionNotFound(_)
         | AgentError::GrantNotFound(_)
-        | AgentError::ShareNotFound(_) => (ErrorCode::InvalidParams, err.to_string()),
+        | AgentError::ShareNotFound(_)
+        | AgentError::PushNotFound(_) => (ErrorCode::InvalidParams, err.to_string()),
         AgentError::InvalidParams(_)
         | AgentError::NotEligible(_)
         | AgentError::AlreadyApproved(_)

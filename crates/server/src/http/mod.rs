@@ -24,6 +24,7 @@ mod slack;
 mod sse;
 mod tools;
 mod ui;
+mod web_push;
 
 pub use ui::source as ui_source;
 
@@ -251,6 +252,7 @@ impl From<AgentError> for HttpError {
             | AgentError::SessionNotFound(_)
             | AgentError::GrantNotFound(_)
             | AgentError::ShareNotFound(_)
+            | AgentError::PushNotFound(_)
             | AgentError::TaskDeleted(_) => HttpError::NotFound(err.to_string()),
             AgentError::Forbidden(_) | AgentError::NotEligible(_) => {
                 HttpError::Forbidden(err.to_string())
@@ -377,6 +379,15 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/notifications/failed", get(notifications::failed))
         .route("/api/slack/interactions", post(slack::interactions))
+        .route("/api/push/vapid", get(web_push::vapid))
+        .route(
+            "/api/push/subscriptions",
+            get(web_push::list).post(web_push::enrol),
+        )
+        .route(
+            "/api/push/subscriptions/{id}",
+            axum::routing::delete(web_push::revoke),
+        )
         .route("/api/tools/changes", get(tools::changes))
         .route("/api/audit/keys", get(audit::keys))
         .route("/api/audit/receipts", get(audit::export))

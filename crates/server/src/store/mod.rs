@@ -44,6 +44,7 @@ mod sharing;
 mod slack;
 mod sqlite;
 mod steps;
+mod web_push;
 mod write;
 
 use std::path::Path;
@@ -70,6 +71,7 @@ pub use settled::SettledCallRow;
 pub use sharing::{FeedbackRow, ShareRow};
 pub use slack::SlackMessageRow;
 pub use steps::{handed_to, BatchStep, BatchStepKind, BatchStepRow, Handed};
+pub use web_push::PushSubscriptionRow;
 
 use postgres::Postgres;
 use sqlite::Sqlite;
@@ -821,6 +823,19 @@ forward! {
     /// The person whose recorded email is `email` (without regard to ASCII case), the most
     /// recently seen if several are.
     pub async fn person_by_email(&self, email: &str) -> Result<Option<PersonRow>>;
+}
+
+// Web Push (`web_push`): the devices people enrolled.
+forward! {
+    /// Enrols a device (a subscription of the same endpoint is replaced, whoever held it) unless
+    /// its person already has `cap` others; whether it was written.
+    pub async fn put_push_subscription(&self, row: PushSubscriptionRow, cap: usize) -> Result<bool>;
+
+    /// A person's devices, oldest first.
+    pub async fn push_subscriptions(&self, user_id: &str) -> Result<Vec<PushSubscriptionRow>>;
+
+    /// Deletes one of a person's devices; whether it was there.
+    pub async fn delete_push_subscription(&self, user_id: &str, id: &str) -> Result<bool>;
 }
 
 forward! {

@@ -52,3 +52,4 @@ mod store_contract;
 mod streams;
 mod subagents;
 mod traces;
+mod web_push;

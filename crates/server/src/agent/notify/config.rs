@@ -62,6 +62,9 @@ pub enum ChannelKindSpec {
     /// A Slack app (`[channels.slack]`): messages posted with its bot token, whose Approve and
     /// Reject buttons decide (`POST /api/slack/interactions`, signed with its signing secret).
     SlackApp,
+    /// Web Push to the devices people enrolled (`[channels.web_push]`, optional): Signoff's
+    /// own VAPID key, nothing to set up.
+    WebPush,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -88,6 +91,18 @@ pub struct ChannelSpec {
     pub email: Option<EmailSpec>,
     /// A Slack app channel's bot token, signing secret and Slack channel.
     pub slack: Option<SlackAppSpec>,
+    /// A Web Push channel's options.
+    pub web_push: Option<WebPushSpec>,
+}
+
+/// `[channels.web_push]`: how much a push says.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebPushSpec {
+    /// `generic` (the default: "deploy waits for your approval", fit for a locked screen) or
+    /// `calls` (the calls' names too).
+    #[serde(default)]
+    pub detail: super::web_push::Detail,
 }
 
 /// `[channels.slack]`: where a Slack app channel posts, as which bot, and who its users are.

@@ -15,6 +15,9 @@
 //! Adding an event: a `NotificationKind` variant, its payload (`payload`), and a call to
 //! `for_event` where its commit is built. Adding a channel: a `ChannelKind` variant, its
 //! `kind` in the file (`config::ChannelKindSpec`) and its arm in `deliver`.
+//!
+//! Web Push (`web_push`) is a channel too: one row per person who may decide, sent by the
+//! runtime to each device they enrolled (`runtime::web_push`).
 
 mod config;
 pub mod email;
@@ -25,6 +28,7 @@ mod send;
 pub mod signer;
 pub mod slack;
 pub mod slack_app;
+pub mod web_push;
 mod webhook;
 
 use std::path::Path;
@@ -55,6 +59,8 @@ pub enum ChannelKind {
     Email(Arc<email::EmailChannel>),
     /// A Slack app: sent by the runtime (`runtime::slack`), which records each posted copy.
     SlackApp(Arc<SlackApp>),
+    /// Web Push: sent by the runtime (`runtime::web_push`) to each person's devices.
+    WebPush(Arc<web_push::WebPushChannel>),
 }
 
 /// One configured channel.
@@ -275,6 +281,25 @@ impl Notifications {
                     ),
                 ));
             }
+            if spec.web_push.is_some() && spec.kind != config::ChannelKindSpec::WebPush {
+                return Err(fail(
+                    at("web_push"),
+                    "only a channel of kind \"web_push\" takes [web_push]".into(),
+                ));
+            }
+            if spec.kind == config::ChannelKindSpec::WebPush {
+                let kind =
+                    web_push_channel(spec).map_err(|(field, message)| fail(at(&field), message))?;
+                channels.push(Channel {
+                    name: spec.name.clone(),
+                    kind,
+                    url: String::new(),
+                    events: events(spec).map_err(|(field, message)| fail(at(&field), message))?,
+                    agents: spec.route.agents.clone(),
+                    groups: groups(spec).map_err(|message| fail(at("route.groups"), message))?,
+                });
+                continue;
+            }
             if spec.kind == config::ChannelKindSpec::Email {
                 let kind = email_channel(spec, &delivery)
                     .map_err(|(field, message)| fail(at(&field), message))?;
@@ -344,8 +369,13 @@ impl Notifications {
                 (config::ChannelKindSpec::Slack, Some(_)) => {
                     return Err(fail(at("secret_file"), "a Slack webhook takes no signing secret (its URL is the secret: url_env or url_file)".into()))
                 }
-                (config::ChannelKindSpec::Email | config::ChannelKindSpec::SlackApp, _) => {
-                    return Err(fail(at("kind"), "an email or Slack app channel is read above".into()))
+                (
+                    config::ChannelKindSpec::Email
+                    | config::ChannelKindSpec::SlackApp
+                    | config::ChannelKindSpec::WebPush,
+                    _,
+                ) => {
+                    return Err(fail(at("kind"), "an email, Slack app or Web Push channel is read above".into()))
                 }
             };
             let events = events(spec).map_err(|(field, message)| fail(at(&field), message))?;
@@ -378,8 +408,32 @@ impl Notifications {
             .find(|channel| channel.name == name)
             .and_then(|channel| match &channel.kind {
                 ChannelKind::Email(email) => Some(email.clone()),
-                ChannelKind::Webhook { .. } | ChannelKind::Slack | ChannelKind::SlackApp(_) => None,
+                ChannelKind::Webhook { .. }
+                | ChannelKind::Slack
+                | ChannelKind::SlackApp(_)
+                | ChannelKind::WebPush(_) => None,
             })
+    }
+
+    /// The Web Push channel named `name`, if it is one: the runtime sends its pushes.
+    pub fn web_push(&self, name: &str) -> Option<Arc<web_push::WebPushChannel>> {
+        self.channels
+            .iter()
+            .find(|channel| channel.name == name)
+            .and_then(|channel| match &channel.kind {
+                ChannelKind::WebPush(push) => Some(push.clone()),
+                ChannelKind::Webhook { .. }
+                | ChannelKind::Slack
+                | ChannelKind::Email(_)
+                | ChannelKind::SlackApp(_) => None,
+            })
+    }
+
+    /// Whether some channel is Web Push: then people may enrol devices.
+    pub fn pushes_to_devices(&self) -> bool {
+        self.channels
+            .iter()
+            .any(|channel| matches!(channel.kind, ChannelKind::WebPush(_)))
     }
 
     /// The Slack app channel named `name`, if it is one: the runtime sends its messages.
@@ -393,7 +447,10 @@ impl Notifications {
             .iter()
             .filter_map(|channel| match &channel.kind {
                 ChannelKind::SlackApp(app) => Some(app.clone()),
-                ChannelKind::Webhook { .. } | ChannelKind::Slack | ChannelKind::Email(_) => None,
+                ChannelKind::Webhook { .. }
+                | ChannelKind::Slack
+                | ChannelKind::Email(_)
+                | ChannelKind::WebPush(_) => None,
             })
     }
 
@@ -414,12 +471,19 @@ impl Notifications {
             .any(|channel| matches!(&channel.kind, ChannelKind::Email(email) if email.to_approvers))
     }
 
+    /// Whether a batch's [`Audience`] lists the directory's members of its approver groups:
+    /// some email channel writes to approvers, or some channel pushes to their devices.
+    pub fn needs_members(&self) -> bool {
+        self.mails_approvers() || self.pushes_to_devices()
+    }
+
     /// Whether some channel needs a batch's [`Audience`] (a `groups` route, or an email
     /// channel that writes to approvers): else it is not worked out for an event.
     pub fn needs_audience(&self) -> bool {
         self.channels.iter().any(|channel| {
             channel.groups.is_some()
                 || matches!(&channel.kind, ChannelKind::Email(email) if email.to_approvers)
+                || matches!(&channel.kind, ChannelKind::WebPush(_))
         })
     }
 
@@ -451,11 +515,15 @@ impl Notifications {
         };
         let mut rows = Vec::new();
         for channel in takers {
-            let ChannelKind::Email(email) = &channel.kind else {
-                rows.push(row(channel, &notice));
-                continue;
+            let recipients = match &channel.kind {
+                ChannelKind::Email(email) => email.recipients(&notice.requester, audience),
+                ChannelKind::WebPush(_) => deciders(&notice.requester, audience),
+                ChannelKind::Webhook { .. } | ChannelKind::Slack | ChannelKind::SlackApp(_) => {
+                    rows.push(row(channel, &notice));
+                    continue;
+                }
             };
-            for recipient in email.recipients(&notice.requester, audience) {
+            for recipient in recipients {
                 let mut theirs = notice.clone();
                 theirs.recipient = Some(recipient);
                 rows.push(row(channel, &theirs));
@@ -503,6 +571,10 @@ impl Notifications {
             ChannelKind::SlackApp(_) => Err(
                 "a Slack app channel's messages are sent by the runtime, which records them".into(),
             ),
+            ChannelKind::WebPush(_) => Err(
+                "a Web Push channel's pushes are sent by the runtime, to each person's devices"
+                    .into(),
+            ),
         }
     }
 }
@@ -519,6 +591,61 @@ fn events(spec: &config::ChannelSpec) -> Result<Vec<NotificationKind>, (String, 
             })
             .collect(),
     }
+}
+
+/// Whom a Web Push row goes to: the requester, the approvers named by user and the members of
+/// the approver groups, each once (a person's row reaches all their devices).
+fn deciders(requester: &str, audience: &Audience) -> Vec<Recipient> {
+    let mut ids: Vec<&str> = Vec::new();
+    let mut all = Vec::new();
+    if !requester.is_empty() {
+        ids.push(requester);
+        all.push(Recipient::Requester(requester.to_owned()));
+    }
+    for user in &audience.users {
+        if !ids.contains(&user.as_str()) {
+            ids.push(user);
+            all.push(Recipient::Approver(user.clone()));
+        }
+    }
+    for member in &audience.members {
+        if !ids.contains(&member.id.as_str()) {
+            ids.push(&member.id);
+            all.push(Recipient::Member(member.clone()));
+        }
+    }
+    all
+}
+
+/// A Web Push channel from its optional `[web_push]` table: it takes no URL and no secret.
+fn web_push_channel(spec: &config::ChannelSpec) -> Result<ChannelKind, (String, String)> {
+    if spec.url.is_some() || spec.url_env.is_some() || spec.url_file.is_some() {
+        return Err((
+            "url".into(),
+            "a Web Push channel takes no url: each device's push service is where".into(),
+        ));
+    }
+    if spec.secret_env.is_some() || spec.secret_file.is_some() {
+        return Err((
+            "secret_file".into(),
+            "a Web Push channel takes no secret: Signoff keeps its own VAPID key".into(),
+        ));
+    }
+    if spec.email.is_some() || spec.slack.is_some() {
+        return Err((
+            "kind".into(),
+            "a Web Push channel takes neither [email] nor [slack]".into(),
+        ));
+    }
+    let detail = spec
+        .web_push
+        .as_ref()
+        .map(|options| options.detail)
+        .unwrap_or_default();
+    Ok(ChannelKind::WebPush(Arc::new(web_push::WebPushChannel {
+        name: spec.name.clone(),
+        detail,
+    })))
 }
 
 /// A channel's `route.groups`, each named.

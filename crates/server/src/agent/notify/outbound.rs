@@ -76,6 +76,11 @@ impl AllowList {
         Ok(AllowList(nets))
     }
 
+    /// Whether the operator allowed no network.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     fn allows(&self, addr: IpAddr) -> bool {
         let inner = embedded_v4(addr).map(IpAddr::V4);
         self.0
@@ -315,12 +320,23 @@ impl Outbound {
         headers: Vec<(String, String)>,
         body: Vec<u8>,
     ) -> Result<u16, OutboundError> {
+        self.post(raw, headers, body, "application/json").await
+    }
+
+    /// [`Outbound::post_json`] of a body of `content_type`.
+    pub async fn post(
+        &self,
+        raw: &str,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+        content_type: &str,
+    ) -> Result<u16, OutboundError> {
         // An IP literal never reaches the resolver: it is checked here, each time.
         let url = parse_url(raw, &self.allow)?;
         let mut request = self
             .client
             .post(url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::CONTENT_TYPE, content_type)
             .body(body);
         for (name, value) in headers {
             request = request.header(name, value);

@@ -347,3 +347,66 @@ fn retries_double_with_jitter_up_to_the_cap_and_stop_after_retry_for() {
     assert!((25..40).contains(&attempts), "{attempts}");
     assert!(now > 20 * 3600 * 1000, "{now}");
 }
+
+#[test]
+fn a_web_push_channel_writes_one_row_per_person_and_its_wrong_keys_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = "name = \"devices\"\nkind = \"web_push\"\n[channels.web_push]\ndetail = \"calls\"\n";
+    let loaded = load(dir.path(), good).unwrap();
+    assert!(loaded.pushes_to_devices() && loaded.needs_audience() && loaded.needs_members());
+    let push = loaded.web_push("devices").unwrap();
+    assert_eq!(push.detail, web_push::Detail::Calls);
+    let audience = Audience {
+        groups: vec!["sre".into()],
+        users: vec!["bob".into(), "alice".into()],
+        members: vec![Member {
+            id: "carol".into(),
+            email: "carol@example.com".into(),
+        }],
+    };
+    let rows = loaded.for_event(
+        NotificationKind::Pending,
+        "default/demo",
+        &audience,
+        alices_notice,
+    );
+    let people: Vec<Value> = rows
+        .iter()
+        .map(|row| row.payload[RECIPIENT].clone())
+        .collect();
+    assert_eq!(
+        people,
+        [
+            serde_json::json!({"requester": "alice"}),
+            serde_json::json!({"approver": "bob"}),
+            serde_json::json!({"member": {"id": "carol", "email": "carol@example.com"}}),
+        ]
+    );
+    let plain = load(dir.path(), "name = \"devices\"\nkind = \"web_push\"\n").unwrap();
+    assert_eq!(
+        plain.web_push("devices").unwrap().detail,
+        web_push::Detail::Generic
+    );
+    for (broken, field, says) in [
+        (
+            format!("{good}url = \"https://x.example\"\n")
+                .replace("[channels.web_push]\ndetail = \"calls\"\n", ""),
+            "url",
+            "takes no url",
+        ),
+        (
+            good.replace("calls", "everything"),
+            "web_push.detail",
+            "unknown variant",
+        ),
+        (
+            good.replace("kind = \"web_push\"", "kind = \"slack\""),
+            "web_push",
+            "only a channel of kind",
+        ),
+    ] {
+        let err = load(dir.path(), &broken).unwrap_err();
+        assert_eq!(err.path, format!("channels[0].{field}"), "{err}");
+        assert!(err.message.contains(says), "{err}");
+    }
+}

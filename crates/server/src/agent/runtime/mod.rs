@@ -40,6 +40,7 @@ mod streams;
 mod subagent;
 mod subagent_remote;
 mod transcript;
+mod web_push;
 
 pub use super::error::{AgentError, Result};
 pub use crate::agent::approvals::Decider;
@@ -62,6 +63,7 @@ pub use runner::PendingRunner;
 pub use sharing::{CreatedShare, ShareGrant, Sharing};
 pub use slack::{SlackAnswer, SlackClick, SlackRejection};
 pub use streams::{Opening, TaskStream};
+pub use web_push::WebPushes;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -211,6 +213,8 @@ pub struct Runtime {
     outbox_wake: tokio::sync::Notify,
     /// The push-notification sender, set once at start (`push`).
     notifier: std::sync::OnceLock<Arc<crate::agent::notify::Notifier>>,
+    /// The Web Push sender, set once at start (`web_push`).
+    web_pusher: std::sync::OnceLock<Arc<crate::agent::notify::web_push::WebPusher>>,
     /// Who this replica last wrote to the directory of people (`people`).
     people: people::SeenPeople,
     /// The approval workflow's rules: who may approve each call, how a decision is counted.
@@ -280,6 +284,7 @@ impl Runtime {
             notifications: Arc::new(notifications),
             outbox_wake: tokio::sync::Notify::new(),
             notifier: std::sync::OnceLock::new(),
+            web_pusher: std::sync::OnceLock::new(),
             people: people::SeenPeople::default(),
             approvals,
             agents,

@@ -196,10 +196,12 @@ impl Sender {
                 let sent = match (
                     notifications.email(&row.channel),
                     notifications.slack_app(&row.channel),
+                    notifications.web_push(&row.channel),
                 ) {
-                    (Some(email), _) => self.deliver_email(&email, &row).await,
-                    (None, Some(app)) => self.deliver_slack(&app, &row).await,
-                    (None, None) => notifications.deliver(&row).await,
+                    (Some(email), _, _) => self.deliver_email(&email, &row).await,
+                    (None, Some(app), _) => self.deliver_slack(&app, &row).await,
+                    (None, None, Some(push)) => self.deliver_web_push(&push, &row).await,
+                    (None, None, None) => notifications.deliver(&row).await,
                 };
                 match sent {
                     Ok(()) => Attempt::Delivered,

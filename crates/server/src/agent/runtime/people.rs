@@ -108,7 +108,7 @@ impl Directory<'_> {
     /// Adds to `audience` the directory's members of its groups, when an email channel writes
     /// to approvers (no read otherwise). A failed read is logged: the others are still told.
     pub(super) async fn add_members(&self, audience: &mut Audience) {
-        if audience.groups.is_empty() || !self.runtime.notifications.mails_approvers() {
+        if audience.groups.is_empty() || !self.runtime.notifications.needs_members() {
             return;
         }
         match self.runtime.store.people_in_groups(&audience.groups).await {

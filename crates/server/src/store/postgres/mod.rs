@@ -26,6 +26,7 @@ mod slack;
 mod steps;
 mod subagents;
 mod tasks;
+mod web_push;
 
 use std::time::Duration;
 

@@ -25,6 +25,7 @@ mod slack;
 mod steps;
 mod subagents;
 mod tasks;
+mod web_push;
 mod writer;
 
 use std::path::Path;
