@@ -45,7 +45,8 @@ fn policy_set(count: usize, counting: bool) -> CedarPolicies {
                 "@id(\"p{index}\") @ask(\"busy\") permit (principal, action, \
                  resource == Signoff::Tool::\"tool{tool}\") \
                  when {{ context.counts.tool_allowed_by_user_last_hour >= {index} \
-                 || !context.counts.approved_in_task.contains(\"run{index}\") }};"
+                 || !context.counts.approved_in_task.contains(\"run{index}\") \
+                 || context.counts.sum_by_user_last_day.mode > {index} }};"
             ),
             (false, _) => format!(
                 "@id(\"p{index}\") @ask(\"late\") permit (principal, action, \
@@ -65,6 +66,8 @@ fn bench(count: usize, counting: bool) {
         tool_allowed_in_task: 3,
         tool_allowed_by_user_last_hour: 7,
         approved_in_task: vec!["write_file".into(), "run_tests".into()],
+        sum_by_user_last_day: [("mode".to_owned(), 40)].into(),
+        ..CallCounts::default()
     };
     let tool = ToolFacts {
         name: "tool7".into(),

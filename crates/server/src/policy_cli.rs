@@ -250,6 +250,13 @@ pub fn schema_json(agents: &[Arc<Agent>]) -> Value {
         .collect();
     let boolean = json!({"type": "Boolean"});
     let long = json!({"type": "Long"});
+    // The sums of numeric arguments: each whole-number argument, optional as in `args`.
+    let sums: serde_json::Map<String, Value> = args
+        .iter()
+        .filter(|(_, typed)| typed["type"] == "Long")
+        .map(|(name, _)| (name.clone(), json!({"type": "Long", "required": false})))
+        .collect();
+    let sums = json!({"type": "Record", "attributes": sums});
     json!({
         NAMESPACE: {
             "entityTypes": {
@@ -282,6 +289,9 @@ pub fn schema_json(agents: &[Arc<Agent>]) -> Value {
                             "tool_allowed_in_task": long,
                             "tool_allowed_by_user_last_hour": long,
                             "approved_in_task": {"type": "Set", "element": {"type": "String"}},
+                            "sum_in_task": sums,
+                            "sum_by_user_last_hour": sums,
+                            "sum_by_user_last_day": sums,
                         }},
                     }},
                 }}

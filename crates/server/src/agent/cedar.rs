@@ -14,6 +14,7 @@ use chrono::{DateTime, Datelike, Timelike, Utc};
 use serde_json::Value;
 
 use super::config::MAX_QUORUM;
+use super::narrow::{self, Narrowing};
 pub use crate::store::CallCounts;
 
 mod nesting;
@@ -65,6 +66,8 @@ struct Meta {
     reason: Option<String>,
     /// `@requester_may_approve`: `false` is the two-person rule.
     requester_may_approve: Option<bool>,
+    /// `@narrower`: how an approver may narrow the call's arguments.
+    narrower: Narrowing,
     /// The file the policy was read from.
     file: String,
 }
@@ -83,6 +86,8 @@ pub struct AskSpec {
     /// `false` when any asking policy says `@requester_may_approve("false")`, else `true`
     /// when one says so; none: the agents file's setting decides.
     pub requester_may_approve: Option<bool>,
+    /// How an approver may narrow the call (`@narrower`), over the asking policies.
+    pub narrower: Narrowing,
 }
 
 /// What the policies say about one call.
@@ -195,6 +200,7 @@ fn read_meta(policy: &Policy) -> Result<Meta, String> {
         "risk",
         "reason",
         "requester_may_approve",
+        "narrower",
     ];
     if let Some((key, _)) = policy.annotations().find(|(key, _)| !known.contains(key)) {
         return Err(format!(
@@ -208,6 +214,7 @@ fn read_meta(policy: &Policy) -> Result<Meta, String> {
         "quorum",
         "risk",
         "requester_may_approve",
+        "narrower",
     ];
     if policy.effect() == Effect::Forbid {
         if let Some(key) = ask_only.iter().find(|key| policy.annotation(key).is_some()) {
@@ -286,16 +293,21 @@ fn read_meta(policy: &Policy) -> Result<Meta, String> {
                 .into(),
         );
     }
+    let narrower = match policy.annotation("narrower") {
+        Some(text) => narrow::parse_annotation(text).map_err(|err| format!("@narrower: {err}"))?,
+        None => Narrowing::default(),
+    };
     let asks = policy.annotation("ask").is_some();
     if !asks
         && (quorum.is_some()
             || !approvers.is_empty()
             || risk.is_some()
-            || requester_may_approve.is_some())
+            || requester_may_approve.is_some()
+            || !narrower.is_empty())
     {
         return Err(
-            "@approvers, @quorum, @risk and @requester_may_approve need @ask: without \
-                    it the permit allows the call"
+            "@approvers, @quorum, @risk, @requester_may_approve and @narrower need @ask: \
+             without it the permit allows the call"
                 .into(),
         );
     }
@@ -312,6 +324,7 @@ fn read_meta(policy: &Policy) -> Result<Meta, String> {
         risk,
         reason,
         requester_may_approve,
+        narrower,
         file: String::new(),
     })
 }
@@ -514,6 +527,7 @@ impl CedarPolicies {
             }
             spec.quorum = spec.quorum.max(meta.quorum);
             spec.risk = spec.risk.max(meta.risk);
+            spec.narrower.merge(&meta.narrower);
             if spec.reason.is_none() {
                 spec.reason = meta.reason.clone();
             }
@@ -619,7 +633,7 @@ impl CedarPolicies {
             ),
         ];
         if let Some(counts) = call.counts {
-            pairs.push(("counts".to_owned(), counts_record(counts)?));
+            pairs.push(("counts".to_owned(), counts_record(counts, call.args)?));
         }
         let context = Context::from_pairs(pairs).map_err(|e| err("context", e.to_string()))?;
         let request = Request::new(user, uid("Action", "call")?, tool, context, None)
@@ -628,9 +642,41 @@ impl CedarPolicies {
     }
 }
 
-/// `context.counts`: the two counts and the set of approved tools.
-fn counts_record(counts: &CallCounts) -> Result<RestrictedExpression, CedarError> {
+/// `context.counts`: the two counts, the set of approved tools, and the three sums of numeric
+/// arguments. Each sum has every numeric argument of this call (`args`), 0 when no earlier
+/// call had it, so a cap reads `context.counts.sum_by_user_last_day.amount` without `has`.
+fn counts_record(counts: &CallCounts, args: &Value) -> Result<RestrictedExpression, CedarError> {
+    let numeric: Vec<&String> = args
+        .as_object()
+        .map(|args| {
+            args.iter()
+                .filter(|(_, value)| value.is_number())
+                .map(|(name, _)| name)
+                .collect()
+        })
+        .unwrap_or_default();
+    let sums = |sums: &BTreeMap<String, i64>| {
+        let mut record: BTreeMap<String, i64> = sums.clone();
+        for name in &numeric {
+            record.entry((*name).clone()).or_insert(0);
+        }
+        RestrictedExpression::new_record(
+            record
+                .into_iter()
+                .map(|(name, sum)| (name, RestrictedExpression::new_long(sum))),
+        )
+        .map_err(|e| CedarError(format!("counts: {e}")))
+    };
     RestrictedExpression::new_record([
+        ("sum_in_task".to_owned(), sums(&counts.sum_in_task)?),
+        (
+            "sum_by_user_last_hour".to_owned(),
+            sums(&counts.sum_by_user_last_hour)?,
+        ),
+        (
+            "sum_by_user_last_day".to_owned(),
+            sums(&counts.sum_by_user_last_day)?,
+        ),
         (
             "tool_allowed_in_task".to_owned(),
             RestrictedExpression::new_long(counts.tool_allowed_in_task),
@@ -751,6 +797,59 @@ mod tests {
         forbid (principal, action, resource == Signoff::Tool::"deploy")
         unless { context.counts.approved_in_task.contains("run_tests") };
         "#;
+
+    const CAPPED: &str = r#"
+        @id("spend-cap")
+        @ask("over the day's spending cap")
+        permit (principal, action, resource == Signoff::Tool::"pay")
+        when { context.args has amount
+               && context.counts.sum_by_user_last_day.amount + context.args.amount > 100 };
+        @id("small-payments")
+        permit (principal, action, resource == Signoff::Tool::"pay")
+        when { context.args has amount
+               && context.counts.sum_by_user_last_day.amount + context.args.amount <= 100 };
+        "#;
+
+    #[test]
+    fn a_cap_reads_the_sum_of_an_argument_and_a_first_call_sums_to_zero() {
+        let set = policies(CAPPED);
+        let pay = tool("pay");
+        let eval = |amount: i64, counts: &CallCounts| {
+            set.evaluate(&CallFacts {
+                user: "alice",
+                groups: &[],
+                tool: &pay,
+                args: &json!({"amount": amount, "to": "bob"}),
+                agent: "default/demo",
+                subagent: false,
+                counts: Some(counts),
+                now: Utc::now(),
+            })
+        };
+        // No earlier payment: the sum is there, at 0.
+        let mut counts = CallCounts::default();
+        assert_eq!(
+            eval(60, &counts),
+            CedarOutcome::Allow {
+                policy: "small-payments".into()
+            }
+        );
+        counts.add_allowed(&json!({"amount": 60, "to": "bob"}));
+        assert_eq!(counts.sum_by_user_last_day.get("amount"), Some(&60));
+        assert!(matches!(
+            eval(50, &counts),
+            CedarOutcome::Ask(ask) if ask.policy == "spend-cap"
+        ));
+        assert_eq!(
+            eval(40, &counts),
+            CedarOutcome::Allow {
+                policy: "small-payments".into()
+            }
+        );
+        // A fractional amount counts rounded up.
+        counts.add_allowed(&json!({"amount": 0.25}));
+        assert_eq!(counts.sum_in_task.get("amount"), Some(&61));
+    }
 
     #[test]
     fn counts_reach_the_policies() {

@@ -204,6 +204,7 @@ mod tests {
             risk: Some(Risk::High),
             reason: Some("prod".into()),
             requester_may_approve: None,
+            narrower: Default::default(),
         })
     }
 

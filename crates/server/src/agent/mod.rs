@@ -15,6 +15,7 @@ pub mod files;
 pub mod mcp;
 pub mod metrics;
 pub mod model;
+pub mod narrow;
 pub mod notify;
 pub mod openai;
 pub mod pins;

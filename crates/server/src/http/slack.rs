@@ -53,7 +53,7 @@ pub async fn interactions(
         header("x-slack-request-timestamp"),
         header("x-slack-signature"),
     );
-    let apps = state.runtime.slack_apps();
+    let apps = state.runtime.slack().apps();
     if apps.is_empty() {
         return refused(
             StatusCode::NOT_FOUND,
@@ -97,7 +97,7 @@ pub async fn interactions(
                 response_url: text("/response_url"),
                 trigger_id: text("/trigger_id"),
             };
-            state.runtime.on_slack_click(app, click);
+            state.runtime.slack().on_click(app, click);
             StatusCode::OK.into_response()
         }
         Some("view_submission") if text("/view/callback_id") == REJECT_MODAL => {
@@ -113,7 +113,7 @@ pub async fn interactions(
             };
             let runtime = state.runtime.clone();
             let deciding =
-                tokio::spawn(async move { runtime.reject_by_slack(&app, &rejection).await });
+                tokio::spawn(async move { runtime.slack().reject(&app, &rejection).await });
             match tokio::time::timeout(SUBMISSION_WAIT, deciding).await {
                 Ok(Ok(SlackAnswer::Refused(why))) => Json(json!({
                     "response_action": "errors",

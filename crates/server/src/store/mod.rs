@@ -566,14 +566,15 @@ forward! {
     pub async fn calls(&self, task_id: &str) -> Result<Vec<CallRow>>;
 
     /// What a task and its person have done with `tool` (Cedar's `context.counts`), in one
-    /// read: its calls allowed in the task, those allowed in the person's tasks that ran at
-    /// or after `since` (RFC 3339) or have yet to run, and the tools approved in the task.
+    /// read: its calls allowed in the task, those allowed in the person's tasks that ran in
+    /// the last hour (`windows`) or have yet to run, the tools approved in the task, and the
+    /// sums of the tool's numeric arguments in the task, the last hour and the last day.
     pub async fn call_counts(
         &self,
         task_id: &str,
         user_id: &str,
         tool: &str,
-        since: &str,
+        windows: &CountWindows,
     ) -> Result<CallCounts>;
 
     /// Whether `user_id` voted on a call of the task (`call_votes`).

@@ -121,6 +121,7 @@ pub(super) async fn append(
         .parse()
         .map_err(|err| StoreError::Corrupt(format!("receipt_head.seq: {err}")))?;
     let kid = seal.kid().to_owned();
+    let mut rows = Vec::with_capacity(facts.len());
     for (index, fact) in facts.into_iter().enumerate() {
         let seq = last - count + 1 + index as i64;
         let receipt = Receipt {
@@ -141,22 +142,32 @@ pub(super) async fn append(
         let body = canonical(&serde_json::to_value(&receipt)?);
         let digest = sha256_hex(&body);
         let sig = seal.sign(body.as_bytes());
-        tx.execute(
-            "INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, sig)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            &[
-                Int(seq),
-                OptionalText(fact.task_id.as_deref()),
-                Text(&fact.call_id),
-                Text(&body),
-                Text(&digest),
-                Text(&kid),
-                Text(&sig),
-            ],
-        )
-        .await?;
-        prev = digest;
+        prev = digest.clone();
+        rows.push((seq, fact.task_id, fact.call_id, body, digest, sig));
     }
+    // One statement for the decision's receipts: on PostgreSQL each statement is a round trip.
+    let mut sql = String::from(
+        "INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, sig) VALUES ",
+    );
+    let mut params = Vec::with_capacity(rows.len() * 7);
+    for (index, (seq, task_id, call_id, body, digest, sig)) in rows.iter().enumerate() {
+        let first = index * 7;
+        if index > 0 {
+            sql.push_str(", ");
+        }
+        let placeholders: Vec<String> = (1..=7).map(|n| format!("${}", first + n)).collect();
+        sql.push_str(&format!("({})", placeholders.join(", ")));
+        params.extend([
+            Int(*seq),
+            OptionalText(task_id.as_deref()),
+            Text(call_id),
+            Text(body),
+            Text(digest),
+            Text(&kid),
+            Text(sig),
+        ]);
+    }
+    tx.execute(&sql, &params).await?;
     tx.execute(
         "UPDATE receipt_head SET digest = $1 WHERE id = 1",
         &[Text(&prev)],

@@ -4,6 +4,8 @@
 //! spells it in the backends; approval-event kinds are in `approvals`); a text the store does
 //! not know is a corrupt row.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use super::outbox::NewNotification;
@@ -221,6 +223,13 @@ pub struct PendingBatchRow {
     pub title: String,
 }
 
+/// Where a counts read's windows start (RFC 3339): the last hour's and the last day's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountWindows {
+    pub hour: String,
+    pub day: String,
+}
+
 /// What the task and the person have done before this call, as `context.counts` shows it
 /// (also a `signoff policy test` case's `counts`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
@@ -233,6 +242,64 @@ pub struct CallCounts {
     pub tool_allowed_by_user_last_hour: i64,
     /// The tools of which a call was approved in this task (by a person, a grant or a policy).
     pub approved_in_task: Vec<String>,
+    /// Sums of this tool's numeric arguments, by argument name, over its calls allowed to run
+    /// (with the arguments that ran, a person's edit included): in this task, and across the
+    /// person's tasks in the last hour and the last day. A fractional total counts rounded up,
+    /// so a cap is never passed by rounding.
+    pub sum_in_task: BTreeMap<String, i64>,
+    pub sum_by_user_last_hour: BTreeMap<String, i64>,
+    pub sum_by_user_last_day: BTreeMap<String, i64>,
+}
+
+impl CallCounts {
+    /// Reads the sums of a counts query: a JSON object of argument name to the
+    /// `[in task, last hour, last day]` totals (SQLite's `json_group_object`, PostgreSQL's
+    /// `jsonb_object_agg`).
+    pub(crate) fn read_sums(&mut self, sums: &str) -> Result<(), serde_json::Error> {
+        let sums: BTreeMap<String, [Value; 3]> = serde_json::from_str(sums)?;
+        for (name, [in_task, last_hour, last_day]) in sums {
+            self.sum_in_task.insert(name.clone(), whole_up(&in_task));
+            self.sum_by_user_last_hour
+                .insert(name.clone(), whole_up(&last_hour));
+            self.sum_by_user_last_day.insert(name, whole_up(&last_day));
+        }
+        Ok(())
+    }
+
+    /// Counts the call just allowed in this turn, with `args`, before the store has it.
+    pub fn add_allowed(&mut self, args: &Value) {
+        self.tool_allowed_in_task += 1;
+        self.tool_allowed_by_user_last_hour += 1;
+        let Some(args) = args.as_object() else {
+            return;
+        };
+        for (name, value) in args.iter().filter(|(_, value)| value.is_number()) {
+            let amount = whole_up(value);
+            for sums in [
+                &mut self.sum_in_task,
+                &mut self.sum_by_user_last_hour,
+                &mut self.sum_by_user_last_day,
+            ] {
+                let sum = sums.entry(name.clone()).or_insert(0);
+                *sum = sum.saturating_add(amount);
+            }
+        }
+    }
+}
+
+/// A JSON number as a whole number, a fractional one rounded up (saturating at i64's bounds);
+/// anything else 0.
+fn whole_up(value: &Value) -> i64 {
+    if let Some(whole) = value.as_i64() {
+        return whole;
+    }
+    let Some(real) = value.as_f64() else {
+        return 0;
+    };
+    // `as` saturates, and maps NaN (which JSON cannot hold) to 0.
+    #[allow(clippy::cast_possible_truncation)]
+    let rounded = real.ceil() as i64;
+    rounded
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -70,6 +70,23 @@ async fn state_of(app: &TestApp, task: &str) -> Value {
     got["result"]["status"]["state"].clone()
 }
 
+/// Carol approves `call_1` of `task` edited to write `content` at `path`, and the file at
+/// `written` then holds it.
+async fn approve_edit_and_read(
+    app: &TestApp,
+    task: &str,
+    path: &str,
+    content: &str,
+    written: &str,
+) {
+    let edit = json!({"decision_type": "approve",
+                      "modified_args": {"call_1": {"path": path, "content": content}}});
+    let (status, body) = decide_rest(app, Some("carol-token"), task, edit).await;
+    assert_eq!(status, 200, "{body}");
+    let file = std::fs::read_to_string(app.sandbox().join(written)).unwrap();
+    assert_eq!(file, content);
+}
+
 /// The refusal REST and A2A give, naming what the edit `needs`; the batch still waits.
 async fn refused_everywhere(app: &TestApp, task: &str, context: &str, edit: Value, needs: &str) {
     let (status, body) = decide_rest(app, Some("carol-token"), task, edit.clone()).await;
@@ -109,19 +126,7 @@ async fn the_requester_cannot_edit_her_call_into_one_an_ask_rule_routes_to_sre()
     assert_eq!(status, 404, "{body}");
     assert!(!app.sandbox().join("prod/deploy.txt").exists());
     // The call as asked, or an edit that needs no more, still runs on her approval.
-    let (status, body) = decide_rest(
-        &app,
-        Some("carol-token"),
-        &task,
-        json!({"decision_type": "approve",
-               "modified_args": {"call_1": {"path": "notes.txt", "content": "edited"}}}),
-    )
-    .await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(
-        std::fs::read_to_string(app.sandbox().join("notes.txt")).unwrap(),
-        "edited"
-    );
+    approve_edit_and_read(&app, &task, "notes.txt", "edited", "notes.txt").await;
     assert!(!app.sandbox().join("prod/deploy.txt").exists());
 
     // A prod call as asked still takes two of sre, edits within prod included.
@@ -191,4 +196,53 @@ when { context.args.path like "protected*" };
     assert_eq!(status, 404, "{body}");
     assert!(app.sandbox().join("protected.db").exists());
     assert_eq!(state_of(&app, &task).await, "input-required");
+}
+
+#[tokio::test]
+async fn an_approver_may_narrow_a_call_where_a_policy_says_how_and_never_widen_it() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let policies = data_dir.path().join("policies");
+    std::fs::create_dir_all(&policies).unwrap();
+    std::fs::write(
+        policies.join("main.cedar"),
+        r#"@id("writes-narrowed")
+@ask("a write is looked at")
+@narrower("path: within")
+permit (principal, action, resource == Signoff::Tool::"write_file");
+"#,
+    )
+    .unwrap();
+    let app = spawn_with_agents(AGENTS, move |config| {
+        people(config);
+        config.policies_dir = Some(policies);
+        std::mem::forget(data_dir);
+    })
+    .await;
+    let (task, context) = pause(&app, "write notes/a.txt: draft").await;
+    for (edit, why) in [
+        (
+            json!({"path": "notes/../prod/a.txt", "content": "draft"}),
+            "path may only be narrowed (a path inside the one asked)",
+        ),
+        (
+            json!({"path": "notes/a.txt", "content": "something else"}),
+            "content must stay as asked",
+        ),
+    ] {
+        let decision = json!({"decision_type": "approve", "modified_args": {"call_1": edit}});
+        let (status, body) = decide_rest(&app, Some("carol-token"), &task, decision.clone()).await;
+        assert_eq!(status, 400, "{body}");
+        let error = body["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("ask for more than the call as asked") && error.contains(why),
+            "{error}"
+        );
+        // The same refusal over A2A: nothing stored, the batch still waits.
+        let got = decide_a2a(&app, "carol-token", &task, &context, decision).await;
+        assert_eq!(got["error"]["code"], -32602, "{got}");
+        assert_eq!(state_of(&app, &task).await, "input-required");
+    }
+    assert!(!app.sandbox().join("prod").exists());
+    // The same path is as asked, so an approval as asked runs it.
+    approve_edit_and_read(&app, &task, "notes/./a.txt", "draft", "notes/a.txt").await;
 }

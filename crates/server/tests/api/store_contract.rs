@@ -11,10 +11,10 @@ use serde_json::json;
 use signoff_protocol::TaskState;
 use signoff_server::store::{
     now_ms, AttemptFailed, AutoDecision, BatchState, CallStatus, CallUpdate, CallVerdict, Channel,
-    Commit, Database, DecisionLinkRow, DecisionWrite, GrantInsert, GrantRow, GrantScope, Guard,
-    NewCall, NewEvent, NewNotification, NotificationKind, OutboxDepth, PersonRow, PushConfigRow,
-    SettledCallRow, Store, StoreError, SubagentLink, TaskRow, ToolPinRow, Verdict, LEASE,
-    PUSH_CHANNEL,
+    Commit, CountWindows, Database, DecisionLinkRow, DecisionWrite, GrantInsert, GrantRow,
+    GrantScope, Guard, NewCall, NewEvent, NewNotification, NotificationKind, OutboxDepth,
+    PersonRow, PushConfigRow, SettledCallRow, Store, StoreError, SubagentLink, TaskRow, ToolPinRow,
+    Verdict, LEASE, PUSH_CHANNEL,
 };
 
 use crate::support::create_database;
@@ -1271,5 +1271,113 @@ async fn a_settled_call_is_its_owners_listed_newest_first_and_replayed() {
             [("c2", "alice", &sre[..]), ("c3", "bob", &sre[..])],
             "{name}"
         );
+    }
+}
+
+/// A call of tool `pay` (or `name`) with `args`, allowed to run unless `auto` decides it.
+fn paid(call_id: &str, name: &str, args: serde_json::Value, auto: Option<AutoDecision>) -> NewCall {
+    NewCall {
+        call_id: call_id.to_owned(),
+        name: name.to_owned(),
+        source: "payments".into(),
+        args,
+        args_sha256: format!("sha_{call_id}"),
+        held: false,
+        auto,
+        why: None,
+    }
+}
+
+#[tokio::test]
+async fn the_counts_sum_a_tools_numeric_arguments_as_they_ran_over_each_window() {
+    for Backend { name, store, .. } in backends().await {
+        let user = "user-of-t-sum";
+        let other_task = TaskRow {
+            id: "t-sum-2".into(),
+            context_id: "another-chat".into(),
+            ..task("t-sum")
+        };
+        for (row, title) in [
+            (task("t-sum"), "a"),
+            (other_task, "b"),
+            (task("t-stranger"), "c"),
+        ] {
+            store
+                .create_task(&row, title, Vec::new(), None)
+                .await
+                .unwrap();
+        }
+        let denied = AutoDecision {
+            user_id: user.into(),
+            channel: Channel::Rule,
+            verdict: Verdict::Deny,
+            reason: Some("too much".into()),
+            decision: json!({"decision_type": "deny"}),
+            summary: "denied by a rule".into(),
+        };
+        let calls = |calls| Commit {
+            new_calls: calls,
+            ..Commit::default()
+        };
+        store
+            .commit(
+                "t-sum",
+                calls(vec![
+                    paid("edited", "pay", json!({"amount": 30, "to": "ann"}), None),
+                    paid("waiting", "pay", json!({"amount": 2.5}), None),
+                    paid("refused", "pay", json!({"amount": 100}), Some(denied)),
+                    paid("other-tool", "refund", json!({"amount": 7}), None),
+                ]),
+            )
+            .await
+            .unwrap();
+        // Approved at 20 where 30 was asked: the sums count what ran.
+        let started = Commit {
+            call_updates: vec![CallUpdate::Started {
+                call_id: "edited".into(),
+                run_args: json!({"amount": 20, "to": "ann"}),
+                run_args_sha256: "run_sha".into(),
+            }],
+            ..Commit::default()
+        };
+        store.commit("t-sum", started).await.unwrap();
+        let other = calls(vec![paid("b1", "pay", json!({"amount": 5}), None)]);
+        store.commit("t-sum-2", other).await.unwrap();
+        let stranger = calls(vec![paid("s1", "pay", json!({"amount": 1000}), None)]);
+        store.commit("t-stranger", stranger).await.unwrap();
+
+        // The hour starts after every start (only calls yet to run are in it); the day holds all.
+        let windows = CountWindows {
+            hour: "9999-01-01T00:00:00.000Z".into(),
+            day: "2000-01-01T00:00:00.000Z".into(),
+        };
+        let counts = store
+            .call_counts("t-sum", user, "pay", &windows)
+            .await
+            .unwrap();
+        assert_eq!(counts.tool_allowed_in_task, 2, "{name}");
+        assert_eq!(counts.tool_allowed_by_user_last_hour, 2, "{name}");
+        let amount = |sums: &std::collections::BTreeMap<String, i64>| sums.get("amount").copied();
+        // 20 + 2.5 in the task, rounded up; 2.5 + 5 yet to run; 20 + 2.5 + 5 in the day.
+        assert_eq!(amount(&counts.sum_in_task), Some(23), "{name}: {counts:?}");
+        assert_eq!(
+            amount(&counts.sum_by_user_last_hour),
+            Some(8),
+            "{name}: {counts:?}"
+        );
+        assert_eq!(
+            amount(&counts.sum_by_user_last_day),
+            Some(28),
+            "{name}: {counts:?}"
+        );
+        // Only numeric arguments are summed.
+        assert!(!counts.sum_in_task.contains_key("to"), "{name}: {counts:?}");
+
+        let none = store
+            .call_counts("t-sum", user, "transfer", &windows)
+            .await
+            .unwrap();
+        assert!(none.sum_by_user_last_day.is_empty(), "{name}: {none:?}");
+        store.close().await;
     }
 }

@@ -5,13 +5,17 @@
 //! than the call as asked is tallied under the batch's routing as before; one that a rule or a
 //! policy refuses, or that would need more (other people, more of them, or a two-person rule the
 //! call as asked does not have), is refused before anything is stored, so what runs never
-//! waited under a weaker routing than its own arguments call for. Every channel's decision
+//! waited under a weaker routing than its own arguments call for. Where the tool's schema or an
+//! asking policy says what narrower means (`agent::narrow`), an edit that asks for more than
+//! the call as asked is refused first. Every channel's decision
 //! passes here (`Runtime::check_decided_calls`, inside `plan_decision`).
 
 use signoff_protocol::hitl::elicitation::ELICITATION;
 use signoff_protocol::hitl::{GateOutcome, ResolvedCall, Verdict, Why, WhyKind};
 
 use crate::agent::approvals::{approvers_by, no_stricter};
+use crate::agent::cedar::CedarOutcome;
+use crate::agent::narrow::Narrowing;
 use crate::store::TaskRow;
 
 use super::screening::Requester;
@@ -56,8 +60,23 @@ impl Runtime {
             task_id: "",
             subagent: call.request.via.is_some(),
         };
-        let (_, decided) = self.gate(agent, &requester, &tool, args, chrono::Utc::now(), None);
+        let now = chrono::Utc::now();
         let (id, name) = (&call.request.id, &call.request.name);
+        // What narrower means for this call: its tool's schema, and the policies that ask
+        // for it as asked. An edit that asks for more is refused before the gate is asked.
+        let mut narrowing = Narrowing::of_schema(&tool.spec.input_schema);
+        if let (CedarOutcome::Ask(asking), _) =
+            self.gate(agent, &requester, &tool, &call.request.args, now, None)
+        {
+            narrowing.merge(&asking.narrower);
+        }
+        if let Err(why) = narrowing.check(&call.request.args, args) {
+            return Err(AgentError::InvalidParams(format!(
+                "modified_args for {id} ({name}) ask for more than the call as asked: {why}; \
+                 the call keeps waiting (approve it as asked or narrower, or reject it)"
+            )));
+        }
+        let (_, decided) = self.gate(agent, &requester, &tool, args, now, None);
         let why = decided.why;
         let edited = match why.outcome {
             GateOutcome::Deny => {

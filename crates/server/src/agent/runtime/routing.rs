@@ -14,7 +14,7 @@ use crate::store::{handed_to, CallVote, Handed, Verdict};
 
 use super::{Agent, Result, Runtime};
 use crate::agent::approvals::args_sha256;
-use crate::agent::approvals::{handed_over_to, Decider};
+use crate::agent::approvals::{handed_over_to, Approvals, Decider};
 
 impl Runtime {
     /// Whether some call of `agent` may be routed to approvers besides its requester: by the
@@ -57,7 +57,15 @@ impl Runtime {
                 .map(|(_, vote)| vote)
                 .collect();
             let requests = row.batch.requests.as_array().cloned().unwrap_or_default();
-            let routing = self.routing(&row.agent, &owner, &requests, &votes, &handed, who);
+            let routing = routing(
+                &self.approvals,
+                &row.agent,
+                &owner,
+                &requests,
+                &votes,
+                &handed,
+                who,
+            );
             if owner == who.subject {
                 if let Some(mine) = own.iter_mut().find(|p| p.task_id == row.batch.task_id) {
                     mine.routing = Some(Box::new(routing));
@@ -120,82 +128,89 @@ impl Runtime {
             .collect();
         let steps = self.store.batch_steps(&batch.task_id).await?;
         let handed = handed_to(&steps, batch_id);
-        let routing = self.routing(&batch.agent, owner, &batch.calls, &votes, &handed, who);
+        let routing = routing(
+            &self.approvals,
+            &batch.agent,
+            owner,
+            &batch.calls,
+            &votes,
+            &handed,
+            who,
+        );
         Ok((routing, handed_over_to(&handed, who)))
     }
+}
 
-    /// Who asked, why `who` is asked, and each call's quorum so far.
-    fn routing(
-        &self,
-        agent: &str,
-        owner: &str,
-        requests: &[Value],
-        votes: &[CallVote],
-        handed: &Handed,
-        who: &Decider,
-    ) -> ApprovalRouting {
-        let mut reader_eligible: Vec<String> = Vec::new();
-        let mut calls = Vec::new();
-        for request in requests.iter().filter_map(ActionRequest::from_value) {
-            let (approvers, eligible) = self
-                .approvals
-                .approvers()
-                .eligibility(agent, owner, &request, handed, who);
-            let may_approve = !eligible.is_empty();
-            for entry in eligible {
-                if !reader_eligible.contains(&entry) {
-                    reader_eligible.push(entry);
+/// Who asked, why `who` is asked, and each call's quorum so far.
+fn routing(
+    approvals: &Approvals,
+    agent: &str,
+    owner: &str,
+    requests: &[Value],
+    votes: &[CallVote],
+    handed: &Handed,
+    who: &Decider,
+) -> ApprovalRouting {
+    let mut reader_eligible: Vec<String> = Vec::new();
+    let mut calls = Vec::new();
+    for request in requests.iter().filter_map(ActionRequest::from_value) {
+        let (approvers, eligible) = approvals
+            .approvers()
+            .eligibility(agent, owner, &request, handed, who);
+        let may_approve = !eligible.is_empty();
+        for entry in eligible {
+            if !reader_eligible.contains(&entry) {
+                reader_eligible.push(entry);
+            }
+        }
+        // The arguments the latest approval is for, and who approved them.
+        let mine: Vec<&CallVote> = votes
+            .iter()
+            .filter(|vote| vote.call_id == request.id && vote.verdict == Verdict::Approve)
+            .collect();
+        let current = mine.last().map_or_else(
+            || args_sha256(&request.args),
+            |vote| vote.args_sha256.clone(),
+        );
+        let mut approved_by: Vec<String> = Vec::new();
+        let mut approved_via: Vec<Vec<String>> = Vec::new();
+        let mut voided: Vec<String> = Vec::new();
+        for vote in &mine {
+            let list = match vote.args_sha256 == current {
+                true => &mut approved_by,
+                false => &mut voided,
+            };
+            if !list.contains(&vote.user_id) {
+                list.push(vote.user_id.clone());
+                if vote.args_sha256 == current {
+                    approved_via.push(vote.eligible_by.clone());
                 }
             }
-            // The arguments the latest approval is for, and who approved them.
-            let mine: Vec<&CallVote> = votes
-                .iter()
-                .filter(|vote| vote.call_id == request.id && vote.verdict == Verdict::Approve)
-                .collect();
-            let current = mine.last().map_or_else(
-                || args_sha256(&request.args),
-                |vote| vote.args_sha256.clone(),
-            );
-            let mut approved_by: Vec<String> = Vec::new();
-            let mut approved_via: Vec<Vec<String>> = Vec::new();
-            let mut voided: Vec<String> = Vec::new();
-            for vote in &mine {
-                let list = match vote.args_sha256 == current {
-                    true => &mut approved_by,
-                    false => &mut voided,
-                };
-                if !list.contains(&vote.user_id) {
-                    list.push(vote.user_id.clone());
-                    if vote.args_sha256 == current {
-                        approved_via.push(vote.eligible_by.clone());
-                    }
-                }
-            }
-            voided.retain(|user| !approved_by.contains(user));
-            calls.push(CallQuorum {
-                call_id: request.id.clone(),
-                approvers: approvers.entries.iter().map(ApproverEntry::label).collect(),
-                requester_may_approve: approvers.requester_may_approve,
-                quorum: approvers.quorum,
-                approved_by,
-                approved_via,
-                escalated_to: handed.escalated.clone(),
-                voided,
-                args_sha256: mine.last().map(|_| current),
-                requirement: approvers.requirement(),
-                may_approve: Some(may_approve),
-            });
         }
-        ApprovalRouting {
-            requested_by: owner.to_owned(),
-            eligible_by: reader_eligible,
-            calls,
-        }
+        voided.retain(|user| !approved_by.contains(user));
+        calls.push(CallQuorum {
+            call_id: request.id.clone(),
+            approvers: approvers.entries.iter().map(ApproverEntry::label).collect(),
+            requester_may_approve: approvers.requester_may_approve,
+            quorum: approvers.quorum,
+            approved_by,
+            approved_via,
+            escalated_to: handed.escalated.clone(),
+            voided,
+            args_sha256: mine.last().map(|_| current),
+            requirement: approvers.requirement(),
+            may_approve: Some(may_approve),
+        });
+    }
+    ApprovalRouting {
+        requested_by: owner.to_owned(),
+        eligible_by: reader_eligible,
+        calls,
     }
 }
 
 /// Who may decide a batch of `agent`'s with `requests` besides its requester, by each call's
-/// approvers (its asker's settings, as [`Runtime::routing`] reads them): for the notification
+/// approvers (its asker's settings, as [`routing`] reads them): for the notification
 /// channels routed by approver group, and the email channels that write to approvers.
 pub(super) fn audience(agents: &[Arc<Agent>], agent: &str, requests: &[Value]) -> Audience {
     let mut audience = Audience::default();

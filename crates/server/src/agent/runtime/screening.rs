@@ -18,7 +18,7 @@ use crate::agent::decision::{decide, Decided};
 use crate::agent::model::ModelToolCall;
 use crate::agent::policy::Grant;
 use crate::agent::tools::ExposedTool;
-use crate::store::{AutoDecision, Channel, Verdict};
+use crate::store::{AutoDecision, Channel, CountWindows, Verdict};
 
 use super::{Agent, Result, Runtime};
 
@@ -135,8 +135,7 @@ impl Runtime {
             }
             if let Some(count) = counts.get_mut(&call.name) {
                 if decided.why.outcome == GateOutcome::Allow {
-                    count.tool_allowed_in_task += 1;
-                    count.tool_allowed_by_user_last_hour += 1;
+                    count.add_allowed(&call.args);
                 }
             }
             let reviewable = decided.grantable
@@ -167,11 +166,17 @@ impl Runtime {
         if !reads || requester.task_id.is_empty() || tool == ASK_USER {
             return Ok(None);
         }
-        let since =
-            (now - chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let ago = |hours| {
+            (now - chrono::Duration::hours(hours))
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        };
+        let windows = CountWindows {
+            hour: ago(1),
+            day: ago(24),
+        };
         Ok(Some(
             self.store
-                .call_counts(requester.task_id, requester.user, tool, &since)
+                .call_counts(requester.task_id, requester.user, tool, &windows)
                 .await?,
         ))
     }

@@ -81,26 +81,39 @@ fn batch_of(value: &str) -> Option<(i64, &str)> {
     Some((batch.parse().ok()?, task))
 }
 
+/// Decisions from Slack's buttons and modals: what [`Runtime::slack`] lends.
+pub struct SlackDecisions<'a> {
+    runtime: &'a Arc<Runtime>,
+}
+
 impl Runtime {
+    /// Decisions from the Slack app channels.
+    pub fn slack(self: &Arc<Self>) -> SlackDecisions<'_> {
+        SlackDecisions { runtime: self }
+    }
+}
+
+impl SlackDecisions<'_> {
     /// The Slack app channels, which Slack's interaction requests are verified against.
-    pub fn slack_apps(&self) -> Vec<Arc<SlackApp>> {
-        self.notifications.slack_apps().collect()
+    pub fn apps(&self) -> Vec<Arc<SlackApp>> {
+        self.runtime.notifications.slack_apps().collect()
     }
 
     /// Handles a click on a Slack message's button, after the HTTP layer acknowledged it
     /// (Slack wants an answer within three seconds): Approve decides, Reject opens the modal
     /// for a reason, Open (a link) does nothing here. The person hears how it went unless it
     /// decided (then every copy says so).
-    pub fn on_slack_click(self: &Arc<Self>, app: Arc<SlackApp>, click: SlackClick) {
-        let runtime = self.clone();
-        self.tracker.spawn(async move {
+    pub fn on_click(&self, app: Arc<SlackApp>, click: SlackClick) {
+        let runtime = self.runtime.clone();
+        self.runtime.tracker.spawn(async move {
+            let slack = runtime.slack();
             let answer = match click.action_id.as_str() {
                 slack::APPROVE => {
-                    runtime
-                        .decide_by_slack(&app, &click.user, &click.value, Decision::approve_all())
+                    slack
+                        .decide(&app, &click.user, &click.value, Decision::approve_all())
                         .await
                 }
-                slack::REJECT => runtime.open_reject_modal(&app, &click).await,
+                slack::REJECT => slack.open_reject_modal(&app, &click).await,
                 _ => return,
             };
             let text = match &answer {
@@ -116,7 +129,7 @@ impl Runtime {
     /// Opens the Reject modal for a person who is mapped (an unmapped one is told why at
     /// once); whether they may reject is checked when they submit it.
     async fn open_reject_modal(&self, app: &SlackApp, click: &SlackClick) -> Option<SlackAnswer> {
-        if let Err(why) = self.slack_person(app, &click.user).await {
+        if let Err(why) = self.person(app, &click.user).await {
             return Some(SlackAnswer::Refused(why));
         }
         let view = slack::reject_modal(&click.value);
@@ -132,18 +145,14 @@ impl Runtime {
     }
 
     /// Decides the batch of a Reject modal's submission, with its reason.
-    pub async fn reject_by_slack(
-        self: &Arc<Self>,
-        app: &SlackApp,
-        rejection: &SlackRejection,
-    ) -> SlackAnswer {
+    pub async fn reject(&self, app: &SlackApp, rejection: &SlackRejection) -> SlackAnswer {
         let reason = rejection
             .reason
             .as_deref()
             .map(str::trim)
             .filter(|reason| !reason.is_empty())
             .map(str::to_owned);
-        self.decide_by_slack(
+        self.decide(
             app,
             &rejection.user,
             &rejection.value,
@@ -155,8 +164,8 @@ impl Runtime {
 
     /// Decides the batch `value` names as the person Slack user `user` is, on channel `slack`,
     /// through the one write of every decision.
-    async fn decide_by_slack(
-        self: &Arc<Self>,
+    async fn decide(
+        &self,
         app: &SlackApp,
         user: &str,
         value: &str,
@@ -167,7 +176,7 @@ impl Runtime {
                 "This button names no batch Signoff knows.".into(),
             ));
         };
-        let decider = match self.slack_person(app, user).await {
+        let decider = match self.person(app, user).await {
             Ok(decider) => decider,
             Err(why) => return Some(SlackAnswer::Refused(why)),
         };
@@ -183,6 +192,7 @@ impl Runtime {
             link: None,
         };
         let outcome = self
+            .runtime
             .apply(task_id, &actor, Command::Decide(Box::new(decide)))
             .await
             .and_then(super::Outcome::into_decided);
@@ -199,11 +209,11 @@ impl Runtime {
     /// no longer waits; else the refusal.
     async fn why_not(&self, task_id: &str, batch_id: i64, err: &AgentError) -> String {
         let waits = matches!(
-            self.store.pending_batch(task_id).await,
+            self.runtime.store.pending_batch(task_id).await,
             Ok(Some(batch)) if batch.id == batch_id
         );
         if !waits {
-            if let Ok(Some(decided)) = self.decision_of(task_id, batch_id).await {
+            if let Ok(Some(decided)) = decision_of(&self.runtime.store, task_id, batch_id).await {
                 return format!(
                     "Already decided by {} ({}): {}. Nothing changed.",
                     decided.user_id,
@@ -225,23 +235,9 @@ impl Runtime {
         format!("Nothing was decided: {err}")
     }
 
-    /// The audit row of batch `batch_id`'s decision, if it has one.
-    async fn decision_of(
-        &self,
-        task_id: &str,
-        batch_id: i64,
-    ) -> store::Result<Option<store::DecisionRow>> {
-        Ok(self
-            .store
-            .task_decisions(task_id)
-            .await?
-            .into_iter()
-            .find(|decision| decision.batch_id == batch_id))
-    }
-
     /// The person Slack user `user` is: the channel's mapping, else the email Slack gives for
     /// them, in the directory; with the email and groups the directory holds now. Else why not.
-    async fn slack_person(&self, app: &SlackApp, user: &str) -> Result<Decider, String> {
+    async fn person(&self, app: &SlackApp, user: &str) -> Result<Decider, String> {
         let person = match app.mapped(user) {
             Some(person) => person.to_owned(),
             None => {
@@ -255,9 +251,14 @@ impl Runtime {
                             .into(),
                     );
                 };
-                let found = self.store.person_by_email(&email).await.map_err(|err| {
-                    format!("Signoff could not read its directory ({err}). Nothing changed.")
-                })?;
+                let found = self
+                    .runtime
+                    .store
+                    .person_by_email(&email)
+                    .await
+                    .map_err(|err| {
+                        format!("Signoff could not read its directory ({err}). Nothing changed.")
+                    })?;
                 found.map(|person| person.user_id).ok_or_else(|| {
                     format!(
                         "No Signoff person has the email {email} that Slack gives for you: sign \
@@ -267,9 +268,14 @@ impl Runtime {
                 })?
             }
         };
-        let mut decider = self.directory().decider(&person).await.map_err(|err| {
-            format!("Signoff could not read its directory ({err}). Nothing changed.")
-        })?;
+        let mut decider = self
+            .runtime
+            .directory()
+            .decider(&person)
+            .await
+            .map_err(|err| {
+                format!("Signoff could not read its directory ({err}). Nothing changed.")
+            })?;
         decider.auth = Some(DeciderAuth::Slack);
         Ok(decider)
     }
@@ -371,9 +377,7 @@ impl Sender {
         }
         // Decided while it was being posted: its decision's row may have closed the copies
         // before this one was recorded, so this one is closed here.
-        let Some(decided) = self
-            .runtime
-            .decision_of(&row.task_id, batch_id)
+        let Some(decided) = decision_of(store, &row.task_id, batch_id)
             .await
             .map_err(read)?
         else {
@@ -403,6 +407,19 @@ impl Sender {
         app.update(&slack_channel, &ts, &slack::closed_message(kind, &closing))
             .await
     }
+}
+
+/// The audit row of batch `batch_id`'s decision, if it has one.
+async fn decision_of(
+    store: &store::Store,
+    task_id: &str,
+    batch_id: i64,
+) -> store::Result<Option<store::DecisionRow>> {
+    Ok(store
+        .task_decisions(task_id)
+        .await?
+        .into_iter()
+        .find(|decision| decision.batch_id == batch_id))
 }
 
 /// A call's preview in words, secrets masked and cut as arguments are.

@@ -7,7 +7,7 @@ use sqlx::{PgConnection, Row};
 
 use super::tasks::{map_rows, task_row};
 use super::{
-    BatchRow, BatchState, CallCounts, CallRow, CallVote, DecisionRow, DecisionWrite,
+    BatchRow, BatchState, CallCounts, CallRow, CallVote, CountWindows, DecisionRow, DecisionWrite,
     PendingBatchRow, Postgres, Result, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
@@ -189,9 +189,9 @@ impl Postgres {
         task_id: &str,
         user_id: &str,
         tool: &str,
-        since: &str,
+        windows: &CountWindows,
     ) -> Result<CallCounts> {
-        // One statement, so the three answers come from one snapshot of the store.
+        // One statement, so the answers come from one snapshot of the store.
         let row = sqlx::query(&format!(
             "SELECT \
              (SELECT COUNT(*) FROM calls WHERE task_id = $1 AND name = $3 AND {ALLOWED}), \
@@ -199,19 +199,37 @@ impl Postgres {
                WHERE tasks.user_id = $2 AND calls.name = $3 AND {ALLOWED} \
                AND (calls.started_at IS NULL OR calls.started_at >= $4)), \
              ARRAY(SELECT DISTINCT name FROM calls WHERE task_id = $1 AND verdict = 'approve' \
-               ORDER BY name)"
+               ORDER BY name), \
+             (SELECT COALESCE(jsonb_object_agg(key, jsonb_build_array(in_task, last_hour, \
+               last_day)), '{{}}'::jsonb)::text FROM ( \
+               SELECT arg.key AS key, \
+               SUM(CASE WHEN calls.task_id = $1 THEN (arg.value)::numeric ELSE 0 END) AS in_task, \
+               SUM(CASE WHEN calls.started_at IS NULL OR calls.started_at >= $4 \
+                 THEN (arg.value)::numeric ELSE 0 END) AS last_hour, \
+               SUM(CASE WHEN calls.started_at IS NULL OR calls.started_at >= $5 \
+                 THEN (arg.value)::numeric ELSE 0 END) AS last_day \
+               FROM calls JOIN tasks ON tasks.id = calls.task_id, \
+               jsonb_each(COALESCE(calls.run_args, calls.args)::jsonb) AS arg \
+               WHERE tasks.user_id = $2 AND calls.name = $3 AND {ALLOWED} \
+               AND (calls.task_id = $1 OR calls.started_at IS NULL OR calls.started_at >= $5) \
+               AND jsonb_typeof(arg.value) = 'number' GROUP BY arg.key) AS sums)"
         ))
         .bind(task_id)
         .bind(user_id)
         .bind(tool)
-        .bind(since)
+        .bind(&windows.hour)
+        .bind(&windows.day)
         .fetch_one(&self.pool)
         .await?;
-        Ok(CallCounts {
+        let mut counts = CallCounts {
             tool_allowed_in_task: row.try_get(0)?,
             tool_allowed_by_user_last_hour: row.try_get(1)?,
             approved_in_task: row.try_get(2)?,
-        })
+            ..CallCounts::default()
+        };
+        let sums: String = row.try_get(3)?;
+        counts.read_sums(&sums)?;
+        Ok(counts)
     }
 
     pub async fn voted_on(&self, task_id: &str, user_id: &str) -> Result<bool> {

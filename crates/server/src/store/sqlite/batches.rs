@@ -7,8 +7,8 @@ use rusqlite::{params, Connection};
 
 use super::tasks::collect;
 use super::{
-    BatchRow, CallCounts, CallRow, CallVote, DecisionRow, DecisionWrite, PendingBatchRow, Result,
-    Sqlite, TaskRow, Written,
+    BatchRow, CallCounts, CallRow, CallVote, CountWindows, DecisionRow, DecisionWrite,
+    PendingBatchRow, Result, Sqlite, TaskRow, Written,
 };
 use crate::store::columns::*;
 use crate::store::receipts::Seal;
@@ -186,10 +186,10 @@ impl Sqlite {
         task_id: &str,
         user_id: &str,
         tool: &str,
-        since: &str,
+        windows: &CountWindows,
     ) -> Result<CallCounts> {
         self.read(|connection| {
-            // One statement, so the three answers come from one snapshot of the store.
+            // One statement, so the answers come from one snapshot of the store.
             let mut statement = connection.prepare_cached(&format!(
                 "SELECT \
                  (SELECT COUNT(*) FROM calls WHERE task_id = ?1 AND name = ?3 AND {ALLOWED}), \
@@ -197,18 +197,34 @@ impl Sqlite {
                    WHERE tasks.user_id = ?2 AND calls.name = ?3 AND {ALLOWED} \
                    AND (calls.started_at IS NULL OR calls.started_at >= ?4)), \
                  (SELECT json_group_array(name) FROM (SELECT DISTINCT name FROM calls \
-                   WHERE task_id = ?1 AND verdict = 'approve'))"
+                   WHERE task_id = ?1 AND verdict = 'approve')), \
+                 (SELECT json_group_object(key, json_array(in_task, last_hour, last_day)) FROM ( \
+                   SELECT arg.key AS key, \
+                   SUM(CASE WHEN calls.task_id = ?1 THEN arg.value ELSE 0 END) AS in_task, \
+                   SUM(CASE WHEN calls.started_at IS NULL OR calls.started_at >= ?4 \
+                     THEN arg.value ELSE 0 END) AS last_hour, \
+                   SUM(CASE WHEN calls.started_at IS NULL OR calls.started_at >= ?5 \
+                     THEN arg.value ELSE 0 END) AS last_day \
+                   FROM calls JOIN tasks ON tasks.id = calls.task_id, \
+                   json_each(COALESCE(calls.run_args, calls.args)) AS arg \
+                   WHERE tasks.user_id = ?2 AND calls.name = ?3 AND {ALLOWED} \
+                   AND (calls.task_id = ?1 OR calls.started_at IS NULL \
+                     OR calls.started_at >= ?5) \
+                   AND arg.type IN ('integer', 'real') GROUP BY arg.key))"
             ))?;
-            let (in_task, last_hour, approved): (i64, i64, String) = statement
-                .query_row(params![task_id, user_id, tool, since], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-                })?;
-            let approved_in_task: Vec<String> = serde_json::from_str(&approved)?;
-            Ok(CallCounts {
+            let (in_task, last_hour, approved, sums): (i64, i64, String, String) = statement
+                .query_row(
+                    params![task_id, user_id, tool, windows.hour, windows.day],
+                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+                )?;
+            let mut counts = CallCounts {
                 tool_allowed_in_task: in_task,
                 tool_allowed_by_user_last_hour: last_hour,
-                approved_in_task,
-            })
+                approved_in_task: serde_json::from_str(&approved)?,
+                ..CallCounts::default()
+            };
+            counts.read_sums(&sums)?;
+            Ok(counts)
         })
     }
 
