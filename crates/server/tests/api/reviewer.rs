@@ -211,6 +211,14 @@ async fn an_http_reviewer_approves_asks_and_fails_closed_and_never_sees_a_settle
     assert_eq!(request["waits_because"], "The tool requires approval");
     assert_eq!(request["transcript"][0]["role"], "user");
     assert_eq!(request["transcript"][0]["text"], "write ok.txt: hi");
+    // Its approval is in the signed receipt of the decision, as the reviewer's.
+    let receipts = sql_count(
+        app.data_dir.path(),
+        "SELECT COUNT(*) FROM receipts WHERE body LIKE ?1",
+        "%\"channel\":\"reviewer\"%",
+    )
+    .await;
+    assert_eq!(receipts, 1);
 
     for (text, path, outcome) in [
         ("write ask.txt: hi", "ask.txt", "ask"),
