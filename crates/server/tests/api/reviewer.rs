@@ -186,7 +186,10 @@ fn last_state(results: &[Value]) -> String {
 #[tokio::test]
 async fn an_http_reviewer_approves_asks_and_fails_closed_and_never_sees_a_settled_call() {
     let (base, asked, _) = stand_ins().await;
-    let app = app_with(&format!("kind = \"http\"\nurl = \"{base}/review\"")).await;
+    let app = app_with(&format!(
+        "kind = \"http\"\nurl = \"{base}/review\"\ntimeout = \"2s\""
+    ))
+    .await;
 
     let results = say(&app, "write ok.txt: hi").await;
     assert_eq!(last_state(&results), "completed", "{results:?}");
@@ -238,6 +241,12 @@ async fn an_http_reviewer_approves_asks_and_fails_closed_and_never_sees_a_settle
         .unwrap()
         .to_owned();
     assert!(reason.contains("not the expected JSON object"), "{reason}");
+    // An endpoint that never answers asks a person once its timeout passes.
+    let results = say(&app, "write hang.txt: hi").await;
+    assert_eq!(last_state(&results), "input-required", "{results:?}");
+    let why = why_of(&results, "hang.txt");
+    assert_eq!(why["review"]["outcome"], "failed");
+    assert_eq!(why["reason"], "The reviewer did not answer within 2s.");
 
     // A call a rule allowed, and one that needs no approval, are never reviewed.
     let before = asked.len();
