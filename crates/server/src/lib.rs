@@ -529,7 +529,7 @@ pub async fn run(
     };
     let runtime =
         agent::Runtime::with_notifications(store.clone(), agents, limits, notifications, gate);
-    runtime.set_notifier(Arc::new(notifier));
+    runtime.pushes().set_notifier(Arc::new(notifier));
     if let Some(pusher) = web_pusher {
         runtime.web_push().set_pusher(Arc::new(pusher));
     }

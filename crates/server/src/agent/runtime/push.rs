@@ -57,11 +57,6 @@ impl Runtime {
         Pushes { runtime: self }
     }
 
-    /// Sets the push sender (once, at start).
-    pub fn set_notifier(&self, notifier: Arc<Notifier>) {
-        let _ = self.notifier.set(notifier);
-    }
-
     /// `message/send` (or `message/stream`) with a push config: the config is checked before
     /// anything is sent, and written before the task's runner can commit a step: a new task's
     /// with the task itself (no write of its own, and no race with a runner that pauses at
@@ -107,6 +102,11 @@ impl Runtime {
 }
 
 impl Pushes<'_> {
+    /// Sets the push sender (once, at start).
+    pub fn set_notifier(&self, notifier: Arc<Notifier>) {
+        let _ = self.runtime.notifier.set(notifier);
+    }
+
     /// The push sender, once the server has set it up.
     fn notifier(&self) -> Result<&Arc<Notifier>> {
         self.runtime.notifier.get().ok_or_else(|| {
