@@ -6,6 +6,9 @@
 #
 #   scripts/build-static.sh              # builds the UI first (scripts/build-ui.sh)
 #   scripts/build-static.sh --ui-built   # dist/ is fresh already (scripts/test.sh built it)
+#   scripts/build-static.sh --profile static-check
+#                                        # the test command's quick build (Cargo.toml says why),
+#                                        # at target/static-static-check/signoff instead
 #
 # Installs what it needs when missing: Debian's musl-tools (musl-gcc, for the crates that build
 # C: SQLite, mimalloc, ring) and rustup's x86_64-unknown-linux-musl target.
@@ -15,11 +18,14 @@ cd "$ROOT"
 
 TARGET=x86_64-unknown-linux-musl
 BUILD_UI=1
-case "${1:-}" in
-  "") ;;
-  --ui-built) BUILD_UI="" ;;
-  *) die "usage: scripts/build-static.sh [--ui-built]" ;;
-esac
+PROFILE=release
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ui-built) BUILD_UI=""; shift ;;
+    --profile) [ $# -ge 2 ] || die "--profile needs a name"; PROFILE="$2"; shift 2 ;;
+    *) die "usage: scripts/build-static.sh [--ui-built] [--profile NAME]" ;;
+  esac
+done
 
 if ! command -v musl-gcc >/dev/null; then
   step "Installing musl-tools from Debian (musl-gcc, for the crates that build C)"
@@ -38,14 +44,18 @@ if [ -n "$BUILD_UI" ]; then
 fi
 [ -f "$ROOT/dist/index.html" ] || die "no dist/index.html: build the UI first (scripts/build-ui.sh)"
 
-step "Building signoff for $TARGET (release, the UI inside)"
+step "Building signoff for $TARGET ($PROFILE, the UI inside)"
 # The cc crate builds the C parts (SQLite, mimalloc, ring) for musl with Debian's wrapper.
 export CC_x86_64_unknown_linux_musl=musl-gcc
-cargo build --release --locked -p signoff-server --features embed-ui --target "$TARGET"
+cargo build --profile "$PROFILE" --locked -p signoff-server --features embed-ui --target "$TARGET"
 
+# The shipping build keeps its place (scripts/bench.sh measures it); another profile's is apart.
 OUT="$ROOT/target/static"
+[ "$PROFILE" = release ] || OUT="$ROOT/target/static-$PROFILE"
+PROFILE_DIR="$PROFILE"
+[ "$PROFILE" = dev ] && PROFILE_DIR=debug
 mkdir -p "$OUT"
-strip -o "$OUT/signoff" "$CARGO_TARGET_DIR/$TARGET/release/signoff"
+strip -o "$OUT/signoff" "$CARGO_TARGET_DIR/$TARGET/$PROFILE_DIR/signoff"
 # Static: no interpreter, no shared library (file(1) may be missing, so readelf decides).
 if readelf -l "$OUT/signoff" | grep -q 'INTERP'; then
   die "$OUT/signoff asks for a dynamic loader: it is not static"

@@ -13,9 +13,9 @@ step "Building index.html and the CSS (trunk build --release)"
 trunk build --release --offline
 step "Building the wasm (cargo, the ui profile) and the splitter"
 cargo build --locked --profile ui --target wasm32-unknown-unknown -p signoff-ui --bin signoff-ui
-cargo build --locked --release -p signoff-ui-split
+cargo build --locked --profile tool -p signoff-ui-split
 step "Splitting the wasm into chunks (wasm-split, wasm-bindgen, wasm-opt)"
-"$CARGO_TARGET_DIR/release/signoff-ui-split" \
+"$CARGO_TARGET_DIR/tool/signoff-ui-split" \
   "$CARGO_TARGET_DIR/wasm32-unknown-unknown/ui/signoff-ui.wasm" dist
 step "Precompressing dist/ (brotli, gzip)"
 shopt -s nullglob

@@ -8,6 +8,10 @@
 #   scripts/image.sh              # builds the UI and the static binary first
 #   scripts/image.sh --ui-built   # dist/ is fresh already (scripts/test.sh built it)
 #   scripts/image.sh --save FILE  # also writes the image as an OCI archive (podman load -i FILE)
+#   scripts/image.sh --profile static-check --binary-built
+#                                 # the test command's check: of the quick static build it
+#                                 # made already, tagged localhost/signoff:VERSION-static-check
+#                                 # only (never :latest, which scripts/bench.sh measures)
 #
 # Installs Debian's podman when it is missing.
 set -euo pipefail
@@ -16,11 +20,15 @@ cd "$ROOT"
 
 STATIC_ARGS=()
 SAVE=""
+PROFILE=release
+BUILD_BINARY=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --ui-built) STATIC_ARGS+=(--ui-built); shift ;;
+    --binary-built) BUILD_BINARY=""; shift ;;
+    --profile) [ $# -ge 2 ] || die "--profile needs a name"; PROFILE="$2"; shift 2 ;;
     --save) [ $# -ge 2 ] || die "--save needs a file"; SAVE="$2"; shift 2 ;;
-    *) die "usage: scripts/image.sh [--ui-built] [--save FILE]" ;;
+    *) die "usage: scripts/image.sh [--ui-built] [--binary-built] [--profile NAME] [--save FILE]" ;;
   esac
 done
 
@@ -32,14 +40,23 @@ if ! command -v podman >/dev/null; then
 fi
 podman info >/dev/null 2>&1 || die "podman is installed but does not work here (podman info fails)"
 
-"$ROOT/scripts/build-static.sh" ${STATIC_ARGS[@]+"${STATIC_ARGS[@]}"}
 BIN="$ROOT/target/static/signoff"
+[ "$PROFILE" = release ] || BIN="$ROOT/target/static-$PROFILE/signoff"
+if [ -n "$BUILD_BINARY" ]; then
+  "$ROOT/scripts/build-static.sh" --profile "$PROFILE" ${STATIC_ARGS[@]+"${STATIC_ARGS[@]}"}
+fi
+[ -x "$BIN" ] || die "no $BIN: build it first (scripts/build-static.sh --profile $PROFILE)"
 
 # "signoff 0.1.0 (commit 1a2b3c4)"
 read -r _ VERSION _ REVISION <<<"$("$BIN" --version)"
 REVISION="${REVISION%)}"
 SOURCE="$(git remote get-url origin 2>/dev/null || echo unknown)"
 IMAGE="localhost/signoff:$VERSION"
+TAGS=(-t "$IMAGE" -t localhost/signoff:latest)
+if [ "$PROFILE" != release ]; then
+  IMAGE="localhost/signoff:$VERSION-$PROFILE"
+  TAGS=(-t "$IMAGE")
+fi
 
 STAGE="$(mktemp -d "${TMPDIR:-/tmp}/signoff-image.XXXXXX")"
 trap 'rm -rf "$STAGE"' EXIT
@@ -59,7 +76,7 @@ cp "$CA_BUNDLE" "$STAGE/ca-certificates.crt"
 step "Building $IMAGE (podman build, deploy/Containerfile)"
 podman build --quiet -f "$ROOT/deploy/Containerfile" \
   --build-arg "VERSION=$VERSION" --build-arg "REVISION=$REVISION" --build-arg "SOURCE=$SOURCE" \
-  -t "$IMAGE" -t localhost/signoff:latest "$STAGE" >/dev/null
+  "${TAGS[@]}" "$STAGE" >/dev/null
 
 step "Checking $IMAGE: its config and its files"
 podman image inspect "$IMAGE" >"$STAGE/inspect.json"

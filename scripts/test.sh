@@ -43,9 +43,13 @@ cargo build --locked -p signoff-protocol --target wasm32-unknown-unknown
 step "UI size budget"
 "$ROOT/scripts/ui-size.sh"
 
-step "The binary with the UI inside (the embed-ui feature): clippy, and its test"
+step "The binary with the UI inside (the embed-ui feature): clippy, the static build, and its test"
 cargo clippy --locked -p signoff-server --features embed-ui --lib --bins --test embedded_ui -- -D warnings
-cargo test --locked -p signoff-server --features embed-ui --test embedded_ui 2>&1 | tee -a "$LOG"
+# One build with the UI inside serves both this test and the container image's check below: the
+# static binary, in the quick profile (Cargo.toml, static-check).
+"$ROOT/scripts/build-static.sh" --ui-built --profile static-check
+SIGNOFF_EMBEDDED_BIN="$ROOT/target/static-static-check/signoff" \
+  cargo test --locked -p signoff-server --test embedded_ui 2>&1 | tee -a "$LOG"
 
 step "MCP servers for the server's tests (npm, PyPI)"
 "$ROOT/crates/server/tests/mcp/install.sh"
@@ -97,13 +101,13 @@ cargo test --locked -p signoff-server --test replicas -- --nocapture --test-thre
 step "The Kubernetes manifests (deploy/kubernetes): rendered and validated"
 "$ROOT/scripts/kubernetes.sh" 2>&1 | tee -a "$LOG"
 
-step "The container image (deploy/Containerfile, the static binary)"
+step "The container image (deploy/Containerfile, the static binary built above)"
 if ! command -v podman >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   as_root apt-get update -qq && as_root apt-get install -y -qq podman >/dev/null || true
 fi
 if command -v podman >/dev/null && podman info >/dev/null 2>&1; then
-  "$ROOT/scripts/image.sh" --ui-built 2>&1 | tee -a "$LOG"
+  "$ROOT/scripts/image.sh" --profile static-check --binary-built 2>&1 | tee -a "$LOG"
 else
   echo "image check skipped: podman does not work on this machine (podman info fails)" | tee -a "$LOG"
 fi

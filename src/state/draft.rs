@@ -270,9 +270,12 @@ impl BatchDraft {
             };
             verdicts.push((request.id.clone(), choice));
         }
+        // An approval of a call the reviewer denied must name it (the server reads "approve"
+        // as leaving such a call denied).
         let all_approve = verdicts
             .iter()
-            .all(|(_, choice)| choice.verdict == Verdict::Approve);
+            .all(|(_, choice)| choice.verdict == Verdict::Approve)
+            && !batch.requests.iter().any(reviewer_denied);
         let first_reason = verdicts
             .first()
             .and_then(|(_, choice)| choice.reason.clone());
@@ -311,15 +314,21 @@ impl BatchDraft {
         })
     }
 
-    /// "Approve all": every call still undecided approved, with any saved edited arguments; a
+    /// "Approve all": every call still undecided approved (but one the reviewer denied, which
+    /// is rejected: only its card's Override approves it), with any saved edited arguments; a
     /// choice already made on a card (a rejection with its reason) stands. Refused while an
     /// editor is open. Returns the draft with those approvals chosen, and its decision.
     pub fn approve_rest(&self, batch: &PendingBatch) -> Result<(BatchDraft, Decision), DraftError> {
         self.check_no_open_editor(batch)?;
         let mut draft = self.clone();
         for request in &batch.requests {
-            if !draft.choices.contains_key(&request.id) {
-                draft.choose(&request.id, Verdict::Approve, None);
+            if draft.choices.contains_key(&request.id) {
+                continue;
+            }
+            // Only the card's Override approves a call the reviewer denied.
+            match reviewer_denied(request) {
+                true => draft.choose(&request.id, Verdict::Deny, Some("Denied by the reviewer")),
+                false => draft.choose(&request.id, Verdict::Approve, None),
             }
         }
         let decision = draft.decision(batch)?;
@@ -334,6 +343,14 @@ impl BatchDraft {
             .filter(|request| !self.choices.contains_key(&request.id))
             .count()
     }
+}
+
+/// Whether the agent's reviewer denied the call (its `signoff_why`).
+fn reviewer_denied(request: &ActionRequest) -> bool {
+    request
+        .metadata
+        .get(signoff_protocol::hitl::SIGNOFF_WHY)
+        .is_some_and(super::why::reviewer_denied)
 }
 
 fn is_question(request: &ActionRequest) -> bool {
@@ -436,6 +453,31 @@ mod tests {
         assert_eq!(
             data(&mixed, Dialect::Kagent)["decisions"],
             json!({"call_1": "approve", "call_2": "reject"})
+        );
+    }
+
+    #[test]
+    fn only_the_cards_override_approves_a_call_the_reviewer_denied() {
+        let mut batch = batch();
+        batch.requests[1].metadata.insert(
+            signoff_protocol::hitl::SIGNOFF_WHY.to_owned(),
+            json!({"by": "reviewer", "id": "reviewer", "outcome": "ask", "summary": "s",
+                   "review": {"outcome": "deny", "risk": "high", "reason": "deletes"}}),
+        );
+        let (_, all) = BatchDraft::new("t-1").approve_rest(&batch).unwrap();
+        assert_eq!(
+            data(&all, Dialect::Native),
+            json!({"decision_type": "batch",
+                   "decisions": {"call_1": "approve", "call_2": "deny"},
+                   "rejection_reasons": {"call_2": "Denied by the reviewer"}})
+        );
+        let mut draft = BatchDraft::new("t-1");
+        draft.choose("call_2", Verdict::Approve, None);
+        let (_, overridden) = draft.approve_rest(&batch).unwrap();
+        assert_eq!(
+            data(&overridden, Dialect::Native),
+            json!({"decision_type": "batch",
+                   "decisions": {"call_1": "approve", "call_2": "approve"}})
         );
     }
 

@@ -475,12 +475,15 @@ fn apply_artifact(
         if text.is_empty() {
             return;
         }
-        // kagent sends its answer twice: as a status message, then as an artifact.
+        // kagent sends its answer twice: as a status message, then as an artifact. Only a
+        // message is copied so: another artifact with the same text so far (a turn resumed
+        // after a restart starts its answer again) is an answer of its own, which streams on.
         let last_text = view.items.iter().rev().find(|item| {
             item.kind == ItemKind::Agent
                 && item.task_id.as_deref() == Some(task)
                 && !item.text.is_empty()
         });
+        let last_text = last_text.filter(|item| !item.key.starts_with("artifact:"));
         if let Some(previous) = last_text {
             if !append && previous.text == text {
                 view.artifact_aliases

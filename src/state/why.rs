@@ -52,6 +52,13 @@ pub fn explain(
             };
             format!("{verb} by your \u{201c}Always allow\u{201d}: {summary}.")
         }
+        // The reviewer's verdict and reason; a denial says how to override it.
+        "reviewer" => match why.get("review").and_then(|review| review.get("outcome")) {
+            Some(Value::String(said)) if said == "deny" => {
+                format!("Denied by the agent's reviewer{reason}. Override runs this call only.")
+            }
+            _ => format!("{verb} by the agent's reviewer{reason}."),
+        },
         "default" if outcome == "ask" => format!(
             "{verb} because of the agent's require_approval setting: {tool} is \
              in it, and no policy, rule or grant decided otherwise."
@@ -75,6 +82,10 @@ pub fn explain(
     if let Some(quorum) = why.get("quorum").and_then(Value::as_u64).filter(|n| *n > 1) {
         lines.push(format!("Approvals needed: {quorum} different people."));
     }
+    if let Some(review) = why.get("review").filter(|_| by != "reviewer") {
+        let said = review.get("outcome").and_then(Value::as_str).unwrap_or("");
+        lines.push(format!("The reviewer (shadow) would {said}."));
+    }
     if let Some(risk) = text("risk") {
         lines.push(format!("Risk: {risk}."));
     }
@@ -84,6 +95,15 @@ pub fn explain(
         );
     }
     Some(lines)
+}
+
+/// Whether the agent's reviewer denied the call of this `signoff_why`: only a decision that
+/// names the call approves it (the card's Override), never "Approve all".
+pub fn reviewer_denied(why: &Value) -> bool {
+    why.get("review").is_some_and(|review| {
+        review.get("outcome") == Some(&Value::from("deny"))
+            && review.get("shadow") != Some(&Value::Bool(true))
+    })
 }
 
 #[cfg(test)]
@@ -159,6 +179,34 @@ mod tests {
             "Allowed without asking by your \u{201c}Always allow\u{201d}: write_file with any \
              arguments, in this chat, until 23:25."
         );
+        let denied = json!({"by": "reviewer", "id": "reviewer", "outcome": "ask",
+            "summary": "s", "risk": "high", "reason": "it deletes the repo",
+            "review": {"outcome": "deny", "risk": "high", "reason": "it deletes the repo"}});
+        assert_eq!(
+            explain(&denied, "delete_file", true, &clock).unwrap(),
+            [
+                "Denied by the agent's reviewer: it deletes the repo. Override runs this call only.",
+                "Risk: high."
+            ]
+        );
+        assert!(reviewer_denied(&denied));
+        let approved = json!({"by": "reviewer", "id": "reviewer", "outcome": "allow",
+            "summary": "s", "reason": "reads only", "review": {"outcome": "approve", "reason": "r"}});
+        assert_eq!(
+            explain(&approved, "read_file", true, &clock).unwrap()[0],
+            "Allowed without asking by the agent's reviewer: reads only."
+        );
+        assert!(!reviewer_denied(&approved));
+        let shadow = json!({"by": "default", "id": "require_approval", "outcome": "ask",
+            "summary": "s", "review": {"outcome": "deny", "reason": "r", "shadow": true}});
+        assert_eq!(
+            explain(&shadow, "write_file", true, &clock).unwrap()[1],
+            "The reviewer (shadow) would deny."
+        );
+        assert!(
+            !reviewer_denied(&shadow),
+            "a shadow verdict decides nothing"
+        );
         // The keys read are the protocol's own spelling of a why.
         let typed = signoff_protocol::hitl::Why {
             by: signoff_protocol::hitl::WhyKind::Policy,
@@ -171,6 +219,7 @@ mod tests {
             reason: None,
             file: Some("ops.cedar".into()),
             requester_may_approve: Some(false),
+            review: None,
         };
         assert_eq!(
             explain(&typed.to_value(), "delete_file", true, &clock),

@@ -552,6 +552,8 @@ pub enum DecisionChannel {
     Link,
     /// A button of a Slack message posted by the Slack app channel.
     Slack,
+    /// The agent's first reviewer approved the call (no one was asked).
+    Reviewer,
 }
 
 /// What was decided about one call of an [`AuditEntry`].

@@ -2,7 +2,9 @@
 //! audited, through the gate's one decision function, with the facts each call had then (its
 //! person and their groups, its agent, its arguments, the time it was decided); what would have
 //! gone otherwise, counted by tool and direction (allow → ask …), with examples
-//! (docs/policies.md, Replaying the audit).
+//! (docs/policies.md, Replaying the audit). Beside it, what the agents' reviewers said about
+//! the calls people then decided (in shadow mode, all of their calls), against what the people
+//! decided.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,7 +15,7 @@ use signoff_protocol::hitl::{GateOutcome, Why, WhyKind, ASK_USER};
 use crate::agent::cedar::{CallFacts, CedarOutcome, CedarPolicies, ToolFacts};
 use crate::agent::decision::decide;
 use crate::agent::Agent;
-use crate::store::ReplayCall;
+use crate::store::{ReplayCall, Verdict};
 
 /// The longest argument text an example shows.
 const EXAMPLE_ARGS_CHARS: usize = 120;
@@ -51,6 +53,9 @@ pub struct Replay {
     /// Calls not replayed, by why: no recorded outcome (made before policies, a subagent's
     /// call as its parent shows it, an unknown tool), or an agent or tool no longer configured.
     pub skipped: BTreeMap<&'static str, usize>,
+    /// Calls a reviewer saw and a person then decided, by (what the reviewer said, what the
+    /// person decided); a shadow verdict is marked `(shadow)`.
+    pub reviews: BTreeMap<(String, &'static str), usize>,
 }
 
 /// A gate outcome, ordered and printed as people read it.
@@ -100,6 +105,17 @@ pub fn replay(
             *out.skipped.entry(NO_RECORDED_OUTCOME).or_default() += 1;
             continue;
         };
+        if let Some(review) = &was.review {
+            let said = match review.shadow {
+                true => format!("{} (shadow)", review.outcome.as_str()),
+                false => review.outcome.as_str().to_owned(),
+            };
+            // A live approval ran the call: no person decided it.
+            if review.shadow || was.outcome != GateOutcome::Allow {
+                let people = people_decided(recorded.call.verdict);
+                *out.reviews.entry((said, people)).or_default() += 1;
+            }
+        }
         let Some(now) = decide_again(agents, candidate, recorded, &was, &mut out) else {
             continue;
         };
@@ -183,6 +199,17 @@ fn decide_again(
     Some(decided.why)
 }
 
+/// What a person's decision of a call came to, as the replay's report reads.
+fn people_decided(verdict: Option<Verdict>) -> &'static str {
+    match verdict {
+        Some(Verdict::Approve) => "approved",
+        Some(Verdict::Deny) => "rejected",
+        Some(Verdict::Expire) => "expired",
+        Some(Verdict::Cancel) => "canceled",
+        None => "undecided",
+    }
+}
+
 fn shortened(text: &str) -> String {
     if text.chars().count() <= EXAMPLE_ARGS_CHARS {
         return text.to_owned();
@@ -209,6 +236,14 @@ impl Replay {
         );
         for (why, count) in &self.skipped {
             text.push_str(&format!("Skipped {count} calls: {why}.\n"));
+        }
+        if !self.reviews.is_empty() {
+            text.push_str("\nThe reviewer against the people who decided:\n");
+            for ((said, people), count) in &self.reviews {
+                text.push_str(&format!(
+                    "  reviewer {said}, people {people}: {count} calls\n"
+                ));
+            }
         }
         for ((tool, from, to), change) in &self.changes {
             text.push_str(&format!(

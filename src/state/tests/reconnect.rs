@@ -59,3 +59,51 @@ fn a_turn_the_restarted_server_finished_while_the_chat_was_away_shows_its_whole_
         "{texts:?}"
     );
 }
+
+#[test]
+fn a_resumed_answer_that_starts_as_the_interrupted_one_is_its_own_and_streams_on() {
+    use signoff_protocol::{StreamEvent, TaskArtifactUpdateEvent, TaskState};
+    // The chat saw "1, 2, 3" of the first answer; it resubscribes while the restarted server's
+    // resumed turn has streamed "1, 2, 3" of its own answer, so the task it reads holds two
+    // answers with the same text so far. The second is not a copy of the first (kagent's status
+    // message repeated as an artifact is): its later chunks must show.
+    let before = our_stream("restart-before.sse");
+    let mut chunks = 0;
+    let seen = before.iter().position(|event| {
+        chunks += usize::from(matches!(event, StreamEvent::ArtifactUpdate(_)));
+        chunks == 3
+    });
+    let mut view = run(&before[..=seen.unwrap()]);
+    assert!(view.stream_lost().is_some());
+    let Some(StreamEvent::Task(ended)) = our_stream("restart-after.sse").into_iter().next() else {
+        panic!("the resubscribe answers with the task");
+    };
+    let (interrupted, resumed) = (&ended.artifacts[0], &ended.artifacts[1]);
+    let mut racing = ended.clone();
+    racing.status.state = TaskState::Working;
+    racing.metadata = None;
+    racing.artifacts = vec![interrupted.clone(), resumed.clone()];
+    for artifact in &mut racing.artifacts {
+        artifact.parts.truncate(3);
+    }
+    view.apply(&StreamEvent::Task(racing));
+    for part in &resumed.parts[3..] {
+        let mut artifact = resumed.clone();
+        artifact.parts = vec![part.clone()];
+        view.apply(&StreamEvent::ArtifactUpdate(TaskArtifactUpdateEvent {
+            task_id: ended.id.clone(),
+            context_id: ended.context_id.clone(),
+            artifact,
+            append: true,
+            last_chunk: false,
+            metadata: None,
+        }));
+    }
+    view.apply(&StreamEvent::Task(ended));
+    assert_eq!(view.status, ChatStatus::Ready);
+    let texts: Vec<&str> = view.items.iter().map(|item| item.text.as_str()).collect();
+    assert!(
+        texts.iter().any(|text| text.ends_with("199, 200")),
+        "{texts:?}"
+    );
+}

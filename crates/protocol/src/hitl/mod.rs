@@ -45,7 +45,7 @@ pub use read::DecisionSource;
 pub use recorded::{ExpiredWith, RecordedDecision};
 pub use rules::{resolve, ResolvedCall};
 pub use subagent::Via;
-pub use why::{GateOutcome, Why, WhyKind};
+pub use why::{GateOutcome, Review, ReviewOutcome, Why, WhyKind};
 
 /// A pending call for the tests of this module's parts.
 #[cfg(test)]

@@ -14,6 +14,7 @@ const POLICY_ID: &str = "policy_id";
 const RULE: &str = "rule";
 const AFTER: &str = "after";
 const SUBAGENT: &str = "subagent";
+const REVIEWER: &str = "reviewer";
 
 /// What decided a batch (or one call of a turn), as stored with its audit row.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +27,9 @@ pub enum RecordedDecision {
     Policy { policy_id: String },
     /// An argument rule of the agents file denied the call: `{"decision_type":"deny","rule":…}`.
     Rule { rule: String },
+    /// The agent's first reviewer approved the call:
+    /// `{"decision_type":"approve","reviewer":{"risk":…,"reason":…}}`.
+    Reviewer { risk: String, reason: String },
     /// The task was canceled while its batch waited, here or at a remote agent:
     /// `{"decision_type":"cancel"}`.
     Cancel,
@@ -56,6 +60,9 @@ impl RecordedDecision {
                 json!({DECISION_TYPE: "approve", POLICY_ID: policy_id})
             }
             RecordedDecision::Rule { rule } => json!({DECISION_TYPE: "deny", RULE: rule}),
+            RecordedDecision::Reviewer { risk, reason } => {
+                json!({DECISION_TYPE: "approve", REVIEWER: {"risk": risk, "reason": reason}})
+            }
             RecordedDecision::Cancel => json!({DECISION_TYPE: "cancel"}),
             RecordedDecision::Expire { after, with } => {
                 let mut data = Map::new();
@@ -91,6 +98,19 @@ impl RecordedDecision {
             (Some("deny"), _) if data.get(RULE).is_some() => Ok(RecordedDecision::Rule {
                 rule: text(RULE).ok_or("rule must be a string")?,
             }),
+            (Some("approve"), _) if data.get(REVIEWER).is_some() => {
+                let field = |key: &str| {
+                    data[REVIEWER]
+                        .get(key)
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                        .ok_or_else(|| format!("the reviewer's {key} must be a string"))
+                };
+                Ok(RecordedDecision::Reviewer {
+                    risk: field("risk")?,
+                    reason: field("reason")?,
+                })
+            }
             _ => Decision::from_data(data)
                 .map(RecordedDecision::Person)
                 .map_err(|err| err.to_string()),
@@ -103,6 +123,7 @@ impl RecordedDecision {
             RecordedDecision::Policy { policy_id } => Some(policy_id),
             RecordedDecision::Person(_)
             | RecordedDecision::Rule { .. }
+            | RecordedDecision::Reviewer { .. }
             | RecordedDecision::Cancel
             | RecordedDecision::Expire { .. } => None,
         }
@@ -159,6 +180,14 @@ mod tests {
             round_trip(json!({"decision_type": "cancel"})),
             RecordedDecision::Cancel
         );
+        assert_eq!(
+            round_trip(json!({"decision_type": "approve",
+                "reviewer": {"risk": "low", "reason": "reads only"}})),
+            RecordedDecision::Reviewer {
+                risk: "low".to_owned(),
+                reason: "reads only".to_owned()
+            }
+        );
         round_trip(json!({"decision_type": "expire", "after": "30m"}));
         let nested = round_trip(json!({"decision_type": "expire", "after": "30m",
             "subagent": {"taskId": "t-2", "callId": "call_1"}}));
@@ -174,6 +203,10 @@ mod tests {
                 "policy_id",
             ),
             (json!({"decision_type": "maybe"}), "unknown decision_type"),
+            (
+                json!({"decision_type": "approve", "reviewer": {"risk": "low"}}),
+                "reason",
+            ),
             (json!("approve"), "JSON object"),
         ] {
             let err = RecordedDecision::from_value(&data).unwrap_err();

@@ -28,7 +28,15 @@ pub fn resolve(
 ) -> Result<Vec<ResolvedCall>, DecisionError> {
     let is_pending = |id: &str| pending.iter().any(|request| request.id == id);
     let verdicts: Vec<(Verdict, Option<String>)> = match &decision.kind {
-        DecisionKind::ApproveAll => pending.iter().map(|_| (Verdict::Approve, None)).collect(),
+        // A call the reviewer denied is approved only by a decision that names it (the
+        // Override): approving the whole batch leaves it rejected, with the reviewer's reason.
+        DecisionKind::ApproveAll => pending
+            .iter()
+            .map(|request| match reviewer_denial(request) {
+                Some(reason) => (Verdict::Deny, Some(reason)),
+                None => (Verdict::Approve, None),
+            })
+            .collect(),
         DecisionKind::DenyAll { reason } => pending
             .iter()
             .map(|_| (Verdict::Deny, reason.clone()))
@@ -96,6 +104,21 @@ pub fn resolve(
             },
         })
         .collect())
+}
+
+/// The reason a live reviewer denied `request`, if it did (its `signoff_why`'s `review`, read
+/// key by key: the UI resolves decisions too, and `Why`'s deserializer would cost its wasm).
+fn reviewer_denial(request: &ActionRequest) -> Option<String> {
+    let review = request.metadata.get(super::SIGNOFF_WHY)?.get("review")?;
+    let text = |key: &str| review.get(key).and_then(Value::as_str);
+    let denied =
+        text("outcome") == Some("deny") && review.get("shadow") != Some(&Value::Bool(true));
+    denied.then(|| {
+        format!(
+            "denied by the reviewer: {}",
+            text("reason").unwrap_or_default()
+        )
+    })
 }
 
 /// The answers of each pending call, in order: `Some` for an approved question call. The
@@ -178,6 +201,34 @@ mod tests {
         assert_eq!(resolved[0].effective_args(), &json!({"path": "safe"}));
         assert_eq!(resolved[1].verdict, Verdict::Deny);
         assert_eq!(resolved[1].reason.as_deref(), Some("keep it"));
+    }
+
+    #[test]
+    fn only_a_decision_that_names_a_reviewer_denied_call_approves_it() {
+        let mut denied = request("call_2", "delete_file", json!({"path": "b"}));
+        denied.metadata.insert(
+            crate::hitl::SIGNOFF_WHY.to_owned(),
+            json!({"by": "reviewer", "id": "reviewer", "outcome": "ask", "summary": "s",
+                   "review": {"outcome": "deny", "risk": "high", "reason": "deletes"}}),
+        );
+        let pending = [
+            request("call_1", "write_file", json!({"path": "a"})),
+            denied,
+        ];
+        let all = Decision::from_data(&json!({"decision_type": "approve"})).unwrap();
+        let resolved = resolve(&pending, &all).unwrap();
+        assert_eq!(resolved[0].verdict, Verdict::Approve);
+        assert_eq!(resolved[1].verdict, Verdict::Deny);
+        assert_eq!(
+            resolved[1].reason.as_deref(),
+            Some("denied by the reviewer: deletes")
+        );
+        let named = Decision::from_data(&json!({"decision_type": "batch",
+            "decisions": {"call_1": "reject", "call_2": "approve"}}))
+        .unwrap();
+        let resolved = resolve(&pending, &named).unwrap();
+        assert_eq!(resolved[0].verdict, Verdict::Deny);
+        assert_eq!(resolved[1].verdict, Verdict::Approve, "the override");
     }
 
     #[test]

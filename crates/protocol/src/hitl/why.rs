@@ -33,6 +33,52 @@ pub enum WhyKind {
     Grant,
     /// Nothing matched: the tool's `require_approval` setting.
     Default,
+    /// The agent's first reviewer (a model, an HTTP endpoint or a command), asked about a call
+    /// that would otherwise wait for a person.
+    Reviewer,
+}
+
+/// What a first reviewer answered about one call (docs/wire.md, The reviewer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewOutcome {
+    /// The call runs without a person.
+    Approve,
+    /// The reviewer refuses it: a person sees the denial and may override it for this call.
+    Deny,
+    /// The reviewer leaves it to a person.
+    Ask,
+    /// The reviewer failed (an error, a timeout, an unreadable answer): a person decides.
+    Failed,
+    /// The task's circuit breaker is open (too many denials): the reviewer was not asked.
+    Paused,
+}
+
+impl ReviewOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewOutcome::Approve => "approve",
+            ReviewOutcome::Deny => "deny",
+            ReviewOutcome::Ask => "ask",
+            ReviewOutcome::Failed => "failed",
+            ReviewOutcome::Paused => "paused",
+        }
+    }
+}
+
+/// A reviewer's verdict on one call, with its risk level and its reason (for a failure, what
+/// went wrong).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Review {
+    pub outcome: ReviewOutcome,
+    /// `low`, `medium` or `high`; none for a failure or a pause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<String>,
+    pub reason: String,
+    /// Shadow mode: the verdict is only recorded, and a person decides.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shadow: bool,
 }
 
 /// The rule, grant or policy that decided one call, and what an ask needs.
@@ -64,6 +110,9 @@ pub struct Why {
     /// reject but not approve); none: the agents file's setting for the tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requester_may_approve: Option<bool>,
+    /// The reviewer's verdict, when one was asked (in shadow mode too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<Review>,
 }
 
 impl Why {
@@ -91,6 +140,14 @@ impl Why {
         self.by == WhyKind::Policy && self.outcome == GateOutcome::Ask
     }
 
+    /// Whether a live reviewer denied the call: only a decision that names the call
+    /// approves it (the Override), never an approval of the whole batch.
+    pub fn reviewer_denied(&self) -> bool {
+        self.review
+            .as_ref()
+            .is_some_and(|review| review.outcome == ReviewOutcome::Deny && !review.shadow)
+    }
+
     /// `part` marked with why.
     pub fn mark(&self, part: Part) -> Part {
         part.with_metadata(SIGNOFF_WHY, self.to_value())
@@ -116,6 +173,7 @@ mod tests {
             reason: None,
             file: Some("ops.cedar".into()),
             requester_may_approve: Some(false),
+            review: None,
         };
         assert_eq!(
             why.to_value(),
@@ -126,5 +184,24 @@ mod tests {
         let part = why.mark(Part::text("x"));
         assert_eq!(Why::from_part(&part), Some(why));
         assert_eq!(Why::from_part(&Part::text("x")), None);
+    }
+
+    #[test]
+    fn a_reviewers_verdict_reads_back() {
+        let why = json!({"by": "reviewer", "id": "reviewer", "outcome": "ask", "summary": "s",
+            "risk": "high", "reason": "rm -rf",
+            "review": {"outcome": "deny", "risk": "high", "reason": "rm -rf"}});
+        let read = Why::from_value(&why).unwrap();
+        assert_eq!(read.by, WhyKind::Reviewer);
+        assert!(read.reviewer_denied());
+        assert_eq!(read.to_value(), why);
+        let shadow = json!({"by": "default", "id": "require_approval", "outcome": "ask",
+            "summary": "s", "review": {"outcome": "deny", "reason": "r", "shadow": true}});
+        let read = Why::from_value(&shadow).unwrap();
+        assert!(!read.reviewer_denied(), "a shadow verdict decides nothing");
+        assert_eq!(read.to_value(), shadow);
+        let bad = json!({"by": "reviewer", "id": "r", "outcome": "ask", "summary": "s",
+            "review": {"outcome": "maybe", "reason": "r"}});
+        assert_eq!(Why::from_value(&bad), None);
     }
 }

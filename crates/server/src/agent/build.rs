@@ -16,6 +16,7 @@ use super::mcp;
 use super::model::Model;
 use super::openai::OpenAiModel;
 use super::policy::AgentApprovals;
+use super::reviewer::Reviewer;
 use super::runtime::Agent;
 use super::scripted::ScriptedModel;
 use super::subagents::{AgentTools, Subagents};
@@ -139,6 +140,7 @@ pub async fn build_agents(
                 })?;
         }
         approvals.check_tools(&format!("agents[{index}]"), spec, &toolbox)?;
+        let reviewer = reviewer_of(spec, index, data_dir)?;
         agents.push(Arc::new(Agent {
             namespace: spec.namespace.clone(),
             name: spec.name.clone(),
@@ -149,9 +151,25 @@ pub async fn build_agents(
             approvals,
             subagents,
             serve_mcp: spec.serve_mcp,
+            reviewer,
         }));
     }
     Ok(agents)
+}
+
+/// The agent's first reviewer, if the agents file gives it one.
+fn reviewer_of(
+    spec: &AgentSpec,
+    index: usize,
+    data_dir: &Path,
+) -> Result<Option<Arc<Reviewer>>, ConfigError> {
+    spec.reviewer
+        .as_ref()
+        .map(|reviewer| {
+            Reviewer::from_spec(reviewer, &format!("agents[{index}].reviewer"), data_dir)
+                .map(Arc::new)
+        })
+        .transpose()
 }
 
 /// An ACP agent: its model is the agent itself, and its one tool source answers for its
@@ -183,5 +201,6 @@ fn acp_agent(
         approvals,
         subagents: Subagents::default(),
         serve_mcp: spec.serve_mcp,
+        reviewer: reviewer_of(spec, index, data_dir)?,
     }))
 }

@@ -36,6 +36,7 @@ fn why(by: WhyKind, id: &str, outcome: GateOutcome, summary: String) -> Why {
         reason: None,
         file: None,
         requester_may_approve: None,
+        review: None,
     }
 }
 
@@ -46,7 +47,9 @@ fn why(by: WhyKind, id: &str, outcome: GateOutcome, summary: String) -> Why {
 /// 8. the tool's `require_approval` (ask, else allow).
 ///
 /// So a refusal beats an ask, and an ask beats an allow. An ask of 5 or 8 is then answered by
-/// `grant`, the first of the person's grants that approves the call, if there is one.
+/// `grant`, the first of the person's grants that approves the call, if there is one; one that
+/// no grant answers (`grantable`) goes next to the agent's first reviewer, whose verdict
+/// becomes the call's why (`WhyKind::Reviewer`, `runtime::reviewing`).
 pub fn decide(
     cedar: &CedarOutcome,
     rule: Option<&Rule>,

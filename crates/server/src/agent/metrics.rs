@@ -49,6 +49,12 @@ struct ChannelLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReviewLabels {
+    outcome: &'static str,
+    mode: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct AuthLabels {
     mode: &'static str,
     event: &'static str,
@@ -136,6 +142,8 @@ pub struct Metrics {
     /// policy set would have decided otherwise.
     policy_errors: Counter,
     shadow_disagreements: Counter,
+    /// The agents' first reviewers' verdicts, by outcome and mode.
+    reviews: Family<ReviewLabels, Counter>,
     notifications: Family<NotificationLabels, Counter>,
     notifications_queued: Gauge,
     notifications_oldest: Gauge<f64, std::sync::atomic::AtomicU64>,
@@ -248,6 +256,13 @@ impl Metrics {
             "Tool calls the shadow policy set (--shadow-policies) would have decided otherwise",
             shadow_disagreements.clone(),
         );
+        let reviews = Family::default();
+        registry.register(
+            "signoff_reviews",
+            "Calls an agent's first reviewer was asked about (or, paused, was not), by outcome \
+             (approve, deny, ask, failed, paused) and mode (live, shadow)",
+            reviews.clone(),
+        );
         let notifications = Family::default();
         registry.register(
             "signoff_notifications",
@@ -283,6 +298,7 @@ impl Metrics {
             auth_events,
             policy_errors,
             shadow_disagreements,
+            reviews,
             notifications,
             notifications_queued,
             notifications_oldest,
@@ -297,6 +313,14 @@ impl Metrics {
     /// A call the shadow policy set would have decided otherwise.
     pub fn shadow_disagreement(&self) {
         self.shadow_disagreements.inc();
+    }
+
+    /// A call's review by the agent's first reviewer came to `outcome`.
+    pub fn reviewed(&self, outcome: &'static str, shadow: bool) {
+        let mode = if shadow { "shadow" } else { "live" };
+        self.reviews
+            .get_or_create(&ReviewLabels { outcome, mode })
+            .inc();
     }
 
     /// An attempt at a notification to `channel` (a configured one) ended with `outcome`:

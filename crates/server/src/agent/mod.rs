@@ -22,6 +22,7 @@ pub mod pins;
 pub mod policy;
 pub mod receipts;
 pub mod remote;
+pub mod reviewer;
 pub mod runtime;
 pub mod schema;
 pub mod scripted;

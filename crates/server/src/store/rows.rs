@@ -119,6 +119,8 @@ column!(
         Link => "link",
         /// A Slack message's Approve button, or its Reject modal (the Slack app channel).
         Slack => "slack",
+        /// The agent's first reviewer approved the call (no one was asked).
+        Reviewer => "reviewer",
     }
 );
 
@@ -740,6 +742,7 @@ mod tests {
             Channel::Expiry,
             Channel::Link,
             Channel::Slack,
+            Channel::Reviewer,
         ] {
             assert_eq!(Channel::parse(channel.as_str()).unwrap(), channel);
         }

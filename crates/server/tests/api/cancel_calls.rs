@@ -84,6 +84,7 @@ async fn a_call_running_when_its_task_is_canceled_gets_a_result_saying_so() {
         approvals: Default::default(),
         subagents: Default::default(),
         serve_mcp: false,
+        reviewer: None,
     });
     let runtime = Runtime::new(store.clone(), vec![agent.clone()], Limits::default());
     let message = Message::new("m-1".to_owned(), Role::User, vec![Part::text("go")]);

@@ -85,6 +85,7 @@ fn agent(model: Arc<dyn Model>) -> Arc<Agent> {
         approvals: Default::default(),
         subagents: Default::default(),
         serve_mcp: false,
+        reviewer: None,
     })
 }
 

@@ -42,6 +42,7 @@ mod release;
 mod requests;
 mod rest;
 mod restart;
+mod reviewer;
 mod rules;
 mod shares;
 mod slack;

@@ -25,6 +25,7 @@ fn scripted() -> Arc<Agent> {
         approvals: Default::default(),
         subagents: Default::default(),
         serve_mcp: false,
+        reviewer: None,
     })
 }
 

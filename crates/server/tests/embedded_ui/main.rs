@@ -3,8 +3,9 @@
 //! `/` and at deep links, trunk's hashed assets in the encoding the client asks for with
 //! immutable caching, and `--ui-dir` still overrides the embedded copy.
 //!
-//! Run by name after building the UI (`scripts/test.sh` does):
-//! `cargo test -p signoff-server --features embed-ui --test embedded_ui`.
+//! Run by name, with `SIGNOFF_EMBEDDED_BIN` naming such a build of the current `dist/`
+//! (`scripts/test.sh` gives it the static build):
+//! `scripts/build-static.sh --ui-built --profile static-check && SIGNOFF_EMBEDDED_BIN=$PWD/target/static-static-check/signoff cargo test -p signoff-server --test embedded_ui`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -18,6 +19,18 @@ use std::path::{Path, PathBuf};
 use support::*;
 
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+
+/// The build with the UI inside, which the test command names.
+fn embedded_binary() -> PathBuf {
+    let Some(path) = std::env::var_os("SIGNOFF_EMBEDDED_BIN") else {
+        panic!(
+            "SIGNOFF_EMBEDDED_BIN must name a signoff built with the embed-ui feature \
+             (scripts/build-static.sh --ui-built --profile static-check builds one at \
+             target/static-static-check/signoff)"
+        );
+    };
+    PathBuf::from(path)
+}
 
 /// The folder the binary embedded (build.rs checked it has an index.html).
 fn dist() -> PathBuf {
@@ -68,7 +81,7 @@ fn header(response: &reqwest::Response, name: &str) -> String {
 #[tokio::test]
 async fn the_binary_serves_the_ui_inside_it_precompressed_and_cached() {
     let data = tempfile::tempdir().unwrap();
-    let server = start_binary(data.path(), &[], &[]).await;
+    let server = start_binary_at(&embedded_binary(), data.path(), &[], &[]).await;
     let base = &server.base;
 
     for path in ["/", "/agents/default/demo/chat/s-1"] {
@@ -127,7 +140,8 @@ async fn ui_dir_overrides_the_ui_inside_the_binary() {
     let ui = tempfile::tempdir().unwrap();
     let page = "<!DOCTYPE html><title>from a folder</title>";
     std::fs::write(ui.path().join("index.html"), page).unwrap();
-    let server = start_binary(data.path(), &["--ui-dir", ui.path().to_str().unwrap()], &[]).await;
+    let ui_dir = ["--ui-dir", ui.path().to_str().unwrap()];
+    let server = start_binary_at(&embedded_binary(), data.path(), &ui_dir, &[]).await;
     for path in ["/", "/agents/default/demo/chat/s-1"] {
         let response = get(&server.base, path, Some("br, gzip")).await;
         assert_eq!(response.status(), 200, "{path}");

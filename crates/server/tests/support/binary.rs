@@ -31,7 +31,23 @@ pub struct Binary {
 /// Starts the binary on port 0 with `data_dir` (and its test database), `args` and `env` added,
 /// and waits until it listens.
 pub async fn start_binary(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Binary {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_signoff"));
+    start_binary_at(
+        Path::new(env!("CARGO_BIN_EXE_signoff")),
+        data_dir,
+        args,
+        env,
+    )
+    .await
+}
+
+/// [`start_binary`] of another build of `signoff`, at `program`.
+pub async fn start_binary_at(
+    program: &Path,
+    data_dir: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Binary {
+    let mut command = Command::new(program);
     command
         .args(["--addr", "127.0.0.1:0", "--data-dir"])
         .arg(data_dir)

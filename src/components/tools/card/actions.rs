@@ -1,4 +1,5 @@
-//! A waiting card's decision buttons (Approve, Reject, Always allow…, Edit), the hint in their
+//! A waiting card's decision buttons (Approve, or Override for a call the reviewer denied;
+//! Reject, Always allow…, Edit), the hint in their
 //! place on a call that runs with its batch's answers, and once chosen here, the choice with
 //! its Change button until the batch's Submit sends it.
 
@@ -13,6 +14,14 @@ use super::quorum::quorum_lines;
 pub(super) fn DecisionButtons(model: CardModel) -> impl IntoView {
     let disabled = move || model.disabled();
     let name = move || model.name();
+    // The reviewer denied it: approving it here is the Override of this one call.
+    let overrides = move || {
+        model.card.with(|card| {
+            card.as_ref()
+                .and_then(|card| card.why.as_ref())
+                .is_some_and(crate::state::why::reviewer_denied)
+        })
+    };
     view! {
         {move || model.quorum().map(|(call, _)| quorum_lines(call))}
         <Show when=move || model.waiting() && model.runs_with_answers()>
@@ -27,6 +36,7 @@ pub(super) fn DecisionButtons(model: CardModel) -> impl IntoView {
                     hidden=move || !model.may_approve()
                     aria-label=move || match model.url_to_open() {
                         Some(url) => format!("Open {url} in a new tab"),
+                        None if overrides() => format!("Override the reviewer: approve {}", name()),
                         None => format!("Approve {} (A)", name()),
                     }
                     disabled=disabled
@@ -35,7 +45,11 @@ pub(super) fn DecisionButtons(model: CardModel) -> impl IntoView {
                         None => model.approve(),
                     }
                 >
-                    {move || if model.url_to_open().is_some() { "Open" } else { "Approve" }}
+                    {move || match (model.url_to_open().is_some(), overrides()) {
+                        (true, _) => "Open",
+                        (false, true) => "Override",
+                        (false, false) => "Approve",
+                    }}
                 </button>
                 <button
                     type="button"

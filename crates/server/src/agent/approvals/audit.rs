@@ -29,6 +29,7 @@ fn wire_channel(channel: Channel) -> DecisionChannel {
         Channel::Expiry => DecisionChannel::Expiry,
         Channel::Link => DecisionChannel::Link,
         Channel::Slack => DecisionChannel::Slack,
+        Channel::Reviewer => DecisionChannel::Reviewer,
     }
 }
 

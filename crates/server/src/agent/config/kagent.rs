@@ -114,6 +114,7 @@ pub fn parse(text: &str, namespace: &str, name: &str) -> Result<AgentsFile, Conf
             max_extend: None,
             handover_may_widen: None,
             serve_mcp: false,
+            reviewer: None,
         }],
     };
     file.validate()?;

@@ -26,6 +26,7 @@ mod approvers;
 mod kagent;
 mod mcp;
 mod openai;
+mod reviewer;
 mod rules;
 mod subagents;
 
@@ -38,6 +39,10 @@ pub use acp::{AcpLaunch, AcpSpec, TOOL_KINDS};
 pub use approvers::{is_clean, ApproverEntry, ApproversSpec, MAX_QUORUM};
 pub use mcp::{check_approval, Endpoint, HttpTransport, McpHttpSpec, McpSourceSpec, McpStdioSpec};
 pub use openai::OpenAiSpec;
+pub use reviewer::{
+    CheckedReviewer, ReviewerBackend, ReviewerKind, ReviewerMode, ReviewerSpec,
+    DEFAULT_REVIEW_TIMEOUT,
+};
 pub use rules::{check_rules, parse_timeout, MatchSpec, Matcher, OnTimeout, RuleAction, RuleSpec};
 pub use subagents::{agent_tool_name, AGENT_TOOL_ARG};
 
@@ -134,6 +139,9 @@ pub struct AgentSpec {
     /// `/api/mcp/NAMESPACE/NAME`, gated as its own calls are (`http::mcp`).
     #[serde(default)]
     pub serve_mcp: bool,
+    /// A first reviewer its calls go through before a person is asked (`reviewer`).
+    #[serde(default)]
+    pub reviewer: Option<ReviewerSpec>,
 }
 
 impl AgentSpec {
@@ -407,6 +415,7 @@ impl AgentsFile {
                     max_extend: None,
                     handover_may_widen: None,
                     serve_mcp: false,
+                    reviewer: None,
                 },
                 AgentsFile::boss(),
             ],
@@ -442,6 +451,7 @@ impl AgentsFile {
             max_extend: None,
             handover_may_widen: None,
             serve_mcp: false,
+            reviewer: None,
         }
     }
 
@@ -474,6 +484,7 @@ impl AgentsFile {
             max_extend: None,
             handover_may_widen: None,
             serve_mcp: false,
+            reviewer: None,
         }
     }
 
@@ -544,6 +555,15 @@ impl AgentsFile {
             }
             if agent.acp.is_some() {
                 check_acp_alone(&at, agent)?;
+            }
+            if let Some(reviewer) = &agent.reviewer {
+                if agent.remote.is_some() {
+                    return Err(invalid(
+                        format!("{at}.reviewer"),
+                        "a remote agent asks for approval itself; remove `reviewer`".into(),
+                    ));
+                }
+                reviewer.check(&format!("{at}.reviewer"), Path::new(""))?;
             }
             if let Some(timeout) = &agent.approval_timeout {
                 parse_timeout(&format!("{at}.approval_timeout"), timeout)?;

@@ -30,6 +30,7 @@ mod reads;
 mod relayed;
 mod relayed_access;
 mod replicas;
+mod reviewing;
 mod routing;
 mod runner;
 mod screening;
@@ -97,6 +98,8 @@ pub struct Agent {
     pub subagents: Subagents,
     /// Its tools are served over MCP (`http::mcp`), gated as its own calls are.
     pub serve_mcp: bool,
+    /// Its first reviewer, asked before a person (`agent::reviewer`).
+    pub reviewer: Option<Arc<crate::agent::reviewer::Reviewer>>,
 }
 
 impl Agent {

@@ -19,6 +19,7 @@ use crate::agent::model::{
 use crate::agent::view::{self};
 use crate::store::{CallRow, Commit, Guard, NewCall, Store, StoreError, TaskRow, LEASE};
 
+use super::reviewing;
 use super::screening::{Requester, Screened};
 use super::transcript::*;
 use super::{Agent, AgentError, Result, Runtime};
@@ -454,7 +455,22 @@ impl Runtime {
             task_id: &task_id,
             subagent: run.subagent,
         };
-        let screened = self.screen_calls(&agent, &requester, &tool_calls).await?;
+        let mut screened = self.screen_calls(&agent, &requester, &tool_calls).await?;
+        // The reviewer, for the calls that would wait on a person: before the commit.
+        let seen = reviewing::TurnSeen {
+            transcript: &transcript[..],
+            text: &text,
+        };
+        reviewing::review_calls(
+            &self.metrics,
+            &agent,
+            &requester,
+            &tool_calls,
+            &mut screened,
+            seen,
+            &run.calls,
+        )
+        .await;
         let decided_by: Vec<Option<DecidedBy>> = screened
             .iter()
             .map(|screened| screened.decided_by.clone())

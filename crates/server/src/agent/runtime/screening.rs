@@ -33,6 +33,10 @@ pub(super) struct Screened {
     pub decided_by: Option<DecidedBy>,
     /// The rule, grant or policy that decided (`decision::decide`), for the card and the audit.
     pub why: Option<Why>,
+    /// It waits on an ask a grant could have answered (a rule's or `require_approval`'s, not
+    /// a policy's or a question): the agent's reviewer, if it has one, is asked about it
+    /// (`reviewing`).
+    pub reviewable: bool,
 }
 
 /// Who the calls of a turn are made for, and where.
@@ -76,6 +80,7 @@ impl Runtime {
                     auto: None,
                     decided_by: None,
                     why: None,
+                    reviewable: false,
                 });
                 continue;
             };
@@ -133,7 +138,12 @@ impl Runtime {
                     count.add_allowed(&call.args);
                 }
             }
-            out.push(screened(user, decided.why));
+            let reviewable = decided.grantable
+                && decided.why.outcome == GateOutcome::Ask
+                && call.name != ASK_USER;
+            let mut screened = screened(user, decided.why);
+            screened.reviewable = reviewable;
+            out.push(screened);
         }
         Ok(out)
     }
@@ -322,12 +332,16 @@ fn screened(user: &str, why: Why) -> Screened {
                 allowed: true,
             }),
         ),
-        (GateOutcome::Allow, WhyKind::Default | WhyKind::PolicyError) => (None, None),
+        // The gate never answers as the reviewer (`reviewing` applies its verdicts after).
+        (GateOutcome::Allow, WhyKind::Default | WhyKind::PolicyError | WhyKind::Reviewer) => {
+            (None, None)
+        }
     };
     Screened {
         held,
         auto,
         decided_by,
         why: Some(why),
+        reviewable: false,
     }
 }

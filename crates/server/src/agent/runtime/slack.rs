@@ -392,7 +392,8 @@ impl Sender {
             | Channel::Policy
             | Channel::Rule
             | Channel::Link
-            | Channel::Slack => NotificationKind::Decided,
+            | Channel::Slack
+            | Channel::Reviewer => NotificationKind::Decided,
         };
         let closing = Notice {
             event: NoticeEvent::Decided {
