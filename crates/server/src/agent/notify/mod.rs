@@ -287,97 +287,21 @@ impl Notifications {
                     "only a channel of kind \"web_push\" takes [web_push]".into(),
                 ));
             }
-            if spec.kind == config::ChannelKindSpec::WebPush {
-                let kind =
-                    web_push_channel(spec).map_err(|(field, message)| fail(at(&field), message))?;
-                channels.push(Channel {
-                    name: spec.name.clone(),
-                    kind,
-                    url: String::new(),
-                    events: events(spec).map_err(|(field, message)| fail(at(&field), message))?,
-                    agents: spec.route.agents.clone(),
-                    groups: groups(spec).map_err(|message| fail(at("route.groups"), message))?,
-                });
-                continue;
-            }
-            if spec.kind == config::ChannelKindSpec::Email {
-                let kind = email_channel(spec, &delivery)
-                    .map_err(|(field, message)| fail(at(&field), message))?;
-                channels.push(Channel {
-                    name: spec.name.clone(),
-                    kind,
-                    url: String::new(),
-                    events: events(spec).map_err(|(field, message)| fail(at(&field), message))?,
-                    agents: spec.route.agents.clone(),
-                    groups: groups(spec).map_err(|message| fail(at("route.groups"), message))?,
-                });
-                continue;
-            }
-            if spec.kind == config::ChannelKindSpec::SlackApp {
-                let app = slack_app(spec, &client)
-                    .map_err(|(field, message)| fail(at(&field), message))?;
-                channels.push(Channel {
-                    name: spec.name.clone(),
-                    kind: ChannelKind::SlackApp(Arc::new(app)),
-                    url: String::new(),
-                    events: events(spec).map_err(|(field, message)| fail(at(&field), message))?,
-                    agents: spec.route.agents.clone(),
-                    groups: groups(spec).map_err(|message| fail(at("route.groups"), message))?,
-                });
-                continue;
-            }
-            if spec.slack.is_some() {
-                return Err(fail(
-                    at("slack"),
-                    "only a channel of kind \"slack_app\" takes [slack]".into(),
-                ));
-            }
-            if spec.email.is_some() {
-                return Err(fail(
-                    at("email"),
-                    "only a channel of kind \"email\" takes [email]".into(),
-                ));
-            }
-            let url = config::secret(
-                "url",
-                spec.url_env.as_deref(),
-                spec.url_file.as_deref(),
-                spec.url.as_deref(),
-            )
-            .map_err(|message| fail(at("url"), message))?
-            .ok_or_else(|| fail(at("url"), "give url, url_env or url_file".into()))?;
-            if reqwest::Url::parse(&url)
-                .map_or(true, |url| !matches!(url.scheme(), "http" | "https"))
-            {
-                return Err(fail(at("url"), "not an http:// or https:// URL".into()));
-            }
-            let secret = config::secret(
-                "the signing secret",
-                spec.secret_env.as_deref(),
-                spec.secret_file.as_deref(),
-                None,
-            )
-            .map_err(|message| fail(at("secret_file"), message))?;
-            let kind = match (spec.kind, secret) {
-                (config::ChannelKindSpec::Webhook, Some(secret)) => ChannelKind::Webhook {
-                    key: SigningKey::parse(&secret).map_err(|message| fail(at("secret_file"), message))?,
-                },
-                (config::ChannelKindSpec::Webhook, None) => {
-                    return Err(fail(at("secret_file"), "a webhook needs its signing secret: secret_file or secret_env".into()))
-                }
-                (config::ChannelKindSpec::Slack, None) => ChannelKind::Slack,
-                (config::ChannelKindSpec::Slack, Some(_)) => {
-                    return Err(fail(at("secret_file"), "a Slack webhook takes no signing secret (its URL is the secret: url_env or url_file)".into()))
-                }
-                (
-                    config::ChannelKindSpec::Email
-                    | config::ChannelKindSpec::SlackApp
-                    | config::ChannelKindSpec::WebPush,
-                    _,
-                ) => {
-                    return Err(fail(at("kind"), "an email, Slack app or Web Push channel is read above".into()))
+            let (kind, url) = match spec.kind {
+                config::ChannelKindSpec::WebPush => (web_push_channel(spec), String::new()),
+                config::ChannelKindSpec::Email => (email_channel(spec, &delivery), String::new()),
+                config::ChannelKindSpec::SlackApp => (
+                    slack_app(spec, &client).map(|app| ChannelKind::SlackApp(Arc::new(app))),
+                    String::new(),
+                ),
+                config::ChannelKindSpec::Webhook | config::ChannelKindSpec::Slack => {
+                    match url_channel(spec) {
+                        Ok((kind, url)) => (Ok(kind), url),
+                        Err(err) => (Err(err), String::new()),
+                    }
                 }
             };
+            let kind = kind.map_err(|(field, message)| fail(at(&field), message))?;
             let events = events(spec).map_err(|(field, message)| fail(at(&field), message))?;
             channels.push(Channel {
                 name: spec.name.clone(),
@@ -615,6 +539,74 @@ fn deciders(requester: &str, audience: &Audience) -> Vec<Recipient> {
         }
     }
     all
+}
+
+/// A webhook or Slack webhook channel: its URL (from the file or a secret), and a webhook's
+/// signing secret; else `(field, why)`.
+fn url_channel(spec: &config::ChannelSpec) -> Result<(ChannelKind, String), (String, String)> {
+    if spec.slack.is_some() {
+        return Err((
+            "slack".into(),
+            "only a channel of kind \"slack_app\" takes [slack]".into(),
+        ));
+    }
+    if spec.email.is_some() {
+        return Err((
+            "email".into(),
+            "only a channel of kind \"email\" takes [email]".into(),
+        ));
+    }
+    let url = config::secret(
+        "url",
+        spec.url_env.as_deref(),
+        spec.url_file.as_deref(),
+        spec.url.as_deref(),
+    )
+    .map_err(|message| ("url".to_owned(), message))?
+    .ok_or_else(|| ("url".to_owned(), "give url, url_env or url_file".to_owned()))?;
+    if reqwest::Url::parse(&url).map_or(true, |url| !matches!(url.scheme(), "http" | "https")) {
+        return Err(("url".into(), "not an http:// or https:// URL".into()));
+    }
+    let secret = config::secret(
+        "the signing secret",
+        spec.secret_env.as_deref(),
+        spec.secret_file.as_deref(),
+        None,
+    )
+    .map_err(|message| ("secret_file".to_owned(), message))?;
+    let kind = match (spec.kind, secret) {
+        (config::ChannelKindSpec::Webhook, Some(secret)) => ChannelKind::Webhook {
+            key: SigningKey::parse(&secret)
+                .map_err(|message| ("secret_file".to_owned(), message))?,
+        },
+        (config::ChannelKindSpec::Webhook, None) => {
+            return Err((
+                "secret_file".into(),
+                "a webhook needs its signing secret: secret_file or secret_env".into(),
+            ))
+        }
+        (config::ChannelKindSpec::Slack, None) => ChannelKind::Slack,
+        (config::ChannelKindSpec::Slack, Some(_)) => {
+            return Err((
+                "secret_file".into(),
+                "a Slack webhook takes no signing secret (its URL is the secret: url_env or \
+                 url_file)"
+                    .into(),
+            ))
+        }
+        (
+            config::ChannelKindSpec::Email
+            | config::ChannelKindSpec::SlackApp
+            | config::ChannelKindSpec::WebPush,
+            _,
+        ) => {
+            return Err((
+                "kind".into(),
+                "an email, Slack app or Web Push channel has no URL of its own".into(),
+            ))
+        }
+    };
+    Ok((kind, url))
 }
 
 /// A Web Push channel from its optional `[web_push]` table: it takes no URL and no secret.
