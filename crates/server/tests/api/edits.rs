@@ -36,6 +36,21 @@ requester_may_approve = false
 quorum = 2
 "#;
 
+/// The agents above and carol's people, under the Cedar policies `text`.
+async fn with_policies(text: &str) -> TestApp {
+    let data_dir = tempfile::tempdir().unwrap();
+    let policies = data_dir.path().join("policies");
+    std::fs::create_dir_all(&policies).unwrap();
+    std::fs::write(policies.join("main.cedar"), text).unwrap();
+    spawn_with_agents(AGENTS, move |config| {
+        people(config);
+        config.policies_dir = Some(policies);
+        // The folder must outlive the server.
+        std::mem::forget(data_dir);
+    })
+    .await
+}
+
 /// Carol asks for `text`; the paused task and context.
 async fn pause(app: &TestApp, text: &str) -> (String, String) {
     let body = message_request("message/stream", message_v03(text, None, None));
@@ -146,11 +161,7 @@ async fn the_requester_cannot_edit_her_call_into_one_an_ask_rule_routes_to_sre()
 
 #[tokio::test]
 async fn the_requester_cannot_edit_her_call_into_one_a_policy_routes_to_its_approvers() {
-    let data_dir = tempfile::tempdir().unwrap();
-    let policies = data_dir.path().join("policies");
-    std::fs::create_dir_all(&policies).unwrap();
-    std::fs::write(
-        policies.join("main.cedar"),
+    let app = with_policies(
         r#"@id("protected-deletes")
 @ask("deleting a protected file")
 @approvers("group:sec")
@@ -159,12 +170,6 @@ permit (principal, action, resource == Signoff::Tool::"delete_file")
 when { context.args.path like "protected*" };
 "#,
     )
-    .unwrap();
-    let app = spawn_with_agents(AGENTS, move |config| {
-        people(config);
-        config.policies_dir = Some(policies);
-        std::mem::forget(data_dir);
-    })
     .await;
     std::fs::create_dir_all(app.sandbox()).unwrap();
     std::fs::write(app.sandbox().join("old.txt"), "x").unwrap();
@@ -200,23 +205,13 @@ when { context.args.path like "protected*" };
 
 #[tokio::test]
 async fn an_approver_may_narrow_a_call_where_a_policy_says_how_and_never_widen_it() {
-    let data_dir = tempfile::tempdir().unwrap();
-    let policies = data_dir.path().join("policies");
-    std::fs::create_dir_all(&policies).unwrap();
-    std::fs::write(
-        policies.join("main.cedar"),
+    let app = with_policies(
         r#"@id("writes-narrowed")
 @ask("a write is looked at")
 @narrower("path: within")
 permit (principal, action, resource == Signoff::Tool::"write_file");
 "#,
     )
-    .unwrap();
-    let app = spawn_with_agents(AGENTS, move |config| {
-        people(config);
-        config.policies_dir = Some(policies);
-        std::mem::forget(data_dir);
-    })
     .await;
     let (task, context) = pause(&app, "write notes/a.txt: draft").await;
     for (edit, why) in [
