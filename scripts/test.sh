@@ -71,9 +71,11 @@ step "Claude Code over ACP for the coding-agent tests (npm's @zed-industries/cla
 "$ROOT/crates/server/tests/acp/install.sh"
 
 step "The worked examples of docs/policies.md: signoff policy check and test"
-cargo run --locked -q -p signoff-server -- policy check --policies docs/policies \
+cargo run --locked -q -p signoff-server -- policy check --agents docs/policies/agents.toml \
+  --policies docs/policies \
   --environment prod --groups oncall,sre
-cargo run --locked -q -p signoff-server -- policy test --policies docs/policies \
+cargo run --locked -q -p signoff-server -- policy test --agents docs/policies/agents.toml \
+  --policies docs/policies \
   --environment prod docs/policies/cases.toml
 
 step "cargo test (protocol, server, UI reducer, browser tests in headless Chromium: --test browser)"

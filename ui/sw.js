@@ -1,9 +1,10 @@
 // Signoff's service worker: Web Push notifications (README, Web Push). A push of a waiting
 // batch shows a notification with Approve (when its person may approve) and Reject; a push that
 // says the batch was decided, canceled or expired closes it, on every device. An action never
-// decides from the notification alone: the worker asks the server for the batch first (it must
-// still wait with the calls the notification showed), then decides through the server's own
-// POST /api/approvals/{taskId} with its person's session.
+// decides from the notification alone: it is the server's decision, POST
+// /api/push/approvals/{taskId}?batch=ID with its person's session, which the server checks at
+// click time against the batch that waits then (the one the notification showed, or nothing:
+// a batch decided elsewhere is answered with who decided it).
 "use strict";
 
 self.addEventListener("install", () => self.skipWaiting());
@@ -77,27 +78,18 @@ function tell(message, text) {
 }
 
 async function decide(message, action) {
-  let pending;
-  try {
-    const listed = await fetch("/api/approvals", {
-      credentials: "same-origin",
-      headers: await headers({}),
-    });
-    if (!listed.ok) return tell(message, "Signoff could not check the batch: open it to decide.");
-    pending = ((await listed.json()).approvals || []).find((a) => a.taskId === message.task_id);
-  } catch (_) {
-    return tell(message, "Signoff could not be reached: nothing was decided.");
-  }
-  const waiting = pending ? pending.calls.map((call) => call.id) : [];
-  const same = (message.calls || []).every((id) => waiting.includes(id));
-  if (!pending || !same) return tell(message, "Already decided elsewhere: nothing changed.");
   const body =
     action === "approve"
       ? { decision_type: "approve" }
       : { decision_type: "deny", reason: "Rejected from a notification" };
+  const url =
+    "/api/push/approvals/" +
+    encodeURIComponent(message.task_id) +
+    "?batch=" +
+    encodeURIComponent(message.batch_id);
   let answer;
   try {
-    answer = await fetch("/api/approvals/" + encodeURIComponent(message.task_id), {
+    answer = await fetch(url, {
       method: "POST",
       credentials: "same-origin",
       headers: await headers({ "content-type": "application/json" }),
@@ -106,7 +98,11 @@ async function decide(message, action) {
   } catch (_) {
     return tell(message, "Signoff could not be reached: nothing was decided.");
   }
-  if (answer.ok) return tell(message, action === "approve" ? "Approved." : "Rejected.");
+  if (answer.ok) {
+    const quorum = await answer.json().then((j) => j.quorum, () => null);
+    if (quorum) return tell(message, "Your approval is counted; the batch waits for more.");
+    return tell(message, action === "approve" ? "Approved." : "Rejected.");
+  }
   const why = await answer.json().then((j) => j.error, () => "");
-  return tell(message, "Nothing was decided: " + (why || "HTTP " + answer.status));
+  return tell(message, why || "Nothing was decided: HTTP " + answer.status);
 }

@@ -369,6 +369,7 @@ pub(super) mod tests {
         ApprovalEvent::Pending(PendingApproval {
             task_id: task.to_owned(),
             context_id: format!("s-{task}"),
+            batch_id: 1,
             agent: "default/demo".to_owned(),
             title: "tidy up".to_owned(),
             since: since.to_owned(),

@@ -2,9 +2,11 @@
 //! The same code replays stored tasks after a reload and follows live streams.
 
 use signoff_protocol::hitl::kagent::{self, TokenUsage};
+use signoff_protocol::hitl::keys::PREVIEW;
+use signoff_protocol::hitl::ran::is_thought;
 use signoff_protocol::hitl::{
-    extension, ApprovalInterrupt, DecidedBy, Decision, Dialect, ToolCall, ToolResult, Via,
-    SIGNOFF_WHY,
+    extension, ApprovalInterrupt, DecidedBy, Decision, Dialect, RanStatus, ToolCall, ToolResult,
+    Via, SIGNOFF_WHY,
 };
 use signoff_protocol::{
     Artifact, Message, Metadata, Role, StreamEvent, Task, TaskArtifactUpdateEvent, TaskState,
@@ -304,11 +306,16 @@ fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str
         .iter()
         .rposition(|item| item.streaming && item.key.starts_with(&stream_prefix));
     let interrupt = ApprovalInterrupt::from_message(message);
+    let text_of = |thoughts: bool| -> String {
+        let parts = message.parts.iter();
+        let parts = parts.filter(|part| is_thought(part) == thoughts);
+        parts.filter_map(|part| part.as_text()).collect()
+    };
     // The interrupt's text part repeats the cards in words; the cards say it better.
     let text = if interrupt.is_some() {
         String::new()
     } else {
-        message.text()
+        text_of(false)
     };
 
     if partial {
@@ -333,6 +340,14 @@ fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str
     if replaces.is_none() && view.item(&item_key).is_some() {
         item_key = format!("{item_key}:{}", view.items.len());
     }
+    let thought = text_of(true);
+    if !thought.trim().is_empty() {
+        let key = format!("thought:{item_key}");
+        view.push_item(Item {
+            kind: ItemKind::Thought,
+            ..agent_item(key, task, thought, false)
+        });
+    }
     let mut tool_parts = false;
     for part in &message.parts {
         if let Some(call) = ToolCall::from_part(part) {
@@ -350,6 +365,10 @@ fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str
                     .as_ref()
                     .and_then(|metadata| metadata.get(SIGNOFF_WHY))
                     .cloned(),
+                ran: RanStatus::of_part(part).map(|status| {
+                    let preview = part.metadata.as_ref().and_then(|meta| meta.get(PREVIEW));
+                    Box::new((status, preview.cloned()))
+                }),
             });
         } else if let Some(result) = ToolResult::from_part(part) {
             tool_parts = true;
@@ -360,6 +379,7 @@ fn apply_agent_message(view: &mut ChatView, message: &Message, task: Option<&str
                 item: item_key.clone(),
                 result,
                 decided_by: DecidedBy::from_part(part),
+                ran: RanStatus::of_part(part).is_some(),
             });
         }
     }

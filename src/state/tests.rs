@@ -18,6 +18,7 @@ use super::{replay, ToolStatus};
 
 mod cards;
 mod compose;
+mod ran;
 mod reconnect;
 mod relayed;
 mod usage;

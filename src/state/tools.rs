@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 use signoff_protocol::hitl::{
-    self, ApprovalInterrupt, DecidedBy, Decision, ToolCall, ToolResult, Verdict, Via, SIGNOFF_WHY,
+    self, ApprovalInterrupt, DecidedBy, Decision, RanStatus, ToolCall, ToolResult, Verdict, Via,
+    SIGNOFF_WHY,
 };
 use signoff_protocol::TaskState;
 
@@ -33,6 +34,9 @@ pub(crate) enum LogEntry {
         via: Option<Via>,
         /// The call's `signoff_why`: the rule, grant or policy that decided it.
         why: Option<Value>,
+        /// A call the agent ran itself: the status it reported, and the changes it made (its
+        /// `preview`, read by the card).
+        ran: Option<Box<(RanStatus, Option<Value>)>>,
     },
     /// A batch of held calls; `slots` follow `interrupt.action_requests`.
     Interrupt {
@@ -51,6 +55,8 @@ pub(crate) enum LogEntry {
         item: String,
         result: ToolResult,
         decided_by: Option<DecidedBy>,
+        /// The result of a call the agent ran itself: it is over.
+        ran: bool,
     },
     /// The turn moved on (agent text came): earlier results are complete.
     Progress {
@@ -416,7 +422,7 @@ impl ToolLog {
                 );
                 ((1, found.at, 0), new)
             });
-            attach_result(card, found.result, found.decided_by);
+            attach_result(card, found.result, found.decided_by, found.ran);
         }
         let (order, mut card) = card?;
         self.complete(&mut card, results);
@@ -452,6 +458,7 @@ impl ToolLog {
             decided_by,
             via,
             why,
+            ran,
             ..
         }) = self.entries.get(at)
         else {
@@ -468,6 +475,9 @@ impl ToolLog {
             card.why = why.clone();
         }
         card.via = card.via.take().or_else(|| via.clone());
+        if let Some(ran) = ran {
+            apply_ran(card, call, ran);
+        }
     }
 
     /// Request `index` of the interrupt at log position `at`: the card waits for approval, with
@@ -497,6 +507,8 @@ impl ToolLog {
         });
         card.status = ToolStatus::PendingApproval;
         card.args = request.args.clone();
+        // A call the agent reported before it asked is asked now: no longer its own doing.
+        card.ran = false;
         card.via = card.via.take().or_else(|| request.via.clone());
         if let Some(why) = request.metadata.get(SIGNOFF_WHY) {
             card.why = Some(why.clone());
@@ -520,6 +532,7 @@ impl ToolLog {
                 item,
                 result,
                 decided_by,
+                ran,
                 ..
             }) => Some(ResultAt {
                 at: *at,
@@ -527,6 +540,7 @@ impl ToolLog {
                 item,
                 result,
                 decided_by: decided_by.as_ref(),
+                ran: *ran,
             }),
             Some(_) | None => None,
         }
@@ -582,6 +596,7 @@ struct ResultAt<'a> {
     item: &'a str,
     result: &'a ToolResult,
     decided_by: Option<&'a DecidedBy>,
+    ran: bool,
 }
 
 /// A decision on a waiting card (pass 1): approved with any edited arguments, or rejected with
@@ -610,11 +625,28 @@ fn apply_decision(
 /// A result on its card (pass 2): it attaches, and sets executing unless the call was approved
 /// or rejected; a result for a call still pending means it was decided elsewhere. The reading
 /// of a rejection (ours, or kagent's sentence) is the protocol's ([`ToolResult::is_rejected`]).
-fn attach_result(card: &mut ToolCallView, result: &ToolResult, decided_by: Option<&DecidedBy>) {
+fn attach_result(
+    card: &mut ToolCallView,
+    result: &ToolResult,
+    decided_by: Option<&DecidedBy>,
+    ran: bool,
+) {
     card.result = Some(result.response.clone());
     card.is_error = result.is_error();
     if decided_by.is_some() {
         card.decided_by = decided_by.cloned();
+    }
+    // The agent that ran it said it is over (an approved call stays approved: its outcome
+    // reads completed or failed from its result, beside who approved it).
+    if ran {
+        if card.status == ToolStatus::Approved {
+            return;
+        }
+        card.status = match card.is_error {
+            true => ToolStatus::Failed,
+            false => ToolStatus::Completed,
+        };
+        return;
     }
     // Denied and expired calls never ran: their result is the last word.
     if result.is_denied() {
@@ -643,6 +675,24 @@ fn attach_result(card: &mut ToolCallView, result: &ToolResult, decided_by: Optio
     }
 }
 
+/// A report of a call the agent ran itself (pass 1): the latest arguments and changes, and
+/// the status it reported.
+pub(super) fn apply_ran(
+    card: &mut ToolCallView,
+    call: &ToolCall,
+    ran: &(RanStatus, Option<Value>),
+) {
+    card.args = call.args.clone();
+    card.preview = ran.1.clone();
+    card.ran = true;
+    card.status = match ran.0 {
+        RanStatus::Pending => ToolStatus::Requested,
+        RanStatus::InProgress => ToolStatus::Executing,
+        RanStatus::Completed => ToolStatus::Completed,
+        RanStatus::Failed => ToolStatus::Failed,
+    };
+}
+
 pub(super) fn new_card(
     slot: &str,
     task: &str,
@@ -668,5 +718,7 @@ pub(super) fn new_card(
         why: None,
         owner: item.to_owned(),
         via: None,
+        preview: None,
+        ran: false,
     }
 }

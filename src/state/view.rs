@@ -21,6 +21,9 @@ pub enum ItemKind {
     Canceled,
     /// The task failed; the item's text says why.
     Failed,
+    /// The agent's thought beside its answer (docs/wire.md, Calls an agent ran itself), shown
+    /// folded away.
+    Thought,
 }
 
 /// One entry in the transcript: a bubble with text, the tool cards it introduced, or both.
@@ -137,6 +140,12 @@ pub struct ToolCallView {
     /// A subagent's call nested under an agent-tool call of the same task (docs/wire.md,
     /// Subagents): the card shows inside that call's card.
     pub via: Option<Via>,
+    /// What a call the agent ran itself changed, as it reported: its `preview` (a
+    /// `hitl::Preview`, read by the card, whose chunk has the reader).
+    pub preview: Option<Value>,
+    /// The agent ran it itself, without asking anyone (docs/wire.md, Calls an agent ran
+    /// itself): its status is the one it reported.
+    pub ran: bool,
 }
 
 impl ToolCallView {

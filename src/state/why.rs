@@ -97,6 +97,26 @@ pub fn explain(
     Some(lines)
 }
 
+/// The agent's reviewer's verdict on the call of this `signoff_why`, as a line of its card:
+/// "Reviewer: deny, high risk: deletes the database". None where no live reviewer looked (a
+/// shadow reviewer's verdict is for `policy replay` and "Why?", not the card).
+pub fn review_line(why: &Value) -> Option<String> {
+    let review = why.get("review")?;
+    if review.get("shadow") == Some(&Value::Bool(true)) {
+        return None;
+    }
+    let text = |key: &str| review.get(key).and_then(Value::as_str).unwrap_or_default();
+    let risk = match text("risk") {
+        "" => String::new(),
+        risk => format!(", {risk} risk"),
+    };
+    let reason = match text("reason") {
+        "" => String::new(),
+        reason => format!(": {reason}"),
+    };
+    Some(format!("Reviewer: {}{risk}{reason}", text("outcome")))
+}
+
 /// Whether the agent's reviewer denied the call of this `signoff_why`: only a decision that
 /// names the call approves it (the card's Override), never "Approve all".
 pub fn reviewer_denied(why: &Value) -> bool {
@@ -116,6 +136,21 @@ mod tests {
     /// A clock that reads the time of day out of the timestamp.
     fn clock(at: &str) -> String {
         at.get(11..16).unwrap_or(at).to_owned()
+    }
+
+    #[test]
+    fn a_live_reviewers_verdict_is_a_line_of_the_card_and_a_shadows_is_not() {
+        let denied = json!({"by": "reviewer", "outcome": "ask", "review":
+            {"outcome": "deny", "risk": "high", "reason": "deletes the database"}});
+        assert_eq!(
+            review_line(&denied).unwrap(),
+            "Reviewer: deny, high risk: deletes the database"
+        );
+        let asked = json!({"by": "reviewer", "review": {"outcome": "ask", "risk": "medium"}});
+        assert_eq!(review_line(&asked).unwrap(), "Reviewer: ask, medium risk");
+        let shadow = json!({"by": "default", "review": {"outcome": "deny", "shadow": true}});
+        assert_eq!(review_line(&shadow), None);
+        assert_eq!(review_line(&json!({"by": "default"})), None);
     }
 
     #[test]

@@ -3,10 +3,12 @@
 //! as `default/coder`, offline against the scripted Anthropic endpoint
 //! (`crates/server/tests/gateway/anthropic.py`), in a working folder and home of its own. Its
 //! Bash waits as a card whose command reads on it and is approved with the card's button; its
+//! approved card then ends with the agent's report of it, done with its output; its
 //! Write waits as a card of a new file whose content reads on it and is rejected with a reason;
 //! neither offers an edit, and the composer's box shows its whole placeholder while they wait;
-//! the chat then shows the task's end, and the next message reads the agent's answer. At a
-//! phone's width, in light and dark.
+//! the chat then shows the task's end, and the next message reads the agent's answer. Before
+//! them, the Read it runs without asking is a card of its own with no decision to make, and its
+//! thinking is folded away under "Thought" until opened. At a phone's width, in light and dark.
 
 use std::time::Duration;
 
@@ -23,6 +25,9 @@ const NOTES: &str = "notes.md";
 const NOTES_CONTENT: &str =
     "# Notes\n\n- listed the files into listing.txt\n- next: tidy the build folder\n";
 const REASON: &str = "No notes in this folder, please";
+/// The file the agent reads without asking, and what it thinks first.
+const README: &str = "README.txt";
+const THINKING: &str = "Read the folder's README first, then list the files.";
 const ANSWER: &str = "Understood: I left notes.md unwritten.";
 
 /// Scrolls the card `css` to the top of the view, as a person reading it would.
@@ -92,14 +97,67 @@ return {shown, needed, placeholder: box.placeholder};
     );
 }
 
+/// The Read the agent ran without asking is a card, done, with its output and no decision to
+/// make; the thought before it is folded away, in no answer, and reads once opened.
+async fn assert_ran_card_and_folded_thought(app: &App) {
+    let read = card("read");
+    wait_card(app, &read, "completed").await;
+    app.wait_for_text(
+        &format!("{read} [data-testid=ran-unasked]"),
+        "Run by the agent without asking",
+    )
+    .await;
+    let result = app
+        .js(&format!(
+            "return document.querySelector('{read} [data-testid=tool-result]').textContent"
+        ))
+        .await;
+    assert!(
+        result
+            .as_str()
+            .unwrap_or_default()
+            .contains("Build with make."),
+        "{result}"
+    );
+    let buttons = app
+        .js(&format!(
+            "return document.querySelectorAll('{read} button:not(.copy-result)').length"
+        ))
+        .await;
+    assert_eq!(buttons, 0, "a call nobody decides offers no decision");
+    let thought = "[data-testid=thought]";
+    let open = app
+        .js(&format!("return document.querySelector('{thought}').open"))
+        .await;
+    assert_eq!(open, false, "the thought shows folded");
+    let answers = app.texts("[data-testid=message-agent]").await;
+    assert!(
+        answers.iter().all(|answer| !answer.contains(THINKING)),
+        "{answers:?}"
+    );
+    assert_eq!(sideways(app).await, 0, "the Read card scrolls sideways");
+    // Once the Bash waits below them (the chat stays at its bottom as cards come), read from
+    // the top.
+    wait_card(app, &card("execute"), "pending").await;
+    scroll_to(app, thought).await;
+    app.shots("coding-agent-ran").await;
+    click(app, &format!("{thought} summary")).await;
+    app.wait_for_text(&format!("{thought} .thought-text"), THINKING)
+        .await;
+    app.shots("coding-agent-thought").await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_coding_agents_bash_is_approved_and_its_write_rejected_on_a_phone() {
     let cwd = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let notes = cwd.path().join(NOTES);
+    std::fs::write(cwd.path().join(README), "Build with make.\n").unwrap();
     let script = json!([
+        {"thinking": THINKING, "text": "Let me look at the folder first.",
+         "tool_use": {"name": "Read", "input": {"file_path": cwd.path().join(README)}}},
         {"tool_use": {"name": "Bash", "input": {
-            "command": format!("ls -la > {LISTING}"), "description": "List the files"}}},
+            "command": format!("ls | tee {LISTING}"), "description": "List the files"}}},
         {"tool_use": {"name": "Write", "input": {
             "file_path": notes, "content": NOTES_CONTENT}}},
         {"text": ANSWER},
@@ -114,17 +172,18 @@ async fn a_coding_agents_bash_is_approved_and_its_write_rejected_on_a_phone() {
     app.open_new_chat_of("/agents/default/coder/chat").await;
     app.assert_phone_width().await;
     app.send("List the files, then write some notes").await;
+    assert_ran_card_and_folded_thought(&app).await;
 
     // The Bash waits as an `execute` card, its command on it; nothing ran yet.
     let bash = card("execute");
     wait_card(&app, &bash, "pending").await;
     app.wait_for_status("approval").await;
     let shown = app.text(&bash).await;
-    assert!(shown.contains("ls -la > listing.txt"), "{shown}");
+    assert!(shown.contains("ls | tee listing.txt"), "{shown}");
     // Its command reads as a command line, above the JSON, as Claude Code's `Bash` does.
     let readable = format!("{bash} [data-testid=tool-readable]");
     app.wait_for_text(&readable, "Command").await;
-    app.wait_for_text(&readable, "$ ls -la > listing.txt").await;
+    app.wait_for_text(&readable, "$ ls | tee listing.txt").await;
     // The agent runs its own tool: it can be told yes or no, not to run other arguments.
     assert_no_edit(&app, &bash).await;
     assert_composer_fits(&app).await;
@@ -178,22 +237,33 @@ async fn a_coding_agents_bash_is_approved_and_its_write_rejected_on_a_phone() {
     wait_card(&app, &write, "rejected").await;
     app.wait_for_text(&format!("{write} [data-testid=tool-reason]"), REASON)
         .await;
+    // The Read and the Bash, both done under the same answer, fold into one group; opened, it
+    // shows each card as it was.
+    app.wait_for_text("[data-testid=tool-group-summary]", "2 tool calls, 2 passed")
+        .await;
+    click(&app, "[data-testid=tool-group-summary]").await;
     app.wait_for_text(&format!("{bash} [data-testid=decision-chip]"), "Approved")
         .await;
-    // The Bash card's result says the agent ran it; a call with a card adds no line of its own
-    // to the answer.
+    assert_eq!(card_status(&app, &card("read")).await, "completed");
+    // The approved Bash card ends with what the agent reported once it ran it: done, and its
+    // output (the listing); a call with a card adds no line of its own to the answer.
+    assert_eq!(
+        card_status(&app, &bash).await,
+        "approved",
+        "who decided stays on it"
+    );
     let result = app
         .js(&format!(
             "return document.querySelector('{bash} [data-testid=tool-result]').textContent"
         ))
         .await;
-    assert!(
-        result
-            .as_str()
-            .unwrap_or_default()
-            .contains("the coding agent runs it"),
-        "{result}"
-    );
+    let result = result.as_str().unwrap_or_default();
+    // (`ls` may list before `tee` makes listing.txt: only the README is sure to be there.)
+    assert!(result.contains(README), "{result}");
+    assert!(!result.contains("the coding agent runs it"), "{result}");
+    click(&app, &format!("{bash} [data-testid=tool-result] summary")).await;
+    scroll_to(&app, &bash).await;
+    app.shots("coding-agent-bash-output").await;
     let answers = app.texts("[data-testid=message-agent]").await;
     assert!(
         answers
@@ -211,10 +281,11 @@ async fn a_coding_agents_bash_is_approved_and_its_write_rejected_on_a_phone() {
     assert_eq!(sideways(&app).await, 0, "the chat scrolls sideways");
     app.shots("coding-agent-answer").await;
     let results = model.tool_results();
-    assert_eq!(results.len(), 2, "{results:?}");
-    assert_ne!(results[0]["is_error"], true, "the Bash failed: {results:?}");
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert_ne!(results[0]["is_error"], true, "the Read failed: {results:?}");
+    assert_ne!(results[1]["is_error"], true, "the Bash failed: {results:?}");
     assert_eq!(
-        results[1]["is_error"], true,
+        results[2]["is_error"], true,
         "the Write was not refused: {results:?}"
     );
     let log = std::fs::read_to_string(&model.log).unwrap();

@@ -1,7 +1,8 @@
 //! Browser tests of what finished cards and toasts say and where they are: a call of another
 //! agent whose task completed without its result streamed is done ("no result reported"), an
 //! approved call with its result says Completed beside its decision, and toasts never cover
-//! the composer (its Stop and Send), in a small window and a large one.
+//! the composer (its Stop and Send), in a small window and a large one. A call the agent's
+//! reviewer denied says so on its card, and its Override runs it.
 
 use crate::support::harness::{card, click, wait_card, App, Options};
 use crate::support::kagent;
@@ -128,4 +129,35 @@ async fn toasts_never_cover_the_composer_in_a_small_window() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn toasts_never_cover_the_composer_in_a_large_window() {
     toasts_leave_the_composer_free("toasts-large", (1280, 900)).await;
+}
+
+/// The agent's reviewer (a command) denies the write: its verdict, risk and reason are a line
+/// of the card, the card's button is Override (it approves this call only), and Override runs
+/// it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewers_denial_is_a_line_of_the_card_and_its_override_runs_the_call() {
+    // The reviewer runs with a clean environment: no PATH, so programs by their full path.
+    let agents = "[[agents]]\nname = \"reviewed\"\n\
+        [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n\
+        [agents.reviewer]\nkind = \"command\"\n\
+        command = [\"/bin/sh\", \"-c\", \"/bin/cat > /dev/null; echo '{\\\"outcome\\\": \\\"deny\\\", \\\"risk\\\": \\\"high\\\", \\\"reason\\\": \\\"it overwrites the release notes\\\"}'\"]\n";
+    let app = App::start_with("reviewer-card", Options::with_agents(agents)).await;
+    app.open_new_chat_of("/agents/default/reviewed/chat").await;
+    app.send("write notes.txt: shipped").await;
+    wait_card(&app, &card("write_file"), "pending").await;
+    app.wait_for_text(
+        "[data-testid=review-line]",
+        "Reviewer: deny, high risk: it overwrites the release notes",
+    )
+    .await;
+    assert_eq!(app.text("[data-testid=approve-button]").await, "Override");
+    app.color_scheme("light").await;
+    app.shot("reviewer-card-light").await;
+    app.color_scheme("dark").await;
+    app.shot("reviewer-card-dark").await;
+    click(&app, "[data-testid=approve-button]").await;
+    app.wait_for_status("ready").await;
+    wait_card(&app, &card("write_file"), "approved").await;
+    assert_eq!(app.read_sandbox("notes.txt").as_deref(), Some("shipped"));
+    app.finish().await;
 }

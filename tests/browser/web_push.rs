@@ -2,7 +2,9 @@
 //! at a phone's width, light and dark), the server's push for a waiting batch is decrypted
 //! (PyPI's http_ece, `crates/server/tests/web_push/check_push.py`) and handed to the real
 //! service worker with DevTools' `ServiceWorker.deliverPushMessage`, which shows a notification
-//! with Approve and Reject; the batch decided elsewhere, the server's close push closes it.
+//! with Approve and Reject. Its Approve, clicked in the worker (through the worker's own DevTools
+//! target), decides through the server; a second batch decided elsewhere, the stale
+//! notification's Approve says who decided it and changes nothing; a close push closes each.
 //!
 //! The machine reaches no push service, so the page's `PushManager.subscribe` is replaced by
 //! one that makes the subscription a browser makes (a P-256 key pair and a 16-byte secret, by
@@ -64,10 +66,7 @@ async fn decrypted(app: &App, taken: &Arc<Mutex<Vec<Vec<u8>>>>, n: usize, keys: 
     })
     .await;
     let body = taken.lock().unwrap()[n].clone();
-    let python = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap()
-        .join(".cache/signoff/web-push-venv/bin/python");
+    let python = venv_python();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("crates/server/tests/web_push/check_push.py");
     let hex: String = body.iter().map(|byte| format!("{byte:02x}")).collect();
@@ -118,8 +117,55 @@ async fn notifications(app: &App) -> Vec<Value> {
     serde_json::from_value(found.json().clone()).unwrap()
 }
 
+/// Clicks `action` of the one notification the worker shows, in the worker itself
+/// (`crates/server/tests/web_push/worker_click.py`): what the worker answered.
+fn click_in_worker(app: &App, action: &str) -> String {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/server/tests/web_push/worker_click.py");
+    let output = std::process::Command::new(venv_python())
+        .arg(script)
+        .arg(app.devtools_port().to_string())
+        .arg(&app.base)
+        .arg(action)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice::<Value>(&output.stdout)
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The web push venv's Python (`crates/server/tests/web_push/install.sh`).
+fn venv_python() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap()
+        .join(".cache/signoff/web-push-venv/bin/python")
+}
+
+/// alice's decisions, newest first.
+async fn decisions(app: &App) -> Vec<Value> {
+    let answer: Value = app
+        .http
+        .get(format!("{}/api/approvals?state=decided", app.base))
+        .bearer_auth("alice-token")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    answer["decisions"].as_array().unwrap().clone()
+}
+
 #[tokio::test]
-async fn web_push_enrols_shows_approve_and_reject_and_closes_once_decided_elsewhere() {
+async fn web_push_enrols_approves_from_the_notification_and_a_stale_one_says_who_decided() {
     let (endpoint, taken) = push_service().await;
     let app = App::start_with(
         "web-push",
@@ -193,20 +239,58 @@ async fn web_push_enrols_shows_approve_and_reject_and_closes_once_decided_elsewh
     );
     assert_eq!(shown[0]["tag"], message["tag"]);
 
-    // Decided elsewhere (over REST, as another client would): the close push closes it.
+    // The notification's Approve, clicked in the real worker: the server decides, on channel
+    // web_push, and its close push closes what the worker then said.
+    assert_eq!(click_in_worker(&app, "approve"), "clicked");
+    app.wait_until("the worker says it approved", || async {
+        let shown = notifications(&app).await;
+        Ok(shown.len() == 1 && shown[0]["body"] == "Approved.")
+    })
+    .await;
+    let decided = decisions(&app).await;
+    assert_eq!(decided[0]["channel"], "web_push", "{decided:?}");
+    let close = decrypted(&app, &taken, 1, &keys).await;
+    deliver(&app, &close).await;
+    app.wait_until("the notification closes", || async {
+        Ok(notifications(&app).await.is_empty())
+    })
+    .await;
+
+    // A second batch, decided elsewhere (over REST, as another client would) before its close
+    // push arrives: the stale notification's Approve decides nothing and says who decided.
+    app.send("write second.txt: again").await;
+    let pending = decrypted(&app, &taken, 2, &keys).await;
+    let message: Value = serde_json::from_str(&pending).unwrap();
+    deliver(&app, &pending).await;
+    app.wait_until("the second notification shows", || async {
+        Ok(notifications(&app).await.len() == 1)
+    })
+    .await;
     let task = message["task_id"].as_str().unwrap();
     let decided = app
         .http
         .post(format!("{}/api/approvals/{task}", app.base))
         .bearer_auth("alice-token")
-        .json(&json!({"decision_type": "approve"}))
+        .json(&json!({"decision_type": "deny", "reason": "not this one"}))
         .send()
         .await
         .unwrap();
     assert_eq!(decided.status(), 200);
-    let close = decrypted(&app, &taken, 1, &keys).await;
-    let closing: Value = serde_json::from_str(&close).unwrap();
-    assert_eq!(closing["type"], "close");
+    assert_eq!(click_in_worker(&app, "approve"), "clicked");
+    app.wait_until("the worker says who decided", || async {
+        let shown = notifications(&app).await;
+        Ok(shown.len() == 1
+            && shown[0]["body"]
+                .as_str()
+                .is_some_and(|body| body.starts_with("Already decided by alice (rest)")))
+    })
+    .await;
+    assert_eq!(decisions(&app).await.len(), 2, "nothing decided twice");
+    let close = decrypted(&app, &taken, 3, &keys).await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&close).unwrap()["type"],
+        "close"
+    );
     deliver(&app, &close).await;
     app.wait_until("the notification closes", || async {
         Ok(notifications(&app).await.is_empty())

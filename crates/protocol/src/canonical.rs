@@ -17,10 +17,8 @@ fn write_value(value: &Value, out: &mut String) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(flag) => out.push_str(if *flag { "true" } else { "false" }),
-        Value::Number(number) => out.push_str(&number_text(number)),
-        // serde_json escapes strings as the RFC does: `"`, `\`, \b \f \n \r \t by name, other
-        // control characters as lowercase \u00xx, everything else as it is.
-        Value::String(text) => out.push_str(&Value::String(text.clone()).to_string()),
+        Value::Number(number) => write_number(number, out),
+        Value::String(text) => write_string(text, out),
         Value::Array(items) => {
             out.push('[');
             for (index, item) in items.iter().enumerate() {
@@ -39,12 +37,58 @@ fn write_value(value: &Value, out: &mut String) {
                 if index > 0 {
                     out.push(',');
                 }
-                out.push_str(&Value::String(key.clone()).to_string());
+                write_string(key, out);
                 out.push(':');
                 write_value(item, out);
             }
             out.push('}');
         }
+    }
+}
+
+/// `text` quoted as the RFC escapes it (as ECMAScript's `JSON.stringify` does): `"`, `\\`,
+/// \b \f \n \r \t by name, other control characters as lowercase \u00xx, everything else as
+/// it is. Runs without an escape are copied whole: receipts and arguments are mostly plain.
+fn write_string(text: &str, out: &mut String) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(text.len() + 2);
+    out.push('"');
+    let mut plain = 0;
+    for (index, byte) in text.bytes().enumerate() {
+        let escape = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&text[plain..index]);
+        plain = index + 1;
+        if escape.is_empty() {
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 0x0f)]));
+        } else {
+            out.push_str(escape);
+        }
+    }
+    out.push_str(&text[plain..]);
+    out.push('"');
+}
+
+/// A number as `number_text` writes it, integers straight into `out`.
+fn write_number(number: &serde_json::Number, out: &mut String) {
+    use std::fmt::Write as _;
+    if let Some(integer) = number.as_i64() {
+        let _ = write!(out, "{integer}");
+    } else if let Some(integer) = number.as_u64() {
+        let _ = write!(out, "{integer}");
+    } else {
+        out.push_str(&number_text(number));
     }
 }
 
@@ -150,6 +194,17 @@ mod tests {
         for (input, written) in cases {
             let value: Value = serde_json::from_str(input).unwrap();
             assert_eq!(canonical(&value), written, "{input}");
+        }
+    }
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_escapes_them() {
+        // Every one-byte character, and escapes at the start, the end and side by side.
+        let mut every: String = (0u8..=0x7f).map(char::from).collect();
+        every.push_str("\"\\\n\u{0}é\u{1f600}\t");
+        for text in [every.as_str(), "", "\"", "plain", "\\\\", "a\u{1}b"] {
+            let expected = Value::String(text.to_owned()).to_string();
+            assert_eq!(canonical(&json!(text)), expected, "{text:?}");
         }
     }
 

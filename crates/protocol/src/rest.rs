@@ -172,6 +172,10 @@ pub struct PendingApprovals {
 pub struct PendingApproval {
     pub task_id: String,
     pub context_id: String,
+    /// The batch's id: a decision may pin it (`POST /api/approvals/{taskId}?batch=ID`), so it
+    /// never decides a later batch of the task.
+    #[serde(default)]
+    pub batch_id: i64,
     pub agent: String,
     /// The chat's title (as `GET /api/sessions` lists it).
     pub title: String,
@@ -554,6 +558,10 @@ pub enum DecisionChannel {
     Slack,
     /// The agent's first reviewer approved the call (no one was asked).
     Reviewer,
+    /// A Web Push notification's Approve or Reject (`POST /api/push/approvals/{taskId}`).
+    WebPush,
+    /// The gateway's MCP client answered the question an upstream server asked during its call.
+    McpClient,
 }
 
 /// What was decided about one call of an [`AuditEntry`].

@@ -563,6 +563,7 @@ pub async fn run(
         loopback_only: config.auth == AuthMode::None,
         operator_groups: Arc::new(config.operator_groups.clone()),
         mcp_calls: Arc::default(),
+        mcp_clients: Arc::default(),
     };
     let read_timeout = Duration::from_secs(config.read_timeout_secs.max(1));
     // A body that stops coming is cut off, as headers that stop coming are (`http::serve`).

@@ -197,6 +197,16 @@ fn ItemRow(item_key: String, rows: Memo<Vec<Row>>) -> impl IntoView {
             </div>
         }
         .into_any(),
+        // Folded away: the answer is what the person reads; the thinking is theirs to open.
+        Some(ItemKind::Thought) => view! {
+            <div class="row row-agent">
+                <details class="thought" data-testid="thought">
+                    <summary>"Thought"</summary>
+                    <p class="thought-text">{text}</p>
+                </details>
+            </div>
+        }
+        .into_any(),
         Some(ItemKind::Failed) => view! {
             <div class="row row-note">
                 <div class="notice notice-failed" role="alert" data-testid="notice-failed">{text}</div>

@@ -8,7 +8,7 @@ use signoff_protocol::hitl::{self, ApprovalInterrupt, Verdict, SIGNOFF_WHY};
 use signoff_protocol::TaskState;
 
 use super::super::view::{ToolCallView, ToolStatus};
-use super::{new_card, LogEntry};
+use super::{apply_ran, new_card, LogEntry};
 
 impl LogEntry {
     fn task(&self) -> &str {
@@ -85,6 +85,7 @@ fn pass_requests(log: &[LogEntry], cards: &mut Cards) {
                 decided_by,
                 via,
                 why,
+                ran,
             } => {
                 let card = cards.get_or_insert(slot, || {
                     new_card(slot, task, item, &call.id, &call.name, &call.args)
@@ -96,6 +97,9 @@ fn pass_requests(log: &[LogEntry], cards: &mut Cards) {
                     card.why = why.clone();
                 }
                 card.via = card.via.take().or_else(|| via.clone());
+                if let Some(ran) = ran {
+                    apply_ran(card, call, ran);
+                }
             }
             LogEntry::Interrupt {
                 task,
@@ -109,6 +113,7 @@ fn pass_requests(log: &[LogEntry], cards: &mut Cards) {
                     });
                     card.status = ToolStatus::PendingApproval;
                     card.args = request.args.clone();
+                    card.ran = false;
                     card.via = card.via.take().or_else(|| request.via.clone());
                     if let Some(why) = request.metadata.get(SIGNOFF_WHY) {
                         card.why = Some(why.clone());
@@ -162,6 +167,7 @@ fn pass_results(log: &[LogEntry], cards: &mut Cards) {
             item,
             result,
             decided_by,
+            ran,
         } = entry
         else {
             continue;
@@ -173,6 +179,19 @@ fn pass_results(log: &[LogEntry], cards: &mut Cards) {
         card.is_error = result.is_error();
         if decided_by.is_some() {
             card.decided_by = decided_by.clone();
+        }
+        // The agent that ran it said it is over (an approved call stays approved: its outcome
+        // reads completed or failed from its result).
+        if *ran {
+            if card.status == ToolStatus::Approved {
+                continue;
+            }
+            card.status = if card.is_error {
+                ToolStatus::Failed
+            } else {
+                ToolStatus::Completed
+            };
+            continue;
         }
         // Denied and expired calls never ran: their result is the last word.
         if result.is_denied() {

@@ -116,10 +116,19 @@ pub struct App {
 pub struct Browser {
     pub driver: WebDriver,
     _chromedriver: Child,
-    _profile: TempDir,
+    profile: TempDir,
 }
 
 impl Browser {
+    /// The port of Chromium's own DevTools endpoint (chromedriver starts it with
+    /// `--remote-debugging-port=0`; Chromium writes the port it took into the profile), for
+    /// what chromedriver cannot reach: a service worker's own target.
+    pub fn devtools_port(&self) -> u16 {
+        let written = std::fs::read_to_string(self.profile.path().join("DevToolsActivePort"))
+            .expect("Chromium writes DevToolsActivePort into its profile");
+        written.lines().next().unwrap().trim().parse().unwrap()
+    }
+
     /// Starts chromedriver and Chromium with a window of `size`.
     pub async fn start(size: (u32, u32)) -> Browser {
         let port = free_port();
@@ -172,7 +181,7 @@ impl Browser {
         Browser {
             driver,
             _chromedriver: child,
-            _profile: profile,
+            profile,
         }
     }
 }
@@ -310,6 +319,11 @@ impl App {
     }
 
     /// Loads `path` and waits for the app to render its sidebar.
+    /// The port of this browser's own DevTools endpoint ([`Browser::devtools_port`]).
+    pub fn devtools_port(&self) -> u16 {
+        self._browser.devtools_port()
+    }
+
     pub async fn open(&self, path: &str) {
         self.driver
             .goto(format!("{}{path}", self.base))

@@ -2,7 +2,9 @@
 //! (`/api/mcp/default/gate`, an agent with `serve_mcp = true` whose `read_file` comes from an
 //! upstream MCP server over streamable HTTP: the Python test server of crates/server/tests/mcp)
 //! against the same call straight to that upstream. One call at a time over loopback, each
-//! client on its own initialized session. Then how fast a held call reaches the approver: many
+//! client on its own initialized session; both sides measured alike: the same client code at
+//! the same revision, each on its own kept-alive connection, warmed up, one straight call and
+//! one through Signoff in turn. Then how fast a held call reaches the approver: many
 //! `write_file` calls of `/api/mcp/default/held` sent at once, each timed from its request to
 //! its batch on the approvals stream.
 
@@ -220,6 +222,7 @@ async fn measure(
         ));
         figures.extend(cost_at(revision, &upstream_url, &gate_url, calls).await?);
     }
+    figures.extend(cost_of_the_same_upstream_work(&figures));
     let held = counts.load_large;
     progress(format_args!(
         "gateway: {held} write_file calls held at once, the approvals stream open"
@@ -319,8 +322,13 @@ async fn cost_at(
     // A few of each first: connections opened, the upstream's session warm.
     time_calls(&mut direct, "read_file", 5).await?;
     time_calls(&mut gated, &tool, 5).await?;
-    let straight = time_calls(&mut direct, "read_file", calls).await?;
-    let through = time_calls(&mut gated, &tool, calls).await?;
+    // One of each in turn, not all of one then all of the other: on a shared machine a load
+    // that comes and goes then falls on both alike.
+    let (mut straight, mut through) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+    for _ in 0..calls {
+        straight.extend(time_calls(&mut direct, "read_file", 1).await?);
+        through.extend(time_calls(&mut gated, &tool, 1).await?);
+    }
     let mut figures = vec![
         Figure::samples(GROUP, &format!("{revision}: straight"), "ms", &straight).with_note(
             "tools/call read_file on the Python MCP server over streamable HTTP, one at a time",
@@ -348,6 +356,33 @@ async fn cost_at(
         );
     }
     Ok(figures)
+}
+
+/// Signoff speaks the stateless revision to this upstream whatever its own client speaks, and
+/// the upstream's two paths differ (at the handshake revision it answers in an event stream, on
+/// a session): a handshake client's call through Signoff makes the upstream work of a stateless
+/// straight call, so that is the straight call to set it against for what Signoff itself adds.
+fn cost_of_the_same_upstream_work(figures: &[Figure]) -> Option<Figure> {
+    let median = |name: String| {
+        figures
+            .iter()
+            .find(|figure| figure.name == name)
+            .and_then(|figure| figure.summary.as_ref())
+            .map(|summary| summary.median)
+    };
+    let through = median(format!("{HANDSHAKE}: through Signoff"))?;
+    let straight = median(format!("{STATELESS}: straight"))?;
+    let figure = Figure::value(
+        GROUP,
+        &format!("{HANDSHAKE}: cost against the same upstream work (median)"),
+        "ms",
+        through - straight,
+    )
+    .with_note(format!(
+        "{HANDSHAKE} through Signoff - {STATELESS} straight, medians: Signoff calls the upstream \
+         at {STATELESS} whatever its client speaks"
+    ));
+    Some(figure)
 }
 
 /// The name the gateway lists the upstream's `read_file` under (its source may prefix it).

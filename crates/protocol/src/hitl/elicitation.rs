@@ -142,6 +142,27 @@ impl Elicitation {
         args
     }
 
+    /// The params of an `elicitation/create` request that asks it again (the gateway's client
+    /// is asked what the upstream server asked).
+    pub fn to_request(&self) -> Value {
+        match &self.mode {
+            Mode::Form { schema, .. } => json!({
+                "mode": "form",
+                "message": self.message,
+                "requestedSchema": schema,
+            }),
+            Mode::Url {
+                url,
+                elicitation_id,
+            } => json!({
+                "mode": "url",
+                "message": self.message,
+                "url": url,
+                "elicitationId": elicitation_id,
+            }),
+        }
+    }
+
     /// The question and who asked, read back from the call's arguments.
     pub fn from_args(args: &Value) -> Option<(Elicitation, AskedBy)> {
         let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
@@ -175,6 +196,51 @@ impl Reply {
             content.insert(field.clone(), value);
         }
         Reply::Accept(Some(content))
+    }
+
+    /// Reads MCP's `ElicitResult` (`{"action", "content"?}`); `None` if it is not one.
+    pub fn from_value(value: &Value) -> Option<Reply> {
+        match value.get("action")?.as_str()? {
+            "accept" => Some(Reply::Accept(
+                value.get("content").and_then(Value::as_object).cloned(),
+            )),
+            "decline" => Some(Reply::Decline),
+            "cancel" => Some(Reply::Cancel),
+            _ => None,
+        }
+    }
+
+    /// A form's values (an accepted reply's `content`) as the answers a person would have
+    /// given, one per question in order: the inverse of [`Reply::from_answers`], so values
+    /// answered elsewhere are checked and recorded as a person's are.
+    pub fn answers_of(questions: &[Question], content: &Map<String, Value>) -> Vec<Answer> {
+        let label = |question: &Question, value: &Value| -> String {
+            let text = match value {
+                Value::String(text) => text.clone(),
+                Value::Bool(true) => return YES.to_owned(),
+                Value::Bool(false) => return NO.to_owned(),
+                other @ (Value::Null | Value::Number(_) | Value::Array(_) | Value::Object(_)) => {
+                    other.to_string()
+                }
+            };
+            match question.values.iter().position(|sent| *sent == text) {
+                Some(at) => question.choices.get(at).cloned().unwrap_or(text),
+                None => text,
+            }
+        };
+        questions
+            .iter()
+            .map(|question| {
+                let value = question.field.as_ref().and_then(|field| content.get(field));
+                match value {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(Value::Array(items)) => {
+                        items.iter().map(|item| label(question, item)).collect()
+                    }
+                    Some(value) => vec![label(question, value)],
+                }
+            })
+            .collect()
     }
 
     /// MCP's `ElicitResult`: `{"action", "content"?}`.
@@ -433,6 +499,41 @@ mod tests {
                 "required": ["email", "copies"],
             },
         })
+    }
+
+    #[test]
+    fn values_answered_elsewhere_read_back_as_the_answers_that_send_them() {
+        let elicitation = Elicitation::from_request(&form()).unwrap();
+        let Mode::Form { questions, .. } = &elicitation.mode else {
+            panic!("a form")
+        };
+        let sent = json!({"email": "ada@example.com", "copies": 2, "urgent": true,
+            "format": "csv", "tags": ["ops", "sales"]});
+        let content = sent.as_object().unwrap();
+        let answers = Reply::answers_of(questions, content);
+        check_answers(questions, &answers).unwrap();
+        assert_eq!(
+            Reply::from_answers(questions, &answers),
+            Reply::Accept(Some(content.clone()))
+        );
+        // A field left out is an unanswered question (refused when it is required).
+        let partial = json!({"email": "ada@example.com"});
+        let answers = Reply::answers_of(questions, partial.as_object().unwrap());
+        assert!(check_answers(questions, &answers).is_err());
+        // Asked again as it was asked.
+        assert_eq!(
+            Elicitation::from_request(&elicitation.to_request()).unwrap(),
+            elicitation
+        );
+        assert_eq!(
+            Reply::from_value(&json!({"action": "accept", "content": sent})),
+            Some(Reply::Accept(Some(content.clone())))
+        );
+        assert_eq!(
+            Reply::from_value(&json!({"action": "cancel"})),
+            Some(Reply::Cancel)
+        );
+        assert_eq!(Reply::from_value(&json!({"action": "maybe"})), None);
     }
 
     #[test]

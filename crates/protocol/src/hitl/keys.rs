@@ -42,8 +42,17 @@ pub const SIGNOFF_WHY: &str = "signoff_why";
 /// (docs/wire.md, Subagents), as [`super::subagent::Via`].
 pub const SUBAGENT: &str = "subagent";
 
-/// Action request metadata key: what the held call will change (docs/wire.md, Previews), as
-/// [`super::Preview`]. Only the server's built-in file tools write it; readers may ignore it.
+/// Part metadata on a `function_call` and its `function_response` that a coding agent ran
+/// itself, without asking (docs/wire.md, Calls an agent ran itself): the status it reported, as
+/// [`super::ran::RanStatus`].
+pub const SIGNOFF_RAN: &str = "signoff_ran";
+/// TextPart metadata marking an agent's thought, not its answer (kagent's key: `true`).
+pub const THOUGHT: &str = "kagent_thought";
+
+/// Action request metadata key (and on a call an agent ran itself, part metadata): what the
+/// held call will change (docs/wire.md, Previews), as
+/// [`super::Preview`]. Only the server's built-in file tools and the calls of coding agents
+/// write it; readers may ignore it.
 pub const PREVIEW: &str = "preview";
 /// Action request metadata key: `false` when the call cannot run with edited arguments (a
 /// coding agent over ACP runs its tools itself, and can only be told yes or no); absent: it can.

@@ -21,6 +21,7 @@ pub mod keys;
 mod outcome;
 pub mod preview;
 pub mod question;
+pub mod ran;
 mod read;
 mod recorded;
 mod rules;
@@ -41,6 +42,7 @@ pub use keys::{
 pub use outcome::DecidedBy;
 pub use preview::Preview;
 pub use question::{Answer, Question, ASK_USER};
+pub use ran::{RanCall, RanStatus};
 pub use read::DecisionSource;
 pub use recorded::{ExpiredWith, RecordedDecision};
 pub use rules::{resolve, ResolvedCall};

@@ -129,8 +129,8 @@ fn sessions_round_trip() {
 #[test]
 fn pending_approvals_round_trip() {
     let body = json!({"approvals": [
-      {"taskId": "t-1", "contextId": "s-1", "agent": "default/demo", "title": "tidy up",
-       "since": "2026-11-22T18:56:28.879Z",
+      {"taskId": "t-1", "contextId": "s-1", "batchId": 12, "agent": "default/demo",
+       "title": "tidy up", "since": "2026-11-22T18:56:28.879Z",
        "calls": [
          {"id": "call_1", "name": "write_file", "args": {"content": "hi", "path": "notes.txt"},
           "description": "Create or overwrite a text file in the sandbox.", "server": "files"},
@@ -148,7 +148,7 @@ fn pending_approvals_round_trip() {
 
 #[test]
 fn the_ladder_marks_and_the_extension_round_trip() {
-    let body = json!({"taskId": "t-1", "contextId": "s-1", "agent": "default/ops",
+    let body = json!({"taskId": "t-1", "contextId": "s-1", "batchId": 3, "agent": "default/ops",
       "title": "deploy", "since": "2026-11-22T18:56:28.879Z", "calls": [],
       "expiresAt": "2026-11-22T20:56:28.879Z",
       "ladder": {"remindedAt": "2026-11-22T19:11:28.900Z", "escalatedTo": ["group:dba"]}});
@@ -171,7 +171,7 @@ fn the_ladder_marks_and_the_extension_round_trip() {
 
 #[test]
 fn a_batch_that_may_be_extended_says_its_max_extend_and_first_deadline() {
-    let body = json!({"taskId": "t-1", "contextId": "s-1", "agent": "default/ops",
+    let body = json!({"taskId": "t-1", "contextId": "s-1", "batchId": 3, "agent": "default/ops",
       "title": "deploy", "since": "2026-11-22T18:56:28.879Z", "calls": [],
       "expiresAt": "2026-11-22T19:21:28.879Z",
       "ladder": {"maxExtend": "30m", "firstExpiresAt": "2026-11-22T19:06:28.879Z"}});
@@ -266,8 +266,8 @@ fn the_decide_response_round_trips_with_its_state_typed() {
 
 #[test]
 fn approval_events_read_back_by_name_and_refuse_what_does_not_fit() {
-    let pending = json!({"taskId": "t-1", "contextId": "s-1", "agent": "default/demo",
-        "title": "tidy up", "since": "2026-11-22T18:56:28.879Z",
+    let pending = json!({"taskId": "t-1", "contextId": "s-1", "batchId": 12,
+        "agent": "default/demo", "title": "tidy up", "since": "2026-11-22T18:56:28.879Z",
         "calls": [{"id": "call_1", "name": "delete_file", "args": {"path": "old.txt"}}]});
     let event = ApprovalEvent::parse("pending", &pending.to_string()).unwrap();
     assert_eq!(event.name(), "pending");
@@ -293,8 +293,8 @@ fn approval_events_read_back_by_name_and_refuse_what_does_not_fit() {
 #[test]
 fn a_routed_batch_says_who_asked_why_and_how_far_its_quorum_has_come() {
     let pending: PendingApproval = round_trip(json!({
-        "taskId": "t1", "contextId": "c1", "agent": "default/ops", "title": "deploy",
-        "since": "2026-11-26T10:00:00Z", "calls": [],
+        "taskId": "t1", "contextId": "c1", "batchId": 1, "agent": "default/ops",
+        "title": "deploy", "since": "2026-11-26T10:00:00Z", "calls": [],
         "routing": {
             "requestedBy": "carol",
             "eligibleBy": ["group:sre"],
@@ -317,7 +317,7 @@ fn a_routed_batch_says_who_asked_why_and_how_far_its_quorum_has_come() {
     assert_eq!(vote.verdict, AuditVerdict::Approve);
     // Without a quorum configured the old shapes read as before.
     let plain: PendingApproval = round_trip(json!({
-        "taskId": "t1", "contextId": "c1", "agent": "default/demo", "title": "",
+        "taskId": "t1", "contextId": "c1", "batchId": 1, "agent": "default/demo", "title": "",
         "since": "2026-11-26T10:00:00Z", "calls": []
     }));
     assert_eq!(plain.routing, None);

@@ -18,6 +18,7 @@ use signoff_protocol::diff::{unified, PREVIEW_CAPS};
 use signoff_protocol::hitl::Preview;
 
 pub mod call;
+pub mod client;
 
 use super::model::{ChatMessage, Model, ModelEvent, ModelRequest, ModelStream, ModelToolCall};
 use super::tools::{result_text, text_result, AnyNameSource, ToolError, ToolSource, ToolSpec};

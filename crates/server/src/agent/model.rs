@@ -78,6 +78,58 @@ impl ModelToolCall {
     }
 }
 
+impl ModelToolCall {
+    /// [`ModelToolCall::assign_ids`] for a model that reports its calls as it runs them: each
+    /// call whose model id can serve as a label is named [`ran_id`] of it (never a `call_{n}` nor
+    /// a nested call's id), the one id a report of the same call before it was asked also got;
+    /// a call whose id cannot serve, or whose name is `taken`, is numbered as any model's.
+    pub fn assign_ran_ids(
+        calls: &mut [ModelToolCall],
+        earlier: usize,
+        taken: &dyn Fn(&str) -> bool,
+    ) {
+        let mut seen = std::collections::HashSet::new();
+        let serves: Vec<bool> = calls
+            .iter()
+            .map(|call| {
+                !call.id.is_empty()
+                    && call.id.len() <= MAX_MODEL_ID_BYTES
+                    && seen.insert(call.id.clone())
+            })
+            .collect();
+        let named: Vec<Option<String>> = calls
+            .iter()
+            .zip(&serves)
+            .map(|(call, serves)| {
+                let id = ran_id(&call.id);
+                (*serves && !taken(&id)).then_some(id)
+            })
+            .collect();
+        let mut numbered: Vec<ModelToolCall> = calls
+            .iter()
+            .zip(&named)
+            .filter(|(_, named)| named.is_none())
+            .map(|(call, _)| call.clone())
+            .collect();
+        Self::assign_ids(&mut numbered, earlier, taken);
+        let mut numbered = numbered.into_iter();
+        for ((call, named), serves) in calls.iter_mut().zip(named).zip(serves) {
+            match named {
+                Some(id) => call.model_id = Some(std::mem::replace(&mut call.id, id)),
+                None => {
+                    if let Some(assigned) = numbered.next() {
+                        *call = assigned;
+                    }
+                    // A label that could not serve is never read back as another call's.
+                    if !serves {
+                        call.model_id = None;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// One entry of the conversation the model sees. Stored per task as JSON, so a restarted server
 /// resumes with exactly what the model saw.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -156,7 +208,32 @@ pub enum ModelEvent {
     /// beside the answer text. It is not kept in the transcript: the model does not read its
     /// own artifacts back.
     Artifact(ModelArtifact),
+    /// A tool call the agent ran itself without asking (a coding agent over ACP), reported
+    /// anew as it changes: shown as its card, never screened, run or kept in the transcript.
+    /// Its `id` is the agent's; the runtime gives it its own ([`ran_id`]). A report whose id is
+    /// a call the task holds is dropped: that call's end comes as `Reported`.
+    Ran(signoff_protocol::hitl::RanCall),
+    /// How a call the model asked for, and was allowed, went once the agent ran it (a coding
+    /// agent runs its tools itself once told yes): shown as the call's result, never kept in the
+    /// transcript (whose result says it was allowed). Its `id` is the server's; the runtime
+    /// takes it only for an allowed call of the task that ran, once it ended.
+    Reported(signoff_protocol::hitl::RanCall),
+    /// A thought of the agent's, shown folded away beside the answer.
+    Thought(String),
     Usage(Usage),
+}
+
+/// The server's id for a call the agent ran itself, made from the agent's id `label`: the same
+/// label always gives the same id (the agent reports a call several times), and no label can
+/// give a `call_{n}` or a nested call's id, so a report can never touch a call Signoff holds.
+pub fn ran_id(label: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(label.as_bytes());
+    let hex: String = digest[..8]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("ran_{hex}")
 }
 
 /// Why a model turn failed. The text is shown to a person as the task's failure, so it says
@@ -185,6 +262,12 @@ pub trait Model: Send + Sync + 'static {
     /// The chat's task was canceled while no turn ran (it waited on a decision). Only a model
     /// that keeps a session per chat has anything to stop.
     fn cancelled(&self, _context_id: &str) {}
+    /// Whether the model also reports the calls it asks for as calls it runs (`Ran`, under its
+    /// own ids): such calls are named by [`ran_id`] of the model's id, so that its report of a
+    /// call before it asked and the call held then are one call ([`ModelToolCall::assign_ran_ids`]).
+    fn reports_its_calls(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]
@@ -205,6 +288,33 @@ mod tests {
             .iter()
             .map(|call| (call.id.as_str(), call.model_id.as_deref()))
             .collect()
+    }
+
+    #[test]
+    fn a_ran_calls_id_is_the_same_for_its_label_and_never_a_held_calls_shape() {
+        assert_eq!(ran_id("toolu_1"), ran_id("toolu_1"));
+        assert_ne!(ran_id("toolu_1"), ran_id("toolu_2"));
+        for label in ["call_1", "call_1/call_2", "", &"x".repeat(10_000)] {
+            let id = ran_id(label);
+            assert!(id.starts_with("ran_") && id.len() == 20, "{id}");
+            assert!(id[4..].chars().all(|c| c.is_ascii_hexdigit()), "{id}");
+        }
+    }
+
+    #[test]
+    fn a_reported_calls_id_is_its_ran_id_unless_its_label_cannot_serve_or_the_id_is_taken() {
+        let mut calls = proposed(&["toolu_1", "toolu_1", "", "toolu_2"]);
+        let taken = ran_id("toolu_2");
+        ModelToolCall::assign_ran_ids(&mut calls, 3, &|id| id == taken);
+        assert_eq!(
+            ids(&calls),
+            [
+                (ran_id("toolu_1").as_str(), Some("toolu_1")),
+                ("call_4", None),
+                ("call_5", None),
+                ("call_6", None),
+            ]
+        );
     }
 
     #[test]

@@ -332,6 +332,14 @@ impl Toolbox {
             .collect()
     }
 
+    /// Whether a source lists tool `name` and its pin lets it run (what [`Toolbox::specs`]
+    /// would show, without copying them all).
+    pub fn lists(&self, name: &str) -> bool {
+        self.read()
+            .iter()
+            .any(|tool| tool.pin.usable() && tool.spec.name == name)
+    }
+
     /// Every tool, the held-back ones too, with where each stands against its pin.
     pub fn every_tool(&self) -> Vec<ExposedTool> {
         self.read().clone()

@@ -10,7 +10,12 @@
 //! `server/discover`, the envelope in each request's `_meta`, the routing headers checked
 //! against the body, `resultType` on results).
 //!
-//! The server is stateless (no `Mcp-Session-Id`): each POST carries one JSON-RPC message. A held
+//! The server keeps no state between requests: each POST carries one JSON-RPC message. Only a
+//! handshake client that offered elicitation gets an `Mcp-Session-Id`, a signed record of what
+//! it offered (`mcp_clients`): the questions an upstream server asks while that client's held
+//! call runs go to it too, as `elicitation/create` requests on the call's event stream, and its
+//! answers come back as POSTed responses (`asked::client`: the first answer, the client's or a
+//! person's in the inbox, wins; the other copy is closed). A held
 //! call is answered as an event stream, so the client's request stays open while a person
 //! decides (progress notifications, or comments, keep it alive); a client that accepts only
 //! JSON gets its answer when the call settles. A client that goes away, or sends
@@ -29,10 +34,15 @@ use axum::Json;
 use serde_json::{json, Value};
 use signoff_protocol::rest::{ApprovalRequestState, RequestStatus};
 
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
 use super::mcp_calls::{Left, McpCalls, Request, Twin};
+use super::mcp_clients::McpClients;
 use super::mcp_revision::{self, Era};
 use super::{origin, AppState, Person};
 use crate::agent::approvals::{Actor, Channel, Command};
+use crate::agent::asked::client::{ClientAsking, ClientQuestion, Offered};
 use crate::agent::asked::AskedCall;
 use crate::agent::tools::{error_result, text_result};
 use crate::agent::{Agent, AgentError, Asking, Decider, Runtime};
@@ -40,6 +50,9 @@ use crate::agent::{Agent, AgentError, Asking, Decider, Runtime};
 /// What the server tells a client it is for (`initialize`, `server/discover`).
 const INSTRUCTIONS: &str =
     "Calls that need a person's sign-off wait until it is given, then answer.";
+
+/// The transport's session header: set on `initialize` for a client that answers questions.
+const SESSION_HEADER: &str = "mcp-session-id";
 
 /// The permission tool's name.
 pub const APPROVE_TOOL: &str = "approve";
@@ -87,6 +100,17 @@ pub async fn post(
             .into_response();
     };
     let method = object.get("method").and_then(Value::as_str).unwrap_or("");
+    if !object.contains_key("method")
+        && (object.contains_key("result") || object.contains_key("error"))
+    {
+        // A client's answer to a question put to it on a call's stream (`mcp_clients`).
+        let id = object.get("id").unwrap_or(&Value::Null);
+        let result = object.get("result").cloned();
+        if !state.mcp_clients.answered(&who.0.subject, id, result) {
+            tracing::debug!(id = %id, "an MCP client answered a request that no longer waits");
+        }
+        return StatusCode::ACCEPTED.into_response();
+    }
     let Some(id) = object.get("id").cloned() else {
         // A notification (`notifications/initialized`, `notifications/cancelled`) or a
         // response, in either revision (neither gives them an envelope): accepted, nothing to
@@ -117,8 +141,14 @@ pub async fn post(
         }
     };
     let params = object.get("params").cloned().unwrap_or(Value::Null);
+    if (era, method) == (Era::Handshake, "initialize") {
+        return initialized(&state, &who.0.subject, id, &params).await;
+    }
+    let offered = match session_offered(&state, &who.0.subject, &headers, era).await {
+        Ok(offered) => offered,
+        Err(refused) => return refused,
+    };
     let answer = match (era, method) {
-        (Era::Handshake, "initialize") => Ok(initialize(&params)),
         (Era::Handshake, "ping") => Ok(json!({})),
         (Era::Stateless, "server/discover") => Ok(mcp_revision::discover(INSTRUCTIONS)),
         (Era::Handshake, "server/discover") => Err((
@@ -136,6 +166,7 @@ pub async fn post(
                 id,
                 params,
                 era,
+                offered,
             };
             return call(&state, asked, wants_stream).await;
         }
@@ -210,7 +241,8 @@ fn with_resource_metadata(
     refused
 }
 
-/// `GET` and `DELETE`: this stateless server opens no stream of its own and keeps no sessions.
+/// `GET` and `DELETE`: this server opens no stream of its own (a client's questions come on its
+/// call's stream), and a session is a signed record, not state to delete.
 pub async fn not_offered() -> Response {
     let body =
         json!({"error": "this MCP endpoint is stateless: POST one JSON-RPC message per request"});
@@ -251,6 +283,66 @@ fn served_agent(
                 "no agent {namespace}/{name} is served over MCP (set serve_mcp = true in the agents file)"
             ),
         )),
+    }
+}
+
+/// `initialize`: its answer, with a session id (`mcp_clients`) for a client that offered
+/// elicitation, so its calls later say what it answers.
+async fn initialized(state: &AppState, caller: &str, id: Value, params: &Value) -> Response {
+    let body = Json(json!({"jsonrpc": "2.0", "id": id, "result": initialize(params)}));
+    let offered = Offered::from_capabilities(params.get("capabilities").unwrap_or(&Value::Null));
+    if !offered.any() {
+        return body.into_response();
+    }
+    let runtime = &state.runtime;
+    match state
+        .mcp_clients
+        .open_session(runtime, caller, offered)
+        .await
+    {
+        Ok(session) => ([(SESSION_HEADER, session)], body).into_response(),
+        Err(why) => {
+            // The client is served without: its servers' questions go to the inbox alone.
+            tracing::warn!(error = %why, "an MCP client's session could not be made");
+            body.into_response()
+        }
+    }
+}
+
+/// What the request's client answers itself: its session's elicitation (handshake revisions;
+/// none without a session). A session id that is not ours, or not the caller's, is `404`, as
+/// the transport answers an unknown session (the client then initializes again).
+async fn session_offered(
+    state: &AppState,
+    caller: &str,
+    headers: &HeaderMap,
+    era: Era,
+) -> Result<Offered, Response> {
+    let session = headers
+        .get(SESSION_HEADER)
+        .and_then(|value| value.to_str().ok());
+    let (Era::Handshake, Some(session)) = (era, session) else {
+        return Ok(Offered::default());
+    };
+    match state
+        .mcp_clients
+        .offered(&state.runtime, caller, session)
+        .await
+    {
+        Ok(Some(offered)) => Ok(offered),
+        Ok(None) => Err((
+            StatusCode::NOT_FOUND,
+            Json(rpc_error(
+                Value::Null,
+                INVALID_REQUEST,
+                "no such session here: initialize again",
+            )),
+        )
+            .into_response()),
+        Err(why) => {
+            tracing::warn!(error = %why, "an MCP client's session could not be read");
+            Ok(Offered::default())
+        }
     }
 }
 
@@ -324,7 +416,7 @@ impl Asked {
         if let Some(why) = agent.tools.held_back(name) {
             return Err(why);
         }
-        if agent.tools.specs().iter().all(|spec| spec.name != name) {
+        if !agent.tools.lists(name) {
             return Err(format!("no tool named {name:?} on this server"));
         }
         AskedCall::checked(name, arguments, None).map(Asked::Tool)
@@ -362,7 +454,8 @@ impl Asked {
 }
 
 /// `tools/call`: asks for the call, then answers once it is settled, as an event stream when
-/// the client accepts one.
+/// the client accepts one. On that stream, a client that answers questions itself is also
+/// asked what the call's upstream server asks (`asked::client`).
 async fn call(state: &AppState, ask: Ask, wants_stream: bool) -> Response {
     let Ask {
         who,
@@ -370,6 +463,7 @@ async fn call(state: &AppState, ask: Ask, wants_stream: bool) -> Response {
         id,
         params,
         era,
+        offered,
     } = ask;
     let runtime = state.runtime.clone();
     let refuse = |id: Value, code: i64, why: &str| {
@@ -384,25 +478,43 @@ async fn call(state: &AppState, ask: Ask, wants_stream: bool) -> Response {
         Asked::Tool(call) => format!("MCP client calls {}", call.gist()),
     };
     let (call, agent_key) = (asked.call(), agent.key());
-    let twin = Twin::new(&who.subject, &agent_key, &call.name, &call.args);
-    // A call repeated while its twin waits joins it: one batch, one run, both answered.
-    let task_id = match state.mcp_calls.twin_of(&twin) {
+    // A call repeated while its twin waits joins it: one batch, one run, both answered. Only
+    // while some call waits can there be a twin (hashing the arguments is a good part of a
+    // call that needs nobody).
+    let twin_of = || Twin::new(&who.subject, &agent_key, &call.name, &call.args);
+    let twin = state.mcp_calls.any_waiting().then(twin_of);
+    let joined = twin.as_ref().and_then(|twin| state.mcp_calls.twin_of(twin));
+    let mut questions = None;
+    let task_id = match joined {
         Some(task_id) => task_id,
-        None => match runtime
-            .asked()
-            .ask(&who, &agent, call.clone(), &title)
-            .await
-        {
-            Ok(Asking::Opened(accepted)) => accepted.task_id,
-            // The gate needed nobody: answered at once, with no task to wait on.
-            Ok(Asking::Settled(settled)) => {
-                return Json(answered(id, era, &asked, Ok(settled))).into_response()
+        None => {
+            let client = (wants_stream && offered.any()).then(|| {
+                let (client, arrive) = ClientAsking::new(who.clone(), offered);
+                questions = Some(arrive);
+                client
+            });
+            match runtime
+                .asked()
+                .ask(&who, &agent, call.clone(), &title, client)
+                .await
+            {
+                Ok(Asking::Opened(accepted)) => accepted.task_id,
+                // The gate needed nobody: answered at once, with no task to wait on.
+                Ok(Asking::Settled(settled)) => {
+                    return Json(answered(id, era, &asked, Ok(settled))).into_response()
+                }
+                Err(err) => return refuse(id, code_of(&err), &err.to_string()),
             }
-            Err(err) => return refuse(id, code_of(&err), &err.to_string()),
-        },
+        }
     };
+    let twin = twin.unwrap_or_else(twin_of);
     let request = Request::new(&who.subject, &agent_key, &id);
     state.mcp_calls.enter(request.clone(), twin, &task_id);
+    let asks = OpenAsks {
+        clients: state.mcp_clients.clone(),
+        caller: who.subject.clone(),
+        open: Vec::new(),
+    };
     let waiting = Waiting {
         runtime,
         calls: state.mcp_calls.clone(),
@@ -410,6 +522,7 @@ async fn call(state: &AppState, ask: Ask, wants_stream: bool) -> Response {
         who,
         task_id,
         settled: false,
+        asks_client: questions.is_some(),
     };
     let progress = params
         .get("_meta")
@@ -429,18 +542,16 @@ async fn call(state: &AppState, ask: Ask, wants_stream: bool) -> Response {
             era,
             progress,
             beats: 0,
+            questions,
+            asks,
         }),
         |stream| async move {
             let mut stream = stream?;
-            let answer = stream.waiting.settle(STILL_WAITING).await;
-            if matches!(&answer, Ok(state) if state.status == RequestStatus::Waiting) {
-                stream.beats += 1;
-                let beat = still_waiting(stream.progress.as_ref(), stream.beats);
-                return Some((Ok::<_, std::convert::Infallible>(beat), Some(stream)));
-            }
-            let answer = answered(stream.id.clone(), stream.era, &stream.asked, answer);
-            let event = sse_event(&answer);
-            Some((Ok(event), None))
+            let (event, done) = stream.next_event().await;
+            Some((
+                Ok::<_, std::convert::Infallible>(event),
+                (!done).then_some(stream),
+            ))
         },
     );
     Response::builder()
@@ -457,9 +568,12 @@ struct Ask {
     id: Value,
     params: Value,
     era: Era,
+    /// The questions the client answers itself (its session's elicitation capability).
+    offered: Offered,
 }
 
-/// A held call's event stream: its wait, and what its last event answers.
+/// A held call's event stream: its wait, what its last event answers, and the questions put
+/// to its client.
 struct Stream {
     waiting: Waiting,
     asked: Asked,
@@ -467,6 +581,119 @@ struct Stream {
     era: Era,
     progress: Option<Value>,
     beats: u64,
+    questions: Option<mpsc::UnboundedReceiver<ClientQuestion>>,
+    asks: OpenAsks,
+}
+
+/// What a stream says next.
+enum Next {
+    Settled(Result<ApprovalRequestState, AgentError>),
+    Question(ClientQuestion),
+    /// The question channel closed: the call asks nothing more.
+    NoMoreQuestions,
+    Withdrawn(usize),
+}
+
+impl Stream {
+    /// The stream's next event, and whether it is its last: a sign of life while the call
+    /// waits, a question for the client or its withdrawal, or the call's answer.
+    async fn next_event(&mut self) -> (Bytes, bool) {
+        loop {
+            let next = {
+                let questions = async {
+                    match self.questions.as_mut() {
+                        Some(questions) => questions.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    answer = self.waiting.settle(STILL_WAITING) => Next::Settled(answer),
+                    question = questions => match question {
+                        Some(question) => Next::Question(question),
+                        None => Next::NoMoreQuestions,
+                    },
+                    at = self.asks.withdrawn() => Next::Withdrawn(at),
+                }
+            };
+            match next {
+                Next::Settled(answer) => {
+                    if matches!(&answer, Ok(state) if state.status == RequestStatus::Waiting) {
+                        self.beats += 1;
+                        return (still_waiting(self.progress.as_ref(), self.beats), false);
+                    }
+                    let answer = answered(self.id.clone(), self.era, &self.asked, answer);
+                    return (sse_event(&answer), true);
+                }
+                Next::Question(question) => return (self.asks.put(question), false),
+                Next::NoMoreQuestions => self.questions = None,
+                Next::Withdrawn(at) => {
+                    if let Some(event) = self.asks.withdraw(at) {
+                        return (event, false);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The questions a stream put to its client that may still be answered; the stream's end
+/// forgets them (an answer after it goes nowhere).
+struct OpenAsks {
+    clients: Arc<McpClients>,
+    caller: String,
+    /// Each request's id, and the token its question's end cancels.
+    open: Vec<(String, CancellationToken)>,
+}
+
+impl OpenAsks {
+    /// The event that asks the client `question`: an `elicitation/create` request.
+    fn put(&mut self, question: ClientQuestion) -> Bytes {
+        let id = format!("signoff-elicitation-{}", uuid::Uuid::new_v4());
+        self.clients.ask(&self.caller, &id, question.answer);
+        let event = sse_event(&json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "elicitation/create",
+            "params": question.params,
+        }));
+        self.open.push((id, question.withdrawn));
+        event
+    }
+
+    /// The place of an open question that ended (answered by the client or elsewhere).
+    async fn withdrawn(&self) -> usize {
+        if self.open.is_empty() {
+            return std::future::pending().await;
+        }
+        let ended = self.open.iter().enumerate().map(|(at, (_, withdrawn))| {
+            Box::pin(async move {
+                withdrawn.cancelled().await;
+                at
+            })
+        });
+        futures_util::future::select_all(ended).await.0
+    }
+
+    /// Lets go of the question at `at`: a `notifications/cancelled` for its request if the
+    /// client had not answered it.
+    fn withdraw(&mut self, at: usize) -> Option<Bytes> {
+        let (id, _) = self.open.swap_remove(at);
+        self.clients.forget(&self.caller, &id).then(|| {
+            sse_event(&json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": id, "reason": "answered in Signoff, or no longer asked"},
+            }))
+        })
+    }
+}
+
+impl Drop for OpenAsks {
+    fn drop(&mut self) {
+        for (id, _) in &self.open {
+            self.clients.forget(&self.caller, id);
+        }
+    }
 }
 
 /// An asked call its client waits for: dropped before it settled (the client went away), it
@@ -478,6 +705,8 @@ struct Waiting {
     who: Decider,
     task_id: String,
     settled: bool,
+    /// Whether its client answers the call's questions (and must be let go of).
+    asks_client: bool,
 }
 
 impl Waiting {
@@ -495,6 +724,9 @@ impl Waiting {
 
 impl Drop for Waiting {
     fn drop(&mut self) {
+        if self.asks_client {
+            self.runtime.asked().client_left(&self.task_id);
+        }
         let (_, left) = self.calls.leave(&self.request);
         if self.settled || left != Left::Last {
             return;

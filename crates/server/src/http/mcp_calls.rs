@@ -80,6 +80,11 @@ struct Inner {
 }
 
 impl McpCalls {
+    /// Whether any call waits here (else no call has a twin to join).
+    pub fn any_waiting(&self) -> bool {
+        !self.lock().twins.is_empty()
+    }
+
     /// The task a twin of this call waits on, if one does.
     pub fn twin_of(&self, twin: &Twin) -> Option<String> {
         self.lock().twins.get(twin).cloned()

@@ -13,6 +13,7 @@ mod json_errors;
 mod links;
 mod mcp;
 mod mcp_calls;
+mod mcp_clients;
 mod mcp_revision;
 mod notifications;
 mod ops;
@@ -90,6 +91,9 @@ pub struct AppState {
     pub operator_groups: Arc<Vec<String>>,
     /// The MCP endpoint's waiting calls on this replica (their cancels and twins).
     pub mcp_calls: Arc<mcp_calls::McpCalls>,
+    /// The MCP endpoint's clients that answer questions themselves (their sessions, the
+    /// requests put to them).
+    pub mcp_clients: Arc<mcp_clients::McpClients>,
 }
 
 impl AppState {
@@ -244,6 +248,21 @@ pub enum HttpError {
     Internal,
 }
 
+impl HttpError {
+    /// The same answer (its status), with `text` for words.
+    pub fn reworded(self, text: String) -> HttpError {
+        match self {
+            HttpError::NotFound(_) => HttpError::NotFound(text),
+            HttpError::Forbidden(_) => HttpError::Forbidden(text),
+            HttpError::Conflict(_) => HttpError::Conflict(text),
+            HttpError::BadRequest(_) => HttpError::BadRequest(text),
+            HttpError::TooManyRequests(_) => HttpError::TooManyRequests(text),
+            HttpError::BadGateway(_) => HttpError::BadGateway(text),
+            HttpError::Unauthorized | HttpError::Internal => self,
+        }
+    }
+}
+
 impl From<AgentError> for HttpError {
     fn from(err: AgentError) -> Self {
         match err {
@@ -380,6 +399,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/notifications/failed", get(notifications::failed))
         .route("/api/slack/interactions", post(slack::interactions))
         .route("/api/push/vapid", get(web_push::vapid))
+        .route("/api/push/approvals/{task_id}", post(web_push::decide))
         .route(
             "/api/push/subscriptions",
             get(web_push::list).post(web_push::enrol),

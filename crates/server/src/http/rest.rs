@@ -19,7 +19,7 @@ use signoff_protocol::{ProtocolVersion, StreamEvent};
 
 use super::a2a::request_version;
 use super::{AppState, HttpError, Person, User};
-use crate::agent::approvals::{Actor, Channel, Command};
+use crate::agent::approvals::{Actor, Channel, Command, Decide};
 use crate::agent::asked::AskedCall;
 use crate::agent::{Agent, AgentError, Asking};
 
@@ -181,25 +181,67 @@ fn list_limit(query: &HashMap<String, String>) -> Result<i64, HttpError> {
 }
 
 /// Decides a paused task's batch with the same object as the decision DataPart; answers with
-/// each call's verdict and, once run, its result, plus where to follow the task.
+/// each call's verdict and, once run, its result, plus where to follow the task. `?batch=ID`
+/// pins the batch the caller saw: a decision for a batch that stopped waiting is refused with
+/// `409`, never applied to the one that waits now.
 pub async fn decide(
     State(state): State<AppState>,
     Path(task_id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
     who: Person,
     body: axum::body::Bytes,
 ) -> Result<Json<DecideResponse>, HttpError> {
-    signoff_protocol::json_keys::reject_duplicate_keys(&body)
+    let pin = batch_pin(&query)?;
+    decide_as(&state, &task_id, &rest_actor(&who), pin, &who, &body).await
+}
+
+/// The `?batch=` pin of a decision, if given: a batch id.
+pub(super) fn batch_pin(query: &HashMap<String, String>) -> Result<Option<i64>, HttpError> {
+    match query.get("batch") {
+        None => Ok(None),
+        Some(text) => text.parse::<i64>().map(Some).map_err(|_| {
+            HttpError::BadRequest(format!(
+                "batch must be the id of the batch decided (a whole number), not {text:?}"
+            ))
+        }),
+    }
+}
+
+/// Decides task `task_id`'s batch (the one pinned, if `pin`) as `actor`, with `body`, the same
+/// object as the decision DataPart; the answer of `POST /api/approvals/{taskId}`.
+pub(super) async fn decide_as(
+    state: &AppState,
+    task_id: &str,
+    actor: &Actor,
+    pin: Option<i64>,
+    who: &Person,
+    body: &[u8],
+) -> Result<Json<DecideResponse>, HttpError> {
+    signoff_protocol::json_keys::reject_duplicate_keys(body)
         .map_err(|err| HttpError::BadRequest(err.to_string()))?;
-    let data: Value = serde_json::from_slice(&body)
+    let data: Value = serde_json::from_slice(body)
         .map_err(|err| HttpError::BadRequest(format!("invalid JSON: {err}")))?;
     let runtime = state.runtime.clone();
+    let task_id = task_id.to_owned();
     // The channel reads its input into the protocol's typed decision first.
     let decision = Decision::from_data(&data).map_err(AgentError::from)?;
-    let command = Command::decide(decision);
-    let (accepted, batch_id, quorum) = runtime
-        .apply(&task_id, &rest_actor(&who), command)
-        .await?
-        .into_decided()?;
+    let command = Command::Decide(Box::new(Decide {
+        batch_id: pin,
+        ..Decide::of(decision)
+    }));
+    let applied = runtime
+        .apply(&task_id, actor, command)
+        .await
+        .and_then(crate::agent::runtime::Outcome::into_decided);
+    let (accepted, batch_id, quorum) = match (applied, pin) {
+        (Ok(decided), _) => decided,
+        // A pinned decision (a copy's click) that decides nothing says who decided the batch.
+        (Err(err), Some(pin)) => {
+            let why = runtime.approvals().why_refused(&task_id, pin, &err).await;
+            return Err(HttpError::from(err).reworded(why));
+        }
+        (Err(err), None) => return Err(err.into()),
+    };
     // Approvals short of a quorum leave the batch waiting: nothing runs, nothing to wait for.
     let outcome = match quorum {
         Some(_) => None,
@@ -320,8 +362,13 @@ pub async fn extend(
 
 /// A person acting over REST, as their sign-in says.
 fn rest_actor(who: &Person) -> Actor {
+    actor_on(Channel::Rest, who)
+}
+
+/// A signed-in person acting through `channel` (REST, or a push notification's actions).
+pub(super) fn actor_on(channel: Channel, who: &Person) -> Actor {
     Actor {
-        channel: Channel::Rest,
+        channel,
         decider: who.0.clone(),
         auth: who.0.auth,
     }
@@ -358,7 +405,7 @@ pub async fn ask(
         .map_err(HttpError::BadRequest)?;
     let title = request.title.as_deref().unwrap_or("");
     let asking = state.runtime.asked();
-    let asked = match asking.ask(&who.0, &agent, call, title).await? {
+    let asked = match asking.ask(&who.0, &agent, call, title, None).await? {
         Asking::Settled(settled) => settled,
         Asking::Opened(accepted) => asking.state(&who.0, &accepted.task_id, wait).await?,
     };

@@ -1,13 +1,17 @@
-//! Web Push (docs/rest.md, Web Push): Signoff's VAPID key, and the caller's own devices,
-//! enrolled, listed and revoked. Sending is the runtime's (`runtime::web_push`).
+//! Web Push (docs/rest.md, Web Push): Signoff's VAPID key, the caller's own devices,
+//! enrolled, listed and revoked, and the decisions of a notification's actions. Sending is the
+//! runtime's (`runtime::web_push`).
 
-use axum::extract::{Path, State};
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
-use signoff_protocol::rest::{Device, DeviceList, NewDevice, VapidKey};
+use signoff_protocol::rest::{DecideResponse, Device, DeviceList, NewDevice, VapidKey};
 
-use super::rest::strict_body;
-use super::{AppState, HttpError, User};
+use super::rest::{actor_on, batch_pin, decide_as, strict_body};
+use super::{AppState, HttpError, Person, User};
+use crate::agent::approvals::Channel;
 
 /// `GET /api/push/vapid`: the key a browser subscribes with; `404` when Web Push is off.
 pub async fn vapid(State(state): State<AppState>) -> Result<Json<VapidKey>, HttpError> {
@@ -47,4 +51,22 @@ pub async fn revoke(
 ) -> Result<StatusCode, HttpError> {
     state.runtime.web_push().revoke(&user.0, &id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /api/push/approvals/{taskId}?batch=ID`: a notification's Approve or Reject, as the
+/// service worker sends it with its person's session: the decision of
+/// `POST /api/approvals/{taskId}`, on channel `web_push`, for the batch the notification
+/// showed and no other (a batch decided elsewhere meanwhile is `409`).
+pub async fn decide(
+    State(state): State<AppState>,
+    Path(task_id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    who: Person,
+    body: axum::body::Bytes,
+) -> Result<Json<DecideResponse>, HttpError> {
+    let pin = batch_pin(&query)?.ok_or_else(|| {
+        HttpError::BadRequest("a notification's decision names its batch: ?batch=ID".into())
+    })?;
+    let actor = actor_on(Channel::WebPush, &who);
+    decide_as(&state, &task_id, &actor, Some(pin), &who, &body).await
 }

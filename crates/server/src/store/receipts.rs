@@ -87,12 +87,17 @@ pub struct ReceiptKeyRow {
     pub created_at: String,
 }
 
-/// The hex SHA-256 of `text`.
+/// The hex SHA-256 of `text`. Written by table, not `format!` per byte: every call the gate
+/// settles takes two (its arguments' and its receipt's).
 pub fn sha256_hex(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::digest(text.as_bytes());
+    let mut hex = String::with_capacity(digest.len() * 2);
+    for byte in digest {
+        hex.push(char::from(HEX[usize::from(byte >> 4)]));
+        hex.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    }
+    hex
 }
 
 /// Appends one receipt per fact to the chain, inside the caller's transaction, signed by
@@ -145,10 +150,15 @@ pub(super) async fn append(
         prev = digest.clone();
         rows.push((seq, fact.task_id, fact.call_id, body, digest, sig));
     }
-    // One statement for the decision's receipts: on PostgreSQL each statement is a round trip.
-    let mut sql = String::from(
-        "INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, sig) VALUES ",
-    );
+    // One statement for the decision's receipts, and on PostgreSQL the head's new digest in it
+    // too: there each statement is a round trip.
+    let with = tx.writes_in_with();
+    let mut sql = String::from(if with {
+        "WITH appended AS (INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, sig) \
+         VALUES "
+    } else {
+        "INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, sig) VALUES "
+    });
     let mut params = Vec::with_capacity(rows.len() * 7);
     for (index, (seq, task_id, call_id, body, digest, sig)) in rows.iter().enumerate() {
         let first = index * 7;
@@ -166,6 +176,15 @@ pub(super) async fn append(
             Text(&kid),
             Text(sig),
         ]);
+    }
+    if with {
+        sql.push_str(&format!(
+            ") UPDATE receipt_head SET digest = ${} WHERE id = 1",
+            params.len() + 1
+        ));
+        params.push(Text(&prev));
+        tx.execute(&sql, &params).await?;
+        return Ok(());
     }
     tx.execute(&sql, &params).await?;
     tx.execute(

@@ -121,6 +121,12 @@ column!(
         Slack => "slack",
         /// The agent's first reviewer approved the call (no one was asked).
         Reviewer => "reviewer",
+        /// A Web Push notification's Approve or Reject, sent by Signoff's service worker for
+        /// the batch the notification showed.
+        WebPush => "web_push",
+        /// The gateway's MCP client answered a server's question itself (`elicitation/create`
+        /// passed on to it), closing the question's copy in the inbox.
+        McpClient => "mcp_client",
     }
 );
 
@@ -743,6 +749,8 @@ mod tests {
             Channel::Link,
             Channel::Slack,
             Channel::Reviewer,
+            Channel::WebPush,
+            Channel::McpClient,
         ] {
             assert_eq!(Channel::parse(channel.as_str()).unwrap(), channel);
         }

@@ -66,6 +66,10 @@ pub(super) trait Transaction {
     /// The assignments that lease a task to this replica for `lease`, on the parameter
     /// `{owner}`, and the replica's name to bind there; `None` where there are no leases.
     fn lease_claim(&self, lease: std::time::Duration) -> Option<(String, &str)>;
+    /// Whether a statement may write in a `WITH` clause besides its own (PostgreSQL): there,
+    /// two writes in one statement save a round trip. SQLite has no such clause, and its
+    /// statements cost no round trip.
+    fn writes_in_with(&self) -> bool;
 }
 
 /// What the approvals stream hears of a batch.

@@ -4,8 +4,11 @@
 # point dist/index.js speaks ACP (newline-delimited JSON-RPC) over stdio and runs Claude Code
 # through @anthropic-ai/claude-agent-sdk, which spawns its bundled cli.js with this same node (no
 # native binary, no download at install or run time); and the example agent of the protocol's
-# own SDK, @agentclientprotocol/sdk's dist/examples/agent.js. Idempotent: when the installed
-# versions match the lock and the entry points are there it only checks.
+# own SDK, @agentclientprotocol/sdk's dist/examples/agent.js; and Google's @google/gemini-cli,
+# one bundled bundle/gemini.js that speaks ACP with --experimental-acp (its optional native
+# modules, node-pty and keytar, are not needed: npm leaves their install scripts unrun).
+# Idempotent: when the installed versions match the lock and the entry points are there it only
+# checks.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
@@ -24,6 +27,8 @@ locked() {
 if [ "$(installed @zed-industries/claude-code-acp)" != "$(locked @zed-industries/claude-code-acp)" ] \
    || [ "$(installed @anthropic-ai/claude-agent-sdk)" != "$(locked @anthropic-ai/claude-agent-sdk)" ] \
    || [ "$(installed @agentclientprotocol/sdk)" != "$(locked @agentclientprotocol/sdk)" ] \
+   || [ "$(installed @google/gemini-cli)" != "$(locked @google/gemini-cli)" ] \
+   || [ ! -f node_modules/@google/gemini-cli/bundle/gemini.js ] \
    || [ ! -f node_modules/@agentclientprotocol/sdk/dist/examples/agent.js ] \
    || [ ! -f "$entry" ] \
    || [ ! -f node_modules/@anthropic-ai/claude-agent-sdk/cli.js ]; then
@@ -36,3 +41,4 @@ claude_code="$(node -e 'process.stdout.write(require("./node_modules/@anthropic-
 echo "The ACP agent @zed-industries/claude-code-acp $(installed @zed-industries/claude-code-acp) is installed ($entry)"
 echo "with @anthropic-ai/claude-agent-sdk $(installed @anthropic-ai/claude-agent-sdk) (Claude Code $claude_code)"
 echo "The ACP SDK's example agent @agentclientprotocol/sdk $(installed @agentclientprotocol/sdk) is installed"
+echo "Gemini CLI @google/gemini-cli $(installed @google/gemini-cli) is installed"

@@ -107,6 +107,69 @@ async fn answer_at(app: &TestApp, agent: &str, task: &str) -> String {
         .collect()
 }
 
+/// The parts of a stream's status messages that carry the metadata `key`.
+fn marked_parts(results: &[Value], key: &str) -> Vec<Value> {
+    results
+        .iter()
+        .filter_map(|result| result["status"]["message"]["parts"].as_array())
+        .flatten()
+        .filter(|part| !part["metadata"][key].is_null())
+        .cloned()
+        .collect()
+}
+
+/// The call and result parts of a task's stored history, as `tasks/get` shows them.
+async fn stored_call_parts(app: &TestApp, task: &str) -> Vec<Value> {
+    let got = app
+        .rpc_at(AGENT, None, request("tasks/get", json!({"id": task})))
+        .await;
+    call_parts(got["result"]["history"].as_array().unwrap())
+}
+
+/// The `function_call` and `function_response` parts of some messages (or stream results).
+fn call_parts(messages: &[Value]) -> Vec<Value> {
+    messages
+        .iter()
+        .map(|entry| match entry.get("status") {
+            Some(status) => &status["message"],
+            None => entry,
+        })
+        .filter_map(|message| message["parts"].as_array())
+        .flatten()
+        .filter(|part| {
+            matches!(
+                part["metadata"]["kagent_type"].as_str(),
+                Some("function_call" | "function_response")
+            )
+        })
+        .cloned()
+        .collect()
+}
+
+/// Each call part's kind, its `signoff_ran` status (null for none) and its id.
+fn shapes(parts: &[Value]) -> Vec<(String, Value, String)> {
+    parts
+        .iter()
+        .map(|part| {
+            (
+                part["metadata"]["kagent_type"].as_str().unwrap().to_owned(),
+                part["metadata"]["signoff_ran"].clone(),
+                part["data"]["id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The text of a result part's output.
+fn output_of(part: &Value) -> String {
+    part["data"]["response"]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|block| block["text"].as_str())
+        .collect()
+}
+
 fn write_script(path: &Path, content: &str, then: &str) -> Value {
     json!([
         {"tool_use": {"name": "Write", "input": {"file_path": path, "content": content}}},
@@ -140,6 +203,19 @@ async fn a_write_waits_as_a_card_and_runs_once_when_approved() {
     );
     assert!(!target.exists(), "nothing is written before the sign-off");
     let task = batch["taskId"].as_str().unwrap();
+    // Claude Code reports the write pending before it asks: one call, under the held call's id.
+    let id = call["id"].as_str().unwrap();
+    let before: Vec<_> = shapes(&call_parts(&results))
+        .into_iter()
+        .filter(|(_, ran, _)| !ran.is_null())
+        .collect();
+    assert!(!before.is_empty(), "no pending card: {results:?}");
+    for (kind, ran, reported) in &before {
+        assert_eq!(
+            (kind.as_str(), ran, reported.as_str()),
+            ("function_call", &json!("pending"), id)
+        );
+    }
     let (status, body) = decide_rest(&app, None, task, json!({"decision_type": "approve"})).await;
     assert_eq!(status, 200, "{body}");
     completed(&app, task).await;
@@ -149,6 +225,64 @@ async fn a_write_waits_as_a_card_and_runs_once_when_approved() {
     let results = work.model.tool_results();
     assert_eq!(results.len(), 1, "the write ran once: {results:?}");
     assert_ne!(results[0]["is_error"], true, "{results:?}");
+
+    // The held call's card ends with what the agent reported: completed, with its output.
+    let stored = stored_call_parts(&app, task).await;
+    let shown = shapes(&stored);
+    assert!(
+        shown.iter().all(|(_, _, of)| of == id),
+        "one call: {shown:?}"
+    );
+    let ends: Vec<&Value> = stored
+        .iter()
+        .filter(|part| part["metadata"]["kagent_type"] == "function_response")
+        .collect();
+    let [allowed, end] = ends.as_slice() else {
+        panic!("the allowed result, then the agent's: {shown:?}")
+    };
+    assert!(output_of(allowed).contains("Allowed"), "{allowed}");
+    assert_eq!(end["metadata"]["signoff_ran"], "completed", "{end}");
+    assert_eq!(end["data"]["response"]["isError"], false, "{end}");
+    assert!(output_of(end).contains("hello.txt"), "{end}");
+}
+
+#[tokio::test]
+async fn an_approved_commands_output_reaches_its_card_on_the_stream_and_in_the_stored_task() {
+    let work = Workplace::new(|_| {
+        json!([
+            {"tool_use": {"name": "Bash", "input": {"command": "touch made.txt && echo signed-off-output", "description": "say it"}}},
+            {"text": "Said."},
+        ])
+    })
+    .await;
+    let app = spawn_with_agents(&work.agents(""), |_| {}).await;
+    let first = say(&app, "say it", None).await;
+    let (task, context) = (task_id(&first), context_id(&first));
+    let batch = waiting_batch(&app).await;
+    let id = batch["calls"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(batch["calls"][0]["name"], "execute", "{batch}");
+    let resumed = send_stream(
+        &app,
+        AGENT,
+        decision(&task, &context, json!({"decision_type": "approve"})),
+    )
+    .await;
+    completed(&app, &task).await;
+    let streamed = call_parts(&resumed);
+    let end = streamed
+        .iter()
+        .find(|part| part["metadata"]["signoff_ran"] == "completed")
+        .unwrap_or_else(|| panic!("no end on the stream: {:?}", shapes(&streamed)));
+    assert_eq!(end["metadata"]["kagent_type"], "function_response");
+    assert_eq!(end["data"]["id"], id.as_str());
+    assert!(output_of(end).contains("signed-off-output"), "{end}");
+    let stored = stored_call_parts(&app, &task).await;
+    assert!(stored.contains(end), "tasks/get holds the same end");
+    assert!(
+        shapes(&stored).iter().all(|(_, _, of)| *of == id),
+        "one call: {:?}",
+        shapes(&stored)
+    );
 }
 
 #[tokio::test]
@@ -213,6 +347,20 @@ async fn a_rejection_leaves_no_file_and_the_agents_next_turn_reads_the_reason() 
     assert_eq!(status, 200);
     completed(&app, task).await;
     assert!(!target.exists(), "a rejected write never runs");
+    // Its card stays the rejected one: the agent's `failed` report after it adds nothing.
+    let id = batch["calls"][0]["id"].as_str().unwrap();
+    let stored = stored_call_parts(&app, task).await;
+    let shown = shapes(&stored);
+    assert!(
+        shown.iter().all(|(_, _, of)| of == id),
+        "one call: {shown:?}"
+    );
+    assert!(
+        shown
+            .iter()
+            .all(|(kind, ran, _)| kind == "function_call" || ran.is_null()),
+        "no result but the rejection: {shown:?}"
+    );
     // ACP's answer has no room for the reason: it comes with the next prompt, beside the
     // refusal Claude Code reports to its model then.
     let next = say(&app, "What happened?", Some(&context)).await;
@@ -408,9 +556,24 @@ async fn the_acp_sdks_example_agent_is_asked_about_its_edit_and_hears_each_answe
         let task = task_id(&first);
         let so_far = answer_text(&first);
         assert!(so_far.contains("I'll help you with that."), "{so_far}");
+        // The read it ran without asking is a card, not a line of its answer.
+        assert!(!so_far.contains("Reading project files"), "{so_far}");
+        let ran = marked_parts(&first, "signoff_ran");
+        let read = ran
+            .iter()
+            .find(|part| part["metadata"]["kagent_type"] == "function_call")
+            .unwrap_or_else(|| panic!("no card of the read: {first:?}"));
+        assert_eq!(read["data"]["name"], "read", "{read}");
+        assert_eq!(
+            read["data"]["args"]["title"], "Reading project files",
+            "{read}"
+        );
         assert!(
-            so_far.contains("Reading project files: completed"),
-            "{so_far}"
+            ran.iter().any(
+                |part| part["metadata"]["kagent_type"] == "function_response"
+                    && part["metadata"]["signoff_ran"] == "completed"
+            ),
+            "{ran:?}"
         );
         let batch = waiting_batch(&app).await;
         let call = &batch["calls"][0];
@@ -503,5 +666,222 @@ async fn chats_that_start_together_never_run_more_agents_than_max_sessions() {
             .to_string()
             .contains("already runs 2 chats"),
         "{refused:?}"
+    );
+}
+
+const THINKING: &str = "The notes come first: read them before anything else.";
+
+#[tokio::test]
+async fn a_read_the_agent_ran_without_asking_is_a_card_and_its_thinking_a_thought() {
+    let work = Workplace::new(|cwd| {
+        json!([
+            {"thinking": THINKING, "text": "Let me read them.",
+             "tool_use": {"name": "Read", "input": {"file_path": cwd.join("notes.md")}}},
+            {"text": "The notes say hello."},
+        ])
+    })
+    .await;
+    std::fs::write(work.path("notes.md"), "hello notes\n").unwrap();
+    let app = spawn_with_agents(&work.agents(""), |_| {}).await;
+    let results = say(&app, "read the notes", None).await;
+    let task = task_id(&results);
+    completed(&app, &task).await;
+    let (_, inbox) = app.get("/api/approvals").await;
+    assert_eq!(inbox["approvals"], json!([]), "nobody was asked");
+
+    // The read: its call and result, marked as the agent's own, under the server's id, after
+    // the reports of it pending (Claude Code reports it so before it knows it needs no one).
+    let ran = marked_parts(&results, "signoff_ran");
+    let [pending @ .., call, result] = ran.as_slice() else {
+        panic!("one report of the ended read: {ran:?}")
+    };
+    assert!(!pending.is_empty(), "{ran:?}");
+    for report in pending {
+        assert_eq!(report["metadata"]["signoff_ran"], "pending", "{report}");
+        assert_eq!(report["data"]["id"], call["data"]["id"], "{report}");
+    }
+    assert_eq!(call["metadata"]["kagent_type"], "function_call");
+    assert_eq!(call["data"]["name"], "read");
+    let id = call["data"]["id"].as_str().unwrap();
+    assert!(id.starts_with("ran_") && !id.contains("toolu"), "{id}");
+    assert_eq!(
+        call["data"]["args"]["input"]["file_path"],
+        json!(work.path("notes.md")),
+        "{call}"
+    );
+    assert_eq!(result["data"]["id"], id);
+    assert_eq!(result["metadata"]["signoff_ran"], "completed");
+    assert_eq!(result["data"]["response"]["isError"], false, "{result}");
+    assert!(
+        result["data"]["response"]
+            .to_string()
+            .contains("hello notes"),
+        "{result}"
+    );
+
+    // The thinking: a thought of its own, in no answer.
+    let thoughts = marked_parts(&results, "kagent_thought");
+    assert_eq!(thoughts.len(), 1, "{thoughts:?}");
+    assert_eq!(thoughts[0]["text"], THINKING);
+    let answer = answer_of(&app, &task).await;
+    assert!(answer.contains("Let me read them.") && answer.contains("The notes say hello."));
+    assert!(
+        !answer.contains(THINKING) && !answer.contains(": completed"),
+        "{answer}"
+    );
+
+    // The stored task holds the same parts (a reload shows the same card and thought).
+    let got = app
+        .rpc_at(AGENT, None, request("tasks/get", json!({"id": task})))
+        .await;
+    let stored: Vec<Value> = got["result"]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|message| message["parts"].as_array().cloned().unwrap_or_default())
+        .filter(|part| {
+            !part["metadata"]["signoff_ran"].is_null()
+                || !part["metadata"]["kagent_thought"].is_null()
+        })
+        .collect();
+    assert_eq!(stored.len(), pending.len() + 3, "{stored:?}");
+    assert!(stored.contains(call) && stored.contains(result) && stored.contains(&thoughts[0]));
+}
+
+/// The README's Gemini CLI entry, run here: the installed Gemini CLI, in `cwd` with its own
+/// `home`, its key in a file, against the scripted Gemini API.
+fn gemini_agents(gemini: &ScriptedGemini, cwd: &Path, home: &Path) -> String {
+    let readme = include_str!("../../../../README.md");
+    let (_, section) = readme.split_once("\n## Coding agents\n").unwrap();
+    let entry = section
+        .split("```toml\n")
+        .filter_map(|block| block.split_once("```").map(|(toml, _)| toml))
+        .find(|toml| toml.contains("gemini"))
+        .expect("the README's Gemini CLI entry");
+    let key = home.join("gemini-api-key");
+    std::fs::write(&key, "test-key\n").unwrap();
+    let installed = gemini_entry();
+    let agents = entry
+        .replace(
+            "/opt/gemini-cli/node_modules/@google/gemini-cli/bundle/gemini.js",
+            &installed.display().to_string(),
+        )
+        .replace("/srv/work", &cwd.display().to_string())
+        .replace("/run/secrets/gemini-api-key", &key.display().to_string());
+    format!(
+        "{agents}\n[agents.acp.env]\nGOOGLE_GEMINI_BASE_URL = \"http://127.0.0.1:{}\"\nHOME = {:?}\n",
+        gemini.port,
+        home.display().to_string()
+    )
+}
+
+const GEMINI: &str = "/api/a2a/default/gemini";
+
+#[tokio::test]
+async fn gemini_clis_read_is_a_card_and_its_shell_and_write_wait_the_approved_runs_once() {
+    let cwd = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let notes = cwd.path().join("notes.md");
+    let readme = cwd.path().join("README.md");
+    std::fs::write(&readme, "Build with make.\n").unwrap();
+    let gemini = ScriptedGemini::start(
+        home.path(),
+        json!([
+            {"call": {"name": "read_file", "args": {"file_path": readme}}},
+            {"call": {"name": "run_shell_command",
+                      "args": {"command": "echo hi >> said.txt", "description": "say hi"}}},
+            {"call": {"name": "write_file", "args": {"file_path": notes, "content": "# Notes\n"}}},
+            {"text": "I said hi and left the notes."},
+            {"text": "Understood."},
+        ]),
+    )
+    .await;
+    let app = spawn_with_agents(&gemini_agents(&gemini, cwd.path(), home.path()), |_| {}).await;
+    let first = say_to(&app, GEMINI, "say hi, then write notes", None).await;
+    let context = context_id(&first);
+
+    // Its read, asking no one, is one card reported twice: running, then done with its result.
+    let ran = marked_parts(&first, "signoff_ran");
+    let reports: Vec<(&Value, &Value, &Value)> = ran
+        .iter()
+        .map(|part| {
+            let meta = &part["metadata"];
+            (
+                &meta["kagent_type"],
+                &meta["signoff_ran"],
+                &part["data"]["id"],
+            )
+        })
+        .collect();
+    let id = &ran[0]["data"]["id"];
+    assert_eq!(
+        reports,
+        [
+            (&json!("function_call"), &json!("in_progress"), id),
+            (&json!("function_call"), &json!("completed"), id),
+            (&json!("function_response"), &json!("completed"), id),
+        ],
+        "{ran:?}"
+    );
+    assert_eq!(ran[0]["data"]["name"], "read");
+    assert_eq!(ran[0]["data"]["args"]["locations"], json!([readme]));
+
+    // The shell waits as an `execute` card, its command its title; nothing ran yet.
+    let batch = waiting_batch(&app).await;
+    let call = &batch["calls"][0];
+    assert_eq!(call["name"], "execute", "{batch}");
+    assert_eq!(call["args"]["title"], "echo hi >> said.txt", "{batch}");
+    assert!(
+        !cwd.path().join("said.txt").exists(),
+        "ran before a decision"
+    );
+    let task = batch["taskId"].as_str().unwrap().to_owned();
+    let (status, body) = decide_rest(&app, None, &task, json!({"decision_type": "approve"})).await;
+    assert_eq!(status, 200, "{body}");
+
+    // The write waits next as an `edit` card with its change; the shell ran once.
+    let batch = eventually("the write waits", || async {
+        let (_, body) = app.get("/api/approvals").await;
+        body["approvals"]
+            .as_array()
+            .and_then(|all| all.iter().find(|batch| batch["calls"][0]["name"] == "edit"))
+            .cloned()
+    })
+    .await;
+    let changes = &batch["calls"][0]["args"]["changes"];
+    assert_eq!(changes[0]["path"], json!(notes), "{batch}");
+    assert_eq!(changes[0]["newText"], "# Notes\n", "{batch}");
+    assert_eq!(
+        std::fs::read_to_string(cwd.path().join("said.txt")).unwrap(),
+        "hi\n",
+        "the approved shell ran once"
+    );
+    let reason = "no notes here, please";
+    let (status, body) = decide_rest(
+        &app,
+        None,
+        &task,
+        json!({"decision_type": "deny", "reason": reason}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    completed_at(&app, GEMINI, &task).await;
+    assert!(!notes.exists(), "a rejected write never runs");
+    let answer = answer_at(&app, GEMINI, &task).await;
+    assert!(answer.contains("I said hi and left the notes."), "{answer}");
+    let told = gemini.function_responses();
+    assert_eq!(told.len(), 3, "{told:?}");
+    assert_eq!(told[0]["name"], "read_file", "{told:?}");
+    assert_eq!(told[1]["name"], "run_shell_command", "{told:?}");
+    assert!(!told[2].to_string().contains("# Notes"), "{told:?}");
+
+    // Its next turn reads the reason.
+    let next = say_to(&app, GEMINI, "What happened?", Some(&context)).await;
+    completed_at(&app, GEMINI, &task_id(&next)).await;
+    let asked = gemini.main_requests();
+    let last = asked.last().unwrap();
+    assert!(
+        last.contains("What happened?") && last.contains(reason),
+        "{last}"
     );
 }

@@ -518,3 +518,49 @@ async fn slack_messages_of_hostile_batches_fit_slacks_types_and_limits_and_ping_
     the_checks_catch_a_message_past_every_limit(&messages[0]);
     app.stop().await;
 }
+
+/// Draws `message` as Slack would show it (`tests/slack/render_blocks.py`, Block Kit to HTML)
+/// and screenshots it in headless Chromium: `tests/artifacts/NAME.{html,png}` at the
+/// repository's root, to be looked at. The renderer refuses a block it does not know.
+pub(crate) fn screenshot(name: &str, message: &Value) {
+    use std::io::Write as _;
+    let tests = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut render = std::process::Command::new("python3")
+        .arg(tests.join("slack/render_blocks.py"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 renders the message");
+    render
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(message.to_string().as_bytes())
+        .unwrap();
+    let page = render.wait_with_output().unwrap();
+    assert!(page.status.success(), "render_blocks.py refused {message}");
+    let artifacts = tests.join("../../../tests/artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let html = artifacts.join(format!("{name}.html"));
+    let png = artifacts.join(format!("{name}.png"));
+    std::fs::write(&html, &page.stdout).unwrap();
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let shot = std::process::Command::new(chromium)
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            "--window-size=580,420",
+        ])
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", html.canonicalize().unwrap().display()))
+        .output()
+        .expect("Chromium (scripts/setup.sh installs it) screenshots the message");
+    assert!(
+        shot.status.success() && png.metadata().is_ok_and(|meta| meta.len() > 0),
+        "{}",
+        String::from_utf8_lossy(&shot.stderr)
+    );
+}

@@ -269,6 +269,13 @@ async fn push_a_waiting_batch_reaches_each_device_verified_and_decrypted_and_its
 
 #[tokio::test]
 async fn push_detail_calls_names_the_calls_and_bad_enrolments_are_refused_naming_why() {
+    // It gives the server a private address (10.x): only loopback may be in reach.
+    if !loopback_only(concat!(
+        module_path!(),
+        "::push_detail_calls_names_the_calls_and_bad_enrolments_are_refused_naming_why"
+    )) {
+        return;
+    }
     let service = push_service().await;
     let app = spawn_pushing("calls").await;
     let (_, vapid) = app.get("/api/push/vapid").await;
@@ -329,4 +336,92 @@ async fn push_is_off_without_a_web_push_channel() {
         answer["error"].as_str().unwrap().contains("web_push"),
         "{answer}"
     );
+}
+
+#[tokio::test]
+async fn push_a_notifications_decision_is_for_its_batch_only_audited_as_web_push_and_a_late_one_says_who_decided(
+) {
+    let service = push_service().await;
+    let app = spawn_pushing("generic").await;
+    let (_, vapid) = app.get("/api/push/vapid").await;
+    let vapid = vapid["public_key"].as_str().unwrap().to_owned();
+    let keys = check_push("keys", &json!({}));
+    let (status, _) = enrol(&app, "Pixel", &service.endpoint("phone"), &keys).await;
+    assert_eq!(status, 201);
+
+    // Two batches in turn: the second waits once the first is decided.
+    let results = say(&app, "write a.txt: 1, then write b.txt: 2").await;
+    let task = task_id(&results);
+    let first = nth_push(&service, "phone", 0, &vapid, &keys).await;
+    let pinned = |batch: &Value| format!("/api/push/approvals/{task}?batch={batch}");
+    let approve = json!({"decision_type": "approve"});
+
+    let (status, answer) = app
+        .post_json_as(&format!("/api/push/approvals/{task}"), None, &approve)
+        .await;
+    assert_eq!(
+        status, 400,
+        "a notification's decision names its batch: {answer}"
+    );
+    let (status, answer) = app
+        .post_json_as(
+            &format!("/api/approvals/{task}?batch=first"),
+            None,
+            &approve,
+        )
+        .await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("batch"),
+        "{answer}"
+    );
+
+    let (status, decided) = app
+        .post_json_as(&pinned(&first["batch_id"]), None, &approve)
+        .await;
+    assert_eq!(status, 200, "{decided}");
+    let closed = nth_push(&service, "phone", 1, &vapid, &keys).await;
+    assert_eq!(closed["type"], "close");
+    let next = nth_push(&service, "phone", 2, &vapid, &keys).await;
+    assert_eq!(next["type"], "pending");
+    assert_ne!(next["batch_id"], first["batch_id"]);
+
+    // The first notification's Approve clicked again (a stale copy), over push or REST with its
+    // pin: refused, saying who decided it; the batch that waits now is untouched.
+    for path in [
+        pinned(&first["batch_id"]),
+        format!("/api/approvals/{task}?batch={}", first["batch_id"]),
+    ] {
+        let (status, answer) = app.post_json_as(&path, None, &approve).await;
+        assert_eq!(status, 409, "{path}: {answer}");
+        let error = answer["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("Already decided by ") && error.contains("(web_push)"),
+            "{error}"
+        );
+    }
+    let (_, pending) = app.get("/api/approvals").await;
+    assert_eq!(
+        pending["approvals"].as_array().unwrap().len(),
+        1,
+        "{pending}"
+    );
+    assert_eq!(pending["approvals"][0]["batchId"], next["batch_id"]);
+    assert!(app.sandbox().join("a.txt").exists());
+    assert!(!app.sandbox().join("b.txt").exists());
+
+    let reject = json!({"decision_type": "deny", "reason": "not now"});
+    let (status, answer) = app
+        .post_json_as(&pinned(&next["batch_id"]), None, &reject)
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let (_, decided) = app.get("/api/approvals?state=decided").await;
+    let channels: Vec<&str> = decided["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|decision| decision["channel"].as_str().unwrap())
+        .collect();
+    assert_eq!(channels, ["web_push", "web_push"], "{decided}");
+    assert!(!app.sandbox().join("b.txt").exists());
 }

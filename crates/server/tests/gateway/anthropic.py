@@ -8,6 +8,7 @@ Prints `PORT <n>` as its first stdout line once it listens on 127.0.0.1:<n>.
 The script is a JSON list of turns, each `{"text": "..."}` or
 `{"tool_use": {"name": "Write", "input": {...}}}` (a turn may carry both, text first; the
 tool_use may name its "id", else it is toolu_scripted_<n>, n the request's number in the log).
+A turn may start with a `{"thinking": "..."}` block too (the model's extended thinking).
 A turn without tool_use ends Claude Code's run (stop_reason end_turn).
 Each POST /v1/messages of the main conversation is answered with the next turn, in the
 order the requests come; once the script is exhausted every answer is `{"text": "done"}`.
@@ -123,6 +124,9 @@ def side_turn(body):
 
 def content_blocks(turn, tool_id):
     blocks = []
+    if turn.get("thinking"):
+        blocks.append({"type": "thinking", "thinking": turn["thinking"],
+                       "signature": "scripted"})
     if turn.get("text"):
         blocks.append({"type": "text", "text": turn["text"]})
     if turn.get("tool_use"):
@@ -222,7 +226,14 @@ class Handler(BaseHTTPRequestHandler):
             "content": [], "stop_reason": None, "stop_sequence": None,
             "usage": {"input_tokens": 1, "output_tokens": 1}}})
         for i, block in enumerate(blocks):
-            if block["type"] == "text":
+            if block["type"] == "thinking":
+                event("content_block_start", {"index": i, "content_block": {
+                    "type": "thinking", "thinking": "", "signature": ""}})
+                event("content_block_delta", {"index": i, "delta": {
+                    "type": "thinking_delta", "thinking": block["thinking"]}})
+                event("content_block_delta", {"index": i, "delta": {
+                    "type": "signature_delta", "signature": block["signature"]}})
+            elif block["type"] == "text":
                 event("content_block_start", {"index": i,
                                               "content_block": {"type": "text", "text": ""}})
                 event("content_block_delta", {"index": i, "delta": {

@@ -14,6 +14,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod elicit;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;

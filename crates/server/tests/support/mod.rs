@@ -2,7 +2,7 @@
 //! `#[path = "../support/mod.rs"] mod support;`: the server under test ([`TestApp`]) and the
 //! requests made of it, the real binary as a child process, the SSE reader, a strict reader of
 //! the Prometheus text, a loopback-only network namespace for tests that name addresses off
-//! the machine, the SMTP server the email tests send to, the scripted Anthropic endpoint Claude Code runs against, the Python MCP SDK's venv, the A2A messages and what the tests
+//! the machine, the SMTP server the email tests send to, the scripted Anthropic endpoint Claude Code runs against (and the Gemini one Gemini CLI does), the Python MCP SDK's venv, the A2A messages and what the tests
 //! read of the answers, and bounded waits.
 
 pub mod a2a;
@@ -11,6 +11,7 @@ pub mod app;
 pub mod approvals;
 pub mod binary;
 pub mod database;
+pub mod gemini;
 pub mod metrics;
 pub mod netns;
 pub mod smtp;
@@ -24,6 +25,7 @@ pub use app::*;
 pub use approvals::*;
 pub use binary::*;
 pub use database::*;
+pub use gemini::*;
 pub use metrics::*;
 pub use netns::*;
 pub use smtp::*;

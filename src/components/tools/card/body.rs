@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 use signoff_protocol::hitl::elicitation::{url_parts, UrlParts, ELICITATION};
-use signoff_protocol::hitl::{ActionRequest, DecidedBy};
+use signoff_protocol::hitl::{ActionRequest, DecidedBy, Preview};
 
 use crate::components::clamp::{is_long, ShowMore};
 use crate::components::tools::allow::DecidedByLine;
@@ -24,7 +24,10 @@ pub(super) fn CardBody(
     question: bool,
     request: Option<ActionRequest>,
 ) -> impl IntoView {
-    let preview = request.as_ref().and_then(ActionRequest::preview);
+    let preview = request
+        .as_ref()
+        .and_then(ActionRequest::preview)
+        .or_else(|| card.preview.as_ref().and_then(Preview::from_value));
     // A question's arguments are its questions, shown as the form or the answers instead.
     let args_open = !question && (pending || card.status == ToolStatus::PendingApproval);
     let answers = card.result.clone().filter(|_| question);
@@ -78,6 +81,7 @@ pub(super) fn CardBody(
         })}
         {answers.map(answers_view)}
         {decided_by.map(|decided_by| view! { <DecidedByLine decided_by=decided_by /> })}
+        {card.ran.then(|| view! { <p class="decided-by" data-testid="ran-unasked">"Run by the agent without asking"</p> })}
         {card.no_result_reported().then(|| view! {
             <p class="decided-by" data-testid="no-result">"No result reported: the task completed without sending this call's result."</p>
         })}

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 
 use super::model::CardModel;
 use crate::components::util::reveal_on_open;
-use crate::state::why::explain;
+use crate::state::why::{explain, review_line};
 
 /// `at` (RFC 3339) as the person's clock and calendar say it: "1 Dec 2026, 23:25".
 fn local_time(at: &str) -> String {
@@ -22,7 +22,8 @@ fn local_time(at: &str) -> String {
 }
 
 /// "Why?" and, once opened, its lines; nothing for a call the server said nothing about (a
-/// remote agent's) or a question, which always waits for its answers.
+/// remote agent's) or a question, which always waits for its answers. Above it, on the card
+/// itself, the agent's reviewer's verdict, risk and reason, where a live reviewer looked.
 #[component]
 pub(super) fn WhyLine(model: CardModel) -> impl IntoView {
     let open = RwSignal::new(false);
@@ -33,7 +34,11 @@ pub(super) fn WhyLine(model: CardModel) -> impl IntoView {
         model.card.with(|card| {
             let card = card.as_ref()?;
             let waiting = card.status == crate::state::ToolStatus::PendingApproval;
-            explain(card.why.as_ref()?, &card.name, waiting, &local_time)
+            let why = card.why.as_ref()?;
+            Some((
+                explain(why, &card.name, waiting, &local_time)?,
+                review_line(why),
+            ))
         })
     });
     // The panel's id, for the button's aria-controls: the card key, made a safe id.
@@ -49,8 +54,9 @@ pub(super) fn WhyLine(model: CardModel) -> impl IntoView {
         format!("why-{safe}")
     };
     move || {
-        lines.get().map(|lines| {
+        lines.get().map(|(lines, review)| {
             view! {
+                {review.map(|line| view! { <p class="hint" data-testid="review-line">{line}</p> })}
                 <div class="why">
                     <button type="button" class="link-button why-button" data-testid="why-button"
                         aria-expanded=move || if open.get() { "true" } else { "false" }

@@ -41,6 +41,38 @@ pub fn proposed(call: &ToolCall) -> ModelToolCall {
     ModelToolCall::new(call.id.clone(), kind, Value::Object(args))
 }
 
+/// The changes a call's arguments hold (`changes`): one new file as such, else one diff of them
+/// all (a new file among them diffed against nothing), each path shown relative to the working
+/// folder `cwd` when it is inside it. A command has none.
+pub fn changes_preview(cwd: &Path, args: &Value) -> Option<Preview> {
+    let changes = args.get("changes")?.as_array()?;
+    if let [only] = changes.as_slice() {
+        if only.get("oldText").is_none_or(Value::is_null) {
+            let new = only.get("newText")?.as_str()?;
+            return Some(Preview::NewFile {
+                size: new.len() as u64,
+            });
+        }
+    }
+    let shown = |path: &str| {
+        Path::new(path)
+            .strip_prefix(cwd)
+            .map(|inside| inside.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| path.trim_start_matches('/').to_owned())
+    };
+    let diff = changes
+        .iter()
+        .map(|change| {
+            let path = shown(change.get("path")?.as_str()?);
+            let old = change.get("oldText").and_then(Value::as_str).unwrap_or("");
+            let new = change.get("newText")?.as_str()?;
+            Some(unified(&path, old, new, PREVIEW_CAPS))
+        })
+        .collect::<Option<Vec<_>>>()?
+        .concat();
+    Some(Preview::Diff(diff))
+}
+
 /// The tool source of an ACP agent's permission requests.
 #[derive(Debug)]
 pub struct AcpCalls {
@@ -59,14 +91,6 @@ impl AcpCalls {
             name: name.into(),
             cwd,
         }
-    }
-
-    /// `path` relative to the working folder when it is inside it.
-    fn shown(&self, path: &str) -> String {
-        Path::new(path)
-            .strip_prefix(&self.cwd)
-            .map(|inside| inside.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| path.trim_start_matches('/').to_owned())
     }
 }
 
@@ -100,32 +124,8 @@ impl ToolSource for AcpCalls {
         Box::pin(async move { Ok(text_result(ALLOWED)) })
     }
 
-    /// The changes the call makes: one new file as such, else one diff of them all (a new file
-    /// among them diffed against nothing); a command shows as its arguments.
     fn preview(&self, _tool: &str, args: &Value) -> Option<(Preview, Option<String>)> {
-        let changes = args.get("changes")?.as_array()?;
-        if let [only] = changes.as_slice() {
-            if only.get("oldText").is_none_or(Value::is_null) {
-                let new = only.get("newText")?.as_str()?;
-                return Some((
-                    Preview::NewFile {
-                        size: new.len() as u64,
-                    },
-                    None,
-                ));
-            }
-        }
-        let diff = changes
-            .iter()
-            .map(|change| {
-                let path = self.shown(change.get("path")?.as_str()?);
-                let old = change.get("oldText").and_then(Value::as_str).unwrap_or("");
-                let new = change.get("newText")?.as_str()?;
-                Some(unified(&path, old, new, PREVIEW_CAPS))
-            })
-            .collect::<Option<Vec<_>>>()?
-            .concat();
-        Some((Preview::Diff(diff), None))
+        changes_preview(&self.cwd, args).map(|preview| (preview, None))
     }
 
     fn takes_edits(&self) -> bool {

@@ -2,10 +2,14 @@
 //! the agents file with `acp = { … }` ([`crate::agent::config::AcpSpec`]) is run by Signoff in
 //! place of a model and tools. [`AcpModel`] is its model: each chat (A2A context) is one ACP
 //! session in a process of its own ([`session`]); the agent's message chunks are the streamed
-//! answer, and each `session/request_permission` ends the model turn with one call
-//! ([`calls`]), which the runtime screens, holds, decides and audits as any call. The decision
+//! answer, the calls it runs without asking and its thoughts are shown beside it
+//! (`ModelEvent::Ran`, `ModelEvent::Thought`), and each `session/request_permission` ends the
+//! model turn with one call ([`calls`]), which the runtime screens, holds, decides and audits as
+//! any call. The decision
 //! comes back as the call's result in the transcript; the next turn answers the agent with the
-//! matching option it offered, and goes on passing on what it says.
+//! matching option it offered, and goes on passing on what it says: how an allowed call went
+//! is that call's own result (`ModelEvent::Reported`). A call is one call under one id whether
+//! the agent runs it or asks first ([`Model::reports_its_calls`]).
 //!
 //! A session lives as long as the server's process and its agent's. A chat whose session has
 //! gone (a restart, a crash of the agent) has it loaded again where the agent offers
@@ -96,7 +100,7 @@ impl Model for AcpModel {
                     return;
                 }
             };
-            if live.is_none() && matches!(start, TurnStart::Decided(_)) {
+            if live.is_none() && matches!(start, TurnStart::Decided { .. }) {
                 // A decision for a session that has gone: no new agent could act on it.
                 let _ = events
                     .send(Ok(ModelEvent::Text(session::UNDELIVERED.into())))
@@ -140,6 +144,10 @@ impl Model for AcpModel {
     fn cancelled(&self, context_id: &str) {
         self.cancel_chat(context_id);
     }
+
+    fn reports_its_calls(&self) -> bool {
+        true
+    }
 }
 
 impl AcpModel {
@@ -162,7 +170,12 @@ impl AcpModel {
 fn turn_start(messages: &[ChatMessage]) -> Option<TurnStart> {
     match messages.last()? {
         ChatMessage::User { text, .. } => Some(TurnStart::Prompt(text.clone())),
-        ChatMessage::Tool { response, .. } => Some(TurnStart::Decided(response.clone())),
+        ChatMessage::Tool {
+            call_id, response, ..
+        } => Some(TurnStart::Decided {
+            call_id: call_id.clone(),
+            response: response.clone(),
+        }),
         ChatMessage::Assistant { .. } => None,
     }
 }

@@ -1,22 +1,25 @@
 //! One chat with an ACP agent: its process, its ACP session, and the prompt and permission
 //! request in flight. A model turn of the chat ([`Session::turn`]) either sends the person's
 //! message as a prompt or answers the pending permission with the decision the transcript
-//! holds, and then passes on what the agent says until it asks for the next permission (the
-//! turn ends with that call, which the runtime holds as a batch) or its prompt ends.
+//! holds, and then passes on what the agent says (its answer, its plan, the calls it runs without
+//! asking as cards, its thoughts) until it asks for the next permission (the turn ends with that
+//! call, which the runtime holds as a batch) or its prompt ends.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::calls::proposed;
+use super::calls::{changes_preview, proposed};
 use super::process::{AgentProcess, Read};
 use super::wire::{self, FromAgent, PermissionRequest, ToolCall, Update};
 use crate::agent::asked::{settled, Outcome};
 use crate::agent::config::AcpLaunch;
 use crate::agent::model::{ModelError, ModelEvent};
+use signoff_protocol::hitl::{RanCall, RanStatus};
 
 /// How long the agent may take to start and open its session.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -32,8 +35,9 @@ pub const UNDELIVERED: &str = "The decision could not reach the coding agent: it
 pub enum TurnStart {
     /// The person's message.
     Prompt(String),
-    /// The decision on the pending permission, as the transcript records its result.
-    Decided(Value),
+    /// The decision on the pending permission, as the transcript records its result, on the
+    /// call of the server's id `call_id`.
+    Decided { call_id: String, response: Value },
 }
 
 /// Where a turn's events go.
@@ -53,8 +57,12 @@ pub struct Session {
     calls: HashMap<String, ToolCall>,
     /// The plan last shown, so an update that changes nothing adds nothing.
     plan: Option<Vec<(String, String)>>,
-    /// The calls it asked permission for: each has its card, so its end adds no line.
-    asked: HashSet<String>,
+    /// The calls it asked about or ran, and what their cards show.
+    cards: Cards,
+    /// Its thought so far, shown as one once something else comes.
+    thought: String,
+    /// Its working folder: a change's path is shown relative to it.
+    cwd: PathBuf,
     /// Said to the agent with the next prompt: why its calls were rejected (ACP's permission
     /// answer has no room for a reason).
     notes: Vec<String>,
@@ -81,7 +89,9 @@ impl Session {
             prompt: None,
             permission: None,
             calls: HashMap::new(),
-            asked: HashSet::new(),
+            cards: Cards::default(),
+            thought: String::new(),
+            cwd: launch.cwd.clone(),
             plan: None,
             notes: Vec::new(),
             ended: None,
@@ -215,14 +225,32 @@ impl Session {
         known
     }
 
+    /// Notes a report of a tool call, and gives what its card should show now ([`Cards::report`]).
+    fn reported_call(&mut self, call: Box<ToolCall>) -> Option<ModelEvent> {
+        let known = self.note_call(call).clone();
+        self.cards.report(&known, &self.cwd)
+    }
+
+    /// Shows the agent's thought so far, once something else comes.
+    async fn end_thought(&mut self, events: &Events) {
+        if self.thought.trim().is_empty() {
+            self.thought.clear();
+            return;
+        }
+        let thought = std::mem::take(&mut self.thought);
+        let _ = events.send(Ok(ModelEvent::Thought(thought))).await;
+    }
+
     /// One model turn of the chat; its events go to `events`. A cancel (the runtime dropped the
     /// turn) cancels the agent's prompt, and a permission it is waiting on.
     pub async fn turn(&mut self, start: TurnStart, events: &Events, cancel: &CancellationToken) {
         self.last_used = Instant::now();
+        // A thought cut short by a cancel belongs to no turn.
+        self.thought.clear();
         let begun = match start {
             TurnStart::Prompt(text) => self.prompt(&text).await,
-            TurnStart::Decided(response) => match self.permission.take() {
-                Some((id, request)) => self.answer(id, &request, &response).await,
+            TurnStart::Decided { call_id, response } => match self.permission.take() {
+                Some((id, request)) => self.answer(id, &request, call_id, &response).await,
                 None => {
                     let _ = events.send(Ok(ModelEvent::Text(UNDELIVERED.into()))).await;
                     return;
@@ -281,7 +309,8 @@ impl Session {
 
     /// Answers the pending permission "cancelled" and cancels the prompt in flight.
     pub async fn cancel_now(&mut self) -> Result<(), String> {
-        if let Some((id, _)) = self.permission.take() {
+        if let Some((id, request)) = self.permission.take() {
+            self.cards.refused(&request.tool_call.id);
             self.process
                 .send(wire::response(&id, wire::permission_answer(None)))
                 .await?;
@@ -301,13 +330,19 @@ impl Session {
         &mut self,
         id: Value,
         request: &PermissionRequest,
+        call_id: String,
         response: &Value,
     ) -> Result<(), String> {
         let title = request.tool_call.title.as_deref().unwrap_or("tool");
+        let label = &request.tool_call.id;
+        self.cards.refused(label);
         let reject = request.option(&["reject_once", "reject_always"]);
         let choice = match settled(&Value::Null, response) {
             Outcome::Ran { .. } => match request.option(&["allow_once"]) {
-                Some(allow) => Some(allow),
+                Some(allow) => {
+                    self.cards.allowed(label, call_id);
+                    Some(allow)
+                }
                 None => {
                     self.notes.push(format!(
                         "Signoff: {title} was approved, but you offered no one-time allow option, \
@@ -339,6 +374,17 @@ impl Session {
                 () = cancel.cancelled() => return self.cancel_now().await,
                 message = self.next() => message?,
             };
+            // A thought ends where something of the agent's shows next.
+            let quiet = matches!(
+                message,
+                FromAgent::Update {
+                    update: Update::Thought(_) | Update::Other(_),
+                    ..
+                } | FromAgent::OtherNotification { .. }
+            );
+            if !quiet {
+                self.end_thought(events).await;
+            }
             let event = match message {
                 FromAgent::Response { id, result } if Some(id) == self.prompt => {
                     self.prompt = None;
@@ -353,16 +399,19 @@ impl Session {
                     ..
                 } => ModelEvent::Text(text),
                 FromAgent::Update {
-                    update: Update::ToolCall(call),
+                    update: Update::Thought(text),
                     ..
                 } => {
-                    let id = call.id.clone();
-                    let line = finished_line(self.note_call(call));
-                    match line.filter(|_| !self.asked.contains(&id)) {
-                        Some(line) => ModelEvent::Text(line),
-                        None => continue,
-                    }
+                    self.thought.push_str(&text);
+                    continue;
                 }
+                FromAgent::Update {
+                    update: Update::ToolCall(call),
+                    ..
+                } => match self.reported_call(call) {
+                    Some(event) => event,
+                    None => continue,
+                },
                 FromAgent::Update {
                     update: Update::Plan(entries),
                     ..
@@ -381,7 +430,7 @@ impl Session {
                         call = merged;
                     }
                     let proposal = proposed(&call);
-                    self.asked.insert(call.id.clone());
+                    self.cards.asked.insert(call.id.clone(), Asked::Waiting);
                     self.permission = Some((
                         id,
                         PermissionRequest {
@@ -427,14 +476,83 @@ fn plan_text(entries: &[(String, String)]) -> Option<String> {
     Some(format!("\n\nPlan:\n{}\n\n", lines.join("\n")))
 }
 
-/// The line a finished tool call adds to the answer.
-fn finished_line(call: &ToolCall) -> Option<String> {
-    let status = call.status.as_deref()?;
-    if !matches!(status, "completed" | "failed") {
-        return None;
+/// The calls of a session's agent that have cards: the ones it asked permission for, by the
+/// agent's id, and the ones it ran without asking, as last shown.
+#[derive(Debug, Default)]
+struct Cards {
+    asked: HashMap<String, Asked>,
+    ran: HashMap<String, RanCall>,
+}
+
+/// Where a call the agent asked about stands, for its later reports.
+#[derive(Debug, Clone, PartialEq)]
+enum Asked {
+    /// Its batch waits: the agent has not been answered, so nothing it reports shows.
+    Waiting,
+    /// Allowed: its end is shown as the result of the call of this server id.
+    Allowed(String),
+    /// Refused, cancelled, or its end shown already: its card says all there is.
+    Done,
+}
+
+impl Cards {
+    /// What `call` (all that is known of it) shows now, if anything: for a call the agent asked
+    /// about and was allowed, its end as that call's result ([`ModelEvent::Reported`], once);
+    /// for one it ran without asking, its card if it changed since it was last shown
+    /// ([`Cards::ran`]).
+    fn report(&mut self, call: &ToolCall, cwd: &std::path::Path) -> Option<ModelEvent> {
+        let Some(asked) = self.asked.get_mut(&call.id) else {
+            return self.ran(call, cwd).map(ModelEvent::Ran);
+        };
+        let Asked::Allowed(id) = asked else {
+            return None;
+        };
+        let report = ran_report(call, cwd).filter(|report| report.status.ended())?;
+        let id = std::mem::take(id);
+        *asked = Asked::Done;
+        Some(ModelEvent::Reported(RanCall { id, ..report }))
     }
-    let title = call.title.as_deref().unwrap_or("A tool call");
-    Some(format!("\n\n> {title}: {status}\n\n"))
+
+    /// The call the agent asked about as `label` was allowed, as the call `call_id`.
+    fn allowed(&mut self, label: &str, call_id: String) {
+        self.asked.insert(label.to_owned(), Asked::Allowed(call_id));
+    }
+
+    /// The call the agent asked about as `label` was refused or cancelled.
+    fn refused(&mut self, label: &str) {
+        self.asked.insert(label.to_owned(), Asked::Done);
+    }
+
+    /// The card of a call the agent ran without asking, if it changed since it was last shown.
+    /// A call that ended is shown once so: a report after its result would be a new call to the
+    /// chat.
+    fn ran(&mut self, call: &ToolCall, cwd: &std::path::Path) -> Option<RanCall> {
+        let report = ran_report(call, cwd)?;
+        match self.ran.get(&call.id) {
+            Some(shown) if shown.status.ended() || *shown == report => None,
+            Some(_) | None => {
+                self.ran.insert(call.id.clone(), report.clone());
+                Some(report)
+            }
+        }
+    }
+}
+
+/// What the card of a call the agent ran itself shows: the same arguments as a held call's,
+/// its status, its output and the changes it made. A call the agent is about to ask permission
+/// for reports itself pending first: its card, under the same id as the held call then
+/// ([`crate::agent::model::ModelToolCall::assign_ran_ids`]), becomes that held call's.
+fn ran_report(call: &ToolCall, cwd: &std::path::Path) -> Option<RanCall> {
+    let status = RanStatus::parse(call.status.as_deref()?)?;
+    let proposal = proposed(call);
+    Some(RanCall {
+        preview: changes_preview(cwd, &proposal.args),
+        id: proposal.id,
+        name: proposal.name,
+        args: proposal.args,
+        status,
+        output: call.text.clone(),
+    })
 }
 
 /// What the answer says of a prompt that ended other than by the agent finishing its turn.
@@ -452,4 +570,120 @@ fn stop_line(done: &Value) -> Option<String> {
 /// A session that stopped, as the chat's failure says it.
 fn stopped(why: &str) -> String {
     format!("The coding agent stopped: {why}")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn read(status: &str) -> ToolCall {
+        ToolCall {
+            id: "toolu_1".into(),
+            title: Some("Read notes.md".into()),
+            kind: Some("read".into()),
+            status: Some(status.into()),
+            raw_input: Some(json!({"file_path": "/w/notes.md"})),
+            locations: vec!["/w/notes.md".into()],
+            ..ToolCall::default()
+        }
+    }
+
+    #[test]
+    fn a_call_the_agent_ran_shows_pending_running_and_once_ended() {
+        let cwd = std::path::Path::new("/w");
+        let mut cards = Cards::default();
+        let pending = cards.ran(&read("pending"), cwd).unwrap();
+        assert_eq!(pending.status, RanStatus::Pending);
+        let running = cards.ran(&read("in_progress"), cwd).unwrap();
+        assert_eq!(running.status, RanStatus::InProgress);
+        assert_eq!(running.name, "read");
+        assert_eq!(running.args["input"]["file_path"], "/w/notes.md");
+        assert_eq!(running.args["locations"], json!(["/w/notes.md"]));
+        assert_eq!(
+            cards.ran(&read("in_progress"), cwd),
+            None,
+            "nothing changed"
+        );
+        let done = ToolCall {
+            text: vec!["# Notes".into()],
+            ..read("completed")
+        };
+        let ended = cards.ran(&done, cwd).unwrap();
+        assert_eq!(
+            (ended.status, ended.output.clone()),
+            (RanStatus::Completed, vec!["# Notes".to_owned()])
+        );
+        assert_eq!(
+            cards.ran(&read("failed"), cwd),
+            None,
+            "ended: shown once so"
+        );
+    }
+
+    #[test]
+    fn a_call_asked_about_shows_only_its_end_once_allowed_and_a_change_shows_as_its_diff() {
+        let cwd = std::path::Path::new("/w");
+        let mut cards = Cards::default();
+        cards.asked.insert("toolu_1".into(), Asked::Waiting);
+        assert_eq!(
+            cards.report(&read("completed"), cwd),
+            None,
+            "not answered yet"
+        );
+        cards.allowed("toolu_1", "ran_1".into());
+        assert_eq!(
+            cards.report(&read("in_progress"), cwd),
+            None,
+            "the held card shows it"
+        );
+        let done = ToolCall {
+            text: vec!["# Notes".into()],
+            ..read("completed")
+        };
+        let Some(ModelEvent::Reported(end)) = cards.report(&done, cwd) else {
+            panic!("no end reported")
+        };
+        assert_eq!(
+            (end.id.as_str(), end.status, end.output),
+            ("ran_1", RanStatus::Completed, vec!["# Notes".to_owned()])
+        );
+        assert_eq!(cards.report(&done, cwd), None, "its end shows once");
+        cards.asked.insert("toolu_3".into(), Asked::Waiting);
+        cards.refused("toolu_3");
+        let failed = ToolCall {
+            id: "toolu_3".into(),
+            ..read("failed")
+        };
+        assert_eq!(
+            cards.report(&failed, cwd),
+            None,
+            "a refused call stays refused"
+        );
+        let edit = ToolCall {
+            id: "toolu_2".into(),
+            kind: Some("edit".into()),
+            status: Some("completed".into()),
+            diffs: vec![("/w/a.txt".into(), Some("hi\n".into()), "hello\n".into())],
+            ..ToolCall::default()
+        };
+        let Some(RanCall {
+            preview: Some(signoff_protocol::hitl::Preview::Diff(diff)),
+            ..
+        }) = cards.ran(&edit, cwd)
+        else {
+            panic!("no diff")
+        };
+        assert!(
+            diff.contains("a/a.txt") && diff.contains("+hello"),
+            "{diff}"
+        );
+        let unknown = ToolCall {
+            status: Some("paused".into()),
+            ..read("x")
+        };
+        assert_eq!(Cards::default().ran(&unknown, cwd), None);
+    }
 }

@@ -70,7 +70,8 @@ pub struct ToolCall {
     pub locations: Vec<String>,
     /// File changes it makes: path, old text (`None`: a new file), new text.
     pub diffs: Vec<(String, Option<String>, String)>,
-    /// Text it reported (its output).
+    /// Text it reported (its output): its content's text, else its raw output's (Claude Code
+    /// reports a command's or a write's result only there).
     pub text: Vec<String>,
 }
 
@@ -175,7 +176,26 @@ impl ToolCall {
                 Some(_) | None => {}
             }
         }
+        if call.text.is_empty() {
+            call.text = value.get("rawOutput").map(raw_text).unwrap_or_default();
+        }
         Some(call)
+    }
+}
+
+/// The text of a call's raw output: a string as it is, the text blocks of a list of content
+/// blocks, anything else (but null) as its JSON.
+fn raw_text(raw: &Value) -> Vec<String> {
+    match raw {
+        Value::Null => Vec::new(),
+        Value::String(text) if text.is_empty() => Vec::new(),
+        Value::String(text) => vec![text.clone()],
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|block| block.get("text").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect(),
+        other @ (Value::Bool(_) | Value::Number(_) | Value::Object(_)) => vec![other.to_string()],
     }
 }
 
@@ -422,6 +442,42 @@ mod tests {
             call.raw_input,
             Some(json!({"file_path": "/w/a", "content": "x"}))
         );
+    }
+
+    #[test]
+    fn a_calls_output_is_its_contents_text_else_its_raw_outputs() {
+        let read = |update: &str| {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{update}}}}}"#
+            );
+            let Ok(FromAgent::Update {
+                update: Update::ToolCall(call),
+                ..
+            }) = read_line(&line)
+            else {
+                panic!("{line}")
+            };
+            call.text
+        };
+        assert_eq!(
+            read(
+                r#"{"sessionUpdate":"tool_call_update","toolCallId":"t","status":"completed","rawOutput":"hi\n"}"#
+            ),
+            ["hi\n"]
+        );
+        assert_eq!(
+            read(
+                r#"{"sessionUpdate":"tool_call_update","toolCallId":"t","rawOutput":[{"type":"text","text":"a"},{"type":"image"}]}"#
+            ),
+            ["a"]
+        );
+        assert_eq!(
+            read(
+                r#"{"sessionUpdate":"tool_call_update","toolCallId":"t","content":[{"type":"content","content":{"type":"text","text":"shown"}}],"rawOutput":"raw"}"#
+            ),
+            ["shown"]
+        );
+        assert!(read(r#"{"sessionUpdate":"tool_call_update","toolCallId":"t"}"#).is_empty());
     }
 
     #[test]

@@ -30,6 +30,8 @@ fn wire_channel(channel: Channel) -> DecisionChannel {
         Channel::Link => DecisionChannel::Link,
         Channel::Slack => DecisionChannel::Slack,
         Channel::Reviewer => DecisionChannel::Reviewer,
+        Channel::WebPush => DecisionChannel::WebPush,
+        Channel::McpClient => DecisionChannel::McpClient,
     }
 }
 
@@ -100,6 +102,7 @@ impl Approvals {
                     .iter()
                     .find(|deadline| deadline.batch_id == row.batch.id)
                     .map(|deadline| deadline.expires_at.clone()),
+                batch_id: row.batch.id,
                 task_id: row.batch.task_id,
                 context_id: row.context_id,
                 agent: row.agent,

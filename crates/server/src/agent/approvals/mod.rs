@@ -10,6 +10,7 @@ mod deadline;
 mod eligibility;
 mod ladder;
 mod plan;
+mod refusal;
 
 use serde_json::Value;
 use signoff_protocol::hitl::{ActionRequest, Decision};
@@ -28,6 +29,7 @@ pub use ladder::{first_deadline, BatchLadder};
 pub use plan::{
     call_verdicts, person_decision, plan, working_event, Count, PlannedDecision, Tally,
 };
+pub use refusal::decision_of;
 
 /// Who acts on a batch, and through which channel: the explicit input every write of the
 /// workflow carries. A rule of who may act looks at this, never at ambient state.

@@ -199,6 +199,13 @@ mod tests {
             "SIGNOFF_ANTHROPIC_KEY"
         );
         assert_eq!(coder.rules[0].tool, "execute");
+        // Gemini CLI's, after it (crates/server/tests/acp runs it).
+        let (_, rest) = rest.split_once("```toml\n").unwrap();
+        let (toml, _) = rest.split_once("```").unwrap();
+        let file = super::super::AgentsFile::parse(toml).unwrap();
+        let gemini = file.agents[0].acp.as_ref().unwrap();
+        assert_eq!(gemini.command.last().unwrap(), "--experimental-acp");
+        assert!(gemini.env_from_file.contains_key("GEMINI_API_KEY"));
     }
 
     #[test]

@@ -23,6 +23,7 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::asking::{answer_input_requests, AskBack, InFlight};
+use super::direct::{self, Direct, DirectError};
 use super::sse::SseClientTransport;
 use crate::agent::config::Endpoint;
 use crate::agent::schema::ArgsSchema;
@@ -51,6 +52,9 @@ pub struct Live {
     ended: CancellationToken,
     /// Cancelling it drops this connection (a caller saw it broken); the supervisor reconnects.
     reset: CancellationToken,
+    /// The short way for calls, when the server speaks the stateless revision over streamable
+    /// HTTP (`direct`).
+    direct: Option<Arc<Direct>>,
 }
 
 /// What a connection is doing; published through a watch channel.
@@ -106,6 +110,7 @@ impl Connection {
             state: sender,
             stop: stop.clone(),
             in_flight: in_flight.clone(),
+            http: direct::http_client(),
         };
         tokio::spawn(supervisor.run());
         Arc::new(Connection {
@@ -184,8 +189,20 @@ impl Connection {
         let _in_flight = self.in_flight.register(asker.clone());
         let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         for _round in 0..MAX_INPUT_ROUNDS {
+            let once = async {
+                match live.direct.as_ref().filter(|direct| direct.takes(tool)) {
+                    Some(direct) => {
+                        let result = direct.call_once(params.clone()).await;
+                        self.direct_result(live, result)
+                    }
+                    None => {
+                        let result = live.peer.call_tool_once(params.clone()).await;
+                        self.call_result(live, result)
+                    }
+                }
+            };
             let result = tokio::select! {
-                result = live.peer.call_tool_once(params.clone()) => result,
+                result = once => result,
                 () = live.ended.cancelled() => {
                     return Err(CallError::Lost(format!(
                         "the MCP server {} stopped while the call was running",
@@ -193,7 +210,7 @@ impl Connection {
                     )))
                 }
             };
-            let asked = match self.call_result(live, result)? {
+            let asked = match result? {
                 CallToolResponse::Complete(result) => return Ok(result),
                 CallToolResponse::InputRequired(asked) => asked,
                 CallToolResponse::Task(_) => {
@@ -219,6 +236,26 @@ impl Connection {
         Err(CallError::Rejected(format!(
             "it asked for input {MAX_INPUT_ROUNDS} times without finishing the call"
         )))
+    }
+
+    /// One direct round's answer, or how it failed (a broken request resets the connection, as
+    /// rmcp's transport would).
+    fn direct_result(
+        &self,
+        live: &Live,
+        result: Result<CallToolResponse, DirectError>,
+    ) -> Result<CallToolResponse, CallError> {
+        match result {
+            Ok(response) => Ok(response),
+            Err(DirectError::Rejected(error)) => Err(CallError::Rejected(error)),
+            Err(DirectError::Broken(error)) => {
+                live.reset.cancel();
+                Err(CallError::Lost(format!(
+                    "the connection to the MCP server {} broke ({error})",
+                    self.name
+                )))
+            }
+        }
     }
 
     /// One round's answer, or how it failed (a dead connection is reset).
@@ -266,6 +303,9 @@ struct Supervisor {
     state: watch::Sender<State>,
     stop: CancellationToken,
     in_flight: Arc<InFlight>,
+    /// The direct calls' HTTP client: one pool of kept-alive connections for the server's
+    /// lifetime, across reconnects.
+    http: reqwest::Client,
 }
 
 type Service = RunningService<RoleClient, AskBack>;
@@ -299,12 +339,14 @@ impl Supervisor {
                             (tool.name.to_string(), compiled)
                         })
                         .collect();
+                    let direct = self.direct(&service, &tools);
                     self.state.send_replace(State::Ready(Live {
                         peer: service.peer().clone(),
                         tools: Arc::new(tools),
                         schemas: Arc::new(schemas),
                         ended: ended.clone(),
                         reset,
+                        direct,
                     }));
                     // From now on stderr explains a crash; the start-up chatter would mislead.
                     if let Ok(mut tail) = stderr_tail.lock() {
@@ -440,6 +482,22 @@ impl Supervisor {
 }
 
 impl Supervisor {
+    /// The short way for this connection's calls: a streamable-HTTP server that negotiated the
+    /// stateless revision.
+    fn direct(&self, service: &Service, tools: &[Tool]) -> Option<Arc<Direct>> {
+        let Endpoint::Http {
+            url,
+            headers,
+            sse: false,
+        } = &self.endpoint
+        else {
+            return None;
+        };
+        let info = service.peer().peer_info()?;
+        (info.protocol_version == direct::REVISION)
+            .then(|| Arc::new(Direct::new(self.http.clone(), url, headers, tools)))
+    }
+
     /// The client end of one connection: it answers the server's questions through the call
     /// in flight.
     fn ask_back(&self) -> AskBack {

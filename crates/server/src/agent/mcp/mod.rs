@@ -5,6 +5,7 @@
 
 pub mod asking;
 pub mod connection;
+pub mod direct;
 pub mod sse;
 
 use std::sync::{Arc, OnceLock};

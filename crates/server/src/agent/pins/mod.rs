@@ -23,9 +23,7 @@ pub use signoff_protocol::canonical::canonical;
 
 /// The sha256 (hex) of the RFC 8785 text of `value`.
 pub fn digest(value: &Value) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(canonical(value).as_bytes());
-    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+    store::sha256_hex(&canonical(value))
 }
 
 /// The pins of every agent's tools.

@@ -192,7 +192,11 @@ async fn ask_model(
         match event.map_err(|err| err.to_string())? {
             ModelEvent::Text(chunk) | ModelEvent::Message(chunk) => text.push_str(&chunk),
             ModelEvent::ToolCall(_) => return Err("it asked for a tool call".into()),
-            ModelEvent::Artifact(_) | ModelEvent::Usage(_) => {}
+            ModelEvent::Artifact(_)
+            | ModelEvent::Usage(_)
+            | ModelEvent::Ran(_)
+            | ModelEvent::Reported(_)
+            | ModelEvent::Thought(_) => {}
         }
         if text.len() as u64 > MAX_ANSWER_BYTES {
             return Err(format!("its answer is over {MAX_ANSWER_BYTES} bytes"));

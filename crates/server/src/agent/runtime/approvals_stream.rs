@@ -46,6 +46,7 @@ fn pending(row: &ApprovalEventRow) -> Option<PendingApproval> {
     Some(PendingApproval {
         task_id: row.task_id.clone(),
         context_id: row.context_id.clone(),
+        batch_id: row.batch_id,
         agent: waiting.agent.clone(),
         title: waiting.title.clone(),
         since: waiting.since.clone(),

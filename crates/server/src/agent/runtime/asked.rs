@@ -20,6 +20,7 @@ use signoff_protocol::rest::{ApprovalRequestState, RequestStatus, SettledCall};
 use signoff_protocol::{Message, Part, Role};
 
 use crate::agent::approvals::wire_verdict;
+use crate::agent::asked::client::ClientAsking;
 use crate::agent::asked::{self, AskedCall};
 use crate::agent::tools::ExposedTool;
 use crate::agent::view;
@@ -53,7 +54,9 @@ impl Runtime {
 impl Asked<'_> {
     /// Asks for one call from outside: settled at once when the gate needs nobody, else a task
     /// opened for it, screened, held, decided and run as a model's call is; `title` is the
-    /// chat's first message (what the asker says it is doing).
+    /// chat's first message (what the asker says it is doing). The questions its server asks
+    /// while it runs in that task also go to `client`, if the asker answers them itself
+    /// (`asked::client`); the caller lets go of it with [`Asked::client_left`].
     #[tracing::instrument(name = "asked", skip_all, fields(agent = %agent.key(), tool = %call.name))]
     pub async fn ask(
         &self,
@@ -61,6 +64,7 @@ impl Asked<'_> {
         agent: &Arc<Agent>,
         call: AskedCall,
         title: &str,
+        client: Option<ClientAsking>,
     ) -> Result<Asking> {
         if self.runtime.shutdown.is_cancelled() {
             return Err(AgentError::ShuttingDown);
@@ -94,6 +98,10 @@ impl Asked<'_> {
             .runtime
             .open_task(who, agent, message, view::new_id(), None, Some(call))
             .await?;
+        // Before the runner starts, so no question of the call can miss the client.
+        if let Some(client) = client {
+            self.runtime.client_askers.enter(&accepted.task_id, client);
+        }
         accepted.start_runner();
         Ok(Asking::Opened(accepted))
     }
@@ -174,6 +182,12 @@ impl Asked<'_> {
             }
         };
         Ok(Some(state))
+    }
+
+    /// The call of `task_id` no longer has a client that answers its questions (its request
+    /// ended).
+    pub fn client_left(&self, task_id: &str) {
+        self.runtime.client_askers.leave(task_id);
     }
 
     /// Where the asked call of task `task_id` stands, as its asker sees it, after waiting up to

@@ -16,11 +16,12 @@ use futures_util::future::{BoxFuture, FutureExt};
 use serde_json::Value;
 use signoff_protocol::hitl::elicitation::{AskedBy, Elicitation, Mode, Reply, ELICITATION};
 use signoff_protocol::hitl::question::{answered_result, answers_from_args};
-use signoff_protocol::hitl::{self, ActionRequest, ToolCall, ToolResult};
+use signoff_protocol::hitl::{self, ActionRequest, Decision, ToolCall, ToolResult};
 use signoff_protocol::TaskState;
 use tokio::time::Instant;
 
-use crate::agent::approvals::args_sha256;
+use crate::agent::approvals::{args_sha256, Actor, Channel, Command, Decide};
+use crate::agent::asked::client::{ClientAsking, Offer};
 use crate::agent::notify::payload::About;
 use crate::agent::tools::{text_result, Asker};
 use crate::agent::view;
@@ -159,15 +160,104 @@ impl AskerState {
             wake: runtime.log.hub.watch(&self.task_id),
         };
         self.pause(id, question).await?;
+        // The gateway's client is asked too, if it answers questions itself: the first answer
+        // wins. Dropping the offer (whoever answered) withdraws the client's request.
+        let mut client = self.offer_client(question).await?;
         loop {
             if let Some(reply) = self.decided(id, question).await? {
                 return Ok(reply);
             }
-            tokio::select! {
-                () = runtime.shutdown.cancelled() => return Ok(Reply::Cancel),
-                _ = tokio::time::timeout(RECHECK, watch.wake.changed()) => {}
+            let answered = {
+                let answered = async {
+                    match client.as_mut() {
+                        Some((_, _, offer)) => Some((&mut offer.answered).await.ok()),
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = runtime.shutdown.cancelled() => return Ok(Reply::Cancel),
+                    _ = tokio::time::timeout(RECHECK, watch.wake.changed()) => None,
+                    answer = answered => answer,
+                }
+            };
+            // Answered or gone, the client is not asked again; its answer may still lose to a
+            // person's, which the next look at the store finds.
+            let Some(answer) = answered else { continue };
+            if let (Some((asking, batch_id, _offer)), Some(answer)) = (client.take(), answer) {
+                let reply = self
+                    .client_answered(id, question, &asking, batch_id, &answer)
+                    .await?;
+                if let Some(reply) = reply {
+                    return Ok(reply);
+                }
             }
         }
+    }
+
+    /// Puts the question to the gateway's client of this task's call, if it answers
+    /// questions itself and offered the question's mode: who it is, the batch its answer
+    /// decides, and the offer.
+    async fn offer_client(
+        &self,
+        question: &Elicitation,
+    ) -> Result<Option<(ClientAsking, i64, Offer)>> {
+        let Some(asking) = self.runtime.client_askers.of(&self.task_id) else {
+            return Ok(None);
+        };
+        let Some(batch) = self.runtime.store.pending_batch(&self.task_id).await? else {
+            return Ok(None);
+        };
+        Ok(asking
+            .offer(question)
+            .map(|offer| (asking, batch.id, offer)))
+    }
+
+    /// The client's answer `answer` (an `ElicitResult`) decides the question's inbox copy, as
+    /// the client's person on channel `mcp_client`; the reply is then what was recorded, once.
+    /// `None` when it was not taken (a person answered first, or the answer does not fit the
+    /// form): the inbox copy stands.
+    async fn client_answered(
+        &self,
+        id: &str,
+        question: &Elicitation,
+        asking: &ClientAsking,
+        batch_id: i64,
+        answer: &Value,
+    ) -> Result<Option<Reply>> {
+        let Some(reply) = Reply::from_value(answer) else {
+            tracing::warn!(task = %self.task_id, call = %id, "the MCP client's answer is no ElicitResult");
+            return Ok(None);
+        };
+        let decision = match (&reply, &question.mode) {
+            (Reply::Accept(content), Mode::Form { questions, .. }) => {
+                let content = content.clone().unwrap_or_default();
+                Decision::answer(Reply::answers_of(questions, &content))
+            }
+            (Reply::Accept(_), Mode::Url { .. }) => Decision::approve_all(),
+            (Reply::Decline, _) => Decision::deny_all(Some("declined in the MCP client".into())),
+            (Reply::Cancel, _) => Decision::deny_all(Some("dismissed in the MCP client".into())),
+        };
+        let decide = Decide {
+            decision,
+            batch_id: Some(batch_id),
+            message: None,
+            link: None,
+        };
+        let actor = Actor::of(&asking.decider, Channel::McpClient);
+        let command = Command::Decide(Box::new(decide));
+        if let Err(error) = self.runtime.apply(&self.task_id, &actor, command).await {
+            tracing::info!(task = %self.task_id, call = %id, error = %error,
+                "the MCP client's answer was not taken; the inbox copy stands");
+            return Ok(None);
+        }
+        tracing::info!(task = %self.task_id, call = %id, "the MCP client answered a server's question");
+        let recorded = self.decided(id, question).await?;
+        // A dismissal is recorded as a rejection (the batch has no "cancel" verdict a person
+        // can give), and told to the server as what it was.
+        Ok(match (reply, recorded) {
+            (Reply::Cancel, Some(_)) => Some(Reply::Cancel),
+            (_, recorded) => recorded,
+        })
     }
 
     /// Writes the question's call and its batch (with the pause's notifications), and watches

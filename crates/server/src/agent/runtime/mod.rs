@@ -222,6 +222,8 @@ pub struct Runtime {
     people: people::SeenPeople,
     /// The approval workflow's rules: who may approve each call, how a decision is counted.
     approvals: Approvals,
+    /// The gateway's clients that answer their calls' questions themselves.
+    client_askers: crate::agent::asked::client::ClientAskers,
 }
 
 /// Why the server cannot take work now (`GET /readyz` answers 503 with it).
@@ -291,6 +293,7 @@ impl Runtime {
             people: people::SeenPeople::default(),
             approvals,
             agents,
+            client_askers: Default::default(),
         })
     }
 

@@ -80,6 +80,7 @@ impl Runtime {
             let mut approval = PendingApproval {
                 task_id: row.batch.task_id.clone(),
                 context_id: row.context_id,
+                batch_id: row.batch.id,
                 agent: row.agent,
                 title: row.title,
                 since: row.batch.created_at.clone(),

@@ -14,10 +14,12 @@ use tracing::Instrument;
 use crate::agent::asked::{asked_call, AskedModel};
 use crate::agent::metrics::ModelFailure;
 use crate::agent::model::{
-    ChatMessage, Model, ModelError, ModelEvent, ModelRequest, ModelToolCall,
+    ran_id, ChatMessage, Model, ModelError, ModelEvent, ModelRequest, ModelToolCall,
 };
 use crate::agent::view::{self};
-use crate::store::{CallRow, Commit, Guard, NewCall, Store, StoreError, TaskRow, LEASE};
+use crate::store::{
+    CallRow, CallStatus, Commit, Guard, NewCall, Store, StoreError, TaskRow, LEASE,
+};
 
 use super::reviewing;
 use super::screening::{Requester, Screened};
@@ -445,9 +447,12 @@ impl Runtime {
         let (task_id, context_id) = (run.task_id.clone(), run.context_id.clone());
         let mut tool_calls = calls;
         let earlier_calls = calls_in(earlier) + calls_in(transcript);
-        ModelToolCall::assign_ids(&mut tool_calls, earlier_calls, &|id| {
-            run.calls.contains_key(id)
-        });
+        let taken = |id: &str| run.calls.contains_key(id);
+        if run.model.reports_its_calls() {
+            ModelToolCall::assign_ran_ids(&mut tool_calls, earlier_calls, &taken);
+        } else {
+            ModelToolCall::assign_ids(&mut tool_calls, earlier_calls, &taken);
+        }
         let requester = Requester {
             user: &run.user_id,
             groups: &run.groups,
@@ -540,11 +545,9 @@ impl Runtime {
             (run.task_id.clone(), run.context_id.clone(), run.cancel);
         let (task_id, context_id) = (task_id.as_str(), context_id.as_str());
         let mut stream = run.model.turn(request);
-        let artifact_id = view::new_id();
+        let mut answer = AnswerStream::new();
         let mut text = String::new();
         let mut calls = Vec::new();
-        let mut held: Option<String> = None;
-        let mut sent_any = false;
         let started = Instant::now();
         let agent_key = agent.key();
         let failed = |failure: ModelFailure| {
@@ -582,25 +585,9 @@ impl Runtime {
             };
             match event {
                 ModelEvent::Text(chunk) => {
-                    if chunk.is_empty() {
-                        continue;
-                    }
                     text.push_str(&chunk);
-                    if let Some(previous) = held.replace(chunk) {
-                        let event = view::text_chunk(
-                            task_id,
-                            context_id,
-                            &artifact_id,
-                            previous,
-                            sent_any,
-                            false,
-                        );
-                        sent_any = true;
-                        let commit = Commit {
-                            guard: Some(Guard::NotTerminal),
-                            ..Commit::default()
-                        };
-                        self.commit(task_id, vec![event], commit).await?;
+                    if let Some(event) = answer.push(task_id, context_id, chunk) {
+                        self.commit(task_id, vec![event], step_commit()).await?;
                     }
                 }
                 ModelEvent::ToolCall(call) => {
@@ -627,11 +614,31 @@ impl Runtime {
                 ModelEvent::Artifact(artifact) => {
                     let event =
                         view::whole_artifact(task_id, context_id, &artifact.name, artifact.parts);
-                    let commit = Commit {
-                        guard: Some(Guard::NotTerminal),
-                        ..Commit::default()
+                    self.commit(task_id, vec![event], step_commit()).await?;
+                }
+                ModelEvent::Ran(mut call) => {
+                    call.id = ran_id(&call.id);
+                    // A call the task holds is never changed by a report: its end comes as
+                    // its result (`Reported`), once it was allowed.
+                    if run.calls.contains_key(&call.id) {
+                        continue;
+                    }
+                    let parts = ran_parts(call);
+                    self.commit_aside(task_id, context_id, &mut answer, parts)
+                        .await?;
+                }
+                ModelEvent::Reported(call) => {
+                    let Some(part) = reported_part(&run.calls, call) else {
+                        tracing::warn!(task = %task_id, "dropped a report on a call that was not allowed to run");
+                        continue;
                     };
-                    self.commit(task_id, vec![event], commit).await?;
+                    self.commit_aside(task_id, context_id, &mut answer, vec![part])
+                        .await?;
+                }
+                ModelEvent::Thought(thought) => {
+                    let parts = vec![signoff_protocol::hitl::ran::thought_part(thought)];
+                    self.commit_aside(task_id, context_id, &mut answer, parts)
+                        .await?;
                 }
                 ModelEvent::Usage(turn) => {
                     run.usage.0 += turn.prompt_tokens;
@@ -640,19 +647,119 @@ impl Runtime {
             }
         }
         self.metrics.model_turn(&agent_key, started.elapsed(), None);
-        if let Some(last) = held {
-            let event = view::text_chunk(task_id, context_id, &artifact_id, last, sent_any, true);
-            let commit = Commit {
-                guard: Some(Guard::NotTerminal),
-                ..Commit::default()
-            };
-            self.commit(task_id, vec![event], commit).await?;
+        if let Some(event) = answer.close(task_id, context_id) {
+            self.commit(task_id, vec![event], step_commit()).await?;
         }
         Ok(Some(Turn {
             text,
             calls,
             as_message,
         }))
+    }
+
+    /// Commits what the model did beside its answer (a call it ran itself, a thought) as one
+    /// working status update. The answer so far ends first, so text after it streams as a new
+    /// answer, below it.
+    async fn commit_aside(
+        &self,
+        task_id: &str,
+        context_id: &str,
+        answer: &mut AnswerStream,
+        parts: Vec<Part>,
+    ) -> Result<()> {
+        let mut events: Vec<StreamEvent> = answer.close(task_id, context_id).into_iter().collect();
+        let message = view::agent_message(task_id, context_id, parts);
+        events.push(view::status_event(
+            task_id,
+            context_id,
+            TaskState::Working,
+            Some(message),
+            None,
+        ));
+        self.commit(task_id, events, step_commit()).await?;
+        Ok(())
+    }
+}
+
+/// A commit of one step of a turn, while the task is not over.
+fn step_commit() -> Commit {
+    Commit {
+        guard: Some(Guard::NotTerminal),
+        ..Commit::default()
+    }
+}
+
+/// The parts of a call the model ran itself, under the server's id for it: the call, and its
+/// result once it ended.
+fn ran_parts(call: signoff_protocol::hitl::RanCall) -> Vec<Part> {
+    let mut parts = vec![call.call_part()];
+    parts.extend(call.result_part());
+    parts
+}
+
+/// The result part of how an allowed call of the task went once the agent ran it: only for a
+/// call that was let run (its result, saying so, is written), once the report says it ended.
+fn reported_part(
+    calls: &HashMap<String, CallRow>,
+    call: signoff_protocol::hitl::RanCall,
+) -> Option<Part> {
+    let row = calls.get(&call.id)?;
+    // A call that ran has the arguments it ran with; a refused one never started.
+    let ran = row.status == CallStatus::Finished && row.run_args.is_some();
+    if !ran || row.name != call.name {
+        return None;
+    }
+    call.result_part()
+}
+
+/// The turn's answer text as it streams: artifact updates on one artifact, one chunk held back
+/// so that the last can say `lastChunk`.
+struct AnswerStream {
+    artifact_id: String,
+    held: Option<String>,
+    sent_any: bool,
+}
+
+impl AnswerStream {
+    fn new() -> AnswerStream {
+        AnswerStream {
+            artifact_id: view::new_id(),
+            held: None,
+            sent_any: false,
+        }
+    }
+
+    /// Holds `chunk` back, and gives the update of the chunk held before it, if any.
+    fn push(&mut self, task_id: &str, context_id: &str, chunk: String) -> Option<StreamEvent> {
+        if chunk.is_empty() {
+            return None;
+        }
+        let previous = self.held.replace(chunk)?;
+        let event = view::text_chunk(
+            task_id,
+            context_id,
+            &self.artifact_id,
+            previous,
+            self.sent_any,
+            false,
+        );
+        self.sent_any = true;
+        Some(event)
+    }
+
+    /// Ends the answer: the held chunk as its last, if any; text after it starts a new one.
+    fn close(&mut self, task_id: &str, context_id: &str) -> Option<StreamEvent> {
+        let last = self.held.take()?;
+        let event = view::text_chunk(
+            task_id,
+            context_id,
+            &self.artifact_id,
+            last,
+            self.sent_any,
+            true,
+        );
+        *self = AnswerStream::new();
+        Some(event)
     }
 }
 

@@ -22,14 +22,14 @@ use signoff_protocol::hitl::{Decision, Preview};
 use signoff_protocol::redact::display_args;
 use signoff_protocol::rest::DeciderAuth;
 
-use crate::agent::approvals::{batch_requests, Actor, Command, Decide, Decider};
+use crate::agent::approvals::{batch_requests, decision_of, Actor, Command, Decide, Decider};
 use crate::agent::notify::payload::{Notice, NoticeEvent};
 use crate::agent::notify::slack;
 use crate::agent::notify::slack_app::SlackApp;
 use crate::store::{self, Channel, NotificationKind, NotificationRow, SlackMessageRow};
 
 use super::notify::Sender;
-use super::{AgentError, Runtime};
+use super::Runtime;
 
 /// The longest preview shown, in characters (a section holds 3000 UTF-16 units).
 const PREVIEW_CHARS: usize = 2500;
@@ -201,38 +201,13 @@ impl SlackDecisions<'_> {
                 "Your approval is counted; the batch waits for more approvals.".into(),
             ),
             Ok((_, _, None)) => SlackAnswer::Done("Decided.".into()),
-            Err(err) => SlackAnswer::Refused(self.why_not(task_id, batch_id, &err).await),
+            Err(err) => SlackAnswer::Refused(
+                self.runtime
+                    .approvals()
+                    .why_refused(task_id, batch_id, &err)
+                    .await,
+            ),
         })
-    }
-
-    /// Why a decision from Slack was refused, for the person: who decided the batch, when it
-    /// no longer waits; else the refusal.
-    async fn why_not(&self, task_id: &str, batch_id: i64, err: &AgentError) -> String {
-        let waits = matches!(
-            self.runtime.store.pending_batch(task_id).await,
-            Ok(Some(batch)) if batch.id == batch_id
-        );
-        if !waits {
-            if let Ok(Some(decided)) = decision_of(&self.runtime.store, task_id, batch_id).await {
-                return format!(
-                    "Already decided by {} ({}): {}. Nothing changed.",
-                    decided.user_id,
-                    decided.channel.as_str(),
-                    decided.summary
-                );
-            }
-            return "This batch no longer waits for a decision. Nothing changed.".into();
-        }
-        // A task its person may not decide is one they may not see either: not found.
-        if matches!(err, AgentError::TaskNotFound(_)) {
-            return "You may not decide this batch: you are not among its approvers. Nothing \
-                    changed."
-                .into();
-        }
-        if matches!(err, AgentError::Forbidden(_) | AgentError::NotEligible(_)) {
-            return format!("You may not decide this batch: {err}. Nothing changed.");
-        }
-        format!("Nothing was decided: {err}")
     }
 
     /// The person Slack user `user` is: the channel's mapping, else the email Slack gives for
@@ -379,7 +354,7 @@ impl Sender {
         // before this one was recorded, so this one is closed here.
         let Some(decided) = decision_of(store, &row.task_id, batch_id)
             .await
-            .map_err(read)?
+            .map_err(|err| format!("reading the batch's decision: {err}"))?
         else {
             return Ok(());
         };
@@ -393,7 +368,9 @@ impl Sender {
             | Channel::Rule
             | Channel::Link
             | Channel::Slack
-            | Channel::Reviewer => NotificationKind::Decided,
+            | Channel::Reviewer
+            | Channel::WebPush
+            | Channel::McpClient => NotificationKind::Decided,
         };
         let closing = Notice {
             event: NoticeEvent::Decided {
@@ -407,19 +384,6 @@ impl Sender {
         app.update(&slack_channel, &ts, &slack::closed_message(kind, &closing))
             .await
     }
-}
-
-/// The audit row of batch `batch_id`'s decision, if it has one.
-async fn decision_of(
-    store: &store::Store,
-    task_id: &str,
-    batch_id: i64,
-) -> store::Result<Option<store::DecisionRow>> {
-    Ok(store
-        .task_decisions(task_id)
-        .await?
-        .into_iter()
-        .find(|decision| decision.batch_id == batch_id))
 }
 
 /// A call's preview in words, secrets masked and cut as arguments are.

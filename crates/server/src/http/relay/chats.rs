@@ -53,10 +53,12 @@ pub async fn session(
 }
 
 /// `POST /api/approvals/{taskId}`: our own task's decision, or for a relayed task the same
-/// decision, checked and forwarded to its remote agent by the runtime (`Relay::decide`).
+/// decision, checked and forwarded to its remote agent by the runtime (`Relay::decide`). The
+/// `?batch=` pin is our own batches': a relayed task's batch is its remote's.
 pub async fn decide(
     State(state): State<AppState>,
     Path(task_id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
     who: Person,
     body: Bytes,
 ) -> Result<Response, HttpError> {
@@ -81,7 +83,7 @@ pub async fn decide(
         .decide(&who.0, &task_id, &data, send)
         .await?
     else {
-        return rest::decide(State(state), Path(task_id), who, body)
+        return rest::decide(State(state), Path(task_id), Query(query), who, body)
             .await
             .map(IntoResponse::into_response);
     };

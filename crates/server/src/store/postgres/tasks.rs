@@ -180,6 +180,10 @@ impl Transaction for PgTransaction<'_> {
             self.replica,
         ))
     }
+
+    fn writes_in_with(&self) -> bool {
+        true
+    }
 }
 
 /// The replica whose lease a runner's step must still hold (see [`Commit::leased`]).

@@ -159,6 +159,10 @@ impl Transaction for SqliteTransaction<'_> {
     fn lease_claim(&self, _lease: std::time::Duration) -> Option<(String, &str)> {
         None
     }
+
+    fn writes_in_with(&self) -> bool {
+        false
+    }
 }
 
 /// Runs a shared write (`store::write`) on the write connection. Every statement of
