@@ -54,6 +54,39 @@ pub trait Asker: Send + Sync {
 /// An [`Asker`] shared by the layers a call passes through.
 pub type SharedAsker = Arc<dyn Asker>;
 
+/// How long an [`Asker`] has waited for people: its finished waits, and since when one is open.
+#[derive(Default)]
+pub struct WaitClock(std::sync::Mutex<(Duration, Option<std::time::Instant>)>);
+
+impl WaitClock {
+    /// Starts a wait, added to the total when the guard drops.
+    pub fn start(&self) -> OpenWait<'_> {
+        if let Ok(mut waited) = self.0.lock() {
+            waited.1 = Some(std::time::Instant::now());
+        }
+        OpenWait(self)
+    }
+
+    /// The waits so far, an open one included.
+    pub fn waited(&self) -> Duration {
+        let waited = self.0.lock().map(|waited| *waited).unwrap_or_default();
+        waited.0 + waited.1.map_or(Duration::ZERO, |since| since.elapsed())
+    }
+}
+
+/// A wait of a [`WaitClock`] while it lasts.
+pub struct OpenWait<'a>(&'a WaitClock);
+
+impl Drop for OpenWait<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut waited) = (self.0).0.lock() {
+            if let Some(since) = waited.1.take() {
+                waited.0 += since.elapsed();
+            }
+        }
+    }
+}
+
 /// Waits for `call` until `timeout` after `started`, not counting the time its asker waited
 /// for people; `None` when the time ran out.
 pub async fn within<T>(

@@ -15,7 +15,12 @@
 //! it offered (`mcp_clients`): the questions an upstream server asks while that client's held
 //! call runs go to it too, as `elicitation/create` requests on the call's event stream, and its
 //! answers come back as POSTed responses (`asked::client`: the first answer, the client's or a
-//! person's in the inbox, wins; the other copy is closed). A held
+//! person's in the inbox, wins; the other copy is closed). A 2026-07-28 client has no back
+//! channel: it says what it offers in each request's envelope, and a question is its call's
+//! `input_required` answer, whose retry brings the answer and waits on the call again. A call
+//! the gate allows at once runs
+//! in its request, with no task and no inbox copy: its server's questions go to such a client
+//! alone, and are declined for any other. A held
 //! call is answered as an event stream, so the client's request stays open while a person
 //! decides (progress notifications, or comments, keep it alive); a client that accepts only
 //! JSON gets its answer when the call settles. A client that goes away, or sends
@@ -38,10 +43,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::mcp_calls::{Left, McpCalls, Request, Twin};
-use super::mcp_clients::McpClients;
+use super::mcp_clients::{McpClients, Resume};
 use super::mcp_revision::{self, Era};
 use super::{origin, AppState, Person};
-use crate::agent::approvals::{Actor, Channel, Command};
+use crate::agent::approvals::{args_sha256, Actor, Channel, Command};
 use crate::agent::asked::client::{ClientAsking, ClientQuestion, Offered};
 use crate::agent::asked::AskedCall;
 use crate::agent::tools::{error_result, text_result};
@@ -53,6 +58,10 @@ const INSTRUCTIONS: &str =
 
 /// The transport's session header: set on `initialize` for a client that answers questions.
 const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The key of the one question in a 2026-07-28 `input_required` answer, and of its answer in
+/// the retry's `inputResponses`.
+const INPUT_KEY: &str = "question";
 
 /// The permission tool's name.
 pub const APPROVE_TOOL: &str = "approve";
@@ -144,9 +153,14 @@ pub async fn post(
     if (era, method) == (Era::Handshake, "initialize") {
         return initialized(&state, &who.0.subject, id, &params).await;
     }
-    let offered = match session_offered(&state, &who.0.subject, &headers, era).await {
-        Ok(offered) => offered,
-        Err(refused) => return refused,
+    // A 2026-07-28 request says what it offers in its envelope; a handshake client said it in
+    // `initialize`, and its session carries it.
+    let offered = match era {
+        Era::Stateless => Offered::from_capabilities(mcp_revision::client_capabilities(&params)),
+        Era::Handshake => match session_offered(&state, &who.0.subject, &headers).await {
+            Ok(offered) => offered,
+            Err(refused) => return refused,
+        },
     };
     let answer = match (era, method) {
         (Era::Handshake, "ping") => Ok(json!({})),
@@ -316,12 +330,11 @@ async fn session_offered(
     state: &AppState,
     caller: &str,
     headers: &HeaderMap,
-    era: Era,
 ) -> Result<Offered, Response> {
     let session = headers
         .get(SESSION_HEADER)
         .and_then(|value| value.to_str().ok());
-    let (Era::Handshake, Some(session)) = (era, session) else {
+    let Some(session) = session else {
         return Ok(Offered::default());
     };
     match state
@@ -454,8 +467,10 @@ impl Asked {
 }
 
 /// `tools/call`: asks for the call, then answers once it is settled, as an event stream when
-/// the client accepts one. On that stream, a client that answers questions itself is also
-/// asked what the call's upstream server asks (`asked::client`).
+/// the client accepts one. A client that answers questions itself is also asked what the
+/// call's upstream server asks (`asked::client`): on that stream in a handshake revision; in
+/// 2026-07-28, by answering the call `input_required`, whose retry (with `requestState`)
+/// brings the answer and waits on the same call again.
 async fn call(state: &AppState, ask: Ask, wants_stream: bool) -> Response {
     let Ask {
         who,
@@ -473,87 +488,160 @@ async fn call(state: &AppState, ask: Ask, wants_stream: bool) -> Response {
         Ok(asked) => asked,
         Err(why) => return refuse(id, INVALID_PARAMS, &why),
     };
-    let title = match &asked {
-        Asked::Permission(call) => format!("Permission to run {}", call.gist()),
-        Asked::Tool(call) => format!("MCP client calls {}", call.gist()),
-    };
     let (call, agent_key) = (asked.call(), agent.key());
+    let resumed = match resume(state, &who, call, era, &params).await {
+        Ok(resumed) => resumed,
+        Err(why) => return refuse(id, INVALID_PARAMS, &why),
+    };
     // A call repeated while its twin waits joins it: one batch, one run, both answered. Only
     // while some call waits can there be a twin (hashing the arguments is a good part of a
     // call that needs nobody).
     let twin_of = || Twin::new(&who.subject, &agent_key, &call.name, &call.args);
     let twin = state.mcp_calls.any_waiting().then(twin_of);
     let joined = twin.as_ref().and_then(|twin| state.mcp_calls.twin_of(twin));
-    let mut questions = None;
-    let task_id = match joined {
-        Some(task_id) => task_id,
-        None => {
-            let client = (wants_stream && offered.any()).then(|| {
-                let (client, arrive) = ClientAsking::new(who.clone(), offered);
-                questions = Some(arrive);
-                client
-            });
-            match runtime
-                .asked()
-                .ask(&who, &agent, call.clone(), &title, client)
-                .await
-            {
-                Ok(Asking::Opened(accepted)) => accepted.task_id,
-                // The gate needed nobody: answered at once, with no task to wait on.
-                Ok(Asking::Settled(settled)) => {
-                    return Json(answered(id, era, &asked, Ok(settled))).into_response()
-                }
-                Err(err) => return refuse(id, code_of(&err), &err.to_string()),
-            }
-        }
+    // A joined twin's questions go to the request that opened it.
+    let asks_client = offered.any()
+        && (wants_stream || era == Era::Stateless)
+        && (resumed.is_some() || joined.is_none());
+    let (client, questions) = if asks_client {
+        let (client, questions) = ClientAsking::new(who.clone(), offered);
+        (Some(client), Some(questions))
+    } else {
+        (None, None)
     };
-    let twin = twin.unwrap_or_else(twin_of);
-    let request = Request::new(&who.subject, &agent_key, &id);
-    state.mcp_calls.enter(request.clone(), twin, &task_id);
+    let progress = params
+        .get("_meta")
+        .and_then(|meta| meta.get("progressToken"))
+        .cloned();
     let asks = OpenAsks {
         clients: state.mcp_clients.clone(),
         caller: who.subject.clone(),
         open: Vec::new(),
     };
-    let waiting = Waiting {
+    let task_id = if let Some(resumed) = resumed {
+        // The client is back for its call's questions before its answer lets the call go on.
+        if let Some(client) = client {
+            runtime.asked().client_back(&resumed.task, client);
+        }
+        resumed.deliver(&state.mcp_clients, &who.subject)
+    } else if let Some(task_id) = joined {
+        task_id
+    } else {
+        let title = match &asked {
+            Asked::Permission(call) => format!("Permission to run {}", call.gist()),
+            Asked::Tool(call) => format!("MCP client calls {}", call.gist()),
+        };
+        let asking = runtime.asked();
+        match asking
+            .ask(&who, &agent, call.clone(), &title, client.clone())
+            .await
+        {
+            Ok(Asking::Opened(accepted)) => accepted.task_id,
+            Ok(Asking::Settled(settled)) => {
+                return Json(answered(id, era, &asked, Ok(settled))).into_response()
+            }
+            // The gate needed nobody: the call runs in this request, with no task to wait
+            // on. Its server's questions go to a handshake client that answers them, on the
+            // call's event stream (a 2026-07-28 retry could not find a call that runs in a
+            // request that ended).
+            Ok(Asking::Allowed(allowed)) => match client.filter(|_| era == Era::Handshake) {
+                Some(client) => {
+                    let running = Phase::Running(Box::pin(allowed.run(Some(client))));
+                    let stream = Stream::new(running, asked, id, era, progress, questions, asks);
+                    return event_stream(stream);
+                }
+                None => {
+                    let settled = allowed.run(None).await;
+                    return Json(answered(id, era, &asked, Ok(settled))).into_response();
+                }
+            },
+            Err(err) => return refuse(id, code_of(&err), &err.to_string()),
+        }
+    };
+    let twin = twin.unwrap_or_else(twin_of);
+    let request = Request::new(&who.subject, &agent_key, &id);
+    state.mcp_calls.enter(request.clone(), twin, &task_id);
+    let waiting = Phase::Waiting(Waiting {
         runtime,
         calls: state.mcp_calls.clone(),
         request,
         who,
         task_id,
         settled: false,
-        asks_client: questions.is_some(),
-    };
-    let progress = params
-        .get("_meta")
-        .and_then(|meta| meta.get("progressToken"))
-        .cloned();
-    if !wants_stream {
-        // The handler's future is dropped if the client goes away: `Waiting` cancels then.
-        let mut waiting = waiting;
-        let answer = waiting.settle(Duration::MAX).await;
-        return Json(answered(id, era, &asked, answer)).into_response();
+        asks_client,
+    });
+    let mut stream = Stream::new(waiting, asked, id, era, progress, questions, asks);
+    if wants_stream {
+        return event_stream(stream);
     }
-    let events = futures_util::stream::unfold(
-        Some(Stream {
-            waiting,
-            asked,
-            id,
-            era,
-            progress,
-            beats: 0,
-            questions,
-            asks,
-        }),
-        |stream| async move {
-            let mut stream = stream?;
-            let (event, done) = stream.next_event().await;
-            Some((
-                Ok::<_, std::convert::Infallible>(event),
-                (!done).then_some(stream),
-            ))
-        },
-    );
+    // The handler's future is dropped if the client goes away: `Waiting` cancels then.
+    Json(stream.last_message().await).into_response()
+}
+
+/// A 2026-07-28 retry's resumed call: the task it waits on, and the answer it brings to the
+/// question this server put to the client.
+struct Resumed {
+    task: String,
+    question: Value,
+    answer: Option<Value>,
+}
+
+impl Resumed {
+    /// Gives the answer to its question; the task to wait on. An answer that reaches no
+    /// waiting question (answered in Signoff meanwhile, or put on another replica) is dropped,
+    /// and the call is waited on all the same.
+    fn deliver(self, clients: &McpClients, caller: &str) -> String {
+        if let Some(answer) = self.answer {
+            if !clients.answered(caller, &self.question, Some(answer)) {
+                tracing::info!(task = %self.task, "a 2026-07-28 client's answer reached no waiting question");
+            }
+        }
+        self.task
+    }
+}
+
+/// The call a 2026-07-28 retry resumes (its `requestState`, given with a question this server
+/// put to the client, and its answer in `inputResponses`); `None` for a call that resumes
+/// nothing.
+async fn resume(
+    state: &AppState,
+    who: &Decider,
+    call: &AskedCall,
+    era: Era,
+    params: &Value,
+) -> Result<Option<Resumed>, String> {
+    let Some(request_state) = params.get("requestState").filter(|_| era == Era::Stateless) else {
+        return Ok(None);
+    };
+    let refused = || "requestState is not one this server gave you for this call".to_owned();
+    let request_state = request_state.as_str().ok_or_else(refused)?;
+    let resume = state
+        .mcp_clients
+        .open_resume(&state.runtime, &who.subject, request_state)
+        .await?
+        .filter(|resume| resume.tool == call.name && resume.args_sha256 == args_sha256(&call.args))
+        .ok_or_else(refused)?;
+    Ok(Some(Resumed {
+        task: resume.task,
+        question: Value::String(resume.question),
+        answer: params
+            .get("inputResponses")
+            .and_then(|responses| responses.get(INPUT_KEY))
+            .cloned(),
+    }))
+}
+
+/// The call's answer as an event stream: signs of life and questions while it waits, then the
+/// answer.
+fn event_stream(stream: Stream) -> Response {
+    let events = futures_util::stream::unfold(Some(stream), |stream| async move {
+        let mut stream = stream?;
+        let (event, done) = stream.next_event().await;
+        Some((
+            Ok::<_, std::convert::Infallible>(event.sse()),
+            (!done).then_some(stream),
+        ))
+    });
     Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-cache")
@@ -568,14 +656,54 @@ struct Ask {
     id: Value,
     params: Value,
     era: Era,
-    /// The questions the client answers itself (its session's elicitation capability).
+    /// The questions the client answers itself (its session's, or its 2026-07-28 envelope's,
+    /// elicitation capability).
     offered: Offered,
 }
 
-/// A held call's event stream: its wait, what its last event answers, and the questions put
-/// to its client.
+/// What a call's stream waits on.
+enum Phase {
+    /// A call the gate allowed at once, running in the request itself.
+    Running(futures_util::future::BoxFuture<'static, ApprovalRequestState>),
+    /// A call held in a task.
+    Waiting(Waiting),
+}
+
+/// Where the call of `phase` stands after up to [`STILL_WAITING`]: `None` while it still
+/// waits or runs.
+async fn settled(phase: &mut Phase) -> Option<Result<ApprovalRequestState, AgentError>> {
+    match phase {
+        Phase::Waiting(waiting) => {
+            let answer = waiting.settle(STILL_WAITING).await;
+            let waits = matches!(&answer, Ok(state) if state.status == RequestStatus::Waiting);
+            (!waits).then_some(answer)
+        }
+        Phase::Running(running) => tokio::time::timeout(STILL_WAITING, running)
+            .await
+            .ok()
+            .map(Ok),
+    }
+}
+
+/// One thing a call's answer says: a JSON-RPC message, or a sign of life that is none.
+enum Event {
+    Message(Value),
+    Comment(&'static str),
+}
+
+impl Event {
+    fn sse(self) -> Bytes {
+        match self {
+            Event::Message(message) => Bytes::from(format!("event: message\ndata: {message}\n\n")),
+            Event::Comment(comment) => Bytes::from(format!(": {comment}\n\n")),
+        }
+    }
+}
+
+/// A call's answer: its wait, what its last message answers, and the questions put to its
+/// client.
 struct Stream {
-    waiting: Waiting,
+    phase: Phase,
     asked: Asked,
     id: Value,
     era: Era,
@@ -587,7 +715,8 @@ struct Stream {
 
 /// What a stream says next.
 enum Next {
-    Settled(Result<ApprovalRequestState, AgentError>),
+    /// The call's answer, or `None` while it still waits.
+    Settled(Option<Result<ApprovalRequestState, AgentError>>),
     Question(ClientQuestion),
     /// The question channel closed: the call asks nothing more.
     NoMoreQuestions,
@@ -595,9 +724,30 @@ enum Next {
 }
 
 impl Stream {
+    fn new(
+        phase: Phase,
+        asked: Asked,
+        id: Value,
+        era: Era,
+        progress: Option<Value>,
+        questions: Option<mpsc::UnboundedReceiver<ClientQuestion>>,
+        asks: OpenAsks,
+    ) -> Stream {
+        Stream {
+            phase,
+            asked,
+            id,
+            era,
+            progress,
+            beats: 0,
+            questions,
+            asks,
+        }
+    }
+
     /// The stream's next event, and whether it is its last: a sign of life while the call
     /// waits, a question for the client or its withdrawal, or the call's answer.
-    async fn next_event(&mut self) -> (Bytes, bool) {
+    async fn next_event(&mut self) -> (Event, bool) {
         loop {
             let next = {
                 let questions = async {
@@ -607,7 +757,7 @@ impl Stream {
                     }
                 };
                 tokio::select! {
-                    answer = self.waiting.settle(STILL_WAITING) => Next::Settled(answer),
+                    answer = settled(&mut self.phase) => Next::Settled(answer),
                     question = questions => match question {
                         Some(question) => Next::Question(question),
                         None => Next::NoMoreQuestions,
@@ -616,23 +766,83 @@ impl Stream {
                 }
             };
             match next {
-                Next::Settled(answer) => {
-                    if matches!(&answer, Ok(state) if state.status == RequestStatus::Waiting) {
-                        self.beats += 1;
-                        return (still_waiting(self.progress.as_ref(), self.beats), false);
-                    }
-                    let answer = answered(self.id.clone(), self.era, &self.asked, answer);
-                    return (sse_event(&answer), true);
+                Next::Settled(None) => {
+                    self.beats += 1;
+                    return (still_waiting(self.progress.as_ref(), self.beats), false);
                 }
-                Next::Question(question) => return (self.asks.put(question), false),
+                Next::Settled(Some(answer)) => {
+                    let answer = answered(self.id.clone(), self.era, &self.asked, answer);
+                    return (Event::Message(answer), true);
+                }
+                Next::Question(question) if self.era == Era::Stateless => {
+                    if let Some(answer) = self.input_required(question).await {
+                        return (Event::Message(answer), true);
+                    }
+                }
+                Next::Question(question) => {
+                    return (Event::Message(self.asks.put(question)), false)
+                }
                 Next::NoMoreQuestions => self.questions = None,
                 Next::Withdrawn(at) => {
                     if let Some(event) = self.asks.withdraw(at) {
-                        return (event, false);
+                        return (Event::Message(event), false);
                     }
                 }
             }
         }
+    }
+
+    /// The call's last message, for a client that reads one JSON answer.
+    async fn last_message(&mut self) -> Value {
+        loop {
+            if let (Event::Message(message), true) = self.next_event().await {
+                return message;
+            }
+        }
+    }
+
+    /// The 2026-07-28 answer that puts `question` to the client: `input_required`, with a
+    /// `requestState` its retry resumes the call by. The question waits for that retry's
+    /// answer (until it ends otherwise), and the call for whoever resumes it: this request
+    /// ending does not cancel it. `None` if the state could not be made (the question then
+    /// waits in the inbox alone).
+    async fn input_required(&mut self, question: ClientQuestion) -> Option<Value> {
+        let Phase::Waiting(waiting) = &mut self.phase else {
+            return None;
+        };
+        let call = self.asked.call();
+        let id = format!("signoff-elicitation-{}", uuid::Uuid::new_v4());
+        let resume = Resume {
+            sub: self.asks.caller.clone(),
+            task: waiting.task_id.clone(),
+            question: id.clone(),
+            tool: call.name.clone(),
+            args_sha256: args_sha256(&call.args),
+            iat: chrono::Utc::now().timestamp(),
+        };
+        let clients = self.asks.clients.clone();
+        let request_state = match clients.seal_resume(&waiting.runtime, &resume).await {
+            Ok(request_state) => request_state,
+            Err(why) => {
+                tracing::warn!(error = %why, "a question could not be put to a 2026-07-28 client");
+                return None;
+            }
+        };
+        clients.ask(&resume.sub, &id, question.answer);
+        // Forgotten once the question ends, answered or not, so nothing is kept for a client
+        // that never comes back.
+        let (caller, withdrawn) = (resume.sub, question.withdrawn);
+        tokio::spawn(async move {
+            withdrawn.cancelled().await;
+            clients.forget(&caller, &id);
+        });
+        waiting.settled = true;
+        let result = json!({
+            "resultType": "input_required",
+            "inputRequests": {INPUT_KEY: {"method": "elicitation/create", "params": question.params}},
+            "requestState": request_state,
+        });
+        Some(json!({"jsonrpc": "2.0", "id": self.id, "result": result}))
     }
 }
 
@@ -647,15 +857,15 @@ struct OpenAsks {
 
 impl OpenAsks {
     /// The event that asks the client `question`: an `elicitation/create` request.
-    fn put(&mut self, question: ClientQuestion) -> Bytes {
+    fn put(&mut self, question: ClientQuestion) -> Value {
         let id = format!("signoff-elicitation-{}", uuid::Uuid::new_v4());
         self.clients.ask(&self.caller, &id, question.answer);
-        let event = sse_event(&json!({
+        let event = json!({
             "jsonrpc": "2.0",
             "id": id,
             "method": "elicitation/create",
             "params": question.params,
-        }));
+        });
         self.open.push((id, question.withdrawn));
         event
     }
@@ -676,14 +886,14 @@ impl OpenAsks {
 
     /// Lets go of the question at `at`: a `notifications/cancelled` for its request if the
     /// client had not answered it.
-    fn withdraw(&mut self, at: usize) -> Option<Bytes> {
+    fn withdraw(&mut self, at: usize) -> Option<Value> {
         let (id, _) = self.open.swap_remove(at);
         self.clients.forget(&self.caller, &id).then(|| {
-            sse_event(&json!({
+            json!({
                 "jsonrpc": "2.0",
                 "method": "notifications/cancelled",
                 "params": {"requestId": id, "reason": "answered in Signoff, or no longer asked"},
-            }))
+            })
         })
     }
 }
@@ -775,19 +985,15 @@ fn answered(
 
 /// The stream's sign of life while a call waits: a progress notification when the client gave a
 /// token, else a comment.
-fn still_waiting(progress: Option<&Value>, beats: u64) -> Bytes {
+fn still_waiting(progress: Option<&Value>, beats: u64) -> Event {
     match progress {
-        Some(token) => sse_event(&json!({
+        Some(token) => Event::Message(json!({
             "jsonrpc": "2.0",
             "method": "notifications/progress",
             "params": {"progressToken": token, "progress": beats, "message": "waiting for a sign-off"}
         })),
-        None => Bytes::from_static(b": waiting for a sign-off\n\n"),
+        None => Event::Comment("waiting for a sign-off"),
     }
-}
-
-fn sse_event(message: &Value) -> Bytes {
-    Bytes::from(format!("event: message\ndata: {message}\n\n"))
 }
 
 fn accepts_stream(headers: &HeaderMap) -> bool {

@@ -8,7 +8,10 @@
 //!
 //! **Requests.** An upstream's question goes to the client as an `elicitation/create` request
 //! on its `tools/call`'s event stream; the client answers with a JSON-RPC response in a POST of
-//! its own, which finds the waiting question here by its caller and id. A request and its
+//! its own, which finds the waiting question here by its caller and id. A 2026-07-28 client has
+//! no back channel: its call is answered `input_required` with the question and a MACed
+//! `requestState` ([`Resume`]), and its retry brings the answer, which finds the question the
+//! same way. A request and its
 //! answer reach the same replica only when the balancer keeps a session on one (sticky on
 //! `Mcp-Session-Id`); an answer that reaches another finds nothing, and the inbox copy stands.
 
@@ -17,20 +20,39 @@ use std::sync::{Mutex, PoisonError};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::Sha256;
 use tokio::sync::{oneshot, OnceCell};
 
 use crate::agent::asked::client::Offered;
 use crate::agent::Runtime;
+use crate::http::sealed;
 
 /// The store's name for the key sessions are MACed with.
 const KEY_NAME: &str = "mcp-session-hmac-sha256";
 
 /// What the MAC covers besides the session: a MAC of this key for anything else is no session.
 const CONTEXT: &[u8] = b"signoff mcp session\n";
+
+/// What the MAC of a 2026-07-28 `requestState` covers besides the state.
+const RESUME_CONTEXT: &[u8] = b"signoff mcp request state\n";
+
+/// What a 2026-07-28 `requestState` carries: the call it resumes and the question it answers.
+/// The client echoes it unchanged with its answer, so any replica reads it back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resume {
+    /// The caller it was given to: it resumes no one else's call.
+    pub sub: String,
+    /// The task the call waits on.
+    pub task: String,
+    /// The question's request id, which its answer finds (`McpClients::answered`).
+    pub question: String,
+    /// The call it is for: the retry must be the same call.
+    pub tool: String,
+    pub args_sha256: String,
+    /// When it was given, in seconds since the epoch.
+    pub iat: i64,
+}
 
 /// What a session id carries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +91,22 @@ impl McpClients {
         value: &str,
     ) -> Result<Option<Offered>, String> {
         Ok(open(self.key(runtime).await?, subject, value))
+    }
+
+    /// The `requestState` of a question put to a 2026-07-28 client.
+    pub async fn seal_resume(&self, runtime: &Runtime, resume: &Resume) -> Result<String, String> {
+        sealed::seal(self.key(runtime).await?, RESUME_CONTEXT, resume)
+    }
+
+    /// What a `requestState` resumes, if it is ours and `subject`'s.
+    pub async fn open_resume(
+        &self,
+        runtime: &Runtime,
+        subject: &str,
+        value: &str,
+    ) -> Result<Option<Resume>, String> {
+        let resume: Option<Resume> = sealed::open(self.key(runtime).await?, RESUME_CONTEXT, value);
+        Ok(resume.filter(|resume| resume.sub == subject))
     }
 
     /// The key, the store's (the first replica to need one makes it), read once.
@@ -138,32 +176,17 @@ fn seal(key: &[u8], subject: &str, offered: Offered) -> Result<String, String> {
         url: offered.url,
         iat: chrono::Utc::now().timestamp(),
     };
-    let json = serde_json::to_vec(&session).map_err(|err| format!("a session: {err}"))?;
-    let payload = URL_SAFE_NO_PAD.encode(json);
-    let tag = mac(key, &payload)?.finalize().into_bytes();
-    Ok(format!("{payload}.{}", URL_SAFE_NO_PAD.encode(tag)))
+    sealed::seal(key, CONTEXT, &session)
 }
 
 /// What session id `value` says its client offered, if its MAC is ours (checked in constant
 /// time) and it is `subject`'s.
 fn open(key: &[u8], subject: &str, value: &str) -> Option<Offered> {
-    let (payload, tag) = value.split_once('.')?;
-    let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
-    mac(key, payload).ok()?.verify_slice(&tag).ok()?;
-    let json = URL_SAFE_NO_PAD.decode(payload).ok()?;
-    let session: Session = serde_json::from_slice(&json).ok()?;
+    let session: Session = sealed::open(key, CONTEXT, value)?;
     (session.sub == subject).then_some(Offered {
         form: session.form,
         url: session.url,
     })
-}
-
-fn mac(key: &[u8], payload: &str) -> Result<Hmac<Sha256>, String> {
-    let mut mac =
-        Hmac::<Sha256>::new_from_slice(key).map_err(|err| format!("the MCP session key: {err}"))?;
-    mac.update(CONTEXT);
-    mac.update(payload.as_bytes());
-    Ok(mac)
 }
 
 #[cfg(test)]

@@ -73,6 +73,14 @@ impl Era {
     }
 }
 
+/// The client capabilities a 2026-07-28 request's envelope carries (`Null` when none).
+pub fn client_capabilities(params: &Value) -> &Value {
+    params
+        .get("_meta")
+        .and_then(|meta| meta.get(CAPABILITIES_KEY))
+        .unwrap_or(&Value::Null)
+}
+
 /// A request the stateless revision's checks refused: the JSON-RPC error to answer with.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Refused {

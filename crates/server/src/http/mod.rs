@@ -19,6 +19,7 @@ mod notifications;
 mod ops;
 pub mod relay;
 mod rest;
+mod sealed;
 pub mod serve;
 mod shares;
 mod slack;

@@ -407,6 +407,8 @@ pub async fn ask(
     let asking = state.runtime.asked();
     let asked = match asking.ask(&who.0, &agent, call, title, None).await? {
         Asking::Settled(settled) => settled,
+        // A program asking over REST answers no server's questions.
+        Asking::Allowed(allowed) => allowed.run(None).await,
         Asking::Opened(accepted) => asking.state(&who.0, &accepted.task_id, wait).await?,
     };
     Ok((StatusCode::CREATED, Json(asked)))

@@ -153,20 +153,9 @@ pub(super) async fn append(
     // One statement for the decision's receipts, and on PostgreSQL the head's new digest in it
     // too: there each statement is a round trip.
     let with = tx.writes_in_with();
-    let mut sql = String::from(if with {
-        "WITH appended AS (INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, sig) \
-         VALUES "
-    } else {
-        "INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, sig) VALUES "
-    });
-    let mut params = Vec::with_capacity(rows.len() * 7);
-    for (index, (seq, task_id, call_id, body, digest, sig)) in rows.iter().enumerate() {
-        let first = index * 7;
-        if index > 0 {
-            sql.push_str(", ");
-        }
-        let placeholders: Vec<String> = (1..=7).map(|n| format!("${}", first + n)).collect();
-        sql.push_str(&format!("({})", placeholders.join(", ")));
+    let sql = insert_sql(rows.len(), with);
+    let mut params = Vec::with_capacity(rows.len() * 7 + 1);
+    for (seq, task_id, call_id, body, digest, sig) in &rows {
         params.extend([
             Int(*seq),
             OptionalText(task_id.as_deref()),
@@ -178,10 +167,6 @@ pub(super) async fn append(
         ]);
     }
     if with {
-        sql.push_str(&format!(
-            ") UPDATE receipt_head SET digest = ${} WHERE id = 1",
-            params.len() + 1
-        ));
         params.push(Text(&prev));
         tx.execute(&sql, &params).await?;
         return Ok(());
@@ -193,6 +178,43 @@ pub(super) async fn append(
     )
     .await?;
     Ok(())
+}
+
+/// The statement that inserts `rows` receipts (seven placeholders each); `with`: inside a
+/// `WITH` whose main statement moves the head to the next placeholder's digest.
+fn insert_sql(rows: usize, with: bool) -> String {
+    use std::fmt::Write as _;
+    let mut sql = String::with_capacity(128 + rows * 40);
+    if with {
+        sql.push_str("WITH appended AS (");
+    }
+    sql.push_str("INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, sig) VALUES ");
+    for row in 0..rows {
+        let first = row * 7;
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        // Writing to a String cannot fail.
+        let _ = write!(
+            sql,
+            "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
+            first + 1,
+            first + 2,
+            first + 3,
+            first + 4,
+            first + 5,
+            first + 6,
+            first + 7
+        );
+    }
+    if with {
+        let _ = write!(
+            sql,
+            ") UPDATE receipt_head SET digest = ${} WHERE id = 1",
+            rows * 7 + 1
+        );
+    }
+    sql
 }
 
 /// The `why` of a receipt: the audit's summary, the recorded decision, the reason given and
@@ -221,3 +243,23 @@ pub(super) const RECEIPT_KEY_SELECT: &str =
 pub(super) const RECEIPT_KEY_INSERT: &str =
     "INSERT INTO receipt_keys (kid, public_key, created_at) VALUES ($1, $2, $3)
      ON CONFLICT (kid) DO NOTHING";
+
+#[cfg(test)]
+mod tests {
+    use super::insert_sql;
+
+    #[test]
+    fn the_insert_numbers_each_rows_placeholders_and_the_heads_after_them() {
+        assert_eq!(
+            insert_sql(2, false),
+            "INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, sig) VALUES \
+             ($1, $2, $3, $4, $5, $6, $7), ($8, $9, $10, $11, $12, $13, $14)"
+        );
+        assert_eq!(
+            insert_sql(1, true),
+            "WITH appended AS (INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, \
+             sig) VALUES ($1, $2, $3, $4, $5, $6, $7)) UPDATE receipt_head SET digest = $8 \
+             WHERE id = 1"
+        );
+    }
+}

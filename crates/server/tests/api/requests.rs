@@ -630,3 +630,30 @@ agents = ["default/demo"]
     let (_, settled) = app.get("/api/approvals?state=settled").await;
     assert_eq!(settled["calls"], json!([]), "{settled}");
 }
+
+#[tokio::test]
+async fn a_stateless_retry_whose_request_state_is_not_the_servers_is_refused_and_runs_nothing() {
+    let app = spawn_with_agents(SERVED, |_| {}).await;
+    let write = json!({"path": "w.txt", "content": "x"});
+    for request_state in [json!("forged.c2lnbmF0dXJl"), json!(7), json!("")] {
+        let params = json!({"name": "write_file", "arguments": write,
+                            "requestState": request_state,
+                            "inputResponses": {"question": {"action": "accept"}}});
+        let (status, refused) = stateless(&app, "tools/call", params, None).await;
+        assert_eq!(
+            (status, &refused["error"]["code"]),
+            (400, &json!(-32602)),
+            "{refused}"
+        );
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("requestState"),
+            "{refused}"
+        );
+    }
+    let (_, inbox) = app.get("/api/approvals").await;
+    assert_eq!(inbox["approvals"], json!([]), "{inbox}");
+    assert!(!app.sandbox().join("w.txt").exists());
+}

@@ -4,7 +4,10 @@
 //! TypeScript SDK's client), and the question is in Signoff's inbox all the same. The first
 //! answer wins: the client's closes the inbox copy (audited on channel `mcp_client`), a
 //! person's withdraws the client's request (`notifications/cancelled`). A client that offered
-//! nothing gets the inbox alone.
+//! nothing gets the inbox alone. A call the gate allows at once has no task and no inbox copy:
+//! its questions go to the client alone, and are refused for a client that offered nothing.
+//! A 2026-07-28 client (`elicit_client.py`, the Python SDK's client) is asked by an
+//! `input_required` answer, and its retry brings the answer.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -21,6 +24,11 @@ type Lines = tokio::io::Lines<BufReader<tokio::process::ChildStdout>>;
 /// An agent served over MCP whose `read_file` is the asking server's, held for a sign-off
 /// first (so it runs in a task, whose questions the inbox shows).
 fn asking_agent() -> String {
+    asking_agent_requiring(r#"["read_file"]"#)
+}
+
+/// The asking agent whose tools `require_approval` names (a TOML list).
+fn asking_agent_requiring(require_approval: &str) -> String {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/asking_server.py");
     format!(
         r#"
@@ -33,20 +41,40 @@ kind = "mcp_stdio"
 name = "asking"
 command = "{python}"
 args = ["{script}", "stdio"]
-require_approval = ["read_file"]
+require_approval = {require_approval}
 "#,
         python = mcp_python().display(),
         script = script.display(),
     )
 }
 
-/// `elicit_client.mjs` calling `read_file(path)` on the asking agent, answering questions as
-/// `answer` says.
+/// `elicit_client.mjs` (the TypeScript SDK, a handshake revision) calling `read_file(path)` on
+/// the asking agent, answering questions as `answer` says.
 fn client_call(app: &TestApp, path: &str, answer: &str) -> Lines {
     let sdk = here().join("node_modules/@modelcontextprotocol/sdk");
     assert!(sdk.exists(), "{} is missing: {INSTALL}", sdk.display());
-    let mut child = tokio::process::Command::new("node")
-        .arg(here().join("elicit_client.mjs"))
+    let mut node = tokio::process::Command::new("node");
+    node.arg(here().join("elicit_client.mjs"));
+    read_through(node, app, path, answer)
+}
+
+/// `elicit_client.py` (the Python SDK, 2026-07-28) calling `read_file(path)` on the asking
+/// agent, accepting each question with the form content `answer`.
+fn stateless_client_call(app: &TestApp, path: &str, answer: &str) -> Lines {
+    let mut python = tokio::process::Command::new(mcp_python());
+    python.arg(here().join("elicit_client.py"));
+    read_through(python, app, path, answer)
+}
+
+/// `client` (a program and its script) calling `read_file(path)` on the asking agent; its
+/// printed lines.
+fn read_through(
+    mut client: tokio::process::Command,
+    app: &TestApp,
+    path: &str,
+    answer: &str,
+) -> Lines {
+    let mut child = client
         .arg(app.url("/api/mcp/default/asker"))
         .arg("read_file")
         .arg(json!({"path": path}).to_string())
@@ -194,5 +222,73 @@ async fn a_client_that_offered_no_elicitation_leaves_the_question_to_the_inbox()
     // The next line is the result: the client was never asked.
     let result = next_line(&mut lines).await;
     assert_eq!(result["result"]["text"], "accept", "{result}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_call_allowed_at_once_puts_its_servers_question_to_the_client_alone() {
+    let app = spawn_with_agents(&asking_agent_requiring("[]"), |_| {}).await;
+    let mut lines = client_call(&app, "form.txt", REPORT);
+    assert_eq!(next_line(&mut lines).await["session"], true);
+    let elicited = next_line(&mut lines).await;
+    assert_eq!(
+        elicited["elicited"]["message"], "Where should the report go?",
+        "{elicited}"
+    );
+    let result = next_line(&mut lines).await;
+    assert_eq!(
+        report_sent(&result),
+        serde_json::from_str::<Value>(REPORT).unwrap()
+    );
+    // No task held it, so nothing of it is in the inbox, pending or decided.
+    let (_, pending) = app.get("/api/approvals").await;
+    assert_eq!(pending["approvals"], json!([]), "{pending}");
+    let (_, decided) = app.get("/api/approvals?state=decided").await;
+    assert_eq!(decided["decisions"], json!([]), "{decided}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_call_allowed_at_once_for_a_client_that_offered_nothing_has_its_question_refused() {
+    let app = spawn_with_agents(&asking_agent_requiring("[]"), |_| {}).await;
+    let mut lines = client_call(&app, "form.txt", "none");
+    assert_eq!(next_line(&mut lines).await["session"], false);
+    // The server's question is answered with an error saying why, which ends its tool.
+    let result = next_line(&mut lines).await;
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    let text = result["result"]["text"].as_str().unwrap();
+    assert!(text.contains("nobody in Signoff can answer"), "{result}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_2026_07_28_client_is_asked_by_input_required_and_its_retry_answers_the_upstream() {
+    let app = spawn_with_agents(&asking_agent(), |_| {}).await;
+    let mut lines = stateless_client_call(&app, "form.txt", REPORT);
+    assert_eq!(next_line(&mut lines).await["revision"], "2026-07-28");
+    approve_the_read(&app).await;
+    let elicited = next_line(&mut lines).await;
+    assert_eq!(
+        elicited["elicited"]["message"], "Where should the report go?",
+        "{elicited}"
+    );
+    let result = next_line(&mut lines).await;
+    assert_eq!(result["result"]["isError"], false, "{result}");
+    assert_eq!(
+        report_sent(&result),
+        serde_json::from_str::<Value>(REPORT).unwrap()
+    );
+    // The retry's answer closed the inbox copy, as the client's person's answer.
+    let (_, body) = app.get("/api/approvals").await;
+    assert_eq!(body["approvals"], json!([]), "{body}");
+    let (_, decided) = app.get("/api/approvals?state=decided").await;
+    let answered = decided["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|decision| decision["calls"][0]["name"] == "elicitation")
+        .cloned()
+        .unwrap_or_else(|| panic!("the question's decision: {decided}"));
+    assert_eq!(answered["channel"], "mcp_client", "{answered}");
     app.stop().await;
 }

@@ -4,18 +4,24 @@
 //! (`runtime::elicit`); the first answer wins, and the other copy is closed: a client's answer
 //! decides the inbox copy (channel `mcp_client`), a person's withdraws the client's request.
 //!
+//! A call the gate settles at once has no task and no inbox copy: its questions go to the
+//! client alone ([`ClientOnly`]).
+//!
 //! The HTTP side owns the wire (the request on the call's event stream, the client's
 //! response); this module only carries questions to it and answers back.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
+use futures_util::future::{BoxFuture, FutureExt};
 use serde_json::Value;
-use signoff_protocol::hitl::elicitation::{Elicitation, Mode};
+use signoff_protocol::hitl::elicitation::{Elicitation, Mode, Reply};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::approvals::Decider;
+use crate::agent::tools::{Asker, WaitClock};
 
 /// The question modes a client offered (its `elicitation` capability: an empty object is a
 /// form, as the revisions before URL mode had it).
@@ -114,6 +120,54 @@ pub struct Offer {
 impl Drop for Offer {
     fn drop(&mut self) {
         self.withdrawn.cancel();
+    }
+}
+
+/// The asker of a call the gate settled at once. Such a call has no task, so no inbox copy: its
+/// server's questions go to its client alone, which answers as the person the call is for (as
+/// it would on a direct connection to the server). A question in a mode the client did not
+/// offer is declined; one the client leaves unanswered for `wait` is cancelled, and its
+/// request withdrawn.
+pub struct ClientOnly {
+    asking: ClientAsking,
+    wait: Duration,
+    waited: Arc<WaitClock>,
+}
+
+impl ClientOnly {
+    pub fn new(asking: ClientAsking, wait: Duration) -> ClientOnly {
+        ClientOnly {
+            asking,
+            wait,
+            waited: Arc::default(),
+        }
+    }
+}
+
+impl Asker for ClientOnly {
+    fn ask(&self, question: Elicitation) -> BoxFuture<'static, Reply> {
+        let offer = self.asking.offer(&question);
+        let (wait, waited) = (self.wait, self.waited.clone());
+        async move {
+            let Some(mut offer) = offer else {
+                return Reply::Decline;
+            };
+            let _waiting = waited.start();
+            // The offer lives until the answer or the wait's end; dropping it then withdraws
+            // the client's request if it is still open.
+            match tokio::time::timeout(wait, &mut offer.answered).await {
+                // An answer that is no ElicitResult is taken as a dismissal.
+                Ok(Ok(answer)) => Reply::from_value(&answer).unwrap_or(Reply::Cancel),
+                // The client answered with an error, or its call's stream ended.
+                Ok(Err(_)) => Reply::Cancel,
+                Err(_elapsed) => Reply::Cancel,
+            }
+        }
+        .boxed()
+    }
+
+    fn waited(&self) -> Duration {
+        self.waited.waited()
     }
 }
 

@@ -20,9 +20,9 @@ use signoff_protocol::rest::{ApprovalRequestState, RequestStatus, SettledCall};
 use signoff_protocol::{Message, Part, Role};
 
 use crate::agent::approvals::wire_verdict;
-use crate::agent::asked::client::ClientAsking;
+use crate::agent::asked::client::{ClientAsking, ClientOnly};
 use crate::agent::asked::{self, AskedCall};
-use crate::agent::tools::ExposedTool;
+use crate::agent::tools::{ExposedTool, SharedAsker};
 use crate::agent::view;
 use crate::store::{task_state_text, SettledCallRow, TaskRow, Verdict};
 
@@ -32,8 +32,11 @@ use super::{args_sha256, Accepted, Agent, AgentError, Decider, Result, Runtime, 
 
 /// What [`Asked::ask`] did with a call.
 pub enum Asking {
-    /// The gate settled it without asking anyone: it ran (or was allowed), or was refused.
+    /// The gate refused it without asking anyone.
     Settled(ApprovalRequestState),
+    /// The gate allowed it without asking anyone, and its audit is written: the asker runs it
+    /// ([`AllowedCall::run`]) in its own request.
+    Allowed(AllowedCall),
     /// It opened a task, where it waits for whoever may decide it (or for a grant's answer).
     Opened(Accepted),
 }
@@ -86,8 +89,8 @@ impl Asked<'_> {
                 self.runtime.limits.max_message_bytes
             )));
         }
-        if let Some(settled) = self.settle_at_once(who, agent, &tool, &call).await? {
-            return Ok(Asking::Settled(settled));
+        if let Some(settled) = self.settle_at_once(who, agent, &tool, call.clone()).await? {
+            return Ok(settled);
         }
         let title = match title.trim() {
             "" => format!("Asks to run {}", call.gist()),
@@ -114,8 +117,8 @@ impl Asked<'_> {
         who: &Decider,
         agent: &Arc<Agent>,
         tool: &ExposedTool,
-        call: &AskedCall,
-    ) -> Result<Option<ApprovalRequestState>> {
+        call: AskedCall,
+    ) -> Result<Option<Asking>> {
         let runtime = self.runtime;
         // A question and an agent-tool call are not run by their source: the runner asks the
         // person, or starts the subagent's task.
@@ -160,28 +163,23 @@ impl Asked<'_> {
         };
         // Recorded before it runs: an audit that a crash cannot leave behind the call.
         runtime.store.insert_settled_call(row.clone()).await?;
-        let state = match verdict {
-            Verdict::Deny => {
-                let reason = denial(&row, &decided.why);
-                settled_state(&row, RequestStatus::Rejected, None, Some(reason))
-            }
-            Verdict::Approve | Verdict::Cancel | Verdict::Expire => {
-                let started = Instant::now();
-                let timeout = runtime.limits.tool_timeout;
-                let result = agent
-                    .tools
-                    .call(&call.name, call.args.clone(), timeout)
-                    .await;
-                let failed = result.get("isError") == Some(&serde_json::Value::Bool(true));
-                runtime
-                    .metrics
-                    .tool_call(&call.name, started.elapsed(), failed);
-                // A permission prompt's result only repeats the arguments it allows.
-                let result = (result != asked::allowed(&call.args)).then_some(result);
-                settled_state(&row, RequestStatus::Allowed, result, None)
-            }
-        };
-        Ok(Some(state))
+        if verdict == Verdict::Deny {
+            let reason = denial(&row, &decided.why);
+            let state = settled_state(&row, RequestStatus::Rejected, None, Some(reason));
+            return Ok(Some(Asking::Settled(state)));
+        }
+        Ok(Some(Asking::Allowed(AllowedCall {
+            runtime: runtime.clone(),
+            agent: agent.clone(),
+            call,
+            row,
+        })))
+    }
+
+    /// The call of `task_id` has a client that answers its questions again (a 2026-07-28
+    /// client's retry, which waits on it with the answer to the last one).
+    pub fn client_back(&self, task_id: &str, client: ClientAsking) {
+        self.runtime.client_askers.enter(task_id, client);
     }
 
     /// The call of `task_id` no longer has a client that answers its questions (its request
@@ -292,6 +290,44 @@ impl Asked<'_> {
             Some(_) => Ok(row),
             None => Err(AgentError::TaskNotFound(task_id.to_owned())),
         }
+    }
+}
+
+/// A call the gate allowed at once, its audit written, for its asker to run.
+pub struct AllowedCall {
+    runtime: Arc<Runtime>,
+    agent: Arc<Agent>,
+    call: AskedCall,
+    row: SettledCallRow,
+}
+
+impl AllowedCall {
+    /// Runs the call (a permission prompt is only allowed). Its server's questions go to
+    /// `client` if the asker answers them itself (`asked::client::ClientOnly`): the call has no
+    /// task to show them in, so they are declined otherwise.
+    pub async fn run(self, client: Option<ClientAsking>) -> ApprovalRequestState {
+        let AllowedCall {
+            runtime,
+            agent,
+            call,
+            row,
+        } = self;
+        let started = Instant::now();
+        let timeout = runtime.limits.tool_timeout;
+        let asker = client.map(|client| {
+            Arc::new(ClientOnly::new(client, super::elicit::QUESTION_WAIT)) as SharedAsker
+        });
+        let result = agent
+            .tools
+            .call_asking(&call.name, call.args.clone(), timeout, asker)
+            .await;
+        let failed = result.get("isError") == Some(&serde_json::Value::Bool(true));
+        runtime
+            .metrics
+            .tool_call(&call.name, started.elapsed(), failed);
+        // A permission prompt's result only repeats the arguments it allows.
+        let result = (result != asked::allowed(&call.args)).then_some(result);
+        settled_state(&row, RequestStatus::Allowed, result, None)
     }
 }
 

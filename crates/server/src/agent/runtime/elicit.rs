@@ -9,7 +9,7 @@
 //! timeout.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::{BoxFuture, FutureExt};
@@ -18,12 +18,11 @@ use signoff_protocol::hitl::elicitation::{AskedBy, Elicitation, Mode, Reply, ELI
 use signoff_protocol::hitl::question::{answered_result, answers_from_args};
 use signoff_protocol::hitl::{self, ActionRequest, Decision, ToolCall, ToolResult};
 use signoff_protocol::TaskState;
-use tokio::time::Instant;
 
 use crate::agent::approvals::{args_sha256, Actor, Channel, Command, Decide};
 use crate::agent::asked::client::{ClientAsking, Offer};
 use crate::agent::notify::payload::About;
-use crate::agent::tools::{text_result, Asker};
+use crate::agent::tools::{text_result, Asker, WaitClock};
 use crate::agent::view;
 use crate::store::{CallStatus, CallUpdate, Commit, Guard, NewCall};
 
@@ -53,7 +52,7 @@ struct AskerState {
     /// The questions asked so far, for their ids.
     asked: AtomicU32,
     /// Time spent waiting for answers: the finished waits, and since when one is open.
-    waited: Mutex<(Duration, Option<Instant>)>,
+    waited: WaitClock,
 }
 
 impl CallAsker {
@@ -78,7 +77,7 @@ impl CallAsker {
                 asked_by,
                 usage,
                 asked: AtomicU32::new(0),
-                waited: Mutex::new((Duration::ZERO, None)),
+                waited: WaitClock::default(),
             }),
         }
     }
@@ -88,7 +87,7 @@ impl Asker for CallAsker {
     fn ask(&self, question: Elicitation) -> BoxFuture<'static, Reply> {
         let state = self.state.clone();
         async move {
-            let _waiting = Waiting::start(&state);
+            let _waiting = state.waited.start();
             let number = state.asked.fetch_add(1, Ordering::Relaxed) + 1;
             let id = format!("{}.q{number}", state.asked_by.call_id);
             match state.put(&id, &question).await {
@@ -104,35 +103,7 @@ impl Asker for CallAsker {
     }
 
     fn waited(&self) -> Duration {
-        let waited = self
-            .state
-            .waited
-            .lock()
-            .map(|waited| *waited)
-            .unwrap_or_default();
-        waited.0 + waited.1.map_or(Duration::ZERO, |since| since.elapsed())
-    }
-}
-
-/// An open wait for an answer, added to the asker's total when it ends.
-struct Waiting<'a>(&'a AskerState);
-
-impl<'a> Waiting<'a> {
-    fn start(state: &'a AskerState) -> Waiting<'a> {
-        if let Ok(mut waited) = state.waited.lock() {
-            waited.1 = Some(Instant::now());
-        }
-        Waiting(state)
-    }
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut waited) = self.0.waited.lock() {
-            if let Some(since) = waited.1.take() {
-                waited.0 += since.elapsed();
-            }
-        }
+        self.state.waited.waited()
     }
 }
 

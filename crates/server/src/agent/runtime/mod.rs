@@ -41,6 +41,7 @@ mod streams;
 mod subagent;
 mod subagent_remote;
 mod transcript;
+mod turn_writes;
 mod web_push;
 
 pub use super::error::{AgentError, Result};
@@ -49,7 +50,7 @@ pub use crate::agent::approvals::{args_sha256, AuditCall, AuditEntry, PendingApp
 pub use crate::store::Channel;
 pub use apply::Outcome;
 pub use approvals_stream::ApprovalsItem;
-pub use asked::{Asked, Asking};
+pub use asked::{AllowedCall, Asked, Asking};
 pub use grants::Grants;
 pub use handover::LadderEvent;
 pub use links::{BatchSummary, DecidedBy, IssuedLinks, LinkAction, LinkDecision, LinkState, Links};

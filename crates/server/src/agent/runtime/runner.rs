@@ -17,13 +17,12 @@ use crate::agent::model::{
     ran_id, ChatMessage, Model, ModelError, ModelEvent, ModelRequest, ModelToolCall,
 };
 use crate::agent::view::{self};
-use crate::store::{
-    CallRow, CallStatus, Commit, Guard, NewCall, Store, StoreError, TaskRow, LEASE,
-};
+use crate::store::{CallRow, CallStatus, Commit, Guard, NewCall, Store, TaskRow, LEASE};
 
 use super::reviewing;
 use super::screening::{Requester, Screened};
 use super::transcript::*;
+use super::turn_writes::TurnWrites;
 use super::{Agent, AgentError, Result, Runtime};
 use crate::agent::approvals::args_sha256;
 
@@ -269,7 +268,9 @@ impl Runtime {
         };
         let (task_id, context_id) = (row.id.clone(), row.context_id.clone());
         if state == TaskState::Submitted {
-            self.mark_working(&task_id, &context_id).await?;
+            TurnWrites::new(&self, &task_id, &context_id)
+                .working()
+                .await?;
         }
         let mut transcript = transcript_of(&row)?;
         // The conversation before this task, in the same session.
@@ -329,8 +330,9 @@ impl Runtime {
                 as_message,
             } = turn;
             if calls.is_empty() {
-                if self
-                    .complete_turn(&run, &mut transcript, text, as_message)
+                let writes = TurnWrites::new(&self, &task_id, &context_id);
+                if writes
+                    .complete(run.usage, &mut transcript, text, as_message)
                     .await?
                 {
                     return Ok(());
@@ -373,62 +375,6 @@ impl Runtime {
                 (view.task, view.earlier, view.calls)
             }
         })
-    }
-
-    /// Moves a submitted task to `working`, the runner's first write (guarded, so a task
-    /// canceled meanwhile stays canceled).
-    async fn mark_working(&self, task_id: &str, context_id: &str) -> Result<()> {
-        let working = view::status_event(task_id, context_id, TaskState::Working, None, None);
-        let commit = Commit {
-            state: Some(TaskState::Working),
-            guard: Some(Guard::NotTerminal),
-            ..Commit::default()
-        };
-        self.commit(task_id, vec![working], commit).await?;
-        Ok(())
-    }
-
-    /// Completes the task with a turn that asked for no calls: its text closes the transcript,
-    /// and the completed status carries the tokens used. Returns `false`, with the text kept
-    /// in the transcript, when a message is waiting (the commit then leaves the task working,
-    /// so the runner takes another turn).
-    async fn complete_turn(
-        &self,
-        run: &TaskRun<'_>,
-        transcript: &mut Vec<ChatMessage>,
-        text: String,
-        as_message: bool,
-    ) -> Result<bool> {
-        let (task_id, context_id) = (run.task_id.as_str(), run.context_id.as_str());
-        // An answer given as one message is the completed status's message.
-        let reply =
-            as_message.then(|| view::agent_message(task_id, context_id, vec![Part::text(&text)]));
-        transcript.push(ChatMessage::Assistant {
-            text,
-            tool_calls: Vec::new(),
-        });
-        let metadata = view::usage_metadata(run.usage.0, run.usage.1);
-        let done = view::status_event(
-            task_id,
-            context_id,
-            TaskState::Completed,
-            reply,
-            Some(metadata),
-        );
-        let commit = Commit {
-            state: Some(TaskState::Completed),
-            transcript: Some(transcript_value(transcript)?),
-            guard: Some(Guard::NotTerminal),
-            unless_queued: true,
-            ..Commit::default()
-        };
-        match self.commit(task_id, vec![done], commit).await {
-            Err(AgentError::Store(StoreError::MessagesWaiting)) => Ok(false),
-            completed => {
-                completed?;
-                Ok(true)
-            }
-        }
     }
 
     /// Records a turn that asked for calls. Every call of the turn gets the server's id, is
@@ -545,7 +491,7 @@ impl Runtime {
             (run.task_id.clone(), run.context_id.clone(), run.cancel);
         let (task_id, context_id) = (task_id.as_str(), context_id.as_str());
         let mut stream = run.model.turn(request);
-        let mut answer = AnswerStream::new();
+        let mut writes = TurnWrites::new(self, task_id, context_id);
         let mut text = String::new();
         let mut calls = Vec::new();
         let started = Instant::now();
@@ -586,9 +532,7 @@ impl Runtime {
             match event {
                 ModelEvent::Text(chunk) => {
                     text.push_str(&chunk);
-                    if let Some(event) = answer.push(task_id, context_id, chunk) {
-                        self.commit(task_id, vec![event], step_commit()).await?;
-                    }
+                    writes.chunk(chunk).await?;
                 }
                 ModelEvent::ToolCall(call) => {
                     calls.push(call);
@@ -614,7 +558,7 @@ impl Runtime {
                 ModelEvent::Artifact(artifact) => {
                     let event =
                         view::whole_artifact(task_id, context_id, &artifact.name, artifact.parts);
-                    self.commit(task_id, vec![event], step_commit()).await?;
+                    writes.step(event).await?;
                 }
                 ModelEvent::Ran(mut call) => {
                     call.id = ran_id(&call.id);
@@ -624,21 +568,18 @@ impl Runtime {
                         continue;
                     }
                     let parts = ran_parts(call);
-                    self.commit_aside(task_id, context_id, &mut answer, parts)
-                        .await?;
+                    writes.aside(parts).await?;
                 }
                 ModelEvent::Reported(call) => {
                     let Some(part) = reported_part(&run.calls, call) else {
                         tracing::warn!(task = %task_id, "dropped a report on a call that was not allowed to run");
                         continue;
                     };
-                    self.commit_aside(task_id, context_id, &mut answer, vec![part])
-                        .await?;
+                    writes.aside(vec![part]).await?;
                 }
                 ModelEvent::Thought(thought) => {
                     let parts = vec![signoff_protocol::hitl::ran::thought_part(thought)];
-                    self.commit_aside(task_id, context_id, &mut answer, parts)
-                        .await?;
+                    writes.aside(parts).await?;
                 }
                 ModelEvent::Usage(turn) => {
                     run.usage.0 += turn.prompt_tokens;
@@ -647,45 +588,12 @@ impl Runtime {
             }
         }
         self.metrics.model_turn(&agent_key, started.elapsed(), None);
-        if let Some(event) = answer.close(task_id, context_id) {
-            self.commit(task_id, vec![event], step_commit()).await?;
-        }
+        writes.close_answer().await?;
         Ok(Some(Turn {
             text,
             calls,
             as_message,
         }))
-    }
-
-    /// Commits what the model did beside its answer (a call it ran itself, a thought) as one
-    /// working status update. The answer so far ends first, so text after it streams as a new
-    /// answer, below it.
-    async fn commit_aside(
-        &self,
-        task_id: &str,
-        context_id: &str,
-        answer: &mut AnswerStream,
-        parts: Vec<Part>,
-    ) -> Result<()> {
-        let mut events: Vec<StreamEvent> = answer.close(task_id, context_id).into_iter().collect();
-        let message = view::agent_message(task_id, context_id, parts);
-        events.push(view::status_event(
-            task_id,
-            context_id,
-            TaskState::Working,
-            Some(message),
-            None,
-        ));
-        self.commit(task_id, events, step_commit()).await?;
-        Ok(())
-    }
-}
-
-/// A commit of one step of a turn, while the task is not over.
-fn step_commit() -> Commit {
-    Commit {
-        guard: Some(Guard::NotTerminal),
-        ..Commit::default()
     }
 }
 
@@ -710,57 +618,6 @@ fn reported_part(
         return None;
     }
     call.result_part()
-}
-
-/// The turn's answer text as it streams: artifact updates on one artifact, one chunk held back
-/// so that the last can say `lastChunk`.
-struct AnswerStream {
-    artifact_id: String,
-    held: Option<String>,
-    sent_any: bool,
-}
-
-impl AnswerStream {
-    fn new() -> AnswerStream {
-        AnswerStream {
-            artifact_id: view::new_id(),
-            held: None,
-            sent_any: false,
-        }
-    }
-
-    /// Holds `chunk` back, and gives the update of the chunk held before it, if any.
-    fn push(&mut self, task_id: &str, context_id: &str, chunk: String) -> Option<StreamEvent> {
-        if chunk.is_empty() {
-            return None;
-        }
-        let previous = self.held.replace(chunk)?;
-        let event = view::text_chunk(
-            task_id,
-            context_id,
-            &self.artifact_id,
-            previous,
-            self.sent_any,
-            false,
-        );
-        self.sent_any = true;
-        Some(event)
-    }
-
-    /// Ends the answer: the held chunk as its last, if any; text after it starts a new one.
-    fn close(&mut self, task_id: &str, context_id: &str) -> Option<StreamEvent> {
-        let last = self.held.take()?;
-        let event = view::text_chunk(
-            task_id,
-            context_id,
-            &self.artifact_id,
-            last,
-            self.sent_any,
-            true,
-        );
-        *self = AnswerStream::new();
-        Some(event)
-    }
 }
 
 /// The `function_call` parts announcing a turn's calls, one working status each; a call a

@@ -8,9 +8,9 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
-use sha2::Sha256;
+
+use crate::http::sealed;
 
 /// The store's name for the key attempts are MACed with.
 pub const KEY_NAME: &str = "login-attempt-hmac-sha256";
@@ -46,29 +46,14 @@ pub fn decode_key(stored: &str) -> Result<Vec<u8>, String> {
         .map_err(|err| format!("the stored sign-in key is not base64: {err}"))
 }
 
-fn mac(key: &[u8], payload: &str) -> Result<Hmac<Sha256>, String> {
-    let mut mac =
-        Hmac::<Sha256>::new_from_slice(key).map_err(|err| format!("the sign-in key: {err}"))?;
-    mac.update(CONTEXT);
-    mac.update(payload.as_bytes());
-    Ok(mac)
-}
-
 /// The cookie value of `attempt`: its JSON and its MAC, each base64url, joined by a dot.
 pub fn seal(key: &[u8], attempt: &Attempt) -> Result<String, String> {
-    let json = serde_json::to_vec(attempt).map_err(|err| format!("a sign-in: {err}"))?;
-    let payload = URL_SAFE_NO_PAD.encode(json);
-    let tag = mac(key, &payload)?.finalize().into_bytes();
-    Ok(format!("{payload}.{}", URL_SAFE_NO_PAD.encode(tag)))
+    sealed::seal(key, CONTEXT, attempt)
 }
 
 /// The attempt a cookie value holds, if its MAC is ours (checked in constant time).
 pub fn open(key: &[u8], value: &str) -> Option<Attempt> {
-    let (payload, tag) = value.split_once('.')?;
-    let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
-    mac(key, payload).ok()?.verify_slice(&tag).ok()?;
-    let json = URL_SAFE_NO_PAD.decode(payload).ok()?;
-    serde_json::from_slice(&json).ok()
+    sealed::open(key, CONTEXT, value)
 }
 
 #[cfg(test)]
