@@ -130,32 +130,22 @@ fn report_sent(result: &Value) -> Value {
     serde_json::from_str(sent).unwrap()
 }
 
-#[tokio::test]
-async fn the_clients_answer_reaches_the_upstream_and_closes_the_inbox_copy() {
-    let app = spawn_with_agents(&asking_agent(), |_| {}).await;
-    let mut lines = client_call(&app, "form.txt", REPORT);
-    let listed = next_line(&mut lines).await;
-    assert_eq!(
-        listed["session"], true,
-        "a client that offered elicitation gets a session: {listed}"
-    );
-    // The question's inbox copy is not looked for while it waits: a client that answers at once
-    // may close it before any poll would see it.
-    approve_the_read(&app).await;
-    let elicited = next_line(&mut lines).await;
+/// The client was asked the asking server's form and answered it with [`REPORT`]: the upstream
+/// got that answer, and the inbox copy is closed, decided by the client's person on channel
+/// `mcp_client`.
+async fn the_client_answered_the_form(app: &TestApp, lines: &mut Lines) {
+    let elicited = next_line(lines).await;
     assert_eq!(
         elicited["elicited"]["message"], "Where should the report go?",
         "{elicited}"
     );
     assert_eq!(elicited["elicited"]["mode"], "form");
-    let result = next_line(&mut lines).await;
+    let result = next_line(lines).await;
     assert_eq!(result["result"]["isError"], false, "{result}");
     assert_eq!(
         report_sent(&result),
         serde_json::from_str::<Value>(REPORT).unwrap()
     );
-
-    // The inbox copy is closed, as answered by the client's person through the client.
     let (_, body) = app.get("/api/approvals").await;
     assert_eq!(body["approvals"], json!([]), "{body}");
     let (_, decided) = app.get("/api/approvals?state=decided").await;
@@ -168,6 +158,21 @@ async fn the_clients_answer_reaches_the_upstream_and_closes_the_inbox_copy() {
         .unwrap_or_else(|| panic!("the question's decision: {decided}"));
     assert_eq!(answered["channel"], "mcp_client", "{answered}");
     assert_eq!(answered["calls"][0]["verdict"], "approve", "{answered}");
+}
+
+#[tokio::test]
+async fn the_clients_answer_reaches_the_upstream_and_closes_the_inbox_copy() {
+    let app = spawn_with_agents(&asking_agent(), |_| {}).await;
+    let mut lines = client_call(&app, "form.txt", REPORT);
+    let listed = next_line(&mut lines).await;
+    assert_eq!(
+        listed["session"], true,
+        "a client that offered elicitation gets a session: {listed}"
+    );
+    // The question's inbox copy is not looked for while it waits: a client that answers at once
+    // may close it before any poll would see it.
+    approve_the_read(&app).await;
+    the_client_answered_the_form(&app, &mut lines).await;
     app.stop().await;
 }
 
@@ -267,28 +272,7 @@ async fn a_2026_07_28_client_is_asked_by_input_required_and_its_retry_answers_th
     let mut lines = stateless_client_call(&app, "form.txt", REPORT);
     assert_eq!(next_line(&mut lines).await["revision"], "2026-07-28");
     approve_the_read(&app).await;
-    let elicited = next_line(&mut lines).await;
-    assert_eq!(
-        elicited["elicited"]["message"], "Where should the report go?",
-        "{elicited}"
-    );
-    let result = next_line(&mut lines).await;
-    assert_eq!(result["result"]["isError"], false, "{result}");
-    assert_eq!(
-        report_sent(&result),
-        serde_json::from_str::<Value>(REPORT).unwrap()
-    );
-    // The retry's answer closed the inbox copy, as the client's person's answer.
-    let (_, body) = app.get("/api/approvals").await;
-    assert_eq!(body["approvals"], json!([]), "{body}");
-    let (_, decided) = app.get("/api/approvals?state=decided").await;
-    let answered = decided["decisions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|decision| decision["calls"][0]["name"] == "elicitation")
-        .cloned()
-        .unwrap_or_else(|| panic!("the question's decision: {decided}"));
-    assert_eq!(answered["channel"], "mcp_client", "{answered}");
+    // The retry brought the answer.
+    the_client_answered_the_form(&app, &mut lines).await;
     app.stop().await;
 }
