@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
+use signoff_protocol::hitl::elicitation::ELICITATION;
 use signoff_protocol::hitl::ASK_USER;
 
 use super::ConfigError;
@@ -423,7 +424,9 @@ pub fn check_rules(
                 ),
             ));
         }
-        if let Some(exposed) = exposed {
+        // `elicitation` is no tool of the agent's: it names the approvals its servers ask for
+        // (Codex's commands), which meet the rules before anyone is asked.
+        if let Some(exposed) = exposed.filter(|_| rule.tool != ELICITATION) {
             if !exposed.contains(&rule.tool.as_str()) {
                 return Err(ConfigError::invalid(
                     format!("{at}.tool"),
