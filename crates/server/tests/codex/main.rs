@@ -372,3 +372,47 @@ async fn codexs_patch_approval_shows_the_diff_and_an_approval_applies_it() {
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "hello\n");
     app.stop().await;
 }
+
+/// A Cedar policy meets Codex's approval as it meets a tool call: a permit of tool
+/// `elicitation` from source `codex` lets the command run without a card, audited as the
+/// policy's.
+#[tokio::test]
+async fn a_cedar_permit_runs_codexs_command_without_a_card() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let endpoint = start_endpoint(
+        dir.path(),
+        json!([{"shell": "echo ran >> marker"}, {"text": "made it"}]),
+    )
+    .await;
+    let home = codex_home(dir.path(), endpoint.port);
+    let policies = dir.path().join("policies");
+    std::fs::create_dir_all(&policies).unwrap();
+    std::fs::write(
+        policies.join("codex.cedar"),
+        r#"
+@id("codex-echo")
+permit (principal, action == Signoff::Action::"call", resource == Signoff::Tool::"elicitation")
+when { resource.source == "codex" && context.args.command like "echo *" };
+"#,
+    )
+    .unwrap();
+    let app = spawn_with_agents(&codex_agent(&home, ""), move |config| {
+        config.policies_dir = Some(policies);
+    })
+    .await;
+    let mut lines = call_codex(&app, &work);
+    next_line(&mut lines).await;
+    approve_the_run(&app).await;
+    let result = next_line(&mut lines).await;
+    assert_eq!(result["result"]["text"], "made it", "{result}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("marker")).unwrap(),
+        "ran\n"
+    );
+    let decisions = approval_decisions(&app).await;
+    assert_eq!(verdicts(&decisions), [json!("approve")], "{decisions:?}");
+    assert_eq!(decisions[0]["channel"], "policy", "{decisions:?}");
+    app.stop().await;
+}

@@ -598,6 +598,27 @@ mod tests {
     }
 
     #[test]
+    fn a_rule_may_name_the_approvals_servers_ask_for_though_no_tool_has_that_name() {
+        let rule = |tool: &str| RuleSpec {
+            tool: tool.into(),
+            action: RuleAction::Deny,
+            when: None,
+            approvers: None,
+            requester_may_approve: None,
+            quorum: None,
+            remind_after: None,
+            escalate_after: None,
+            escalate_to: None,
+            max_extend: None,
+            handover_may_widen: None,
+        };
+        let exposed = ["codex"];
+        check_rules("agents[0]", &[rule(ELICITATION)], Some(&exposed)).unwrap();
+        let error = check_rules("agents[0]", &[rule("codex-reply")], Some(&exposed)).unwrap_err();
+        assert!(error.to_string().contains("not an exposed tool"), "{error}");
+    }
+
+    #[test]
     fn equals_regex_range_and_any() {
         let spec = |value: Value| -> MatchSpec { serde_json::from_value(value).unwrap() };
         let equals = spec(json!({"equals": "a.txt"})).compile().unwrap();
