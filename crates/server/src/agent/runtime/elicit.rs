@@ -4,10 +4,11 @@
 //! own like any held call: stored before it is announced, notified, in the inbox, decided
 //! through `apply` by whoever may answer the task's questions. Its decision is the reply: an
 //! answered form, an approved URL or an approved approval (Codex's command) is `accept`, a
-//! rejection `decline`, an expiry or a cancel `cancel`. The running call waits in memory meanwhile (a call cannot outlive its process; one
-//! a restart interrupted is reported as such), and the wait is not counted against its tool
-//! timeout. A server's approval (Codex's command) meets the gate a tool call meets first
-//! (`gate`): rules and Cedar may decide it without a card.
+//! rejection `decline`, an expiry or a cancel `cancel`. The running call waits in memory
+//! meanwhile (a call cannot outlive its process; one a restart interrupted is reported as
+//! such), and the wait is not counted against its tool timeout. A server's approval (Codex's
+//! command) meets the gate a tool call meets first (`gate`): rules and Cedar may decide it
+//! without a card.
 
 mod gate;
 
