@@ -394,7 +394,8 @@ async fn a_cedar_permit_runs_codexs_command_without_a_card() {
         r#"
 @id("codex-echo")
 permit (principal, action == Signoff::Action::"call", resource == Signoff::Tool::"elicitation")
-when { resource.source == "codex" && context.args.command like "echo *" };
+when { resource.source == "codex" && context.args has command
+       && context.args.command like "echo *" };
 "#,
     )
     .unwrap();
