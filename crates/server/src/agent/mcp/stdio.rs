@@ -108,13 +108,19 @@ impl Transport<RoleClient> for StdioChild {
 
 impl Drop for StdioChild {
     fn drop(&mut self) {
-        // A process left running would outlive its connection; kill() also reaps it.
+        // A process left running would outlive its connection. The group is killed here and
+        // now, not in a task: a runtime that is shutting down (a test that panicked, the
+        // server's end) may never run one, and the program's own children (node's codex)
+        // would live on. It is reaped in the background where a runtime still runs.
         if let Some(mut child) = self.child.take() {
-            tokio::spawn(async move {
-                if let Err(error) = Box::into_pin(child.kill()).await {
-                    tracing::warn!("a stdio MCP server could not be stopped: {error}");
-                }
-            });
+            if let Err(error) = child.start_kill() {
+                tracing::warn!("a stdio MCP server could not be stopped: {error}");
+            }
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    let _ = child.wait().await;
+                });
+            }
         }
     }
 }
