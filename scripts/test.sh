@@ -69,6 +69,8 @@ step "Claude Code and the MCP TypeScript SDK for the gateway tests (npm's @anthr
 "$ROOT/crates/server/tests/gateway/install.sh"
 step "Claude Code over ACP for the coding-agent tests (npm's @zed-industries/claude-code-acp)"
 "$ROOT/crates/server/tests/acp/install.sh"
+step "Codex for the codex tests (npm's @openai/codex, the last release with codex mcp-server)"
+"$ROOT/crates/server/tests/codex/install.sh"
 
 step "The worked examples of docs/policies.md: signoff policy check and test"
 cargo run --locked -q -p signoff-server -- policy check --agents docs/policies/agents.toml \

@@ -2,11 +2,13 @@
 //! or an input request of the 2026-07-28 revision's `input_required` result), as Signoff shows
 //! it: one call named [`ELICITATION`] beside the call that asked (docs/wire.md, Questions from a
 //! tool's server). A form's fields become [`Question`]s, answered like `ask_user`'s; a URL is
-//! approved (the person opens it) or rejected. The answer goes back as the MCP `ElicitResult`
-//! ([`Reply`]).
+//! approved (the person opens it) or rejected. An approval a server asks for in a shape of its
+//! own (Codex's, [`super::codex`]) is approved or rejected like a tool call. The answer goes
+//! back as the MCP `ElicitResult` ([`Reply`]), or as the server's own shape of it.
 
 use serde_json::{json, Map, Value};
 
+use super::codex;
 use super::question::{Answer, AnswerKind, Question, NO, YES};
 
 /// The name of the call that carries a server's question.
@@ -33,7 +35,24 @@ pub enum Mode {
     },
     /// A page the person opens themselves (a sign-in, a payment); nothing passes through Signoff.
     Url { url: String, elicitation_id: String },
+    /// Something the server would do once approved (Codex's command or patch): approved or
+    /// rejected, like a tool call.
+    Approval(Approval),
 }
+
+/// What a server asks to be approved, as its card shows it and rules read it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Approval {
+    /// Which approval: Codex's `exec-approval` or `patch-approval`.
+    pub kind: String,
+    /// What it would do, as the call's arguments beside who asked: a command's `command`,
+    /// `argv` and `cwd`, a patch's `changes`, and a `reason` where the server gave one.
+    pub details: Map<String, Value>,
+}
+
+/// The arguments of a question's call that say who asked and what; an approval's details are
+/// the others.
+const ASKED_KEYS: &[&str] = &["server", "tool", "call_id", "message", "mode", "kind"];
 
 /// A server's question.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +90,8 @@ pub enum ElicitationError {
     AsksForSecret(String),
     #[error("the URL cannot be offered: {0}")]
     BadUrl(String),
+    #[error("the approval cannot be shown: {0}")]
+    BadApproval(String),
 }
 
 impl Elicitation {
@@ -82,6 +103,10 @@ impl Elicitation {
             .filter(|message| !message.trim().is_empty())
             .ok_or(ElicitationError::NoMessage)?
             .to_owned();
+        if codex::is_approval(params) {
+            let mode = Mode::Approval(codex::approval(params)?);
+            return Ok(Elicitation { message, mode });
+        }
         let mode = match params.get("mode").and_then(Value::as_str) {
             None | Some("form") => {
                 let schema = params
@@ -106,6 +131,26 @@ impl Elicitation {
                     url: url.to_owned(),
                     elicitation_id,
                 }
+            }
+            // An approval's call arguments, read back (`to_args`).
+            Some("approval") => {
+                let kind = params
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let details = params
+                    .as_object()
+                    .map(|args| {
+                        args.iter()
+                            .filter(|(key, _)| !ASKED_KEYS.contains(&key.as_str()))
+                            .map(|(key, value)| (key.clone(), value.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Mode::Approval(Approval {
+                    kind: kind.to_owned(),
+                    details,
+                })
             }
             Some(other) => return Err(ElicitationError::UnknownMode(other.to_owned())),
         };
@@ -137,15 +182,28 @@ impl Elicitation {
                     object.insert("url".to_owned(), json!(url));
                     object.insert("elicitationId".to_owned(), json!(elicitation_id));
                 }
+                Mode::Approval(Approval { kind, details }) => {
+                    object.insert("mode".to_owned(), json!("approval"));
+                    object.insert("kind".to_owned(), json!(kind));
+                    for (key, value) in details {
+                        object.entry(key.clone()).or_insert_with(|| value.clone());
+                    }
+                }
             }
         }
         args
     }
 
     /// The params of an `elicitation/create` request that asks it again (the gateway's client
-    /// is asked what the upstream server asked).
+    /// is asked what the upstream server asked); an approval is asked as an empty form, which
+    /// accepted approves it.
     pub fn to_request(&self) -> Value {
         match &self.mode {
+            Mode::Approval(_) => json!({
+                "mode": "form",
+                "message": self.message,
+                "requestedSchema": {"type": "object", "properties": {}},
+            }),
             Mode::Form { schema, .. } => json!({
                 "mode": "form",
                 "message": self.message,

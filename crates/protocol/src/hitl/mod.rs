@@ -11,6 +11,7 @@
 //! responses in message metadata) is read and written by [`extension`].
 
 mod call;
+pub mod codex;
 mod decision;
 pub mod elicitation;
 pub mod extension;

@@ -51,7 +51,8 @@ impl Offered {
     /// Whether the client can be asked `question`.
     pub fn takes(self, question: &Elicitation) -> bool {
         match question.mode {
-            Mode::Form { .. } => self.form,
+            // An approval is asked again as an empty form.
+            Mode::Form { .. } | Mode::Approval(_) => self.form,
             Mode::Url { .. } => self.url,
         }
     }

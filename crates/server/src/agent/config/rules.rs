@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
+use signoff_protocol::hitl::elicitation::ELICITATION;
 use signoff_protocol::hitl::ASK_USER;
 
 use super::ConfigError;
@@ -423,7 +424,9 @@ pub fn check_rules(
                 ),
             ));
         }
-        if let Some(exposed) = exposed {
+        // `elicitation` is no tool of the agent's: it names the approvals its servers ask for
+        // (Codex's commands), which meet the rules before anyone is asked.
+        if let Some(exposed) = exposed.filter(|_| rule.tool != ELICITATION) {
             if !exposed.contains(&rule.tool.as_str()) {
                 return Err(ConfigError::invalid(
                     format!("{at}.tool"),
@@ -592,6 +595,27 @@ mod tests {
             None,
         )
         .unwrap();
+    }
+
+    #[test]
+    fn a_rule_may_name_the_approvals_servers_ask_for_though_no_tool_has_that_name() {
+        let rule = |tool: &str| RuleSpec {
+            tool: tool.into(),
+            action: RuleAction::Deny,
+            when: None,
+            approvers: None,
+            requester_may_approve: None,
+            quorum: None,
+            remind_after: None,
+            escalate_after: None,
+            escalate_to: None,
+            max_extend: None,
+            handover_may_widen: None,
+        };
+        let exposed = ["codex"];
+        check_rules("agents[0]", &[rule(ELICITATION)], Some(&exposed)).unwrap();
+        let error = check_rules("agents[0]", &[rule("codex-reply")], Some(&exposed)).unwrap_err();
+        assert!(error.to_string().contains("not an exposed tool"), "{error}");
     }
 
     #[test]

@@ -7,18 +7,22 @@
 //! An `elicitation/create` request names no call. A connection is shared by every chat, so a
 //! question is put to the one call in flight on it; with several in flight it cannot be told
 //! whose it is, and it is declined rather than shown to someone it may not be for.
+//!
+//! Codex's approval requests arrive as a custom request (`codex::METHOD`, renamed on the way in
+//! so their `codex_*` fields survive) and are answered with the decision Codex expects.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ErrorData as McpError,
-    Implementation, InputRequest, InputRequests,
+    ClientCapabilities, ClientConfig, CustomRequest, CustomResult, ElicitRequestParams,
+    ElicitResult, ErrorData as McpError, Implementation, InputRequest, InputRequests,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{json, Value};
+use signoff_protocol::hitl::codex::{self, decision};
 use signoff_protocol::hitl::elicitation::{Elicitation, Reply};
 
 use crate::agent::tools::SharedAsker;
@@ -113,6 +117,43 @@ impl ClientHandler for AskBack {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, McpError> {
+        let params = serde_json::to_value(&request)
+            .map_err(|error| McpError::internal_error(error.to_string(), None))?;
+        let reply = self.ask_for_call(&params).await?;
+        serde_json::from_value(reply.to_value())
+            .map_err(|error| McpError::internal_error(error.to_string(), None))
+    }
+
+    /// Codex's approval request (`codex::METHOD`): asked as any question is, answered with
+    /// Codex's `{"decision"}`. Any other custom request is not Signoff's to answer.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CustomResult, McpError> {
+        if request.method != super::codex::METHOD {
+            return Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                request.method,
+                None,
+            ));
+        }
+        let params = request.params.unwrap_or(Value::Null);
+        // Only what `codex::mark` renamed is read this way: nothing else is an approval.
+        if !codex::is_approval(&params) {
+            return Err(McpError::invalid_params(
+                "not one of Codex's approval requests",
+                None,
+            ));
+        }
+        let reply = self.ask_for_call(&params).await?;
+        Ok(CustomResult::new(decision(&reply)))
+    }
+}
+
+impl AskBack {
+    /// Puts a question (`elicitation/create` params) to the one call in flight's asker.
+    async fn ask_for_call(&self, params: &Value) -> Result<Reply, McpError> {
         let asker = match self.in_flight.only_asker() {
             Ok(asker) => asker,
             Err(why) => {
@@ -120,13 +161,9 @@ impl ClientHandler for AskBack {
                 return Err(McpError::invalid_request(why.to_owned(), None));
             }
         };
-        let params = serde_json::to_value(&request)
-            .map_err(|error| McpError::internal_error(error.to_string(), None))?;
-        let reply = ask(&asker, &self.server, &params)
+        ask(&asker, &self.server, params)
             .await
-            .map_err(|error| McpError::invalid_params(error, None))?;
-        serde_json::from_value(reply.to_value())
-            .map_err(|error| McpError::internal_error(error.to_string(), None))
+            .map_err(|error| McpError::invalid_params(error, None))
     }
 }
 

@@ -6,7 +6,6 @@
 //! fail at once with the last error.
 
 use std::collections::HashMap;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,7 +14,7 @@ use rmcp::service::{
     serve_client_with_lifecycle_and_ct, ClientLifecycleMode, QuitReason, RunningService,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{Peer, RoleClient, ServiceError, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
@@ -25,6 +24,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::asking::{answer_input_requests, AskBack, InFlight};
 use super::direct::{self, Direct, DirectError};
 use super::sse::SseClientTransport;
+use super::stdio::StdioChild;
 use crate::agent::config::Endpoint;
 use crate::agent::schema::ArgsSchema;
 use crate::agent::tools::SharedAsker;
@@ -423,9 +423,7 @@ impl Supervisor {
                 let mut wrapped = process_wrap::tokio::CommandWrap::from(child);
                 // Its own process group, so stopping it also stops what it started (npx -> node).
                 wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
-                let (transport, stderr) = TokioChildProcess::builder(wrapped)
-                    .stderr(Stdio::piped())
-                    .spawn()
+                let (transport, stderr) = StdioChild::spawn(wrapped)
                     .map_err(|error| format!("cannot start {command:?}: {error}"))?;
                 if let Some(stderr) = stderr {
                     tokio::spawn(keep_stderr(self.name.clone(), stderr, stderr_tail));

@@ -4,9 +4,11 @@
 //! `mcp_http`) and their checks are in `agent::config`.
 
 pub mod asking;
+pub mod codex;
 pub mod connection;
 pub mod direct;
 pub mod sse;
+pub mod stdio;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -3,10 +3,14 @@
 //! `elicitation` and nested under the running call (`CALL.qN`), paused for in a batch of its
 //! own like any held call: stored before it is announced, notified, in the inbox, decided
 //! through `apply` by whoever may answer the task's questions. Its decision is the reply: an
-//! answered form or an approved URL is `accept`, a rejection `decline`, an expiry or a cancel
-//! `cancel`. The running call waits in memory meanwhile (a call cannot outlive its process; one
-//! a restart interrupted is reported as such), and the wait is not counted against its tool
-//! timeout.
+//! answered form, an approved URL or an approved approval (Codex's command) is `accept`, a
+//! rejection `decline`, an expiry or a cancel `cancel`. The running call waits in memory
+//! meanwhile (a call cannot outlive its process; one a restart interrupted is reported as
+//! such), and the wait is not counted against its tool timeout. A server's approval (Codex's
+//! command) meets the gate a tool call meets first (`gate`): rules and Cedar may decide it
+//! without a card.
+
+mod gate;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -15,8 +19,9 @@ use std::time::Duration;
 use futures_util::future::{BoxFuture, FutureExt};
 use serde_json::Value;
 use signoff_protocol::hitl::elicitation::{AskedBy, Elicitation, Mode, Reply, ELICITATION};
+use signoff_protocol::hitl::preview::preview_metadata;
 use signoff_protocol::hitl::question::{answered_result, answers_from_args};
-use signoff_protocol::hitl::{self, ActionRequest, Decision, ToolCall, ToolResult};
+use signoff_protocol::hitl::{self, ActionRequest, Decision, ToolCall, ToolResult, Why};
 use signoff_protocol::TaskState;
 
 use crate::agent::approvals::{args_sha256, Actor, Channel, Command, Decide};
@@ -26,7 +31,9 @@ use crate::agent::tools::{text_result, Asker, WaitClock};
 use crate::agent::view;
 use crate::store::{CallStatus, CallUpdate, Commit, Guard, NewCall};
 
+use super::screening::Requester;
 use super::{Agent, Result, Runtime};
+use gate::Gated;
 
 /// The longest a server's question waits for an answer when the agent sets no sooner deadline:
 /// the server holds its call open meanwhile.
@@ -47,6 +54,9 @@ struct AskerState {
     task_id: String,
     context_id: String,
     user_id: String,
+    /// The requester's groups, and whether the task is a subagent's: for the policies.
+    groups: Vec<String>,
+    subagent: bool,
     asked_by: AskedBy,
     usage: (u64, u64),
     /// The questions asked so far, for their ids.
@@ -56,14 +66,11 @@ struct AskerState {
 }
 
 impl CallAsker {
-    /// The asker of the call `asked_by` names, which runs in `task_id`.
-    #[allow(clippy::too_many_arguments)]
+    /// The asker of the call `asked_by` names, which runs in the requester's task.
     pub(super) fn new(
         runtime: Arc<Runtime>,
         agent: Arc<Agent>,
-        task_id: &str,
-        context_id: &str,
-        user_id: &str,
+        requester: &Requester<'_>,
         asked_by: AskedBy,
         usage: (u64, u64),
     ) -> CallAsker {
@@ -71,9 +78,11 @@ impl CallAsker {
             state: Arc::new(AskerState {
                 runtime,
                 agent,
-                task_id: task_id.to_owned(),
-                context_id: context_id.to_owned(),
-                user_id: user_id.to_owned(),
+                task_id: requester.task_id.to_owned(),
+                context_id: requester.context_id.to_owned(),
+                user_id: requester.user.to_owned(),
+                groups: requester.groups.to_vec(),
+                subagent: requester.subagent,
                 asked_by,
                 usage,
                 asked: AtomicU32::new(0),
@@ -130,7 +139,11 @@ impl AskerState {
             task_id: &self.task_id,
             wake: runtime.log.hub.watch(&self.task_id),
         };
-        self.pause(id, question).await?;
+        let why = match gate::gate(self, id, question).await? {
+            Gated::Decided(reply) => return Ok(reply),
+            Gated::Waits(why) => why,
+        };
+        self.pause(id, question, why).await?;
         // The gateway's client is asked too, if it answers questions itself: the first answer
         // wins. Dropping the offer (whoever answered) withdraws the client's request.
         let mut client = self.offer_client(question).await?;
@@ -204,7 +217,7 @@ impl AskerState {
                 let content = content.clone().unwrap_or_default();
                 Decision::answer(Reply::answers_of(questions, &content))
             }
-            (Reply::Accept(_), Mode::Url { .. }) => Decision::approve_all(),
+            (Reply::Accept(_), Mode::Url { .. } | Mode::Approval(_)) => Decision::approve_all(),
             (Reply::Decline, _) => Decision::deny_all(Some("declined in the MCP client".into())),
             (Reply::Cancel, _) => Decision::deny_all(Some("dismissed in the MCP client".into())),
         };
@@ -232,8 +245,9 @@ impl AskerState {
     }
 
     /// Writes the question's call and its batch (with the pause's notifications), and watches
-    /// its deadline: the agent's, or [`QUESTION_WAIT`] if sooner.
-    async fn pause(&self, id: &str, question: &Elicitation) -> Result<()> {
+    /// its deadline: the agent's, or [`QUESTION_WAIT`] if sooner. An approval's `why` (the
+    /// gate's ask) goes with its card, as a held tool call's does.
+    async fn pause(&self, id: &str, question: &Elicitation, why: Option<Why>) -> Result<()> {
         let runtime = &self.runtime;
         let args = question.to_args(&self.asked_by);
         let AskedBy { server, tool, .. } = &self.asked_by;
@@ -253,6 +267,15 @@ impl AskerState {
         );
         let mut metadata = signoff_protocol::Metadata::default();
         metadata.insert(hitl::keys::EDITABLE.to_owned(), Value::Bool(false));
+        if let Some(why) = &why {
+            metadata.insert(hitl::SIGNOFF_WHY.to_owned(), why.to_value());
+        }
+        // A patch is shown as the diff it would apply, as a held write's is.
+        if let Mode::Approval(approval) = &question.mode {
+            if let Some(preview) = signoff_protocol::hitl::codex::patch_preview(approval) {
+                metadata.extend(preview_metadata(&preview, None));
+            }
+        }
         let request = ActionRequest {
             id: id.to_owned(),
             name: ELICITATION.to_owned(),
@@ -282,7 +305,7 @@ impl AskerState {
             args,
             held: true,
             auto: None,
-            why: None,
+            why: why.as_ref().map(Why::to_value),
         });
         if runtime.notifies() {
             let agent = self.agent.key();
@@ -373,6 +396,12 @@ fn accepted(question: &Elicitation, run_args: &Value, server: &str) -> (Reply, V
             Reply::Accept(None),
             text_result(format!(
                 "Accepted: the person chose to open the link, and the MCP server {server} was told."
+            )),
+        ),
+        Mode::Approval(_) => (
+            Reply::Accept(None),
+            text_result(format!(
+                "Approved: the MCP server {server} was told to go ahead, once."
             )),
         ),
     }

@@ -202,7 +202,7 @@ impl Runtime {
 
     /// What the live policies say about one call (the shadow set is evaluated beside them, and
     /// a disagreement logged and counted). A question is never the policies' to answer.
-    fn evaluate_policies(
+    pub(super) fn evaluate_policies(
         &self,
         agent: &Agent,
         requester: &Requester<'_>,
@@ -272,7 +272,7 @@ pub(super) fn denial_label(why: &Why) -> String {
 
 /// How a decided call is recorded: held for an ask; for an allow or a deny that a policy, a
 /// grant or a rule made, an audit row (a deny reaches the model as a rule's denial does).
-fn screened(user: &str, why: Why) -> Screened {
+pub(super) fn screened(user: &str, why: Why) -> Screened {
     let held = why.outcome == GateOutcome::Ask;
     let (auto, decided_by) = match (why.outcome, why.by) {
         (GateOutcome::Ask, _) => (None, None),

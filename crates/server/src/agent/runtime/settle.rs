@@ -21,6 +21,7 @@ use crate::agent::notify::payload::About;
 
 use super::elicit::CallAsker;
 use super::runner::TaskRun;
+use super::screening::Requester;
 use super::subagent::{NestedCall, SubagentStep};
 use super::transcript::*;
 use super::{AgentError, Result, Runtime};
@@ -245,12 +246,17 @@ impl Runtime {
         );
         let started = Instant::now();
         // The call's server may ask the person questions while it runs.
+        let requester = Requester {
+            user: &run.user_id,
+            groups: &run.groups,
+            context_id: &run.context_id,
+            task_id: &run.task_id,
+            subagent: run.subagent,
+        };
         let asker = CallAsker::new(
             self.clone(),
             agent.clone(),
-            &run.task_id,
-            &run.context_id,
-            &run.user_id,
+            &requester,
             AskedBy {
                 server: record.source.clone(),
                 tool: call.name.clone(),
