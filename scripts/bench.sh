@@ -3,9 +3,11 @@
 # server binary on loopback with fresh data folders, prints a table of every figure, and writes
 # the same figures as JSON to target/bench/results.json (the table to target/bench/results.txt).
 #
-#   scripts/bench.sh                      # everything, the counts (under 10 min on 2 cores)
+#   scripts/bench.sh                      # everything, the counts (the waiting phase's
+#                                         # 100,000 paused chats take minutes more on 2 cores)
 #   scripts/bench.sh --scale 0.1          # a quick look with a tenth of the chats
 #   scripts/bench.sh --phases latency,load
+#   scripts/bench.sh --phases reach,waiting,replicas --scale 0.1
 #
 # Arguments are passed to the bench binary (crates/bench; `--help` lists them).
 set -euo pipefail

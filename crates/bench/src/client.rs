@@ -10,7 +10,7 @@ use signoff_protocol::codec;
 use signoff_protocol::jsonrpc::{Id, Request, Response};
 use signoff_protocol::sse::{SseFrame, SseParser};
 use signoff_protocol::{
-    Message, Part, ProtocolVersion, Role, SendMessageParams, StreamEvent, TaskState,
+    Message, Part, ProtocolVersion, Role, SendMessageParams, StreamEvent, TaskIdParams, TaskState,
 };
 use tokio::time::Instant;
 
@@ -54,6 +54,17 @@ impl A2aClient {
 
     /// POSTs one JSON-RPC request; the response, refused unless its status is a success.
     async fn post_request(&self, method: &str, params: Value) -> Result<reqwest::Response> {
+        self.post_versioned(ProtocolVersion::V0_3, method, params)
+            .await
+    }
+
+    /// [`Self::post_request`] in `version` (its `A2A-Version` header; none for v0.3).
+    async fn post_versioned(
+        &self,
+        version: ProtocolVersion,
+        method: &str,
+        params: Value,
+    ) -> Result<reqwest::Response> {
         let id = Id::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
         let body = serde_json::to_vec(&Request::new(id, method, params))?;
         let mut request = self
@@ -61,6 +72,9 @@ impl A2aClient {
             .post(&self.endpoint)
             .header("content-type", "application/json")
             .body(body);
+        if version == ProtocolVersion::V1_0 {
+            request = request.header("a2a-version", "1.0");
+        }
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
@@ -89,7 +103,7 @@ impl A2aClient {
     /// `message/stream`, read to its end.
     pub async fn stream(&self, message: Message) -> Result<Vec<Received>> {
         let response = self.post("message/stream", message).await?;
-        read_stream(response).await
+        read_stream(response, ProtocolVersion::V0_3, None).await
     }
 
     /// `tasks/resubscribe` (what a decision's `follow` names), read to its end: a task that is
@@ -98,7 +112,31 @@ impl A2aClient {
         let response = self
             .post_request("tasks/resubscribe", json!({"id": task_id}))
             .await?;
-        read_stream(response).await
+        read_stream(response, ProtocolVersion::V0_3, None).await
+    }
+
+    /// v1.0's `SubscribeToTask`, read to its end: the task's snapshot, then its events through
+    /// its pauses until it ends (v0.3's resubscribe ends at a paused task's snapshot). `opened`
+    /// hears when the snapshot arrived, so a decision can be sent once the follower listens.
+    pub async fn follow_through(
+        &self,
+        task_id: &str,
+        opened: tokio::sync::oneshot::Sender<Instant>,
+    ) -> Result<Vec<Received>> {
+        let response = self
+            .post_versioned(
+                ProtocolVersion::V1_0,
+                "SubscribeToTask",
+                codec::encode_task_id_params(
+                    ProtocolVersion::V1_0,
+                    &TaskIdParams {
+                        id: task_id.to_owned(),
+                        metadata: None,
+                    },
+                ),
+            )
+            .await?;
+        read_stream(response, ProtocolVersion::V1_0, Some(opened)).await
     }
 
     /// `message/send` (blocking): the task as it ended its turn.
@@ -119,8 +157,13 @@ impl A2aClient {
     }
 }
 
-/// An SSE answer read to its end, each event stamped with when its bytes arrived.
-async fn read_stream(mut response: reqwest::Response) -> Result<Vec<Received>> {
+/// An SSE answer in `version` read to its end, each event stamped with when its bytes arrived;
+/// `first` hears when the first event did.
+async fn read_stream(
+    mut response: reqwest::Response,
+    version: ProtocolVersion,
+    mut first: Option<tokio::sync::oneshot::Sender<Instant>>,
+) -> Result<Vec<Received>> {
     let mut parser = SseParser::new(MAX_EVENT_BYTES);
     let mut out = Vec::new();
     loop {
@@ -135,10 +178,16 @@ async fn read_stream(mut response: reqwest::Response) -> Result<Vec<Received>> {
         .map_err(|err| BenchError::Protocol(err.to_string()))?;
         for frame in frames {
             match frame {
-                SseFrame::Event(event) => out.push(Received {
-                    at,
-                    event: decode(&event.data)?,
-                }),
+                SseFrame::Event(event) => {
+                    out.push(Received {
+                        at,
+                        event: decode(version, &event.data)?,
+                    });
+                    if let Some(first) = first.take() {
+                        // The caller may have stopped waiting; the stream is read on regardless.
+                        let _ = first.send(at);
+                    }
+                }
                 SseFrame::Done => {}
             }
         }
@@ -160,8 +209,8 @@ async fn rpc_result(response: reqwest::Response) -> Result<Value> {
     })
 }
 
-fn decode(data: &str) -> Result<StreamEvent> {
-    match codec::decode_stream_response(ProtocolVersion::V0_3, data) {
+fn decode(version: ProtocolVersion, data: &str) -> Result<StreamEvent> {
+    match codec::decode_stream_response(version, data) {
         Ok(Ok(event)) => Ok(event),
         Ok(Err(error)) => Err(BenchError::Rpc {
             code: error.code,

@@ -57,6 +57,8 @@ enum Phase {
     /// A paused batch's Web Push to an enrolled device's push service (a stand-in), with
     /// 1,000 batches pending.
     WebPush,
+    /// The server's memory per waiting approval, at 10,000 and 100,000 waiting.
+    Waiting,
     UiSize,
     UiRender,
     UiReady,
@@ -206,6 +208,9 @@ async fn server_figures(
     if phases.contains(&Phase::WebPush) {
         figures.extend(server_bench::web_push(&args.server, &args.work_dir, counts).await);
     }
+    if phases.contains(&Phase::Waiting) {
+        figures.extend(server_bench::waiting(&args.server, &args.work_dir, counts).await);
+    }
     Ok(figures)
 }
 
@@ -225,6 +230,7 @@ async fn run(args: Args) -> Result<()> {
             Phase::Acp,
             Phase::Slack,
             Phase::WebPush,
+            Phase::Waiting,
             Phase::UiRender,
             Phase::UiReady,
             Phase::Replicas,
@@ -281,6 +287,7 @@ async fn run(args: Args) -> Result<()> {
                 &args.work_dir,
                 args.postgres.as_deref(),
                 counts.load_large,
+                counts.latency_chats,
             )
             .await,
         );

@@ -1,28 +1,40 @@
 //! The approve-cycle load on one replica with SQLite, one replica on PostgreSQL, and three
 //! replicas on one PostgreSQL with each chat spread across them (its prompt on one replica,
-//! its approval on the next, as a load balancer without sticky sessions sends them).
+//! its approval on the next, as a load balancer without sticky sessions sends them). On the
+//! three, also how long a decision taken on one replica takes to show on another that follows
+//! the task: what a person watching a chat served by another replica waits for.
 
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::A2aClient;
+use signoff_protocol::TaskState;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::client::{self, A2aClient};
 use crate::error::{BenchError, Result};
 use crate::progress;
+use crate::scenario;
 use crate::server::ServerProcess;
 use crate::server_bench;
 use crate::stats::{percentile, Figure};
 
 const GROUP: &str = "replicas (concurrent approve cycles)";
 
-/// The three set-ups, `chats` concurrent approve cycles each. Without `postgres` (an admin URL
-/// of a PostgreSQL the bench may create databases on) only the SQLite row is measured.
+/// The longest a follower on another replica may take to answer, or to end after a decision.
+const FOLLOW_LIMIT: Duration = Duration::from_secs(30);
+
+/// The three set-ups, `chats` concurrent approve cycles each (and `handovers` decisions followed
+/// on another replica, one at a time, where there are several). Without `postgres` (an admin
+/// URL of a PostgreSQL the bench may create databases on) only the SQLite row is measured.
 pub async fn figures(
     binary: &Path,
     work_dir: &Path,
     postgres: Option<&str>,
     chats: usize,
+    handovers: usize,
 ) -> Vec<Figure> {
     let mut figures = Vec::new();
     let setups: [(&str, usize, bool); 3] = [
@@ -58,7 +70,7 @@ pub async fn figures(
             &work_dir.join(format!("replicas-{index}")),
             database.as_deref(),
             count,
-            chats,
+            (chats, handovers),
         )
         .await
         {
@@ -74,6 +86,8 @@ struct Outcome {
     e2e: Vec<f64>,
     errors: Vec<String>,
     wall: Duration,
+    /// With several replicas: each decision's POST on one to its first event on another.
+    handover: Option<(Vec<f64>, Vec<String>)>,
 }
 
 impl Outcome {
@@ -95,7 +109,7 @@ impl Outcome {
         if let Some(first) = self.errors.first() {
             errors = errors.with_note(format!("first: {first}"));
         }
-        vec![
+        let mut figures = vec![
             Figure::samples(GROUP, &format!("{name}: end-to-end"), "ms", &self.e2e).with_note(
                 format!(
                 "{chats} chats at once, prompt -> pause -> approve -> completed; p99 {p99:.0} ms"
@@ -105,8 +119,83 @@ impl Outcome {
                 format!("completed cycles / wall {:.1} s", self.wall.as_secs_f64()),
             ),
             errors,
-        ]
+        ];
+        if let Some((handover, errors)) = self.handover {
+            figures.push(
+                Figure::samples(
+                    GROUP,
+                    &format!("{name}: decision on A -> first event on B"),
+                    "ms",
+                    &handover,
+                )
+                .with_note(
+                    "one chat at a time, paused on replica A and followed on replica B \
+                     (v1.0 SubscribeToTask from its paused snapshot); the approve POSTed to A \
+                     -> B's stream's first event after it (working)",
+                ),
+            );
+            if !errors.is_empty() {
+                figures.push(server_bench::errors_figure(
+                    GROUP,
+                    &format!("{name}: decision on A -> first event on B: errors"),
+                    &errors,
+                ));
+            }
+        }
+        figures
     }
+}
+
+/// How long after the approve POSTed to replica `a` the task's stream on replica `b` shows the
+/// decision's first event; `rounds` chats one at a time (each paused on `a`).
+async fn handovers(
+    a: &Arc<A2aClient>,
+    b: &Arc<A2aClient>,
+    rounds: usize,
+) -> (Vec<f64>, Vec<String>) {
+    let (mut times, mut errors) = (Vec::with_capacity(rounds), Vec::new());
+    for _ in 0..rounds {
+        match handover(a, b).await {
+            Ok(ms) => times.push(ms),
+            Err(err) => errors.push(err.to_string()),
+        }
+    }
+    (times, errors)
+}
+
+/// One chat: paused on `a`, followed on `b` from its paused snapshot, approved on `a`.
+async fn handover(a: &A2aClient, b: &Arc<A2aClient>) -> Result<f64> {
+    let (_, paused) = scenario::pause(a).await?;
+    let (opened, snapshot) = oneshot::channel();
+    let follower = {
+        let (b, task) = (b.clone(), paused.task_id.clone());
+        tokio::spawn(async move { b.follow_through(&task, opened).await })
+    };
+    // The decision is sent only once B's follower holds the paused snapshot: from then on it
+    // can only learn of the decision from the other replica.
+    if tokio::time::timeout(FOLLOW_LIMIT, snapshot).await.is_err() {
+        follower.abort();
+        return Err(BenchError::Timeout(
+            "replica B sent no snapshot of the paused task".into(),
+        ));
+    }
+    let sent = Instant::now();
+    scenario::approve(a, &paused).await?;
+    let events = tokio::time::timeout(FOLLOW_LIMIT, follower)
+        .await
+        .map_err(|_| BenchError::Timeout("replica B's stream did not end".into()))?
+        .map_err(|err| BenchError::Unexpected(err.to_string()))??;
+    // The first event is the snapshot (input-required); the next is the decision's.
+    let first = events.get(1).ok_or_else(|| {
+        BenchError::Unexpected("replica B streamed nothing after its snapshot".into())
+    })?;
+    if client::state_of(&first.event) != Some(TaskState::Working) {
+        return Err(BenchError::Unexpected(format!(
+            "replica B's first event after the decision is not `working`: {:?}",
+            first.event
+        )));
+    }
+    Ok(scenario::ms(sent, first.at))
 }
 
 /// A fresh database on the server at `admin`; its URL.
@@ -136,7 +225,7 @@ async fn run(
     data_dir: &Path,
     database: Option<&str>,
     count: usize,
-    chats: usize,
+    (chats, rounds): (usize, usize),
 ) -> Result<Outcome> {
     let mut servers = Vec::with_capacity(count);
     for _ in 0..count {
@@ -162,9 +251,24 @@ async fn run(
             ))
         })
         .collect();
+    // Before the load, so its many tasks are not yet in the database.
+    let handover = match &clients[..] {
+        [a, b, ..] => {
+            progress(format_args!(
+                "replicas: {rounds} decisions on one replica followed on another"
+            ));
+            Some(handovers(a, b, rounds).await)
+        }
+        _ => None,
+    };
     let (e2e, errors, wall) = server_bench::approve_cycles(&clients, chats).await;
     for server in servers {
         server.stop().await?;
     }
-    Ok(Outcome { e2e, errors, wall })
+    Ok(Outcome {
+        e2e,
+        errors,
+        wall,
+        handover,
+    })
 }

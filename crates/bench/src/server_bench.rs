@@ -2,7 +2,8 @@
 //! throughput, footprint with 10,000 paused tasks, 1,000 concurrent approve cycles (also with
 //! a two-person rule and a quorum of two: `approvers`), and the time to pause behind real
 //! network hops (an OpenAI-compatible stub, an MCP server on stdio), and what a coding agent
-//! over ACP costs (`acp`).
+//! over ACP costs (`acp`), and the memory per waiting approval at 10,000 and 100,000
+//! (`waiting`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -40,6 +41,9 @@ pub struct Counts {
     pub acp_chats: usize,
     pub acp_at_once: usize,
     pub acp_sessions: usize,
+    /// Paused chats a fresh server holds for its memory per waiting approval, in two levels.
+    pub waiting_small: usize,
+    pub waiting_large: usize,
 }
 
 impl Counts {
@@ -59,6 +63,8 @@ impl Counts {
             acp_chats: n(200, 20),
             acp_at_once: 20,
             acp_sessions: n(50, 10),
+            waiting_small: n(10_000, 100),
+            waiting_large: n(100_000, 1_000),
         }
     }
 }
@@ -154,7 +160,7 @@ pub async fn latency(server: &ServerProcess, counts: &Counts) -> Vec<Figure> {
     figures
 }
 
-fn errors_figure(group: &str, name: &str, errors: &[String]) -> Figure {
+pub(crate) fn errors_figure(group: &str, name: &str, errors: &[String]) -> Figure {
     let first = errors.first().cloned().unwrap_or_default();
     Figure::value(group, name, "count", errors.len() as f64).with_note(format!("first: {first}"))
 }
@@ -522,6 +528,7 @@ mod gateway;
 mod idle;
 mod reach;
 mod slack;
+mod waiting;
 mod web_push;
 pub use acp::acp;
 pub use approvers::approvers;
@@ -530,4 +537,5 @@ pub use gateway::gateway;
 pub use idle::idle_deployed;
 pub use reach::reach;
 pub use slack::slack;
+pub use waiting::waiting;
 pub use web_push::web_push;

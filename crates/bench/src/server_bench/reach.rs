@@ -2,7 +2,8 @@
 //! approvals stream of the person who must approve it (`GET /api/approvals/stream`, what the
 //! inbox, the tab's title and the browser's notification read). Alice asks; a two-person rule
 //! routes each call to group `sre`, of which bob is; bob's one stream stays open throughout.
-//! Measured one chat at a time, then with `load_large` (1,000) chats held at once.
+//! Measured one chat at a time, then with `load_small` (100) and `load_large` (1,000) chats
+//! held at once (the earlier ones still waiting: nobody decides them).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -214,20 +215,30 @@ async fn measure(binary: &Path, data_dir: &Path, counts: &Counts) -> Result<Vec<
         "reach: {sequential} held calls one at a time, bob's stream open"
     ));
     let (alone, mut errors) = one_at_a_time(&alice, &seen, sequential).await;
-    let chats = counts.load_large;
-    progress(format_args!("reach: {chats} held calls at once"));
-    let (crowd, crowd_errors) = at_once(&alice, &seen, chats).await;
-    errors.extend(crowd_errors);
-    server.stop().await?;
-    Ok(vec![
+    let mut figures = vec![
         Figure::samples(GROUP, "one at a time", "ms", &alone).with_note(
             "alice's prompt sent -> its batch as a `pending` event on bob's approvals stream \
-             (the scripted model's turn, the hold, its commit, the fan-out)",
+         (the scripted model's turn, the hold, its commit, the fan-out)",
         ),
-        Figure::samples(GROUP, &format!("{chats} held at once"), "ms", &crowd)
-            .with_note("the same, for prompts sent together; bob's one stream carries every batch"),
-        errors_figure(GROUP, "errors", &errors),
-    ])
+    ];
+    let mut waiting = alone.len();
+    for chats in [counts.load_small, counts.load_large] {
+        progress(format_args!("reach: {chats} held calls at once"));
+        let (crowd, crowd_errors) = at_once(&alice, &seen, chats).await;
+        errors.extend(crowd_errors);
+        figures.push(
+            Figure::samples(GROUP, &format!("{chats} held at once"), "ms", &crowd).with_note(
+                format!(
+                    "the same, for prompts sent together, {waiting} held before them still \
+                     waiting; bob's one stream carries every batch"
+                ),
+            ),
+        );
+        waiting += crowd.len();
+    }
+    server.stop().await?;
+    figures.push(errors_figure(GROUP, "errors", &errors));
+    Ok(figures)
 }
 
 #[cfg(test)]
