@@ -35,6 +35,9 @@ pub enum NotificationKind {
     Escalated,
     /// An approver extended the batch's deadline (`POST /api/approvals/{task}/extend`).
     Extended,
+    /// An approval was counted and the batch still waits for more (quorum): Slack app copies
+    /// say who approved so far.
+    Counted,
     /// An A2A push notification: the task, as of the commit that moved it into a state its
     /// push receivers hear of, to one of its push configs ([`PUSH_CHANNEL`]).
     Push,
@@ -42,7 +45,7 @@ pub enum NotificationKind {
 
 impl NotificationKind {
     /// The kinds an operator's channel may take (a push goes to the task's own receivers only).
-    pub const ALL: [NotificationKind; 7] = [
+    pub const ALL: [NotificationKind; 8] = [
         NotificationKind::Pending,
         NotificationKind::Decided,
         NotificationKind::Canceled,
@@ -50,6 +53,7 @@ impl NotificationKind {
         NotificationKind::Reminded,
         NotificationKind::Escalated,
         NotificationKind::Extended,
+        NotificationKind::Counted,
     ];
 
     /// The event type as receivers read it (a webhook body's `type`).
@@ -62,6 +66,7 @@ impl NotificationKind {
             NotificationKind::Reminded => "batch.reminded",
             NotificationKind::Escalated => "batch.escalated",
             NotificationKind::Extended => "batch.extended",
+            NotificationKind::Counted => "batch.counted",
             NotificationKind::Push => "task.push",
         }
     }
@@ -191,7 +196,8 @@ pub(super) async fn insert_notifications(
             | NotificationKind::Expired
             | NotificationKind::Reminded
             | NotificationKind::Escalated
-            | NotificationKind::Extended => {
+            | NotificationKind::Extended
+            | NotificationKind::Counted => {
                 "INSERT INTO notifications (id, channel, kind, task_id, batch_id, payload, state,
                                             next_attempt_ms, created_at)
                  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9

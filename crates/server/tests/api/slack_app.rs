@@ -5,7 +5,7 @@
 //! it through `POST /api/slack/interactions`. Every body the server sends is type-checked
 //! against `@slack/types` and Block Kit's limits (the checks of `slack.rs`).
 //!
-//! People: dana (sre) and erin (dev) are in the directory, seen through an authenticating proxy
+//! People: dana (sre), erin (dev) and gus (sre) are in the directory, seen through an authenticating proxy
 //! with their emails; frank (sre) asks. Slack's users: `UDANA` and `UERIN` by the emails
 //! `users.info` gives, `UGHOST` with an email nobody in Signoff has, `UFRANK` mapped to frank
 //! in the channel's `users`.
@@ -31,7 +31,9 @@ const AGENTS: &str = "\
 [[agents]]\nname = \"brief\"\napprovers = [\"group:sre\"]\napproval_timeout = \"1s\"\n\
 [[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n\
 [[agents]]\nname = \"ladder\"\napprovers = [\"group:sre\"]\nremind_after = \"1s\"\n\
-[[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n";
+[[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n\
+[[agents]]\nname = \"pair\"\napprovers = [\"group:sre\"]\nrequester_may_approve = false\n\
+quorum = 2\n[[agents.tools]]\nkind = \"builtin_files\"\nrequire_approval = [\"write_file\"]\n";
 
 /// What the stand-in was sent: each Web API call (method, body), and each `response_url` body.
 #[derive(Default)]
@@ -164,7 +166,7 @@ async fn spawn_app(slack: &StandIn) -> TestApp {
         config.trusted_proxies = vec!["127.0.0.0/8".into()];
     })
     .await;
-    for (user, groups) in [("dana", "sre"), ("erin", "dev")] {
+    for (user, groups) in [("dana", "sre"), ("erin", "dev"), ("gus", "sre")] {
         let me = as_person(app.client.get(app.url("/api/me")), user, groups);
         assert_eq!(me.send().await.unwrap().status(), 200);
     }
@@ -292,8 +294,13 @@ async fn waits(app: &TestApp, task: &str) -> bool {
 
 /// The decisions recorded on `task`, as dana's recent decisions list them.
 async fn decisions(app: &TestApp, task: &str) -> Vec<Value> {
+    decisions_as(app, task, "dana").await
+}
+
+/// The decisions recorded on `task`, as `user`'s (of sre) recent decisions list them.
+async fn decisions_as(app: &TestApp, task: &str, user: &str) -> Vec<Value> {
     let url = app.url("/api/approvals?state=decided");
-    let list = as_person(app.client.get(url), "dana", "sre");
+    let list = as_person(app.client.get(url), user, "sre");
     let list: Value = list.send().await.unwrap().json().await.unwrap();
     let entries = list["decisions"]
         .as_array()
@@ -541,6 +548,81 @@ async fn rejecting_takes_a_reason_in_a_modal_and_a_decision_in_signoff_closes_ev
         !control.is_empty(),
         "tsc let a modal without a plain-text title through"
     );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_approval_short_of_its_quorum_shows_on_every_copy_and_the_last_one_closes_them() {
+    node_modules();
+    let slack = stand_in().await;
+    let app = spawn_app(&slack).await;
+    let task = pause(&app, "pair", "write e.txt: hi").await;
+    let posted = calls(&slack, "chat.postMessage", 1).await;
+
+    // Dana's click is counted, one of the two approvals: the copy says who approved so far and
+    // keeps its buttons for the second approver.
+    let (status, _) = interact(&app, &click(&slack, &posted[0], "UDANA", "signoff_approve")).await;
+    assert_eq!(status, 200);
+    let answers = told(&slack, 1).await;
+    assert!(answers[0].contains("counted"), "{answers:#?}");
+    let updated = calls(&slack, "chat.update", 1).await;
+    assert_eq!(updated[0]["ts"], "1.000001");
+    let counted = updated[0].to_string();
+    assert!(
+        counted.contains("Approved so far by dana: 1 of 2"),
+        "{counted}"
+    );
+    assert!(counted.contains("write_file"), "{counted}");
+    assert!(has_buttons(&updated[0]), "{counted}");
+    assert!(
+        waits(&app, &task).await,
+        "one approval of two decides nothing"
+    );
+    screenshot("slack-message-counted", &updated[0]);
+
+    // Gus approves in Signoff: the quorum is met, and the copy is closed, saying by whom.
+    let approve = as_person(
+        app.post(&format!("/api/approvals/{task}"))
+            .json(&json!({"decision_type": "approve"})),
+        "gus",
+        "sre",
+    );
+    let response = approve.send().await.unwrap();
+    assert_eq!(response.status(), 200, "{:?}", response.text().await);
+    let updated = calls(&slack, "chat.update", 2).await;
+    let closed = updated[1].to_string();
+    assert!(closed.contains("Approved by gus (rest)"), "{closed}");
+    assert!(!has_buttons(&updated[1]), "{closed}");
+    assert!(!waits(&app, &task).await);
+
+    // Dana's second click, on her stale copy, decides nothing more.
+    let (status, _) = interact(&app, &click(&slack, &posted[0], "UDANA", "signoff_approve")).await;
+    assert_eq!(status, 200);
+    let answers = told(&slack, 2).await;
+    assert!(
+        answers[1].starts_with("Already decided by gus"),
+        "{answers:#?}"
+    );
+    let decided = decisions_as(&app, &task, "gus").await;
+    assert_eq!(decided.len(), 1, "{decided:#?}");
+    assert_eq!(decided[0]["channel"], "rest", "{decided:#?}");
+
+    let problems: Vec<String> = updated
+        .iter()
+        .flat_map(|message| {
+            limit_violations(message)
+                .into_iter()
+                .chain(ping_risks(message))
+        })
+        .collect();
+    assert!(problems.is_empty(), "{problems:#?}");
+    let (errors, _) = type_errors_with(
+        "import type { KnownBlock } from \"@slack/types\";\n\
+         type Message = { channel: string; ts?: string; text: string; blocks: KnownBlock[] };\n",
+        &updated,
+        &[],
+    );
+    assert_eq!(errors, Vec::<String>::new());
     app.stop().await;
 }
 

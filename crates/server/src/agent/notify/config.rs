@@ -82,7 +82,8 @@ pub struct ChannelSpec {
     pub secret_env: Option<String>,
     pub secret_file: Option<PathBuf>,
     /// The events it gets (`batch.pending`, `batch.decided`, `batch.canceled`,
-    /// `batch.expired`); default: all.
+    /// `batch.expired`, …, `batch.counted`); default: all but `batch.counted`, which only a
+    /// Slack app takes by default.
     pub events: Option<Vec<String>>,
     /// Which batches it hears of; default: every batch.
     #[serde(default)]

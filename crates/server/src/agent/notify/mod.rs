@@ -503,18 +503,39 @@ impl Notifications {
     }
 }
 
-/// The events a channel takes: those it names, or all. A bad name is `(field, why)`.
+/// The events a channel takes: those it names, or all. Counted approvals (`batch.counted`) go
+/// by default only to a Slack app, whose copies show them in place; a webhook may name them;
+/// an email, a Web Push or a Slack incoming webhook would send a message per vote, so naming
+/// them there is refused. A bad name is `(field, why)`.
 fn events(spec: &config::ChannelSpec) -> Result<Vec<NotificationKind>, (String, String)> {
-    match &spec.events {
-        None => Ok(NotificationKind::ALL.to_vec()),
-        Some(names) => names
-            .iter()
-            .enumerate()
-            .map(|(i, name)| {
-                config::event_kind(name).map_err(|message| (format!("events[{i}]"), message))
-            })
-            .collect(),
-    }
+    let slack_app = matches!(spec.kind, config::ChannelKindSpec::SlackApp);
+    let takes_counted = matches!(
+        spec.kind,
+        config::ChannelKindSpec::SlackApp | config::ChannelKindSpec::Webhook
+    );
+    let Some(names) = &spec.events else {
+        let all = NotificationKind::ALL.into_iter();
+        return Ok(all
+            .filter(|kind| slack_app || *kind != NotificationKind::Counted)
+            .collect());
+    };
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let field = || format!("events[{i}]");
+            let kind = config::event_kind(name).map_err(|message| (field(), message))?;
+            if kind == NotificationKind::Counted && !takes_counted {
+                return Err((
+                    field(),
+                    "batch.counted (each approval short of a quorum) goes to a slack_app or a \
+                     webhook channel only"
+                        .to_owned(),
+                ));
+            }
+            Ok(kind)
+        })
+        .collect()
 }
 
 /// Whom a Web Push row goes to: the requester, the approvers named by user and the members of

@@ -129,11 +129,23 @@ pub enum NoticeEvent {
         expires_at: Option<String>,
         since: String,
     },
-    /// A batch waits, expiring at `expires_at` if it does.
+    /// A batch waits, expiring at `expires_at` if it does; on a `batch.counted` row, with the
+    /// approvals counted so far toward each call's quorum.
     Pending {
         calls: Vec<NoticeCall>,
         expires_at: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        approvals: Vec<NoticeApprovals>,
     },
+}
+
+/// One call's approvals short of its quorum: who approved it so far, in order, and how many
+/// must.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NoticeApprovals {
+    pub call_id: String,
+    pub approved_by: Vec<String>,
+    pub quorum: u32,
 }
 
 /// One call that waits, as told outside Signoff: its arguments shortened, secrets masked.
@@ -193,6 +205,18 @@ impl Notice {
         }
     }
 
+    /// The approvals counted so far toward each call's quorum (a `batch.counted` row's).
+    pub fn approvals(&self) -> &[NoticeApprovals] {
+        match &self.event {
+            NoticeEvent::Pending { approvals, .. } => approvals,
+            NoticeEvent::Decided { .. }
+            | NoticeEvent::Extended { .. }
+            | NoticeEvent::HandedOver { .. }
+            | NoticeEvent::Escalated { .. }
+            | NoticeEvent::Reminded { .. } => &[],
+        }
+    }
+
     /// When the waiting batch expires, if it does.
     pub fn expires_at(&self) -> Option<&str> {
         match &self.event {
@@ -241,6 +265,24 @@ pub fn pending(
     let event = NoticeEvent::Pending {
         calls: calls_of(requests),
         expires_at: expires_at.map(str::to_owned),
+        approvals: Vec::new(),
+    };
+    Notice::new(about, public_url, event)
+}
+
+/// An approval was counted and the batch still waits for more (`batch.counted`): as
+/// [`pending`], with each call's approvals so far.
+pub fn counted(
+    about: &About<'_>,
+    public_url: &str,
+    requests: &[Value],
+    expires_at: Option<&str>,
+    approvals: Vec<NoticeApprovals>,
+) -> Notice {
+    let event = NoticeEvent::Pending {
+        calls: calls_of(requests),
+        expires_at: expires_at.map(str::to_owned),
+        approvals,
     };
     Notice::new(about, public_url, event)
 }

@@ -10,7 +10,7 @@
 
 use serde_json::{json, Value};
 
-use super::payload::{Notice, NoticeCall, NoticeEvent};
+use super::payload::{Notice, NoticeApprovals, NoticeCall, NoticeEvent};
 use crate::store::{NotificationKind, NotificationRow};
 
 /// The most calls one message lists; the rest are counted.
@@ -128,12 +128,26 @@ fn body_with(
         if let Some((_, preview)) = previews.iter().find(|(id, _)| *id == call.id) {
             blocks.push(preview_section(preview));
         }
+        if let Some(counted) = notice.approvals().iter().find(|a| a.call_id == call.id) {
+            blocks.push(approvals_context(counted));
+        }
     }
     if calls.len() > MAX_CALLS {
         let more = format!("and {} more", calls.len() - MAX_CALLS);
         blocks.push(json!({"type": "context", "elements": [mrkdwn(more)]}));
     }
     (headline, blocks)
+}
+
+/// Who approved a call so far, short of its quorum: "Approved so far by dana: 1 of 2".
+fn approvals_context(counted: &NoticeApprovals) -> Value {
+    let by = escape(&counted.approved_by.join(", "), REMARK_UNITS);
+    let text = format!(
+        "Approved so far by {by}: {} of {}",
+        counted.approved_by.len(),
+        counted.quorum
+    );
+    json!({"type": "context", "elements": [mrkdwn(text)]})
 }
 
 fn body(kind: NotificationKind, notice: &Notice) -> (String, Vec<Value>) {
@@ -285,6 +299,7 @@ fn headline(kind: NotificationKind, notice: &Notice, agent: &str, requester: &st
             | NotificationKind::Reminded
             | NotificationKind::Escalated
             | NotificationKind::Extended
+            | NotificationKind::Counted
             | NotificationKind::Push => format!(
                 "*{agent}*: {} by {} ({})",
                 escape(summary, REMARK_UNITS),
@@ -505,6 +520,13 @@ mod tests {
                 NotificationKind::Reminded => {
                     json!({"calls": calls, "expires_at": hostile, "since": hostile})
                 }
+                NotificationKind::Counted => json!({
+                    "calls": calls, "expires_at": hostile,
+                    "approvals": (0..MAX_CALLS + 3).map(|index| json!({
+                        "call_id": format!("c{index}"), "approved_by": [hostile, hostile],
+                        "quorum": 3,
+                    })).collect::<Vec<_>>(),
+                }),
                 NotificationKind::Pending | NotificationKind::Push => {
                     json!({"calls": calls, "expires_at": hostile})
                 }

@@ -410,3 +410,45 @@ fn a_web_push_channel_writes_one_row_per_person_and_its_wrong_keys_are_named() {
         assert!(err.message.contains(says), "{err}");
     }
 }
+
+#[test]
+fn counted_approvals_go_to_a_slack_app_by_default_a_webhook_that_names_them_and_no_other() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("token"), "xoxb-1").unwrap();
+    std::fs::write(dir.path().join("secret"), "s3").unwrap();
+    let slack_app = format!(
+        "name = \"app\"\nkind = \"slack_app\"\n[channels.slack]\nbot_token_file = \"{0}/token\"\n\
+         signing_secret_file = \"{0}/secret\"\nchannel = \"C0123ABCD\"\n",
+        dir.path().display()
+    );
+    let webhook = "name = \"hook\"\nkind = \"slack\"\nurl = \"https://hooks.example.com/x\"\n";
+    let loaded = load(dir.path(), &format!("{slack_app}[[channels]]\n{webhook}")).unwrap();
+    let takers = |kind| {
+        let rows = loaded.for_event(kind, "default/demo", &Audience::default(), |url| {
+            alices_notice(url)
+        });
+        rows.into_iter().map(|row| row.channel).collect::<Vec<_>>()
+    };
+    assert_eq!(takers(NotificationKind::Counted), ["app"]);
+    assert_eq!(takers(NotificationKind::Pending), ["app", "hook"]);
+
+    let named = "events = [\"batch.counted\"]\n";
+    let secret = dir.path().join("whsec");
+    std::fs::write(&secret, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
+    let signed = format!(
+        "name = \"hook\"\nkind = \"webhook\"\nurl = \"https://hooks.example.com/x\"\n\
+         secret_file = \"{}\"\n{named}",
+        secret.display()
+    );
+    let loaded = load(dir.path(), &signed).unwrap();
+    let rows = loaded.for_event(
+        NotificationKind::Counted,
+        "default/demo",
+        &Audience::default(),
+        alices_notice,
+    );
+    assert_eq!(rows.len(), 1);
+    let err = load(dir.path(), &format!("{webhook}{named}")).unwrap_err();
+    assert_eq!(err.path, "channels[0].events[0]", "{err}");
+    assert!(err.message.contains("slack_app or a webhook"), "{err}");
+}

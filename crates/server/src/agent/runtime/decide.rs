@@ -13,7 +13,7 @@ use signoff_protocol::hitl::{self, Decision, DecisionError, DecisionSource, Dial
 use signoff_protocol::rest::CallQuorum;
 use signoff_protocol::{Message, Role, TaskState};
 
-use crate::agent::notify::payload::{self, About};
+use crate::agent::notify::payload::{self, About, NoticeApprovals};
 use crate::agent::notify::{Audience, Notifications};
 use crate::agent::view;
 use crate::store::{
@@ -96,10 +96,11 @@ impl Runtime {
                     return Ok((None, (None, back)));
                 };
                 let stored: Vec<NewEvent> = planned.events.iter().map(Self::encode).collect();
-                // An approval short of its quorum leaves the batch waiting: nothing to announce.
+                // An approval short of its quorum leaves the batch waiting: no push, and its
+                // channels hear only that it was counted.
                 let decided = planned.quorum.is_none();
                 let notifications = match (&notifications, row) {
-                    (Some(notifications), Some(row)) if decided => {
+                    (Some(notifications), Some(row)) => {
                         let requests = batch
                             .and_then(|batch| batch.requests.as_array())
                             .map_or(&[][..], Vec::as_slice);
@@ -113,7 +114,12 @@ impl Runtime {
                             // without the directory's members.
                             Some(_) | None => routing::audience(&agents, &row.agent, requests),
                         };
-                        decision_notifications(notifications, row, &audience, &planned)
+                        match &planned.quorum {
+                            None => decision_notifications(notifications, row, &audience, &planned),
+                            Some(quorum) => {
+                                counted_notifications(notifications, row, &audience, batch, quorum)
+                            }
+                        }
                     }
                     _ => Vec::new(),
                 };
@@ -167,14 +173,15 @@ impl Runtime {
             );
         }
         let logged = LoggedEvent::numbered(seq, events, &stored);
-        // An approval short of its quorum decided nothing: no state counted, no notification,
-        // no push.
+        // An approval short of its quorum decided nothing: no state counted, no push (its
+        // channels hear only that it was counted).
         let decided = quorum.is_none();
         self.after_commit(Committed {
             task_id,
             logged: Some(logged.clone()),
             entered: decided.then_some(task_state),
-            outbox: decided && (notifies || (pushes && super::push::pushed_state(task_state))),
+            // A counted approval may have written `batch.counted` rows.
+            outbox: notifies || (decided && pushes && super::push::pushed_state(task_state)),
         });
         match &quorum {
             None => {
@@ -587,6 +594,40 @@ fn decision_notifications(
             planned.by.channel.as_str(),
             &planned.summary,
             &planned.verdicts,
+        )
+    })
+}
+
+/// The rows of an approval short of its quorum (`batch.counted`), for each channel that takes
+/// them: the waiting batch, with each call's approvals so far.
+fn counted_notifications(
+    notifications: &Notifications,
+    row: &TaskRow,
+    audience: &Audience,
+    batch: Option<&BatchRow>,
+    quorum: &[CallQuorum],
+) -> Vec<NewNotification> {
+    let Some(batch) = batch else {
+        return Vec::new();
+    };
+    let requests = batch.requests.as_array().map_or(&[][..], Vec::as_slice);
+    let approvals = quorum
+        .iter()
+        .map(|call| NoticeApprovals {
+            call_id: call.call_id.clone(),
+            approved_by: call.approved_by.clone(),
+            quorum: call.quorum,
+        })
+        .collect();
+    let about = About::task(row);
+    let kind = NotificationKind::Counted;
+    notifications.for_event(kind, &row.agent, audience, |public_url| {
+        payload::counted(
+            &about,
+            public_url,
+            requests,
+            batch.expires_at.as_deref(),
+            approvals,
         )
     })
 }

@@ -192,7 +192,8 @@ fn about_a_waiting_batch(kind: NotificationKind) -> bool {
         NotificationKind::Pending
         | NotificationKind::Reminded
         | NotificationKind::Escalated
-        | NotificationKind::Extended => true,
+        | NotificationKind::Extended
+        | NotificationKind::Counted => true,
         NotificationKind::Decided
         | NotificationKind::Canceled
         | NotificationKind::Expired

@@ -191,7 +191,8 @@ impl Sender {
             | NotificationKind::Expired
             | NotificationKind::Reminded
             | NotificationKind::Escalated
-            | NotificationKind::Extended => {
+            | NotificationKind::Extended
+            | NotificationKind::Counted => {
                 let notifications = &self.runtime.notifications;
                 let sent = match (
                     notifications.email(&row.channel),

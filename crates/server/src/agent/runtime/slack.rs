@@ -1,7 +1,8 @@
 //! The Slack app channel (`agent::notify::slack_app`), as the runtime drives it.
 //!
 //! Sending (from the outbox's one `Sender`, so nothing is lost): a waiting batch's message is
-//! posted with `chat.postMessage` and its copy recorded (`store::slack`); once the batch is
+//! posted with `chat.postMessage` and its copy recorded (`store::slack`); an approval counted
+//! short of its quorum is shown on every copy, its buttons kept; once the batch is
 //! decided, canceled or expired, every recorded copy is updated (`chat.update`) to say what
 //! happened, by whom and how, with no buttons left; a hand-over or an escalation closes the
 //! copies so and posts a new one. A copy posted after its batch stopped waiting (its row sent
@@ -257,8 +258,8 @@ impl SlackDecisions<'_> {
 }
 
 impl Sender {
-    /// One attempt at a Slack app row: a waiting batch posted (and its copy recorded), or
-    /// every copy of it closed. Each Web API call is safe to repeat except a post, which is
+    /// One attempt at a Slack app row: a waiting batch posted (and its copy recorded), its
+    /// copies updated with an approval counted short of its quorum, or every copy closed. Each Web API call is safe to repeat except a post, which is
     /// recorded as soon as Slack answers (a retry after a lost answer posts again: at least
     /// once).
     pub(super) async fn deliver_slack(
@@ -278,6 +279,10 @@ impl Sender {
                 let closed = slack::handed_over_message(&notice);
                 self.update_copies(app, batch_id, &closed).await?;
                 self.post_copy(app, row, &notice, batch_id).await
+            }
+            NotificationKind::Counted => {
+                self.update_waiting_copies(app, row, &notice, batch_id)
+                    .await
             }
             NotificationKind::Decided | NotificationKind::Canceled | NotificationKind::Expired => {
                 let closed = slack::closed_message(row.kind, &notice);
@@ -316,19 +321,9 @@ impl Sender {
         batch_id: i64,
     ) -> Result<(), String> {
         let store = &self.runtime.store;
-        let read = |err: store::StoreError| format!("reading the batch: {err}");
-        let Some(batch) = store
-            .pending_batch(&row.task_id)
-            .await
-            .map_err(read)?
-            .filter(|batch| batch.id == batch_id)
-        else {
+        let Some(previews) = self.waiting_previews(&row.task_id, batch_id).await? else {
             return Ok(());
         };
-        let previews: Vec<(String, String)> = batch_requests(&batch)
-            .iter()
-            .filter_map(|call| Some((call.id.clone(), preview_text(&call.preview()?))))
-            .collect();
         let message = slack::app_message(row.kind, notice, batch_id, &previews);
         let (slack_channel, ts) = app.post_message(&message).await?;
         store
@@ -342,21 +337,81 @@ impl Sender {
             })
             .await
             .map_err(|err| format!("recording the posted Slack message: {err}"))?;
-        let waits = store
-            .pending_batch(&row.task_id)
-            .await
-            .map_err(read)?
-            .is_some_and(|batch| batch.id == batch_id);
-        if waits {
-            return Ok(());
-        }
         // Decided while it was being posted: its decision's row may have closed the copies
         // before this one was recorded, so this one is closed here.
-        let Some(decided) = decision_of(store, &row.task_id, batch_id)
+        match self.waiting_previews(&row.task_id, batch_id).await? {
+            Some(_) => Ok(()),
+            None => {
+                let closed = self.closed_from_audit(row, notice, batch_id).await?;
+                match closed {
+                    Some(closed) => app.update(&slack_channel, &ts, &closed).await,
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Shows an approval counted short of its quorum on every copy of the waiting batch, its
+    /// buttons kept. A batch that stopped waiting meanwhile has its copies closed again: its
+    /// decision's row may have closed them before this update reopened them.
+    async fn update_waiting_copies(
+        &self,
+        app: &SlackApp,
+        row: &NotificationRow,
+        notice: &Notice,
+        batch_id: i64,
+    ) -> Result<(), String> {
+        let Some(previews) = self.waiting_previews(&row.task_id, batch_id).await? else {
+            return Ok(());
+        };
+        let message = slack::app_message(row.kind, notice, batch_id, &previews);
+        self.update_copies(app, batch_id, &message).await?;
+        if self
+            .waiting_previews(&row.task_id, batch_id)
+            .await?
+            .is_some()
+        {
+            return Ok(());
+        }
+        match self.closed_from_audit(row, notice, batch_id).await? {
+            Some(closed) => self.update_copies(app, batch_id, &closed).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The previews of batch `batch_id`'s calls in words, by call id, if it still waits.
+    async fn waiting_previews(
+        &self,
+        task_id: &str,
+        batch_id: i64,
+    ) -> Result<Option<Vec<(String, String)>>, String> {
+        let batch = self
+            .runtime
+            .store
+            .pending_batch(task_id)
+            .await
+            .map_err(|err| format!("reading the batch: {err}"))?;
+        Ok(batch.filter(|batch| batch.id == batch_id).map(|batch| {
+            batch_requests(&batch)
+                .iter()
+                .filter_map(|call| Some((call.id.clone(), preview_text(&call.preview()?))))
+                .collect()
+        }))
+    }
+
+    /// A closed copy of batch `batch_id`, which no longer waits, from its decision in the
+    /// audit (`None` if none is recorded yet: its own row closes the copies then).
+    async fn closed_from_audit(
+        &self,
+        row: &NotificationRow,
+        notice: &Notice,
+        batch_id: i64,
+    ) -> Result<Option<Value>, String> {
+        let Some(decided) = decision_of(&self.runtime.store, &row.task_id, batch_id)
             .await
             .map_err(|err| format!("reading the batch's decision: {err}"))?
         else {
-            return Ok(());
+            return Ok(None);
         };
         let kind = match decided.channel {
             Channel::Cancel => NotificationKind::Canceled,
@@ -381,8 +436,7 @@ impl Sender {
             },
             ..notice.clone()
         };
-        app.update(&slack_channel, &ts, &slack::closed_message(kind, &closing))
-            .await
+        Ok(Some(slack::closed_message(kind, &closing)))
     }
 }
 
