@@ -341,6 +341,14 @@ async fn api_not_found(request: Request) -> HttpError {
 }
 
 /// Every route of the server.
+/// gzip for the JSON reads that grow with use (a stored chat's history, the inbox, the lists),
+/// for browsers that ask for it: a chat of 200 messages is about 150 KB of JSON, most of a
+/// second on a slow link, and a tenth of that gzipped. Only these reads: streams, decisions
+/// and the UI's files (precompressed, `ui.rs`) are sent as they are.
+fn compressed() -> tower_http::compression::CompressionLayer {
+    tower_http::compression::CompressionLayer::new()
+}
+
 pub fn router(state: AppState) -> Router {
     let a2a_routes = Router::new()
         .route("/api/a2a/{namespace}/{agent}", post(relay::a2a))
@@ -357,12 +365,14 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
-        .route("/api/agents", get(relay::agents))
+        .route("/api/agents", get(relay::agents).layer(compressed()))
         .route("/api/me", get(rest::me))
-        .route("/api/sessions", get(rest::sessions))
+        .route("/api/sessions", get(rest::sessions).layer(compressed()))
         .route(
             "/api/sessions/{id}",
-            get(relay::session).delete(rest::delete_session),
+            get(relay::session)
+                .layer(compressed())
+                .delete(rest::delete_session),
         )
         .route(
             "/api/sessions/{id}/shares",
@@ -373,7 +383,7 @@ pub fn router(state: AppState) -> Router {
             axum::routing::delete(shares::revoke),
         )
         .route("/api/feedback", get(feedback::list).post(feedback::give))
-        .route("/api/approvals", get(rest::approvals))
+        .route("/api/approvals", get(rest::approvals).layer(compressed()))
         .route("/api/approvals/stream", get(approvals::stream))
         .route("/api/approvals/requests", post(rest::ask))
         .route("/api/approvals/requests/{task_id}", get(rest::asked))

@@ -104,6 +104,55 @@ async fn sessions_list_show_in_order_and_delete() {
 }
 
 #[tokio::test]
+async fn a_stored_chat_is_gzipped_for_a_client_that_asks_and_streams_are_not() {
+    let app = spawn_app().await;
+    let mut context: Option<String> = None;
+    for turn in 0..6 {
+        let text = if turn % 2 == 0 {
+            "list files"
+        } else {
+            "read readme.txt"
+        };
+        let sent = app
+            .rpc(
+                None,
+                message_request("message/send", message_v03(text, None, context.as_deref())),
+            )
+            .await;
+        context = Some(sent["result"]["contextId"].as_str().unwrap().to_owned());
+    }
+    let path = format!("/api/sessions/{}", context.unwrap());
+    let (status, plain) = app.get(&path).await;
+    assert_eq!(status, 200);
+    let asked = |path: &str| {
+        app.client
+            .get(app.url(path))
+            .header("accept-encoding", "gzip")
+            .send()
+    };
+    let response = asked(&path).await.unwrap();
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+    let gzipped = response.bytes().await.unwrap();
+    let mut json = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gzipped[..]), &mut json)
+        .unwrap();
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&json).unwrap(), plain);
+    assert!(
+        gzipped.len() * 3 < json.len(),
+        "{} bytes gzipped of {}",
+        gzipped.len(),
+        json.len()
+    );
+    // Nobody asked: as it is.
+    let response = app.client.get(app.url(&path)).send().await.unwrap();
+    assert!(response.headers().get("content-encoding").is_none());
+    // A stream goes out as its events come, never held back by an encoder.
+    let stream = asked("/api/approvals/stream").await.unwrap();
+    assert_eq!(stream.status(), 200);
+    assert!(stream.headers().get("content-encoding").is_none());
+}
+
+#[tokio::test]
 async fn deleting_a_session_leaves_no_row_of_it_behind() {
     let app = spawn_app().await;
     // One chat with every kind of row: events, calls, a decided batch and its audit entry.
