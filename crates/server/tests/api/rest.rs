@@ -136,7 +136,10 @@ async fn a_stored_chat_is_gzipped_for_a_client_that_asks_and_streams_are_not() {
     let mut json = String::new();
     std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gzipped[..]), &mut json)
         .unwrap();
-    assert_eq!(serde_json::from_str::<serde_json::Value>(&json).unwrap(), plain);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&json).unwrap(),
+        plain
+    );
     assert!(
         gzipped.len() * 3 < json.len(),
         "{} bytes gzipped of {}",
