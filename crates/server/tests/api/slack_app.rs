@@ -281,6 +281,13 @@ async fn told(slack: &StandIn, count: usize) -> Vec<String> {
     .await
 }
 
+/// `user` (of sre) decides `task`'s batch in Signoff, over REST.
+async fn decide_in_signoff(app: &TestApp, task: &str, user: &str, decision: Value) {
+    let request = app.post(&format!("/api/approvals/{task}")).json(&decision);
+    let response = as_person(request, user, "sre").send().await.unwrap();
+    assert_eq!(response.status(), 200, "{:?}", response.text().await);
+}
+
 /// Whether dana's inbox still lists `task`'s batch.
 async fn waits(app: &TestApp, task: &str) -> bool {
     let inbox = as_person(app.client.get(app.url("/api/approvals")), "dana", "sre");
@@ -467,17 +474,8 @@ async fn rejecting_takes_a_reason_in_a_modal_and_a_decision_in_signoff_closes_ev
     // copies are updated.
     let ladder = pause(&app, "ladder", "write c.txt: hi").await;
     let posted = calls(&slack, "chat.postMessage", 3).await;
-    let (status, body) = as_person(
-        app.post(&format!("/api/approvals/{ladder}"))
-            .json(&json!({"decision_type": "deny", "reason": "wrong file"})),
-        "dana",
-        "sre",
-    )
-    .send()
-    .await
-    .map(|response| (response.status().as_u16(), response))
-    .unwrap();
-    assert_eq!(status, 200, "{:?}", body.text().await);
+    let deny = json!({"decision_type": "deny", "reason": "wrong file"});
+    decide_in_signoff(&app, &ladder, "dana", deny).await;
     // A copy recorded while the decision was being made is closed twice (by the decision's
     // row and by its own post, which finds the batch decided): `chat.update` is idempotent,
     // so what counts is that each copy is closed.
@@ -581,14 +579,7 @@ async fn an_approval_short_of_its_quorum_shows_on_every_copy_and_the_last_one_cl
     screenshot("slack-message-counted", &updated[0]);
 
     // Gus approves in Signoff: the quorum is met, and the copy is closed, saying by whom.
-    let approve = as_person(
-        app.post(&format!("/api/approvals/{task}"))
-            .json(&json!({"decision_type": "approve"})),
-        "gus",
-        "sre",
-    );
-    let response = approve.send().await.unwrap();
-    assert_eq!(response.status(), 200, "{:?}", response.text().await);
+    decide_in_signoff(&app, &task, "gus", json!({"decision_type": "approve"})).await;
     let updated = calls(&slack, "chat.update", 2).await;
     let closed = updated[1].to_string();
     assert!(closed.contains("Approved by gus (rest)"), "{closed}");

@@ -262,12 +262,7 @@ pub fn pending(
     requests: &[Value],
     expires_at: Option<&str>,
 ) -> Notice {
-    let event = NoticeEvent::Pending {
-        calls: calls_of(requests),
-        expires_at: expires_at.map(str::to_owned),
-        approvals: Vec::new(),
-    };
-    Notice::new(about, public_url, event)
+    counted(about, public_url, requests, expires_at, Vec::new())
 }
 
 /// An approval was counted and the batch still waits for more (`batch.counted`): as

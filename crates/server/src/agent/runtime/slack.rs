@@ -339,16 +339,10 @@ impl Sender {
             .map_err(|err| format!("recording the posted Slack message: {err}"))?;
         // Decided while it was being posted: its decision's row may have closed the copies
         // before this one was recorded, so this one is closed here.
-        match self.waiting_previews(&row.task_id, batch_id).await? {
-            Some(_) => Ok(()),
-            None => {
-                let closed = self.closed_from_audit(row, notice, batch_id).await?;
-                match closed {
-                    Some(closed) => app.update(&slack_channel, &ts, &closed).await,
-                    None => Ok(()),
-                }
-            }
+        if let Some(closed) = self.closed_if_decided(row, notice, batch_id).await? {
+            app.update(&slack_channel, &ts, &closed).await?;
         }
+        Ok(())
     }
 
     /// Shows an approval counted short of its quorum on every copy of the waiting batch, its
@@ -366,17 +360,10 @@ impl Sender {
         };
         let message = slack::app_message(row.kind, notice, batch_id, &previews);
         self.update_copies(app, batch_id, &message).await?;
-        if self
-            .waiting_previews(&row.task_id, batch_id)
-            .await?
-            .is_some()
-        {
-            return Ok(());
+        if let Some(closed) = self.closed_if_decided(row, notice, batch_id).await? {
+            self.update_copies(app, batch_id, &closed).await?;
         }
-        match self.closed_from_audit(row, notice, batch_id).await? {
-            Some(closed) => self.update_copies(app, batch_id, &closed).await,
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     /// The previews of batch `batch_id`'s calls in words, by call id, if it still waits.
@@ -397,6 +384,27 @@ impl Sender {
                 .filter_map(|call| Some((call.id.clone(), preview_text(&call.preview()?))))
                 .collect()
         }))
+    }
+
+    /// After a write to Slack: if batch `batch_id` stopped waiting meanwhile, its closed copy
+    /// (`None` while it waits).
+    async fn closed_if_decided(
+        &self,
+        row: &NotificationRow,
+        notice: &Notice,
+        batch_id: i64,
+    ) -> Result<Option<Value>, String> {
+        let waits = self
+            .runtime
+            .store
+            .pending_batch(&row.task_id)
+            .await
+            .map_err(|err| format!("reading the batch: {err}"))?
+            .is_some_and(|batch| batch.id == batch_id);
+        match waits {
+            true => Ok(None),
+            false => self.closed_from_audit(row, notice, batch_id).await,
+        }
     }
 
     /// A closed copy of batch `batch_id`, which no longer waits, from its decision in the
