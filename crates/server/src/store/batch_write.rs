@@ -6,7 +6,7 @@
 
 use super::columns::VOTE_INSERT;
 use super::outbox::{insert_notifications, insert_pushes};
-use super::receipts::{self, ReceiptFacts, Seal};
+use super::receipts::{self, ReceiptFacts, Sealer};
 use super::rows::json_text;
 use super::write::{ApprovalEvent, Param, Transaction};
 use super::{now, task_state_text, BatchState, CallStatus, DecisionWrite, Result, StoreError};
@@ -18,7 +18,7 @@ pub(super) async fn apply_decision(
     tx: &mut impl Transaction,
     task_id: &str,
     decision: &DecisionWrite,
-    seal: Option<&dyn Seal>,
+    seal: Option<&Sealer>,
 ) -> Result<Written> {
     let now = now();
     // Approvals short of a quorum leave the batch pending: the same statement checks that it

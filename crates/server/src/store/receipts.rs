@@ -2,10 +2,12 @@
 //! that decides a call (a decision on a batch, a call a rule, a grant or a policy decided as
 //! it was recorded, a call settled at once) appends one receipt per call in its own commit.
 //!
-//! The chain has one head per store (`receipt_head`, one row). An append moves the head first,
-//! with an UPDATE that on PostgreSQL holds the row's lock until the transaction ends: replicas
+//! The chain has one head per store (`receipt_head`, one row). An append moves the head with
+//! an UPDATE that on PostgreSQL holds the row's lock until the transaction ends: replicas
 //! append one after the other, each from the head the last one committed, so the chain has no
-//! gap and no fork (`receipts.seq` is its primary key besides). SQLite has one writer. The head
+//! gap and no fork (`receipts.seq` is its primary key besides). On PostgreSQL that UPDATE
+//! also bets on where the head is (where this store last moved it) and then inserts the
+//! receipts in the same round trip; see [`append`]. SQLite has one writer. The head
 //! is taken late in every transaction and nothing is waited for after it but the approvals
 //! stream's lock, which is taken last everywhere, so no two writers wait on each other.
 //!
@@ -15,7 +17,7 @@
 //! one (a store-level test's, a tool's, the bench's "without") writes none, rather than
 //! receipts no one could check.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -35,21 +37,57 @@ pub trait Seal: Send + Sync {
 
 /// The seal a store signs with, set once the server has its key.
 #[derive(Clone, Default)]
-pub(super) struct SealSlot(Arc<RwLock<Option<Arc<dyn Seal>>>>);
+pub(super) struct SealSlot(Arc<RwLock<Option<Sealer>>>);
 
 impl SealSlot {
-    pub(super) fn get(&self) -> Option<Arc<dyn Seal>> {
+    pub(super) fn get(&self) -> Option<Sealer> {
         // A poisoned lock still holds a whole `Option` (the write is one assignment).
         match self.0.read() {
-            Ok(seal) => seal.clone(),
+            Ok(sealer) => sealer.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
 
     pub(super) fn set(&self, seal: Arc<dyn Seal>) {
+        let sealer = Sealer {
+            seal,
+            last_head: Arc::default(),
+        };
         match self.0.write() {
-            Ok(mut slot) => *slot = Some(seal),
-            Err(poisoned) => *poisoned.into_inner() = Some(seal),
+            Ok(mut slot) => *slot = Some(sealer),
+            Err(poisoned) => *poisoned.into_inner() = Some(sealer),
+        }
+    }
+}
+
+/// The chain's head: the last receipt's number and digest.
+#[derive(Debug, Clone, PartialEq)]
+struct Head {
+    seq: i64,
+    digest: String,
+}
+
+/// What a store's appends use: the seal, and the head this store last moved the chain to.
+/// That head is a guess (another replica may have appended since, or its transaction rolled
+/// back), checked in the write itself: on PostgreSQL a right guess appends in one round trip.
+#[derive(Clone)]
+pub(super) struct Sealer {
+    seal: Arc<dyn Seal>,
+    last_head: Arc<Mutex<Option<Head>>>,
+}
+
+impl Sealer {
+    fn guess(&self) -> Option<Head> {
+        match self.last_head.lock() {
+            Ok(head) => head.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn moved_to(&self, head: Head) {
+        match self.last_head.lock() {
+            Ok(mut last) => *last = Some(head),
+            Err(poisoned) => *poisoned.into_inner() = Some(head),
         }
     }
 }
@@ -101,118 +139,251 @@ pub fn sha256_hex(text: &str) -> String {
 }
 
 /// Appends one receipt per fact to the chain, inside the caller's transaction, signed by
-/// `seal`; nothing without a seal.
+/// `sealer`'s seal; nothing without one.
+///
+/// On PostgreSQL the append first bets on the head this store last moved the chain to: one
+/// statement moves the head only if it is still there, and inserts the receipts only if it
+/// moved. Lost (another replica appended, or this store's last append rolled back), that
+/// statement has still taken the head's lock and read where it is, and one more statement
+/// appends from there. Otherwise the head is locked and read first.
 pub(super) async fn append(
     tx: &mut impl Transaction,
-    seal: Option<&dyn Seal>,
+    sealer: Option<&Sealer>,
     facts: Vec<ReceiptFacts>,
     now: &str,
 ) -> Result<()> {
-    use Param::*;
-    let Some(seal) = seal.filter(|_| !facts.is_empty()) else {
+    let Some(sealer) = sealer.filter(|_| !facts.is_empty()) else {
         return Ok(());
     };
-    let count = facts.len() as i64;
-    // The head moves first: its new number and the digest it had, under its lock.
-    let (last, mut prev) = tx
-        .optional_texts(
-            "UPDATE receipt_head SET seq = seq + $1 WHERE id = 1
-             RETURNING CAST(seq AS TEXT), digest",
-            &[Int(count)],
-        )
-        .await?
-        .ok_or_else(|| StoreError::Corrupt("receipt_head has no row".into()))?;
-    let last: i64 = last
-        .parse()
-        .map_err(|err| StoreError::Corrupt(format!("receipt_head.seq: {err}")))?;
+    let with = tx.writes_in_with();
+    let head = match sealer.guess().filter(|_| with) {
+        Some(guess) => {
+            let rows = signed(sealer.seal.as_ref(), &guess, &facts, now)?;
+            match bet_on_head(tx, &guess, &rows).await? {
+                None => {
+                    sealer.moved_to(head_after(&guess, &rows));
+                    return Ok(());
+                }
+                Some(current) => current,
+            }
+        }
+        None => lock_head(tx).await?,
+    };
+    let rows = signed(sealer.seal.as_ref(), &head, &facts, now)?;
+    let last = head_after(&head, &rows);
+    write_rows(tx, &rows, &last, with).await?;
+    sealer.moved_to(last);
+    Ok(())
+}
+
+/// One receipt ready to insert.
+struct SignedRow {
+    seq: i64,
+    task_id: Option<String>,
+    call_id: String,
+    body: String,
+    digest: String,
+    kid: String,
+    sig: String,
+}
+
+/// The receipts of `facts`, chained on from `head` and signed.
+fn signed(
+    seal: &dyn Seal,
+    head: &Head,
+    facts: &[ReceiptFacts],
+    now: &str,
+) -> Result<Vec<SignedRow>> {
     let kid = seal.kid().to_owned();
+    let mut prev = head.digest.clone();
     let mut rows = Vec::with_capacity(facts.len());
-    for (index, fact) in facts.into_iter().enumerate() {
-        let seq = last - count + 1 + index as i64;
+    for (index, fact) in facts.iter().enumerate() {
+        let seq = head.seq + 1 + index as i64;
         let receipt = Receipt {
             seq,
             prev: prev.clone(),
             at: now.to_owned(),
             task_id: fact.task_id.clone(),
             call_id: fact.call_id.clone(),
-            tool: fact.tool,
-            args_sha256: fact.args_sha256,
+            tool: fact.tool.clone(),
+            args_sha256: fact.args_sha256.clone(),
             verdict: fact.verdict.as_str().to_owned(),
-            decided_by: fact.decided_by,
-            auth: fact.auth,
+            decided_by: fact.decided_by.clone(),
+            auth: fact.auth.clone(),
             channel: fact.channel.as_str().to_owned(),
-            why: fact.why,
+            why: fact.why.clone(),
             kid: kid.clone(),
         };
         let body = canonical(&serde_json::to_value(&receipt)?);
         let digest = sha256_hex(&body);
         let sig = seal.sign(body.as_bytes());
         prev = digest.clone();
-        rows.push((seq, fact.task_id, fact.call_id, body, digest, sig));
+        rows.push(SignedRow {
+            seq,
+            task_id: fact.task_id.clone(),
+            call_id: fact.call_id.clone(),
+            body,
+            digest,
+            kid: kid.clone(),
+            sig,
+        });
     }
-    // One statement for the decision's receipts, and on PostgreSQL the head's new digest in it
-    // too: there each statement is a round trip.
-    let with = tx.writes_in_with();
-    let sql = insert_sql(rows.len(), with);
-    let mut params = Vec::with_capacity(rows.len() * 7 + 1);
-    for (seq, task_id, call_id, body, digest, sig) in &rows {
-        params.extend([
-            Int(*seq),
-            OptionalText(task_id.as_deref()),
-            Text(call_id),
-            Text(body),
-            Text(digest),
-            Text(&kid),
-            Text(sig),
-        ]);
+    Ok(rows)
+}
+
+/// Where the chain's head is once `rows` (chained on from `head`) are appended.
+fn head_after(head: &Head, rows: &[SignedRow]) -> Head {
+    match rows.last() {
+        Some(last) => Head {
+            seq: last.seq,
+            digest: last.digest.clone(),
+        },
+        None => head.clone(),
     }
+}
+
+/// Locks the head's row until the transaction ends and reads it.
+async fn lock_head(tx: &mut impl Transaction) -> Result<Head> {
+    let row = tx
+        .optional_texts(
+            "UPDATE receipt_head SET seq = seq WHERE id = 1 RETURNING CAST(seq AS TEXT), digest",
+            &[],
+        )
+        .await?;
+    head_of(row)
+}
+
+fn head_of(row: Option<(String, String)>) -> Result<Head> {
+    let (seq, digest) = row.ok_or_else(|| StoreError::Corrupt("receipt_head has no row".into()))?;
+    let seq = seq
+        .parse()
+        .map_err(|err| StoreError::Corrupt(format!("receipt_head.seq: {err}")))?;
+    Ok(Head { seq, digest })
+}
+
+/// PostgreSQL: moves the head from `guess` past `rows` and inserts them, in one statement, if
+/// the head is still at `guess`; `None` when it was, else where the head is (its row locked by
+/// the statement either way).
+async fn bet_on_head(
+    tx: &mut impl Transaction,
+    guess: &Head,
+    rows: &[SignedRow],
+) -> Result<Option<Head>> {
+    use Param::*;
+    let last = head_after(guess, rows);
+    let first = rows.len() * 7;
+    let sql = format!(
+        "WITH head AS (UPDATE receipt_head SET
+             seq = CASE WHEN seq = ${old_seq} AND digest = ${old_digest} THEN ${new_seq} ELSE seq END,
+             digest = CASE WHEN seq = ${old_seq} AND digest = ${old_digest} THEN ${new_digest}
+                      ELSE digest END
+           WHERE id = 1 RETURNING seq, digest),
+         appended AS (INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, sig)
+           SELECT row.* FROM ({values}) AS row, head WHERE head.digest = ${new_digest})
+         SELECT CAST(seq AS TEXT), digest FROM head",
+        values = values_sql(rows.len(), true),
+        old_seq = first + 1,
+        old_digest = first + 2,
+        new_seq = first + 3,
+        new_digest = first + 4,
+    );
+    let mut params = row_params(rows);
+    params.extend([
+        Int(guess.seq),
+        Text(&guess.digest),
+        Int(last.seq),
+        Text(&last.digest),
+    ]);
+    let head = head_of(tx.optional_texts(&sql, &params).await?)?;
+    Ok((head != last).then_some(head))
+}
+
+/// Inserts `rows` and moves the head to `last`, the head's row already locked: one statement
+/// on PostgreSQL, two on SQLite.
+async fn write_rows(
+    tx: &mut impl Transaction,
+    rows: &[SignedRow],
+    last: &Head,
+    with: bool,
+) -> Result<()> {
+    use Param::*;
+    let insert = format!(
+        "INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, sig) {}",
+        values_sql(rows.len(), false)
+    );
+    let mut params = row_params(rows);
+    let (seq, digest) = (rows.len() * 7 + 1, rows.len() * 7 + 2);
+    params.extend([Int(last.seq), Text(&last.digest)]);
+    let move_head =
+        format!("UPDATE receipt_head SET seq = ${seq}, digest = ${digest} WHERE id = 1");
     if with {
-        params.push(Text(&prev));
-        tx.execute(&sql, &params).await?;
+        tx.execute(&format!("WITH appended AS ({insert}) {move_head}"), &params)
+            .await?;
         return Ok(());
     }
-    tx.execute(&sql, &params).await?;
+    let placeholders = rows.len() * 7;
+    tx.execute(&insert, &params[..placeholders]).await?;
     tx.execute(
-        "UPDATE receipt_head SET digest = $1 WHERE id = 1",
-        &[Text(&prev)],
+        "UPDATE receipt_head SET seq = $1, digest = $2 WHERE id = 1",
+        &params[placeholders..],
     )
     .await?;
     Ok(())
 }
 
-/// The statement that inserts `rows` receipts (seven placeholders each); `with`: inside a
-/// `WITH` whose main statement moves the head to the next placeholder's digest.
-fn insert_sql(rows: usize, with: bool) -> String {
-    use std::fmt::Write as _;
-    let mut sql = String::with_capacity(128 + rows * 40);
-    if with {
-        sql.push_str("WITH appended AS (");
+fn row_params(rows: &[SignedRow]) -> Vec<Param<'_>> {
+    use Param::*;
+    let mut params = Vec::with_capacity(rows.len() * 7 + 4);
+    for row in rows {
+        params.extend([
+            Int(row.seq),
+            OptionalText(row.task_id.as_deref()),
+            Text(&row.call_id),
+            Text(&row.body),
+            Text(&row.digest),
+            Text(&row.kid),
+            Text(&row.sig),
+        ]);
     }
-    sql.push_str("INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, sig) VALUES ");
+    params
+}
+
+/// `VALUES` with seven placeholders for each of `rows` rows; `typed`: each cast to its column's
+/// type, for a `VALUES` that is not an INSERT's own (PostgreSQL then infers no types).
+fn values_sql(rows: usize, typed: bool) -> String {
+    use std::fmt::Write as _;
+    let mut sql = String::with_capacity(8 + rows * 80);
+    sql.push_str("VALUES ");
     for row in 0..rows {
         let first = row * 7;
         if row > 0 {
             sql.push_str(", ");
         }
         // Writing to a String cannot fail.
-        let _ = write!(
-            sql,
-            "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
-            first + 1,
-            first + 2,
-            first + 3,
-            first + 4,
-            first + 5,
-            first + 6,
-            first + 7
-        );
-    }
-    if with {
-        let _ = write!(
-            sql,
-            ") UPDATE receipt_head SET digest = ${} WHERE id = 1",
-            rows * 7 + 1
-        );
+        let _ = match typed {
+            true => write!(
+                sql,
+                "(${}::BIGINT, ${}::TEXT, ${}::TEXT, ${}::TEXT, ${}::TEXT, ${}::TEXT, ${}::TEXT)",
+                first + 1,
+                first + 2,
+                first + 3,
+                first + 4,
+                first + 5,
+                first + 6,
+                first + 7
+            ),
+            false => write!(
+                sql,
+                "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                first + 1,
+                first + 2,
+                first + 3,
+                first + 4,
+                first + 5,
+                first + 6,
+                first + 7
+            ),
+        };
     }
     sql
 }
@@ -246,20 +417,17 @@ pub(super) const RECEIPT_KEY_INSERT: &str =
 
 #[cfg(test)]
 mod tests {
-    use super::insert_sql;
+    use super::values_sql;
 
     #[test]
-    fn the_insert_numbers_each_rows_placeholders_and_the_heads_after_them() {
+    fn the_values_number_each_rows_seven_placeholders() {
         assert_eq!(
-            insert_sql(2, false),
-            "INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, sig) VALUES \
-             ($1, $2, $3, $4, $5, $6, $7), ($8, $9, $10, $11, $12, $13, $14)"
+            values_sql(2, false),
+            "VALUES ($1, $2, $3, $4, $5, $6, $7), ($8, $9, $10, $11, $12, $13, $14)"
         );
         assert_eq!(
-            insert_sql(1, true),
-            "WITH appended AS (INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, \
-             sig) VALUES ($1, $2, $3, $4, $5, $6, $7)) UPDATE receipt_head SET digest = $8 \
-             WHERE id = 1"
+            values_sql(1, true),
+            "VALUES ($1::BIGINT, $2::TEXT, $3::TEXT, $4::TEXT, $5::TEXT, $6::TEXT, $7::TEXT)"
         );
     }
 }

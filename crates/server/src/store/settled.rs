@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::columns::Columns;
-use super::receipts::{self, ReceiptFacts, Seal};
+use super::receipts::{self, ReceiptFacts, Sealer};
 use super::rows::{json_text, json_value};
 use super::write::{Param, Transaction};
 use super::{CallRow, CallStatus, Channel, ReplayCall, Result, StoreError, Verdict};
@@ -135,7 +135,7 @@ pub(super) fn settled_from_row(row: &impl Columns) -> Result<SettledCallRow> {
 pub(super) async fn insert_settled(
     tx: &mut impl Transaction,
     row: &SettledCallRow,
-    seal: Option<&dyn Seal>,
+    seal: Option<&Sealer>,
 ) -> Result<()> {
     let texts = SettledTexts::of(row)?;
     tx.execute(SETTLED_INSERT, &texts.params(row)).await?;

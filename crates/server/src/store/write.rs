@@ -9,7 +9,7 @@ use signoff_protocol::TaskState;
 
 use super::columns::{task_params, TASK_INSERT};
 use super::outbox::{insert_notifications, insert_pushes};
-use super::receipts::{self, ReceiptFacts, Seal};
+use super::receipts::{self, ReceiptFacts, Sealer};
 use super::rows::json_text;
 use super::{
     now, task_state_text, BatchState, CallStatus, CallUpdate, Commit, Guard, NewCall, NewEvent,
@@ -194,7 +194,7 @@ pub(super) async fn apply_commit(
     tx: &mut impl Transaction,
     task_id: &str,
     commit: &Commit,
-    seal: Option<&dyn Seal>,
+    seal: Option<&Sealer>,
 ) -> Result<Written> {
     let now = now();
     let last = move_task(tx, task_id, commit, &now).await?;

@@ -1381,3 +1381,57 @@ async fn the_counts_sum_a_tools_numeric_arguments_as_they_ran_over_each_window()
         store.close().await;
     }
 }
+
+/// Two stores on one database, as two replicas, each signing with the server's key: their
+/// decisions append to one chain, a store's last head right at its next append when it
+/// wrote the last one and stale when the other did. The chain has no gap and no fork, and
+/// verifies.
+#[tokio::test]
+async fn two_stores_deciding_in_turn_keep_one_chain_of_receipts() {
+    use signoff_server::agent::receipts::{self, ExportFormat, Verified};
+    let dir = tempfile::tempdir().unwrap();
+    let mut databases = vec![("sqlite", Database::Sqlite(dir.path().to_owned()))];
+    if std::env::var("SIGNOFF_TEST_POSTGRES_URL").is_ok_and(|url| !url.is_empty()) {
+        databases.push(("postgres", Database::Postgres(create_database().await)));
+    }
+    for (name, database) in databases {
+        let key = dir.path().join(format!("{name}-receipts.key"));
+        let (first, second) = (
+            Store::open(&database).await.unwrap(),
+            Store::open(&database).await.unwrap(),
+        );
+        for store in [&first, &second] {
+            receipts::install(store, &key).await.unwrap();
+        }
+        for round in 0..6 {
+            let store = [&first, &first, &second, &first, &second, &second][round];
+            let task_id = format!("t-chain-{round}");
+            store
+                .create_task(&task(&task_id), "chat", Vec::new(), None)
+                .await
+                .unwrap();
+            let (one, two) = (format!("held_{round}_1"), format!("held_{round}_2"));
+            let pause = Commit {
+                events: vec![event("paused", false)],
+                state: Some(TaskState::InputRequired),
+                new_calls: vec![call(&one, true, None), call(&two, true, None)],
+                new_batch: Some(json!([{"id": one}, {"id": two}])),
+                ..Commit::default()
+            };
+            store.commit(&task_id, pause).await.unwrap();
+            let batch = store.pending_batch(&task_id).await.unwrap().unwrap();
+            store
+                .decide(&task_id, approval(batch.id, &[&one, &two]))
+                .await
+                .unwrap();
+        }
+        let exported = receipts::export(&first, ExportFormat::Jsonl).await.unwrap();
+        assert_eq!(
+            receipts::verify(&exported, None),
+            Verified::Holds { count: 12 },
+            "{name}: {exported}"
+        );
+        first.close().await;
+        second.close().await;
+    }
+}

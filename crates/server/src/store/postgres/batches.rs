@@ -1,8 +1,6 @@
 //! Batches of held calls in PostgreSQL: their reads, the audit trail of decisions, each call's
 //! execution record, and the row lock a decision takes (`store::batch_write` writes it).
 
-use std::sync::Arc;
-
 use sqlx::{PgConnection, Row};
 
 use super::tasks::{map_rows, task_row};
@@ -11,7 +9,7 @@ use super::{
     PendingBatchRow, Postgres, Result, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
-use crate::store::receipts::Seal;
+use crate::store::receipts::Sealer;
 
 /// A call of the tool was allowed to run: the gate or a person let it, whether or not it has
 /// run yet (`calls` of any status a denial, a rejection, a cancel or an expiry never reaches).
@@ -38,7 +36,7 @@ async fn apply_decision(
     replica: &str,
     task_id: &str,
     decision: &DecisionWrite,
-    seal: Option<&dyn Seal>,
+    seal: Option<&Sealer>,
 ) -> Result<Written> {
     let mut tx = super::tasks::PgTransaction {
         connection,
@@ -79,7 +77,7 @@ impl Postgres {
         &self,
         task_id: &str,
         mut plan: P,
-        seal: Option<Arc<dyn Seal>>,
+        seal: Option<Sealer>,
     ) -> Result<std::result::Result<(Option<Written>, X), E>>
     where
         P: FnMut(
@@ -109,7 +107,7 @@ impl Postgres {
                     &self.replica,
                     task_id,
                     &write,
-                    seal.as_deref(),
+                    seal.as_ref(),
                 )
                 .await?;
                 super::leases::announce(&mut transaction, &self.replica, task_id).await?;
@@ -158,7 +156,7 @@ impl Postgres {
         &self,
         task_id: &str,
         decision: DecisionWrite,
-        seal: Option<Arc<dyn Seal>>,
+        seal: Option<Sealer>,
     ) -> Result<Written> {
         let mut transaction = self.pool.begin().await?;
         // The task's row first, as `decide_planned` takes it: the same lock order, so a cancel
@@ -171,7 +169,7 @@ impl Postgres {
             &self.replica,
             task_id,
             &decision,
-            seal.as_deref(),
+            seal.as_ref(),
         )
         .await?;
         super::leases::announce(&mut transaction, &self.replica, task_id).await?;

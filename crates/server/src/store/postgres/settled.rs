@@ -1,24 +1,22 @@
 //! Calls settled at once, in PostgreSQL.
 
-use std::sync::Arc;
-
 use super::tasks::{map_rows, PgTransaction};
 use super::{Postgres, Result};
-use crate::store::receipts::Seal;
+use crate::store::receipts::Sealer;
 use crate::store::settled::*;
 
 impl Postgres {
     pub async fn insert_settled_call(
         &self,
         row: SettledCallRow,
-        seal: Option<Arc<dyn Seal>>,
+        seal: Option<Sealer>,
     ) -> Result<()> {
         let mut transaction = self.pool.begin().await?;
         let mut shared = PgTransaction {
             connection: &mut transaction,
             replica: &self.replica,
         };
-        insert_settled(&mut shared, &row, seal.as_deref()).await?;
+        insert_settled(&mut shared, &row, seal.as_ref()).await?;
         transaction.commit().await?;
         Ok(())
     }

@@ -2,8 +2,6 @@
 //! writes (`store::write`), and its own fast path for a plain step (one statement, no
 //! transaction).
 
-use std::sync::Arc;
-
 use signoff_protocol::TaskState;
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
@@ -13,7 +11,7 @@ use super::{
     QueuedMessage, Result, RunnerView, SessionRow, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
-use crate::store::receipts::Seal;
+use crate::store::receipts::Sealer;
 use crate::store::write::{self, ApprovalEvent, Param, Transaction, TERMINAL};
 
 /// Every row mapped with a mapping that may find a corrupt row.
@@ -424,7 +422,7 @@ impl Postgres {
         &self,
         task_id: &str,
         commit: Commit,
-        seal: Option<Arc<dyn Seal>>,
+        seal: Option<Sealer>,
     ) -> Result<Written> {
         if is_plain_step(&commit) {
             let last_seq = self.commit_plain_step(task_id, &commit).await?;
@@ -438,7 +436,7 @@ impl Postgres {
             connection: &mut transaction,
             replica: &self.replica,
         };
-        let written = write::apply_commit(&mut shared, task_id, &commit, seal.as_deref()).await?;
+        let written = write::apply_commit(&mut shared, task_id, &commit, seal.as_ref()).await?;
         super::leases::announce(&mut transaction, &self.replica, task_id).await?;
         transaction.commit().await?;
         Ok(written)

@@ -1,8 +1,6 @@
 //! Batches of held calls in SQLite: their reads, the audit trail of decisions, each call's
 //! execution record, and the writer's side of a decision (`store::batch_write` writes it).
 
-use std::sync::Arc;
-
 use rusqlite::{params, Connection};
 
 use super::tasks::collect;
@@ -11,7 +9,7 @@ use super::{
     PendingBatchRow, Result, Sqlite, TaskRow, Written,
 };
 use crate::store::columns::*;
-use crate::store::receipts::Seal;
+use crate::store::receipts::Sealer;
 
 /// The condition of the partial indexes on pending batches (`one_pending_batch_per_task`,
 /// `batches_by_deadline`), spelt as a literal in every statement that looks for pending batches.
@@ -38,7 +36,7 @@ fn apply_decision(
     connection: &Connection,
     task_id: &str,
     decision: &DecisionWrite,
-    seal: Option<&dyn Seal>,
+    seal: Option<&Sealer>,
 ) -> Result<Written> {
     super::tasks::run_now(crate::store::batch_write::apply_decision(
         &mut super::tasks::SqliteTransaction(connection),
@@ -86,7 +84,7 @@ impl Sqlite {
         &self,
         task_id: &str,
         mut plan: P,
-        seal: Option<Arc<dyn Seal>>,
+        seal: Option<Sealer>,
     ) -> Result<std::result::Result<(Option<Written>, X), E>>
     where
         X: Send + 'static,
@@ -114,7 +112,7 @@ impl Sqlite {
                 Err(refused) => Ok(Err(refused)),
                 Ok((None, back)) => Ok(Ok((None, back))),
                 Ok((Some(write), back)) => {
-                    let written = apply_decision(connection, &task_id, &write, seal.as_deref())?;
+                    let written = apply_decision(connection, &task_id, &write, seal.as_ref())?;
                     Ok(Ok((Some(written), back)))
                 }
             }
@@ -167,13 +165,11 @@ impl Sqlite {
         &self,
         task_id: &str,
         decision: DecisionWrite,
-        seal: Option<Arc<dyn Seal>>,
+        seal: Option<Sealer>,
     ) -> Result<Written> {
         let task_id = task_id.to_owned();
-        self.write(move |connection| {
-            apply_decision(connection, &task_id, &decision, seal.as_deref())
-        })
-        .await
+        self.write(move |connection| apply_decision(connection, &task_id, &decision, seal.as_ref()))
+            .await
     }
 
     /// The calls of a task, in the order the model asked for them.

@@ -2,24 +2,22 @@
 
 use rusqlite::params;
 
-use std::sync::Arc;
-
 use super::tasks::{collect, run_now, SqliteTransaction};
 use super::{Result, Sqlite};
-use crate::store::receipts::Seal;
+use crate::store::receipts::Sealer;
 use crate::store::settled::*;
 
 impl Sqlite {
     pub async fn insert_settled_call(
         &self,
         row: SettledCallRow,
-        seal: Option<Arc<dyn Seal>>,
+        seal: Option<Sealer>,
     ) -> Result<()> {
         self.write(move |connection| {
             run_now(insert_settled(
                 &mut SqliteTransaction(connection),
                 &row,
-                seal.as_deref(),
+                seal.as_ref(),
             ))
         })
         .await

@@ -1,8 +1,6 @@
 //! Tasks and their event logs in SQLite, and its side of the shared task writes
 //! (`store::write`: a task's creation and [`Store::commit`], driven on the write connection).
 
-use std::sync::Arc;
-
 use futures_util::FutureExt;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use signoff_protocol::TaskState;
@@ -12,7 +10,7 @@ use super::{
     QueuedMessage, Result, RunnerView, Sqlite, StoreError, TaskRow, Written,
 };
 use crate::store::columns::*;
-use crate::store::receipts::Seal;
+use crate::store::receipts::Sealer;
 use crate::store::write::{self, sqlite_dialect, ApprovalEvent, Param, Transaction};
 
 /// Every row of a statement, mapped with a mapping that may find a corrupt row.
@@ -348,7 +346,7 @@ impl Sqlite {
         &self,
         task_id: &str,
         commit: Commit,
-        seal: Option<Arc<dyn Seal>>,
+        seal: Option<Sealer>,
     ) -> Result<Written> {
         let task_id = task_id.to_owned();
         self.write(move |connection| {
@@ -356,7 +354,7 @@ impl Sqlite {
                 &mut SqliteTransaction(connection),
                 &task_id,
                 &commit,
-                seal.as_deref(),
+                seal.as_ref(),
             ))
         })
         .await
