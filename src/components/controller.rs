@@ -22,6 +22,10 @@ use crate::state::compose::{self, SendEffect};
 use crate::state::draft::{self, BatchDraft};
 use crate::state::{ChatStatus, ChatView, PendingBatch};
 
+/// The rows a stored chat opens on (more than a tall screen holds); the transcript adds the
+/// older history while the page is idle.
+const FIRST_ROWS: usize = 16;
+
 /// One chat's live state and the handles its requests need. Copy: all fields are arena handles.
 #[derive(Clone, Copy)]
 pub struct ChatCtl {
@@ -32,6 +36,9 @@ pub struct ChatCtl {
     pub deciding: RwSignal<bool>,
     /// The chat is loading a stored session.
     pub loading: RwSignal<bool>,
+    /// How many of the chat's last rows the transcript shows: a stored chat opens on its last
+    /// screenful, and the transcript adds the older rows while the page is idle.
+    pub shown_rows: RwSignal<usize>,
     /// The server knows no chat with this session id (deleted, or a wrong link).
     pub missing: RwSignal<bool>,
     pub composer: RwSignal<String>,
@@ -57,6 +64,7 @@ impl ChatCtl {
             draft: RwSignal::new(BatchDraft::default()),
             deciding: RwSignal::new(false),
             loading: RwSignal::new(key.session.is_some()),
+            shown_rows: RwSignal::new(usize::MAX),
             missing: RwSignal::new(false),
             composer: RwSignal::new(String::new()),
             requested_by: RwSignal::new(None),
@@ -170,6 +178,7 @@ impl ChatCtl {
                     return;
                 }
             };
+            self.shown_rows.set(FIRST_ROWS);
             self.view.set(replayed.unwrap_or_default());
             if let Some(last) = tasks.last() {
                 if matches!(last.status.state, TaskState::Submitted | TaskState::Working) {

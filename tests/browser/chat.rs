@@ -1,6 +1,7 @@
 //! Browser tests of the chat itself: the home page and agent list, a streamed answer, reloads
-//! and a server restart mid-turn, the sidebar, Stop, hostile text, a phone's layout, a refused
-//! message, messages queued while the agent works, and a reply to a waiting batch.
+//! and a server restart mid-turn, a long chat opened on its last rows, the sidebar, Stop,
+//! hostile text, a phone's layout, a refused message, messages queued while the agent works,
+//! and a reply to a waiting batch.
 
 use crate::support::harness::{self, click, App};
 use serde_json::Value;
@@ -97,6 +98,72 @@ async fn a_reload_shows_the_chat_again() {
     assert_eq!(app.current_path().await, path);
     assert_eq!(app.texts("[data-testid=message-agent]").await, before);
     app.shot("chat-reloaded").await;
+    app.finish().await;
+}
+
+/// Records, from the page's start, each of the person's messages as it is drawn, in
+/// `window.__drawn`: every new element, so a message drawn anew shows twice (an element moved
+/// in the page, as a keyed list may when rows are added above it, is the same element).
+const DRAWN_TAP: &str = r#"
+window.__drawn = [];
+const seen = new WeakSet();
+new MutationObserver((changes) => {
+  for (const change of changes) {
+    for (const node of change.addedNodes) {
+      if (!(node instanceof Element)) continue;
+      const found = node.matches('[data-testid=message-user]')
+        ? [node] : node.querySelectorAll('[data-testid=message-user]');
+      for (const message of found) {
+        if (seen.has(message)) continue;
+        seen.add(message);
+        window.__drawn.push(message.textContent.trim());
+      }
+    }
+  }
+}).observe(document, { childList: true, subtree: true });
+"#;
+
+/// A stored chat longer than a screenful opens on its last rows; the older ones are added
+/// above them while the page is idle, until all are there in order, each drawn once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_stored_chat_opens_on_its_last_messages_and_adds_the_older_ones() {
+    let app = App::start("long-chat").await;
+    app.open_new_chat().await;
+    let sent: Vec<String> = (1..=14).map(|n| format!("note {n}")).collect();
+    for text in &sent {
+        app.send(text).await;
+        app.wait_for_text("[data-testid=message-user]", text).await;
+        app.wait_for_status("ready").await;
+    }
+    app.before_each_page(DRAWN_TAP).await;
+    app.driver.refresh().await.unwrap();
+    let shown = || async {
+        let texts = app.texts("[data-testid=message-user]").await;
+        texts
+            .iter()
+            .map(|text| text.trim().to_owned())
+            .collect::<Vec<_>>()
+    };
+    app.wait_until("every message is back, in order", || async {
+        Ok(shown().await == sent)
+    })
+    .await;
+    let drawn: Vec<String> = serde_json::from_value(app.js("return window.__drawn").await).unwrap();
+    let at = |text: &String| {
+        let at = drawn.iter().position(|drawn| drawn == text);
+        at.unwrap_or_else(|| panic!("{text:?} never drawn: {drawn:?}"))
+    };
+    assert!(
+        at(&sent[sent.len() - 1]) < at(&sent[0]),
+        "the last message drawn before the first: {drawn:?}"
+    );
+    let mut once = drawn.clone();
+    once.sort();
+    once.dedup();
+    assert_eq!(once.len(), drawn.len(), "each drawn once: {drawn:?}");
+    assert_eq!(drawn.len(), sent.len(), "{drawn:?}");
+    app.assert_no_errors().await;
+    app.shot("chat-long-reloaded").await;
     app.finish().await;
 }
 

@@ -11,7 +11,7 @@ use super::usage::AnswerUsage;
 use crate::components::clamp::{is_long, ShowMore};
 use crate::components::controller::ChatCtl;
 use crate::components::feedback::answer_feedback;
-use crate::components::lazy::{loaded, Loaded, Slot};
+use crate::components::lazy::{self, loaded, Loaded, Slot};
 use crate::components::tools::ToolList;
 use crate::components::util::copy_to_clipboard;
 use crate::state::group::{rows, Row};
@@ -19,6 +19,8 @@ use crate::state::ItemKind;
 
 /// How close to the bottom (px) still counts as "at the bottom".
 const STICK_SLACK: i32 = 48;
+/// The older rows of a stored chat added at a time, while the page is idle.
+const EARLIER_ROWS: usize = 12;
 
 #[component]
 pub fn Transcript() -> impl IntoView {
@@ -27,12 +29,32 @@ pub fn Transcript() -> impl IntoView {
     // Written by the scroll handler, read by the effect: not a signal, nothing re-renders.
     let stick = StoredValue::new(true);
     let rows = Memo::new(move |_| ctl.view.with(|view| rows(&view.items)));
+    // A stored chat opens on its last rows (`ChatCtl::shown_rows`): the person reads and
+    // writes at the bottom. The older ones come in while the page is idle, a few at a time, so a
+    // long chat never holds the page for long; keyed, each addition renders only what it adds.
+    let hidden = Memo::new(move |_| rows.with(Vec::len).saturating_sub(ctl.shown_rows.get()));
+    Effect::new(move |_| {
+        if hidden.get() > 0 {
+            let more = |shown: &mut usize| *shown = shown.saturating_add(EARLIER_ROWS);
+            lazy::when_idle(move || ctl.shown_rows.update(more));
+        } else if ctl.shown_rows.get_untracked() != usize::MAX {
+            // All shown: so is every row that comes from now on.
+            ctl.shown_rows.set(usize::MAX);
+        }
+    });
     let keys = Memo::new(move |_| {
-        rows.with(|rows| rows.iter().map(|row| row.key.clone()).collect::<Vec<_>>())
+        let skip = hidden.get();
+        rows.with(|rows| {
+            rows.iter()
+                .skip(skip)
+                .map(|row| row.key.clone())
+                .collect::<Vec<_>>()
+        })
     });
     let empty = move || keys.with(Vec::is_empty) && !ctl.loading.get();
     Effect::new(move |_| {
         ctl.view.track();
+        hidden.track();
         if let Some(element) = node.get() {
             if stick.get_value() {
                 element.set_scroll_top(element.scroll_height());
