@@ -352,38 +352,20 @@ fn row_params(rows: &[SignedRow]) -> Vec<Param<'_>> {
 /// type, for a `VALUES` that is not an INSERT's own (PostgreSQL then infers no types).
 fn values_sql(rows: usize, typed: bool) -> String {
     use std::fmt::Write as _;
+    const CASTS: [&str; 7] = [
+        "::BIGINT", "::TEXT", "::TEXT", "::TEXT", "::TEXT", "::TEXT", "::TEXT",
+    ];
     let mut sql = String::with_capacity(8 + rows * 80);
     sql.push_str("VALUES ");
     for row in 0..rows {
-        let first = row * 7;
-        if row > 0 {
-            sql.push_str(", ");
+        sql.push_str(if row > 0 { ", (" } else { "(" });
+        for (column, cast) in CASTS.iter().enumerate() {
+            let cast = if typed { cast } else { "" };
+            let separator = if column > 0 { ", " } else { "" };
+            // Writing to a String cannot fail.
+            let _ = write!(sql, "{separator}${}{cast}", row * 7 + column + 1);
         }
-        // Writing to a String cannot fail.
-        let _ = match typed {
-            true => write!(
-                sql,
-                "(${}::BIGINT, ${}::TEXT, ${}::TEXT, ${}::TEXT, ${}::TEXT, ${}::TEXT, ${}::TEXT)",
-                first + 1,
-                first + 2,
-                first + 3,
-                first + 4,
-                first + 5,
-                first + 6,
-                first + 7
-            ),
-            false => write!(
-                sql,
-                "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
-                first + 1,
-                first + 2,
-                first + 3,
-                first + 4,
-                first + 5,
-                first + 6,
-                first + 7
-            ),
-        };
+        sql.push(')');
     }
     sql
 }
