@@ -177,6 +177,18 @@ async fn a_server_restart_mid_turn_says_so_then_follows_the_turn_to_its_end() {
         "[data-testid=message-agent].streaming",
     )
     .await;
+    // The first keystroke prefetched the cards' and Stop's chunks. A fetch the stop cut would be
+    // fetched again later, but the loader logs the failure, and this test checks the console.
+    app.wait_until("the prefetched chunks are in", || async {
+        let fetched = app
+            .js(
+                "return ['split_cards-', 'split_stop-'].every((chunk) => performance \
+                 .getEntriesByType('resource').some((entry) => entry.name.includes(chunk)))",
+            )
+            .await;
+        Ok(fetched == Value::Bool(true))
+    })
+    .await;
     app.stop_server().await;
     // Before, the chat said "Error: the stream ended before the agent finished" and stayed so.
     app.wait_for_status("reconnecting").await;
