@@ -312,16 +312,17 @@ async fn write_rows(
         values_sql(rows.len(), false)
     );
     let mut params = row_params(rows);
-    let (seq, digest) = (rows.len() * 7 + 1, rows.len() * 7 + 2);
     params.extend([Int(last.seq), Text(&last.digest)]);
-    let move_head =
-        format!("UPDATE receipt_head SET seq = ${seq}, digest = ${digest} WHERE id = 1");
+    let placeholders = rows.len() * 7;
     if with {
-        tx.execute(&format!("WITH appended AS ({insert}) {move_head}"), &params)
-            .await?;
+        let (seq, digest) = (placeholders + 1, placeholders + 2);
+        let sql = format!(
+            "WITH appended AS ({insert}) \
+             UPDATE receipt_head SET seq = ${seq}, digest = ${digest} WHERE id = 1"
+        );
+        tx.execute(&sql, &params).await?;
         return Ok(());
     }
-    let placeholders = rows.len() * 7;
     tx.execute(&insert, &params[..placeholders]).await?;
     tx.execute(
         "UPDATE receipt_head SET seq = $1, digest = $2 WHERE id = 1",
