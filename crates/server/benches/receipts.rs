@@ -1,10 +1,12 @@
-//! Bench: what a signed receipt costs a decision. Pauses a task on two held calls (a commit
-//! that opens the batch) and approves them (a decision write), one task at a time, on a store
-//! that signs receipts (the server's case: two receipts appended, chained and signed in the
-//! decision's transaction) and on one without a receipt key (no receipts), interleaved so both
-//! see the same machine; the median and p90 of the pause, the approval and both together, and
-//! the difference per approval. The whole cost of a receipt is in the decision's store write,
-//! so the store's figures are the server's, without HTTP and the runner around them. On
+//! Bench: what a signed receipt costs a decision. Pauses a task on one held call, then on two
+//! (a commit that opens the batch), and approves them (a decision write), one task at a time,
+//! on a store that signs receipts (the server's case: one receipt per call appended, chained
+//! and signed in the decision's transaction) and on one without a receipt key (no receipts),
+//! interleaved so both see the same machine; the median and p90 of the pause, the approval and
+//! both together, and the difference per approval. Then the Ed25519 signature of one receipt
+//! alone, which the store cannot make cheaper. The whole cost of a receipt is in the
+//! decision's store write, so the store's figures are the server's, without HTTP and the
+//! runner around them. On
 //! SQLite, and on PostgreSQL too when `SIGNOFF_TEST_POSTGRES_URL` names one (a fresh database
 //! each, dropped at the end). Run with `cargo bench -p signoff-server --bench receipts`
 //! (`-- --rounds N` to change the count).
@@ -18,7 +20,7 @@ use serde_json::json;
 use signoff_protocol::TaskState;
 use signoff_server::store::{
     BatchState, CallStatus, CallVerdict, Channel, Commit, Database, DecisionWrite, NewCall,
-    NewEvent, Store, TaskRow, Verdict,
+    NewEvent, Seal, Store, TaskRow, Verdict,
 };
 use sqlx::{Connection, Executor};
 
@@ -39,9 +41,12 @@ fn main() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        bench(None, rounds).await;
-        if let Ok(admin) = std::env::var("SIGNOFF_TEST_POSTGRES_URL") {
-            bench(Some(&admin), rounds).await;
+        let admin = std::env::var("SIGNOFF_TEST_POSTGRES_URL").ok();
+        for calls in [1, 2] {
+            bench(None, rounds, calls).await;
+            if let Some(admin) = &admin {
+                bench(Some(admin), rounds, calls).await;
+            }
         }
     });
 }
@@ -67,8 +72,11 @@ fn held(call_id: &str, tool: &str) -> NewCall {
     }
 }
 
-/// Pauses a new task on two held calls; the milliseconds and the batch's id.
-async fn pause(store: &Store, id: &str) -> (f64, i64) {
+const CALLS: [(&str, &str); 2] = [("call_1", "write_file"), ("call_2", "delete_file")];
+
+/// Pauses a new task on the first `calls` of [`CALLS`], held; the milliseconds and the batch's
+/// id.
+async fn pause(store: &Store, id: &str, calls: usize) -> (f64, i64) {
     let task = TaskRow {
         id: id.to_owned(),
         context_id: format!("c-{id}"),
@@ -89,8 +97,14 @@ async fn pause(store: &Store, id: &str) -> (f64, i64) {
     let commit = Commit {
         events: vec![event("paused")],
         state: Some(TaskState::InputRequired),
-        new_calls: vec![held("call_1", "write_file"), held("call_2", "delete_file")],
-        new_batch: Some(json!([{"id": "call_1"}, {"id": "call_2"}])),
+        new_calls: CALLS[..calls]
+            .iter()
+            .map(|(call_id, tool)| held(call_id, tool))
+            .collect(),
+        new_batch: Some(json!(CALLS[..calls]
+            .iter()
+            .map(|(call_id, _)| json!({ "id": call_id }))
+            .collect::<Vec<_>>())),
         ..Commit::default()
     };
     store.commit(id, commit).await.unwrap();
@@ -98,8 +112,8 @@ async fn pause(store: &Store, id: &str) -> (f64, i64) {
     (ms, store.pending_batch(id).await.unwrap().unwrap().id)
 }
 
-/// Approves both calls of the batch; the milliseconds.
-async fn approve(store: &Store, id: &str, batch_id: i64) -> f64 {
+/// Approves every call of the batch; the milliseconds.
+async fn approve(store: &Store, id: &str, batch_id: i64, calls: usize) -> f64 {
     let write = DecisionWrite {
         batch_id,
         user_id: "alice".into(),
@@ -107,16 +121,17 @@ async fn approve(store: &Store, id: &str, batch_id: i64) -> f64 {
         channel: Channel::Rest,
         decision: json!({"decision_type": "approve"}),
         summary: "Approved".into(),
-        verdicts: ["call_1", "call_2"]
-            .map(|call_id| CallVerdict {
-                call_id: call_id.to_owned(),
+        verdicts: CALLS[..calls]
+            .iter()
+            .map(|(call_id, _)| CallVerdict {
+                call_id: (*call_id).to_owned(),
                 status: CallStatus::Approved,
                 verdict: Verdict::Approve,
                 reason: None,
                 run_args: None,
                 run_args_sha256: None,
             })
-            .into(),
+            .collect(),
         batch_state: BatchState::Decided,
         task_state: TaskState::Working,
         events: vec![event("approved")],
@@ -153,7 +168,7 @@ fn quantile(samples: &mut [f64], q: f64) -> f64 {
     samples[((samples.len() - 1) as f64 * q).round() as usize]
 }
 
-async fn bench(admin: Option<&str>, rounds: usize) {
+async fn bench(admin: Option<&str>, rounds: usize, calls: usize) {
     let backend = if admin.is_some() {
         "PostgreSQL"
     } else {
@@ -161,7 +176,7 @@ async fn bench(admin: Option<&str>, rounds: usize) {
     };
     let work = tempfile::tempdir().unwrap();
     let (signing, signing_db) = open(&work.path().join("with"), admin).await;
-    signoff_server::agent::receipts::install(&signing, &work.path().join("audit-key"))
+    let seal = signoff_server::agent::receipts::install(&signing, &work.path().join("audit-key"))
         .await
         .unwrap();
     let (plain, plain_db) = open(&work.path().join("without"), admin).await;
@@ -173,8 +188,8 @@ async fn bench(admin: Option<&str>, rounds: usize) {
     for round in 0..WARM_UP + rounds {
         for (which, store) in [&plain, &signing].into_iter().enumerate() {
             let id = format!("t-{round}");
-            let (paused, batch) = pause(store, &id).await;
-            let approved = approve(store, &id, batch).await;
+            let (paused, batch) = pause(store, &id, calls).await;
+            let approved = approve(store, &id, batch, calls).await;
             if round >= WARM_UP {
                 samples[which][0].push(paused);
                 samples[which][1].push(approved);
@@ -182,16 +197,13 @@ async fn bench(admin: Option<&str>, rounds: usize) {
             }
         }
     }
-    let receipts = signing.receipts_after(0, i64::MAX).await.unwrap().len();
-    assert_eq!(
-        receipts,
-        2 * (WARM_UP + rounds),
-        "two receipts per approval"
-    );
+    let stored = signing.receipts_after(0, i64::MAX).await.unwrap();
+    let receipts = stored.len();
+    assert_eq!(receipts, calls * (WARM_UP + rounds), "a receipt per call");
     assert!(plain.receipts_after(0, 1).await.unwrap().is_empty());
     println!(
-        "receipts on {backend}: {rounds} tasks paused on 2 held calls and approved, one at a \
-         time, on each store ({receipts} receipts signed)"
+        "receipts on {backend}: {rounds} tasks paused on {calls} held call(s) and approved, one \
+         at a time, on each store ({receipts} receipts signed)"
     );
     println!(
         "  {:<34} {:>12} {:>12} {:>12}",
@@ -216,11 +228,26 @@ async fn bench(admin: Option<&str>, rounds: usize) {
         }
     }
     println!(
-        "  a receipt's cost per approval of 2 calls (median difference): approve {:+.3} ms, \
-         pause + approve {:+.3} ms",
+        "  the receipts' cost per approval of {calls} call(s) (median difference): approve \
+         {:+.3} ms, pause + approve {:+.3} ms",
         medians[1][1] - medians[0][1],
         medians[1][2] - medians[0][2]
     );
+    if admin.is_none() {
+        let body = stored[0].body.as_bytes();
+        let mut signing_ms: Vec<f64> = (0..rounds)
+            .map(|_| {
+                let started = Instant::now();
+                std::hint::black_box(seal.sign(std::hint::black_box(body)));
+                started.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect();
+        println!(
+            "  of which the Ed25519 signature of one receipt ({} bytes) alone: median {:.3} ms",
+            body.len(),
+            quantile(&mut signing_ms, 0.5)
+        );
+    }
     signing.close().await;
     plain.close().await;
     if let Some(admin) = admin {

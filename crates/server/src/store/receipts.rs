@@ -2,14 +2,16 @@
 //! that decides a call (a decision on a batch, a call a rule, a grant or a policy decided as
 //! it was recorded, a call settled at once) appends one receipt per call in its own commit.
 //!
-//! The chain has one head per store (`receipt_head`, one row). An append moves the head with
-//! an UPDATE that on PostgreSQL holds the row's lock until the transaction ends: replicas
-//! append one after the other, each from the head the last one committed, so the chain has no
-//! gap and no fork (`receipts.seq` is its primary key besides). On PostgreSQL that UPDATE
-//! also bets on where the head is (where this store last moved it) and then inserts the
-//! receipts in the same round trip; see [`append`]. SQLite has one writer. The head
-//! is taken late in every transaction and nothing is waited for after it but the approvals
-//! stream's lock, which is taken last everywhere, so no two writers wait on each other.
+//! The chain has one head per store: where the last receipt is (its `seq`, the chain's order
+//! and the table's primary key, so a fork cannot be written, and its digest). SQLite has one
+//! writer, so its head is simply the last receipt, read in the appending transaction. On
+//! PostgreSQL replicas share the chain, and its head is a row of its own (`receipt_head`):
+//! an append moves it with an UPDATE that holds the row's lock until the transaction ends, so
+//! replicas append one after the other, each from the head the last one committed, with no
+//! gap and no fork. That UPDATE also bets on where the head is (where this store last moved
+//! it) and inserts the receipts in the same round trip; see [`append`]. The head is taken
+//! late in every transaction and nothing is waited for after it but the approvals stream's
+//! lock, which is taken last everywhere, so no two writers wait on each other.
 //!
 //! The store builds and links the receipts; the signature comes from a [`Seal`] the agent layer
 //! installs (`Store::seal_receipts`), which holds the key. The server installs its key before
@@ -141,11 +143,13 @@ pub fn sha256_hex(text: &str) -> String {
 /// Appends one receipt per fact to the chain, inside the caller's transaction, signed by
 /// `sealer`'s seal; nothing without one.
 ///
-/// On PostgreSQL the append first bets on the head this store last moved the chain to: one
-/// statement moves the head only if it is still there, and inserts the receipts only if it
-/// moved. Lost (another replica appended, or this store's last append rolled back), that
-/// statement has still taken the head's lock and read where it is, and one more statement
-/// appends from there. Otherwise the head is locked and read first.
+/// SQLite reads the last receipt and inserts after it: no head row is written, which is one
+/// page less in the decision's commit. On PostgreSQL the append first bets on the head this
+/// store last moved the chain to: one statement moves the head only if it is still there,
+/// and inserts the receipts only if it moved. Lost (another replica appended, or this store's
+/// last append rolled back), that statement has still taken the head's lock and read where
+/// it is, and one more statement appends from there. Otherwise the head is locked and read
+/// first.
 pub(super) async fn append(
     tx: &mut impl Transaction,
     sealer: Option<&Sealer>,
@@ -155,8 +159,14 @@ pub(super) async fn append(
     let Some(sealer) = sealer.filter(|_| !facts.is_empty()) else {
         return Ok(());
     };
-    let with = tx.writes_in_with();
-    let head = match sealer.guess().filter(|_| with) {
+    if tx.sole_writer() {
+        let head = last_receipt(tx).await?;
+        let rows = signed(sealer.seal.as_ref(), &head, &facts, now)?;
+        let insert = insert_sql(rows.len());
+        tx.execute(&insert, &row_params(&rows)).await?;
+        return Ok(());
+    }
+    let head = match sealer.guess() {
         Some(guess) => {
             let rows = signed(sealer.seal.as_ref(), &guess, &facts, now)?;
             match bet_on_head(tx, &guess, &rows).await? {
@@ -171,7 +181,7 @@ pub(super) async fn append(
     };
     let rows = signed(sealer.seal.as_ref(), &head, &facts, now)?;
     let last = head_after(&head, &rows);
-    write_rows(tx, &rows, &last, with).await?;
+    write_rows(tx, &rows, &last).await?;
     sealer.moved_to(last);
     Ok(())
 }
@@ -242,7 +252,27 @@ fn head_after(head: &Head, rows: &[SignedRow]) -> Head {
     }
 }
 
-/// Locks the head's row until the transaction ends and reads it.
+/// The head of a chain no one else writes (SQLite's): its last receipt, or the start.
+async fn last_receipt(tx: &mut impl Transaction) -> Result<Head> {
+    let last = tx
+        .optional_texts(
+            "SELECT CAST(seq AS TEXT), digest FROM receipts ORDER BY seq DESC LIMIT 1",
+            &[],
+        )
+        .await?;
+    match last {
+        Some(row) => head_of(Some(row)),
+        None => Ok(Head {
+            seq: 0,
+            digest: START_DIGEST.to_owned(),
+        }),
+    }
+}
+
+/// The `prev` of the first receipt (as `receipt_head` starts on PostgreSQL).
+const START_DIGEST: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// PostgreSQL: locks the head's row until the transaction ends and reads it.
 async fn lock_head(tx: &mut impl Transaction) -> Result<Head> {
     let row = tx
         .optional_texts(
@@ -257,7 +287,7 @@ fn head_of(row: Option<(String, String)>) -> Result<Head> {
     let (seq, digest) = row.ok_or_else(|| StoreError::Corrupt("receipt_head has no row".into()))?;
     let seq = seq
         .parse()
-        .map_err(|err| StoreError::Corrupt(format!("receipt_head.seq: {err}")))?;
+        .map_err(|err| StoreError::Corrupt(format!("the receipts' head seq: {err}")))?;
     Ok(Head { seq, digest })
 }
 
@@ -298,38 +328,28 @@ async fn bet_on_head(
     Ok((head != last).then_some(head))
 }
 
-/// Inserts `rows` and moves the head to `last`, the head's row already locked: one statement
-/// on PostgreSQL, two on SQLite.
-async fn write_rows(
-    tx: &mut impl Transaction,
-    rows: &[SignedRow],
-    last: &Head,
-    with: bool,
-) -> Result<()> {
+/// PostgreSQL: inserts `rows` and moves the head to `last`, the head's row already locked, in
+/// one statement.
+async fn write_rows(tx: &mut impl Transaction, rows: &[SignedRow], last: &Head) -> Result<()> {
     use Param::*;
-    let insert = format!(
-        "INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, sig) {}",
-        values_sql(rows.len(), false)
-    );
     let mut params = row_params(rows);
     params.extend([Int(last.seq), Text(&last.digest)]);
     let placeholders = rows.len() * 7;
-    if with {
-        let (seq, digest) = (placeholders + 1, placeholders + 2);
-        let sql = format!(
-            "WITH appended AS ({insert}) \
-             UPDATE receipt_head SET seq = ${seq}, digest = ${digest} WHERE id = 1"
-        );
-        tx.execute(&sql, &params).await?;
-        return Ok(());
-    }
-    tx.execute(&insert, &params[..placeholders]).await?;
-    tx.execute(
-        "UPDATE receipt_head SET seq = $1, digest = $2 WHERE id = 1",
-        &params[placeholders..],
-    )
-    .await?;
+    let (seq, digest) = (placeholders + 1, placeholders + 2);
+    let sql = format!(
+        "WITH appended AS ({}) \
+         UPDATE receipt_head SET seq = ${seq}, digest = ${digest} WHERE id = 1",
+        insert_sql(rows.len())
+    );
+    tx.execute(&sql, &params).await?;
     Ok(())
+}
+
+fn insert_sql(rows: usize) -> String {
+    format!(
+        "INSERT INTO receipts (seq, task_id, call_id, body, digest, kid, sig) {}",
+        values_sql(rows, false)
+    )
 }
 
 fn row_params(rows: &[SignedRow]) -> Vec<Param<'_>> {

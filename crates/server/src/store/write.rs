@@ -66,10 +66,11 @@ pub(super) trait Transaction {
     /// The assignments that lease a task to this replica for `lease`, on the parameter
     /// `{owner}`, and the replica's name to bind there; `None` where there are no leases.
     fn lease_claim(&self, lease: std::time::Duration) -> Option<(String, &str)>;
-    /// Whether a statement may write in a `WITH` clause besides its own (PostgreSQL): there,
-    /// two writes in one statement save a round trip. SQLite has no such clause, and its
-    /// statements cost no round trip.
-    fn writes_in_with(&self) -> bool;
+    /// Whether this process is the database's only writer (SQLite): no one writes between two
+    /// of its statements, and a statement costs no round trip. Elsewhere (PostgreSQL, shared
+    /// by replicas) writers are ordered by locking a row, and a statement may write in a
+    /// `WITH` clause besides its own, which saves a round trip.
+    fn sole_writer(&self) -> bool;
 }
 
 /// What the approvals stream hears of a batch.

@@ -179,8 +179,8 @@ impl Transaction for PgTransaction<'_> {
         ))
     }
 
-    fn writes_in_with(&self) -> bool {
-        true
+    fn sole_writer(&self) -> bool {
+        false
     }
 }
 

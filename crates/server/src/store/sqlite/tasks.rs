@@ -158,8 +158,8 @@ impl Transaction for SqliteTransaction<'_> {
         None
     }
 
-    fn writes_in_with(&self) -> bool {
-        false
+    fn sole_writer(&self) -> bool {
+        true
     }
 }
 
