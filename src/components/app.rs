@@ -33,6 +33,16 @@ pub fn App() -> impl IntoView {
         }
         .into_any();
     }
+    // A page opened on a stored chat asks for its messages and its cards' chunk beside the
+    // agents list, which its chat waits for to mount.
+    if let Route::Chat {
+        session: Some(session),
+        ..
+    } = ctx.route.get_untracked()
+    {
+        api::sessions::load_early(&session);
+        crate::components::tools::prefetch_cards();
+    }
     inbox::start(ctx);
     if web_sys::window()
         .and_then(|window| window.inner_width().ok())

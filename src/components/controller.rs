@@ -152,7 +152,7 @@ impl ChatCtl {
         };
         prefetch_cards();
         spawn_local(async move {
-            let loaded = api::sessions::load(&session).await;
+            let loaded = api::sessions::load_started(&session).await;
             let replayed = loaded
                 .as_ref()
                 .ok()

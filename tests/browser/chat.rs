@@ -97,6 +97,20 @@ async fn a_reload_shows_the_chat_again() {
     .await;
     assert_eq!(app.current_path().await, path);
     assert_eq!(app.texts("[data-testid=message-agent]").await, before);
+    // The stored chat's messages were asked for as the app started, not once the agents list
+    // (which its chat waits for to mount) had answered: the request went out first.
+    let started = app
+        .js(
+            "const start = (path) => performance.getEntriesByType('resource')              .find((entry) => new URL(entry.name).pathname.startsWith(path))?.startTime;              return [start('/api/sessions/'), start('/api/agents')];",
+        )
+        .await;
+    let (messages, agents) = (started[0].as_f64(), started[1].as_f64());
+    assert!(
+        messages
+            .zip(agents)
+            .is_some_and(|(messages, agents)| messages <= agents),
+        "the chat's messages were asked for after the agents list: {started}"
+    );
     app.shot("chat-reloaded").await;
     app.finish().await;
 }
