@@ -101,7 +101,9 @@ async fn a_reload_shows_the_chat_again() {
     // (which its chat waits for to mount) had answered: the request went out first.
     let started = app
         .js(
-            "const start = (path) => performance.getEntriesByType('resource')              .find((entry) => new URL(entry.name).pathname.startsWith(path))?.startTime;              return [start('/api/sessions/'), start('/api/agents')];",
+            "const start = (path) => performance.getEntriesByType('resource') \
+             .find((entry) => new URL(entry.name).pathname.startsWith(path))?.startTime; \
+             return [start('/api/sessions/'), start('/api/agents')];",
         )
         .await;
     let (messages, agents) = (started[0].as_f64(), started[1].as_f64());

@@ -261,11 +261,11 @@ async fn last_receipt(tx: &mut impl Transaction) -> Result<Head> {
         )
         .await?;
     match last {
-        Some(row) => head_of(Some(row)),
         None => Ok(Head {
             seq: 0,
             digest: START_DIGEST.to_owned(),
         }),
+        row => head_of(row),
     }
 }
 
